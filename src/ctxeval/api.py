@@ -1,0 +1,198 @@
+"""The public Python API; the CLI is a thin layer over these functions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ctxeval import windows
+from ctxeval.backends.base import ModelInfo
+from ctxeval.backends.registry import ModelEntry, list_models
+from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
+from ctxeval.data.texts import DEMO_TEXT_NAME, Text, load_text, unique_text_ids
+from ctxeval.errors import UserError
+from ctxeval.report.outputs import RunResult, compute, load_run, write_outputs
+from ctxeval.run import check_context, execute
+from ctxeval.tokens import TokenizedText
+
+__all__ = ["sweep", "score", "summary", "models", "RunResult", "MetricConfig"]
+
+
+def sweep(
+    texts: Sequence[str | Path] = (DEMO_TEXT_NAME,),
+    models: Sequence[str] = (DEFAULT_MODEL,),
+    lengths: Sequence[int] = DEFAULT_LENGTHS,
+    n_compare: int = 30,
+    seed: int = 0,
+    repeats: int = 1,
+    context_mode: str = "exact",
+    top_k: int = DEFAULT_TOP_K,
+    temperatures: Sequence[float] = (1.0,),
+    metrics: MetricConfig = MetricConfig(),
+    out: str | Path | None = None,
+    progress: bool = False,
+    n_threads: int | None = None,
+) -> RunResult:
+    """The thesis protocol: per context length, `repeats` seeded starts, `n_compare` targets each
+    with exactly L tokens of context (`exact`), or one pass per start (`approx`), or `both`.
+
+    Every model starts each (text, length, repeat) at the same character, so runs of models
+    with different tokenizers score the same stretch of text.
+    """
+    modes = ("exact", "approx") if context_mode == "both" else (context_mode,)
+    for mode in modes:
+        if mode not in windows.CONTEXT_MODES:
+            raise UserError(f"unknown --context-mode {context_mode!r}; choose exact, approx or both")
+    lengths = tuple(sorted(set(int(x) for x in lengths)))
+    if not lengths:
+        raise UserError("--lengths must name at least one context length")
+    _check_common(top_k, temperatures, metrics)
+    if repeats < 1:
+        raise UserError(f"--repeats must be a positive integer, got {repeats}")
+    if n_compare < 1:
+        raise UserError(f"--n-compare must be a positive integer, got {n_compare}")
+    loaded = _load_texts(texts)
+    config = RunConfig(
+        command="sweep",
+        texts=tuple(t.sha256 for t in loaded),
+        text_ids=tuple(t.text_id for t in loaded),
+        models=tuple(models),
+        top_k=top_k,
+        temperatures=_temperatures(temperatures),
+        lengths=lengths,
+        n_compare=n_compare,
+        seed=seed,
+        repeats=repeats,
+        context_modes=modes,
+        metrics=metrics,
+    )
+
+    def planner(infos: list[ModelInfo], tokenized: list[list[TokenizedText]]):
+        longest = max(lengths) + (n_compare - 1 if "approx" in modes else 0)
+        check_context(infos, longest, f"context length {max(lengths)}")
+        starts: dict[str, dict[str, int]] = {}
+        plan = [[[] for _ in loaded] for _ in tokenized]
+        for ti, text in enumerate(loaded):
+            start_chars = {}
+            for length in lengths:
+                max_char = min(windows.max_sweep_start_char(per_model[ti].char_starts, length, n_compare) for per_model in tokenized)
+                for repeat in range(repeats):
+                    fraction = windows.sweep_fraction(seed, text.sha256, length, repeat)
+                    start_chars[(length, repeat)] = windows.sweep_start_char(fraction, max_char)
+            starts[text.text_id] = {f"L{length}-r{repeat}": c for (length, repeat), c in sorted(start_chars.items())}
+            for mi, per_model in enumerate(tokenized):
+                for mode in modes:
+                    plan[mi][ti].extend(windows.sweep(per_model[ti].char_starts, lengths, n_compare, start_chars, mode))
+        return plan, {"start_chars": starts}
+
+    return execute(config, loaded, list(models), _out_dir(out, "sweep", config), planner, progress, n_threads)
+
+
+def score(
+    text: str | Path,
+    method: str = "chunked",
+    window: int = 1024,
+    stride: int | None = None,
+    model: str = DEFAULT_MODEL,
+    max_tokens: int | None = None,
+    top_k: int = DEFAULT_TOP_K,
+    temperatures: Sequence[float] = (1.0,),
+    metrics: MetricConfig = MetricConfig(),
+    out: str | Path | None = None,
+    progress: bool = False,
+    n_threads: int | None = None,
+) -> RunResult:
+    """Score a whole text (or its first `max_tokens` tokens) with `chunked`, `sliding` or `fixed` windows."""
+    if method not in windows.METHODS:
+        raise UserError(f"unknown --method {method!r}; choose one of {', '.join(windows.METHODS)}")
+    if method == "sliding" and stride is None:
+        raise UserError("--method sliding needs --stride")
+    if method != "sliding" and stride is not None:
+        raise UserError(f"--stride applies only to --method sliding, not {method}")
+    if max_tokens is not None and max_tokens < 1:
+        raise UserError(f"--max-tokens must be a positive integer, got {max_tokens}")
+    _check_common(top_k, temperatures, metrics)
+    loaded = _load_texts([text])
+    config = RunConfig(
+        command="score",
+        texts=(loaded[0].sha256,),
+        text_ids=(loaded[0].text_id,),
+        models=(model,),
+        top_k=top_k,
+        temperatures=_temperatures(temperatures),
+        method=method,
+        window=window,
+        stride=stride or 0,
+        max_tokens=max_tokens,
+        metrics=metrics,
+    )
+
+    def planner(infos: list[ModelInfo], tokenized: list[list[TokenizedText]]):
+        check_context(infos, window, f"--window {window}")
+        n_tokens = len(tokenized[0][0])
+        if max_tokens is not None:
+            n_tokens = min(n_tokens, max_tokens)
+        if method == "chunked":
+            passes = windows.chunked(n_tokens, window)
+        elif method == "sliding":
+            passes = windows.sliding(n_tokens, window, stride)
+        else:
+            passes = windows.fixed(n_tokens, window)
+        return [[passes]], {"n_tokens_scored_from": n_tokens}
+
+    return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads)
+
+
+def summary(run_dir: str | Path, metrics: MetricConfig | None = None, write: bool = False) -> RunResult:
+    """Recompute a finished run's summaries, optionally with other metric settings."""
+    manifest, records = load_run(Path(run_dir))
+    if metrics is None:
+        stored = manifest["config"]["metrics"]
+        metrics = MetricConfig(stored["cutoff"], tuple(stored["alphas"]), stored["approx_k"], stored["penalty"])
+    _check_metrics(metrics)
+    if write:
+        return write_outputs(Path(run_dir), manifest, metrics)
+    return compute(Path(run_dir), manifest, records, metrics)
+
+
+def models() -> list[ModelEntry]:
+    """Models and backends usable on this machine."""
+    return list_models()
+
+
+def _load_texts(specs: Sequence[str | Path]) -> list[Text]:
+    if not specs:
+        raise UserError("no text given")
+    return unique_text_ids([load_text(s) for s in specs])
+
+
+def _temperatures(values: Sequence[float]) -> tuple[float, ...]:
+    temps = tuple(float(t) for t in values)
+    if any(t <= 0 for t in temps):
+        raise UserError(f"--temperatures must be positive, got {', '.join(f'{t:g}' for t in temps)}")
+    return tuple(sorted(set(temps) | {1.0}))
+
+
+def _check_common(top_k: int, temperatures: Sequence[float], metrics: MetricConfig) -> None:
+    if top_k < 1:
+        raise UserError(f"--top-k must be a positive integer, got {top_k}")
+    if metrics.approx_k > top_k:
+        raise UserError(f"--approx-k ({metrics.approx_k}) cannot exceed --top-k ({top_k})")
+    _temperatures(temperatures)
+    _check_metrics(metrics)
+
+
+def _check_metrics(metrics: MetricConfig) -> None:
+    if metrics.cutoff is not None and metrics.cutoff < 1:
+        raise UserError(f"--cutoff must be a positive integer or 'full', got {metrics.cutoff}")
+    if any(a <= 0 for a in metrics.alphas):
+        raise UserError("--alphas must be positive")
+    if metrics.approx_k < 1:
+        raise UserError(f"--approx-k must be a positive integer, got {metrics.approx_k}")
+    if metrics.penalty < 0:
+        raise UserError(f"--penalty must not be negative, got {metrics.penalty}")
+
+
+def _out_dir(out: str | Path | None, command: str, config: RunConfig) -> Path:
+    """Default run directory: named by the run id, so the same command resumes the same run."""
+    return Path(out) if out is not None else Path("runs") / f"{command}-{config.run_id()[:8]}"

@@ -1,0 +1,66 @@
+"""The scorer protocol every backend implements, and what a backend can and cannot measure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ctxeval.backends.logits import BlockScores
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend sees; the pipeline adapts to it and never pretends."""
+
+    full_logits: bool  # exact ranks over the whole vocabulary
+    max_top_k: int | None  # None = unlimited
+    temperatures: bool  # log-probabilities at any temperature from the same pass
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """Identity of a loaded model, recorded in every run manifest."""
+
+    name: str
+    backend: str
+    path: str
+    sha256: str
+    vocab_size: int
+    n_ctx_train: int
+    bos_id: int | None  # None: the model uses no BOS token
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def uses_bos(self) -> bool:
+        return self.bos_id is not None
+
+
+class Scorer(Protocol):
+    """Scores target tokens given token contexts. The only place a model is touched."""
+
+    info: ModelInfo
+    capabilities: Capabilities
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of `text` without BOS or other special tokens."""
+        ...
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The exact UTF-8 bytes a token stands for in running text."""
+        ...
+
+    def score(
+        self,
+        input_ids: np.ndarray,
+        output_positions: np.ndarray,
+        target_ids: np.ndarray,
+        top_k: int,
+        temperatures: tuple[float, ...],
+    ) -> BlockScores:
+        """One forward pass over `input_ids`; row i scores `target_ids[i]` from the logits
+        at input position `output_positions[i]` (the position of the token before it)."""
+        ...
+
+    def close(self) -> None: ...

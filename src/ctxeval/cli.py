@@ -1,0 +1,209 @@
+"""Command-line interface: parses flags, calls the API, prints tables. No logic of its own."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ctxeval import api
+from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig
+from ctxeval.errors import UserError
+from ctxeval.report.outputs import PLOT_FILE, SUMMARY_CSV, SUMMARY_JSON, TABLES_MD, RunResult
+from ctxeval.report.tables import markdown_tables
+
+app = typer.Typer(
+    help="Measure how well language models use long contexts: perplexity, rank-based perplexity, context-length sweeps.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+_LENGTHS_HELP = "Comma-separated context lengths in tokens."
+CutoffOpt = Annotated[str, typer.Option("--cutoff", help="Rank cutoff l of the rank scores: a positive integer, or 'full' for the whole vocabulary.")]
+AlphasOpt = Annotated[str, typer.Option("--alphas", help="Comma-separated alphas of the non-linear score e^(-alpha (r-1)).")]
+ApproxKOpt = Annotated[int, typer.Option("--approx-k", help="k of the approximate perplexity (an API's top-k).")]
+PenaltyOpt = Annotated[float, typer.Option("--penalty", help="Penalty subtracted from log p_k for tokens outside the top-k.")]
+TopKOpt = Annotated[int, typer.Option("--top-k", help="How many top tokens (ids, logprobs) to store per target.")]
+TempsOpt = Annotated[str, typer.Option("--temperatures", help="Comma-separated temperatures at which to also compute log-probabilities (1 is always included).")]
+OutOpt = Annotated[Optional[Path], typer.Option("--out", help="Run directory. Default: runs/<command>-<run id>. Re-running the same command resumes it.")]
+ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="CPU threads for the model (default: all cores).")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar and no tables.")]
+
+
+def _ints(value: str, flag: str) -> list[int]:
+    try:
+        return [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise UserError(f"{flag} expects comma-separated integers, got {value!r}") from None
+
+
+def _floats(value: str, flag: str) -> list[float]:
+    try:
+        return [float(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise UserError(f"{flag} expects comma-separated numbers, got {value!r}") from None
+
+
+def _metric_config(cutoff: str, alphas: str, approx_k: int, penalty: float) -> MetricConfig:
+    if cutoff.strip().lower() == "full":
+        cutoff_value = None
+    else:
+        try:
+            cutoff_value = int(cutoff)
+        except ValueError:
+            raise UserError(f"--cutoff expects a positive integer or 'full', got {cutoff!r}") from None
+    return MetricConfig(cutoff_value, tuple(_floats(alphas, "--alphas")), approx_k, penalty)
+
+
+def _report(result: RunResult, metrics: MetricConfig, quiet: bool) -> None:
+    if not quiet:
+        typer.echo(markdown_tables(result.summary, metrics, result.approx_vs_exact))
+    d = result.run_dir
+    typer.echo(f"records: {d / 'records.parquet'}  ({len(result.records)} tokens)")
+    typer.echo(f"summary: {d / SUMMARY_JSON}, {d / SUMMARY_CSV}, {d / TABLES_MD}")
+    typer.echo(f"plot:    {d / PLOT_FILE}")
+
+
+@app.command()
+def sweep(
+    texts: Annotated[Optional[list[str]], typer.Argument(help="UTF-8 text files; 'demo' (the default) is the bundled Chesterton excerpt.")] = None,
+    model: Annotated[Optional[list[str]], typer.Option("--model", help=f"Model: {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat to sweep several models on the same starts.")] = None,
+    lengths: Annotated[str, typer.Option("--lengths", help=_LENGTHS_HELP)] = "32,64,128,256,512,1024,2048,4096",
+    n_compare: Annotated[int, typer.Option("--n-compare", help="n_c: consecutive targets scored per start.")] = 30,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random starts.")] = 0,
+    repeats: Annotated[int, typer.Option("--repeats", help="Independent seeded starts per length.")] = 1,
+    context_mode: Annotated[str, typer.Option("--context-mode", help="exact: every target sees exactly L tokens (one pass per target); approx: one pass of L+n_c tokens (contexts L..L+n_c-1); both: run both and report their mean |delta logprob|.")] = "exact",
+    top_k: TopKOpt = DEFAULT_TOP_K,
+    temperatures: TempsOpt = "1",
+    cutoff: CutoffOpt = "20",
+    alphas: AlphasOpt = "0.1,0.3",
+    approx_k: ApproxKOpt = 20,
+    penalty: PenaltyOpt = 3.0,
+    out: OutOpt = None,
+    threads: ThreadsOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Rank-based perplexity over context lengths (the thesis protocol)."""
+    metrics = _metric_config(cutoff, alphas, approx_k, penalty)
+    result = api.sweep(
+        texts=texts or ["demo"],
+        models=model or [DEFAULT_MODEL],
+        lengths=_ints(lengths, "--lengths"),
+        n_compare=n_compare,
+        seed=seed,
+        repeats=repeats,
+        context_mode=context_mode,
+        top_k=top_k,
+        temperatures=_floats(temperatures, "--temperatures"),
+        metrics=metrics,
+        out=out,
+        progress=not quiet,
+        n_threads=threads,
+    )
+    _report(result, metrics, quiet)
+
+
+@app.command()
+def score(
+    text: Annotated[str, typer.Argument(help="UTF-8 text file ('demo' for the bundled excerpt).")],
+    method: Annotated[str, typer.Option("--method", help="chunked: disjoint windows; sliding: window W moved by stride S, each token scored once; fixed: every target sees exactly W tokens.")] = "chunked",
+    window: Annotated[int, typer.Option("--window", help="Window W (for fixed: the context length).")] = 1024,
+    stride: Annotated[Optional[int], typer.Option("--stride", help="Stride S of --method sliding.")] = None,
+    model: Annotated[str, typer.Option("--model", help=f"{DEFAULT_MODEL} (embedded default) or a .gguf path.")] = DEFAULT_MODEL,
+    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Score only the first N tokens of the text.")] = None,
+    top_k: TopKOpt = DEFAULT_TOP_K,
+    temperatures: TempsOpt = "1",
+    cutoff: CutoffOpt = "20",
+    alphas: AlphasOpt = "0.1,0.3",
+    approx_k: ApproxKOpt = 20,
+    penalty: PenaltyOpt = 3.0,
+    out: OutOpt = None,
+    threads: ThreadsOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Perplexity and rank scores of a whole text with chunked, sliding or fixed windows."""
+    metrics = _metric_config(cutoff, alphas, approx_k, penalty)
+    result = api.score(
+        text,
+        method=method,
+        window=window,
+        stride=stride,
+        model=model,
+        max_tokens=max_tokens,
+        top_k=top_k,
+        temperatures=_floats(temperatures, "--temperatures"),
+        metrics=metrics,
+        out=out,
+        progress=not quiet,
+        n_threads=threads,
+    )
+    _report(result, metrics, quiet)
+
+
+@app.command()
+def summary(
+    run_dir: Annotated[Path, typer.Argument(help="A finished run directory.")],
+    cutoff: Annotated[Optional[str], typer.Option("--cutoff", help="Override the run's rank cutoff (integer or 'full').")] = None,
+    alphas: Annotated[Optional[str], typer.Option("--alphas", help="Override the run's alphas.")] = None,
+    approx_k: Annotated[Optional[int], typer.Option("--approx-k", help="Override the run's approximate-PPL k.")] = None,
+    penalty: Annotated[Optional[float], typer.Option("--penalty", help="Override the run's approximate-PPL penalty.")] = None,
+    write: Annotated[bool, typer.Option("--write", help="Also rewrite the run's summary files with these settings.")] = False,
+) -> None:
+    """Print a finished run's tables (thesis Table 1/2 and Appendix A shapes), recomputed from its records."""
+    stored = api.summary(run_dir).manifest["config"]["metrics"]
+    metrics = _metric_config(
+        cutoff if cutoff is not None else ("full" if stored["cutoff"] is None else str(stored["cutoff"])),
+        alphas if alphas is not None else ",".join(f"{a:g}" for a in stored["alphas"]),
+        approx_k if approx_k is not None else stored["approx_k"],
+        penalty if penalty is not None else stored["penalty"],
+    )
+    result = api.summary(run_dir, metrics, write=write)
+    typer.echo(markdown_tables(result.summary, metrics, result.approx_vs_exact))
+
+
+@app.command()
+def models() -> None:
+    """List the models and backends usable here."""
+    for entry in api.models():
+        status = "available" if entry.available else "missing"
+        typer.echo(f"{entry.name:<14} {entry.backend:<9} {status:<10} {entry.location}  — {entry.note}")
+
+
+def main() -> None:
+    """Entry point: user errors become one line on stderr and exit code 2."""
+    try:
+        code = app(standalone_mode=False)
+    except UserError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        _interrupted()
+    except Exception as exc:
+        # typer's (vendored) click usage errors: bad flags, missing arguments
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            sys.exit(0)
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
+            _fail(exc.format_message().replace("\n", " "))
+        if type(exc).__name__ == "Abort":
+            _interrupted()
+        raise
+    if code == 130:  # typer turns Ctrl-C into Exit(130)
+        _interrupted()
+    if isinstance(code, int) and code:
+        sys.exit(code)
+
+
+def _fail(message: str) -> None:
+    print(f"ctxeval: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _interrupted() -> None:
+    print("ctxeval: interrupted; finished passes are saved — re-run the same command to resume", file=sys.stderr)
+    sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

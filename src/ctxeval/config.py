@@ -1,0 +1,55 @@
+"""Typed run configurations, built by the CLI or by Python callers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+DEFAULT_MODEL = "gemma-3-270m"
+DEFAULT_LENGTHS = (32, 64, 128, 256, 512, 1024, 2048, 4096)
+DEFAULT_TOP_K = 20
+
+
+@dataclass(frozen=True)
+class MetricConfig:
+    """How records become scores; changing it never needs a new model run."""
+
+    cutoff: int | None = 20  # l of the rank scores; None = full vocabulary
+    alphas: tuple[float, ...] = (0.1, 0.3)
+    approx_k: int = 20  # top-k an API would return, for the approximate perplexity
+    penalty: float = 3.0  # thesis eq. 10
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that decides which records a run produces (its identity for resuming)."""
+
+    command: str  # "sweep" or "score"
+    texts: tuple[str, ...]  # text content sha256s, in order
+    text_ids: tuple[str, ...]
+    models: tuple[str, ...]  # model specs (`gemma-3-270m`, a .gguf path), in order
+    top_k: int = DEFAULT_TOP_K
+    temperatures: tuple[float, ...] = (1.0,)
+    # sweep
+    lengths: tuple[int, ...] = ()
+    n_compare: int = 0
+    seed: int = 0
+    repeats: int = 1
+    context_modes: tuple[str, ...] = ()
+    # score
+    method: str = ""
+    window: int = 0
+    stride: int = 0
+    max_tokens: int | None = None
+    metrics: MetricConfig = field(default_factory=MetricConfig)
+
+    def identity(self) -> dict:
+        """The fields that decide the records (metric settings excluded: they are post hoc)."""
+        data = asdict(self)
+        data.pop("metrics")
+        return data
+
+    def run_id(self) -> str:
+        blob = json.dumps(self.identity(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]

@@ -1,0 +1,1 @@
+"""Corpus and dataset loaders."""

@@ -1,0 +1,1 @@
+"""Reports: summaries, tables and plots computed from token records."""

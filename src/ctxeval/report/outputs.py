@@ -1,0 +1,78 @@
+"""Everything a finished run writes beside its records: summary JSON/CSV, tables, plot."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ctxeval.config import MetricConfig
+from ctxeval.errors import UserError
+from ctxeval.records import RECORDS_FILE, read_records
+from ctxeval.report.plots import plot_scores
+from ctxeval.report.summary import approx_vs_exact, summarize
+from ctxeval.report.tables import markdown_tables
+
+SUMMARY_JSON = "summary.json"
+SUMMARY_CSV = "summary.csv"
+TABLES_MD = "tables.md"
+PLOT_FILE = "scores_vs_length.png"
+
+
+@dataclass
+class RunResult:
+    """A finished run: where it lives and what it found."""
+
+    run_dir: Path
+    manifest: dict
+    records: pd.DataFrame
+    summary: pd.DataFrame
+    approx_vs_exact: pd.DataFrame
+
+
+def load_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
+    """Manifest and records of a complete run, or a UserError saying why not."""
+    run_dir = Path(run_dir)
+    manifest_path = run_dir / "manifest.json"
+    if not manifest_path.is_file():
+        raise UserError(f"{run_dir} is not a ctxeval run directory (no manifest.json)")
+    manifest = json.loads(manifest_path.read_text())
+    if manifest.get("status") != "complete" or not (run_dir / RECORDS_FILE).is_file():
+        raise UserError(f"the run in {run_dir} is not complete; re-run its command to finish it")
+    return manifest, read_records(run_dir)
+
+
+def write_outputs(run_dir: Path, manifest: dict, metrics: MetricConfig) -> RunResult:
+    """(Re)compute summaries from the records and write them with tables and the plot."""
+    run_dir = Path(run_dir)
+    records = read_records(run_dir)
+    result = compute(run_dir, manifest, records, metrics)
+    result.summary.to_csv(run_dir / SUMMARY_CSV, index=False)
+    payload = {
+        "run_id": manifest["run_id"],
+        "metrics": asdict(metrics),
+        "groups": _json_rows(result.summary),
+        "approx_vs_exact": _json_rows(result.approx_vs_exact),
+    }
+    (run_dir / SUMMARY_JSON).write_text(json.dumps(payload, indent=2))
+    (run_dir / TABLES_MD).write_text(markdown_tables(result.summary, metrics, result.approx_vs_exact))
+    plot_scores(result.summary, run_dir / PLOT_FILE)
+    return result
+
+
+def compute(run_dir: Path, manifest: dict, records: pd.DataFrame, metrics: MetricConfig) -> RunResult:
+    """Summaries of `records` under `metrics`, without writing anything."""
+    vocab_sizes = {m["name"]: m["vocab_size"] for m in manifest["models"]}
+    temperatures = tuple(manifest["config"]["temperatures"])
+    if metrics.approx_k > manifest["config"]["top_k"]:
+        raise UserError(f"--approx-k {metrics.approx_k} exceeds the top-k stored by this run ({manifest['config']['top_k']})")
+    summary = summarize(records, metrics, vocab_sizes, temperatures)
+    return RunResult(run_dir, manifest, records, summary, approx_vs_exact(records))
+
+
+def _json_rows(df: pd.DataFrame) -> list[dict]:
+    rows = df.to_dict(orient="records")
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in rows]

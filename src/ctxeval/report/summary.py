@@ -1,0 +1,79 @@
+"""Per model x text x context length summaries, recomputed from the token records."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ctxeval.config import MetricConfig
+from ctxeval.metrics import perplexity as ppl
+from ctxeval.metrics.rank import rank_scores
+from ctxeval.records import temperature_column
+
+GROUP_KEYS = ["model", "text_id", "method", "context_mode", "nominal_len"]
+
+
+def group_metrics(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int, temperatures: tuple[float, ...]) -> dict[str, float]:
+    """All scalar metrics of one set of token records."""
+    logprobs = df["logprob"].to_numpy()
+    ranks = df["rank"].to_numpy()
+    cutoff = metrics.cutoff or vocab_size
+    out = {"nll": ppl.nll(logprobs), "ppl": ppl.perplexity(logprobs)}
+    out["bpb"] = ppl.bits_per_byte(logprobs, df["n_bytes"].to_numpy())
+    out.update(rank_scores(ranks, cutoff, metrics.alphas))
+    topk = np.stack(df["topk_logprobs"].to_numpy()) if len(df) else np.empty((0, metrics.approx_k))
+    out["approx_ppl"] = ppl.approx_perplexity(logprobs, ranks, topk, metrics.approx_k, metrics.penalty)
+    out["top1"] = ppl.top1_accuracy(ranks)
+    for t in temperatures:
+        if t != 1.0:
+            out[f"ppl_t{t:g}"] = ppl.perplexity(df[temperature_column(t)].to_numpy())
+    return out
+
+
+def summarize(
+    records: pd.DataFrame, metrics: MetricConfig, vocab_sizes: dict[str, int], temperatures: tuple[float, ...]
+) -> pd.DataFrame:
+    """One row per group: token count, window count, each metric over all tokens of the group
+    (token-weighted) and its SD over the group's windows (NaN with fewer than two windows)."""
+    rows = []
+    for key, group in records.groupby(GROUP_KEYS, sort=False):
+        model = key[0]
+        row = dict(zip(GROUP_KEYS, key))
+        row["n"] = len(group)
+        windows = list(group.groupby("window_id", sort=False))
+        row["n_windows"] = len(windows)
+        overall = group_metrics(group, metrics, vocab_sizes[model], temperatures)
+        per_window = [group_metrics(w, metrics, vocab_sizes[model], temperatures) for _, w in windows]
+        for name, value in overall.items():
+            row[name] = value
+            values = [m[name] for m in per_window]
+            row[f"{name}_sd"] = float(np.std(values, ddof=1)) if len(values) > 1 else math.nan
+        row["approx_ppl_rel_err"] = overall["approx_ppl"] / overall["ppl"] - 1.0
+        rows.append(row)
+    summary = pd.DataFrame(rows)
+    if not summary.empty:
+        summary = summary.sort_values(GROUP_KEYS, kind="stable").reset_index(drop=True)
+    return summary
+
+
+def approx_vs_exact(records: pd.DataFrame) -> pd.DataFrame:
+    """Mean |logprob(approx) - logprob(exact)| per model x text x length, on the same targets.
+
+    The cost of `--context-mode approx`: its targets see L...L+n_c-1 tokens instead of L.
+    """
+    sweep = records[records["method"] == "sweep"]
+    keys = ["model", "text_id", "nominal_len", "repeat", "target_pos"]
+    exact = sweep[sweep["context_mode"] == "exact"][keys + ["logprob", "rank"]]
+    approx = sweep[sweep["context_mode"] == "approx"][keys + ["logprob", "rank"]]
+    if exact.empty or approx.empty:
+        return pd.DataFrame()
+    paired = exact.merge(approx, on=keys, suffixes=("_exact", "_approx"))
+    paired["abs_delta"] = (paired["logprob_approx"] - paired["logprob_exact"]).abs()
+    paired["rank_changed"] = paired["rank_approx"] != paired["rank_exact"]
+    return (
+        paired.groupby(["model", "text_id", "nominal_len"], sort=True)
+        .agg(n=("abs_delta", "size"), mean_abs_delta_logprob=("abs_delta", "mean"), max_abs_delta_logprob=("abs_delta", "max"), rank_changed=("rank_changed", "mean"))
+        .reset_index()
+    )

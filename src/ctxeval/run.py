@@ -1,0 +1,255 @@
+"""Execute a planned run: score every pass, write records as it goes, resume after interruption.
+
+The run directory's identity is the run id (a hash of everything that decides the records).
+Re-running the same command into the same directory scores only the passes that are missing;
+a different configuration is refused rather than mixed in.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from ctxeval.backends.base import ModelInfo, Scorer
+from ctxeval.backends.registry import load_scorer
+from ctxeval.config import RunConfig
+from ctxeval.data.texts import Text
+from ctxeval.errors import UserError
+from ctxeval.records import PartWriter, done_passes, merge_parts, schema_for, temperature_column
+from ctxeval.report.outputs import RunResult, write_outputs
+from ctxeval.tokens import TokenizedText, tokenize
+from ctxeval.windows import Pass
+
+MANIFEST_FILE = "manifest.json"
+_FLUSH_SECONDS = 2.0
+
+# A planner turns the models and the texts as tokenized by each ([model][text]) into passes
+# ([model][text][pass]) and facts about the plan for the manifest.
+Planner = Callable[[list[ModelInfo], list[list[TokenizedText]]], tuple[list[list[list[Pass]]], dict]]
+
+
+def execute(
+    config: RunConfig,
+    texts: list[Text],
+    model_specs: list[str],
+    run_dir: Path,
+    planner: Planner,
+    progress: bool = True,
+    n_threads: int | None = None,
+) -> RunResult:
+    """Plan, score missing passes, then merge records and write summaries, tables and plots."""
+    run_dir = Path(run_dir)
+    manifest_path = run_dir / MANIFEST_FILE
+    previous = _read_manifest(manifest_path)
+    if previous is not None and previous.get("run_id") != config.run_id():
+        raise UserError(f"{run_dir} holds a run with a different configuration; choose another --out or remove it")
+    if previous is not None and previous.get("status") == "complete":
+        return write_outputs(run_dir, previous, config.metrics)
+
+    started = time.time()
+    scorers = [load_scorer(spec, n_threads=n_threads) for spec in model_specs]
+    tokenized = [[tokenize(scorer, text) for text in texts] for scorer in scorers]
+    plan, plan_facts = planner([s.info for s in scorers], tokenized)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    manifest = _manifest(config, scorers, tokenized, plan, plan_facts, previous)
+    _write_manifest(manifest_path, manifest)
+
+    schema = schema_for(config.temperatures)
+    done = done_passes(run_dir)
+    writer = PartWriter(run_dir, schema)
+    total = sum(p.n_targets for per_model in plan for per_text in per_model for p in per_text)
+    already = _count_done_targets(plan, done)
+    with _terminate_as_interrupt(), _progress(progress, total, already) as advance:
+        pass_index = 0
+        for scorer, per_model, token_texts in zip(scorers, plan, tokenized):
+            pending: dict[str, list] = {name: [] for name in schema.names}
+            last_flush = time.monotonic()
+            try:
+                for passes, tt in zip(per_model, token_texts):
+                    for p in passes:
+                        if pass_index not in done:
+                            _score_pass(scorer, config, tt, p, pass_index, pending)
+                            advance(p.n_targets, f"{scorer.info.name} · {tt.text.text_id} · {p.window_id}")
+                            if time.monotonic() - last_flush > _FLUSH_SECONDS:
+                                _flush(writer, pending)
+                                last_flush = time.monotonic()
+                        pass_index += 1
+            finally:
+                _flush(writer, pending)
+                scorer.close()
+    merge_parts(run_dir, schema)
+    manifest["status"] = "complete"
+    manifest["timing"] = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
+    _write_manifest(manifest_path, manifest)
+    return write_outputs(run_dir, manifest, config.metrics)
+
+
+def check_context(infos: list[ModelInfo], max_tokens: int, what: str) -> None:
+    """Refuse windows longer than a model's training context (BOS included)."""
+    for info in infos:
+        needed = max_tokens + (1 if info.uses_bos else 0)
+        if needed > info.n_ctx_train:
+            raise UserError(f"{what} needs {needed} tokens per pass, beyond {info.name}'s training context of {info.n_ctx_train}")
+
+
+def _score_pass(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass, pass_index: int, out: dict[str, list]) -> None:
+    """Score one pass and append its rows to `out`."""
+    info = scorer.info
+    text_ids = tt.ids[p.context_start : p.target_end - 1]
+    bos = [info.bos_id] if info.uses_bos else []
+    if not bos and p.target_start == p.context_start:
+        raise UserError(f"{info.name} has no BOS token, so a target with no context cannot be scored; use a window method that gives context")
+    input_ids = np.concatenate([np.asarray(bos, dtype=np.int32), text_ids]).astype(np.int32)
+    targets = np.arange(p.target_start, p.target_end)
+    # the logits at input position j predict the token after it
+    output_positions = targets - p.context_start - 1 + len(bos)
+    target_ids = tt.ids[targets]
+    scores = scorer.score(input_ids, output_positions, target_ids, config.top_k, config.temperatures)
+    n = len(targets)
+    out["pass_index"].extend([pass_index] * n)
+    out["model"].extend([info.name] * n)
+    out["text_id"].extend([tt.text.text_id] * n)
+    out["method"].extend([p.method] * n)
+    out["context_mode"].extend([p.context_mode] * n)
+    out["nominal_len"].extend([p.nominal_len] * n)
+    out["repeat"].extend([p.repeat] * n)
+    out["window_id"].extend([p.window_id] * n)
+    out["context_len"].extend(p.context_lens().tolist())
+    out["target_pos"].extend(targets.tolist())
+    out["char_start"].extend(tt.char_starts[targets].tolist())
+    out["char_end"].extend(tt.char_ends[targets].tolist())
+    out["n_bytes"].extend(tt.n_bytes[targets].tolist())
+    out["target_id"].extend(target_ids.tolist())
+    out["target_text"].extend(scorer.token_bytes(int(t)).decode("utf-8", errors="replace") for t in target_ids)
+    out["logprob"].extend(scores.logprob.tolist())
+    out["rank"].extend(scores.rank.tolist())
+    out["greedy_id"].extend(scores.greedy_id.tolist())
+    out["topk_ids"].extend(scores.topk_ids.tolist())
+    out["topk_logprobs"].extend(scores.topk_logprobs.tolist())
+    for j, t in enumerate(config.temperatures):
+        if t != 1.0:
+            out[temperature_column(t)].extend(scores.temp_logprobs[:, j].tolist())
+
+
+def _flush(writer: PartWriter, pending: dict[str, list]) -> None:
+    if pending["pass_index"]:
+        writer.write(pending)
+        for values in pending.values():
+            values.clear()
+
+
+def _count_done_targets(plan: list[list[list[Pass]]], done: set[int]) -> int:
+    count, index = 0, 0
+    for per_model in plan:
+        for per_text in per_model:
+            for p in per_text:
+                if index in done:
+                    count += p.n_targets
+                index += 1
+    return count
+
+
+def _manifest(config: RunConfig, scorers: list[Scorer], tokenized: list[list[TokenizedText]], plan, plan_facts: dict, previous: dict | None) -> dict:
+    texts = [
+        {
+            "text_id": tt.text.text_id,
+            "source": tt.text.source,
+            "sha256": tt.text.sha256,
+            "n_chars": len(tt.text.content),
+            "n_bytes": tt.text.n_bytes,
+            "n_tokens": {scorer.info.name: len(per_model[i]) for scorer, per_model in zip(scorers, tokenized)},
+        }
+        for i, tt in enumerate(tokenized[0])
+    ]
+    return {
+        "ctxeval_manifest": 1,
+        "run_id": config.run_id(),
+        "status": "running",
+        "created": previous.get("created") if previous else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "config": asdict(config),
+        "models": [asdict(s.info) | {"capabilities": asdict(s.capabilities)} for s in scorers],
+        "texts": texts,
+        "text_handling": "files decoded as UTF-8 byte-exactly: no newline translation, no normalisation",
+        "bos": "every pass starts with the model's BOS token when it uses one; BOS is never counted as context and never scored",
+        "rank_convention": "rank = 1 + number of vocabulary entries with a strictly larger logit",
+        "plan": plan_facts
+        | {"passes": sum(len(t) for m in plan for t in m), "targets": sum(p.n_targets for m in plan for t in m for p in t)},
+        "versions": _versions(),
+    }
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version(), "platform": platform.platform()}
+    for package in ("ctxeval", "llama-cpp-python", "numpy", "pyarrow", "pandas"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+def _read_manifest(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise UserError(f"{path} is not a valid ctxeval manifest") from None
+
+
+def _write_manifest(path: Path, manifest: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, default=_json_default))
+    tmp.replace(path)
+
+
+def _json_default(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    raise TypeError(f"cannot serialise {type(value)}")
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM (`kill`) like Ctrl-C, so finished passes are flushed before exiting."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _progress(enabled: bool, total: int, already: int) -> Iterator[Callable[[int, str], None]]:
+    if not enabled:
+        yield lambda n, label: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("tokens"), TimeElapsedColumn(), TimeRemainingColumn()]
+    with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
+        task = bar.add_task("scoring", total=total, completed=already)
+
+        def advance(n: int, label: str) -> None:
+            bar.update(task, advance=n, description=label)
+
+        yield advance

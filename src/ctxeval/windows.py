@@ -1,0 +1,167 @@
+"""Which tokens are scored with which context.
+
+A `Pass` is one forward pass of the model: BOS (when the model uses one, never counted as
+context), then the text tokens `[context_start, target_end - 1)`; it scores the targets
+`[target_start, target_end)`, and target `i` sees the `i - context_start` tokens before it.
+Windows only decide *what* is scored, never how a backend computes it.
+
+All positions are indices into the token sequence of one text under one tokenizer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ctxeval.errors import UserError
+
+METHODS = ("chunked", "sliding", "fixed")
+CONTEXT_MODES = ("exact", "approx")
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One forward pass: context from `context_start`, targets `[target_start, target_end)`."""
+
+    window_id: str
+    method: str
+    context_mode: str
+    nominal_len: int
+    repeat: int
+    context_start: int
+    target_start: int
+    target_end: int
+
+    @property
+    def n_targets(self) -> int:
+        return self.target_end - self.target_start
+
+    @property
+    def n_input(self) -> int:
+        """Text tokens fed to the model (BOS not included)."""
+        return self.target_end - 1 - self.context_start
+
+    def context_lens(self) -> np.ndarray:
+        return np.arange(self.target_start, self.target_end) - self.context_start
+
+
+def chunked(n_tokens: int, window: int) -> list[Pass]:
+    """Disjoint chunks of `window` tokens; each token sees the tokens before it in its chunk."""
+    _check_positive(window=window)
+    return [
+        Pass(f"C{window}-{k}", "chunked", "window", window, 0, start, start, min(start + window, n_tokens))
+        for k, start in enumerate(range(0, n_tokens, window))
+    ]
+
+
+def sliding(n_tokens: int, window: int, stride: int) -> list[Pass]:
+    """Windows of `window` tokens moved by `stride`; every token is scored exactly once.
+
+    The first window scores all its tokens; each later one scores only the tokens past the
+    previous window's end, so each target sees between `window - stride` and `window - 1`
+    tokens (the Hugging Face perplexity-guide convention). `stride == window` is `chunked`.
+    """
+    _check_positive(window=window, stride=stride)
+    if stride > window:
+        raise UserError(f"--stride ({stride}) must not exceed --window ({window})")
+    passes: list[Pass] = []
+    prev_end = 0
+    for k, begin in enumerate(range(0, n_tokens, stride)):
+        end = min(begin + window, n_tokens)
+        if end <= prev_end:
+            break
+        passes.append(Pass(f"S{window}/{stride}-{k}", "sliding", "window", window, 0, begin, prev_end, end))
+        prev_end = end
+        if end == n_tokens:
+            break
+    return passes
+
+
+def fixed(n_tokens: int, context_len: int, group: int | None = None) -> list[Pass]:
+    """Every target from `context_len` on sees exactly `context_len` previous tokens.
+
+    One pass per target; targets are grouped `group` (default `context_len`) at a time into
+    reporting windows, so spreads over windows can be computed.
+    """
+    _check_positive(context_len=context_len)
+    if n_tokens <= context_len:
+        raise UserError(f"text has {n_tokens} tokens; --window {context_len} needs at least {context_len + 1}")
+    group = group or context_len
+    return [
+        Pass(f"F{context_len}-{(i - context_len) // group}", "fixed", "exact", context_len, 0, i - context_len, i, i + 1)
+        for i in range(context_len, n_tokens)
+    ]
+
+
+def sweep_fraction(seed: int, text_sha256: str, length: int, repeat: int) -> float:
+    """The seeded uniform draw in [0, 1) that places one sweep start.
+
+    It depends on the seed, the text's content hash, the length and the repeat, never on a
+    tokenizer, so every model scored on the same text starts at the same character.
+    """
+    text_key = int.from_bytes(hashlib.sha256(text_sha256.encode()).digest()[:8], "little")
+    return float(np.random.default_rng([seed, text_key, length, repeat]).random())
+
+
+def sweep_start_char(fraction: float, max_start_char: int) -> int:
+    """Character offset of a sweep's first context token, given the draw and the last valid start."""
+    return int(fraction * (max_start_char + 1))
+
+
+def max_sweep_start_char(char_starts: np.ndarray, length: int, n_compare: int) -> int:
+    """Last character at which a window of `length + n_compare` tokens can start in this tokenization."""
+    last_token = len(char_starts) - (length + n_compare)
+    if last_token < 0:
+        raise UserError(
+            f"text has {len(char_starts)} tokens; context length {length} with --n-compare {n_compare} "
+            f"needs at least {length + n_compare}"
+        )
+    return int(char_starts[last_token])
+
+
+def sweep(
+    char_starts: np.ndarray,
+    lengths: Sequence[int],
+    n_compare: int,
+    start_chars: dict[tuple[int, int], int],
+    context_mode: str,
+) -> list[Pass]:
+    """The thesis protocol: per length L and repeat, n_c consecutive targets after a start.
+
+    `start_chars[(L, repeat)]` is the character where the context begins; it is mapped to the
+    first token starting at or after it. In `exact` mode every target sees exactly L tokens
+    (one pass per target); in `approx` mode one pass of L + n_c tokens scores the n_c targets
+    with contexts L ... L + n_c - 1.
+    """
+    _check_positive(n_compare=n_compare)
+    if context_mode not in CONTEXT_MODES:
+        raise UserError(f"unknown context mode {context_mode!r}; choose one of {', '.join(CONTEXT_MODES)}")
+    n_tokens = len(char_starts)
+    passes: list[Pass] = []
+    for (length, repeat), start_char in sorted(start_chars.items()):
+        _check_positive(length=length)
+        start = int(np.searchsorted(char_starts, start_char, side="left"))
+        first_target = start + length
+        if first_target + n_compare > n_tokens:
+            raise UserError(
+                f"text has {n_tokens} tokens; a sweep start at character {start_char} with length {length} "
+                f"and --n-compare {n_compare} runs past its end"
+            )
+        window_id = f"{context_mode[0].upper()}{length}-r{repeat}"
+        if context_mode == "approx":
+            passes.append(Pass(window_id, "sweep", "approx", length, repeat, start, first_target, first_target + n_compare))
+        else:
+            passes.extend(
+                Pass(window_id, "sweep", "exact", length, repeat, target - length, target, target + 1)
+                for target in range(first_target, first_target + n_compare)
+            )
+    return passes
+
+
+def _check_positive(**values: int) -> None:
+    for name, value in values.items():
+        if value < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")

@@ -1,0 +1,114 @@
+"""The llama.cpp backend on the embedded model, against a naive full-softmax computation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ctxeval.data.texts import load_text
+from ctxeval.tokens import tokenize
+
+from .conftest import FIXTURES
+
+
+def naive_logits(scorer, input_ids: np.ndarray) -> np.ndarray:
+    """All logits of one decode (every position flagged), copied out: what a user's
+    `logits_all=True` loop would hold in memory."""
+    import llama_cpp
+
+    scorer.prepare(len(input_ids))
+    ctx = scorer._ctx.ctx
+    llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(ctx), True)
+    batch = scorer._batch.batch
+    rows = []
+    for start in range(0, len(input_ids), scorer._n_batch):
+        chunk = input_ids[start : start + scorer._n_batch]
+        for i, tok in enumerate(chunk):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = int(tok), start + i, 1, 1
+            batch.seq_id[i][0] = 0
+        batch.n_tokens = len(chunk)
+        assert llama_cpp.llama_decode(ctx, batch) == 0
+        ptr = llama_cpp.llama_get_logits(ctx)
+        rows.append(np.ctypeslib.as_array(ptr, shape=(len(chunk), scorer.info.vocab_size)).copy())
+    return np.concatenate(rows)
+
+
+@pytest.fixture(scope="module")
+def wikitext(gemma):
+    return tokenize(gemma, load_text(FIXTURES / "wikitext2-test-head.txt"))
+
+
+def test_blocked_path_equals_naive_full_softmax_on_real_text(gemma, wikitext):
+    n = 600  # more than one 512-token batch
+    input_ids = np.concatenate([[gemma.info.bos_id], wikitext.ids[: n - 1]]).astype(np.int32)
+    targets = wikitext.ids[:n]
+    got = gemma.score(input_ids, np.arange(n), targets, top_k=20, temperatures=(0.5, 1.0))
+    z = naive_logits(gemma, input_ids).astype(np.float64)
+    log_softmax = z - z.max(axis=1, keepdims=True)
+    log_softmax -= np.log(np.exp(log_softmax).sum(axis=1, keepdims=True))
+    rows = np.arange(n)
+    assert np.abs(got.logprob - log_softmax[rows, targets]).max() < 1e-4
+    naive_rank = 1 + (z > z[rows, targets][:, None]).sum(axis=1)
+    assert np.array_equal(got.rank, naive_rank)
+    top = np.argsort(-z, axis=1, kind="stable")[:, :20]
+    assert np.array_equal(got.topk_ids, top)
+    assert np.abs(got.topk_logprobs - np.take_along_axis(log_softmax, top, axis=1)).max() < 1e-4
+    assert np.array_equal(got.greedy_id, z.argmax(axis=1))
+    z_half = z / 0.5
+    lsm_half = z_half - z_half.max(axis=1, keepdims=True)
+    lsm_half -= np.log(np.exp(lsm_half).sum(axis=1, keepdims=True))
+    assert np.abs(got.temp_logprobs[:, 0] - lsm_half[rows, targets]).max() < 1e-4
+
+
+def test_logits_only_at_targets_give_the_same_scores(gemma, wikitext):
+    n = 300
+    input_ids = np.concatenate([[gemma.info.bos_id], wikitext.ids[: n - 1]]).astype(np.int32)
+    full = gemma.score(input_ids, np.arange(n), wikitext.ids[:n], 20, (1.0,))
+    some = np.array([5, 77, 299])
+    part = gemma.score(input_ids, some, wikitext.ids[some], 20, (1.0,))
+    assert np.abs(part.logprob - full.logprob[some]).max() < 1e-4
+    assert np.array_equal(part.rank, full.rank[some])
+
+
+def test_scores_do_not_depend_on_the_batch_size(gemma, wikitext):
+    """A short sweep pass and a long chunk must take the same numeric path."""
+    from ctxeval.backends.llamacpp import LlamaCppScorer
+
+    n = 200
+    input_ids = np.concatenate([[gemma.info.bos_id], wikitext.ids[: n - 1]]).astype(np.int32)
+    reference = gemma.score(input_ids, np.arange(n), wikitext.ids[:n], 5, (1.0,))
+    small = LlamaCppScorer(Path(gemma.info.path), "small-batches", n_batch=16)
+    try:
+        got = small.score(input_ids, np.arange(n), wikitext.ids[:n], 5, (1.0,))
+    finally:
+        small.close()
+    assert np.array_equal(got.logprob, reference.logprob)
+    assert np.array_equal(got.rank, reference.rank)
+
+
+def test_bos_is_needed(gemma, wikitext):
+    """DESIGN.md: without BOS Gemma collapses; with it the same targets score far higher."""
+    ctx = wikitext.ids[:33]
+    with_bos = gemma.score(np.concatenate([[gemma.info.bos_id], ctx[:32]]).astype(np.int32), np.arange(1, 33), ctx[1:33], 5, (1.0,))
+    without = gemma.score(ctx[:32].astype(np.int32), np.arange(0, 32), ctx[1:33], 5, (1.0,))
+    assert with_bos.logprob.mean() > without.logprob.mean() + 1.0
+
+
+def test_model_identity(gemma):
+    info = gemma.info
+    assert info.vocab_size == 262144
+    assert info.n_ctx_train == 32768
+    assert info.bos_id == 2
+    assert info.sha256 == "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+
+
+def test_tokens_reproduce_the_text_byte_for_byte_with_crlf(gemma, wikitext):
+    raw = wikitext.text.content.encode()
+    assert b"\r\n" in raw
+    pieces = b"".join(gemma.token_bytes(int(t)) for t in wikitext.ids)
+    assert pieces == raw
+    assert int(wikitext.n_bytes.sum()) == len(raw)
+    i = 10
+    assert wikitext.text.content[wikitext.char_starts[i] : wikitext.char_ends[i]].encode() == gemma.token_bytes(int(wikitext.ids[i]))

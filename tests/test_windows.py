@@ -1,0 +1,113 @@
+"""Window strategies: what is scored, with how much context."""
+
+import numpy as np
+import pytest
+
+from ctxeval import windows
+from ctxeval.errors import UserError
+
+
+def scored_positions(passes):
+    return np.concatenate([np.arange(p.target_start, p.target_end) for p in passes])
+
+
+def test_chunked_scores_every_token_once_with_context_inside_its_chunk():
+    passes = windows.chunked(10, 4)
+    assert [(p.context_start, p.target_start, p.target_end) for p in passes] == [(0, 0, 4), (4, 4, 8), (8, 8, 10)]
+    assert scored_positions(passes).tolist() == list(range(10))
+    assert passes[1].context_lens().tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("n,w", [(10, 4), (4096, 1024), (1000, 1000), (999, 7)])
+def test_sliding_with_stride_equal_to_window_is_chunked(n, w):
+    a = windows.sliding(n, w, w)
+    b = windows.chunked(n, w)
+    assert [(p.context_start, p.target_start, p.target_end) for p in a] == [(p.context_start, p.target_start, p.target_end) for p in b]
+
+
+@pytest.mark.parametrize("n,w,s", [(8192, 1024, 512), (1000, 100, 30), (50, 10, 1), (10, 20, 5)])
+def test_sliding_scores_every_token_exactly_once(n, w, s):
+    passes = windows.sliding(n, w, s)
+    assert scored_positions(passes).tolist() == list(range(n))
+    for p in passes[1:]:
+        lens = p.context_lens()
+        assert lens.min() >= w - s and lens.max() <= w - 1
+        assert p.target_end - p.context_start <= w
+
+
+def test_sliding_stride_above_window_is_refused():
+    with pytest.raises(UserError):
+        windows.sliding(100, 10, 11)
+
+
+def test_fixed_gives_every_target_exactly_l_tokens():
+    passes = windows.fixed(50, 8)
+    assert scored_positions(passes).tolist() == list(range(8, 50))
+    assert all(p.context_lens().tolist() == [8] for p in passes)
+    assert passes[0].window_id == "F8-0" and passes[8].window_id == "F8-1"
+
+
+def test_sweep_exact_every_target_has_exactly_l_context_tokens():
+    char_starts = np.arange(0, 3000, 3)  # 1000 tokens of 3 chars
+    starts = {(32, 0): 300, (64, 0): 301, (64, 1): 0}
+    passes = windows.sweep(char_starts, [32, 64], 30, starts, "exact")
+    assert len(passes) == 90
+    for p in passes:
+        assert p.n_targets == 1
+        assert p.context_lens().tolist() == [p.nominal_len]
+    by_window = {}
+    for p in passes:
+        by_window.setdefault(p.window_id, []).append(p.target_start)
+    assert by_window["E32-r0"] == list(range(100 + 32, 100 + 32 + 30))
+    # char 301 is inside token 100; the window starts at the first token starting at or after it
+    assert by_window["E64-r0"][0] == 101 + 64
+    assert by_window["E64-r1"][0] == 64
+
+
+def test_sweep_approx_is_one_pass_with_growing_context():
+    char_starts = np.arange(1000)
+    (p,) = windows.sweep(char_starts, [16], 5, {(16, 0): 10}, "approx")
+    assert (p.context_start, p.target_start, p.target_end) == (10, 26, 31)
+    assert p.context_lens().tolist() == [16, 17, 18, 19, 20]
+    assert p.n_input == 20
+
+
+def test_sweep_refuses_a_start_that_runs_past_the_end():
+    with pytest.raises(UserError):
+        windows.sweep(np.arange(100), [64], 30, {(64, 0): 10}, "exact")
+
+
+def test_max_start_char_and_too_short_text():
+    char_starts = np.arange(0, 200, 2)  # 100 tokens
+    assert windows.max_sweep_start_char(char_starts, 32, 30) == char_starts[100 - 62]
+    with pytest.raises(UserError, match="needs at least 130"):
+        windows.max_sweep_start_char(char_starts, 100, 30)
+
+
+def test_sweep_start_fraction_is_seeded_and_tokenizer_independent():
+    a = windows.sweep_fraction(0, "abc", 128, 0)
+    assert a == windows.sweep_fraction(0, "abc", 128, 0)
+    assert 0 <= a < 1
+    assert a != windows.sweep_fraction(1, "abc", 128, 0)
+    assert a != windows.sweep_fraction(0, "abd", 128, 0)
+    assert a != windows.sweep_fraction(0, "abc", 128, 1)
+    assert windows.sweep_start_char(0.0, 500) == 0
+    assert windows.sweep_start_char(0.9999999, 500) == 500
+
+
+def test_two_tokenizers_start_at_the_same_character():
+    # tokenizer A: 2 chars per token; tokenizer B: 5 chars per token
+    a = np.arange(0, 10000, 2)
+    b = np.arange(0, 10000, 5)
+    max_char = min(windows.max_sweep_start_char(a, 64, 30), windows.max_sweep_start_char(b, 64, 30))
+    start = windows.sweep_start_char(windows.sweep_fraction(3, "t", 64, 0), max_char)
+    start = start - start % 10  # a boundary of both tokenizations
+    pa = windows.sweep(a, [64], 30, {(64, 0): start}, "approx")[0]
+    pb = windows.sweep(b, [64], 30, {(64, 0): start}, "approx")[0]
+    assert a[pa.context_start] == b[pb.context_start] == start
+
+
+def test_bad_sizes_are_user_errors():
+    for call in (lambda: windows.chunked(10, 0), lambda: windows.fixed(10, 10), lambda: windows.sliding(10, 4, 0)):
+        with pytest.raises(UserError):
+            call()
