@@ -11,11 +11,11 @@ from ctxeval.backends.registry import ModelEntry, list_models
 from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
 from ctxeval.data.texts import DEMO_TEXT_NAME, Text, load_text, unique_text_ids
 from ctxeval.errors import UserError
-from ctxeval.report.outputs import RunResult, compute, load_run, write_outputs
+from ctxeval.report.outputs import RunResult, compute, load_run, read_manifest, write_outputs
 from ctxeval.run import check_context, execute
 from ctxeval.tokens import TokenizedText
 
-__all__ = ["sweep", "score", "summary", "models", "RunResult", "MetricConfig"]
+__all__ = ["sweep", "score", "summary", "run_metrics", "models", "RunResult", "MetricConfig"]
 
 
 def sweep(
@@ -143,12 +143,16 @@ def score(
     return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads)
 
 
+def run_metrics(run_dir: str | Path) -> MetricConfig:
+    """The metric settings a run was made with."""
+    stored = read_manifest(Path(run_dir))["config"]["metrics"]
+    return MetricConfig(stored["cutoff"], tuple(stored["alphas"]), stored["approx_k"], stored["penalty"])
+
+
 def summary(run_dir: str | Path, metrics: MetricConfig | None = None, write: bool = False) -> RunResult:
     """Recompute a finished run's summaries, optionally with other metric settings."""
     manifest, records = load_run(Path(run_dir))
-    if metrics is None:
-        stored = manifest["config"]["metrics"]
-        metrics = MetricConfig(stored["cutoff"], tuple(stored["alphas"]), stored["approx_k"], stored["penalty"])
+    metrics = metrics or run_metrics(run_dir)
     _check_metrics(metrics)
     if write:
         return write_outputs(Path(run_dir), manifest, metrics)

@@ -153,12 +153,12 @@ def summary(
     write: Annotated[bool, typer.Option("--write", help="Also rewrite the run's summary files with these settings.")] = False,
 ) -> None:
     """Print a finished run's tables (thesis Table 1/2 and Appendix A shapes), recomputed from its records."""
-    stored = api.summary(run_dir).manifest["config"]["metrics"]
+    stored = api.run_metrics(run_dir)
     metrics = _metric_config(
-        cutoff if cutoff is not None else ("full" if stored["cutoff"] is None else str(stored["cutoff"])),
-        alphas if alphas is not None else ",".join(f"{a:g}" for a in stored["alphas"]),
-        approx_k if approx_k is not None else stored["approx_k"],
-        penalty if penalty is not None else stored["penalty"],
+        cutoff if cutoff is not None else ("full" if stored.cutoff is None else str(stored.cutoff)),
+        alphas if alphas is not None else ",".join(f"{a:g}" for a in stored.alphas),
+        approx_k if approx_k is not None else stored.approx_k,
+        penalty if penalty is not None else stored.penalty,
     )
     result = api.summary(run_dir, metrics, write=write)
     typer.echo(markdown_tables(result.summary, metrics, result.approx_vs_exact))

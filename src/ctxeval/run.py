@@ -25,7 +25,7 @@ from ctxeval.config import RunConfig
 from ctxeval.data.texts import Text
 from ctxeval.errors import UserError
 from ctxeval.records import PartWriter, done_passes, merge_parts, schema_for, temperature_column
-from ctxeval.report.outputs import RunResult, write_outputs
+from ctxeval.report.outputs import RunResult, read_manifest, write_outputs
 from ctxeval.tokens import TokenizedText, tokenize
 from ctxeval.windows import Pass
 
@@ -49,7 +49,7 @@ def execute(
     """Plan, score missing passes, then merge records and write summaries, tables and plots."""
     run_dir = Path(run_dir)
     manifest_path = run_dir / MANIFEST_FILE
-    previous = _read_manifest(manifest_path)
+    previous = read_manifest(run_dir) if manifest_path.exists() else None
     if previous is not None and previous.get("run_id") != config.run_id():
         raise UserError(f"{run_dir} holds a run with a different configuration; choose another --out or remove it")
     if previous is not None and previous.get("status") == "complete":
@@ -195,15 +195,6 @@ def _versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             versions[package] = "not installed"
     return versions
-
-
-def _read_manifest(path: Path) -> dict | None:
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError:
-        raise UserError(f"{path} is not a valid ctxeval manifest") from None
 
 
 def _write_manifest(path: Path, manifest: dict) -> None:

@@ -33,14 +33,21 @@ class RunResult:
     approx_vs_exact: pd.DataFrame
 
 
-def load_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
-    """Manifest and records of a complete run, or a UserError saying why not."""
-    run_dir = Path(run_dir)
-    manifest_path = run_dir / "manifest.json"
+def read_manifest(run_dir: Path) -> dict:
+    """The manifest of a run directory, or a UserError if there is none."""
+    manifest_path = Path(run_dir) / "manifest.json"
     if not manifest_path.is_file():
         raise UserError(f"{run_dir} is not a ctxeval run directory (no manifest.json)")
-    manifest = json.loads(manifest_path.read_text())
-    if manifest.get("status") != "complete" or not (run_dir / RECORDS_FILE).is_file():
+    try:
+        return json.loads(manifest_path.read_text())
+    except json.JSONDecodeError:
+        raise UserError(f"{manifest_path} is not a valid ctxeval manifest") from None
+
+
+def load_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
+    """Manifest and records of a complete run, or a UserError saying why not."""
+    manifest = read_manifest(run_dir)
+    if manifest.get("status") != "complete" or not (Path(run_dir) / RECORDS_FILE).is_file():
         raise UserError(f"the run in {run_dir} is not complete; re-run its command to finish it")
     return manifest, read_records(run_dir)
 

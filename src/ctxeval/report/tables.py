@@ -58,7 +58,7 @@ def markdown_tables(summary: pd.DataFrame, metrics: MetricConfig, approx_vs_exac
         for (text_id, setting), table in pivot(summary, column).items():
             parts.append(f"## {title} — {text_id}, {setting}\n\n{table.to_markdown(floatfmt='.3f')}\n")
     for (text_id, setting), table in appendix(summary, metrics).items():
-        parts.append(f"## All scores (thesis Appendix A) — {text_id}, {setting}\n\n{table.to_markdown(floatfmt='.3f')}\n")
+        parts.append(f"## All scores (thesis Appendix A) — {text_id}, {setting}\n\n{table.reset_index().to_markdown(index=False, floatfmt='.3f')}\n")
     if not approx_vs_exact.empty:
         parts.append(f"## approx vs exact context\n\n{approx_vs_exact.to_markdown(index=False, floatfmt='.4f')}\n")
     return "\n".join(parts)

@@ -1,0 +1,72 @@
+"""Summaries recomputed from hand-made token records."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ctxeval.config import MetricConfig
+from ctxeval.report.summary import approx_vs_exact, summarize
+from ctxeval.report.tables import markdown_tables
+
+
+def records(rows):
+    base = {"model": "m", "text_id": "t", "method": "sweep", "context_mode": "exact", "repeat": 0, "n_bytes": 2}
+    df = pd.DataFrame([base | r for r in rows])
+    df["topk_logprobs"] = [np.array([-0.5, -1.0, -2.0])] * len(df)
+    return df
+
+
+def test_group_values_and_sd_over_windows():
+    df = records(
+        [
+            {"nominal_len": 8, "window_id": "w0", "target_pos": 10, "logprob": math.log(0.5), "rank": 1},
+            {"nominal_len": 8, "window_id": "w0", "target_pos": 11, "logprob": math.log(0.25), "rank": 2},
+            {"nominal_len": 8, "window_id": "w1", "target_pos": 20, "logprob": math.log(0.125), "rank": 5, "repeat": 1},
+            {"nominal_len": 8, "window_id": "w1", "target_pos": 21, "logprob": math.log(0.5), "rank": 1, "repeat": 1},
+        ]
+    )
+    metrics = MetricConfig(cutoff=3, alphas=(0.1,), approx_k=3, penalty=3.0)
+    out = summarize(df, metrics, {"m": 100}, (1.0,))
+    row = out.iloc[0]
+    assert row["n"] == 4 and row["n_windows"] == 2
+    assert row["ppl"] == pytest.approx(math.exp((math.log(2) + math.log(4) + math.log(8) + math.log(2)) / 4))
+    assert row["bpb"] == pytest.approx((1 + 2 + 3 + 1) / 8)
+    # cutoff 3: rank 5 scores 0
+    assert row["lin"] == pytest.approx((1 + 2 / 3 + 0 + 1) / 4)
+    assert row["rp"] == pytest.approx((1 + 0.5 + 0 + 1) / 4)
+    assert row["top1"] == 0.5
+    # approx: rank 5 > k=3 -> -2.0 - 3
+    approx = [math.log(0.5), math.log(0.25), -5.0, math.log(0.5)]
+    assert row["approx_ppl"] == pytest.approx(math.exp(-np.mean(approx)))
+    w0 = (1 + 0.5) / 2
+    w1 = (0 + 1) / 2
+    assert row["rp_sd"] == pytest.approx(np.std([w0, w1], ddof=1))
+
+
+def test_single_window_has_no_sd():
+    df = records([{"nominal_len": 4, "window_id": "w", "target_pos": 1, "logprob": -1.0, "rank": 1}])
+    out = summarize(df, MetricConfig(approx_k=3), {"m": 10}, (1.0,))
+    assert math.isnan(out.iloc[0]["ppl_sd"])
+
+
+def test_approx_vs_exact_pairs_the_same_targets():
+    rows = []
+    for mode, lps in (("exact", [-1.0, -2.0]), ("approx", [-1.5, -1.0])):
+        for pos, lp in zip((5, 6), lps):
+            rows.append({"context_mode": mode, "nominal_len": 4, "window_id": mode, "target_pos": pos, "logprob": lp, "rank": 1 if pos == 5 else 2})
+    out = approx_vs_exact(records(rows))
+    assert out.iloc[0]["n"] == 2
+    assert out.iloc[0]["mean_abs_delta_logprob"] == pytest.approx(0.75)
+    assert out.iloc[0]["max_abs_delta_logprob"] == pytest.approx(1.0)
+
+
+def test_tables_have_thesis_shapes():
+    df = records(
+        [{"nominal_len": L, "window_id": f"w{L}", "target_pos": L, "logprob": -1.0, "rank": 2} for L in (32, 64)]
+    )
+    metrics = MetricConfig(approx_k=3)
+    md = markdown_tables(summarize(df, metrics, {"m": 10}, (1.0,)), metrics, pd.DataFrame())
+    assert "thesis Table 1" in md and "thesis Table 2" in md and "Appendix A" in md
+    assert "| LIN " in md or "LIN" in md
