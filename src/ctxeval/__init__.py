@@ -1,5 +1,5 @@
 """ctxeval: measure how well language models use long contexts."""
 
-from ctxeval.api import MetricConfig, RunResult, models, score, summary, sweep
+from ctxeval.api import Comparison, MetricConfig, RunResult, compare, models, score, summary, sweep
 
-__all__ = ["sweep", "score", "summary", "models", "RunResult", "MetricConfig"]
+__all__ = ["sweep", "score", "summary", "compare", "models", "RunResult", "Comparison", "MetricConfig"]

@@ -6,16 +6,25 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ctxeval import windows
+from dataclasses import dataclass
+
+import pandas as pd
+
 from ctxeval.backends.base import ModelInfo
 from ctxeval.backends.registry import ModelEntry, list_models
 from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
 from ctxeval.data.texts import DEMO_TEXT_NAME, Text, load_text, unique_text_ids
 from ctxeval.errors import UserError
+from ctxeval.metrics.rank import alpha_key
+from ctxeval.pairing import pair_windows, window_table
+from ctxeval.report.compare import PROFILES, build_report, gate, write_report
+from ctxeval.report.summary import window_metrics
+from ctxeval.report.trends import metric_names, trend_table, variance_table, write_trends
 from ctxeval.report.outputs import RunResult, compute, load_run, read_manifest, write_outputs
 from ctxeval.run import check_context, execute
 from ctxeval.tokens import TokenizedText
 
-__all__ = ["sweep", "score", "summary", "run_metrics", "models", "RunResult", "MetricConfig"]
+__all__ = ["sweep", "score", "summary", "compare", "trends", "run_metrics", "models", "RunResult", "Comparison", "MetricConfig"]
 
 
 def sweep(
@@ -157,6 +166,69 @@ def summary(run_dir: str | Path, metrics: MetricConfig | None = None, write: boo
     if write:
         return write_outputs(Path(run_dir), manifest, metrics)
     return compute(Path(run_dir), manifest, records, metrics)
+
+
+@dataclass
+class Comparison:
+    """A paired comparison: the report, where it was written, and why a profile failed it."""
+
+    report: dict
+    out: Path
+    failures: list[str]
+
+
+def compare(
+    run_a: str | Path,
+    run_b: str | Path,
+    out: str | Path,
+    replicates: int = 2000,
+    seed: int = 0,
+    cluster_by_text: bool = False,
+    profile: str = "dev",
+    min_windows: int | None = None,
+    min_tokens: int | None = None,
+    max_ratio: float | None = None,
+    model_a: str | None = None,
+    model_b: str | None = None,
+    context_mode_a: str | None = None,
+    context_mode_b: str | None = None,
+) -> Comparison:
+    """Is B worse than A, by how much, how sure are we: the paired perplexity ratio over the
+    windows both runs scored, with a BCa interval, and the same for the rank scores."""
+    if profile not in PROFILES:
+        raise UserError(f"unknown --profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    if replicates < 100:
+        raise UserError(f"--replicates must be at least 100, got {replicates}")
+    manifest_a, records_a = load_run(Path(run_a))
+    manifest_b, records_b = load_run(Path(run_b))
+    metrics = run_metrics(run_a)
+    a = window_table(records_a, manifest_a, metrics, model_a, context_mode_a, "A")
+    b = window_table(records_b, manifest_b, metrics, model_b, context_mode_b, "B")
+    pairing = pair_windows(a, b)
+    if pairing.paired.empty:
+        raise UserError("the two runs share no windows: they scored different texts, lengths, repeats or spans")
+    scores = ["lin", "rp", *(alpha_key(x) for x in metrics.alphas), "avg"]
+    report = build_report(pairing, (str(run_a), str(run_b)), replicates, seed, cluster_by_text, scores)
+    report["profile"] = profile
+    failures = gate(report, profile, min_windows, min_tokens, max_ratio)
+    report["gates"] = {"passed": not failures, "failures": failures}
+    write_report(report, Path(out))
+    return Comparison(report, Path(out), failures)
+
+
+def trends(run_dir: str | Path, out: str | Path | None = None, outlier_sd: float = 2.0) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """Slopes of every metric against context length (raw and log2), with SE, p-value and CI,
+    and the spread across repeated starts with flagged outliers. Writes trends.json/.md."""
+    if outlier_sd <= 0:
+        raise UserError(f"--outlier-sd must be positive, got {outlier_sd}")
+    manifest, records = load_run(Path(run_dir))
+    metrics = run_metrics(run_dir)
+    vocab_sizes = {m["name"]: m["vocab_size"] for m in manifest["models"]}
+    per_window = window_metrics(records, metrics, vocab_sizes, tuple(manifest["config"]["temperatures"]))
+    names = metric_names(metrics.alphas)
+    trend, variance = trend_table(per_window, names), variance_table(per_window, names, outlier_sd)
+    markdown = write_trends(Path(out) if out is not None else Path(run_dir), trend, variance, outlier_sd)
+    return trend, variance, markdown
 
 
 def models() -> list[ModelEntry]:

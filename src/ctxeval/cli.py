@@ -165,6 +165,44 @@ def summary(
 
 
 @app.command()
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="Run A (the baseline).")],
+    run_b: Annotated[Path, typer.Argument(help="Run B (compared against A).")],
+    out: Annotated[Path, typer.Option("--out", help="Directory for compare.json and compare.md.")] = Path("runs/compare"),
+    replicates: Annotated[int, typer.Option("--replicates", help="Bootstrap replicates.")] = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    cluster_by_text: Annotated[bool, typer.Option("--cluster-by-text", help="Resample whole texts (documents) instead of windows.")] = False,
+    profile: Annotated[str, typer.Option("--profile", help="dev: report everything; ci / release: exit code 1 unless pairing is complete, token counts agree, windows do not overlap and minimum windows/tokens are met.")] = "dev",
+    min_windows: Annotated[Optional[int], typer.Option("--min-windows", help="Override the profile's minimum paired windows (ci 20, release 100).")] = None,
+    min_tokens: Annotated[Optional[int], typer.Option("--min-tokens", help="Override the profile's minimum paired tokens (ci 2000, release 20000).")] = None,
+    max_ratio: Annotated[Optional[float], typer.Option("--max-ratio", help="Fail (exit 1) if the upper CI bound of the perplexity ratio B/A exceeds this.")] = None,
+    model_a: Annotated[Optional[str], typer.Option("--model-a", help="Model of run A to use, if it holds several.")] = None,
+    model_b: Annotated[Optional[str], typer.Option("--model-b", help="Model of run B to use, if it holds several.")] = None,
+    context_mode_a: Annotated[Optional[str], typer.Option("--context-mode-a", help="Context mode of run A to use (exact/approx/window).")] = None,
+    context_mode_b: Annotated[Optional[str], typer.Option("--context-mode-b", help="Context mode of run B to use.")] = None,
+) -> None:
+    """Paired comparison of two runs over the same windows: perplexity ratio B/A with a BCa interval."""
+    result = api.compare(run_a, run_b, out, replicates, seed, cluster_by_text, profile, min_windows, min_tokens, max_ratio, model_a, model_b, context_mode_a, context_mode_b)
+    typer.echo((result.out / "compare.md").read_text())
+    typer.echo(f"report: {result.out / 'compare.json'}, {result.out / 'compare.md'}")
+    if result.failures:
+        for failure in result.failures:
+            print(f"ctxeval: {profile} gate failed: {failure}", file=sys.stderr)
+        raise typer.Exit(1)
+
+
+@app.command()
+def trends(
+    run_dir: Annotated[Path, typer.Argument(help="A finished run directory.")],
+    out: Annotated[Optional[Path], typer.Option("--out", help="Where to write trends.json/.md (default: the run directory).")] = None,
+    outlier_sd: Annotated[float, typer.Option("--outlier-sd", help="Flag a window more than this many SDs from the mean of the other windows at its length.")] = 2.0,
+) -> None:
+    """Slope of every metric against context length (raw and log2) with SE, p-value and CI; spread across repeats."""
+    _, _, markdown = api.trends(run_dir, out, outlier_sd)
+    typer.echo(markdown)
+
+
+@app.command()
 def models() -> None:
     """List the models and backends usable here."""
     for entry in api.models():

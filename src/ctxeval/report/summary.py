@@ -32,24 +32,33 @@ def group_metrics(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int, temp
     return out
 
 
+def window_metrics(records: pd.DataFrame, metrics: MetricConfig, vocab_sizes: dict[str, int], temperatures: tuple[float, ...]) -> pd.DataFrame:
+    """One row per window (the unit of spread): its group keys, repeat, window id and metrics."""
+    rows = []
+    for key, window in records.groupby(GROUP_KEYS + ["repeat", "window_id"], sort=False):
+        row = dict(zip(GROUP_KEYS + ["repeat", "window_id"], key))
+        row["n"] = len(window)
+        row.update(group_metrics(window, metrics, vocab_sizes[key[0]], temperatures))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def summarize(
     records: pd.DataFrame, metrics: MetricConfig, vocab_sizes: dict[str, int], temperatures: tuple[float, ...]
 ) -> pd.DataFrame:
     """One row per group: token count, window count, each metric over all tokens of the group
     (token-weighted) and its SD over the group's windows (NaN with fewer than two windows)."""
+    per_window = window_metrics(records, metrics, vocab_sizes, temperatures)
     rows = []
     for key, group in records.groupby(GROUP_KEYS, sort=False):
-        model = key[0]
         row = dict(zip(GROUP_KEYS, key))
         row["n"] = len(group)
-        windows = list(group.groupby("window_id", sort=False))
+        windows = per_window[(per_window[GROUP_KEYS] == pd.Series(row)[GROUP_KEYS]).all(axis=1)]
         row["n_windows"] = len(windows)
-        overall = group_metrics(group, metrics, vocab_sizes[model], temperatures)
-        per_window = [group_metrics(w, metrics, vocab_sizes[model], temperatures) for _, w in windows]
+        overall = group_metrics(group, metrics, vocab_sizes[key[0]], temperatures)
         for name, value in overall.items():
             row[name] = value
-            values = [m[name] for m in per_window]
-            row[f"{name}_sd"] = float(np.std(values, ddof=1)) if len(values) > 1 else math.nan
+            row[f"{name}_sd"] = float(windows[name].std(ddof=1)) if len(windows) > 1 else math.nan
         row["approx_ppl_rel_err"] = overall["approx_ppl"] / overall["ppl"] - 1.0
         rows.append(row)
     summary = pd.DataFrame(rows)

@@ -1,0 +1,115 @@
+"""Pair the windows of two runs over the same text spans.
+
+A window is keyed by (text content sha256, nominal length, repeat, first and last scored
+character): windows of two runs pair when they scored the same stretch of the same text in
+the same setting, whatever their ids (an exact and an approx sweep window pair, for example).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ctxeval.config import MetricConfig
+from ctxeval.errors import UserError
+from ctxeval.metrics.rank import alpha_key, linear_scores, nonlinear_scores, reciprocal_scores
+
+KEY = ["text_sha256", "nominal_len", "repeat", "span_start", "span_end"]
+
+
+def window_table(records: pd.DataFrame, manifest: dict, metrics: MetricConfig, model: str | None, context_mode: str | None, label: str) -> pd.DataFrame:
+    """One row per window: key, window id, tokens t, mean log-loss and mean rank scores."""
+    df = records
+    models = df["model"].unique().tolist()
+    if model is not None:
+        df = df[df["model"] == model]
+        if df.empty:
+            raise UserError(f"run {label} has no records of model {model!r} (it has {', '.join(models)})")
+    elif len(models) > 1:
+        raise UserError(f"run {label} holds several models ({', '.join(models)}); choose one with --model-{label.lower()}")
+    if context_mode is not None:
+        df = df[df["context_mode"] == context_mode]
+        if df.empty:
+            raise UserError(f"run {label} has no records in context mode {context_mode!r}")
+    if df.empty:
+        raise UserError(f"run {label} has no records to compare")
+    vocab = {m["name"]: m["vocab_size"] for m in manifest["models"]}[df["model"].iloc[0]]
+    sha = {t["text_id"]: t["sha256"] for t in manifest["texts"]}
+    cutoff = metrics.cutoff or vocab
+    ranks = df["rank"].to_numpy()
+    scores = {"lin": linear_scores(ranks, cutoff), "rp": reciprocal_scores(ranks, cutoff)}
+    for a in metrics.alphas:
+        scores[alpha_key(a)] = nonlinear_scores(ranks, cutoff, a)
+    scores["avg"] = np.mean(list(scores.values()), axis=0)
+    work = pd.DataFrame({"loss": -df["logprob"].to_numpy(), **scores}, index=df.index)
+    work["text_id"] = df["text_id"].to_numpy()
+    work["window_id"] = df["window_id"].to_numpy()
+    for col in ("nominal_len", "repeat", "char_start", "char_end", "pass_index"):
+        work[col] = df[col].to_numpy()
+    grouped = work.groupby(["text_id", "nominal_len", "repeat", "window_id"], sort=False)
+    table = grouped.agg(
+        tokens=("loss", "size"),
+        loss=("loss", "mean"),
+        span_start=("char_start", "min"),
+        span_end=("char_end", "max"),
+        order=("pass_index", "min"),
+        **{name: (name, "mean") for name in scores},
+    ).reset_index()
+    table["text_sha256"] = table["text_id"].map(sha)
+    duplicated = table.duplicated(KEY, keep=False)
+    if duplicated.any():
+        modes = sorted(df["context_mode"].unique())
+        raise UserError(f"run {label} scored the same span in several windows (context modes {', '.join(modes)}); choose one with --context-mode-{label.lower()}")
+    return table.sort_values("order", kind="stable").reset_index(drop=True)
+
+
+@dataclass
+class Pairing:
+    """Paired windows of arms A and B, and how well the two runs matched."""
+
+    paired: pd.DataFrame  # columns of both arms, suffixed _a and _b, in A's window order
+    n_a: int
+    n_b: int
+    match_fraction: float
+    overlap_fraction: float
+    token_mismatches: int
+    ids_equal_fraction: float
+
+
+def pair_windows(a: pd.DataFrame, b: pd.DataFrame) -> Pairing:
+    """Inner-join windows on their key and measure match and overlap."""
+    paired = a.merge(b, on=KEY, suffixes=("_a", "_b"), how="inner", sort=False)
+    union = len(pd.concat([a[KEY], b[KEY]]).drop_duplicates())
+    n = len(paired)
+    return Pairing(
+        paired=paired,
+        n_a=len(a),
+        n_b=len(b),
+        match_fraction=n / union if union else 0.0,
+        overlap_fraction=overlap_fraction(paired),
+        token_mismatches=int((paired["tokens_a"] != paired["tokens_b"]).sum()) if n else 0,
+        ids_equal_fraction=float((paired["window_id_a"] == paired["window_id_b"]).mean()) if n else 0.0,
+    )
+
+
+def overlap_fraction(windows: pd.DataFrame) -> float:
+    """Fraction of windows whose scored character span overlaps another window's in the same text.
+
+    Overlapping windows share tokens, so they are not independent resampling units.
+    """
+    if windows.empty:
+        return 0.0
+    overlapping = 0
+    for _, text in windows.groupby("text_sha256", sort=False):
+        spans = text[["span_start", "span_end"]].to_numpy()
+        order = np.argsort(spans[:, 0], kind="stable")
+        starts, ends = spans[order, 0], spans[order, 1]
+        running_end = np.maximum.accumulate(ends)
+        hits = np.zeros(len(order), dtype=bool)
+        hits[1:] |= starts[1:] < running_end[:-1]  # starts before an earlier window ends
+        later_start = np.minimum.accumulate(starts[::-1])[::-1]
+        hits[:-1] |= later_start[1:] < ends[:-1]  # a later window starts before this one ends
+        overlapping += int(hits.sum())
+    return overlapping / len(windows)

@@ -1,0 +1,170 @@
+"""The paired-comparison report (`compare.json`, `compare.md`): fields of the paired-evaluation
+note, invariants checked on write, and the gates of the ci/release profiles."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ctxeval.pairing import Pairing
+from ctxeval.stats.paired import paired_bca
+
+PROFILES = {"dev": None, "ci": {"min_windows": 20, "min_tokens": 2000}, "release": {"min_windows": 100, "min_tokens": 20000}}
+SCORE_NAMES = ("lin", "rp", "avg")
+
+
+def build_report(pairing: Pairing, runs: tuple[str, str], replicates: int, seed: int, cluster_by_text: bool, rank_scores: list[str]) -> dict:
+    """All numbers of a paired comparison of arm B against arm A."""
+    p = pairing.paired
+    if p.empty:
+        raise ValueError("no paired windows")
+    tokens = p["tokens_a"].to_numpy(dtype=float)
+    delta = p["loss_b"].to_numpy() - p["loss_a"].to_numpy()
+    clusters = p["text_sha256"].to_numpy() if cluster_by_text else None
+    primary = paired_bca(delta, tokens, replicates, seed, clusters=clusters)
+    half = len(p) // 2
+    halves = {"preview": slice(0, half), "final": slice(half, len(p))}
+    report = {
+        "runs": {"a": runs[0], "b": runs[1]},
+        "primary_metric": {
+            "kind": "ppl_ratio",
+            "definition": "exp(sum_i t_i (loss_i(B) - loss_i(A)) / sum_i t_i), loss = mean per-token NLL of window i, t_i = its tokens",
+            "ratio": math.exp(primary.estimate),
+            "ci": [primary.low, primary.high],
+            "display_ci": [math.exp(primary.low), math.exp(primary.high)],
+            "delta_log_nll": primary.estimate,
+            "ppl_a": math.exp(np.sum(tokens * p["loss_a"]) / tokens.sum()),
+            "ppl_b": math.exp(np.sum(tokens * p["loss_b"]) / tokens.sum()),
+            **{name: _half(delta[s], tokens[s], replicates, seed, clusters[s] if clusters is not None else None) for name, s in halves.items()},
+        },
+        "secondary_metrics": {
+            name: _difference(p[f"{name}_b"].to_numpy() - p[f"{name}_a"].to_numpy(), tokens, replicates, seed, clusters)
+            for name in rank_scores
+        },
+        "dataset": {
+            "windows": {
+                "stats": {
+                    "window_match_fraction": pairing.match_fraction,
+                    "window_overlap_fraction": pairing.overlap_fraction,
+                    "paired_windows": len(p),
+                    "windows_a": pairing.n_a,
+                    "windows_b": pairing.n_b,
+                    "window_ids_equal_fraction": pairing.ids_equal_fraction,
+                    "token_count_mismatches": pairing.token_mismatches,
+                    "paired_delta_summary": {
+                        "mean": float(delta.mean()),
+                        "std": float(delta.std(ddof=1)) if len(delta) > 1 else 0.0,
+                        "degenerate": bool(primary.degenerate),
+                        "reason": primary.reason,
+                    },
+                    "bootstrap": {
+                        "replicates": replicates,
+                        "seed": seed,
+                        "method": primary.method,
+                        "resampling_unit": "text" if cluster_by_text else "window",
+                        "confidence": primary.confidence,
+                        "z0": primary.z0,
+                        "acceleration": primary.acceleration,
+                    },
+                    "coverage": {name: {"windows": len(delta[s]), "tokens": int(tokens[s].sum())} for name, s in halves.items()},
+                }
+            }
+        },
+    }
+    check_invariants(report)
+    return report
+
+
+def _half(delta: np.ndarray, tokens: np.ndarray, replicates: int, seed: int, clusters) -> dict | None:
+    if len(delta) == 0:
+        return None
+    if clusters is not None and len(np.unique(clusters)) < 2:
+        clusters = None
+    est = paired_bca(delta, tokens, replicates, seed, clusters=clusters)
+    return {"ratio": math.exp(est.estimate), "ci": [est.low, est.high], "display_ci": [math.exp(est.low), math.exp(est.high)], "windows": len(delta), "degenerate": est.degenerate}
+
+
+def _difference(delta: np.ndarray, tokens: np.ndarray, replicates: int, seed: int, clusters) -> dict:
+    est = paired_bca(delta, tokens, replicates, seed, clusters=clusters)
+    return {"difference": est.estimate, "ci": [est.low, est.high], "degenerate": est.degenerate, "definition": "token-weighted mean score of B minus that of A"}
+
+
+def check_invariants(report: dict) -> None:
+    """The runtime contract of the paired-evaluation note; a violation is a bug."""
+    pm = report["primary_metric"]
+    for log_bound, shown in zip(pm["ci"], pm["display_ci"]):
+        if not math.isclose(math.exp(log_bound), shown, rel_tol=1e-12):
+            raise AssertionError("display_ci != exp(ci)")
+    summary = report["dataset"]["windows"]["stats"]["paired_delta_summary"]
+    if summary["degenerate"] and pm["ci"][0] != pm["ci"][1]:
+        raise AssertionError("degenerate deltas must collapse the interval")
+    if not pm["ci"][0] <= pm["delta_log_nll"] <= pm["ci"][1]:
+        raise AssertionError("the point estimate lies outside its interval")
+
+
+def gate(report: dict, profile: str, min_windows: int | None, min_tokens: int | None, max_ratio: float | None) -> list[str]:
+    """Reasons a ci/release comparison fails (empty: it passes). `dev` gates only on --max-ratio."""
+    stats = report["dataset"]["windows"]["stats"]
+    failures = []
+    limits = PROFILES[profile]
+    if limits is not None:
+        min_windows = limits["min_windows"] if min_windows is None else min_windows
+        min_tokens = limits["min_tokens"] if min_tokens is None else min_tokens
+        if stats["window_match_fraction"] < 1.0:
+            failures.append(f"pairing is {stats['window_match_fraction']:.3f} < 1.0 ({stats['paired_windows']} of {stats['windows_a']} / {stats['windows_b']} windows paired)")
+        if stats["token_count_mismatches"]:
+            failures.append(f"token counts differ in {stats['token_count_mismatches']} paired windows")
+        if stats["window_overlap_fraction"] > 0:
+            failures.append(f"windows overlap (overlap fraction {stats['window_overlap_fraction']:.3f})")
+        for half, cov in stats["coverage"].items():
+            if cov["windows"] < min_windows / 2 or cov["tokens"] < min_tokens / 2:
+                failures.append(f"{half} half has {cov['windows']} windows / {cov['tokens']} tokens, below the minimum of {min_windows / 2:g} / {min_tokens / 2:g}")
+        if stats["coverage"]["preview"]["windows"] != stats["coverage"]["final"]["windows"]:
+            failures.append("preview and final halves have different window counts")
+    if max_ratio is not None and report["primary_metric"]["display_ci"][1] > max_ratio:
+        failures.append(f"upper CI bound of the perplexity ratio {report['primary_metric']['display_ci'][1]:.4f} exceeds --max-ratio {max_ratio:g}")
+    return failures
+
+
+def write_report(report: dict, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.json").write_text(json.dumps(report, indent=2, default=float))
+    (out / "compare.md").write_text(render_markdown(report))
+
+
+def render_markdown(report: dict) -> str:
+    pm = report["primary_metric"]
+    st = report["dataset"]["windows"]["stats"]
+    bs = st["bootstrap"]
+    lines = [
+        "# ctxeval paired comparison",
+        "",
+        f"A: `{report['runs']['a']}`  ",
+        f"B: `{report['runs']['b']}`",
+        "",
+        f"**Perplexity ratio B/A = {pm['ratio']:.4f}**, {100 * bs['confidence']:.0f} % CI [{pm['display_ci'][0]:.4f}, {pm['display_ci'][1]:.4f}] "
+        f"(PPL A {pm['ppl_a']:.3f}, B {pm['ppl_b']:.3f}; Δ log-NLL {pm['delta_log_nll']:+.5f}, CI [{pm['ci'][0]:+.5f}, {pm['ci'][1]:+.5f}])",
+        "",
+        "| half | windows | ratio | CI |",
+        "|---|---:|---:|---|",
+    ]
+    for name in ("preview", "final"):
+        h = pm[name]
+        if h:
+            lines.append(f"| {name} | {h['windows']} | {h['ratio']:.4f} | [{h['display_ci'][0]:.4f}, {h['display_ci'][1]:.4f}] |")
+    lines += ["", "| rank score | B − A | CI |", "|---|---:|---|"]
+    for name, m in report["secondary_metrics"].items():
+        lines.append(f"| {name} | {m['difference']:+.4f} | [{m['ci'][0]:+.4f}, {m['ci'][1]:+.4f}] |")
+    lines += [
+        "",
+        f"Pairing: {st['paired_windows']} windows paired (A {st['windows_a']}, B {st['windows_b']}); match fraction {st['window_match_fraction']:.3f}, "
+        f"overlap fraction {st['window_overlap_fraction']:.3f}, token-count mismatches {st['token_count_mismatches']}.",
+        f"Bootstrap: {bs['method']} over {bs['resampling_unit']}s, {bs['replicates']} replicates, seed {bs['seed']}, z0 {bs['z0']}, acceleration {bs['acceleration']}.",
+    ]
+    if st["paired_delta_summary"]["degenerate"]:
+        lines.append(f"Degenerate: {st['paired_delta_summary']['reason']}.")
+    return "\n".join(lines) + "\n"
+

@@ -1,0 +1,75 @@
+"""Slopes of every metric against context length, and the spread of repeated starts."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ctxeval.metrics.rank import alpha_key
+from ctxeval.stats.trends import loo_outliers, slope
+
+SERIES = ["model", "text_id", "method", "context_mode"]
+
+
+def metric_names(alphas: tuple[float, ...]) -> list[str]:
+    return ["avg", "lin", "rp", *(alpha_key(a) for a in alphas), "ppl", "approx_ppl", "nll", "bpb", "top1"]
+
+
+def trend_table(per_window: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """Per series x metric: slope against length and against log2 length, one point per window."""
+    rows = []
+    for key, series in per_window.groupby(SERIES, sort=False):
+        x = series["nominal_len"].to_numpy(dtype=float)
+        for name in names:
+            y = series[name].to_numpy(dtype=float)
+            for scale, xs in (("length", x), ("log2_length", np.log2(x))):
+                rows.append(dict(zip(SERIES, key)) | {"metric": name, "x": scale} | slope(xs, y))
+    return pd.DataFrame(rows)
+
+
+def variance_table(per_window: pd.DataFrame, names: list[str], k: float) -> pd.DataFrame:
+    """Per series x length x metric: mean and SD across windows (repeats) and the flagged ones."""
+    rows = []
+    for key, group in per_window.groupby(SERIES + ["nominal_len"], sort=True):
+        for name in names:
+            values = group[name].to_numpy(dtype=float)
+            flags = loo_outliers(values, k)
+            rows.append(
+                dict(zip(SERIES + ["nominal_len"], key))
+                | {
+                    "metric": name,
+                    "windows": len(values),
+                    "mean": float(values.mean()),
+                    "sd": float(values.std(ddof=1)) if len(values) > 1 else math.nan,
+                    "outliers": [w for w, f in zip(group["window_id"], flags) if f],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def write_trends(out: Path, trends: pd.DataFrame, variance: pd.DataFrame, k: float) -> str:
+    """Write trends.json and trends.md; return the Markdown."""
+    out.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "outlier_rule": f"a window is flagged when it lies more than {k:g} SD from the mean of the other windows at its length (leave-one-out; needs >= 3 windows)",
+        "trends": _records(trends),
+        "variance": _records(variance),
+    }
+    (out / "trends.json").write_text(json.dumps(payload, indent=2))
+    shown = trends[trends["metric"].isin(["avg", "ppl", "approx_ppl"])]
+    cols = SERIES + ["metric", "x", "slope", "stderr", "p_value", "ci_low", "ci_high", "n"]
+    md = ["# Trends over context length", "", shown[cols].to_markdown(index=False, floatfmt=".4g"), ""]
+    spread = variance[variance["metric"].isin(["avg", "ppl"])].copy()
+    spread["outliers"] = spread["outliers"].map(lambda w: ", ".join(w))
+    md += ["# Spread across repeats", "", payload["outlier_rule"] + ".", "", spread.to_markdown(index=False, floatfmt=".4g"), ""]
+    text = "\n".join(md)
+    (out / "trends.md").write_text(text)
+    return text
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in df.to_dict(orient="records")]

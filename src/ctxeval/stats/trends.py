@@ -1,0 +1,45 @@
+"""Trends over context length and the spread between repeated starts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+
+def slope(x: np.ndarray, y: np.ndarray, confidence: float = 0.95) -> dict[str, float]:
+    """Least-squares slope of y on x with its standard error, two-sided p-value (H0: slope 0,
+    t with n-2 degrees of freedom, as in the thesis's appendix C) and a t confidence interval.
+    With fewer than three points the uncertainty is undefined (NaN)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    n = len(x)
+    nan = {"slope": math.nan, "intercept": math.nan, "stderr": math.nan, "p_value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "r": math.nan, "n": n}
+    if n < 2 or np.ptp(x) == 0:
+        return nan
+    fit = stats.linregress(x, y)
+    out = nan | {"slope": float(fit.slope), "intercept": float(fit.intercept), "r": float(fit.rvalue)}
+    if n >= 3:
+        half = stats.t.ppf(0.5 + confidence / 2, n - 2) * fit.stderr
+        out |= {"stderr": float(fit.stderr), "p_value": float(fit.pvalue), "ci_low": float(fit.slope - half), "ci_high": float(fit.slope + half)}
+    return out
+
+
+def loo_outliers(values: np.ndarray, k: float = 2.0) -> np.ndarray:
+    """Flags values lying more than k SDs from the mean of the *other* values (leave-one-out).
+
+    Needs at least three values (two others to form an SD); fewer are never flagged. The thesis
+    flagged repeats at length 128 against the mean and SD of the other measurements.
+    """
+    values = np.asarray(values, dtype=float)
+    n = len(values)
+    flags = np.zeros(n, dtype=bool)
+    if n < 3:
+        return flags
+    for i in range(n):
+        others = np.delete(values, i)
+        sd = others.std(ddof=1)
+        flags[i] = sd > 0 and abs(values[i] - others.mean()) > k * sd
+    return flags
