@@ -61,8 +61,8 @@ def write_outputs(run_dir: Path, manifest: dict, metrics: MetricConfig) -> RunRe
     payload = {
         "run_id": manifest["run_id"],
         "metrics": asdict(metrics),
-        "groups": _json_rows(result.summary),
-        "approx_vs_exact": _json_rows(result.approx_vs_exact),
+        "groups": json_rows(result.summary),
+        "approx_vs_exact": json_rows(result.approx_vs_exact),
     }
     (run_dir / SUMMARY_JSON).write_text(json.dumps(payload, indent=2))
     (run_dir / TABLES_MD).write_text(markdown_tables(result.summary, metrics, result.approx_vs_exact))
@@ -80,6 +80,7 @@ def compute(run_dir: Path, manifest: dict, records: pd.DataFrame, metrics: Metri
     return RunResult(run_dir, manifest, records, summary, approx_vs_exact(records))
 
 
-def _json_rows(df: pd.DataFrame) -> list[dict]:
+def json_rows(df: pd.DataFrame) -> list[dict]:
+    """DataFrame rows as JSON-ready dicts, NaN written as null."""
     rows = df.to_dict(orient="records")
     return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in rows]

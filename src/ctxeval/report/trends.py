@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.metrics.rank import alpha_key
+from ctxeval.report.outputs import json_rows
 from ctxeval.stats.trends import loo_outliers, slope
 
 SERIES = ["model", "text_id", "method", "context_mode"]
@@ -56,8 +57,8 @@ def write_trends(out: Path, trends: pd.DataFrame, variance: pd.DataFrame, k: flo
     out.mkdir(parents=True, exist_ok=True)
     payload = {
         "outlier_rule": f"a window is flagged when it lies more than {k:g} SD from the mean of the other windows at its length (leave-one-out; needs >= 3 windows)",
-        "trends": _records(trends),
-        "variance": _records(variance),
+        "trends": json_rows(trends),
+        "variance": json_rows(variance),
     }
     (out / "trends.json").write_text(json.dumps(payload, indent=2))
     shown = trends[trends["metric"].isin(["avg", "ppl", "approx_ppl"])]
@@ -70,6 +71,3 @@ def write_trends(out: Path, trends: pd.DataFrame, variance: pd.DataFrame, k: flo
     (out / "trends.md").write_text(text)
     return text
 
-
-def _records(df: pd.DataFrame) -> list[dict]:
-    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in df.to_dict(orient="records")]
