@@ -14,6 +14,7 @@ from ctxeval.report.tables import markdown_tables
 def records(rows):
     base = {"model": "m", "text_id": "t", "method": "sweep", "context_mode": "exact", "repeat": 0, "n_bytes": 2}
     df = pd.DataFrame([base | r for r in rows])
+    df["char_start"], df["char_end"] = df["target_pos"], df["target_pos"] + 1  # required record columns
     df["topk_logprobs"] = [np.array([-0.5, -1.0, -2.0])] * len(df)
     return df
 

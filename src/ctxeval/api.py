@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
-
-from ctxeval import windows
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
+from ctxeval import windows
 from ctxeval.backends.base import ModelInfo
 from ctxeval.backends.registry import ModelEntry, list_models
 from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
@@ -18,9 +17,9 @@ from ctxeval.errors import UserError
 from ctxeval.metrics.rank import alpha_key
 from ctxeval.pairing import pair_windows, window_table
 from ctxeval.report.compare import PROFILES, build_report, gate, write_report
+from ctxeval.report.outputs import RunResult, compute, load_run, read_manifest, vocab_sizes, write_outputs
 from ctxeval.report.summary import window_metrics
 from ctxeval.report.trends import metric_names, trend_table, variance_table, write_trends
-from ctxeval.report.outputs import RunResult, compute, load_run, read_manifest, write_outputs
 from ctxeval.run import check_context, execute
 from ctxeval.tokens import TokenizedText
 
@@ -154,14 +153,13 @@ def score(
 
 def run_metrics(run_dir: str | Path) -> MetricConfig:
     """The metric settings a run was made with."""
-    stored = read_manifest(Path(run_dir))["config"]["metrics"]
-    return MetricConfig(stored["cutoff"], tuple(stored["alphas"]), stored["approx_k"], stored["penalty"])
+    return MetricConfig.from_dict(read_manifest(Path(run_dir))["config"]["metrics"])
 
 
 def summary(run_dir: str | Path, metrics: MetricConfig | None = None, write: bool = False) -> RunResult:
     """Recompute a finished run's summaries, optionally with other metric settings."""
     manifest, records = load_run(Path(run_dir))
-    metrics = metrics or run_metrics(run_dir)
+    metrics = metrics or MetricConfig.from_dict(manifest["config"]["metrics"])
     _check_metrics(metrics)
     if write:
         return write_outputs(Path(run_dir), manifest, metrics)
@@ -201,7 +199,7 @@ def compare(
         raise UserError(f"--replicates must be at least 100, got {replicates}")
     manifest_a, records_a = load_run(Path(run_a))
     manifest_b, records_b = load_run(Path(run_b))
-    metrics = run_metrics(run_a)
+    metrics = MetricConfig.from_dict(manifest_a["config"]["metrics"])
     a = window_table(records_a, manifest_a, metrics, model_a, context_mode_a, "A")
     b = window_table(records_b, manifest_b, metrics, model_b, context_mode_b, "B")
     pairing = pair_windows(a, b)
@@ -222,9 +220,8 @@ def trends(run_dir: str | Path, out: str | Path | None = None, outlier_sd: float
     if outlier_sd <= 0:
         raise UserError(f"--outlier-sd must be positive, got {outlier_sd}")
     manifest, records = load_run(Path(run_dir))
-    metrics = run_metrics(run_dir)
-    vocab_sizes = {m["name"]: m["vocab_size"] for m in manifest["models"]}
-    per_window = window_metrics(records, metrics, vocab_sizes, tuple(manifest["config"]["temperatures"]))
+    metrics = MetricConfig.from_dict(manifest["config"]["metrics"])
+    per_window = window_metrics(records, metrics, vocab_sizes(manifest), tuple(manifest["config"]["temperatures"]))
     names = metric_names(metrics.alphas)
     trend, variance = trend_table(per_window, names), variance_table(per_window, names, outlier_sd)
     markdown = write_trends(Path(out) if out is not None else Path(run_dir), trend, variance, outlier_sd)

@@ -20,6 +20,11 @@ class MetricConfig:
     approx_k: int = 20  # top-k an API would return, for the approximate perplexity
     penalty: float = 3.0  # thesis eq. 10
 
+    @staticmethod
+    def from_dict(stored: dict) -> MetricConfig:
+        """The settings as stored in a run manifest."""
+        return MetricConfig(stored["cutoff"], tuple(stored["alphas"]), stored["approx_k"], stored["penalty"])
+
 
 @dataclass(frozen=True)
 class RunConfig:

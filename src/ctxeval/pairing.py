@@ -14,13 +14,15 @@ import pandas as pd
 
 from ctxeval.config import MetricConfig
 from ctxeval.errors import UserError
-from ctxeval.metrics.rank import alpha_key, linear_scores, nonlinear_scores, reciprocal_scores
+from ctxeval.report.outputs import vocab_sizes
+from ctxeval.report.summary import window_metrics
 
 KEY = ["text_sha256", "nominal_len", "repeat", "span_start", "span_end"]
 
 
 def window_table(records: pd.DataFrame, manifest: dict, metrics: MetricConfig, model: str | None, context_mode: str | None, label: str) -> pd.DataFrame:
-    """One row per window: key, window id, tokens t, mean log-loss and mean rank scores."""
+    """One row per window, in plan order: key, window id, tokens t, mean log-loss (`loss`) and
+    the window's metrics, including the rank scores."""
     df = records
     models = df["model"].unique().tolist()
     if model is not None:
@@ -35,34 +37,15 @@ def window_table(records: pd.DataFrame, manifest: dict, metrics: MetricConfig, m
             raise UserError(f"run {label} has no records in context mode {context_mode!r}")
     if df.empty:
         raise UserError(f"run {label} has no records to compare")
-    vocab = {m["name"]: m["vocab_size"] for m in manifest["models"]}[df["model"].iloc[0]]
+    per_window = window_metrics(df, metrics, vocab_sizes(manifest), tuple(manifest["config"]["temperatures"]))
+    table = per_window.rename(columns={"n": "tokens", "nll": "loss"})
     sha = {t["text_id"]: t["sha256"] for t in manifest["texts"]}
-    cutoff = metrics.cutoff or vocab
-    ranks = df["rank"].to_numpy()
-    scores = {"lin": linear_scores(ranks, cutoff), "rp": reciprocal_scores(ranks, cutoff)}
-    for a in metrics.alphas:
-        scores[alpha_key(a)] = nonlinear_scores(ranks, cutoff, a)
-    scores["avg"] = np.mean(list(scores.values()), axis=0)
-    work = pd.DataFrame({"loss": -df["logprob"].to_numpy(), **scores}, index=df.index)
-    work["text_id"] = df["text_id"].to_numpy()
-    work["window_id"] = df["window_id"].to_numpy()
-    for col in ("nominal_len", "repeat", "char_start", "char_end", "pass_index"):
-        work[col] = df[col].to_numpy()
-    grouped = work.groupby(["text_id", "nominal_len", "repeat", "window_id"], sort=False)
-    table = grouped.agg(
-        tokens=("loss", "size"),
-        loss=("loss", "mean"),
-        span_start=("char_start", "min"),
-        span_end=("char_end", "max"),
-        order=("pass_index", "min"),
-        **{name: (name, "mean") for name in scores},
-    ).reset_index()
     table["text_sha256"] = table["text_id"].map(sha)
     duplicated = table.duplicated(KEY, keep=False)
     if duplicated.any():
         modes = sorted(df["context_mode"].unique())
         raise UserError(f"run {label} scored the same span in several windows (context modes {', '.join(modes)}); choose one with --context-mode-{label.lower()}")
-    return table.sort_values("order", kind="stable").reset_index(drop=True)
+    return table
 
 
 @dataclass

@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from ctxeval.pairing import Pairing
-from ctxeval.stats.paired import paired_bca
+from ctxeval.stats.paired import paired_bca, weighted_mean
 
 PROFILES = {"dev": None, "ci": {"min_windows": 20, "min_tokens": 2000}, "release": {"min_windows": 100, "min_tokens": 20000}}
-SCORE_NAMES = ("lin", "rp", "avg")
 
 
 def build_report(pairing: Pairing, runs: tuple[str, str], replicates: int, seed: int, cluster_by_text: bool, rank_scores: list[str]) -> dict:
@@ -36,8 +35,8 @@ def build_report(pairing: Pairing, runs: tuple[str, str], replicates: int, seed:
             "ci": [primary.low, primary.high],
             "display_ci": [math.exp(primary.low), math.exp(primary.high)],
             "delta_log_nll": primary.estimate,
-            "ppl_a": math.exp(np.sum(tokens * p["loss_a"]) / tokens.sum()),
-            "ppl_b": math.exp(np.sum(tokens * p["loss_b"]) / tokens.sum()),
+            "ppl_a": math.exp(weighted_mean(p["loss_a"].to_numpy(), tokens)),
+            "ppl_b": math.exp(weighted_mean(p["loss_b"].to_numpy(), tokens)),
             **{name: _half(delta[s], tokens[s], replicates, seed, clusters[s] if clusters is not None else None) for name, s in halves.items()},
         },
         "secondary_metrics": {

@@ -70,13 +70,17 @@ def write_outputs(run_dir: Path, manifest: dict, metrics: MetricConfig) -> RunRe
     return result
 
 
+def vocab_sizes(manifest: dict) -> dict[str, int]:
+    """Vocabulary size of each model of a run (the full-vocabulary rank cutoff)."""
+    return {m["name"]: m["vocab_size"] for m in manifest["models"]}
+
+
 def compute(run_dir: Path, manifest: dict, records: pd.DataFrame, metrics: MetricConfig) -> RunResult:
     """Summaries of `records` under `metrics`, without writing anything."""
-    vocab_sizes = {m["name"]: m["vocab_size"] for m in manifest["models"]}
     temperatures = tuple(manifest["config"]["temperatures"])
     if metrics.approx_k > manifest["config"]["top_k"]:
         raise UserError(f"--approx-k {metrics.approx_k} exceeds the top-k stored by this run ({manifest['config']['top_k']})")
-    summary = summarize(records, metrics, vocab_sizes, temperatures)
+    summary = summarize(records, metrics, vocab_sizes(manifest), temperatures)
     return RunResult(run_dir, manifest, records, summary, approx_vs_exact(records))
 
 

@@ -33,11 +33,14 @@ def group_metrics(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int, temp
 
 
 def window_metrics(records: pd.DataFrame, metrics: MetricConfig, vocab_sizes: dict[str, int], temperatures: tuple[float, ...]) -> pd.DataFrame:
-    """One row per window (the unit of spread): its group keys, repeat, window id and metrics."""
+    """One row per window (the unit of spread and of pairing), in record (plan) order: its group
+    keys, repeat, window id, scored character span and metrics."""
     rows = []
     for key, window in records.groupby(GROUP_KEYS + ["repeat", "window_id"], sort=False):
         row = dict(zip(GROUP_KEYS + ["repeat", "window_id"], key))
         row["n"] = len(window)
+        row["span_start"] = int(window["char_start"].min())
+        row["span_end"] = int(window["char_end"].max())
         row.update(group_metrics(window, metrics, vocab_sizes[key[0]], temperatures))
         rows.append(row)
     return pd.DataFrame(rows)
@@ -48,12 +51,12 @@ def summarize(
 ) -> pd.DataFrame:
     """One row per group: token count, window count, each metric over all tokens of the group
     (token-weighted) and its SD over the group's windows (NaN with fewer than two windows)."""
-    per_window = window_metrics(records, metrics, vocab_sizes, temperatures)
+    windows_of = dict(tuple(window_metrics(records, metrics, vocab_sizes, temperatures).groupby(GROUP_KEYS, sort=False)))
     rows = []
     for key, group in records.groupby(GROUP_KEYS, sort=False):
         row = dict(zip(GROUP_KEYS, key))
         row["n"] = len(group)
-        windows = per_window[(per_window[GROUP_KEYS] == pd.Series(row)[GROUP_KEYS]).all(axis=1)]
+        windows = windows_of[key]
         row["n_windows"] = len(windows)
         overall = group_metrics(group, metrics, vocab_sizes[key[0]], temperatures)
         for name, value in overall.items():
