@@ -16,6 +16,8 @@ from ctxeval.data.texts import DEMO_TEXT_NAME, Text, load_text, unique_text_ids
 from ctxeval.errors import UserError
 from ctxeval.metrics.rank import alpha_key
 from ctxeval.pairing import pair_windows, window_table
+from ctxeval.probes.gain_report import ContextGainResult, KeyTokenSettings, write_context_gain
+from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
 from ctxeval.report.compare import PROFILES, build_report, gate, write_report
 from ctxeval.report.outputs import RunResult, compute, load_run, read_manifest, vocab_sizes, write_outputs
 from ctxeval.report.summary import window_metrics
@@ -23,7 +25,7 @@ from ctxeval.report.trends import metric_names, trend_table, variance_table, wri
 from ctxeval.run import check_context, execute
 from ctxeval.tokens import TokenizedText
 
-__all__ = ["sweep", "score", "summary", "compare", "trends", "run_metrics", "models", "RunResult", "Comparison", "MetricConfig"]
+__all__ = ["sweep", "score", "context_gain", "summary", "compare", "trends", "run_metrics", "models", "RunResult", "Comparison", "MetricConfig"]
 
 
 def sweep(
@@ -149,6 +151,79 @@ def score(
         return [[passes]], {"n_tokens_scored_from": n_tokens}
 
     return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads)
+
+
+def context_gain(
+    texts: Sequence[str | Path],
+    models: Sequence[str] = (DEFAULT_MODEL,),
+    window: int = 2048,
+    short: int = 128,
+    short_stride: int | None = None,
+    evaluator: str | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    beta: float = DEFAULT_BETA,
+    max_tokens: int | None = None,
+    top_k: int = DEFAULT_TOP_K,
+    block: int = 256,
+    replicates: int = 2000,
+    seed: int = 0,
+    out: str | Path | None = None,
+    progress: bool = False,
+    n_threads: int | None = None,
+) -> ContextGainResult:
+    """Score every target with its full context inside chunks of `window` tokens and with only
+    about the last `short` tokens; report both perplexities, the per-token gain, its paired
+    interval, gain by distance, and LongPPL over the key tokens an evaluator model picks.
+
+    `short_stride` (default short // 4) trades cost for exactness: short contexts lie between
+    `short` and `short + short_stride - 1` tokens; 1 makes them exactly `short`.
+    """
+    stride = short_stride if short_stride is not None else max(1, short // 4)
+    for name, value in (("--window", window), ("--short", short), ("--short-stride", stride), ("--block", block)):
+        if value < 1:
+            raise UserError(f"{name} must be a positive integer, got {value}")
+    if max_tokens is not None and max_tokens < 2:
+        raise UserError(f"--max-tokens must be at least 2, got {max_tokens}")
+    if replicates < 100:
+        raise UserError(f"--replicates must be at least 100, got {replicates}")
+    _check_common(top_k, (1.0,), MetricConfig())
+    model_specs = list(dict.fromkeys(models))
+    if not model_specs:
+        raise UserError("no --model given")
+    evaluator_spec = evaluator or model_specs[0]
+    if evaluator_spec not in model_specs:
+        model_specs.append(evaluator_spec)
+    loaded = _load_texts(texts)
+    config = RunConfig(
+        command="context-gain",
+        texts=tuple(t.sha256 for t in loaded),
+        text_ids=tuple(t.text_id for t in loaded),
+        models=tuple(model_specs),
+        top_k=top_k,
+        method="chunked",
+        window=window,
+        stride=stride,
+        short=short,
+        max_tokens=max_tokens,
+    )
+
+    def planner(infos: list[ModelInfo], tokenized: list[list[TokenizedText]]):
+        check_context(infos, window, f"--window {window}")
+        plan = []
+        for per_model in tokenized:
+            per_text = []
+            for tt in per_model:
+                n_tokens = len(tt) if max_tokens is None else min(len(tt), max_tokens)
+                long_passes = windows.chunked(n_tokens, window)
+                per_text.append(long_passes + windows.truncated(long_passes, short, stride))
+            plan.append(per_text)
+        return plan, {"long": f"chunked, window {window}", "short": f"last {short}..{short + stride - 1} tokens of the same context"}
+
+    def finish(run_dir: Path, manifest: dict, _metrics: MetricConfig) -> ContextGainResult:
+        evaluator_name = manifest["models"][model_specs.index(evaluator_spec)]["name"]
+        return write_context_gain(run_dir, manifest, KeyTokenSettings(evaluator_name, alpha, beta, block, replicates, seed))
+
+    return execute(config, loaded, model_specs, _out_dir(out, "context-gain", config), planner, progress, n_threads, finish)
 
 
 def run_metrics(run_dir: str | Path) -> MetricConfig:

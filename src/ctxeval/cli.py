@@ -202,6 +202,38 @@ def trends(
     typer.echo(markdown)
 
 
+@app.command("context-gain")
+def context_gain(
+    texts: Annotated[list[str], typer.Argument(help="UTF-8 text files ('demo' for the bundled excerpt).")],
+    window: Annotated[int, typer.Option("--window", help="W: long context. Chunks of W tokens; each target sees every token before it in its chunk.")] = 2048,
+    short: Annotated[int, typer.Option("--short", help="k: short context. Targets are re-scored with only about the last k tokens of their long context.")] = 128,
+    short_stride: Annotated[Optional[int], typer.Option("--short-stride", help="Targets per short pass (default k/4): short contexts lie between k and k + stride - 1 tokens; 1 = exactly k (slowest).")] = None,
+    model: Annotated[Optional[list[str]], typer.Option("--model", help=f"Model(s) to probe: {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat for several.")] = None,
+    evaluator: Annotated[Optional[str], typer.Option("--evaluator", help="Model that picks the key tokens for LongPPL (default: the first --model); added to the run if not one of them. Key tokens reach other models as character spans.")] = None,
+    alpha: Annotated[float, typer.Option("--alpha", help="LongPPL: a key token gains more than alpha nats from distant context (g = log p_long - log p_short > alpha).")] = 2.0,
+    beta: Annotated[float, typer.Option("--beta", help="LongPPL: ... and the long context predicts it well (log p_long > beta).")] = -2.0,
+    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Score only the first N tokens of each text.")] = None,
+    block: Annotated[int, typer.Option("--block", help="Bootstrap unit: blocks of this many consecutive targets.")] = 256,
+    replicates: Annotated[int, typer.Option("--replicates", help="Bootstrap replicates of the paired interval.")] = 2000,
+    top_k: TopKOpt = DEFAULT_TOP_K,
+    out: OutOpt = None,
+    threads: ThreadsOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Does the model use distant context? Perplexity with the full context (chunked, window W) vs only
+    the last k tokens, the per-token gain g = log p_long - log p_short with a paired BCa interval, gain
+    by distance, and LongPPL: perplexity over key tokens (g > alpha and log p_long > beta; LongPPL's
+    defaults alpha 2, beta -2), the tokens that need long context."""
+    result = api.context_gain(
+        texts, models=model or [DEFAULT_MODEL], window=window, short=short, short_stride=short_stride, evaluator=evaluator,
+        alpha=alpha, beta=beta, max_tokens=max_tokens, top_k=top_k, block=block, replicates=replicates,
+        out=out, progress=not quiet, n_threads=threads,
+    )
+    if not quiet:
+        typer.echo((result.run_dir / "context_gain.md").read_text())
+    typer.echo(f"summary: {result.run_dir / 'summary.json'}, {result.run_dir / 'context_gain.md'}, plot: {result.run_dir / 'context_gain.png'}")
+
+
 @app.command()
 def models() -> None:
     """List the models and backends usable here."""

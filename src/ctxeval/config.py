@@ -30,7 +30,7 @@ class MetricConfig:
 class RunConfig:
     """Everything that decides which records a run produces (its identity for resuming)."""
 
-    command: str  # "sweep" or "score"
+    command: str  # "sweep", "score" or "context-gain"
     texts: tuple[str, ...]  # text content sha256s, in order
     text_ids: tuple[str, ...]
     models: tuple[str, ...]  # model specs (`gemma-3-270m`, a .gguf path), in order
@@ -47,6 +47,8 @@ class RunConfig:
     window: int = 0
     stride: int = 0
     max_tokens: int | None = None
+    # context-gain
+    short: int = 0  # k: the short context
     metrics: MetricConfig = field(default_factory=MetricConfig)
 
     def identity(self) -> dict:

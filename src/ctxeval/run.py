@@ -16,16 +16,17 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ctxeval.backends.base import ModelInfo, Scorer
 from ctxeval.backends.registry import load_scorer
-from ctxeval.config import RunConfig
+from ctxeval.config import MetricConfig, RunConfig
 from ctxeval.data.texts import Text
 from ctxeval.errors import UserError
 from ctxeval.records import PartWriter, done_passes, merge_parts, schema_for, temperature_column
-from ctxeval.report.outputs import RunResult, read_manifest, write_outputs
+from ctxeval.report.outputs import read_manifest, write_outputs
 from ctxeval.tokens import TokenizedText, tokenize
 from ctxeval.windows import Pass
 
@@ -45,15 +46,17 @@ def execute(
     planner: Planner,
     progress: bool = True,
     n_threads: int | None = None,
-) -> RunResult:
-    """Plan, score missing passes, then merge records and write summaries, tables and plots."""
+    finish: Callable[[Path, dict, MetricConfig], Any] = write_outputs,
+) -> Any:
+    """Plan, score missing passes, merge records, then `finish` writes the outputs (by default
+    summaries, tables and plots) and returns the result."""
     run_dir = Path(run_dir)
     manifest_path = run_dir / MANIFEST_FILE
     previous = read_manifest(run_dir) if manifest_path.exists() else None
     if previous is not None and previous.get("run_id") != config.run_id():
         raise UserError(f"{run_dir} holds a run with a different configuration; choose another --out or remove it")
     if previous is not None and previous.get("status") == "complete":
-        return write_outputs(run_dir, previous, config.metrics)
+        return finish(run_dir, previous, config.metrics)
 
     started = time.time()
     scorers = [load_scorer(spec, n_threads=n_threads) for spec in model_specs]
@@ -90,7 +93,7 @@ def execute(
     manifest["status"] = "complete"
     manifest["timing"] = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
     _write_manifest(manifest_path, manifest)
-    return write_outputs(run_dir, manifest, config.metrics)
+    return finish(run_dir, manifest, config.metrics)
 
 
 def check_context(infos: list[ModelInfo], max_tokens: int, what: str) -> None:

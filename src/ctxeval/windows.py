@@ -96,6 +96,30 @@ def fixed(n_tokens: int, context_len: int, group: int | None = None) -> list[Pas
     ]
 
 
+def truncated(long_passes: Sequence[Pass], context_len: int, stride: int) -> list[Pass]:
+    """Short-context passes that re-score the targets of `long_passes` with about `context_len` tokens.
+
+    Inside each long pass, target `j` tokens after its context start keeps its long score when
+    `j < context_len + stride` (its context is already that short); later targets are scored by
+    passes of `context_len + stride` tokens moved by `stride`, so each sees between
+    `context_len` and `context_len + stride - 1` tokens of the same text (LongPPL's truncated
+    context and sliding window; `stride` 1 gives exactly `context_len`). Every short context is
+    a suffix of the target's long context, so the two scores differ only by distant tokens.
+    """
+    _check_positive(context_len=context_len, stride=stride)
+    passes: list[Pass] = []
+    for lp in long_passes:
+        m = 1
+        while lp.context_start + m * stride + context_len < lp.target_end:
+            begin = lp.context_start + m * stride
+            first = max(begin + context_len, lp.target_start)
+            end = min(begin + context_len + stride, lp.target_end)
+            if first < end:
+                passes.append(Pass(f"T{context_len}/{stride}-{lp.window_id}-{m}", "truncated", "short", context_len, lp.repeat, begin, first, end))
+            m += 1
+    return passes
+
+
 def sweep_fraction(seed: int, text_sha256: str, length: int, repeat: int) -> float:
     """The seeded uniform draw in [0, 1) that places one sweep start.
 

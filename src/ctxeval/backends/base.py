@@ -17,6 +17,7 @@ class Capabilities:
     full_logits: bool  # exact ranks over the whole vocabulary
     max_top_k: int | None  # None = unlimited
     temperatures: bool  # log-probabilities at any temperature from the same pass
+    generation: bool = False  # greedy continuation of token ids (`generate`), e.g. for retrieval probes
 
 
 @dataclass(frozen=True)
@@ -64,3 +65,9 @@ class Scorer(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class Generator(Protocol):
+    """A scorer that can also continue a token sequence greedily (Capabilities.generation)."""
+
+    def generate(self, input_ids: np.ndarray, max_new_tokens: int, stop_ids: frozenset[int] = frozenset()) -> list[int]: ...

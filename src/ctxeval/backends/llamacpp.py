@@ -45,7 +45,7 @@ def file_sha256(path: Path) -> str:
 class LlamaCppScorer:
     """Scorer for one GGUF file; the inference context is sized on first use by `prepare`."""
 
-    capabilities = Capabilities(full_logits=True, max_top_k=None, temperatures=True)
+    capabilities = Capabilities(full_logits=True, max_top_k=None, temperatures=True, generation=True)
 
     def __init__(self, path: Path, name: str, n_threads: int | None = None, n_batch: int = DEFAULT_N_BATCH) -> None:
         import llama_cpp
@@ -180,6 +180,44 @@ class LlamaCppScorer:
                 parts.append(score_block(logits, target_ids[done : done + n_out], top_k, temperatures))
                 done += n_out
         return BlockScores.concat(parts)
+
+    def generate(self, input_ids: np.ndarray, max_new_tokens: int, stop_ids: frozenset[int] = frozenset()) -> list[int]:
+        """Greedy continuation of `input_ids` (argmax at every step, ties to the lowest id).
+
+        Decodes the input afresh, then one token per step; stops after `max_new_tokens`, at the
+        end-of-generation token, or after a token in `stop_ids` (which is included).
+        """
+        if max_new_tokens < 1:
+            return []
+        self.prepare(len(input_ids) + max_new_tokens)
+        lib = self._lib
+        ctx = self._ctx.ctx
+        lib.llama_memory_clear(lib.llama_get_memory(ctx), True)
+        batch = self._batch.batch
+        generated: list[int] = []
+        pending = [int(t) for t in input_ids]
+        position = 0
+        while True:
+            for start in range(0, len(pending), self._n_batch):
+                chunk = pending[start : start + self._n_batch]
+                for i, token in enumerate(chunk):
+                    batch.token[i] = token
+                    batch.pos[i] = position + i
+                    batch.n_seq_id[i] = 1
+                    batch.seq_id[i][0] = 0
+                    batch.logits[i] = 0
+                batch.logits[len(chunk) - 1] = int(start + len(chunk) == len(pending))
+                batch.n_tokens = len(chunk)
+                status = lib.llama_decode(ctx, batch)
+                if status != 0:
+                    raise RuntimeError(f"llama_decode failed with status {status}")
+                position += len(chunk)
+            logits = np.ctypeslib.as_array(lib.llama_get_logits(ctx), shape=(1, self.info.vocab_size))
+            token = int(np.argmax(logits[0]))
+            generated.append(token)
+            if len(generated) >= max_new_tokens or token in stop_ids or lib.llama_vocab_is_eog(self._vocab, token):
+                return generated
+            pending = [token]
 
     def close(self) -> None:
         """Free the inference context (the vocabulary stays loaded for tokenization)."""

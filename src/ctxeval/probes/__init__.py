@@ -1,0 +1,1 @@
+"""Long-context probes: context gain, key-token perplexity (LongPPL) and line retrieval."""

@@ -1,0 +1,115 @@
+"""Does a model use distant context? Long vs short context scores of the same targets.
+
+Every target is scored twice: with its full preceding context inside a chunk of W tokens
+(`chunked`) and with only about the last k of those tokens (`truncated`, see
+`windows.truncated`). The per-token gain g = log p_long - log p_short is what the distant
+tokens contribute; perplexity alone hides it (paper 002: a 4K-window model matched
+long-context models' perplexity on 76K-token books).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+
+import numpy as np
+import pandas as pd
+
+from ctxeval.probes.keytokens import key_token_mask, merge_spans, tokens_within
+from ctxeval.stats.paired import paired_bca
+
+LONG_METHOD = "chunked"
+SHORT_METHOD = "truncated"
+GAIN_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+
+
+def gain_table(records: pd.DataFrame, model: str, text_id: str) -> pd.DataFrame:
+    """One row per target of (model, text): long and short log-probabilities, contexts and gain.
+
+    Targets whose context was already short keep their long score as short score (g = 0).
+    """
+    rows = records[(records["model"] == model) & (records["text_id"] == text_id)]
+    long_ = rows[rows["method"] == LONG_METHOD].set_index("target_pos").sort_index()
+    short = rows[rows["method"] == SHORT_METHOD].set_index("target_pos")
+    if long_.index.has_duplicates or short.index.has_duplicates:
+        raise ValueError(f"{model}/{text_id}: a target was scored twice with the same context kind")
+    table = pd.DataFrame(
+        {
+            "char_start": long_["char_start"],
+            "char_end": long_["char_end"],
+            "n_bytes": long_["n_bytes"],
+            "context_long": long_["context_len"],
+            "logprob_long": long_["logprob"],
+            "rank_long": long_["rank"],
+        }
+    )
+    table["context_short"] = short["context_len"].reindex(table.index).fillna(table["context_long"]).astype(np.int64)
+    table["logprob_short"] = short["logprob"].reindex(table.index).fillna(table["logprob_long"])
+    table["rank_short"] = short["rank"].reindex(table.index).fillna(table["rank_long"]).astype(np.int64)
+    table["gain"] = table["logprob_long"] - table["logprob_short"]
+    table["distant"] = table["context_short"] < table["context_long"]
+    return table.reset_index()
+
+
+def key_spans(evaluator_table: pd.DataFrame, alpha: float, beta: float) -> np.ndarray:
+    """Character spans of the evaluator's key tokens, merged."""
+    mask = key_token_mask(evaluator_table["logprob_long"].to_numpy(), evaluator_table["logprob_short"].to_numpy(), alpha, beta)
+    return merge_spans(evaluator_table["char_start"].to_numpy()[mask], evaluator_table["char_end"].to_numpy()[mask])
+
+
+def summarize_text(table: pd.DataFrame, spans: np.ndarray, block: int, replicates: int, seed: int) -> dict:
+    """ppl_long, ppl_short, mean gain with a paired BCa interval, gain quantiles and LongPPL."""
+    long_lp, short_lp, gain = (table[c].to_numpy(dtype=np.float64) for c in ("logprob_long", "logprob_short", "gain"))
+    n_bytes = table["n_bytes"].to_numpy(dtype=np.float64).sum()
+    distant = table["distant"].to_numpy()
+    key = tokens_within(table["char_start"].to_numpy(), table["char_end"].to_numpy(), spans)
+    # resampling units: blocks of `block` consecutive targets (neighbouring tokens are not independent)
+    units = (table["target_pos"].to_numpy() // block).astype(np.int64)
+    _, unit_index = np.unique(units, return_inverse=True)
+    unit_tokens = np.bincount(unit_index).astype(np.float64)
+    unit_gain = np.bincount(unit_index, weights=gain) / unit_tokens
+    ci = paired_bca(unit_gain, unit_tokens, replicates=replicates, seed=seed)
+    quantiles = np.quantile(gain[distant], GAIN_QUANTILES) if distant.any() else [math.nan] * len(GAIN_QUANTILES)
+    return {
+        "n_tokens": int(len(table)),
+        "n_distant": int(distant.sum()),
+        "ppl_long": math.exp(-long_lp.mean()),
+        "ppl_short": math.exp(-short_lp.mean()),
+        "bpb_long": float(-long_lp.sum() / math.log(2) / n_bytes),
+        "bpb_short": float(-short_lp.sum() / math.log(2) / n_bytes),
+        "mean_gain": float(gain.mean()),
+        "mean_gain_ci": [ci.low, ci.high],
+        "ppl_ratio_long_over_short": math.exp(-ci.estimate),
+        "ppl_ratio_ci": [math.exp(-ci.high), math.exp(-ci.low)],
+        "ci": asdict(ci) | {"unit": f"blocks of {block} targets"},
+        "mean_gain_distant": float(gain[distant].mean()) if distant.any() else None,
+        "share_gain_positive_distant": float((gain[distant] > 0).mean()) if distant.any() else None,
+        "gain_quantiles_distant": {f"p{round(q * 100)}": _finite(v) for q, v in zip(GAIN_QUANTILES, quantiles)},
+        "top1_long": float((table["rank_long"] == 1).mean()),
+        "top1_short": float((table["rank_short"] == 1).mean()),
+        "n_key": int(key.sum()),
+        "key_fraction": float(key.mean()),
+        "longppl": math.exp(-long_lp[key].mean()) if key.any() else None,
+        "longppl_short": math.exp(-short_lp[key].mean()) if key.any() else None,
+    }
+
+
+def gain_by_distance(table: pd.DataFrame, short: int, window: int) -> pd.DataFrame:
+    """Mean gain per long-context bin [short, 2 short), [2 short, 4 short), ... up to the window."""
+    edges = [0, short]
+    while edges[-1] < window:
+        edges.append(min(edges[-1] * 2, window))
+    rows = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        part = table[(table["context_long"] >= lo) & (table["context_long"] < hi)]
+        if part.empty:
+            continue
+        g = part["gain"].to_numpy(dtype=np.float64)
+        sem = float(g.std(ddof=1) / math.sqrt(len(g))) if len(g) > 1 else math.nan
+        rows.append({"context_from": lo, "context_to": hi, "n": len(g), "mean_gain": float(g.mean()), "sem": sem,
+                     "mean_logprob_long": float(part["logprob_long"].mean()), "mean_logprob_short": float(part["logprob_short"].mean())})
+    return pd.DataFrame(rows)
+
+
+def _finite(value: float) -> float | None:
+    return None if not math.isfinite(float(value)) else float(value)

@@ -1,0 +1,136 @@
+"""Write a context-gain run's summary.json, gain_by_distance.csv, context_gain.md and plot."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from ctxeval.probes.context_gain import gain_by_distance, gain_table, key_spans, summarize_text  # noqa: E402
+from ctxeval.records import read_records  # noqa: E402
+from ctxeval.report.outputs import json_rows  # noqa: E402
+
+SUMMARY_JSON = "summary.json"
+DISTANCE_CSV = "gain_by_distance.csv"
+REPORT_MD = "context_gain.md"
+PLOT_FILE = "context_gain.png"
+
+
+@dataclass(frozen=True)
+class KeyTokenSettings:
+    """Post-hoc settings: changing them never needs a new model run."""
+
+    evaluator: str  # model name (as in the manifest) that picks key tokens
+    alpha: float
+    beta: float
+    block: int  # targets per bootstrap unit
+    replicates: int
+    seed: int
+
+
+@dataclass
+class ContextGainResult:
+    """A finished context-gain run: per (model, text) summaries and the gain-by-distance table."""
+
+    run_dir: Path
+    manifest: dict
+    summary: dict
+    by_distance: pd.DataFrame
+
+
+def write_context_gain(run_dir: Path, manifest: dict, settings: KeyTokenSettings) -> ContextGainResult:
+    """Compute everything from the records and write it; the first model is the primary one."""
+    records = read_records(run_dir)
+    config = manifest["config"]
+    window, short = config["window"], config["short"]
+    models = [m["name"] for m in manifest["models"]]
+    texts = [t["text_id"] for t in manifest["texts"]]
+    per_text: dict[str, dict] = {}
+    distance_rows = []
+    for text_id in texts:
+        spans = key_spans(gain_table(records, settings.evaluator, text_id), settings.alpha, settings.beta)
+        by_model = {}
+        for model in models:
+            table = gain_table(records, model, text_id)
+            by_model[model] = summarize_text(table, spans, settings.block, settings.replicates, settings.seed)
+            distance = gain_by_distance(table, short, window)
+            distance.insert(0, "text_id", text_id)
+            distance.insert(0, "model", model)
+            distance_rows.append(distance)
+        per_text[text_id] = {k: v for k, v in by_model[models[0]].items()} | {"model": models[0], "by_model": by_model}
+    by_distance = pd.concat(distance_rows, ignore_index=True)
+    summary = {
+        "run_id": manifest["run_id"],
+        "window": window,
+        "short": short,
+        "short_stride": config["stride"],
+        "key_tokens": {"evaluator": settings.evaluator, "alpha": settings.alpha, "beta": settings.beta,
+                       "rule": "g = log p_long - log p_short > alpha and log p_long > beta; mapped to other models by character spans (a token is key when it lies inside a key span)"},
+        "models": models,
+        "texts": per_text,
+        "gain_by_distance": json_rows(by_distance),
+    }
+    run_dir = Path(run_dir)
+    (run_dir / SUMMARY_JSON).write_text(json.dumps(summary, indent=2))
+    by_distance.to_csv(run_dir / DISTANCE_CSV, index=False)
+    (run_dir / REPORT_MD).write_text(render_markdown(summary, by_distance))
+    plot_gain(records, models, texts, by_distance, run_dir / PLOT_FILE)
+    return ContextGainResult(run_dir, manifest, summary, by_distance)
+
+
+def render_markdown(summary: dict, by_distance: pd.DataFrame) -> str:
+    """Per text and model: both perplexities, the gain with its interval, LongPPL; then gain by distance."""
+    lines = [
+        f"# Context gain: chunked W={summary['window']} vs last k={summary['short']} tokens (stride {summary['short_stride']})",
+        "",
+        f"Key tokens by `{summary['key_tokens']['evaluator']}`: g > {summary['key_tokens']['alpha']:g} and log p_long > {summary['key_tokens']['beta']:g}.",
+        "",
+        "| text | model | tokens | PPL long | PPL short | PPL ratio long/short [95% CI] | mean gain (nats) | gain, distant targets | key tokens | LongPPL | PPL of key tokens, short |",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for text_id, entry in summary["texts"].items():
+        for model, s in entry["by_model"].items():
+            lo, hi = s["ppl_ratio_ci"]
+            lines.append(
+                f"| {text_id} | {model} | {s['n_tokens']} | {s['ppl_long']:.3f} | {s['ppl_short']:.3f} | "
+                f"{s['ppl_ratio_long_over_short']:.4f} [{lo:.4f}, {hi:.4f}] | {s['mean_gain']:+.4f} | "
+                f"{_fmt(s['mean_gain_distant'], '+.4f')} | {s['n_key']} ({100 * s['key_fraction']:.2f} %) | {_fmt(s['longppl'], '.3f')} | {_fmt(s['longppl_short'], '.3f')} |"
+            )
+    lines += ["", "## Gain by long-context length", "", by_distance.to_markdown(index=False, floatfmt=".4f"), ""]
+    return "\n".join(lines)
+
+
+def plot_gain(records: pd.DataFrame, models: list[str], texts: list[str], by_distance: pd.DataFrame, path: Path) -> None:
+    """Left: mean gain against long-context length; right: distribution of the gain on distant targets."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    for (model, text_id), group in by_distance.groupby(["model", "text_id"], sort=False):
+        mid = (group["context_from"].clip(lower=1) * group["context_to"]) ** 0.5
+        left.errorbar(mid, group["mean_gain"], yerr=1.96 * group["sem"], marker="o", capsize=3, label=f"{model} · {text_id}")
+    left.axhline(0, color="grey", lw=0.8)
+    left.set_xscale("log", base=2)
+    left.set_xlabel("long context of the target (tokens, bin centre)")
+    left.set_ylabel("mean gain log p_long - log p_short (nats)")
+    left.grid(True, which="both", alpha=0.3)
+    left.legend(fontsize="small")
+    for model in models:
+        for text_id in texts:
+            table = gain_table(records, model, text_id)
+            gains = table.loc[table["distant"], "gain"]
+            if len(gains):
+                right.hist(gains.clip(-6, 6), bins=60, histtype="step", label=f"{model} · {text_id}")
+    right.set_yscale("log")
+    right.set_xlabel("gain on targets with distant context (nats, clipped to ±6)")
+    right.set_ylabel("targets")
+    right.legend(fontsize="small")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "—" if value is None else format(value, spec)
