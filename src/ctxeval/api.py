@@ -18,6 +18,8 @@ from ctxeval.metrics.rank import alpha_key
 from ctxeval.pairing import pair_windows, window_table
 from ctxeval.probes.gain_report import ContextGainResult, KeyTokenSettings, write_context_gain
 from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
+from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
+from ctxeval.probes.retrieval_run import RetrievalConfig, RetrievalResult, run_retrieval
 from ctxeval.report.compare import PROFILES, build_report, gate, write_report
 from ctxeval.report.outputs import RunResult, compute, load_run, read_manifest, vocab_sizes, write_outputs
 from ctxeval.report.summary import window_metrics
@@ -25,7 +27,7 @@ from ctxeval.report.trends import metric_names, trend_table, variance_table, wri
 from ctxeval.run import check_context, execute
 from ctxeval.tokens import TokenizedText
 
-__all__ = ["sweep", "score", "context_gain", "summary", "compare", "trends", "run_metrics", "models", "RunResult", "Comparison", "MetricConfig"]
+__all__ = ["sweep", "score", "context_gain", "retrieval", "summary", "compare", "trends", "run_metrics", "models", "RunResult", "Comparison", "MetricConfig"]
 
 
 def sweep(
@@ -224,6 +226,37 @@ def context_gain(
         return write_context_gain(run_dir, manifest, KeyTokenSettings(evaluator_name, alpha, beta, block, replicates, seed))
 
     return execute(config, loaded, model_specs, _out_dir(out, "context-gain", config), planner, progress, n_threads, finish)
+
+
+def retrieval(
+    variant: str = "cat",
+    lines: Sequence[int] = (20, 50, 100),
+    depths: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0),
+    samples: int = 3,
+    models: Sequence[str] = (DEFAULT_MODEL,),
+    seed: int = 0,
+    out: str | Path | None = None,
+    progress: bool = False,
+    n_threads: int | None = None,
+) -> RetrievalResult:
+    """Line retrieval (paper 002 appendix A.2 `cat`, or LongChat's `register`): records of `lines`
+    key-value lines, the queried line at each depth, `samples` seeded records per cell; greedy exact
+    match and the rank of the right answer, per (lines, depth)."""
+    if variant not in VARIANTS:
+        raise UserError(f"unknown --variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    lines = tuple(sorted(set(int(n) for n in lines)))
+    depths = tuple(sorted(set(float(d) for d in depths)))
+    if not lines or min(lines) < N_EXAMPLES + 1:
+        raise UserError(f"--lines must be integers of at least {N_EXAMPLES + 1}")
+    if not depths or min(depths) < 0 or max(depths) > 1:
+        raise UserError("--depths must be numbers between 0 and 1")
+    if samples < 1:
+        raise UserError(f"--samples must be a positive integer, got {samples}")
+    if not models:
+        raise UserError("no --model given")
+    config = RetrievalConfig(variant, lines, depths, samples, seed, tuple(dict.fromkeys(models)))
+    run_dir = Path(out) if out is not None else Path("runs") / f"retrieval-{config.run_id()[:8]}"
+    return run_retrieval(config, run_dir, progress, n_threads)
 
 
 def run_metrics(run_dir: str | Path) -> MetricConfig:

@@ -235,6 +235,29 @@ def context_gain(
 
 
 @app.command()
+def retrieval(
+    variant: Annotated[str, typer.Option("--variant", help="cat: 'A person named <key> has a cat. His cat's name is <value>.' with 3 in-context examples (paper 002, A.2); register: LongChat's 'line <key>: REGISTER_CONTENT is <value>'.")] = "cat",
+    lines: Annotated[str, typer.Option("--lines", help="Comma-separated numbers of record lines (about 25 tokens per cat line, 22 per register line with Gemma).")] = "20,50,100",
+    depths: Annotated[str, typer.Option("--depths", help="Comma-separated depths in [0, 1] of the queried line within the record.")] = "0,0.25,0.5,0.75,1",
+    samples: Annotated[int, typer.Option("--samples", help="Seeded records per (lines, depth) cell.")] = 3,
+    model: Annotated[Optional[list[str]], typer.Option("--model", help=f"Model(s): {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat for several.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the records.")] = 0,
+    out: OutOpt = None,
+    threads: ThreadsOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Line-retrieval test: accuracy of greedy exact match and mean rank of the right answer's first token,
+    per (lines x depth), with heatmaps. Keys and values are made-up words and numbers, seen only in their line."""
+    result = api.retrieval(
+        variant, _ints(lines, "--lines"), _floats(depths, "--depths"), samples, model or [DEFAULT_MODEL], seed, out,
+        progress=not quiet, n_threads=threads,
+    )
+    if not quiet:
+        typer.echo((result.run_dir / "results.md").read_text())
+    typer.echo(f"results: {result.run_dir / 'results.json'}, cases: {result.run_dir / 'cases.jsonl'}, heatmap: {result.run_dir / 'retrieval_heatmap.png'}")
+
+
+@app.command()
 def models() -> None:
     """List the models and backends usable here."""
     for entry in api.models():

@@ -64,14 +64,14 @@ def execute(
     plan, plan_facts = planner([s.info for s in scorers], tokenized)
     run_dir.mkdir(parents=True, exist_ok=True)
     manifest = _manifest(config, scorers, tokenized, plan, plan_facts, previous)
-    _write_manifest(manifest_path, manifest)
+    write_manifest(manifest_path, manifest)
 
     schema = schema_for(config.temperatures)
     done = done_passes(run_dir)
     writer = PartWriter(run_dir, schema)
     total = sum(p.n_targets for per_model in plan for per_text in per_model for p in per_text)
     already = _count_done_targets(plan, done)
-    with _terminate_as_interrupt(), _progress(progress, total, already) as advance:
+    with terminate_as_interrupt(), progress_bar(progress, total, already) as advance:
         pass_index = 0
         for scorer, per_model, token_texts in zip(scorers, plan, tokenized):
             pending: dict[str, list] = {name: [] for name in schema.names}
@@ -92,7 +92,7 @@ def execute(
     merge_parts(run_dir, schema)
     manifest["status"] = "complete"
     manifest["timing"] = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
-    _write_manifest(manifest_path, manifest)
+    write_manifest(manifest_path, manifest)
     return finish(run_dir, manifest, config.metrics)
 
 
@@ -186,11 +186,11 @@ def _manifest(config: RunConfig, scorers: list[Scorer], tokenized: list[list[Tok
         "rank_convention": "rank = 1 + number of vocabulary entries with a strictly larger logit",
         "plan": plan_facts
         | {"passes": sum(len(t) for m in plan for t in m), "targets": sum(p.n_targets for m in plan for t in m for p in t)},
-        "versions": _versions(),
+        "versions": versions(),
     }
 
 
-def _versions() -> dict[str, str]:
+def versions() -> dict[str, str]:
     versions = {"python": platform.python_version(), "platform": platform.platform()}
     for package in ("ctxeval", "llama-cpp-python", "numpy", "pyarrow", "pandas"):
         try:
@@ -200,7 +200,7 @@ def _versions() -> dict[str, str]:
     return versions
 
 
-def _write_manifest(path: Path, manifest: dict) -> None:
+def write_manifest(path: Path, manifest: dict) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(manifest, indent=2, default=_json_default))
     tmp.replace(path)
@@ -215,7 +215,7 @@ def _json_default(value):
 
 
 @contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
+def terminate_as_interrupt() -> Iterator[None]:
     """Treat SIGTERM (`kill`) like Ctrl-C, so finished passes are flushed before exiting."""
     def handler(signum, frame):
         raise KeyboardInterrupt
@@ -232,14 +232,15 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 
 @contextmanager
-def _progress(enabled: bool, total: int, already: int) -> Iterator[Callable[[int, str], None]]:
+def progress_bar(enabled: bool, total: int, already: int, unit: str = "tokens") -> Iterator[Callable[[int, str], None]]:
+    """A rich progress bar on stderr (or nothing); yields advance(n, label)."""
     if not enabled:
         yield lambda n, label: None
         return
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("tokens"), TimeElapsedColumn(), TimeRemainingColumn()]
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(), TimeRemainingColumn()]
     with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
         task = bar.add_task("scoring", total=total, completed=already)
 

@@ -1,0 +1,175 @@
+"""Run a line-retrieval grid (lines x depths x samples) on one or more models, resumably.
+
+Each finished case is appended to cases.jsonl at once, so an interrupted run loses at most
+the case in flight; re-running the same command skips what is done. The run's identity is a
+hash of everything that decides the cases, as for scoring runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from ctxeval.backends.registry import load_scorer  # noqa: E402
+from ctxeval.errors import UserError  # noqa: E402
+from ctxeval.probes.retrieval import score_case  # noqa: E402
+from ctxeval.probes.retrieval_data import make_case  # noqa: E402
+from ctxeval.report.outputs import json_rows, read_manifest  # noqa: E402
+from ctxeval.run import progress_bar, terminate_as_interrupt, versions, write_manifest  # noqa: E402
+
+CASES_FILE = "cases.jsonl"
+RESULTS_JSON = "results.json"
+RESULTS_MD = "results.md"
+HEATMAP_FILE = "retrieval_heatmap.png"
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """Everything that decides which cases are scored."""
+
+    variant: str
+    lines: tuple[int, ...]
+    depths: tuple[float, ...]
+    samples: int
+    seed: int
+    models: tuple[str, ...]
+
+    def run_id(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass
+class RetrievalResult:
+    run_dir: Path
+    cells: pd.DataFrame
+    cases: pd.DataFrame
+
+
+def run_retrieval(config: RetrievalConfig, run_dir: Path, progress: bool = True, n_threads: int | None = None) -> RetrievalResult:
+    """Score every (model, lines, depth, sample) case not yet in cases.jsonl, then summarise."""
+    run_dir = Path(run_dir)
+    manifest_path = run_dir / "manifest.json"
+    previous = read_manifest(run_dir) if manifest_path.exists() else None
+    if previous is not None and previous.get("run_id") != config.run_id():
+        raise UserError(f"{run_dir} holds a run with a different configuration; choose another --out or remove it")
+    grid = [(n, d, s) for n in config.lines for d in config.depths for s in range(config.samples)]
+    done = _done_cases(run_dir / CASES_FILE)
+    if previous is None or previous.get("status") != "complete":
+        scorers = [load_scorer(spec, n_threads=n_threads) for spec in config.models]
+        run_dir.mkdir(parents=True, exist_ok=True)
+        manifest = {
+            "ctxeval_manifest": 1, "command": "retrieval", "run_id": config.run_id(), "status": "running",
+            "config": asdict(config),
+            "models": [asdict(s.info) | {"capabilities": asdict(s.capabilities)} for s in scorers],
+            "versions": versions(),
+        }
+        write_manifest(manifest_path, manifest)
+        total = len(grid) * len(scorers)
+        already = sum((s.info.name, n, d, k) in done for s in scorers for n, d, k in grid)
+        started = time.time()
+        with terminate_as_interrupt(), progress_bar(progress, total, already, unit="cases") as advance, (run_dir / CASES_FILE).open("a") as sink:
+            for scorer in scorers:
+                try:
+                    for n, d, k in grid:
+                        if (scorer.info.name, n, d, k) in done:
+                            continue
+                        result = score_case(scorer, make_case(config.variant, n, d, k, config.seed))
+                        sink.write(json.dumps(result.to_row()) + "\n")
+                        sink.flush()
+                        advance(1, f"{scorer.info.name} · {n} lines · depth {d:g}")
+                finally:
+                    scorer.close()
+        manifest["status"] = "complete"
+        manifest["timing"] = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
+        write_manifest(manifest_path, manifest)
+    return write_results(run_dir, config)
+
+
+def write_results(run_dir: Path, config: RetrievalConfig) -> RetrievalResult:
+    """results.json (per model and (lines, depth): accuracy, mean_rank, n, ...), results.md, heatmap."""
+    cases = pd.DataFrame(_load_cases(run_dir / CASES_FILE))
+    cells = cell_table(cases)
+    models = list(dict.fromkeys(cases["model"]))
+    payload = {
+        "variant": config.variant,
+        "model": models[0],
+        "cells": json_rows(cells[cells["model"] == models[0]].drop(columns="model")),
+        "by_model": {m: json_rows(cells[cells["model"] == m].drop(columns="model")) for m in models},
+        "definitions": {
+            "accuracy": "share of cases whose greedy answer equals the value exactly",
+            "mean_rank": "mean full-vocabulary rank of the answer's first token after the prompt (1 = the model's top choice)",
+            "mean_value_logprob": "mean over cases of the summed log-probability of the value's tokens (teacher forcing)",
+        },
+    }
+    (run_dir / RESULTS_JSON).write_text(json.dumps(payload, indent=2))
+    (run_dir / RESULTS_MD).write_text(f"# Line retrieval ({config.variant})\n\n" + cells.to_markdown(index=False, floatfmt=".3f") + "\n")
+    plot_heatmaps(cells, run_dir / HEATMAP_FILE)
+    return RetrievalResult(run_dir, cells, cases)
+
+
+def cell_table(cases: pd.DataFrame) -> pd.DataFrame:
+    """Aggregate cases per (model, lines, depth)."""
+    grouped = cases.groupby(["model", "lines", "depth"], sort=True)
+    cells = grouped.agg(
+        n=("correct", "size"),
+        accuracy=("correct", "mean"),
+        mean_rank=("first_rank", "mean"),
+        median_rank=("first_rank", "median"),
+        top1=("first_rank", lambda r: float((r == 1).mean())),
+        mean_value_logprob=("value_logprob", "mean"),
+        mean_prompt_tokens=("prompt_tokens", "mean"),
+        mean_char_depth=("char_depth", "mean"),
+    ).reset_index()
+    return cells
+
+
+def plot_heatmaps(cells: pd.DataFrame, path: Path) -> None:
+    """Per model: accuracy and log2 mean rank over (lines x depth)."""
+    models = list(dict.fromkeys(cells["model"]))
+    fig, axes = plt.subplots(len(models), 2, figsize=(11, 3.8 * len(models)), squeeze=False, constrained_layout=True)
+    for row, model in zip(axes, models):
+        part = cells[cells["model"] == model]
+        for ax, column, title, cmap, transform in (
+            (row[0], "accuracy", "accuracy (greedy exact match)", "viridis", lambda x: x),
+            (row[1], "mean_rank", "log2 mean rank of the answer", "magma_r", np.log2),
+        ):
+            pivot = part.pivot(index="depth", columns="lines", values=column).sort_index()
+            values = transform(pivot.to_numpy(dtype=float))
+            image = ax.imshow(values, aspect="auto", cmap=cmap, origin="lower", vmin=0 if column == "accuracy" else None, vmax=1 if column == "accuracy" else None)
+            ax.set_xticks(range(len(pivot.columns)), [str(c) for c in pivot.columns])
+            ax.set_yticks(range(len(pivot.index)), [f"{d:g}" for d in pivot.index])
+            ax.set_xlabel("lines in the record")
+            ax.set_ylabel("depth of the queried line")
+            ax.set_title(f"{model}: {title}")
+            for (i, j), v in np.ndenumerate(pivot.to_numpy(dtype=float)):
+                r, g, b, _ = image.cmap(image.norm(values[i, j]))
+                ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+                ax.text(j, i, f"{v:.2f}" if column == "accuracy" else f"{v:.0f}", ha="center", va="center", color=ink, fontsize=8)
+            fig.colorbar(image, ax=ax)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _load_cases(path: Path) -> list[dict]:
+    """Scored cases; a torn last line (killed mid-write) is cut off, so its case is re-scored."""
+    if not path.exists():
+        return []
+    raw = path.read_bytes()
+    if raw and not raw.endswith(b"\n"):
+        raw = raw[: raw.rfind(b"\n") + 1]
+        path.write_bytes(raw)
+    return [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+
+
+def _done_cases(path: Path) -> set[tuple[str, int, float, int]]:
+    return {(row["model"], row["lines"], row["depth"], row["sample"]) for row in _load_cases(path)}
