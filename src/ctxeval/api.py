@@ -17,6 +17,7 @@ from ctxeval.errors import UserError
 from ctxeval.metrics.rank import alpha_key
 from ctxeval.pairing import pair_windows, window_table
 from ctxeval.probes.gain_report import ContextGainResult, KeyTokenSettings, write_context_gain
+from ctxeval.probes.probe_report import write_probe_report
 from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
 from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
 from ctxeval.probes.retrieval_run import RetrievalConfig, RetrievalResult, run_retrieval
@@ -27,7 +28,7 @@ from ctxeval.report.trends import metric_names, trend_table, variance_table, wri
 from ctxeval.run import check_context, execute
 from ctxeval.tokens import TokenizedText
 
-__all__ = ["sweep", "score", "context_gain", "retrieval", "summary", "compare", "trends", "run_metrics", "models", "RunResult", "Comparison", "MetricConfig"]
+__all__ = ["sweep", "score", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "RunResult", "Comparison", "MetricConfig"]
 
 
 def sweep(
@@ -257,6 +258,12 @@ def retrieval(
     config = RetrievalConfig(variant, lines, depths, samples, seed, tuple(dict.fromkeys(models)))
     run_dir = Path(out) if out is not None else Path("runs") / f"retrieval-{config.run_id()[:8]}"
     return run_retrieval(config, run_dir, progress, n_threads)
+
+
+def probe_report(runs: Sequence[str | Path], out: str | Path) -> str:
+    """Side-by-side Markdown report (and JSON, plot) over sweep/score, context-gain and retrieval runs."""
+    _, markdown = write_probe_report([Path(r) for r in runs], Path(out))
+    return markdown
 
 
 def run_metrics(run_dir: str | Path) -> MetricConfig:

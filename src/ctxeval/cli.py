@@ -257,6 +257,18 @@ def retrieval(
     typer.echo(f"results: {result.run_dir / 'results.json'}, cases: {result.run_dir / 'cases.jsonl'}, heatmap: {result.run_dir / 'retrieval_heatmap.png'}")
 
 
+@app.command("probe-report")
+def probe_report(
+    runs: Annotated[list[Path], typer.Argument(help="Finished run directories: sweep/score, context-gain and retrieval runs, of one or more models.")],
+    out: Annotated[Path, typer.Option("--out", help="Directory for probe_report.md/.json and probe_report.png.")] = Path("runs/probe-report"),
+) -> None:
+    """One report per model, side by side: perplexity and rank scores by context, context gain, LongPPL and
+    retrieval accuracy/rank — does a lower perplexity come with better use of long context?"""
+    markdown = api.probe_report(runs, out)
+    typer.echo(markdown)
+    typer.echo(f"report: {out / 'probe_report.md'}, {out / 'probe_report.json'}, plot: {out / 'probe_report.png'}")
+
+
 @app.command()
 def models() -> None:
     """List the models and backends usable here."""
