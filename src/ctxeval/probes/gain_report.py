@@ -97,9 +97,10 @@ def render_markdown(summary: dict, by_distance: pd.DataFrame) -> str:
     for text_id, entry in summary["texts"].items():
         for model, s in entry["by_model"].items():
             lo, hi = s["ppl_ratio_ci"]
+            interval = f"no interval: {s['ci']['reason']}" if s["ci"]["degenerate"] else f"[{lo:.4f}, {hi:.4f}]"
             lines.append(
                 f"| {text_id} | {model} | {s['n_tokens']} | {s['ppl_long']:.3f} | {s['ppl_short']:.3f} | "
-                f"{s['ppl_ratio_long_over_short']:.4f} [{lo:.4f}, {hi:.4f}] | {s['mean_gain']:+.4f} | "
+                f"{s['ppl_ratio_long_over_short']:.4f} {interval} | {s['mean_gain']:+.4f} | "
                 f"{_fmt(s['mean_gain_distant'], '+.4f')} | {s['n_key']} ({100 * s['key_fraction']:.2f} %) | {_fmt(s['longppl'], '.3f')} | {_fmt(s['longppl_short'], '.3f')} |"
             )
     lines += ["", "## Gain by long-context length", "", by_distance.to_markdown(index=False, floatfmt=".4f"), ""]
@@ -124,10 +125,11 @@ def plot_gain(records: pd.DataFrame, models: list[str], texts: list[str], by_dis
             gains = table.loc[table["distant"], "gain"]
             if len(gains):
                 right.hist(gains.clip(-6, 6), bins=60, histtype="step", label=f"{model} · {text_id}")
-    right.set_yscale("log")
     right.set_xlabel("gain on targets with distant context (nats, clipped to ±6)")
     right.set_ylabel("targets")
-    right.legend(fontsize="small")
+    if right.get_legend_handles_labels()[0]:
+        right.set_yscale("log")
+        right.legend(fontsize="small")
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
