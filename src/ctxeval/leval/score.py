@@ -110,6 +110,8 @@ def score_file(pf: PredictionFile, variant: str = "leval") -> TaskScore:
 
 def score_predictions(path: Path, variant: str = "leval", progress: bool = True) -> LevalScores:
     """Score every prediction file at `path` (a file or a folder of ``<model>/<task>.pred.jsonl``)."""
+    if variant not in ngram.VARIANTS:
+        raise UserError(f"unknown variant {variant!r}; choose one of {', '.join(ngram.VARIANTS)}")
     files = discover(path)
     result = LevalScores(variant=variant)
     seen: dict[tuple[str, str], Path] = {}
