@@ -15,8 +15,8 @@ import pytest
 from scipy import stats
 
 from ctxeval.leval.corr import correlate
-from ctxeval.leval.files import model_and_task, read_predictions
-from ctxeval.leval.length import LENGTH_STYLES, length_instruction
+from ctxeval.leval.files import model_and_task, read_predictions, read_task
+from ctxeval.leval.length import LENGTH_STYLES, leval_prompt, length_instruction
 from ctxeval.errors import UserError
 from ctxeval.leval.score import score_file, score_predictions
 from tests.conftest import SHARED_DATA, run_cli
@@ -146,6 +146,17 @@ def test_length_instruction_reproduces_prompts_of_the_shared_files():
                 assert len(found) == 1, (model, task, r["prompt"][-120:])
                 styles_seen.update(found)
     assert styles_seen == set(LENGTH_STYLES)
+
+
+def test_task_file_items_and_prompts_match_the_prediction_files():
+    items = read_task(SHARED_DATA / "leval" / "data" / "natural_question.jsonl")
+    assert len(items) == 109
+    f1_items = [i for i in items if i.evaluation == "f1"]
+    rows = _rows(PRED / "ngram_eval" / "vicuna-13b-16k" / "natural_question.pred.jsonl")
+    assert [(i.instruction, i.reference) for i in f1_items] == [(r["query"], r["gt"]) for r in rows]
+    prompt = leval_prompt(f1_items[0].document, f1_items[0].instruction, f1_items[0].reference)
+    assert prompt.endswith(f"Instruction: {f1_items[0].instruction} The suggested output length is around 4 words. Output: ")
+    assert f1_items[0].document[:200] in prompt
 
 
 def test_layout_names():
