@@ -101,6 +101,18 @@ def test_chinese_is_not_silently_zero():
     assert ngram.rouge(pred, ref, "longbench")["rouge1"] > 0.5
 
 
+def test_unicode_tokens_split_cjk_from_other_letters():
+    from ctxeval.metrics.ngram import _UnicodeTokenizer
+
+    tokens = _UnicodeTokenizer().tokenize("GDP增长abc北京 Москва_x, café 42")
+    assert tokens == ["gdp", "增", "长", "abc", "北", "京", "москва", "x", "café", "42"]
+    # on ASCII text it is rouge-score's own tokenizer
+    from rouge_score import tokenize
+
+    text = "It's 5 o'clock: the staff_room (B-12) was clean!"
+    assert _UnicodeTokenizer().tokenize(text) == tokenize.tokenize(text, None)
+
+
 def test_other_scripts_use_unicode_words():
     s = ngram.rouge("Москва столица России", "Столица России Москва")
     assert s["rouge1"] == 1.0 and s["rougeL"] == pytest.approx(2 / 3)

@@ -35,7 +35,7 @@ _ALL_PUNCT = _ASCII_PUNCT | _CJK_PUNCT
 # Han (incl. extension A and compatibility), kana, Hangul syllables.
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 # A CJK character alone, or a run of letters/digits of any other script.
-_UNICODE_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_]+")
+_UNICODE_TOKEN = re.compile(_CJK_CHAR.pattern + r"|(?:(?!" + _CJK_CHAR.pattern + r")[^\W_])+")
 
 
 def script(text: str) -> str:
