@@ -277,6 +277,38 @@ def models() -> None:
         typer.echo(f"{entry.name:<14} {entry.backend:<9} {status:<10} {entry.location}  — {entry.note}")
 
 
+@app.command("leval")
+def leval(
+    predictions: Annotated[Path, typer.Option("--predictions", help="A prediction file or a folder of <model>/<task>.pred.jsonl (L-Eval layout).")],
+    out: Annotated[Path, typer.Option("--out", help="Where to write scores.json and scores.md.")] = Path("runs/leval"),
+    variant: Annotated[str, typer.Option("--variant", help="leval: L-Eval's F1 and rouge-score ROUGE; longbench: LongBench's (rouge package, jieba for Chinese).")] = "leval",
+    quiet: QuietOpt = False,
+) -> None:
+    """L-Eval metrics of model answers: exact match (exam tasks), F1 or ROUGE-1/2/L, and ΔL."""
+    from ctxeval.leval.report import SCORES_JSON, SCORES_MD, markdown, run_leval
+
+    result = run_leval(predictions, out, variant, progress=not quiet)
+    if not quiet:
+        typer.echo(markdown(result))
+    for note in result.notes():
+        typer.echo(f"ctxeval: note: {note}", err=True)
+    typer.echo(f"scores: {out / SCORES_JSON}, {out / SCORES_MD}")
+
+
+@app.command("leval-corr")
+def leval_corr(
+    metrics: Annotated[list[str], typer.Argument(help="[LABEL=]PATH: a scores.json of `ctxeval leval` (or its folder), or a CSV/JSON model × metric table (e.g. judge win rates).")],
+    human: Annotated[Path, typer.Option("--human", help="Human scores per model: CSV with a 'model' column, or JSON {model: score}.")],
+    column: Annotated[Optional[str], typer.Option("--column", help="Score column of the human table when it has several.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Also write corr.json and corr.md here.")] = None,
+) -> None:
+    """Kendall τ-b between each metric's model ranking and the human ranking (L-Eval Figure 2)."""
+    from ctxeval.leval.corr import run_corr
+
+    _, text = run_corr(human, metrics, column, out)
+    typer.echo(text)
+
+
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 2."""
     try:

@@ -1,0 +1,177 @@
+"""Does an automatic metric rank models as humans do? Kendall τ-b between each metric's model
+ranking and a human ranking (L-Eval's Figure 2: ROUGE-L, F1 and LLM judges against the average
+human score, with and without length instructions).
+
+Inputs are small tables. Human: CSV with a ``model`` column and a score column, or JSON
+``{model: score}``. Metrics: ``scores.json`` files written by ``ctxeval leval`` (each metric is
+averaged per model over the tasks that every compared model has), or CSV/JSON tables
+``model × metric`` (e.g. judge win rates). A ``LABEL=`` before a path prefixes its metric names,
+so "origin=..." and "lie=..." can sit side by side as in the figure. Higher is better on every
+input; τ is computed on the scores (ties handled by τ-b).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctxeval.errors import UserError
+from ctxeval.leval.report import SCORES_JSON
+from ctxeval.stats.agreement import kendall_tau_b
+
+CORR_JSON = "corr.json"
+CORR_MD = "corr.md"
+
+
+@dataclass(frozen=True)
+class Correlation:
+    metric: str
+    tau: float
+    p_value: float
+    models: tuple[str, ...]
+    tasks: int | None  # tasks averaged (scores.json inputs); None for a plain table
+
+
+def _number(value, where: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{where}: {value!r} is not a number") from None
+    if math.isnan(number):
+        raise UserError(f"{where}: score is NaN")
+    return number
+
+
+def _read_table(path: Path) -> dict[str, dict[str, float]]:
+    """model -> {column: value} from a CSV (``model`` column) or JSON {model: {..} | number}."""
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}: not valid JSON ({exc.msg})") from None
+        if not isinstance(data, dict) or not data:
+            raise UserError(f"{path}: expected a JSON object {{model: score}} or {{model: {{metric: score}}}}")
+        table = {}
+        for model, value in data.items():
+            row = value if isinstance(value, dict) else {"score": value}
+            table[model] = {k: _number(v, f"{path}: {model}.{k}") for k, v in row.items()}
+        return table
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        if not reader.fieldnames or "model" not in reader.fieldnames:
+            raise UserError(f"{path}: a CSV table needs a 'model' column (got {reader.fieldnames})")
+        table = {}
+        for number, row in enumerate(reader, start=2):
+            model = (row.pop("model") or "").strip()
+            if not model:
+                raise UserError(f"{path}:{number}: empty model name")
+            table[model] = {k: _number(v, f"{path}:{number} column {k}") for k, v in row.items() if k}
+    if not table:
+        raise UserError(f"{path}: no rows")
+    return table
+
+
+def read_human(path: Path, column: str | None = None) -> dict[str, float]:
+    """Human score per model: the table's only score column, or `column`."""
+    table = _read_table(path)
+    columns = sorted({k for row in table.values() for k in row})
+    if column is None:
+        if len(columns) != 1:
+            raise UserError(f"{path}: several score columns {columns}; choose one with --column")
+        column = columns[0]
+    missing = [m for m, row in table.items() if column not in row]
+    if missing:
+        raise UserError(f"{path}: no {column!r} score for {', '.join(missing)}")
+    return {model: row[column] for model, row in table.items()}
+
+
+def _from_scores_json(data: dict, models: list[str]) -> dict[str, tuple[dict[str, float], int]]:
+    """metric -> ({model: mean over common tasks}, number of tasks), for the given models."""
+    present = [m for m in models if m in data]
+    metrics = sorted({k for m in present for t in data[m].values() for k in t if k not in ("n", "delta_len")})
+    out = {}
+    for metric in metrics:
+        common = set.intersection(*({t for t, v in data[m].items() if metric in v} for m in present))
+        if not common:
+            continue
+        out[metric] = ({m: sum(data[m][t][metric] for t in common) / len(common) for m in present}, len(common))
+    return out
+
+
+def metric_tables(source: str, models: list[str]) -> dict[str, tuple[dict[str, float], int | None]]:
+    """Parse one ``[LABEL=]PATH`` metric source into metric -> ({model: value}, tasks)."""
+    label, sep, raw = source.partition("=")
+    if not sep or Path(source).exists():
+        label, raw = "", source
+    path = Path(raw)
+    if path.is_dir():
+        path = path / SCORES_JSON
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    prefix = f"{label}:" if label else ""
+    data = None
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}: not valid JSON ({exc.msg})") from None
+    is_scores = isinstance(data, dict) and data and all(
+        isinstance(tasks, dict) and tasks and all(isinstance(v, dict) and "n" in v for v in tasks.values())
+        for tasks in data.values()
+    )
+    if is_scores:
+        return {prefix + k: v for k, v in _from_scores_json(data, models).items()}
+    table = _read_table(path)
+    columns = sorted({k for row in table.values() for k in row})
+    return {prefix + c: ({m: row[c] for m, row in table.items() if c in row}, None) for c in columns}
+
+
+def correlate(human: dict[str, float], sources: list[str]) -> list[Correlation]:
+    """Kendall τ-b of each metric's model scores against the human scores, over the models
+    both have (at least 2 needed)."""
+    if not sources:
+        raise UserError("give at least one metric source (a scores.json or a model × metric table)")
+    models = sorted(human)
+    results = []
+    for source in sources:
+        for metric, (values, tasks) in metric_tables(source, models).items():
+            shared = tuple(m for m in models if m in values)
+            if len(shared) < 2:
+                continue
+            tau, p = kendall_tau_b([values[m] for m in shared], [human[m] for m in shared])
+            results.append(Correlation(metric, tau, p, shared, tasks))
+    if not results:
+        raise UserError(f"no metric covers two or more of the human-rated models ({', '.join(models)})")
+    return results
+
+
+def correlation_markdown(results: list[Correlation], human_models: list[str]) -> str:
+    lines = ["| metric | Kendall τ-b | p | models | tasks |", "|---|---:|---:|---:|---:|"]
+    for r in results:
+        tau = "n/a (constant)" if math.isnan(r.tau) else f"{r.tau:.3f}"
+        p = "" if math.isnan(r.p_value) else f"{r.p_value:.3g}"
+        tasks = "" if r.tasks is None else str(r.tasks)
+        lines.append(f"| {r.metric} | {tau} | {p} | {len(r.models)} of {len(human_models)} | {tasks} |")
+    return "\n".join(lines) + "\n"
+
+
+def run_corr(human_path: Path, sources: list[str], column: str | None, out: Path | None) -> tuple[list[Correlation], str]:
+    """Correlate and, with `out`, write corr.json and corr.md there."""
+    human = read_human(human_path, column)
+    results = correlate(human, sources)
+    text = correlation_markdown(results, sorted(human))
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        rows = [
+            {"metric": r.metric, "tau": None if math.isnan(r.tau) else r.tau,
+             "p_value": None if math.isnan(r.p_value) else r.p_value, "models": list(r.models), "tasks": r.tasks}
+            for r in results
+        ]
+        (out / CORR_JSON).write_text(json.dumps({"human": human, "correlations": rows}, indent=2) + "\n", encoding="utf-8")
+        (out / CORR_MD).write_text("# Kendall τ-b with the human ranking\n\n" + text, encoding="utf-8")
+    return results, text
