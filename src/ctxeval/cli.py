@@ -31,7 +31,7 @@ TempsOpt = Annotated[str, typer.Option("--temperatures", help="Comma-separated t
 OutOpt = Annotated[Optional[Path], typer.Option("--out", help="Run directory. Default: runs/<command>-<run id>. Re-running the same command resumes it.")]
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="CPU threads for the model (default: all cores).")]
 DeviceOpt = Annotated[Optional[str], typer.Option("--device", help="hf: models only: cpu (default), cuda or mps.")]
-DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="hf: models only: float32 (default), bfloat16 or float16.")]
+DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="hf: models only: float32 (default), bfloat16, float16 or float64 (slow reference).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar and no tables.")]
 
 

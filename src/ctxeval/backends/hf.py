@@ -25,7 +25,7 @@ from ctxeval.backends.base import Capabilities, ModelInfo
 from ctxeval.backends.logits import BlockScores, score_block
 from ctxeval.errors import UserError
 
-DTYPES = ("float32", "bfloat16", "float16")
+DTYPES = ("float32", "bfloat16", "float16", "float64")  # float64: a slow reference precision
 DEVICES = ("cpu", "cuda", "mps")
 # 64 rows x 262,144 vocab = 64 MiB of float32 logits per block
 DEFAULT_ROWS_PER_BLOCK = 64
@@ -66,6 +66,7 @@ class HFScorer:
         if n_threads:
             torch.set_num_threads(n_threads)
         transformers.logging.set_verbosity_error()
+        transformers.utils.logging.disable_progress_bar()
         self._torch = torch
         self._device = torch.device(device)
         self._rows_per_block = rows_per_block
