@@ -42,8 +42,8 @@ def naive_scores(model, input_ids, positions, targets, top_k, temperatures):
         logp = torch.log_softmax(row, dim=0)
         out["logprob"].append(logp[target].item())
         out["rank"].append(1 + int((row > row[target]).sum()))
-        order = sorted(range(len(row)), key=lambda j: (-row[j].item(), j))[:top_k]
-        out["topk_ids"].append(order)
+        order = torch.sort(-row, stable=True).indices[:top_k]  # stable: ties by id ascending
+        out["topk_ids"].append(order.numpy())
         out["topk_logprobs"].append(logp[order].numpy())
         out["temp"].append([torch.log_softmax(row / t, dim=0)[target].item() for t in temperatures])
     return {k: np.asarray(v) for k, v in out.items()}
