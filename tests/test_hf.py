@@ -158,7 +158,7 @@ def hf_gemma():
 
 @pytest.mark.model
 def test_hf_gemma_matches_naive_full_log_softmax(hf_gemma):
-    input_ids, positions, targets = window(hf_gemma, 1000, 128)
+    input_ids, positions, targets = window(hf_gemma, 1000, 64)
     got = hf_gemma.score(input_ids, positions, targets, 10, (1.0, 2.0))
     ref = naive_scores(hf_gemma._model, input_ids, positions, targets, 10, (1.0, 2.0))
     np.testing.assert_allclose(got.logprob, ref["logprob"], atol=1e-5)
