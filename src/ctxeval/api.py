@@ -45,6 +45,8 @@ def sweep(
     out: str | Path | None = None,
     progress: bool = False,
     n_threads: int | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
 ) -> RunResult:
     """The thesis protocol: per context length, `repeats` seeded starts, `n_compare` targets each
     with exactly L tokens of context (`exact`), or one pass per start (`approx`), or `both`.
@@ -60,6 +62,7 @@ def sweep(
     if not lengths:
         raise UserError("--lengths must name at least one context length")
     _check_common(top_k, temperatures, metrics)
+    _check_backend_options(models, device, dtype)
     if repeats < 1:
         raise UserError(f"--repeats must be a positive integer, got {repeats}")
     if n_compare < 1:
@@ -78,6 +81,8 @@ def sweep(
         repeats=repeats,
         context_modes=modes,
         metrics=metrics,
+        device=device,
+        dtype=dtype,
     )
 
     def planner(infos: list[ModelInfo], tokenized: list[list[TokenizedText]]):
@@ -87,11 +92,13 @@ def sweep(
         plan = [[[] for _ in loaded] for _ in tokenized]
         for ti, text in enumerate(loaded):
             start_chars = {}
+            boundaries = [windows.token_start_chars(m[ti].char_starts, m[ti].char_ends) for m in tokenized]
             for length in lengths:
                 max_char = min(windows.max_sweep_start_char(per_model[ti].char_starts, length, n_compare) for per_model in tokenized)
                 for repeat in range(repeats):
                     fraction = windows.sweep_fraction(seed, text.sha256, length, repeat)
-                    start_chars[(length, repeat)] = windows.sweep_start_char(fraction, max_char)
+                    drawn = windows.sweep_start_char(fraction, max_char)
+                    start_chars[(length, repeat)] = windows.aligned_start_char(drawn, boundaries, max_char)
             starts[text.text_id] = {f"L{length}-r{repeat}": c for (length, repeat), c in sorted(start_chars.items())}
             for mi, per_model in enumerate(tokenized):
                 for mode in modes:
@@ -114,6 +121,8 @@ def score(
     out: str | Path | None = None,
     progress: bool = False,
     n_threads: int | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
 ) -> RunResult:
     """Score a whole text (or its first `max_tokens` tokens) with `chunked`, `sliding` or `fixed` windows."""
     if method not in windows.METHODS:
@@ -125,6 +134,7 @@ def score(
     if max_tokens is not None and max_tokens < 1:
         raise UserError(f"--max-tokens must be a positive integer, got {max_tokens}")
     _check_common(top_k, temperatures, metrics)
+    _check_backend_options([model], device, dtype)
     loaded = _load_texts([text])
     config = RunConfig(
         command="score",
@@ -138,6 +148,8 @@ def score(
         stride=stride or 0,
         max_tokens=max_tokens,
         metrics=metrics,
+        device=device,
+        dtype=dtype,
     )
 
     def planner(infos: list[ModelInfo], tokenized: list[list[TokenizedText]]):
@@ -368,6 +380,11 @@ def _check_common(top_k: int, temperatures: Sequence[float], metrics: MetricConf
         raise UserError(f"--approx-k ({metrics.approx_k}) cannot exceed --top-k ({top_k})")
     _temperatures(temperatures)
     _check_metrics(metrics)
+
+
+def _check_backend_options(models: Sequence[str], device: str | None, dtype: str | None) -> None:
+    if (device is not None or dtype is not None) and not any(m.startswith("hf:") for m in models):
+        raise UserError("--device and --dtype apply to hf: models only; no hf: model was given")
 
 
 def _check_metrics(metrics: MetricConfig) -> None:

@@ -30,6 +30,8 @@ TopKOpt = Annotated[int, typer.Option("--top-k", help="How many top tokens (ids,
 TempsOpt = Annotated[str, typer.Option("--temperatures", help="Comma-separated temperatures at which to also compute log-probabilities (1 is always included).")]
 OutOpt = Annotated[Optional[Path], typer.Option("--out", help="Run directory. Default: runs/<command>-<run id>. Re-running the same command resumes it.")]
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="CPU threads for the model (default: all cores).")]
+DeviceOpt = Annotated[Optional[str], typer.Option("--device", help="hf: models only: cpu (default), cuda or mps.")]
+DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="hf: models only: float32 (default), bfloat16, float16 or float64 (slow reference).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar and no tables.")]
 
 
@@ -70,7 +72,7 @@ def _report(result: RunResult, metrics: MetricConfig, quiet: bool) -> None:
 @app.command()
 def sweep(
     texts: Annotated[Optional[list[str]], typer.Argument(help="UTF-8 text files; 'demo' (the default) is the bundled Chesterton excerpt.")] = None,
-    model: Annotated[Optional[list[str]], typer.Option("--model", help=f"Model: {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat to sweep several models on the same starts.")] = None,
+    model: Annotated[Optional[list[str]], typer.Option("--model", help=f"Model: {DEFAULT_MODEL} (embedded default), a .gguf path, hf:{DEFAULT_MODEL} or hf:DIR. Repeat to sweep several models on the same starts.")] = None,
     lengths: Annotated[str, typer.Option("--lengths", help=_LENGTHS_HELP)] = "32,64,128,256,512,1024,2048,4096",
     n_compare: Annotated[int, typer.Option("--n-compare", help="n_c: consecutive targets scored per start.")] = 30,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random starts.")] = 0,
@@ -84,6 +86,8 @@ def sweep(
     penalty: PenaltyOpt = 3.0,
     out: OutOpt = None,
     threads: ThreadsOpt = None,
+    device: DeviceOpt = None,
+    dtype: DtypeOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
     """Rank-based perplexity over context lengths (the thesis protocol)."""
@@ -102,6 +106,8 @@ def sweep(
         out=out,
         progress=not quiet,
         n_threads=threads,
+        device=device,
+        dtype=dtype,
     )
     _report(result, metrics, quiet)
 
@@ -112,7 +118,7 @@ def score(
     method: Annotated[str, typer.Option("--method", help="chunked: disjoint windows; sliding: window W moved by stride S, each token scored once; fixed: every target sees exactly W tokens.")] = "chunked",
     window: Annotated[int, typer.Option("--window", help="Window W (for fixed: the context length).")] = 1024,
     stride: Annotated[Optional[int], typer.Option("--stride", help="Stride S of --method sliding.")] = None,
-    model: Annotated[str, typer.Option("--model", help=f"{DEFAULT_MODEL} (embedded default) or a .gguf path.")] = DEFAULT_MODEL,
+    model: Annotated[str, typer.Option("--model", help=f"{DEFAULT_MODEL} (embedded default), a .gguf path, hf:{DEFAULT_MODEL} or hf:DIR.")] = DEFAULT_MODEL,
     max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Score only the first N tokens of the text.")] = None,
     top_k: TopKOpt = DEFAULT_TOP_K,
     temperatures: TempsOpt = "1",
@@ -122,6 +128,8 @@ def score(
     penalty: PenaltyOpt = 3.0,
     out: OutOpt = None,
     threads: ThreadsOpt = None,
+    device: DeviceOpt = None,
+    dtype: DtypeOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
     """Perplexity and rank scores of a whole text with chunked, sliding or fixed windows."""
@@ -139,6 +147,8 @@ def score(
         out=out,
         progress=not quiet,
         n_threads=threads,
+        device=device,
+        dtype=dtype,
     )
     _report(result, metrics, quiet)
 

@@ -50,11 +50,17 @@ class RunConfig:
     # context-gain
     short: int = 0  # k: the short context
     metrics: MetricConfig = field(default_factory=MetricConfig)
+    # hf backend: torch device and dtype (None = the backend's default, cpu / float32)
+    device: str | None = None
+    dtype: str | None = None
 
     def identity(self) -> dict:
         """The fields that decide the records (metric settings excluded: they are post hoc)."""
         data = asdict(self)
         data.pop("metrics")
+        for key in ("device", "dtype"):  # unset: run ids stay those of runs made before these options
+            if data[key] is None:
+                data.pop(key)
         return data
 
     def run_id(self) -> str:

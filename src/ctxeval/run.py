@@ -32,6 +32,7 @@ from ctxeval.windows import Pass
 
 MANIFEST_FILE = "manifest.json"
 _FLUSH_SECONDS = 2.0
+_MAX_BATCH_PASSES = 64
 
 # A planner turns the models and the texts as tokenized by each ([model][text]) into passes
 # ([model][text][pass]) and facts about the plan for the manifest.
@@ -59,7 +60,8 @@ def execute(
         return finish(run_dir, previous, config.metrics)
 
     started = time.time()
-    scorers = [load_scorer(spec, n_threads=n_threads) for spec in model_specs]
+    hf_options = {"device": config.device, "dtype": config.dtype}
+    scorers = [load_scorer(spec, n_threads=n_threads, **(hf_options if spec.startswith("hf:") else {})) for spec in model_specs]
     tokenized = [[tokenize(scorer, text) for text in texts] for scorer in scorers]
     plan, plan_facts = planner([s.info for s in scorers], tokenized)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -78,14 +80,14 @@ def execute(
             last_flush = time.monotonic()
             try:
                 for passes, tt in zip(per_model, token_texts):
-                    for p in passes:
-                        if pass_index not in done:
-                            _score_pass(scorer, config, tt, p, pass_index, pending)
-                            advance(p.n_targets, f"{scorer.info.name} · {tt.text.text_id} · {p.window_id}")
-                            if time.monotonic() - last_flush > _FLUSH_SECONDS:
-                                _flush(writer, pending)
-                                last_flush = time.monotonic()
-                        pass_index += 1
+                    todo = [(pass_index + i, p) for i, p in enumerate(passes) if pass_index + i not in done]
+                    pass_index += len(passes)
+                    for group in _batches(scorer, todo):
+                        _score_passes(scorer, config, tt, group, pending)
+                        advance(sum(p.n_targets for _, p in group), f"{scorer.info.name} · {tt.text.text_id} · {group[-1][1].window_id}")
+                        if time.monotonic() - last_flush > _FLUSH_SECONDS:
+                            _flush(writer, pending)
+                            last_flush = time.monotonic()
             finally:
                 _flush(writer, pending)
                 scorer.close()
@@ -104,9 +106,24 @@ def check_context(infos: list[ModelInfo], max_tokens: int, what: str) -> None:
             raise UserError(f"{what} needs {needed} tokens per pass, beyond {info.name}'s training context of {info.n_ctx_train}")
 
 
-def _score_pass(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass, pass_index: int, out: dict[str, list]) -> None:
-    """Score one pass and append its rows to `out`."""
-    info = scorer.info
+def _batches(scorer: Scorer, todo: list[tuple[int, Pass]]) -> Iterator[list[tuple[int, Pass]]]:
+    """Consecutive passes of equal length go together to a scorer that batches (`score_batch`);
+    other scorers get one pass at a time."""
+    if not hasattr(scorer, "score_batch"):
+        yield from ([item] for item in todo)
+        return
+    group: list[tuple[int, Pass]] = []
+    for item in todo:
+        if group and (item[1].n_input != group[0][1].n_input or len(group) == _MAX_BATCH_PASSES):
+            yield group
+            group = []
+        group.append(item)
+    if group:
+        yield group
+
+
+def _pass_input(info: ModelInfo, tt: TokenizedText, p: Pass) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Input ids (BOS first when the model uses one), scored positions and target ids of a pass."""
     text_ids = tt.ids[p.context_start : p.target_end - 1]
     bos = [info.bos_id] if info.uses_bos else []
     if not bos and p.target_start == p.context_start:
@@ -115,8 +132,24 @@ def _score_pass(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass, p
     targets = np.arange(p.target_start, p.target_end)
     # the logits at input position j predict the token after it
     output_positions = targets - p.context_start - 1 + len(bos)
+    return input_ids, output_positions, tt.ids[targets]
+
+
+def _score_passes(scorer: Scorer, config: RunConfig, tt: TokenizedText, group: list[tuple[int, Pass]], out: dict[str, list]) -> None:
+    """Score passes (one, or a batch for a batching scorer) and append their rows to `out`."""
+    inputs = [_pass_input(scorer.info, tt, p) for _, p in group]
+    if len(group) == 1:
+        all_scores = [scorer.score(*inputs[0], config.top_k, config.temperatures)]
+    else:
+        all_scores = scorer.score_batch(inputs, config.top_k, config.temperatures)
+    for (pass_index, p), scores in zip(group, all_scores):
+        _append_rows(scorer, config, tt, p, pass_index, scores, out)
+
+
+def _append_rows(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass, pass_index: int, scores, out: dict[str, list]) -> None:
+    info = scorer.info
+    targets = np.arange(p.target_start, p.target_end)
     target_ids = tt.ids[targets]
-    scores = scorer.score(input_ids, output_positions, target_ids, config.top_k, config.temperatures)
     n = len(targets)
     out["pass_index"].extend([pass_index] * n)
     out["model"].extend([info.name] * n)

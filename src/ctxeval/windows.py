@@ -135,6 +135,26 @@ def sweep_start_char(fraction: float, max_start_char: int) -> int:
     return int(fraction * (max_start_char + 1))
 
 
+def token_start_chars(char_starts: np.ndarray, char_ends: np.ndarray) -> np.ndarray:
+    """Characters at which a token of this tokenization begins at the character's first byte
+    (a byte-level token that starts inside a multi-byte character does not count)."""
+    clean = np.ones(len(char_starts), dtype=bool)
+    clean[1:] = char_ends[:-1] == char_starts[1:]
+    return np.unique(char_starts[clean])
+
+
+def aligned_start_char(drawn: int, boundaries: Sequence[np.ndarray], max_start_char: int) -> int:
+    """The first character at or after `drawn` (at most `max_start_char`) where every
+    tokenization has a token boundary, so all models' contexts begin at exactly that character;
+    if none is left before `max_start_char`, the last common boundary before it."""
+    common = boundaries[0]
+    for other in boundaries[1:]:
+        common = np.intersect1d(common, other, assume_unique=True)
+    common = common[common <= max_start_char]
+    i = int(np.searchsorted(common, drawn, side="left"))
+    return int(common[min(i, len(common) - 1)])
+
+
 def max_sweep_start_char(char_starts: np.ndarray, length: int, n_compare: int) -> int:
     """Last character at which a window of `length + n_compare` tokens can start in this tokenization."""
     last_token = len(char_starts) - (length + n_compare)

@@ -33,10 +33,15 @@ def embedded_model_path() -> Path:
     return Path(assemble())
 
 
-def load_scorer(spec: str, n_threads: int | None = None) -> Scorer:
-    """A scorer for `spec`: `gemma-3-270m` (the embedded default) or a path to a .gguf file."""
+def load_scorer(spec: str, n_threads: int | None = None, device: str | None = None, dtype: str | None = None) -> Scorer:
+    """A scorer for `spec`: `gemma-3-270m` (the embedded default), a path to a .gguf file, or
+    `hf:gemma-3-270m` / `hf:DIR` (transformers; `device` and `dtype` apply to it only)."""
     from ctxeval.backends.llamacpp import LlamaCppScorer
 
+    if spec.startswith("hf:"):
+        return _load_hf(spec[3:], n_threads, device, dtype)
+    if device is not None or dtype is not None:
+        raise UserError(f"--device and --dtype apply to hf: models only, not {spec}")
     if spec == DEFAULT_MODEL:
         return LlamaCppScorer(embedded_model_path(), DEFAULT_MODEL, n_threads=n_threads)
     path = Path(spec)
@@ -47,6 +52,22 @@ def load_scorer(spec: str, n_threads: int | None = None) -> Scorer:
     if ":" in spec and spec.split(":", 1)[0] in ("hf", "openai"):
         raise UserError(f"the {spec.split(':', 1)[0]} backend is not available in this version of ctxeval")
     raise UserError(f"unknown model {spec!r}: use {DEFAULT_MODEL} or a path to a .gguf file (see `ctxeval models`)")
+
+
+def _load_hf(target: str, n_threads: int | None, device: str | None, dtype: str | None) -> Scorer:
+    try:
+        from ctxeval.backends.hf import HFScorer
+    except ImportError:
+        raise UserError("the hf backend needs torch and transformers: pip install 'ctxeval[hf]'") from None
+    if target == DEFAULT_MODEL:
+        from ctxeval.backends.hf_embedded import embedded_hf_dir
+
+        path, provenance = embedded_hf_dir(DEFAULT_MODEL)
+        return HFScorer(path, f"hf:{DEFAULT_MODEL}", device, dtype, n_threads, details=provenance)
+    path = Path(target).expanduser()
+    if not path.is_dir():
+        raise UserError(f"hf model directory not found: {target} (use hf:{DEFAULT_MODEL} or hf:DIR with config.json and weights)")
+    return HFScorer(path, f"hf:{path.name}", device, dtype, n_threads)
 
 
 def list_models() -> list[ModelEntry]:
@@ -61,4 +82,20 @@ def list_models() -> list[ModelEntry]:
         gguf = ModelEntry("PATH.gguf", "llamacpp", True, f"llama-cpp-python {llama_version}", "any GGUF file")
     except metadata.PackageNotFoundError:
         gguf = ModelEntry("PATH.gguf", "llamacpp", False, "pip install llama-cpp-python", "any GGUF file")
-    return [embedded, gguf]
+    return [embedded, gguf, *_hf_entries()]
+
+
+def _hf_entries() -> list[ModelEntry]:
+    try:
+        versions = f"torch {metadata.version('torch')}, transformers {metadata.version('transformers')}"
+    except metadata.PackageNotFoundError:
+        missing = "pip install 'ctxeval[hf]'"
+        return [ModelEntry(f"hf:{DEFAULT_MODEL}", "hf", False, missing, "embedded Gemma via transformers"), ModelEntry("hf:DIR", "hf", False, missing, "any transformers checkpoint directory")]
+    from ctxeval.backends.hf_embedded import SOURCE_FILE, cache_root
+
+    converted = (cache_root() / DEFAULT_MODEL / SOURCE_FILE).is_file()
+    note = "embedded Gemma GGUF dequantized to float32 safetensors" + ("" if converted else "; converted on first use (~2 min)")
+    return [
+        ModelEntry(f"hf:{DEFAULT_MODEL}", "hf", True, str(cache_root() / DEFAULT_MODEL), note),
+        ModelEntry("hf:DIR", "hf", True, versions, "any local transformers checkpoint directory"),
+    ]

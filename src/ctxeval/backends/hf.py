@@ -1,0 +1,262 @@
+"""Hugging Face transformers models (AutoModelForCausalLM + AutoTokenizer) on cpu, cuda or mps.
+
+The model body runs once per pass (or once per batch of equal-length passes); the output
+head then runs only on target positions, `rows_per_block` rows at a time, and each block of
+float32 logits goes straight to `logits.score_block` (log-sum-exp, exact rank, top-k). Memory
+for logits is bounded by `rows_per_block x vocab` floats however long the window; no
+[positions x vocab] log-softmax is ever formed.
+
+Tokenization matches the rest of ctxeval: no special tokens are added, and special-token
+strings inside the text (a literal "<unk>") are plain text, as in llama.cpp's tokenizer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from ctxeval.backends.base import Capabilities, ModelInfo
+from ctxeval.backends.logits import BlockScores, score_block
+from ctxeval.errors import UserError
+
+DTYPES = ("float32", "bfloat16", "float16", "float64")  # float64: a slow reference precision
+DEVICES = ("cpu", "cuda", "mps")
+# 64 rows x 262,144 vocab = 64 MiB of float32 logits per block
+DEFAULT_ROWS_PER_BLOCK = 64
+# a batch of equal-length passes holds at most this many tokens
+DEFAULT_BATCH_TOKENS = 4096
+
+# One pass to score: input ids, positions whose logits are scored, target ids.
+PassInput = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+class HFScorer:
+    """Scorer for one local transformers checkpoint directory."""
+
+    capabilities = Capabilities(full_logits=True, max_top_k=None, temperatures=True)
+
+    def __init__(
+        self,
+        path: Path,
+        name: str,
+        device: str | None = None,
+        dtype: str | None = None,
+        n_threads: int | None = None,
+        rows_per_block: int = DEFAULT_ROWS_PER_BLOCK,
+        batch_tokens: int = DEFAULT_BATCH_TOKENS,
+        details: dict | None = None,
+    ) -> None:
+        import torch
+        import transformers
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        device = device or "cpu"
+        dtype = dtype or "float32"
+        _check_device(device, torch)
+        if dtype not in DTYPES:
+            raise UserError(f"unknown --dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
+        if not (path / "config.json").is_file():
+            raise UserError(f"{path} is not a transformers checkpoint directory (no config.json)")
+        if n_threads:
+            torch.set_num_threads(n_threads)
+        transformers.logging.set_verbosity_error()
+        transformers.utils.logging.disable_progress_bar()
+        self._torch = torch
+        self._device = torch.device(device)
+        self._rows_per_block = rows_per_block
+        self._batch_tokens = batch_tokens
+        try:
+            self._tok = AutoTokenizer.from_pretrained(str(path))
+            model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype))
+        except (OSError, ValueError) as exc:
+            raise UserError(f"cannot load transformers model {path}: {exc}") from None
+        self._model = model.to(self._device).eval()
+        self._body = model.base_model
+        self._head = model.get_output_embeddings()
+        config = model.config
+        self._softcap = getattr(config, "final_logit_softcapping", None)
+        self._piece = _piece_decoder(self._tok)
+        self._vocab_size = int(self._head.weight.shape[0])
+        weights = _weights_sha256(path)
+        self.info = ModelInfo(
+            name=name,
+            backend="hf",
+            path=str(path),
+            sha256=_combined_sha256(weights),
+            vocab_size=self._vocab_size,
+            n_ctx_train=int(getattr(config, "max_position_embeddings", 0) or 0),
+            bos_id=_bos_id(self._tok),
+            details={
+                "architecture": (config.architectures or [type(model).__name__])[0],
+                "model_type": config.model_type,
+                "n_params": int(sum(p.numel() for p in model.parameters())),
+                "weights_sha256": weights,
+                "dtype": dtype,
+                "device": device,
+                "attn_implementation": getattr(config, "_attn_implementation", None),
+                "final_logit_softcapping": self._softcap,
+                "tokenizer": type(self._tok).__name__,
+                "tokenizer_vocab_size": len(self._tok),
+                "rows_per_block": rows_per_block,
+                "batch_tokens": batch_tokens,
+                "n_threads": torch.get_num_threads(),
+                "torch": torch.__version__,
+                "transformers": transformers.__version__,
+                "safetensors": _version("safetensors"),
+            }
+            | (details or {}),
+        )
+        if self.info.n_ctx_train <= 0:
+            raise UserError(f"{path}: config.json gives no max_position_embeddings (training context)")
+
+    # --- tokenizer -------------------------------------------------------------------------
+    def tokenize(self, text: str) -> list[int]:
+        return self._tok(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self._piece(int(token_id))
+
+    # --- inference -------------------------------------------------------------------------
+    def score(
+        self,
+        input_ids: np.ndarray,
+        output_positions: np.ndarray,
+        target_ids: np.ndarray,
+        top_k: int,
+        temperatures: tuple[float, ...],
+    ) -> BlockScores:
+        return self.score_batch([(input_ids, output_positions, target_ids)], top_k, temperatures)[0]
+
+    def score_batch(self, passes: Sequence[PassInput], top_k: int, temperatures: tuple[float, ...]) -> list[BlockScores]:
+        """Score several passes; passes of equal length share forward passes (no padding, so
+        a batched pass gives the same numbers as a pass on its own up to float rounding)."""
+        results: list[BlockScores | None] = [None] * len(passes)
+        by_length: dict[int, list[int]] = {}
+        for i, (input_ids, positions, targets) in enumerate(passes):
+            if len(input_ids) > self.info.n_ctx_train:
+                raise UserError(f"a window of {len(input_ids)} tokens exceeds {self.info.name}'s training context of {self.info.n_ctx_train} tokens")
+            if len(positions) != len(targets) or np.any(np.diff(np.asarray(positions)) <= 0):
+                raise ValueError("output positions must be strictly increasing, one per target")
+            by_length.setdefault(len(input_ids), []).append(i)
+        for length, members in by_length.items():
+            per_batch = max(1, self._batch_tokens // max(length, 1))
+            for lo in range(0, len(members), per_batch):
+                group = members[lo : lo + per_batch]
+                for i, scores in zip(group, self._score_group([passes[i] for i in group], top_k, temperatures)):
+                    results[i] = scores
+        return results  # type: ignore[return-value]
+
+    def _score_group(self, passes: list[PassInput], top_k: int, temperatures: tuple[float, ...]) -> list[BlockScores]:
+        torch = self._torch
+        ids = torch.as_tensor(np.stack([np.asarray(p[0], dtype=np.int64) for p in passes]), device=self._device)
+        with torch.inference_mode():
+            hidden = self._body(input_ids=ids, use_cache=False).last_hidden_state
+            # the head runs only on target rows, in blocks
+            rows = torch.cat([hidden[b, torch.as_tensor(np.asarray(p[1], dtype=np.int64), device=self._device)] for b, p in enumerate(passes)])
+            targets = np.concatenate([np.asarray(p[2], dtype=np.int64) for p in passes])
+            parts = [self._score_rows(rows[lo : lo + self._rows_per_block], targets[lo : lo + self._rows_per_block], top_k, temperatures) for lo in range(0, len(targets), self._rows_per_block)]
+        scores = BlockScores.concat(parts)
+        bounds = np.cumsum([0] + [len(p[2]) for p in passes])
+        return [BlockScores(*(getattr(scores, f)[a:b] for f in BlockScores.__dataclass_fields__)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def _score_rows(self, hidden_rows, targets: np.ndarray, top_k: int, temperatures: tuple[float, ...]) -> BlockScores:
+        logits = self._head(hidden_rows)
+        if self._softcap:
+            logits = self._torch.tanh(logits / self._softcap) * self._softcap
+        block = logits.float().cpu().numpy()
+        return score_block(block, targets, top_k, temperatures)
+
+    def close(self) -> None:
+        """Nothing to free eagerly: the model lives as long as the scorer."""
+
+
+def _check_device(device: str, torch) -> None:
+    if device not in DEVICES:
+        raise UserError(f"unknown --device {device!r}; choose one of {', '.join(DEVICES)}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UserError("--device cuda: this torch build sees no CUDA device")
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise UserError("--device mps: Apple MPS is not available here")
+
+
+def _bos_id(tok) -> int | None:
+    """The BOS id if the tokenizer itself starts sequences with BOS (the model was trained so)."""
+    plain = tok("a", add_special_tokens=False)["input_ids"]
+    with_special = tok("a")["input_ids"]
+    if tok.bos_token_id is not None and len(with_special) > len(plain) and with_special[0] == tok.bos_token_id:
+        return int(tok.bos_token_id)
+    return None
+
+
+def _piece_decoder(tok):
+    """token id -> exact bytes in running text, for byte-level (GPT-2) and SentencePiece-style
+    (▁ for space, <0xXX> byte fallback) tokenizers."""
+    backend = getattr(tok, "backend_tokenizer", None)
+    if backend is None:
+        raise UserError(f"{type(tok).__name__} has no fast (tokenizers) backend; ctxeval needs exact token bytes")
+    decoder = json.dumps(json.loads(backend.to_str()).get("decoder"))
+    byte_level = '"ByteLevel"' in decoder
+    table = {c: b for b, c in _bytes_to_unicode().items()}
+    special = set(tok.all_special_ids)
+
+    @lru_cache(maxsize=None)
+    def piece(token_id: int) -> bytes:
+        token = tok.convert_ids_to_tokens(token_id)
+        if token is None:
+            raise ValueError(f"token id {token_id} is outside the vocabulary")
+        if token_id in special:
+            return token.encode("utf-8")
+        if byte_level:
+            return bytes(table[c] for c in token)
+        if len(token) == 6 and token.startswith("<0x") and token.endswith(">"):
+            return bytes([int(token[3:5], 16)])
+        return token.replace("\u2581", " ").encode("utf-8")
+
+    return piece
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable character map used by byte-level BPE vocabularies."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    mapping = {b: chr(b) for b in keep}
+    extra = 0
+    for b in range(256):
+        if b not in mapping:
+            mapping[b] = chr(256 + extra)
+            extra += 1
+    return mapping
+
+
+def _weights_sha256(path: Path) -> dict[str, str]:
+    files = sorted(path.glob("*.safetensors")) or sorted(path.glob("*.bin"))
+    if not files:
+        raise UserError(f"{path} holds no weight files (*.safetensors or *.bin)")
+    return {f.name: _file_sha256(f) for f in files}
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _combined_sha256(files: dict[str, str]) -> str:
+    """One file: its sha256; several (shards): sha256 of the sorted 'name sha' lines."""
+    if len(files) == 1:
+        return next(iter(files.values()))
+    return hashlib.sha256("".join(f"{n} {h}\n" for n, h in sorted(files.items())).encode()).hexdigest()
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"

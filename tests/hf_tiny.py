@@ -1,0 +1,56 @@
+"""Tiny transformers checkpoints built offline for fast hf-backend tests.
+
+A byte-level BPE tokenizer trained on a short text (a tokenizer unlike Gemma's SentencePiece
+one) and a 2-layer Llama with random weights. Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+BOS, EOS = "<s>", "</s>"
+
+
+def byte_bpe_tokenizer(text: str, vocab_size: int):
+    """A GPT-2-style byte-level BPE tokenizer trained on `text`; it prepends BOS like Llama."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[BOS, EOS], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator([text], trainer)
+    tok.post_processor = processors.TemplateProcessing(single=f"{BOS} $A", special_tokens=[(BOS, tok.token_to_id(BOS))])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=BOS, eos_token=EOS)
+
+
+def tiny_llama_dir(path: Path, text: str, vocab_size: int = 1024, seed: int = 0, softcap: float | None = None) -> Path:
+    """Save a random-weight 2-layer Llama (or Gemma 2 when `softcap` is set) with a byte-level tokenizer in `path`."""
+    import torch
+    from transformers import Gemma2Config, Gemma2ForCausalLM, LlamaConfig, LlamaForCausalLM
+
+    tokenizer = byte_bpe_tokenizer(text, vocab_size)
+    common = dict(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=2048,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        initializer_range=0.3,  # peaked, varied distributions rather than near-uniform ones
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    if softcap is None:
+        model = LlamaForCausalLM(LlamaConfig(**common))
+    else:
+        model = Gemma2ForCausalLM(Gemma2Config(**common, final_logit_softcapping=softcap, sliding_window=64, query_pre_attn_scalar=16))
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(path))
+    tokenizer.save_pretrained(str(path))
+    return path
