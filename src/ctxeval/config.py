@@ -58,8 +58,9 @@ class RunConfig:
         """The fields that decide the records (metric settings excluded: they are post hoc)."""
         data = asdict(self)
         data.pop("metrics")
-        for key in ("device", "dtype"):  # unset: run ids stay those of runs made before these options
-            if data[key] is None:
+        # unset options added later are left out, so earlier runs keep their run ids
+        for key, unset in (("device", None), ("dtype", None), ("short", 0)):
+            if data[key] == unset:
                 data.pop(key)
         return data
 
