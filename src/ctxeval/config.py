@@ -48,11 +48,14 @@ class RunConfig:
     stride: int = 0
     max_tokens: int | None = None
     metrics: MetricConfig = field(default_factory=MetricConfig)
+    backend_options: str = ""  # JSON of API options that decide records (openai models only)
 
     def identity(self) -> dict:
         """The fields that decide the records (metric settings excluded: they are post hoc)."""
         data = asdict(self)
         data.pop("metrics")
+        if not data["backend_options"]:
+            data.pop("backend_options")  # runs without API models keep their ids
         return data
 
     def run_id(self) -> str:
