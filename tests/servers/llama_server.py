@@ -1,7 +1,8 @@
 """Run llama-cpp-python's OpenAI-compatible server with ctxeval's llama.cpp settings.
 
 `python -m tests.servers.llama_server --model M --port P ...` is `python -m llama_cpp.server`
-with one change: on llama.cpp builds with Intel AMX kernels, extra buffer types are switched
+with two changes: every request is evaluated from an empty KV cache (see
+`_disable_prefix_reuse`), and on llama.cpp builds with Intel AMX kernels, extra buffer types are switched
 off, exactly as ctxeval's llamacpp backend does (that build segfaults in the AMX matmul on
 Gemma 3, and the server exposes no setting for it). Flash attention is off by the server's
 own default (`--flash_attn false`), like the backend.
@@ -26,8 +27,26 @@ def _patch_extra_buffer_types() -> None:
     llama_lib.llama_model_default_params = params_without_extra_bufts
 
 
+def _disable_prefix_reuse() -> None:
+    """Evaluate every request's prompt from scratch in one batch, as the backend does.
+
+    The server otherwise keeps the previous request's KV cache and decodes only the new
+    suffix, in a small batch of its own; with Gemma 3 on this build that moved
+    log-probabilities of the same context by up to 0.15 nats, so results would depend on
+    the order of requests.
+    """
+    original = llama_cpp.Llama.generate
+
+    def generate(self, tokens, *args, **kwargs):
+        self.reset()  # n_tokens = 0: no prefix match, eval() clears the cache from position 0
+        return original(self, tokens, *args, **kwargs)
+
+    llama_cpp.Llama.generate = generate
+
+
 if __name__ == "__main__":
     _patch_extra_buffer_types()
+    _disable_prefix_reuse()
     from llama_cpp.server.__main__ import main
 
     main()

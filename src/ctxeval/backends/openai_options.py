@@ -46,3 +46,25 @@ class OpenAIOptions:
         return {k: getattr(self, k) for k in keys}
 
 
+
+
+def dry_run_table(estimate: dict, price_in: float | None, price_out: float | None) -> str:
+    """Markdown table of a dry run: requests and tokens per API model, and a cost if priced."""
+    if not estimate:
+        return "no API model in this run: nothing would be sent"
+    priced = price_in is not None and price_out is not None
+    lines = ["| model | mode | passes | requests | prompt tokens | completion tokens |" + (" cost |" if priced else ""),
+             "|---|---|---:|---:|---:|---:|" + ("---:|" if priced else "")]
+    for name, e in estimate.items():
+        row = f"| {name} | {e['mode']} | {e['passes']} | {e['requests']} | {e['prompt_tokens']} | {e['completion_tokens']} |"
+        if priced:
+            row += f" {cost(e['prompt_tokens'], e['completion_tokens'], price_in, price_out):.4f} |"
+        lines.append(row)
+    lines.append("")
+    lines.append("nothing was sent; generate/chat counts are upper bounds (no reuse), chat adds its template's tokens")
+    return "\n".join(lines)
+
+
+def cost(prompt_tokens: int, completion_tokens: int, price_in: float, price_out: float) -> float:
+    """Cost with prices per 1M tokens."""
+    return prompt_tokens * price_in / 1e6 + completion_tokens * price_out / 1e6
