@@ -263,6 +263,25 @@ def models() -> None:
         typer.echo(f"{entry.name:<14} {entry.backend:<9} {status:<10} {entry.location}  — {entry.note}")
 
 
+@app.command()
+def judge(
+    predictions: Annotated[Path, typer.Argument(help="The judged model's L-Eval predictions (*.pred.jsonl: query, gt, <model>_pred).")],
+    base_predictions: Annotated[Path, typer.Argument(help="The base model's predictions for the same questions.")],
+    judge_model: Annotated[str, typer.Option("--judge-model", help="Judge as openai:MODEL (chat completions).")] = "openai:gpt-4",
+    base_url: BaseUrlOpt = "http://127.0.0.1:8000",
+    api_key_env: ApiKeyEnvOpt = "OPENAI_API_KEY",
+    concurrency: ConcurrencyOpt = 4,
+    cache: CacheOpt = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Judge answer length (L-Eval: 2048).")] = 2048,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Judge only the first N paired questions.")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Directory for judge.json and judge.md.")] = Path("runs/judge"),
+) -> None:
+    """Pairwise LLM judge (L-Eval's prompt, both answer orders): win rate of a model's answers over a base model's."""
+    from ctxeval.judge import run_judge_cli
+
+    typer.echo(run_judge_cli(predictions, base_predictions, judge_model, OpenAIOptions(base_url, api_key_env, concurrency=concurrency, cache=_cache_path(cache)), max_tokens, limit, out))
+
+
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 2."""
     try:
