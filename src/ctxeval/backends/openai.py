@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -68,8 +69,8 @@ class OpenAIScorer:
     def __init__(self, model: str, options: OpenAIOptions, n_threads: int | None = None) -> None:
         if options.mode not in MODES:
             raise UserError(f"unknown --api-mode {options.mode!r}; choose one of {', '.join(MODES)}")
-        if not 1 <= options.top_logprobs <= 20 and options.mode == "chat":
-            raise UserError("--top-logprobs must be between 1 and 20 for the chat path")
+        if options.top_logprobs < 1 or (options.mode == "chat" and options.top_logprobs > 20):
+            raise UserError("--top-logprobs must be a positive integer (at most 20 for the chat path)")
         if options.gen_tokens < 1:
             raise UserError("--gen-tokens must be a positive integer")
         self.model = model
@@ -80,6 +81,7 @@ class OpenAIScorer:
         self.concurrency = options.concurrency
         self._mode = None if options.mode == "auto" else options.mode
         self.protocol = ProtocolCounts()
+        self._lock = threading.Lock()
         self._tokenizer = _load_tokenizer(options, api_key, n_threads)
         vocab = self._tokenizer.info
         self.capabilities = Capabilities(full_logits=False, max_top_k=options.top_logprobs, temperatures=False)
@@ -145,6 +147,9 @@ class OpenAIScorer:
 
     def close(self) -> None:
         self.client.close()
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
 
     # --- prompt scoring --------------------------------------------------------------------
     def _prompt_scores(self, full: np.ndarray, targets: np.ndarray, top_k: int) -> list[Comparison]:
@@ -192,7 +197,7 @@ class OpenAIScorer:
                     break
             if not steps:
                 raise RequestFailed("the server generated no token")
-        with self.client._lock:
+        with self._lock:
             self.protocol.requests += requests
             self.protocol.comparisons += len(out)
         return out, requests
