@@ -116,6 +116,8 @@ def test_faults_retried_failures_reported_and_cache_free(server, direct, tmp_pat
         result = api.sweep(models=["openai:gemma"], openai=options, out=tmp_path / "run", **SWEEP)
         usage = json.loads((tmp_path / "run" / "manifest.json").read_text())["api_usage"]["openai:gemma"]
         assert usage["retries"] == 4 and usage["requests"] == 5 and proxy.received - received == 5
+        total = json.loads((tmp_path / "run" / "manifest.json").read_text())["api_usage_total"]["openai:gemma"]
+        assert total["requests"] == 6 + 5 and total["failed"] == 1  # both sessions of this run directory
         cols = ["target_pos", "logprob", "rank"]
         pd.testing.assert_frame_equal(result.records[cols], direct[0].records[cols])
 

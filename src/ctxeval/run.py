@@ -107,7 +107,7 @@ def execute(
                         last_flush = time.monotonic()
             finally:
                 _flush(writer, pending)
-                _record_usage(manifest, scorers)
+                _record_usage(manifest, scorers, (previous or {}).get("api_usage_total", {}))
                 scorer.close()
     manifest["timing"] = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
     if failures:
@@ -154,11 +154,26 @@ def _scored(scorer: Scorer, config: RunConfig, jobs: list) -> Iterator[tuple[tup
             yield from zip(chunk, pool.map(run, chunk))
 
 
-def _record_usage(manifest: dict, scorers: list[Scorer]) -> None:
-    """Requests and tokens each API model used in this session (cache hits are free)."""
+def _record_usage(manifest: dict, scorers: list[Scorer], earlier: dict) -> None:
+    """Requests and tokens each API model used in this session (`api_usage`; cache hits are
+    free) and over every session of this run directory (`api_usage_total`)."""
     usage = {s.info.name: s.usage() for s in scorers if hasattr(s, "usage")}
     if usage:
         manifest["api_usage"] = usage
+        manifest["api_usage_total"] = {name: _add_counts(earlier.get(name, {}), session) for name, session in usage.items()}
+
+
+def _add_counts(a: dict, b: dict) -> dict:
+    """Sum of two usage records (numbers added, nested counts too; other values from `b`)."""
+    out = dict(a)
+    for key, value in b.items():
+        if isinstance(value, dict):
+            out[key] = _add_counts(a.get(key, {}) if isinstance(a.get(key), dict) else {}, value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and isinstance(a.get(key), (int, float)):
+            out[key] = a[key] + value
+        else:
+            out[key] = value
+    return out
 
 
 def _estimate(scorers: list[Scorer], plan: list[list[list[Pass]]], done: set[int]) -> dict:
