@@ -15,6 +15,7 @@ step j then had L + j tokens of context. Nothing is cached. Prints a Markdown ta
 from __future__ import annotations
 
 import argparse
+import signal
 import socket
 import subprocess
 import sys
@@ -56,10 +57,13 @@ def main() -> None:
     parser.add_argument("--n-compare", type=int, default=30)
     parser.add_argument("--gen-tokens", type=int, default=4)
     parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--modes", default="generate,chat")
+    parser.add_argument("--modes", default="chat,generate")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # `kill` still stops the server (finally)
     proc, url = start_server()
-    rows = []
+    print(f"temperature {args.temperature}, gen_tokens {args.gen_tokens}, n_c {args.n_compare}")
+    print("| path | L | protocol | requests | comparisons | requests per 30 comparisons | reference in top-20 | seconds |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|", flush=True)
     try:
         text = load_text("demo")
         for mode in args.modes.split(","):
@@ -80,16 +84,12 @@ def main() -> None:
                     comparisons, requests = scorer.scan(ids, start, len(ids), ctx, top_k=20, **kw)
                     seconds = time.perf_counter() - t0
                     known = sum(not np.isnan(c.logprob) for c in comparisons)
-                    rows.append((mode, length, name, requests, len(comparisons), 30 * requests / len(comparisons), known, seconds))
+                    per30 = 30 * requests / len(comparisons)
+                    print(f"| {mode} | {length} | {name} | {requests} | {len(comparisons)} | {per30:.1f} | {known} | {seconds:.0f} |", flush=True)
             scorer.close()
     finally:
         proc.terminate()
         proc.wait()
-    print(f"temperature {args.temperature}, gen_tokens {args.gen_tokens}, n_c {args.n_compare}")
-    print("| path | L | protocol | requests | comparisons | requests per 30 comparisons | reference in top-20 | seconds |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|")
-    for mode, length, name, requests, comps, per30, known, seconds in rows:
-        print(f"| {mode} | {length} | {name} | {requests} | {comps} | {per30:.1f} | {known} | {seconds:.0f} |")
 
 
 if __name__ == "__main__":
