@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ctxeval import windows
+from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.backends.base import ModelInfo
 from ctxeval.backends.registry import ModelEntry, list_models
 from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
@@ -47,7 +49,9 @@ def sweep(
     n_threads: int | None = None,
     device: str | None = None,
     dtype: str | None = None,
-) -> RunResult:
+    openai: OpenAIOptions | None = None,
+    dry_run: bool = False,
+) -> RunResult | dict:
     """The thesis protocol: per context length, `repeats` seeded starts, `n_compare` targets each
     with exactly L tokens of context (`exact`), or one pass per start (`approx`), or `both`.
 
@@ -83,6 +87,7 @@ def sweep(
         metrics=metrics,
         device=device,
         dtype=dtype,
+        backend_options=_backend_options(models, openai),
     )
 
     def planner(infos: list[ModelInfo], tokenized: list[list[TokenizedText]]):
@@ -105,7 +110,7 @@ def sweep(
                     plan[mi][ti].extend(windows.sweep(per_model[ti].char_starts, lengths, n_compare, start_chars, mode))
         return plan, {"start_chars": starts}
 
-    return execute(config, loaded, list(models), _out_dir(out, "sweep", config), planner, progress, n_threads)
+    return execute(config, loaded, list(models), _out_dir(out, "sweep", config), planner, progress, n_threads, openai, dry_run)
 
 
 def score(
@@ -123,7 +128,9 @@ def score(
     n_threads: int | None = None,
     device: str | None = None,
     dtype: str | None = None,
-) -> RunResult:
+    openai: OpenAIOptions | None = None,
+    dry_run: bool = False,
+) -> RunResult | dict:
     """Score a whole text (or its first `max_tokens` tokens) with `chunked`, `sliding` or `fixed` windows."""
     if method not in windows.METHODS:
         raise UserError(f"unknown --method {method!r}; choose one of {', '.join(windows.METHODS)}")
@@ -150,6 +157,7 @@ def score(
         metrics=metrics,
         device=device,
         dtype=dtype,
+        backend_options=_backend_options([model], openai),
     )
 
     def planner(infos: list[ModelInfo], tokenized: list[list[TokenizedText]]):
@@ -165,7 +173,7 @@ def score(
             passes = windows.fixed(n_tokens, window)
         return [[passes]], {"n_tokens_scored_from": n_tokens}
 
-    return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads)
+    return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads, openai, dry_run)
 
 
 def context_gain(
@@ -238,7 +246,7 @@ def context_gain(
         evaluator_name = manifest["models"][model_specs.index(evaluator_spec)]["name"]
         return write_context_gain(run_dir, manifest, KeyTokenSettings(evaluator_name, alpha, beta, block, replicates, seed))
 
-    return execute(config, loaded, model_specs, _out_dir(out, "context-gain", config), planner, progress, n_threads, finish)
+    return execute(config, loaded, model_specs, _out_dir(out, "context-gain", config), planner, progress, n_threads, finish=finish)
 
 
 def retrieval(
@@ -358,6 +366,13 @@ def trends(run_dir: str | Path, out: str | Path | None = None, outlier_sd: float
 def models() -> list[ModelEntry]:
     """Models and backends usable on this machine."""
     return list_models()
+
+
+def _backend_options(models: Sequence[str], openai: OpenAIOptions | None) -> str:
+    """The API options that decide records, when any model is an `openai:` model."""
+    if not any(m.startswith("openai:") for m in models):
+        return ""
+    return json.dumps((openai or OpenAIOptions()).identity(), sort_keys=True)
 
 
 def _load_texts(specs: Sequence[str | Path]) -> list[Text]:

@@ -10,6 +10,7 @@ import typer
 
 from ctxeval import api
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig
+from ctxeval.backends.openai_options import DEFAULT_CACHE, OpenAIOptions, dry_run_table
 from ctxeval.errors import UserError
 from ctxeval.report.outputs import PLOT_FILE, SUMMARY_CSV, SUMMARY_JSON, TABLES_MD, RunResult
 from ctxeval.report.tables import markdown_tables
@@ -33,6 +34,18 @@ ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="CPU thread
 DeviceOpt = Annotated[Optional[str], typer.Option("--device", help="hf: models only: cpu (default), cuda or mps.")]
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="hf: models only: float32 (default), bfloat16, float16 or float64 (slow reference).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar and no tables.")]
+BaseUrlOpt = Annotated[str, typer.Option("--base-url", help="openai models: the server's base URL.")]
+ApiKeyEnvOpt = Annotated[str, typer.Option("--api-key-env", help="openai models: environment variable holding the API key (never stored).")]
+ApiModeOpt = Annotated[str, typer.Option("--api-mode", help="openai models: auto (probe), prompt (echo+logprobs), generate (completions, thesis reuse) or chat (chat completions, thesis reuse).")]
+TokenizerOpt = Annotated[Optional[str], typer.Option("--tokenizer", help="openai models: a GGUF (gemma-3-270m or .gguf path) with the served model's vocabulary; default: the server's tokenize endpoint.")]
+TopLogprobsOpt = Annotated[int, typer.Option("--top-logprobs", help="openai models: top-k log-probabilities to request (chat: at most 20).")]
+GenTokensOpt = Annotated[int, typer.Option("--gen-tokens", help="openai generate/chat: tokens requested per request (reused while the sampled tokens equal the text).")]
+ApiTempOpt = Annotated[float, typer.Option("--api-temperature", help="openai generate/chat: sampling temperature.")]
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", help="openai models: requests in flight at once.")]
+CacheOpt = Annotated[Optional[str], typer.Option("--cache", help="openai models: SQLite request cache ('none' to disable). Default ~/.cache/ctxeval/api-cache.sqlite.")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the requests and tokens the run would send to API models, send nothing.")]
+PriceInOpt = Annotated[Optional[float], typer.Option("--price-in", help="With --dry-run: price per 1M prompt tokens.")]
+PriceOutOpt = Annotated[Optional[float], typer.Option("--price-out", help="With --dry-run: price per 1M completion tokens.")]
 
 
 def _ints(value: str, flag: str) -> list[int]:
@@ -47,6 +60,12 @@ def _floats(value: str, flag: str) -> list[float]:
         return [float(v) for v in value.split(",") if v.strip()]
     except ValueError:
         raise UserError(f"{flag} expects comma-separated numbers, got {value!r}") from None
+
+
+def _cache_path(value: Optional[str]) -> Optional[str]:
+    if value is None:
+        return str(DEFAULT_CACHE)
+    return None if value.strip().lower() == "none" else value
 
 
 def _metric_config(cutoff: str, alphas: str, approx_k: int, penalty: float) -> MetricConfig:
@@ -89,6 +108,18 @@ def sweep(
     device: DeviceOpt = None,
     dtype: DtypeOpt = None,
     quiet: QuietOpt = False,
+    base_url: BaseUrlOpt = "http://127.0.0.1:8000",
+    api_key_env: ApiKeyEnvOpt = "OPENAI_API_KEY",
+    api_mode: ApiModeOpt = "auto",
+    tokenizer: TokenizerOpt = None,
+    top_logprobs: TopLogprobsOpt = 20,
+    gen_tokens: GenTokensOpt = 10,
+    api_temperature: ApiTempOpt = 1.0,
+    concurrency: ConcurrencyOpt = 4,
+    cache: CacheOpt = None,
+    dry_run: DryRunOpt = False,
+    price_in: PriceInOpt = None,
+    price_out: PriceOutOpt = None,
 ) -> None:
     """Rank-based perplexity over context lengths (the thesis protocol)."""
     metrics = _metric_config(cutoff, alphas, approx_k, penalty)
@@ -104,11 +135,16 @@ def sweep(
         temperatures=_floats(temperatures, "--temperatures"),
         metrics=metrics,
         out=out,
-        progress=not quiet,
+        progress=not quiet and not dry_run,
         n_threads=threads,
         device=device,
         dtype=dtype,
+        openai=OpenAIOptions(base_url, api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache)),
+        dry_run=dry_run,
     )
+    if dry_run:
+        typer.echo(dry_run_table(result, price_in, price_out))
+        return
     _report(result, metrics, quiet)
 
 
@@ -131,6 +167,18 @@ def score(
     device: DeviceOpt = None,
     dtype: DtypeOpt = None,
     quiet: QuietOpt = False,
+    base_url: BaseUrlOpt = "http://127.0.0.1:8000",
+    api_key_env: ApiKeyEnvOpt = "OPENAI_API_KEY",
+    api_mode: ApiModeOpt = "auto",
+    tokenizer: TokenizerOpt = None,
+    top_logprobs: TopLogprobsOpt = 20,
+    gen_tokens: GenTokensOpt = 10,
+    api_temperature: ApiTempOpt = 1.0,
+    concurrency: ConcurrencyOpt = 4,
+    cache: CacheOpt = None,
+    dry_run: DryRunOpt = False,
+    price_in: PriceInOpt = None,
+    price_out: PriceOutOpt = None,
 ) -> None:
     """Perplexity and rank scores of a whole text with chunked, sliding or fixed windows."""
     metrics = _metric_config(cutoff, alphas, approx_k, penalty)
@@ -145,11 +193,16 @@ def score(
         temperatures=_floats(temperatures, "--temperatures"),
         metrics=metrics,
         out=out,
-        progress=not quiet,
+        progress=not quiet and not dry_run,
         n_threads=threads,
         device=device,
         dtype=dtype,
+        openai=OpenAIOptions(base_url, api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache)),
+        dry_run=dry_run,
     )
+    if dry_run:
+        typer.echo(dry_run_table(result, price_in, price_out))
+        return
     _report(result, metrics, quiet)
 
 
@@ -317,6 +370,25 @@ def leval_corr(
 
     _, text = run_corr(human, metrics, column, out)
     typer.echo(text)
+
+
+@app.command()
+def judge(
+    predictions: Annotated[Path, typer.Argument(help="The judged model's L-Eval predictions (*.pred.jsonl: query, gt, <model>_pred).")],
+    base_predictions: Annotated[Path, typer.Argument(help="The base model's predictions for the same questions.")],
+    judge_model: Annotated[str, typer.Option("--judge-model", help="Judge as openai:MODEL (chat completions).")] = "openai:gpt-4",
+    base_url: BaseUrlOpt = "http://127.0.0.1:8000",
+    api_key_env: ApiKeyEnvOpt = "OPENAI_API_KEY",
+    concurrency: ConcurrencyOpt = 4,
+    cache: CacheOpt = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Judge answer length (L-Eval: 2048).")] = 2048,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Judge only the first N paired questions.")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Directory for judge.json and judge.md.")] = Path("runs/judge"),
+) -> None:
+    """Pairwise LLM judge (L-Eval's prompt, both answer orders): win rate of a model's answers over a base model's."""
+    from ctxeval.judge import run_judge_cli
+
+    typer.echo(run_judge_cli(predictions, base_predictions, judge_model, OpenAIOptions(base_url, api_key_env, concurrency=concurrency, cache=_cache_path(cache)), max_tokens, limit, out))
 
 
 def main() -> None:

@@ -53,13 +53,14 @@ class RunConfig:
     # hf backend: torch device and dtype (None = the backend's default, cpu / float32)
     device: str | None = None
     dtype: str | None = None
+    backend_options: str = ""  # JSON of API options that decide records (openai models only)
 
     def identity(self) -> dict:
         """The fields that decide the records (metric settings excluded: they are post hoc)."""
         data = asdict(self)
         data.pop("metrics")
         # unset options added later are left out, so earlier runs keep their run ids
-        for key, unset in (("device", None), ("dtype", None), ("short", 0)):
+        for key, unset in (("device", None), ("dtype", None), ("short", 0), ("backend_options", "")):
             if data[key] == unset:
                 data.pop(key)
         return data

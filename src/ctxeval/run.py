@@ -8,10 +8,12 @@ a different configuration is refused rather than mixed in.
 from __future__ import annotations
 
 import json
+import math
 import platform
 import signal
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict
 from importlib import metadata
@@ -24,7 +26,7 @@ from ctxeval.backends.base import ModelInfo, Scorer
 from ctxeval.backends.registry import load_scorer
 from ctxeval.config import MetricConfig, RunConfig
 from ctxeval.data.texts import Text
-from ctxeval.errors import UserError
+from ctxeval.errors import ScoringFailed, UserError
 from ctxeval.records import PartWriter, done_passes, merge_parts, schema_for, temperature_column
 from ctxeval.report.outputs import read_manifest, write_outputs
 from ctxeval.tokens import TokenizedText, tokenize
@@ -47,23 +49,38 @@ def execute(
     planner: Planner,
     progress: bool = True,
     n_threads: int | None = None,
+    openai_options=None,
+    dry_run: bool = False,
     finish: Callable[[Path, dict, MetricConfig], Any] = write_outputs,
 ) -> Any:
     """Plan, score missing passes, merge records, then `finish` writes the outputs (by default
-    summaries, tables and plots) and returns the result."""
+    summaries, tables and plots) and returns the result.
+
+    With `dry_run`, only plan and return what the run would send to API backends (nothing is
+    scored or written). Passes a backend fails to score (`ScoringFailed`) are left out of the
+    records, listed in the manifest, and reported by raising `IncompleteRun`; a re-run retries them.
+    """
     run_dir = Path(run_dir)
     manifest_path = run_dir / MANIFEST_FILE
     previous = read_manifest(run_dir) if manifest_path.exists() else None
     if previous is not None and previous.get("run_id") != config.run_id():
         raise UserError(f"{run_dir} holds a run with a different configuration; choose another --out or remove it")
-    if previous is not None and previous.get("status") == "complete":
+    if previous is not None and previous.get("status") == "complete" and not dry_run:
         return finish(run_dir, previous, config.metrics)
 
     started = time.time()
     hf_options = {"device": config.device, "dtype": config.dtype}
-    scorers = [load_scorer(spec, n_threads=n_threads, **(hf_options if spec.startswith("hf:") else {})) for spec in model_specs]
+    scorers = [
+        load_scorer(spec, n_threads=n_threads, openai_options=openai_options, **(hf_options if spec.startswith("hf:") else {}))
+        for spec in model_specs
+    ]
     tokenized = [[tokenize(scorer, text) for text in texts] for scorer in scorers]
     plan, plan_facts = planner([s.info for s in scorers], tokenized)
+    if dry_run:
+        estimate = _estimate(scorers, plan, done_passes(run_dir) if run_dir.exists() else set())
+        for scorer in scorers:
+            scorer.close()
+        return estimate
     run_dir.mkdir(parents=True, exist_ok=True)
     manifest = _manifest(config, scorers, tokenized, plan, plan_facts, previous)
     write_manifest(manifest_path, manifest)
@@ -73,29 +90,135 @@ def execute(
     writer = PartWriter(run_dir, schema)
     total = sum(p.n_targets for per_model in plan for per_text in per_model for p in per_text)
     already = _count_done_targets(plan, done)
+    failures: list[dict] = []
     with terminate_as_interrupt(), progress_bar(progress, total, already) as advance:
         pass_index = 0
         for scorer, per_model, token_texts in zip(scorers, plan, tokenized):
+            jobs = []
+            for passes, tt in zip(per_model, token_texts):
+                for p in passes:
+                    if pass_index not in done:
+                        jobs.append((pass_index, tt, p))
+                    pass_index += 1
             pending: dict[str, list] = {name: [] for name in schema.names}
             last_flush = time.monotonic()
             try:
-                for passes, tt in zip(per_model, token_texts):
-                    todo = [(pass_index + i, p) for i, p in enumerate(passes) if pass_index + i not in done]
-                    pass_index += len(passes)
-                    for group in _batches(scorer, todo):
-                        _score_passes(scorer, config, tt, group, pending)
-                        advance(sum(p.n_targets for _, p in group), f"{scorer.info.name} · {tt.text.text_id} · {group[-1][1].window_id}")
-                        if time.monotonic() - last_flush > _FLUSH_SECONDS:
-                            _flush(writer, pending)
-                            last_flush = time.monotonic()
+                for job, result in _scored(scorer, config, jobs):
+                    index, tt, p = job
+                    if isinstance(result, ScoringFailed):
+                        failures.append({"pass_index": index, "model": scorer.info.name, "text_id": tt.text.text_id, "window_id": p.window_id, "error": str(result)})
+                    else:
+                        _append_rows(scorer, config, tt, p, index, result, pending)
+                    advance(p.n_targets, f"{scorer.info.name} · {tt.text.text_id} · {p.window_id}")
+                    if time.monotonic() - last_flush > _FLUSH_SECONDS:
+                        _flush(writer, pending)
+                        last_flush = time.monotonic()
             finally:
                 _flush(writer, pending)
+                _record_usage(manifest, scorers, (previous or {}).get("api_usage_total", {}))
                 scorer.close()
+    manifest["timing"] = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
+    if failures:
+        manifest["status"] = "incomplete"
+        manifest["failed_passes"] = failures
+        write_manifest(manifest_path, manifest)
+        raise IncompleteRun(
+            f"{len(failures)} of {len(plan_passes(plan))} passes failed and were not scored "
+            f"(first: {failures[0]['error']}); see failed_passes in {manifest_path}; re-run the same command to retry them"
+        )
+    manifest.pop("failed_passes", None)
     merge_parts(run_dir, schema)
     manifest["status"] = "complete"
-    manifest["timing"] = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
     write_manifest(manifest_path, manifest)
     return finish(run_dir, manifest, config.metrics)
+
+
+class IncompleteRun(UserError):
+    """Some passes could not be scored; the records hold every other pass."""
+
+
+def plan_passes(plan: list[list[list[Pass]]]) -> list[Pass]:
+    return [p for per_model in plan for per_text in per_model for p in per_text]
+
+
+def _scored(scorer: Scorer, config: RunConfig, jobs: list) -> Iterator[tuple[tuple, object]]:
+    """(job, BlockScores or ScoringFailed) in plan order; a backend with `concurrency` > 1 (an
+    API) gets that many passes in flight at once."""
+    workers = int(getattr(scorer, "concurrency", 1) or 1)
+    if hasattr(scorer, "score_batch"):
+        yield from _scored_in_batches(scorer, config, jobs)
+        return
+
+    def run(job):
+        try:
+            return _score_pass(scorer, config, job[1], job[2])
+        except ScoringFailed as exc:
+            return exc
+
+    if workers <= 1:
+        for job in jobs:
+            yield job, run(job)
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ctxeval-api") as pool:
+        for lo in range(0, len(jobs), 4 * workers):
+            chunk = jobs[lo : lo + 4 * workers]
+            yield from zip(chunk, pool.map(run, chunk))
+
+
+def _scored_in_batches(scorer: Scorer, config: RunConfig, jobs: list) -> Iterator[tuple[tuple, object]]:
+    """Consecutive passes of one text with equal input length go to `score_batch` together."""
+    group: list = []
+    for job in [*jobs, None]:
+        if group and (job is None or job[1] is not group[0][1] or job[2].n_input != group[0][2].n_input or len(group) == _MAX_BATCH_PASSES):
+            inputs = [_pass_input(scorer.info, tt, p) for _, tt, p in group]
+            results = [scorer.score(*inputs[0], config.top_k, config.temperatures)] if len(group) == 1 else scorer.score_batch(inputs, config.top_k, config.temperatures)
+            yield from zip(group, results)
+            group = []
+        if job is not None:
+            group.append(job)
+
+
+def _record_usage(manifest: dict, scorers: list[Scorer], earlier: dict) -> None:
+    """Requests and tokens each API model used in this session (`api_usage`; cache hits are
+    free) and over every session of this run directory (`api_usage_total`)."""
+    usage = {s.info.name: s.usage() for s in scorers if hasattr(s, "usage")}
+    if usage:
+        manifest["api_usage"] = usage
+        manifest["api_usage_total"] = {name: _add_counts(earlier.get(name, {}), session) for name, session in usage.items()}
+
+
+def _add_counts(a: dict, b: dict) -> dict:
+    """Sum of two usage records (numbers added, nested counts too; other values from `b`)."""
+    out = dict(a)
+    for key, value in b.items():
+        if isinstance(value, dict):
+            out[key] = _add_counts(a.get(key, {}) if isinstance(a.get(key), dict) else {}, value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and isinstance(a.get(key), (int, float)):
+            out[key] = a[key] + value
+        else:
+            out[key] = value
+    return out
+
+
+def _estimate(scorers: list[Scorer], plan: list[list[list[Pass]]], done: set[int]) -> dict:
+    """What scoring the missing passes would send: requests and tokens per API model (upper
+    bounds for the generation paths, whose reuse is only known afterwards)."""
+    out: dict[str, dict] = {}
+    index = 0
+    for scorer, per_model in zip(scorers, plan):
+        totals = {"passes": 0, "requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        for per_text in per_model:
+            for p in per_text:
+                if index not in done and hasattr(scorer, "estimate"):
+                    requests, prompt_tokens, completion_tokens = scorer.estimate(p.n_input, p.n_targets)
+                    totals["passes"] += 1
+                    totals["requests"] += requests
+                    totals["prompt_tokens"] += prompt_tokens
+                    totals["completion_tokens"] += completion_tokens
+                index += 1
+        if hasattr(scorer, "estimate"):
+            out[scorer.info.name] = totals | {"mode": getattr(scorer, "_mode", None) or "prompt (assumed; give --api-mode)"}
+    return out
 
 
 def check_context(infos: list[ModelInfo], max_tokens: int, what: str) -> None:
@@ -106,20 +229,9 @@ def check_context(infos: list[ModelInfo], max_tokens: int, what: str) -> None:
             raise UserError(f"{what} needs {needed} tokens per pass, beyond {info.name}'s training context of {info.n_ctx_train}")
 
 
-def _batches(scorer: Scorer, todo: list[tuple[int, Pass]]) -> Iterator[list[tuple[int, Pass]]]:
-    """Consecutive passes of equal length go together to a scorer that batches (`score_batch`);
-    other scorers get one pass at a time."""
-    if not hasattr(scorer, "score_batch"):
-        yield from ([item] for item in todo)
-        return
-    group: list[tuple[int, Pass]] = []
-    for item in todo:
-        if group and (item[1].n_input != group[0][1].n_input or len(group) == _MAX_BATCH_PASSES):
-            yield group
-            group = []
-        group.append(item)
-    if group:
-        yield group
+def _score_pass(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass):
+    """One forward pass (or one API window) of `p`; rows follow the pass's targets."""
+    return scorer.score(*_pass_input(scorer.info, tt, p), config.top_k, config.temperatures)
 
 
 def _pass_input(info: ModelInfo, tt: TokenizedText, p: Pass) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -135,18 +247,8 @@ def _pass_input(info: ModelInfo, tt: TokenizedText, p: Pass) -> tuple[np.ndarray
     return input_ids, output_positions, tt.ids[targets]
 
 
-def _score_passes(scorer: Scorer, config: RunConfig, tt: TokenizedText, group: list[tuple[int, Pass]], out: dict[str, list]) -> None:
-    """Score passes (one, or a batch for a batching scorer) and append their rows to `out`."""
-    inputs = [_pass_input(scorer.info, tt, p) for _, p in group]
-    if len(group) == 1:
-        all_scores = [scorer.score(*inputs[0], config.top_k, config.temperatures)]
-    else:
-        all_scores = scorer.score_batch(inputs, config.top_k, config.temperatures)
-    for (pass_index, p), scores in zip(group, all_scores):
-        _append_rows(scorer, config, tt, p, pass_index, scores, out)
-
-
 def _append_rows(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass, pass_index: int, scores, out: dict[str, list]) -> None:
+    """Append the records of one scored pass to `out`."""
     info = scorer.info
     targets = np.arange(p.target_start, p.target_end)
     target_ids = tt.ids[targets]
@@ -166,8 +268,10 @@ def _append_rows(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass, 
     out["n_bytes"].extend(tt.n_bytes[targets].tolist())
     out["target_id"].extend(target_ids.tolist())
     out["target_text"].extend(scorer.token_bytes(int(t)).decode("utf-8", errors="replace") for t in target_ids)
-    out["logprob"].extend(scores.logprob.tolist())
-    out["rank"].extend(scores.rank.tolist())
+    # an API backend knows neither a rank beyond its top-k (rank 0) nor the log-probability of
+    # a generated-path reference outside the returned tokens (NaN): both are stored as null
+    out["logprob"].extend(None if math.isnan(x) else x for x in scores.logprob.tolist())
+    out["rank"].extend(r if r > 0 else None for r in scores.rank.tolist())
     out["greedy_id"].extend(scores.greedy_id.tolist())
     out["topk_ids"].extend(scores.topk_ids.tolist())
     out["topk_logprobs"].extend(scores.topk_logprobs.tolist())

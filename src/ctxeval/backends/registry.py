@@ -33,15 +33,23 @@ def embedded_model_path() -> Path:
     return Path(assemble())
 
 
-def load_scorer(spec: str, n_threads: int | None = None, device: str | None = None, dtype: str | None = None) -> Scorer:
-    """A scorer for `spec`: `gemma-3-270m` (the embedded default), a path to a .gguf file, or
-    `hf:gemma-3-270m` / `hf:DIR` (transformers; `device` and `dtype` apply to it only)."""
+def load_scorer(spec: str, n_threads: int | None = None, device: str | None = None, dtype: str | None = None, openai_options=None) -> Scorer:
+    """A scorer for `spec`: `gemma-3-270m` (the embedded default), a path to a .gguf file,
+    `hf:gemma-3-270m` / `hf:DIR` (transformers; `device` and `dtype` apply to it only), or
+    `openai:MODEL` (a model behind an OpenAI-compatible server, reached with `openai_options`)."""
     from ctxeval.backends.llamacpp import LlamaCppScorer
 
     if spec.startswith("hf:"):
         return _load_hf(spec[3:], n_threads, device, dtype)
     if device is not None or dtype is not None:
         raise UserError(f"--device and --dtype apply to hf: models only, not {spec}")
+    if spec.startswith("openai:"):
+        from ctxeval.backends.openai import OpenAIOptions, OpenAIScorer
+
+        if not spec[len("openai:"):]:
+            raise UserError("--model openai:MODEL needs a model name, e.g. openai:gpt-4o")
+        return OpenAIScorer(spec[len("openai:"):], openai_options or OpenAIOptions(), n_threads=n_threads)
+
     if spec == DEFAULT_MODEL:
         return LlamaCppScorer(embedded_model_path(), DEFAULT_MODEL, n_threads=n_threads)
     path = Path(spec)
@@ -49,7 +57,7 @@ def load_scorer(spec: str, n_threads: int | None = None, device: str | None = No
         if not path.is_file():
             raise UserError(f"model file not found: {spec}")
         return LlamaCppScorer(path, path.name, n_threads=n_threads)
-    if ":" in spec and spec.split(":", 1)[0] in ("hf", "openai"):
+    if ":" in spec and spec.split(":", 1)[0] == "hf":
         raise UserError(f"the {spec.split(':', 1)[0]} backend is not available in this version of ctxeval")
     raise UserError(f"unknown model {spec!r}: use {DEFAULT_MODEL} or a path to a .gguf file (see `ctxeval models`)")
 
@@ -82,7 +90,12 @@ def list_models() -> list[ModelEntry]:
         gguf = ModelEntry("PATH.gguf", "llamacpp", True, f"llama-cpp-python {llama_version}", "any GGUF file")
     except metadata.PackageNotFoundError:
         gguf = ModelEntry("PATH.gguf", "llamacpp", False, "pip install llama-cpp-python", "any GGUF file")
-    return [embedded, gguf, *_hf_entries()]
+    try:
+        httpx_version = metadata.version("httpx")
+        api = ModelEntry("openai:MODEL", "openai", True, f"httpx {httpx_version}", "OpenAI-compatible server: --base-url URL")
+    except metadata.PackageNotFoundError:
+        api = ModelEntry("openai:MODEL", "openai", False, "pip install 'ctxeval[openai]'", "OpenAI-compatible server")
+    return [embedded, gguf, *_hf_entries(), api]
 
 
 def _hf_entries() -> list[ModelEntry]:

@@ -23,7 +23,7 @@ def plot_scores(summary: pd.DataFrame, path: Path) -> None:
             sd = group.get(f"{column}_sd")
             ax.errorbar(group["nominal_len"], group[column], yerr=None if sd is None or sd.isna().all() else sd, marker="o", capsize=3, label=label)
         ax.set_xscale("log", base=2)
-        if column in ("ppl", "approx_ppl"):
+        if column in ("ppl", "approx_ppl") and (summary[column] > 0).any():  # an API run can have no exact ppl (all NaN)
             ax.set_yscale("log")
         ax.set_xlabel("context length (tokens)")
         ax.set_title(title)

@@ -1,0 +1,185 @@
+"""Pairwise LLM judge of long-document answers, as in L-Eval (An et al., 2023).
+
+Each question is judged twice, once with the model's answer as assistant A and once as B, so
+position bias cancels; the judge sees the question, the human reference answer and the two
+answers (not the long document) and ends with "[[A]]", "[[B]]" or "[[C]]" (tie). Verdicts are
+parsed as L-Eval does ("[[A]]" checked first, then "[[B]]", then "[[C]]"); anything else is a
+parse failure, counted and reported, never guessed. Requests that fail after retries are
+errors too. Win rate = (wins + ½ ties) / (verdicts that are not errors).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ctxeval.errors import ScoringFailed, UserError
+
+# L-Eval's "pair-v2" judge prompt (Evaluation/llm_eval.py), used for its GPT-4 judged tasks
+SYSTEM_PROMPT = (
+    "Please act as an impartial judge and evaluate the quality of the responses provided by two AI assistants "
+    "to the user question about the content of a long document.  You will be given a reference answer written "
+    "by human, assistant A's answer, and assistant B's answer. Your job is to evaluate which assistant's answer "
+    "is better. Begin your evaluation by comparing both assistants' answers with the reference answer. "
+    "Additional details or information that are not mentioned in reference answer cannot be considered as "
+    "advantages and do not let them sway your judgment. Your evaluation should also consider the relevance to "
+    "user's question but it is more important to avoid factual errors according to the reference answer. Avoid "
+    "any position biases and ensure that the order in which the responses were presented does not influence "
+    "your decision. Do not allow the length of the responses to influence your evaluation. Do not favor certain "
+    "names of the assistants. Be as objective as possible. After providing your explanation, output your final "
+    'verdict by strictly following this format: "[[A]]" if assistant A is better, "[[B]]" if assistant B is '
+    'better, and "[[C]]" for a tie.'
+)
+USER_TEMPLATE = (
+    "[User Question]\n{question}\n\n[The Start of Reference Answer]\n{ref_answer}\n[The End of Reference Answer]\n\n"
+    "[The Start of Assistant A's Answer]\n{answer_a}\n[The End of Assistant A's Answer]\n\n"
+    "[The Start of Assistant B's Answer]\n{answer_b}\n[The End of Assistant B's Answer]"
+)
+
+
+class ChatGenerator(Protocol):
+    """Anything that answers a chat: messages in, text out (raises ScoringFailed on failure)."""
+
+    def chat(self, messages: list[dict[str, str]]) -> str: ...
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One question with the judged model's answer and the baseline's answer."""
+
+    query: str
+    reference: str
+    model_answer: str
+    base_answer: str
+
+
+@dataclass
+class Verdict:
+    query: str
+    order: str  # "model_first" (model = A) or "base_first" (model = B)
+    outcome: str  # "win", "loss", "tie" (for the judged model) or "error"
+    raw: str  # the judge's text, or the request error
+
+
+def parse_verdict(judgment: str) -> str:
+    """'A', 'B', 'tie' or 'error', checked in L-Eval's order."""
+    if "[[A]]" in judgment:
+        return "A"
+    if "[[B]]" in judgment:
+        return "B"
+    if "[[C]]" in judgment:
+        return "tie"
+    return "error"
+
+
+def judge_pairs(judge: ChatGenerator, pairs: Sequence[Pair], concurrency: int = 4) -> list[Verdict]:
+    """Two verdicts per pair (both answer orders), in input order."""
+    jobs = [(pair, order) for pair in pairs for order in ("model_first", "base_first")]
+
+    def run(job: tuple[Pair, str]) -> Verdict:
+        pair, order = job
+        a, b = (pair.model_answer, pair.base_answer) if order == "model_first" else (pair.base_answer, pair.model_answer)
+        messages = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": USER_TEMPLATE.format(question=pair.query, ref_answer=pair.reference, answer_a=a, answer_b=b)},
+        ]
+        try:
+            text = judge.chat(messages)
+        except ScoringFailed as exc:
+            return Verdict(pair.query, order, "error", f"request failed: {exc}")
+        winner = parse_verdict(text)
+        model_letter = "A" if order == "model_first" else "B"
+        outcome = "error" if winner == "error" else "tie" if winner == "tie" else "win" if winner == model_letter else "loss"
+        return Verdict(pair.query, order, outcome, text)
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        return list(pool.map(run, jobs))
+
+
+def win_rate(verdicts: Sequence[Verdict]) -> dict[str, float | int]:
+    """Counts and (wins + ties / 2) / non-error verdicts (NaN when every verdict is an error)."""
+    counts = {k: sum(v.outcome == k for v in verdicts) for k in ("win", "loss", "tie", "error")}
+    valid = counts["win"] + counts["loss"] + counts["tie"]
+    rate = (counts["win"] + 0.5 * counts["tie"]) / valid if valid else float("nan")
+    return counts | {"verdicts": len(verdicts), "valid": valid, "win_rate": rate}
+
+
+def read_predictions(path: Path) -> tuple[str, list[dict]]:
+    """An L-Eval `*.pred.jsonl`: rows with `query`, `gt`, `<model>_pred`; returns the model name and rows."""
+    try:
+        rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserError(f"cannot read predictions {path}: {exc}") from None
+    keys = [k for k in (rows[0] if rows else {}) if k.endswith("_pred")]
+    if not keys or any(k not in r or "query" not in r or "gt" not in r for r in rows for k in keys[:1]):
+        raise UserError(f"{path} is not an L-Eval prediction file (rows need query, gt and <model>_pred)")
+    return keys[0][: -len("_pred")], rows
+
+
+def pair_predictions(model_rows: list[dict], model: str, base_rows: list[dict], base: str, llm_only: bool = True) -> list[Pair]:
+    """Pair questions by (query, reference), as L-Eval does; `llm_only` keeps rows L-Eval marks for
+    LLM judging (`evaluation == "LLM"`, its 96 GPT-4-judged questions) when the files carry that field."""
+    base_answers = {(str(r["query"]), str(r["gt"])): r[f"{base}_pred"] for r in base_rows}
+    pairs = []
+    for r in model_rows:
+        if llm_only and r.get("evaluation", "LLM") != "LLM":
+            continue
+        key = (str(r["query"]), str(r["gt"]))
+        if key in base_answers:
+            pairs.append(Pair(key[0], key[1], str(r[f"{model}_pred"]), str(base_answers[key])))
+    if not pairs:
+        raise UserError("the two prediction files share no question (matched on query and reference answer)")
+    return pairs
+
+
+def write_results(out: Path, model: str, base: str, judge_name: str, verdicts: list[Verdict], unmatched: int) -> dict:
+    """`judge.json` (every verdict and the totals) and `judge.md`."""
+    out.mkdir(parents=True, exist_ok=True)
+    totals = win_rate(verdicts)
+    by_order = {order: win_rate([v for v in verdicts if v.order == order]) for order in ("model_first", "base_first")}
+    report = {"model": model, "base": base, "judge": judge_name, "prompt": "L-Eval pair-v2", "totals": totals,
+              "by_order": by_order, "unmatched_questions": unmatched, "verdicts": [asdict(v) for v in verdicts]}
+    (out / "judge.json").write_text(json.dumps(report, indent=2, ensure_ascii=False))
+    lines = [
+        f"# {model} vs {base}, judged by {judge_name}",
+        "",
+        "| order | verdicts | wins | losses | ties | parse/request errors | win rate |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, t in [("both orders", totals), *by_order.items()]:
+        lines.append(f"| {name} | {t['verdicts']} | {t['win']} | {t['loss']} | {t['tie']} | {t['error']} | {t['win_rate']:.4f} |")
+    lines += ["", "win rate = (wins + ½ ties) / verdicts that are not errors; errors are reported, not scored."]
+    (out / "judge.md").write_text("\n".join(lines) + "\n")
+    return report
+
+
+def run_judge(judge: ChatGenerator, judge_name: str, predictions: Path, base_predictions: Path, out: Path, concurrency: int = 4, limit: int | None = None) -> dict:
+    """Judge a model's L-Eval predictions against a base model's; write and return the report."""
+    model, model_rows = read_predictions(predictions)
+    base, base_rows = read_predictions(base_predictions)
+    pairs = pair_predictions(model_rows, model, base_rows, base)
+    considered = [r for r in model_rows if r.get("evaluation", "LLM") == "LLM"]
+    if limit is not None:
+        pairs = pairs[:limit]
+    verdicts = judge_pairs(judge, pairs, concurrency)
+    return write_results(out, model, base, judge_name, verdicts, len(considered) - len(pairs) if limit is None else 0)
+
+
+def run_judge_cli(predictions: Path, base_predictions: Path, judge_model: str, options, max_tokens: int, limit: int | None, out: Path) -> str:
+    """The `ctxeval judge` command: returns the Markdown report."""
+    if not judge_model.startswith("openai:") or len(judge_model) == len("openai:"):
+        raise UserError(f"--judge-model must be openai:MODEL, got {judge_model!r}")
+    if limit is not None and limit < 1:
+        raise UserError(f"--limit must be a positive integer, got {limit}")
+    from ctxeval.backends.openai_chat import OpenAIChat
+
+    chat = OpenAIChat(judge_model[len("openai:"):], options, max_tokens=max_tokens)
+    try:
+        run_judge(chat, judge_model, predictions, base_predictions, out, options.concurrency, limit)
+    finally:
+        chat.close()
+    return (out / "judge.md").read_text() + f"report: {out / 'judge.json'}, {out / 'judge.md'}"
