@@ -16,6 +16,7 @@ from ctxeval.data.texts import DEMO_TEXT_NAME, Text, load_text, unique_text_ids
 from ctxeval.errors import UserError
 from ctxeval.metrics.rank import alpha_key
 from ctxeval.pairing import pair_windows, window_table
+from ctxeval.qa.commands import meta_eval, pplqa
 from ctxeval.report.compare import PROFILES, build_report, gate, write_report
 from ctxeval.report.outputs import RunResult, compute, load_run, read_manifest, vocab_sizes, write_outputs
 from ctxeval.report.summary import window_metrics
@@ -23,7 +24,7 @@ from ctxeval.report.trends import metric_names, trend_table, variance_table, wri
 from ctxeval.run import check_context, execute
 from ctxeval.tokens import TokenizedText
 
-__all__ = ["sweep", "score", "summary", "compare", "trends", "run_metrics", "models", "RunResult", "Comparison", "MetricConfig"]
+__all__ = ["sweep", "score", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "RunResult", "Comparison", "MetricConfig"]
 
 
 def sweep(
