@@ -28,12 +28,14 @@ def ppl_qa(
     n_answer: int,
     answer_sum_alone: float,
     scope: str = "all",
+    n_answer_alone: int | None = None,
 ) -> tuple[float, float, float]:
     """(PPL(q ⊕ a), PPL(a), PPLqa = |PPL(q ⊕ a) − PPL(a)|); lower PPLqa is better.
 
     `scope="all"` averages PPL(q ⊕ a) over every token of the concatenation (question and
     answer, the paper's eq. 1 applied to X(qa)); `scope="answer"` only over the answer tokens,
-    conditioned on the question. PPL(a) is always over the answer scored after BOS alone.
+    conditioned on the question. PPL(a) is always over the answer scored after BOS alone
+    (`n_answer_alone` tokens, default `n_answer`; a model without BOS cannot score the first).
     """
     if scope == "all":
         ppl_joint = perplexity(prefix_sum + answer_sum_given_prefix, n_prefix + n_answer)
@@ -41,7 +43,7 @@ def ppl_qa(
         ppl_joint = perplexity(answer_sum_given_prefix, n_answer)
     else:
         raise ValueError("scope must be 'all' or 'answer'")
-    ppl_answer = perplexity(answer_sum_alone, n_answer)
+    ppl_answer = perplexity(answer_sum_alone, n_answer if n_answer_alone is None else n_answer_alone)
     return ppl_joint, ppl_answer, abs(ppl_joint - ppl_answer)
 
 

@@ -101,16 +101,14 @@ class Evaluator:
         key = self._key("pair", prefix, continuation)
         if key not in self._cache:
             ids, n_p, n_c = self._ids(prefix, continuation)
-            first = len(self._bos) if self._bos else 1  # without BOS the first token has no context
-            targets = np.arange(first, len(ids))
+            if not self._bos:  # without BOS the very first token has no context and is not scored
+                n_p, n_c = (n_p - 1, n_c) if n_p else (0, max(n_c - 1, 0))
+            targets = np.arange(len(ids) - n_p - n_c, len(ids))
             if len(targets) == 0:
                 self._store(key, asdict(PairScore(n_p, 0.0, n_c, 0.0)))
             else:
-                scores = self.scorer.score(ids, targets - 1, ids[targets], 0, ())
-                lp = scores.logprob
-                split = (len(self._bos) + n_p) - first
-                n_p_scored = max(split, 0)
-                self._store(key, asdict(PairScore(n_p_scored, float(lp[:split].sum()), n_c, float(lp[split:].sum()))))
+                lp = self.scorer.score(ids, targets - 1, ids[targets], 0, ()).logprob
+                self._store(key, asdict(PairScore(n_p, float(lp[:n_p].sum()), n_c, float(lp[n_p:].sum()))))
                 self.passes_run += 1
         return PairScore(**self._cache[key])
 

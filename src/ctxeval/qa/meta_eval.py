@@ -53,8 +53,7 @@ def evaluate_picks(rows: list[dict], methods: tuple[str, ...], replicates: int, 
     """Table 3 metrics and intervals per method. A tie pick (equal scores) is a third class:
     it is wrong for accuracy, lowers recall of the true label, and enters MCC's confusion matrix."""
     y_true = [r["label"] for r in rows]
-    labels = sorted({l for l in y_true if l != 0}) or [1, 2]
-    labels = [1, 2] if set(labels) <= {1, 2} else labels
+    labels = [1, 2]
     results = {}
     for method in methods:
         y_pred = [r[f"{method}_pick"] for r in rows]

@@ -52,7 +52,7 @@ def score_answer(ev: Evaluator, question: str, answer: str, config: MethodConfig
         aspect = config.aspect if method.endswith("+prompt") else None
         joint = ev.pair(qa_prefix(question, aspect), answer)
         if method.startswith("pplqa"):
-            ppl_joint, ppl_answer, value = ppl_qa(joint.prefix_sum, joint.n_prefix, joint.cont_sum, joint.n_cont, alone.cont_sum, config.qa_scope)
+            ppl_joint, ppl_answer, value = ppl_qa(joint.prefix_sum, joint.n_prefix, joint.cont_sum, joint.n_cont, alone.cont_sum, config.qa_scope, alone.n_cont)
             out[method], out[f"{method}:ppl_qa"], out[f"{method}:ppl_a"] = value, ppl_joint, ppl_answer
         else:
             out[method] = gpt_score(joint.cont_sum, joint.n_cont)
