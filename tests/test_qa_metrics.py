@@ -28,6 +28,8 @@ def test_pplqa_by_hand():
     assert joint == pytest.approx(math.e)
     assert value == pytest.approx(math.exp(2.0) - math.e)
     assert math.isnan(perplexity(0.0, 0))
+    # a model without BOS scores one answer token fewer alone: PPL(a) uses its own count
+    assert ppl_qa(-6.0, 2, -3.0, 3, -4.0, "answer", n_answer_alone=2)[1] == pytest.approx(math.exp(2.0))
     with pytest.raises(ValueError):
         ppl_qa(0, 1, 0, 1, 0, scope="question")
 
