@@ -34,10 +34,13 @@ def _goodness(method: str, value: float) -> float:
     return value if HIGHER_IS_BETTER[method] else -value
 
 
-def tau_summary(items: list[tuple[list[float], list[float]]], n_answers: int, seed: int = 0) -> dict:
+def tau_summary(items: list[tuple[list[float], list[float]]], seed: int = 0) -> dict:
     """Mean per-item tau-b, per-item p-values, a one-sample t-test of the taus against 0, and
-    the random baseline for rankings of `n_answers`."""
+    the paper's random baseline averaged over the used items' ranking sizes (a sparse
+    reference ranks fewer answers, and the baseline depends strongly on that number)."""
     result = per_item_tau(items)
+    sizes = [len(x) for x, y in items if len(x) >= 2 and np.ptp(np.asarray(x, dtype=float)) > 0 and np.ptp(np.asarray(y, dtype=float)) > 0]
+    baselines = {n: random_ranking_baseline(n, seed=seed) for n in set(sizes)}
     taus = np.asarray(result.taus)
     t_p = float(stats.ttest_1samp(taus, 0.0).pvalue) if len(taus) >= 2 and np.ptp(taus) > 0 else math.nan
     return {
@@ -48,7 +51,8 @@ def tau_summary(items: list[tuple[list[float], list[float]]], n_answers: int, se
         "items_p_below_0.05": int(sum(p < 0.05 for p in result.p_values)),
         "taus": result.taus,
         "p_values": result.p_values,
-        "random_baseline_nonnegative": random_ranking_baseline(n_answers, seed=seed) if n_answers >= 2 else math.nan,
+        "ranking_sizes": sizes,
+        "random_baseline_nonnegative": float(np.mean([baselines[n] for n in sizes])) if sizes else math.nan,
     }
 
 
@@ -83,7 +87,6 @@ def rank_answers(
                 rows.extend(q_rows)
     finally:
         ev.close()
-    n_answers = max(len(q.answers) for q in questions)
     by_q: dict[str, list[dict]] = {}
     for r in rows:
         by_q.setdefault(r["question_id"], []).append(r)
@@ -95,10 +98,10 @@ def rank_answers(
                 ref = reference.get(qid, {})
                 shared = [r for r in q_rows if r["model"] in ref]
                 items.append(([_goodness(method, r[method]) for r in shared], [ref[r["model"]] for r in shared]))
-            agreement[f"{method} vs reference"] = tau_summary(items, n_answers, seed)
+            agreement[f"{method} vs reference"] = tau_summary(items, seed)
     for a, b in itertools.combinations(config.methods, 2):
         items = [([_goodness(a, r[a]) for r in q_rows], [_goodness(b, r[b]) for r in q_rows]) for q_rows in by_q.values()]
-        agreement[f"{a} vs {b}"] = tau_summary(items, n_answers, seed)
+        agreement[f"{a} vs {b}"] = tau_summary(items, seed)
     mean_rank = {m: {model: float(np.mean([r[f"{m}_rank"] for r in rows if r["model"] == model])) for model in dict.fromkeys(r["model"] for r in rows)} for m in config.methods}
     result = {
         "evaluator": {"name": scorer.info.name, "backend": scorer.info.backend, "sha256": scorer.info.sha256},
