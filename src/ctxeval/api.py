@@ -23,6 +23,7 @@ from ctxeval.probes.probe_report import write_probe_report
 from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
 from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
 from ctxeval.probes.retrieval_run import RetrievalConfig, RetrievalResult, run_retrieval
+from ctxeval.qa.commands import meta_eval, pplqa
 from ctxeval.report.compare import PROFILES, build_report, gate, write_report
 from ctxeval.report.outputs import RunResult, compute, load_run, read_manifest, vocab_sizes, write_outputs
 from ctxeval.report.summary import window_metrics
@@ -30,7 +31,7 @@ from ctxeval.report.trends import metric_names, trend_table, variance_table, wri
 from ctxeval.run import check_context, execute
 from ctxeval.tokens import TokenizedText
 
-__all__ = ["sweep", "score", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "RunResult", "Comparison", "MetricConfig"]
+__all__ = ["sweep", "score", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "RunResult", "Comparison", "MetricConfig"]
 
 
 def sweep(

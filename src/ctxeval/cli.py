@@ -391,6 +391,55 @@ def judge(
     typer.echo(run_judge_cli(predictions, base_predictions, judge_model, OpenAIOptions(base_url, api_key_env, concurrency=concurrency, cache=_cache_path(cache)), max_tokens, limit, out))
 
 
+@app.command("meta-eval")
+def meta_eval(
+    dataset: Annotated[str, typer.Option("--dataset", help="llmbar:NAME (e.g. llmbar:MT-Bench), pandalm, or a path to an LLMBar/PandaLM-layout JSON file.")],
+    methods: Annotated[str, typer.Option("--methods", help="Comma-separated: pplqa, gptscore, geval, pplqa+prompt, gptscore+prompt.")] = "pplqa,gptscore,geval",
+    out: OutOpt = None,
+    model: Annotated[str, typer.Option("--model", help="Evaluator model.")] = DEFAULT_MODEL,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N items.")] = None,
+    qa_scope: Annotated[str, typer.Option("--qa-scope", help="PPL(q+a) over all tokens, or over the answer tokens only.")] = "all",
+    aspect: Annotated[str, typer.Option("--aspect", help="Aspect prompt for G-Eval and the +prompt variants.")] = "coherence",
+    ties: Annotated[str, typer.Option("--ties", help="Human ties (PandaLM): drop, or keep as label 0.")] = "drop",
+    replicates: Annotated[int, typer.Option("--replicates", help="Bootstrap replicates for the intervals.")] = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    threads: ThreadsOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Which answer-quality method agrees with human pairwise labels (PPLqa paper, Table 3)."""
+    from ctxeval.qa.commands import meta_eval as run
+    from ctxeval.qa.methods import parse_methods
+    from ctxeval.report.meta_eval import markdown_table
+
+    result = run(dataset, parse_methods(methods), out, model, limit, qa_scope, aspect, ties, replicates, seed, not quiet, threads)
+    if not quiet:
+        typer.echo(markdown_table(result))
+
+
+@app.command("pplqa")
+def pplqa(
+    answers: Annotated[str, typer.Argument(help="mt-bench (shared turn-1 answers of 6 models) or a JSONL file of {question_id, question, model, answer}.")] = "mt-bench",
+    methods: Annotated[str, typer.Option("--methods", help="Comma-separated: pplqa, gptscore, geval.")] = "pplqa",
+    out: OutOpt = None,
+    model: Annotated[str, typer.Option("--model", help="Evaluator model.")] = DEFAULT_MODEL,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N questions.")] = None,
+    qa_scope: Annotated[str, typer.Option("--qa-scope", help="PPL(q+a) over all tokens, or over the answer tokens only.")] = "all",
+    aspect: Annotated[Optional[str], typer.Option("--aspect", help="Score inside this aspect prompt (the paper's 'with prompt' variant), e.g. coherence.")] = None,
+    reference: Annotated[str, typer.Option("--reference", help="auto (MT-Bench: LLMBar human votes), none, or a CSV question_id,model,score.")] = "auto",
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random-ranking baseline.")] = 0,
+    threads: ThreadsOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """PPLqa = |PPL(question + answer) - PPL(answer)| (lower is better); ranks each question's answers."""
+    from ctxeval.qa.commands import pplqa as run
+    from ctxeval.qa.methods import parse_methods
+    from ctxeval.qa.ranking import markdown
+
+    result = run(answers, parse_methods(methods), out, model, limit, qa_scope, aspect, reference, seed, not quiet, threads)
+    if not quiet:
+        typer.echo(markdown(result))
+
+
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 2."""
     try:

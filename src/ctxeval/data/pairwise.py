@@ -1,0 +1,130 @@
+"""Pairwise human-preference datasets: (question, answer 1, answer 2, human label).
+
+Label 1 or 2 names the better answer; 0 is a human tie. Supported layouts:
+- LLMBar (`[{input, output_1, output_2, label}]`, label 1|2; its MT-Bench subset has ties removed);
+- PandaLM test set (`[{instruction, input, response1, response2, annotator1..3}]`, each
+  annotator 1|2|0 with 0 = tie). The label is the majority of the three annotators. An item is a
+  tie when the majority says tie (0) or when there is no majority (three different votes).
+  Ties are dropped by default, because the Table 3 metrics are binary; `ties="keep"` keeps
+  them with label 0, which no method can predict except by giving equal scores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ctxeval.errors import UserError
+
+# The project's shared data folder (../shared/data beside the checkout); CTXEVAL_SHARED_DATA overrides.
+SHARED_DATA = Path(os.environ.get("CTXEVAL_SHARED_DATA", Path(__file__).resolve().parents[4] / "shared" / "data"))
+TIE_POLICIES = ("drop", "keep")
+
+
+@dataclass(frozen=True)
+class PairItem:
+    """One human comparison of two answers to the same question."""
+
+    item_id: str
+    question: str
+    answer_1: str
+    answer_2: str
+    label: int  # 1, 2, or 0 for a tie
+    meta: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PairDataset:
+    name: str
+    items: list[PairItem]
+    source: str
+    ties_dropped: int = 0
+    notes: dict = field(default_factory=dict)
+
+
+def _read_json(path: Path) -> list[dict]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"dataset file not found: {path}") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, list) or not data or not all(isinstance(r, dict) for r in data):
+        raise UserError(f"{path}: expected a non-empty JSON list of objects")
+    return data
+
+
+def majority_label(votes: list[int]) -> tuple[int, str]:
+    """The majority of annotator votes (1, 2 or 0 = tie) and why: 'majority', 'majority tie',
+    or 'no majority' (every vote differs, counted as a tie)."""
+    counts = Counter(votes)
+    label, n = counts.most_common(1)[0]
+    if n * 2 <= len(votes):
+        return 0, "no majority"
+    return label, "majority tie" if label == 0 else "majority"
+
+
+def load_llmbar(path: Path) -> PairDataset:
+    rows = _read_json(path)
+    items = []
+    for k, row in enumerate(rows):
+        try:
+            label = int(row["label"])
+            item = PairItem(f"{path.stem}-{k}", str(row["input"]), str(row["output_1"]), str(row["output_2"]), label)
+        except (KeyError, TypeError, ValueError):
+            raise UserError(f"{path}: item {k} lacks input/output_1/output_2/label") from None
+        if label not in (1, 2):
+            raise UserError(f"{path}: item {k} has label {row['label']!r}, expected 1 or 2")
+        items.append(item)
+    return PairDataset(f"llmbar:{path.stem}", items, str(path))
+
+
+def load_pandalm(path: Path, ties: str = "drop") -> PairDataset:
+    if ties not in TIE_POLICIES:
+        raise UserError(f"ties must be one of {', '.join(TIE_POLICIES)}, got {ties!r}")
+    rows = _read_json(path)
+    items, dropped, reasons = [], 0, Counter()
+    for k, row in enumerate(rows):
+        try:
+            votes = [int(row[f"annotator{j}"]) for j in (1, 2, 3)]
+            instruction, extra = str(row["instruction"]), str(row.get("input") or "")
+            answers = str(row["response1"]), str(row["response2"])
+        except (KeyError, TypeError, ValueError):
+            raise UserError(f"{path}: item {k} lacks instruction/response1/response2/annotator1..3") from None
+        if any(v not in (0, 1, 2) for v in votes):
+            raise UserError(f"{path}: item {k} has annotator votes {votes}, expected 0, 1 or 2")
+        label, reason = majority_label(votes)
+        reasons[reason] += 1
+        if label == 0 and ties == "drop":
+            dropped += 1
+            continue
+        question = instruction if not extra.strip() else f"{instruction}\n\n{extra}"
+        meta = {"votes": votes, "cmp_key": row.get("cmp_key"), "label_reason": reason}
+        items.append(PairItem(f"pandalm-{row.get('idx', k)}", question, *answers, label, meta))
+    return PairDataset(f"pandalm:{path.stem}", items, str(path), dropped, {"label_reasons": dict(reasons), "ties": ties})
+
+
+def load_dataset(spec: str, ties: str = "drop", data_dir: Path | None = None) -> PairDataset:
+    """`llmbar:NAME` (a file of the shared LLMBar folder), `pandalm`, or a path to either layout."""
+    root = data_dir or SHARED_DATA
+    if spec.startswith("llmbar:"):
+        name = spec.split(":", 1)[1]
+        path = root / "pairwise_prefs" / "llmbar" / f"{name}.json"
+        if not path.is_file():
+            known = sorted(p.stem for p in path.parent.glob("*.json")) if path.parent.is_dir() else []
+            raise UserError(f"no LLMBar set {name!r} in {path.parent}" + (f": choose from {', '.join(known)}" if known else ""))
+        return load_llmbar(path)
+    if spec == "pandalm":
+        return load_pandalm(root / "pairwise_prefs" / "pandalm" / "testset-v1.json", ties)
+    path = Path(spec)
+    if not path.is_file():
+        raise UserError(f"unknown dataset {spec!r}: use llmbar:NAME, pandalm, or a path to a JSON file")
+    first = _read_json(path)[0]
+    if {"input", "output_1", "output_2", "label"} <= first.keys():
+        return load_llmbar(path)
+    if {"instruction", "response1", "response2", "annotator1"} <= first.keys():
+        return load_pandalm(path, ties)
+    raise UserError(f"{path}: neither the LLMBar nor the PandaLM layout (see docs/answer_quality.md)")

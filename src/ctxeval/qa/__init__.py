@@ -1,0 +1,1 @@
+"""Answer quality without references: PPLqa, GPTScore, G-Eval, and their meta-evaluation."""

@@ -1,0 +1,107 @@
+"""Pairwise meta-evaluation: each method picks the better of two answers, and its picks are
+compared with the human labels (the PPLqa paper's Table 3: precision/recall/F1 per label,
+accuracy, MCC), with percentile bootstrap intervals over items.
+
+Outputs in the run directory: `meta_eval.json`, `meta_eval.md`, `items.csv` (scores and picks
+per item), and `cache.jsonl` (evaluator pass results; a re-run with the same model resumes).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from ctxeval.backends.base import Scorer
+from ctxeval.data.pairwise import PairDataset
+from ctxeval.metrics.qa import pick_winner
+from ctxeval.qa.evaluator import Evaluator
+from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, pass_texts, score_answer
+from ctxeval.qa.progress import progress_bar
+from ctxeval.report.meta_eval import markdown_table
+from ctxeval.stats.bootstrap import bootstrap_classification, classification_metrics
+
+RESULT_JSON = "meta_eval.json"
+RESULT_MD = "meta_eval.md"
+ITEMS_CSV = "items.csv"
+CACHE = "cache.jsonl"
+
+
+def score_items(ev: Evaluator, dataset: PairDataset, config: MethodConfig, progress: bool) -> list[dict]:
+    """Scores of both answers of every item under every method (cached passes are reused)."""
+    longest = max(ev.n_tokens(t) for it in dataset.items for a in (it.answer_1, it.answer_2) for t in pass_texts(it.question, a, config))
+    ev.prepare(longest + 8)  # +8: separate tokenization of prefix and answer may add a few tokens
+    rows = []
+    with progress_bar(progress, len(dataset.items), "meta-eval") as advance:
+        for item in dataset.items:
+            s1 = score_answer(ev, item.question, item.answer_1, config)
+            s2 = score_answer(ev, item.question, item.answer_2, config)
+            row = {"item_id": item.item_id, "label": item.label}
+            for method in config.methods:
+                row[f"{method}_1"], row[f"{method}_2"] = s1[method], s2[method]
+                row[f"{method}_pick"] = pick_winner(s1[method], s2[method], HIGHER_IS_BETTER[method])
+            for extra in sorted(set(s1) - set(config.methods)):
+                row[f"{extra}_1"], row[f"{extra}_2"] = s1[extra], s2[extra]
+            rows.append(row)
+            advance(1)
+    return rows
+
+
+def evaluate_picks(rows: list[dict], methods: tuple[str, ...], replicates: int, seed: int) -> dict[str, dict]:
+    """Table 3 metrics and intervals per method. A tie pick (equal scores) is a third class:
+    it is wrong for accuracy, lowers recall of the true label, and enters MCC's confusion matrix."""
+    y_true = [r["label"] for r in rows]
+    labels = [1, 2]
+    results = {}
+    for method in methods:
+        y_pred = [r[f"{method}_pick"] for r in rows]
+        all_labels = labels + ([0] if 0 in y_true or 0 in y_pred else [])
+        point = classification_metrics(y_true, y_pred, labels, all_labels)
+        ci = bootstrap_classification(y_true, y_pred, labels, all_labels, replicates, seed)
+        results[method] = {
+            "metrics": point,
+            "ci95": {k: list(v) for k, v in ci.items()},
+            "n": len(rows),
+            "tie_picks": sum(p == 0 for p in y_pred),
+            "picks": {str(l): sum(p == l for p in y_pred) for l in all_labels},
+            "higher_is_better": HIGHER_IS_BETTER[method],
+        }
+    return results
+
+
+def run_meta_eval(
+    scorer: Scorer,
+    dataset: PairDataset,
+    config: MethodConfig,
+    out_dir: Path,
+    replicates: int = 2000,
+    seed: int = 0,
+    progress: bool = False,
+) -> dict:
+    """Score, pick, compare with the human labels, and write the results; returns the JSON dict."""
+    started = time.time()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ev = Evaluator(scorer, out_dir / CACHE)
+    try:
+        rows = score_items(ev, dataset, config, progress)
+    finally:
+        ev.close()
+    scoring_seconds = time.time() - started
+    result = {
+        "dataset": {"name": dataset.name, "source": dataset.source, "items": len(rows), "ties_dropped": dataset.ties_dropped, **dataset.notes,
+                    "labels": {str(l): sum(r["label"] == l for r in rows) for l in sorted({r["label"] for r in rows})}},
+        "evaluator": {"name": scorer.info.name, "backend": scorer.info.backend, "sha256": scorer.info.sha256},
+        "config": asdict(config),
+        "bootstrap": {"method": "percentile", "replicates": replicates, "seed": seed, "confidence": 0.95, "unit": "item"},
+        "methods": evaluate_picks(rows, config.methods, replicates, seed),
+        "timing": {"scoring_seconds": round(scoring_seconds, 1), "passes_run_this_session": ev.passes_run, "total_seconds": round(time.time() - started, 1)},
+    }
+    (out_dir / RESULT_JSON).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (out_dir / RESULT_MD).write_text(markdown_table(result), encoding="utf-8")
+    with (out_dir / ITEMS_CSV).open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return result

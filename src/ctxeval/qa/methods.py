@@ -1,0 +1,72 @@
+"""The answer-quality methods compared in the PPLqa paper, each a score for one (question,
+answer) with a direction: PPLqa (lower is better), GPTScore and G-Eval (higher is better).
+
+`+prompt` variants put the question inside the aspect prompt (the paper's "with prompt").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ctxeval.errors import UserError
+from ctxeval.metrics.qa import geval_score, gpt_score, ppl_qa
+from ctxeval.qa.evaluator import Evaluator
+from ctxeval.qa.prompts import check_aspect, geval_prompt, qa_prefix
+
+HIGHER_IS_BETTER = {"pplqa": False, "pplqa+prompt": False, "gptscore": True, "gptscore+prompt": True, "geval": True}
+METHODS = tuple(HIGHER_IS_BETTER)
+QA_SCOPES = ("all", "answer")
+DEFAULT_QA_SCOPE = "all"
+
+
+@dataclass(frozen=True)
+class MethodConfig:
+    """Settings shared by all methods of one evaluation."""
+
+    methods: tuple[str, ...] = ("pplqa", "gptscore", "geval")
+    qa_scope: str = DEFAULT_QA_SCOPE
+    aspect: str = "coherence"  # for +prompt variants and G-Eval
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.methods if m not in HIGHER_IS_BETTER]
+        if unknown or not self.methods:
+            raise UserError(f"unknown method(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(METHODS)}")
+        if self.qa_scope not in QA_SCOPES:
+            raise UserError(f"--qa-scope must be one of {', '.join(QA_SCOPES)}, got {self.qa_scope!r}")
+        check_aspect(self.aspect)
+
+
+def parse_methods(value: str) -> tuple[str, ...]:
+    return tuple(m.strip().lower() for m in value.split(",") if m.strip())
+
+
+def score_answer(ev: Evaluator, question: str, answer: str, config: MethodConfig) -> dict[str, float]:
+    """Every requested method's score, plus PPL(q ⊕ a) and PPL(a) for PPLqa's, for one answer."""
+    out: dict[str, float] = {}
+    alone = ev.pair("", answer) if any(m.startswith("pplqa") for m in config.methods) else None
+    for method in config.methods:
+        if method == "geval":
+            logprobs, _ = ev.next_token_logprobs(geval_prompt(question, answer, config.aspect))
+            out["geval"], out["geval_digit_mass"] = geval_score(logprobs)
+            continue
+        aspect = config.aspect if method.endswith("+prompt") else None
+        joint = ev.pair(qa_prefix(question, aspect), answer)
+        if method.startswith("pplqa"):
+            ppl_joint, ppl_answer, value = ppl_qa(joint.prefix_sum, joint.n_prefix, joint.cont_sum, joint.n_cont, alone.cont_sum, config.qa_scope, alone.n_cont)
+            out[method], out[f"{method}:ppl_qa"], out[f"{method}:ppl_a"] = value, ppl_joint, ppl_answer
+        else:
+            out[method] = gpt_score(joint.cont_sum, joint.n_cont)
+    return out
+
+
+def pass_texts(question: str, answer: str, config: MethodConfig) -> list[str]:
+    """The texts a method configuration feeds the model for one answer (to size the context)."""
+    texts = []
+    if any(m.startswith("pplqa") for m in config.methods):
+        texts.append(answer)
+    for method in config.methods:
+        if method == "geval":
+            texts.append(geval_prompt(question, answer, config.aspect))
+        else:
+            texts.append(qa_prefix(question, config.aspect if method.endswith("+prompt") else None) + answer)
+    return texts

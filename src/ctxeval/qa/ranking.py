@@ -1,0 +1,140 @@
+"""`ctxeval pplqa`: score every answer of every question, rank answers per question, and
+(optionally) compare the rankings with a reference by per-question Kendall tau-b averaged over
+questions (the PPLqa paper's eq. 3, with tau-b for ties), its p-values, and the paper's
+Monte-Carlo random baseline.
+
+Outputs: `scores.csv` (one row per question x answer: scores and per-question ranks, 1 = best),
+`pplqa.json` and `pplqa.md`, plus `cache.jsonl` (resumable evaluator passes).
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import math
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from ctxeval.backends.base import Scorer
+from ctxeval.data.mt_bench import RankingQuestion
+from ctxeval.metrics.qa import rank_scores
+from ctxeval.qa.evaluator import Evaluator
+from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, pass_texts, score_answer
+from ctxeval.qa.progress import progress_bar
+from ctxeval.stats.agreement import per_item_tau, random_ranking_baseline
+
+
+def _goodness(method: str, value: float) -> float:
+    """Score turned so that higher is better for every method (for tau against references)."""
+    return value if HIGHER_IS_BETTER[method] else -value
+
+
+def tau_summary(items: list[tuple[list[float], list[float]]], seed: int = 0) -> dict:
+    """Mean per-item tau-b, per-item p-values, a one-sample t-test of the taus against 0, and
+    the paper's random baseline averaged over the used items' ranking sizes (a sparse
+    reference ranks fewer answers, and the baseline depends strongly on that number)."""
+    result = per_item_tau(items)
+    sizes = [len(x) for x, y in items if len(x) >= 2 and np.ptp(np.asarray(x, dtype=float)) > 0 and np.ptp(np.asarray(y, dtype=float)) > 0]
+    baselines = {n: random_ranking_baseline(n, seed=seed) for n in set(sizes)}
+    taus = np.asarray(result.taus)
+    t_p = float(stats.ttest_1samp(taus, 0.0).pvalue) if len(taus) >= 2 and np.ptp(taus) > 0 else math.nan
+    return {
+        "mean_tau": result.mean_tau,
+        "items_used": result.items_used,
+        "items_skipped": result.items_skipped,
+        "p_mean_tau_ttest": t_p,
+        "items_p_below_0.05": int(sum(p < 0.05 for p in result.p_values)),
+        "taus": result.taus,
+        "p_values": result.p_values,
+        "ranking_sizes": sizes,
+        "random_baseline_nonnegative": float(np.mean([baselines[n] for n in sizes])) if sizes else math.nan,
+    }
+
+
+def rank_answers(
+    scorer: Scorer,
+    questions: list[RankingQuestion],
+    config: MethodConfig,
+    out_dir: Path,
+    reference: dict[str, dict[str, float]] | None = None,
+    reference_note: dict | None = None,
+    seed: int = 0,
+    progress: bool = False,
+) -> dict:
+    """Score and rank all answers; write scores.csv, pplqa.json and pplqa.md; return the JSON dict."""
+    started = time.time()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ev = Evaluator(scorer, out_dir / "cache.jsonl")
+    rows: list[dict] = []
+    try:
+        longest = max(ev.n_tokens(t) for q in questions for a in q.answers.values() for t in pass_texts(q.question, a, config))
+        ev.prepare(longest + 8)
+        with progress_bar(progress, sum(len(q.answers) for q in questions), "pplqa") as advance:
+            for q in questions:
+                q_rows = []
+                for model, answer in q.answers.items():
+                    q_rows.append({"question_id": q.question_id, "model": model, **score_answer(ev, q.question, answer, config)})
+                    advance(1)
+                for method in config.methods:
+                    ranks = rank_scores([r[method] for r in q_rows], HIGHER_IS_BETTER[method])
+                    for r, rank in zip(q_rows, ranks):
+                        r[f"{method}_rank"] = float(rank)
+                rows.extend(q_rows)
+    finally:
+        ev.close()
+    by_q: dict[str, list[dict]] = {}
+    for r in rows:
+        by_q.setdefault(r["question_id"], []).append(r)
+    agreement: dict[str, dict] = {}
+    if reference:
+        for method in config.methods:
+            items = []
+            for qid, q_rows in by_q.items():
+                ref = reference.get(qid, {})
+                shared = [r for r in q_rows if r["model"] in ref]
+                items.append(([_goodness(method, r[method]) for r in shared], [ref[r["model"]] for r in shared]))
+            agreement[f"{method} vs reference"] = tau_summary(items, seed)
+    for a, b in itertools.combinations(config.methods, 2):
+        items = [([_goodness(a, r[a]) for r in q_rows], [_goodness(b, r[b]) for r in q_rows]) for q_rows in by_q.values()]
+        agreement[f"{a} vs {b}"] = tau_summary(items, seed)
+    mean_rank = {m: {model: float(np.mean([r[f"{m}_rank"] for r in rows if r["model"] == model])) for model in dict.fromkeys(r["model"] for r in rows)} for m in config.methods}
+    result = {
+        "evaluator": {"name": scorer.info.name, "backend": scorer.info.backend, "sha256": scorer.info.sha256},
+        "config": asdict(config),
+        "questions": len(by_q),
+        "answers": len(rows),
+        "mean_rank_per_model": mean_rank,
+        "reference": reference_note,
+        "agreement": agreement,
+        "timing": {"seconds": round(time.time() - started, 1), "passes_run_this_session": ev.passes_run},
+    }
+    (out_dir / "pplqa.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (out_dir / "pplqa.md").write_text(markdown(result), encoding="utf-8")
+    with (out_dir / "scores.csv").open("w", newline="", encoding="utf-8") as f:
+        fields = list(dict.fromkeys(k for r in rows for k in r))
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    return result
+
+
+def markdown(result: dict) -> str:
+    """Mean rank per model and method, then the tau table."""
+    methods = list(result["mean_rank_per_model"])
+    models = list(next(iter(result["mean_rank_per_model"].values())))
+    lines = [f"# Answer rankings ({result['questions']} questions, {result['answers']} answers, evaluator {result['evaluator']['name']})", "",
+             "Mean rank per model (1 = best):", "", "| model | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
+    for model in models:
+        lines.append(f"| {model} | " + " | ".join(f"{result['mean_rank_per_model'][m][model]:.2f}" for m in methods) + " |")
+    lines += ["", "Kendall tau-b per question, averaged (p: t-test of the per-question taus against 0):", "",
+              "| comparison | mean tau | questions used | skipped | p | questions with p < 0.05 | random baseline (tau >= 0) |", "|---|---|---|---|---|---|---|"]
+    for name, a in result["agreement"].items():
+        lines.append(f"| {name} | {a['mean_tau']:.3f} | {a['items_used']} | {a['items_skipped']} | {a['p_mean_tau_ttest']:.3g} | {a['items_p_below_0.05']} | {a['random_baseline_nonnegative']:.3f} |")
+    if result.get("reference"):
+        lines += ["", f"Reference: {result['reference'].get('description', '')}"]
+    return "\n".join(lines) + "\n"

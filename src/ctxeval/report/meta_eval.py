@@ -1,0 +1,37 @@
+"""Markdown rendering of a meta-evaluation in the shape of the PPLqa paper's Table 3."""
+
+from __future__ import annotations
+
+ROWS = (("Precision", "precision"), ("Recall", "recall"), ("F1", "f1"))
+
+
+def _fmt(value: float, ci: list[float] | None) -> str:
+    return f"{value:.3f}" if not ci else f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def markdown_table(result: dict) -> str:
+    """Rows: precision/recall/F1 per label (label 1, label 2), accuracy, MCC; columns: methods."""
+    methods = list(result["methods"])
+    ds = result["dataset"]
+    labels = [1, 2]
+    lines = [
+        f"# Meta-evaluation on {ds['name']} ({ds['items']} items, evaluator {result['evaluator']['name']})",
+        "",
+        "Values with 95 % percentile bootstrap intervals over items. Two values per row: label 1 (first answer better), label 2 (second).",
+        "",
+        "| metric | " + " | ".join(methods) + " |",
+        "|---|" + "---|" * len(methods),
+    ]
+    for title, key in ROWS:
+        for label in labels:
+            cells = [_fmt(result["methods"][m]["metrics"][f"{key}_{label}"], result["methods"][m]["ci95"].get(f"{key}_{label}")) for m in methods]
+            lines.append(f"| {title} (label {label}) | " + " | ".join(cells) + " |")
+    for title, key in (("Accuracy", "accuracy"), ("MCC", "mcc")):
+        cells = [_fmt(result["methods"][m]["metrics"][key], result["methods"][m]["ci95"].get(key)) for m in methods]
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    lines.append("| tie picks | " + " | ".join(str(result["methods"][m]["tie_picks"]) for m in methods) + " |")
+    cfg = result["config"]
+    lines += ["", f"PPLqa scope: `{cfg['qa_scope']}`; aspect (G-Eval, +prompt variants): `{cfg['aspect']}`; "
+              f"human labels: {ds['labels']}; scoring took {result['timing']['scoring_seconds']} s "
+              f"({result['timing']['passes_run_this_session']} new model passes)."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,138 @@
+"""Answer-quality arithmetic, dataset loaders and agreement tables, without a model."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef, precision_score, recall_score
+
+from ctxeval.data.mt_bench import human_net_wins, load_mt_bench
+from ctxeval.data.pairwise import load_dataset, load_llmbar, load_pandalm, majority_label
+from ctxeval.errors import UserError
+from ctxeval.metrics.qa import geval_score, gpt_score, perplexity, pick_winner, ppl_qa, rank_scores
+from ctxeval.qa.meta_eval import evaluate_picks
+from ctxeval.report.meta_eval import markdown_table
+from tests.conftest import SHARED_DATA
+
+
+def test_pplqa_by_hand():
+    # question tokens log p = [-2, -4], answer given question = [-1, -1, -1], answer alone = [-2, -2, -2]
+    joint, alone, value = ppl_qa(-6.0, 2, -3.0, 3, -6.0, scope="all")
+    assert joint == pytest.approx(math.exp(9 / 5))
+    assert alone == pytest.approx(math.exp(2.0))
+    assert value == pytest.approx(abs(math.exp(1.8) - math.exp(2.0)))
+    joint, alone, value = ppl_qa(-6.0, 2, -3.0, 3, -6.0, scope="answer")
+    assert joint == pytest.approx(math.e)
+    assert value == pytest.approx(math.exp(2.0) - math.e)
+    assert math.isnan(perplexity(0.0, 0))
+    # a model without BOS scores one answer token fewer alone: PPL(a) uses its own count
+    assert ppl_qa(-6.0, 2, -3.0, 3, -4.0, "answer", n_answer_alone=2)[1] == pytest.approx(math.exp(2.0))
+    with pytest.raises(ValueError):
+        ppl_qa(0, 1, 0, 1, 0, scope="question")
+
+
+def test_gptscore_by_hand():
+    assert gpt_score(-3.0, 4) == pytest.approx(-0.75)
+    assert math.isnan(gpt_score(0.0, 0))
+
+
+def test_geval_by_hand():
+    # p(1..5) = 0.1, 0.2, 0.3, 0.2, 0.1 (mass 0.9): renormalised mean = (0.1+0.4+0.9+0.8+0.5)/0.9
+    score, mass = geval_score(np.log([0.1, 0.2, 0.3, 0.2, 0.1]))
+    assert score == pytest.approx(2.7 / 0.9)
+    assert mass == pytest.approx(0.9)
+    # a digit outside a top-k backend's list counts as probability 0
+    score, mass = geval_score([math.log(0.5), math.nan, math.nan, math.nan, math.log(0.25)])
+    assert score == pytest.approx((1 * 0.5 + 5 * 0.25) / 0.75)
+    assert mass == pytest.approx(0.75)
+    assert math.isnan(geval_score([math.nan] * 5)[0])
+
+
+def test_pick_winner_and_ranks():
+    assert pick_winner(1.0, 2.0, higher_is_better=False) == 1
+    assert pick_winner(1.0, 2.0, higher_is_better=True) == 2
+    assert pick_winner(3.0, 3.0, higher_is_better=True) == 0
+    assert pick_winner(math.nan, 2.0, higher_is_better=False) == 2
+    assert pick_winner(math.nan, math.nan, higher_is_better=False) == 0
+    assert rank_scores([0.5, 0.1, 0.5, math.nan], higher_is_better=False).tolist() == [2.5, 1.0, 2.5, 4.0]
+    assert rank_scores([-1.0, -3.0, -2.0], higher_is_better=True).tolist() == [1.0, 3.0, 2.0]
+
+
+def test_majority_vote():
+    assert majority_label([2, 1, 2]) == (2, "majority")
+    assert majority_label([0, 0, 1]) == (0, "majority tie")
+    assert majority_label([1, 2, 0]) == (0, "no majority")
+
+
+def test_pandalm_ties(tmp_path):
+    rows = [
+        {"idx": 0, "instruction": "Say hi", "input": "", "response1": "hi", "response2": "yo", "annotator1": 1, "annotator2": 1, "annotator3": 2},
+        {"idx": 1, "instruction": "Add", "input": "2+2", "response1": "4", "response2": "5", "annotator1": "0", "annotator2": "0", "annotator3": "1"},
+        {"idx": 2, "instruction": "Pick", "input": "", "response1": "a", "response2": "b", "annotator1": 1, "annotator2": 2, "annotator3": 0},
+        {"idx": 3, "instruction": "Name", "input": "x", "response1": "a", "response2": "b", "annotator1": 2, "annotator2": 2, "annotator3": 0},
+    ]
+    path = tmp_path / "panda.json"
+    path.write_text(json.dumps(rows))
+    dropped = load_pandalm(path)
+    assert [(it.item_id, it.label) for it in dropped.items] == [("pandalm-0", 1), ("pandalm-3", 2)]
+    assert dropped.ties_dropped == 2
+    assert dropped.items[1].question == "Name\n\nx"
+    kept = load_dataset(str(path), ties="keep")  # layout detected from the keys
+    assert [it.label for it in kept.items] == [1, 0, 0, 2]
+    assert kept.notes["label_reasons"] == {"majority": 2, "majority tie": 1, "no majority": 1}
+
+
+def test_shared_pairwise_data():
+    mt = load_dataset("llmbar:MT-Bench")
+    assert len(mt.items) == 200 and {it.label for it in mt.items} == {1, 2}
+    assert sum(it.label == 1 for it in mt.items) == 101
+    panda = load_dataset("pandalm")
+    # 999 items; 85 unanimous ties plus majority ties (0,0,x) are dropped
+    reasons = panda.notes["label_reasons"]
+    assert sum(reasons.values()) == 999 and len(panda.items) == reasons["majority"]
+    assert panda.ties_dropped == reasons["majority tie"] + reasons.get("no majority", 0) >= 85
+
+
+def test_loader_errors(tmp_path):
+    with pytest.raises(UserError, match="no LLMBar set"):
+        load_dataset("llmbar:Nope")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"input": "q", "output_1": "a", "output_2": "b", "label": 3}]))
+    with pytest.raises(UserError, match="label"):
+        load_llmbar(bad)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps([{"x": 1}]))
+    with pytest.raises(UserError, match="layout"):
+        load_dataset(str(other))
+
+
+def test_mt_bench_human_votes_map_to_models():
+    questions = load_mt_bench()
+    assert len(questions) == 80 and all(len(q.answers) == 6 for q in questions)
+    ref, note = human_net_wins(questions)
+    # both answers must match a pre-generated answer; vicuna-13b-v1.2 answers are not mirrored
+    assert note["votes_matched"] + note["votes_unmatched"] == 200
+    assert note["votes_matched"] > 100
+    assert all(sum(v.values()) == 0 for v in ref.values())  # every vote is +1 / -1
+
+
+def test_table_metrics_equal_sklearn():
+    rng = np.random.default_rng(3)
+    labels = rng.integers(1, 3, 60).tolist()
+    rows = [{"label": y, "pplqa_pick": int(rng.choice([1, 2, 0], p=[0.45, 0.45, 0.1]))} for y in labels]
+    result = evaluate_picks(rows, ("pplqa",), replicates=200, seed=1)["pplqa"]
+    y_true, y_pred = labels, [r["pplqa_pick"] for r in rows]
+    m = result["metrics"]
+    assert m["mcc"] == pytest.approx(matthews_corrcoef(y_true, y_pred))
+    assert m["accuracy"] == pytest.approx(accuracy_score(y_true, y_pred))
+    for label in (1, 2):
+        kw = {"labels": [label], "average": None, "zero_division": 0}
+        assert m[f"f1_{label}"] == pytest.approx(f1_score(y_true, y_pred, **kw)[0])
+        assert m[f"precision_{label}"] == pytest.approx(precision_score(y_true, y_pred, **kw)[0])
+        assert m[f"recall_{label}"] == pytest.approx(recall_score(y_true, y_pred, **kw)[0])
+    low, high = result["ci95"]["mcc"]
+    assert low <= m["mcc"] <= high and high - low > 0
+    assert result["tie_picks"] == sum(p == 0 for p in y_pred)
