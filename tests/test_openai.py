@@ -94,7 +94,7 @@ def test_prompt_scoring_matches_llamacpp(direct):
     manifest = json.loads((via_api.run_dir / "manifest.json").read_text())
     usage = manifest["api_usage"]["openai:gemma"]
     assert usage["requests"] - usage["retries"] == 1 and usage["prompt_tokens"] == 9 and usage["failed"] == 0
-    assert manifest["models"][0]["capabilities"] == {"full_logits": False, "max_top_k": 20, "temperatures": False}
+    assert manifest["models"][0]["capabilities"] == {"full_logits": False, "max_top_k": 20, "temperatures": False, "generation": False}
 
 
 @pytest.mark.model
