@@ -13,6 +13,7 @@ import ctypes
 import hashlib
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -152,72 +153,63 @@ class LlamaCppScorer:
         if np.any(np.diff(output_positions) <= 0):
             raise ValueError("output positions must be strictly increasing")
         self.prepare(len(input_ids))
-        lib = self._lib
-        ctx = self._ctx.ctx
-        lib.llama_memory_clear(lib.llama_get_memory(ctx), True)
+        self._lib.llama_memory_clear(self._lib.llama_get_memory(self._ctx.ctx), True)
         wanted = np.zeros(len(input_ids), dtype=np.int8)
         wanted[output_positions] = 1
         target_ids = np.asarray(target_ids)
-        batch = self._batch.batch
         parts: list[BlockScores] = []
         done = 0
-        for start in range(0, len(input_ids), self._n_batch):
-            stop = min(start + self._n_batch, len(input_ids))
-            for i in range(stop - start):
-                batch.token[i] = int(input_ids[start + i])
-                batch.pos[i] = start + i
-                batch.n_seq_id[i] = 1
-                batch.seq_id[i][0] = 0
-                batch.logits[i] = int(wanted[start + i])
-            batch.n_tokens = stop - start
-            status = lib.llama_decode(ctx, batch)
-            if status != 0:
-                raise RuntimeError(f"llama_decode failed with status {status}")
-            n_out = int(wanted[start:stop].sum())
+        for n_out in self._decode(input_ids, wanted, 0):
             if n_out:
-                # llama.cpp's output buffer holds the flagged rows in batch order; score it in place
-                logits = np.ctypeslib.as_array(lib.llama_get_logits(ctx), shape=(n_out, self.info.vocab_size))
-                parts.append(score_block(logits, target_ids[done : done + n_out], top_k, temperatures))
+                parts.append(score_block(self._logits(n_out), target_ids[done : done + n_out], top_k, temperatures))
                 done += n_out
         return BlockScores.concat(parts)
 
-    def generate(self, input_ids: np.ndarray, max_new_tokens: int, stop_ids: frozenset[int] = frozenset()) -> list[int]:
+    def generate(self, input_ids: np.ndarray, max_new_tokens: int) -> list[int]:
         """Greedy continuation of `input_ids` (argmax at every step, ties to the lowest id).
 
-        Decodes the input afresh, then one token per step; stops after `max_new_tokens`, at the
-        end-of-generation token, or after a token in `stop_ids` (which is included).
+        Decodes the input afresh, then one token per step; stops after `max_new_tokens` or at
+        the end-of-generation token.
         """
         if max_new_tokens < 1:
             return []
         self.prepare(len(input_ids) + max_new_tokens)
-        lib = self._lib
-        ctx = self._ctx.ctx
-        lib.llama_memory_clear(lib.llama_get_memory(ctx), True)
-        batch = self._batch.batch
+        self._lib.llama_memory_clear(self._lib.llama_get_memory(self._ctx.ctx), True)
         generated: list[int] = []
-        pending = [int(t) for t in input_ids]
-        position = 0
+        pending, position = np.asarray(input_ids), 0
         while True:
-            for start in range(0, len(pending), self._n_batch):
-                chunk = pending[start : start + self._n_batch]
-                for i, token in enumerate(chunk):
-                    batch.token[i] = token
-                    batch.pos[i] = position + i
-                    batch.n_seq_id[i] = 1
-                    batch.seq_id[i][0] = 0
-                    batch.logits[i] = 0
-                batch.logits[len(chunk) - 1] = int(start + len(chunk) == len(pending))
-                batch.n_tokens = len(chunk)
-                status = lib.llama_decode(ctx, batch)
-                if status != 0:
-                    raise RuntimeError(f"llama_decode failed with status {status}")
-                position += len(chunk)
-            logits = np.ctypeslib.as_array(lib.llama_get_logits(ctx), shape=(1, self.info.vocab_size))
-            token = int(np.argmax(logits[0]))
+            wanted = np.zeros(len(pending), dtype=np.int8)
+            wanted[-1] = 1
+            for _ in self._decode(pending, wanted, position):
+                pass
+            position += len(pending)
+            token = int(np.argmax(self._logits(1)[0]))
             generated.append(token)
-            if len(generated) >= max_new_tokens or token in stop_ids or lib.llama_vocab_is_eog(self._vocab, token):
+            if len(generated) >= max_new_tokens or self._lib.llama_vocab_is_eog(self._vocab, token):
                 return generated
-            pending = [token]
+            pending = np.asarray([token])
+
+    def _decode(self, tokens: np.ndarray, wanted: np.ndarray, first_position: int) -> Iterator[int]:
+        """Decode `tokens` at positions from `first_position` in batches of `n_batch`, logits
+        only where `wanted`; after each batch, yield how many logit rows it left in the buffer."""
+        batch = self._batch.batch
+        for start in range(0, len(tokens), self._n_batch):
+            stop = min(start + self._n_batch, len(tokens))
+            for i in range(stop - start):
+                batch.token[i] = int(tokens[start + i])
+                batch.pos[i] = first_position + start + i
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = int(wanted[start + i])
+            batch.n_tokens = stop - start
+            status = self._lib.llama_decode(self._ctx.ctx, batch)
+            if status != 0:
+                raise RuntimeError(f"llama_decode failed with status {status}")
+            yield int(wanted[start:stop].sum())
+
+    def _logits(self, n_rows: int) -> np.ndarray:
+        """llama.cpp's output buffer (the flagged rows of the last batch, in order), not copied."""
+        return np.ctypeslib.as_array(self._lib.llama_get_logits(self._ctx.ctx), shape=(n_rows, self.info.vocab_size))
 
     def close(self) -> None:
         """Free the inference context (the vocabulary stays loaded for tokenization)."""
