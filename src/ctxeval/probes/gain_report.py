@@ -51,13 +51,14 @@ def write_context_gain(run_dir: Path, manifest: dict, settings: KeyTokenSettings
     window, short = config["window"], config["short"]
     models = [m["name"] for m in manifest["models"]]
     texts = [t["text_id"] for t in manifest["texts"]]
+    tables = {(model, text_id): gain_table(records, model, text_id) for model in models for text_id in texts}
     per_text: dict[str, dict] = {}
     distance_rows = []
     for text_id in texts:
-        spans = key_spans(gain_table(records, settings.evaluator, text_id), settings.alpha, settings.beta)
+        spans = key_spans(tables[settings.evaluator, text_id], settings.alpha, settings.beta)
         by_model = {}
         for model in models:
-            table = gain_table(records, model, text_id)
+            table = tables[model, text_id]
             by_model[model] = summarize_text(table, spans, settings.block, settings.replicates, settings.seed)
             distance = gain_by_distance(table, short, window)
             distance.insert(0, "text_id", text_id)
@@ -80,7 +81,7 @@ def write_context_gain(run_dir: Path, manifest: dict, settings: KeyTokenSettings
     (run_dir / SUMMARY_JSON).write_text(json.dumps(summary, indent=2))
     by_distance.to_csv(run_dir / DISTANCE_CSV, index=False)
     (run_dir / REPORT_MD).write_text(render_markdown(summary, by_distance))
-    plot_gain(records, models, texts, by_distance, run_dir / PLOT_FILE)
+    plot_gain(tables, by_distance, run_dir / PLOT_FILE)
     return ContextGainResult(run_dir, manifest, summary, by_distance)
 
 
@@ -107,7 +108,7 @@ def render_markdown(summary: dict, by_distance: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def plot_gain(records: pd.DataFrame, models: list[str], texts: list[str], by_distance: pd.DataFrame, path: Path) -> None:
+def plot_gain(tables: dict[tuple[str, str], pd.DataFrame], by_distance: pd.DataFrame, path: Path) -> None:
     """Left: mean gain against long-context length; right: distribution of the gain on distant targets."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
     for (model, text_id), group in by_distance.groupby(["model", "text_id"], sort=False):
@@ -119,12 +120,10 @@ def plot_gain(records: pd.DataFrame, models: list[str], texts: list[str], by_dis
     left.set_ylabel("mean gain log p_long - log p_short (nats)")
     left.grid(True, which="both", alpha=0.3)
     left.legend(fontsize="small")
-    for model in models:
-        for text_id in texts:
-            table = gain_table(records, model, text_id)
-            gains = table.loc[table["distant"], "gain"]
-            if len(gains):
-                right.hist(gains.clip(-6, 6), bins=60, histtype="step", label=f"{model} · {text_id}")
+    for (model, text_id), table in tables.items():
+        gains = table.loc[table["distant"], "gain"]
+        if len(gains):
+            right.hist(gains.clip(-6, 6), bins=60, histtype="step", label=f"{model} · {text_id}")
     right.set_xlabel("gain on targets with distant context (nats, clipped to ±6)")
     right.set_ylabel("targets")
     if right.get_legend_handles_labels()[0]:
