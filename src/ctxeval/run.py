@@ -316,7 +316,7 @@ def _manifest(config: RunConfig, scorers: list[Scorer], tokenized: list[list[Tok
         "status": "running",
         "created": previous.get("created") if previous else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "config": asdict(config),
-        "models": [asdict(s.info) | {"capabilities": asdict(s.capabilities)} for s in scorers],
+        "models": model_entries(scorers),
         "texts": texts,
         "text_handling": "files decoded as UTF-8 byte-exactly: no newline translation, no normalisation",
         "bos": "every pass starts with the model's BOS token when it uses one; BOS is never counted as context and never scored",
@@ -325,6 +325,11 @@ def _manifest(config: RunConfig, scorers: list[Scorer], tokenized: list[list[Tok
         | {"passes": sum(len(t) for m in plan for t in m), "targets": sum(p.n_targets for m in plan for t in m for p in t)},
         "versions": versions(),
     }
+
+
+def model_entries(scorers: list[Scorer]) -> list[dict]:
+    """Each model's identity and what its backend can measure, as a manifest records them."""
+    return [asdict(s.info) | {"capabilities": asdict(s.capabilities)} for s in scorers]
 
 
 def versions() -> dict[str, str]:

@@ -25,7 +25,7 @@ from ctxeval.errors import UserError  # noqa: E402
 from ctxeval.probes.retrieval import score_case  # noqa: E402
 from ctxeval.probes.retrieval_data import make_case  # noqa: E402
 from ctxeval.report.outputs import json_rows, read_manifest  # noqa: E402
-from ctxeval.run import progress_bar, terminate_as_interrupt, versions, write_manifest  # noqa: E402
+from ctxeval.run import model_entries, progress_bar, terminate_as_interrupt, versions, write_manifest  # noqa: E402
 
 CASES_FILE = "cases.jsonl"
 RESULTS_JSON = "results.json"
@@ -70,7 +70,7 @@ def run_retrieval(config: RetrievalConfig, run_dir: Path, progress: bool = True,
         manifest = {
             "ctxeval_manifest": 1, "command": "retrieval", "run_id": config.run_id(), "status": "running",
             "config": asdict(config),
-            "models": [asdict(s.info) | {"capabilities": asdict(s.capabilities)} for s in scorers],
+            "models": model_entries(scorers),
             "versions": versions(),
         }
         write_manifest(manifest_path, manifest)
