@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import model_guard
+
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -23,9 +25,29 @@ def gemma():
     scorer.close()
 
 
+_GUARD = pytest.StashKey[pytest.MonkeyPatch]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before any fixture of an unmarked test (module-scoped ones included): no model loads."""
+    if item.get_closest_marker("model") is None:
+        item.stash[_GUARD] = patch = pytest.MonkeyPatch()
+        model_guard.forbid(patch)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    patch = item.stash.get(_GUARD, None)
+    if patch is not None:
+        patch.undo()
+
+
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
-    """Run `ctxeval ARGS` as a user would, in a subprocess."""
+    """Run `ctxeval ARGS` as a user would, in a subprocess (with model loading forbidden in
+    tests not marked `model`)."""
     env = dict(os.environ, COLUMNS="200")
-    return subprocess.run(
-        [sys.executable, "-m", "ctxeval.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env
-    )
+    module = "tests.model_guard" if os.environ.get(model_guard.ENV) else "ctxeval.cli"
+    if module == "tests.model_guard":
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env)

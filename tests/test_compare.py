@@ -48,6 +48,7 @@ def both_modes_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.model
 def test_compare_exact_vs_approx_context_from_the_cli(both_modes_run, tmp_path):
     out = tmp_path / "cmp"
     r = run_cli("compare", str(both_modes_run), str(both_modes_run), "--context-mode-a", "exact", "--context-mode-b", "approx", "--replicates", "2000", "--out", str(out))
@@ -66,6 +67,7 @@ def test_compare_exact_vs_approx_context_from_the_cli(both_modes_run, tmp_path):
     assert "Perplexity ratio B/A" in r.stdout
 
 
+@pytest.mark.model
 def test_compare_gates_of_the_ci_profile(both_modes_run, tmp_path):
     # sweep windows at different lengths overlap in text and 12 windows are below the ci minimum
     r = run_cli("compare", str(both_modes_run), str(both_modes_run), "--context-mode-a", "exact", "--context-mode-b", "approx", "--profile", "ci", "--replicates", "500", "--out", str(tmp_path / "c"))
@@ -80,11 +82,13 @@ def test_compare_gates_of_the_ci_profile(both_modes_run, tmp_path):
     assert report["primary_metric"]["ci"][0] == report["primary_metric"]["ci"][1]
 
 
+@pytest.mark.model
 def test_compare_needs_a_context_mode_when_a_run_has_both(both_modes_run, tmp_path):
     r = run_cli("compare", str(both_modes_run), str(both_modes_run), "--out", str(tmp_path / "x"))
     assert r.returncode == 2 and "--context-mode-a" in r.stderr
 
 
+@pytest.mark.model
 def test_trends_from_the_cli(both_modes_run, tmp_path):
     r = run_cli("trends", str(both_modes_run), "--out", str(tmp_path / "t"))
     assert r.returncode == 0, r.stderr

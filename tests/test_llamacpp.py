@@ -12,6 +12,8 @@ from ctxeval.tokens import tokenize
 
 from .conftest import FIXTURES
 
+pytestmark = pytest.mark.model
+
 
 def naive_logits(scorer, input_ids: np.ndarray) -> np.ndarray:
     """All logits of one decode (every position flagged), copied out: what a user's

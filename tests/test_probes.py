@@ -11,11 +11,12 @@ import pytest
 
 from ctxeval import windows
 from ctxeval.data.texts import Text
+from ctxeval.errors import UserError
 from ctxeval.probes.context_gain import gain_table, summarize_text
 from ctxeval.probes.keytokens import key_token_mask, merge_spans, tokens_within
 from ctxeval.probes.retrieval import extract_value
 from ctxeval.probes.retrieval_data import make_case
-from ctxeval.probes.retrieval_run import _load_cases
+from ctxeval.probes.retrieval_run import _load_cases, lines_for_tokens
 from ctxeval.tokens import tokenized_from_pieces
 
 
@@ -173,3 +174,30 @@ def test_torn_case_line_is_cut_off_and_rescored(tmp_path):
     path.write_text(json.dumps({"model": "m", "lines": 4, "depth": 0.0, "sample": 0}) + "\n" + '{"model": "m", "li')
     assert len(_load_cases(path)) == 1
     assert path.read_text().endswith("}\n")
+
+
+class _WordScorer:
+    """A tokenizer-only stand-in: one token per whitespace-separated word, BOS first."""
+
+    class info:  # noqa: N801 - mirrors ModelInfo's attributes used here
+        name = "words"
+        uses_bos = True
+
+    @staticmethod
+    def tokenize(text: str) -> list[int]:
+        return [len(w) for w in text.split()]
+
+
+@pytest.mark.parametrize("variant", ["cat", "register"])
+@pytest.mark.parametrize("target", [300, 1000, 2500])
+def test_lines_for_tokens_is_the_most_lines_that_fit(variant, target):
+    def size(n: int) -> int:
+        return 1 + len(make_case(variant, n, 0.5, 0).prompt.split())
+
+    n = lines_for_tokens(_WordScorer(), variant, target, seed=0)
+    assert size(n) <= target < size(n + 1)
+
+
+def test_lines_for_tokens_refuses_a_target_below_the_smallest_record():
+    with pytest.raises(UserError, match="too small"):
+        lines_for_tokens(_WordScorer(), "cat", 20, seed=0)

@@ -8,13 +8,17 @@ import numpy as np
 import pytest
 
 from ctxeval import api
-from ctxeval.probes.retrieval import score_case
+from ctxeval.probes.retrieval import extract_value, score_case
 from ctxeval.probes.retrieval_data import make_case
 from ctxeval.records import read_records
 
 from .conftest import FIXTURES, SHARED_DATA, run_cli
 
 pytestmark = pytest.mark.model
+
+# max |Δ logprob| between one batched pass and one-token decodes; docs/numerics.md gives the
+# measurements behind it on each CPU kind
+STEPWISE_VS_BATCH_ATOL = 0.1
 
 WIKI = FIXTURES / "wikitext2-test-head.txt"
 BOOK = SHARED_DATA / "gutenberg" / "austen-emma.txt"
@@ -58,17 +62,37 @@ def test_distant_context_helps_on_a_real_book(tmp_path):
         assert (tmp_path / "cg" / name).is_file()
 
 
-def test_greedy_chain_agrees_with_real_generation(gemma):
-    """The shortcut 'every teacher-forced greedy token equals the reference' is what generation does."""
-    for variant, sample in (("cat", 0), ("register", 0), ("cat", 1)):
-        case = make_case(variant, 6, 1.0, sample)
-        result = score_case(gemma, case)
-        bos = [gemma.info.bos_id]
-        answer_ids = gemma.tokenize(case.answer)
-        generated = gemma.generate(np.asarray(bos + gemma.tokenize(case.prompt), dtype=np.int32), len(answer_ids))
-        assert (generated == answer_ids) == (result.accuracy_method == "teacher-forced greedy chain")
-        text = b"".join(gemma.token_bytes(t) for t in generated).decode()
-        assert result.correct == (text.strip().rstrip(".>") == case.value)
+def test_retrieval_accuracy_equals_real_generation_on_every_case(gemma):
+    """Accuracy is what greedy generation produces, case by case, on whatever CPU runs this:
+    the generation-path chain is taken only where generation provably follows it."""
+    methods = set()
+    for variant in ("cat", "register"):
+        for lines in (6, 12):
+            for depth in (0.0, 0.5, 1.0):
+                for sample in (0, 1):
+                    case = make_case(variant, lines, depth, sample)
+                    result = score_case(gemma, case)
+                    answer_ids = gemma.tokenize(case.answer)
+                    prompt = np.asarray([gemma.info.bos_id] + gemma.tokenize(case.prompt), dtype=np.int32)
+                    generated = gemma.generate(prompt, len(answer_ids) + 4)
+                    text = b"".join(gemma.token_bytes(t) for t in generated).decode("utf-8", errors="replace")
+                    assert result.correct == (extract_value(variant, text) == case.value), (variant, lines, depth, sample, text)
+                    if result.accuracy_method == "generation path":
+                        assert generated[: len(answer_ids)] == answer_ids
+                    assert result.min_margin >= 0
+                    methods.add(result.accuracy_method)
+    assert methods == {"generation path", "greedy generation"}  # both branches exercised
+
+
+def test_stepwise_scores_match_batched_scores_within_the_measured_tolerance(gemma):
+    """Generation's path (one-token decodes) and one batched pass differ only in the last
+    digits: docs/numerics.md records the measured differences and this bound."""
+    case = make_case("cat", 12, 0.5, 0)
+    prompt = np.asarray([gemma.info.bos_id] + gemma.tokenize(case.prompt), dtype=np.int32)
+    answer = np.asarray(gemma.tokenize(case.answer), dtype=np.int32)
+    stepwise = gemma.score_stepwise(prompt, answer, top_k=5, temperatures=(1.0,))
+    batched = gemma.score(np.concatenate([prompt, answer[:-1]]), np.arange(len(prompt) - 1, len(prompt) - 1 + len(answer)), answer, top_k=5, temperatures=(1.0,))
+    np.testing.assert_allclose(stepwise.logprob, batched.logprob, atol=STEPWISE_VS_BATCH_ATOL)
 
 
 def test_retrieval_end_to_end_and_probe_report(tmp_path):
@@ -99,12 +123,26 @@ def test_retrieval_end_to_end_and_probe_report(tmp_path):
     assert "## Context gain and LongPPL" in markdown and "## Line retrieval" in markdown
 
 
+def test_retrieval_sized_in_tokens(gemma, tmp_path):
+    proc = run_cli("retrieval", "--tokens", "300,600", "--depths", "0.5", "--samples", "1", "--quiet", "--out", str(tmp_path / "rt"))
+    assert proc.returncode == 0, proc.stderr
+    cells = json.loads((tmp_path / "rt" / "results.json").read_text())["cells"]
+    assert [c["tokens_target"] for c in cells] == [300, 600]
+    chosen = json.loads((tmp_path / "rt" / "manifest.json").read_text())["lines_for_tokens"]["gemma-3-270m"]
+    for c in cells:
+        lines = chosen[str(c["tokens_target"])]
+        assert c["lines"] == lines and c["mean_prompt_tokens"] <= c["tokens_target"]
+        one_more = 1 + len(gemma.tokenize(make_case("cat", lines + 1, 0.5, 0).prompt))
+        assert one_more > c["tokens_target"]
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
         (["retrieval", "--depths", "0,1.5"], "--depths must be numbers between 0 and 1"),
         (["retrieval", "--lines", "2"], "--lines must be integers of at least 4"),
         (["retrieval", "--variant", "dog"], "unknown --variant"),
+        (["retrieval", "--tokens", "50"], "--tokens 50 is too small"),
         (["context-gain", "demo", "--short", "0"], "--short must be a positive integer"),
         (["context-gain", "demo", "--window", "40000"], "training context"),
         (["probe-report", "."], "not a ctxeval run directory"),

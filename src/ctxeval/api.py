@@ -66,6 +66,8 @@ def sweep(
     lengths = tuple(sorted(set(int(x) for x in lengths)))
     if not lengths:
         raise UserError("--lengths must name at least one context length")
+    if lengths[0] < 1:
+        raise UserError(f"--lengths must be positive integers, got {lengths[0]}")
     _check_common(top_k, temperatures, metrics)
     _check_backend_options(models, device, dtype)
     if repeats < 1:
@@ -252,7 +254,7 @@ def context_gain(
 
 def retrieval(
     variant: str = "cat",
-    lines: Sequence[int] = (20, 50, 100),
+    lines: Sequence[int] | None = (20, 50, 100),
     depths: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0),
     samples: int = 3,
     models: Sequence[str] = (DEFAULT_MODEL,),
@@ -260,23 +262,32 @@ def retrieval(
     out: str | Path | None = None,
     progress: bool = False,
     n_threads: int | None = None,
+    tokens: Sequence[int] | None = None,
 ) -> RetrievalResult:
     """Line retrieval (paper 002 appendix A.2 `cat`, or LongChat's `register`): records of `lines`
-    key-value lines, the queried line at each depth, `samples` seeded records per cell; greedy exact
-    match and the rank of the right answer, per (lines, depth)."""
+    key-value lines (or, with `tokens`, of as many lines as fit each model's prompt of that many
+    tokens), the queried line at each depth, `samples` seeded records per cell; greedy exact
+    match (what greedy generation produces) and the rank of the right answer, per cell."""
     if variant not in VARIANTS:
         raise UserError(f"unknown --variant {variant!r}; choose one of {', '.join(VARIANTS)}")
-    lines = tuple(sorted(set(int(n) for n in lines)))
+    if tokens:
+        token_targets = tuple(sorted(set(int(t) for t in tokens)))
+        if min(token_targets) < 1:
+            raise UserError("--tokens must be positive integers")
+        lines = ()
+    else:
+        token_targets = ()
+        lines = tuple(sorted(set(int(n) for n in lines or ())))
+        if not lines or min(lines) < N_EXAMPLES + 1:
+            raise UserError(f"--lines must be integers of at least {N_EXAMPLES + 1}")
     depths = tuple(sorted(set(float(d) for d in depths)))
-    if not lines or min(lines) < N_EXAMPLES + 1:
-        raise UserError(f"--lines must be integers of at least {N_EXAMPLES + 1}")
     if not depths or min(depths) < 0 or max(depths) > 1:
         raise UserError("--depths must be numbers between 0 and 1")
     if samples < 1:
         raise UserError(f"--samples must be a positive integer, got {samples}")
     if not models:
         raise UserError("no --model given")
-    config = RetrievalConfig(variant, lines, depths, samples, seed, tuple(dict.fromkeys(models)))
+    config = RetrievalConfig(variant, lines, depths, samples, seed, tuple(dict.fromkeys(models)), tokens=token_targets)
     run_dir = Path(out) if out is not None else Path("runs") / f"retrieval-{config.run_id()[:8]}"
     return run_retrieval(config, run_dir, progress, n_threads)
 

@@ -301,6 +301,7 @@ def context_gain(
 def retrieval(
     variant: Annotated[str, typer.Option("--variant", help="cat: 'A person named <key> has a cat. His cat's name is <value>.' with 3 in-context examples (paper 002, A.2); register: LongChat's 'line <key>: REGISTER_CONTENT is <value>'.")] = "cat",
     lines: Annotated[str, typer.Option("--lines", help="Comma-separated numbers of record lines (about 25 tokens per cat line, 22 per register line with Gemma).")] = "20,50,100",
+    tokens: Annotated[Optional[str], typer.Option("--tokens", help="Comma-separated prompt sizes in tokens (e.g. 1024,2048,4096), instead of --lines: each model gets the most lines that fit.")] = None,
     depths: Annotated[str, typer.Option("--depths", help="Comma-separated depths in [0, 1] of the queried line within the record.")] = "0,0.25,0.5,0.75,1",
     samples: Annotated[int, typer.Option("--samples", help="Seeded records per (lines, depth) cell.")] = 3,
     model: Annotated[Optional[list[str]], typer.Option("--model", help=f"Model(s): {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat for several.")] = None,
@@ -313,7 +314,7 @@ def retrieval(
     per (lines x depth), with heatmaps. Keys and values are made-up words and numbers, seen only in their line."""
     result = api.retrieval(
         variant, _ints(lines, "--lines"), _floats(depths, "--depths"), samples, model or [DEFAULT_MODEL], seed, out,
-        progress=not quiet, n_threads=threads,
+        progress=not quiet, n_threads=threads, tokens=_ints(tokens, "--tokens") if tokens else None,
     )
     if not quiet:
         typer.echo((result.run_dir / "results.md").read_text())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import platform
 import signal
 import time
@@ -35,6 +36,9 @@ from ctxeval.windows import Pass
 MANIFEST_FILE = "manifest.json"
 _FLUSH_SECONDS = 2.0
 _MAX_BATCH_PASSES = 64
+# Tests set this to interrupt a run deterministically: after that many passes are scored and
+# flushed, the process sends itself SIGTERM, exactly as `kill` would (no race with the clock).
+STOP_AFTER_PASSES_ENV = "CTXEVAL_TEST_STOP_AFTER_PASSES"
 
 # A planner turns the models and the texts as tokenized by each ([model][text]) into passes
 # ([model][text][pass]) and facts about the plan for the manifest.
@@ -91,6 +95,8 @@ def execute(
     total = sum(p.n_targets for per_model in plan for per_text in per_model for p in per_text)
     already = _count_done_targets(plan, done)
     failures: list[dict] = []
+    stop_after = int(os.environ.get(STOP_AFTER_PASSES_ENV, "0")) or None
+    scored_now = 0
     with terminate_as_interrupt(), progress_bar(progress, total, already) as advance:
         pass_index = 0
         for scorer, per_model, token_texts in zip(scorers, plan, tokenized):
@@ -110,9 +116,12 @@ def execute(
                     else:
                         _append_rows(scorer, config, tt, p, index, result, pending)
                     advance(p.n_targets, f"{scorer.info.name} · {tt.text.text_id} · {p.window_id}")
-                    if time.monotonic() - last_flush > _FLUSH_SECONDS:
+                    scored_now += 1
+                    if time.monotonic() - last_flush > _FLUSH_SECONDS or scored_now == stop_after:
                         _flush(writer, pending)
                         last_flush = time.monotonic()
+                    if scored_now == stop_after:
+                        signal.raise_signal(signal.SIGTERM)
             finally:
                 _flush(writer, pending)
                 _record_usage(manifest, scorers, (previous or {}).get("api_usage_total", {}))

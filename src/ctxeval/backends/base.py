@@ -71,3 +71,10 @@ class Generator(Protocol):
     """A scorer that can also continue a token sequence greedily (Capabilities.generation)."""
 
     def generate(self, input_ids: np.ndarray, max_new_tokens: int) -> list[int]: ...
+
+    def score_stepwise(
+        self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...]
+    ) -> BlockScores:
+        """Teacher-forced scores of a continuation computed on generation's own kernel path
+        (one token per step), so a greedy chain read from them is what `generate` produces."""
+        ...

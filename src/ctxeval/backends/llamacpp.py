@@ -13,7 +13,7 @@ import ctypes
 import hashlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -173,21 +173,52 @@ class LlamaCppScorer:
         """
         if max_new_tokens < 1:
             return []
-        self.prepare(len(input_ids) + max_new_tokens)
-        self._lib.llama_memory_clear(self._lib.llama_get_memory(self._ctx.ctx), True)
+        feed = self._step_decoder(len(input_ids) + max_new_tokens)
+        logits = feed(np.asarray(input_ids))
         generated: list[int] = []
-        pending, position = np.asarray(input_ids), 0
         while True:
-            wanted = np.zeros(len(pending), dtype=np.int8)
-            wanted[-1] = 1
-            for _ in self._decode(pending, wanted, position):
-                pass
-            position += len(pending)
-            token = int(np.argmax(self._logits(1)[0]))
+            token = int(np.argmax(logits[0]))
             generated.append(token)
             if len(generated) >= max_new_tokens or self._lib.llama_vocab_is_eog(self._vocab, token):
                 return generated
-            pending = np.asarray([token])
+            logits = feed(np.asarray([token]))
+
+    def score_stepwise(
+        self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...]
+    ) -> BlockScores:
+        """Teacher-forced scores of `continuation_ids` after `prompt_ids`, computed exactly as
+        `generate` computes: the prompt in batches with logits at its last token, then one token
+        per decode. While every greedy token equals the continuation, generation performs these
+        very computations, so its output is known without running it. `score` (one batched
+        pass) takes other kernel paths and can flip near-tied argmaxes (docs/numerics.md).
+        """
+        continuation_ids = np.asarray(continuation_ids)
+        feed = self._step_decoder(len(prompt_ids) + len(continuation_ids))
+        logits = feed(np.asarray(prompt_ids))
+        parts: list[BlockScores] = []
+        for i, target in enumerate(continuation_ids):
+            parts.append(score_block(logits, continuation_ids[i : i + 1], top_k, temperatures))
+            if i + 1 < len(continuation_ids):
+                logits = feed(np.asarray([target]))
+        return BlockScores.concat(parts)
+
+    def _step_decoder(self, max_len: int) -> Callable[[np.ndarray], np.ndarray]:
+        """A fresh sequence; `feed(tokens)` decodes them after what was fed before and returns
+        the logits row of the last one (a view of llama.cpp's buffer, valid until the next feed)."""
+        self.prepare(max_len)
+        self._lib.llama_memory_clear(self._lib.llama_get_memory(self._ctx.ctx), True)
+        position = 0
+
+        def feed(tokens: np.ndarray) -> np.ndarray:
+            nonlocal position
+            wanted = np.zeros(len(tokens), dtype=np.int8)
+            wanted[-1] = 1
+            for _ in self._decode(tokens, wanted, position):
+                pass
+            position += len(tokens)
+            return self._logits(1)
+
+        return feed
 
     def _decode(self, tokens: np.ndarray, wanted: np.ndarray, first_position: int) -> Iterator[int]:
         """Decode `tokens` at positions from `first_position` in batches of `n_batch`, logits

@@ -1,11 +1,15 @@
 """Score line-retrieval cases on a model: greedy exact match and the rank of the right value.
 
-Each case costs one forward pass over prompt + reference answer, with logits only at the
-answer's tokens: their log-probabilities and full-vocabulary ranks (teacher forcing), and the
-greedy token at each step. When the greedy token equals the reference at every step of the
-value and its terminator, greedy generation provably produces the value, so no generation is
-needed; otherwise the model generates greedily (backends with `generate`) and the value is
-extracted from its text. The rank view works even when a tiny model never gets the value right.
+Accuracy is what real greedy generation produces. On a backend that generates (llama.cpp),
+the reference answer is scored teacher-forced *on generation's own kernel path*: the prompt in
+one batched decode, then one token per decode (`score_stepwise`). While every greedy token
+equals the reference, generation performs exactly these computations, so the value is produced
+and no generation is run; otherwise the model generates greedily and the value is extracted
+from its text. A shortcut through one batched pass over prompt + answer is *not* taken: batched
+and one-token decodes use different kernels, their logits differ in the last digits, and near
+ties flip (measured in docs/numerics.md). Backends without generation fall back to the batched
+greedy chain; such cases say so in `accuracy_method`, with the smallest top-1 margin recorded.
+The rank view works even when a tiny model never gets the value right.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ctxeval.backends.base import Scorer
+from ctxeval.backends.logits import BlockScores
 from ctxeval.errors import UserError
 from ctxeval.probes.retrieval_data import RetrievalCase
 
@@ -35,7 +40,8 @@ class CaseResult:
     prompt_tokens: int
     correct: bool
     prediction: str
-    accuracy_method: str  # "teacher-forced greedy chain", "greedy generation"
+    accuracy_method: str  # "generation path", "greedy generation", "batched greedy chain (no generation)"
+    min_margin: float  # smallest top-1 minus runner-up log-probability over the answer's tokens
     first_rank: int  # rank of the answer's first token (full vocabulary)
     value_logprob: float  # sum of log-probabilities of the answer tokens that cover the value
     value_tokens: int
@@ -56,29 +62,39 @@ def score_case(scorer: Scorer, case: RetrievalCase) -> CaseResult:
     n_input = len(bos) + len(prompt_ids) + len(answer_ids)
     if n_input > info.n_ctx_train:
         raise UserError(f"a {case.n_lines}-line record needs {n_input} tokens, beyond {info.name}'s training context of {info.n_ctx_train}")
-    input_ids = np.asarray(bos + prompt_ids + answer_ids[:-1], dtype=np.int32)
-    first = len(bos) + len(prompt_ids) - 1
-    positions = np.arange(first, first + len(answer_ids))
-    scores = scorer.score(input_ids, positions, np.asarray(answer_ids, dtype=np.int32), top_k=1, temperatures=(1.0,))
+    prompt = np.asarray(bos + prompt_ids, dtype=np.int32)
+    answer = np.asarray(answer_ids, dtype=np.int32)
+    can_generate = scorer.capabilities.generation
+    if can_generate:
+        scores = scorer.score_stepwise(prompt, answer, top_k=2, temperatures=(1.0,))
+    else:
+        input_ids = np.concatenate([prompt, answer[:-1]])
+        positions = np.arange(len(prompt) - 1, len(prompt) - 1 + len(answer))
+        scores = scorer.score(input_ids, positions, answer, top_k=2, temperatures=(1.0,))
     covers_value = _covers(scorer, answer_ids, case.answer, case.value)
-    chain_ok = bool(np.all(scores.greedy_id == np.asarray(answer_ids)))
-    if chain_ok:
-        correct, prediction, method = True, case.value, "teacher-forced greedy chain"
-    elif scorer.capabilities.generation:
-        prompt = np.asarray(bos + prompt_ids, dtype=np.int32)
+    chain_ok = bool(np.all(scores.greedy_id == answer))
+    if can_generate and chain_ok:
+        correct, prediction, method = True, case.value, "generation path"
+    elif can_generate:
         generated = scorer.generate(prompt, len(answer_ids) + _EXTRA_TOKENS)
         text = b"".join(scorer.token_bytes(t) for t in generated).decode("utf-8", errors="replace")
         prediction = extract_value(case.variant, text)
         correct, method = prediction == case.value, "greedy generation"
     else:
-        correct, prediction, method = False, "", "teacher-forced greedy chain"
+        correct, method = chain_ok, "batched greedy chain (no generation)"
+        prediction = case.value if chain_ok else ""
     return CaseResult(
         model=info.name, variant=case.variant, lines=case.n_lines, depth=case.depth, sample=case.sample,
         char_depth=round(case.char_depth, 6), prompt_tokens=len(bos) + len(prompt_ids), correct=correct,
-        prediction=prediction, accuracy_method=method, first_rank=int(scores.rank[0]),
+        prediction=prediction, accuracy_method=method, min_margin=round(_min_margin(scores), 6), first_rank=int(scores.rank[0]),
         value_logprob=float(scores.logprob[covers_value].sum()), value_tokens=int(covers_value.sum()),
         answer_ranks=[int(r) for r in scores.rank],
     )
+
+
+def _min_margin(scores: BlockScores) -> float:
+    """How far the closest runner-up was from the top token at any answer step (nats)."""
+    return float(np.min(scores.topk_logprobs[:, 0].astype(np.float64) - scores.topk_logprobs[:, 1]))
 
 
 def extract_value(variant: str, text: str) -> str:

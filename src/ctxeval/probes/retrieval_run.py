@@ -20,10 +20,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ctxeval.backends.base import Scorer  # noqa: E402
 from ctxeval.backends.registry import load_scorer  # noqa: E402
 from ctxeval.errors import UserError  # noqa: E402
 from ctxeval.probes.retrieval import score_case  # noqa: E402
-from ctxeval.probes.retrieval_data import make_case  # noqa: E402
+from ctxeval.probes.retrieval_data import N_EXAMPLES, make_case  # noqa: E402
 from ctxeval.report.outputs import json_rows, read_manifest  # noqa: E402
 from ctxeval.run import model_entries, progress_bar, terminate_as_interrupt, versions, write_manifest  # noqa: E402
 
@@ -38,11 +39,15 @@ class RetrievalConfig:
     """Everything that decides which cases are scored."""
 
     variant: str
-    lines: tuple[int, ...]
+    lines: tuple[int, ...]  # record sizes in lines, or () when `tokens` sets them per model
     depths: tuple[float, ...]
     samples: int
     seed: int
     models: tuple[str, ...]
+    # 2: accuracy from generation's own kernel path (the batched teacher-forced shortcut of
+    # protocol 1 could disagree with real generation on some CPUs)
+    protocol: int = 2
+    tokens: tuple[int, ...] = ()  # prompt sizes in tokens (NIAH/RULER style), lines chosen per model
 
     def run_id(self) -> str:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
@@ -62,29 +67,31 @@ def run_retrieval(config: RetrievalConfig, run_dir: Path, progress: bool = True,
     previous = read_manifest(run_dir) if manifest_path.exists() else None
     if previous is not None and previous.get("run_id") != config.run_id():
         raise UserError(f"{run_dir} holds a run with a different configuration; choose another --out or remove it")
-    grid = [(n, d, s) for n in config.lines for d in config.depths for s in range(config.samples)]
     done = _done_cases(run_dir / CASES_FILE)
     if previous is None or previous.get("status") != "complete":
         scorers = [load_scorer(spec, n_threads=n_threads) for spec in config.models]
+        sizes = {s.info.name: record_sizes(s, config) for s in scorers}
+        grids = {name: [(t, n, d, k) for t, n in size for d in config.depths for k in range(config.samples)] for name, size in sizes.items()}
         run_dir.mkdir(parents=True, exist_ok=True)
         manifest = {
             "ctxeval_manifest": 1, "command": "retrieval", "run_id": config.run_id(), "status": "running",
             "config": asdict(config),
             "models": model_entries(scorers),
+            "lines_for_tokens": {name: {str(t): n for t, n in size} for name, size in sizes.items()} if config.tokens else None,
             "versions": versions(),
         }
         write_manifest(manifest_path, manifest)
-        total = len(grid) * len(scorers)
-        already = sum((s.info.name, n, d, k) in done for s in scorers for n, d, k in grid)
+        total = sum(len(grid) for grid in grids.values())
+        already = sum((name, n, d, k) in done for name, grid in grids.items() for _, n, d, k in grid)
         started = time.time()
         with terminate_as_interrupt(), progress_bar(progress, total, already, unit="cases") as advance, (run_dir / CASES_FILE).open("a") as sink:
             for scorer in scorers:
                 try:
-                    for n, d, k in grid:
+                    for t, n, d, k in grids[scorer.info.name]:
                         if (scorer.info.name, n, d, k) in done:
                             continue
                         result = score_case(scorer, make_case(config.variant, n, d, k, config.seed))
-                        sink.write(json.dumps(result.to_row()) + "\n")
+                        sink.write(json.dumps({**result.to_row(), "tokens_target": t}) + "\n")
                         sink.flush()
                         advance(1, f"{scorer.info.name} · {n} lines · depth {d:g}")
                 finally:
@@ -95,8 +102,41 @@ def run_retrieval(config: RetrievalConfig, run_dir: Path, progress: bool = True,
     return write_results(run_dir, config)
 
 
+def record_sizes(scorer: Scorer, config: RetrievalConfig) -> list[tuple[int | None, int]]:
+    """(token target, lines) per record size: `--lines` as given, or for each `--tokens` target
+    the most lines whose prompt (BOS included) fits in that many of this model's tokens."""
+    if not config.tokens:
+        return [(None, n) for n in config.lines]
+    sizes = [(t, lines_for_tokens(scorer, config.variant, t, config.seed)) for t in config.tokens]
+    lines = [n for _, n in sizes]
+    if len(set(lines)) < len(lines):
+        raise UserError(f"--tokens {','.join(map(str, config.tokens))} give records of {lines} lines for {scorer.info.name}: choose targets further apart")
+    return sizes
+
+
+def lines_for_tokens(scorer: Scorer, variant: str, target: int, seed: int) -> int:
+    """The largest line count whose mid-depth record prompt has at most `target` tokens.
+
+    Prompt length grows with the line count (each line adds 15-25 tokens), so a doubling
+    search then a bisection finds it in about 2 log2(lines) tokenizations."""
+
+    def size(n: int) -> int:
+        return int(scorer.info.uses_bos) + len(scorer.tokenize(make_case(variant, n, 0.5, 0, seed).prompt))
+
+    low = N_EXAMPLES + 1
+    if size(low) > target:
+        raise UserError(f"--tokens {target} is too small: the smallest {variant} record ({low} lines) has {size(low)} tokens for {scorer.info.name}")
+    high = 2 * low
+    while size(high) <= target:
+        low, high = high, 2 * high
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if size(middle) <= target else (low, middle)
+    return low
+
+
 def write_results(run_dir: Path, config: RetrievalConfig) -> RetrievalResult:
-    """results.json (per model and (lines, depth): accuracy, mean_rank, n, ...), results.md, heatmap."""
+    """results.json (per model and (lines or token target, depth): accuracy, mean_rank, n, ...), results.md, heatmap."""
     cases = pd.DataFrame(_load_cases(run_dir / CASES_FILE))
     cells = cell_table(cases)
     models = list(dict.fromkeys(cases["model"]))
@@ -109,6 +149,8 @@ def write_results(run_dir: Path, config: RetrievalConfig) -> RetrievalResult:
             "accuracy": "share of cases whose greedy answer equals the value exactly",
             "mean_rank": "mean full-vocabulary rank of the answer's first token after the prompt (1 = the model's top choice)",
             "mean_value_logprob": "mean over cases of the summed log-probability of the value's tokens (teacher forcing)",
+            "generated": "cases whose accuracy needed real greedy generation (the answer left generation's greedy chain)",
+            "tokens_target": "with --tokens: the prompt size asked for; lines is the most lines that fit it for this model",
         },
     }
     (run_dir / RESULTS_JSON).write_text(json.dumps(payload, indent=2))
@@ -118,8 +160,9 @@ def write_results(run_dir: Path, config: RetrievalConfig) -> RetrievalResult:
 
 
 def cell_table(cases: pd.DataFrame) -> pd.DataFrame:
-    """Aggregate cases per (model, lines, depth)."""
-    grouped = cases.groupby(["model", "lines", "depth"], sort=True)
+    """Aggregate cases per (model, lines, depth), or per (model, token target, lines, depth)."""
+    keys = ["model", "tokens_target", "lines", "depth"] if cases["tokens_target"].notna().any() else ["model", "lines", "depth"]
+    grouped = cases.groupby(keys, sort=True)
     cells = grouped.agg(
         n=("correct", "size"),
         accuracy=("correct", "mean"),
@@ -129,6 +172,7 @@ def cell_table(cases: pd.DataFrame) -> pd.DataFrame:
         mean_value_logprob=("value_logprob", "mean"),
         mean_prompt_tokens=("prompt_tokens", "mean"),
         mean_char_depth=("char_depth", "mean"),
+        generated=("accuracy_method", lambda m: int((m == "greedy generation").sum())),
     ).reset_index()
     return cells
 
@@ -143,12 +187,13 @@ def plot_heatmaps(cells: pd.DataFrame, path: Path) -> None:
             (row[0], "accuracy", "accuracy (greedy exact match)", "viridis", lambda x: x),
             (row[1], "mean_rank", "log2 mean rank of the answer", "magma_r", np.log2),
         ):
-            pivot = part.pivot(index="depth", columns="lines", values=column).sort_index()
+            size = "tokens_target" if "tokens_target" in part else "lines"
+            pivot = part.pivot(index="depth", columns=size, values=column).sort_index()
             values = transform(pivot.to_numpy(dtype=float))
             image = ax.imshow(values, aspect="auto", cmap=cmap, origin="lower", vmin=0 if column == "accuracy" else None, vmax=1 if column == "accuracy" else None)
             ax.set_xticks(range(len(pivot.columns)), [str(c) for c in pivot.columns])
             ax.set_yticks(range(len(pivot.index)), [f"{d:g}" for d in pivot.index])
-            ax.set_xlabel("lines in the record")
+            ax.set_xlabel("prompt tokens (target)" if size == "tokens_target" else "lines in the record")
             ax.set_ylabel("depth of the queried line")
             ax.set_title(f"{model}: {title}")
             for (i, j), v in np.ndenumerate(pivot.to_numpy(dtype=float)):
@@ -168,7 +213,7 @@ def _load_cases(path: Path) -> list[dict]:
     if raw and not raw.endswith(b"\n"):
         raw = raw[: raw.rfind(b"\n") + 1]
         path.write_bytes(raw)
-    return [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+    return [{"tokens_target": None, **json.loads(line)} for line in raw.decode("utf-8").splitlines() if line.strip()]
 
 
 def _done_cases(path: Path) -> set[tuple[str, int, float, int]]:

