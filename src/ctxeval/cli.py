@@ -383,12 +383,14 @@ def judge(
     cache: CacheOpt = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Judge answer length (L-Eval: 2048).")] = 2048,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Judge only the first N paired questions.")] = None,
+    questions: Annotated[str, typer.Option("--questions", help="Rows judged: auto (L-Eval's set for the judge: turbo for GPT-3.5, else gpt4), gpt4 (96 'LLM' rows), turbo (181 'LLM' and 'human' rows) or file (as L-Eval's llm_eval.py reads the file).")] = "auto",
     out: Annotated[Path, typer.Option("--out", help="Directory for judge.json and judge.md.")] = Path("runs/judge"),
 ) -> None:
     """Pairwise LLM judge (L-Eval's prompt, both answer orders): win rate of a model's answers over a base model's."""
     from ctxeval.judge import run_judge_cli
 
-    typer.echo(run_judge_cli(predictions, base_predictions, judge_model, OpenAIOptions(base_url, api_key_env, concurrency=concurrency, cache=_cache_path(cache)), max_tokens, limit, out))
+    options = OpenAIOptions(base_url, api_key_env, concurrency=concurrency, cache=_cache_path(cache))
+    typer.echo(run_judge_cli(predictions, base_predictions, judge_model, options, max_tokens, limit, out, questions))
 
 
 @app.command("meta-eval")
