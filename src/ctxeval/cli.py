@@ -344,13 +344,14 @@ def models() -> None:
 def leval(
     predictions: Annotated[Path, typer.Option("--predictions", help="A prediction file or a folder of <model>/<task>.pred.jsonl (L-Eval layout).")],
     out: Annotated[Path, typer.Option("--out", help="Where to write scores.json and scores.md.")] = Path("runs/leval"),
-    variant: Annotated[str, typer.Option("--variant", help="leval: L-Eval's F1 and rouge-score ROUGE; longbench: LongBench's (rouge package, jieba for Chinese).")] = "leval",
+    variant: Annotated[str, typer.Option("--variant", help="leval: L-Eval's F1 and rouge-score ROUGE; longbench: LongBench's (rouge package; jieba for Chinese with --tokenize unicode).")] = "leval",
+    tokenize: Annotated[str, typer.Option("--tokenize", help="plain: every row by the variant's English tokenizer, as L-Eval's f1.py/rouge.py (reproduces its numbers); unicode: rows mainly in Chinese or another non-Latin script by characters/Unicode words (leval) or jieba (longbench).")] = "plain",
     quiet: QuietOpt = False,
 ) -> None:
     """L-Eval metrics of model answers: exact match (exam tasks), F1 or ROUGE-1/2/L, and ΔL."""
     from ctxeval.leval.report import SCORES_JSON, SCORES_MD, markdown, run_leval
 
-    result = run_leval(predictions, out, variant, progress=not quiet)
+    result = run_leval(predictions, out, variant, progress=not quiet, tokenize=tokenize)
     if not quiet:
         typer.echo(markdown(result))
     for note in result.notes():

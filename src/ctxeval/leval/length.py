@@ -50,6 +50,7 @@ def leval_prompt(document: str, instruction: str, reference: str | None, style: 
     return SYSTEM_PROMPT + f"Document is as follows. {document} Instruction: {instruction} Output: "
 
 
-def length_difference(output: str, references: Sequence[str]) -> float:
-    """ΔL of one answer: its words minus the reference's words (mean over several references)."""
-    return word_count(output) - sum(word_count(r) for r in references) / len(references)
+def length_difference(output: str, references: Sequence[str], tokenize: str = "plain") -> float:
+    """ΔL of one answer: its words minus the reference's words (mean over several references),
+    counted as `metrics.ngram.word_count` does for the tokenisation."""
+    return word_count(output, tokenize) - sum(word_count(r, tokenize) for r in references) / len(references)
