@@ -151,6 +151,9 @@ def test_length_instruction_wordings():
     ref = "The staff are friendly and exceptional."
     assert length_instruction(ref) == "The suggested output length is around 6 words."
     assert add_length_instruction("Summarize.", ref, "answer-with") == "Summarize. \nAnswer this question with 6 words."
+    # the paper's wording (L-Eval Section 4.1: "We need a 50-word summary")
+    assert add_length_instruction("Summarize.", ref, "paper") == "Summarize. We need a 6-word summary."
+    assert leval_prompt("DOC", "Summarize.", ref, "paper").endswith("Instruction: Summarize. We need a 6-word summary. Output: ")
     prompt = leval_prompt("DOC", "Summarize.", ref)
     assert prompt.endswith("Document is as follows. DOC Instruction: Summarize. The suggested output length is around 6 words. Output: ")
     assert leval_prompt("DOC", "Q?", None, None).endswith("Instruction: Q? Output: ")
