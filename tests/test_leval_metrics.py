@@ -198,8 +198,10 @@ def test_choice_reference():
     "prediction,reference,expected",
     [
         ("AC", "AC", 1.0),
-        ("A", "AC", 0.25),  # partial credit: a strict subset of the correct options
+        ("A", "AC", 0.25),  # partial credit: the prediction's letters are a subset of the reference's
         ("AB", "AC", 0.0),
+        ("AB", "BA", 0.25),  # em.py compares strings first, then letter sets: same set, other order
+        ("", "AC", 0.25),  # em.py alone: the empty set is a subset (the task rules never pass "" on)
         ("None", "A", 0.0),
         ("18", "18", 1.0),
         ("18.0", "18", 1.0),  # numbers compared as numbers
@@ -242,6 +244,12 @@ def test_topic_retrieval_averages_the_three_positions():
     # first topic 3/3, second 2/3, third 2/3 -> mean of the three group scores
     got = exam.exam_score("topic_retrieval_longchat", outs, refs, list(range(9)))
     assert got == pytest.approx((100 + 200 / 3 + 200 / 3) / 3)
+
+
+def test_empty_choice_output_scores_zero_through_the_task_rules():
+    # auto_eval.py (since 2024-07-09) maps an empty or blank output to "None" before em.py: 0, not 0.25
+    assert exam.exam_score("quality", ["", " \n"], ["B", "(C) text"], [0, 1]) == 0.0
+    assert exam.exam_score("coursera", [""], ["AC"], [0]) == 0.0
 
 
 def test_exam_dispatch_by_task_name():
