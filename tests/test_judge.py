@@ -7,11 +7,12 @@ import json
 
 import pytest
 
-from ctxeval.judge import SYSTEM_PROMPT, parse_verdict, read_predictions
+from ctxeval.judge import SYSTEM_PROMPT, leval_question_set, parse_verdict, read_predictions, run_judge, select_questions
 from tests.conftest import SHARED_DATA, run_cli
 from tests.servers.scripted import ScriptedServer
 
 LEVAL = SHARED_DATA / "leval" / "predictions" / "llm_gpt4_eval"
+HUMAN = SHARED_DATA / "leval" / "predictions" / "human_eval"
 
 
 def _chat(text: str) -> dict:
@@ -62,5 +63,72 @@ def test_judge_cli_exact_win_rate(tmp_path):
         assert "[The Start of Assistant B's Answer]\nCara is being followed" in second["messages"][1]["content"]
         assert first["temperature"] == 0
         assert "| both orders | 8 | 3 | 1 | 2 | 2 | 0.6667 |" in (tmp_path / "judge.md").read_text()
+    finally:
+        server.close()
+
+
+# ---------------------------------------------------------------- question sets
+
+
+class _AlwaysA:
+    """A judge that always prefers assistant A: the judged model wins exactly its model-first verdicts."""
+
+    def chat(self, messages: list[dict[str, str]]) -> str:
+        return "[[A]]"
+
+
+def test_question_set_follows_the_judge():
+    assert leval_question_set("openai:gpt-4") == "gpt4" and leval_question_set("openai:gpt-4-turbo") == "gpt4"
+    assert leval_question_set("openai:gpt-3.5-turbo-0613") == "turbo" and leval_question_set("gpt-35-turbo") == "turbo"
+    assert leval_question_set("openai:local-judge") == "gpt4"  # L-Eval's default judge
+
+
+def test_select_questions_by_evaluation():
+    rows = [{"evaluation": e, "i": i} for i, e in enumerate(["LLM", "human", "f1", "LLM", "rouge"])] + [{"i": 5}]
+    assert [r["i"] for r in select_questions(rows, "gpt4")] == [0, 3, 5]
+    assert [r["i"] for r in select_questions(rows, "turbo")] == [0, 1, 3, 5]
+    # llm_eval.py keeps only the f1/rouge rows of a file that has some, else every row
+    assert [r["i"] for r in select_questions(rows, "file")] == [2, 4, 5]
+    assert [r["i"] for r in select_questions(rows[:2], "file")] == [0, 1]
+
+
+def _concat(paths: list, target):
+    target.write_text("".join(p.read_text(encoding="utf-8") for p in paths), encoding="utf-8")
+    return target
+
+
+@pytest.mark.skipif(not HUMAN.exists(), reason="shared L-Eval predictions not present")
+def test_gpt35_judge_sees_181_questions_gpt4_judge_96(tmp_path):
+    # L-Eval's llm_turbo_eval file of a model = its 96 LLM rows + its 85 human rows
+    files = {m: _concat([LEVAL / f"{m}.pred.jsonl", HUMAN / f"{m}.pred.jsonl"], tmp_path / f"{m}.pred.jsonl")
+             for m in ("claude-100k", "turbo-16k-0613")}
+    _, model_rows = read_predictions(files["claude-100k"])
+    _, base_rows = read_predictions(files["turbo-16k-0613"])
+    base_keys = {(r["query"], str(r["gt"])) for r in base_rows}
+    for judge_name, kinds in (("openai:gpt-3.5-turbo", {"LLM", "human"}), ("openai:gpt-4", {"LLM"})):
+        expected = sum(1 for r in model_rows if r["evaluation"] in kinds and (r["query"], str(r["gt"])) in base_keys)
+        report = run_judge(_AlwaysA(), judge_name, files["claude-100k"], files["turbo-16k-0613"], tmp_path / judge_name, concurrency=1)
+        totals = report["totals"]
+        assert report["questions"] == ("turbo" if "3.5" in judge_name else "gpt4")
+        assert totals["verdicts"] == 2 * expected and (totals["win"], totals["loss"]) == (expected, expected)
+        assert expected == (181 if "3.5" in judge_name else 96)
+
+
+@pytest.mark.skipif(not HUMAN.exists(), reason="shared L-Eval predictions not present")
+def test_judge_cli_question_flag(tmp_path):
+    human, base = HUMAN / "claude-100k.pred.jsonl", HUMAN / "turbo-16k-0613.pred.jsonl"
+    # the human-evaluation rows are not in the GPT-4 judge's set: one clear error line
+    result = run_cli("judge", str(human), str(base), "--judge-model", "openai:gpt-4", "--cache", "none", "--out", str(tmp_path))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "no row of question set gpt4" in result.stderr
+    result = run_cli("judge", str(human), str(base), "--questions", "all", "--out", str(tmp_path))
+    assert result.returncode == 2 and "--questions must be one of auto, gpt4, turbo, file" in result.stderr
+    server = ScriptedServer({"/v1/chat/completions": [_chat("[[A]]"), _chat("[[A]]")]})
+    try:
+        result = run_cli("judge", str(human), str(base), "--judge-model", "openai:gpt-3.5-turbo", "--base-url", server.url,
+                         "--concurrency", "1", "--cache", "none", "--limit", "1", "--out", str(tmp_path))
+        assert result.returncode == 0, result.stderr
+        report = json.loads((tmp_path / "judge.json").read_text())
+        assert report["questions"] == "turbo" and report["totals"]["verdicts"] == 2
+        assert "Questions: turbo (evaluation LLM or human), 1 judged." in (tmp_path / "judge.md").read_text()
     finally:
         server.close()

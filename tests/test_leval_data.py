@@ -16,9 +16,10 @@ from scipy import stats
 
 from ctxeval.leval.corr import correlate
 from ctxeval.leval.files import model_and_task, read_predictions, read_task
-from ctxeval.leval.length import LENGTH_STYLES, leval_prompt, length_instruction
+from ctxeval.leval.length import LENGTH_STYLES, leval_prompt, length_difference, length_instruction
 from ctxeval.errors import UserError
 from ctxeval.leval.score import score_file, score_predictions
+from ctxeval.metrics import ngram
 from tests.conftest import SHARED_DATA, run_cli
 
 PRED = SHARED_DATA / "leval" / "predictions"
@@ -109,6 +110,29 @@ def test_f1_task_equals_plain_implementation(model):
     assert score.delta_len == pytest.approx(expected_delta, abs=1e-12)
 
 
+@pytest.mark.parametrize("task,non_latin", [("scientific_qa", 6), ("natural_question", 1)])
+def test_f1_with_chinese_rows_equals_leval_f1(task, non_latin):
+    # vicuna answered some English questions in Chinese (and one in Arabic): L-Eval's f1.py scores
+    # them by whitespace words, and so does the default; --tokenize unicode changes only those rows
+    path = PRED / "ngram_eval" / "vicuna-13b-16k" / f"{task}.pred.jsonl"
+    pf = read_predictions(path)
+    rows = _rows(path)
+    expected = 100 * sum(_plain_f1(r[pf.pred_key], r["gt"]) for r in rows) / len(rows)
+    expected_delta = sum(len(r[pf.pred_key].split()) - len(r["gt"].split()) for r in rows) / len(rows)
+    plain = score_file(pf)
+    assert plain.non_latin == non_latin
+    assert plain.metrics["f1"] == pytest.approx(expected, abs=1e-9)
+    assert plain.delta_len == pytest.approx(expected_delta, abs=1e-12)
+    unicode = score_file(pf, tokenize="unicode")
+    assert unicode.non_latin == non_latin and unicode.metrics["f1"] >= plain.metrics["f1"]
+
+    def row(r, tokenize):
+        return ngram.f1(r.output, r.references[0], tokenize=tokenize), length_difference(r.output, r.references, tokenize)
+
+    changed = [r for r in pf.rows if row(r, "unicode") != row(r, "plain")]
+    assert changed and all(ngram.row_script(r.output, *r.references) != "latin" for r in changed)
+
+
 def test_rouge_task_equals_plain_implementation():
     path = PRED / "ngram_eval" / "llama2-13b-chat-4k" / "tv_show_summ.pred.jsonl"
     pf = read_predictions(path)
@@ -145,7 +169,7 @@ def test_length_instruction_reproduces_prompts_of_the_shared_files():
                 found = [style for style in LENGTH_STYLES if length_instruction(r["gt"], style) in r["prompt"]]
                 assert len(found) == 1, (model, task, r["prompt"][-120:])
                 styles_seen.update(found)
-    assert styles_seen == set(LENGTH_STYLES)
+    assert styles_seen == {"suggested", "answer-with"}  # the scripts' wordings; "paper" is the paper's own
 
 
 def test_task_file_items_and_prompts_match_the_prediction_files():
@@ -224,6 +248,25 @@ def test_bad_prediction_files_are_user_errors(tmp_path, content, message):
     bad.write_text(content)
     with pytest.raises(UserError, match=re.escape(message)):
         score_predictions(bad, progress=False)
+
+
+def test_cli_tokenize_option(tmp_path):
+    source = _rows(PRED / "ngram_eval" / "vicuna-13b-16k" / "scientific_qa.pred.jsonl")
+    folder = tmp_path / "vicuna-13b-16k"
+    folder.mkdir()
+    (folder / "scientific_qa.pred.jsonl").write_text("".join(json.dumps(r) + "\n" for r in source[100:125]), encoding="utf-8")
+    pf = read_predictions(folder / "scientific_qa.pred.jsonl")
+    for tokenize in ("plain", "unicode"):
+        out = tmp_path / tokenize
+        result = run_cli("leval", "--predictions", str(tmp_path / "vicuna-13b-16k"), "--out", str(out), "--quiet", "--tokenize", tokenize)
+        assert result.returncode == 0, result.stderr
+        scores = json.loads((out / "scores.json").read_text())["vicuna-13b-16k"]["scientific_qa"]
+        expected = score_file(pf, tokenize=tokenize)
+        assert (scores["f1"], scores["delta_len"]) == (expected.metrics["f1"], expected.delta_len)
+        assert "4 of 25 rows are mainly in a non-Latin script" in result.stderr
+        assert f"tokenize: {tokenize}" in (out / "scores.md").read_text()
+    result = run_cli("leval", "--predictions", str(tmp_path / "vicuna-13b-16k"), "--out", str(tmp_path / "x"), "--quiet", "--tokenize", "cjk")
+    assert result.returncode == 2 and result.stderr.strip() == "ctxeval: error: unknown tokenize 'cjk'; choose one of plain, unicode"
 
 
 def test_cli_bad_input_is_one_line_exit_2(tmp_path):

@@ -87,18 +87,26 @@ def test_longbench_rouge_empty_prediction_is_zero():
 # ---------------------------------------------------------------- non-Latin text
 
 
-def test_chinese_is_not_silently_zero():
+def test_chinese_plain_is_leval_and_unicode_gives_credit():
     pred, ref = "北京是中国的首都。", "中国的首都是北京"
-    # the plain English rules give 0: one whitespace "word" each, rouge-score keeps no token
-    assert ngram.token_f1(ngram.squad_normalize(pred).split(), ngram.squad_normalize(ref).split()) == 0.0
-    plain = rouge_scorer.RougeScorer(["rouge1"], use_stemmer=False).score(ref, pred)["rouge1"].fmeasure
-    assert plain == 0.0
-    # character level: the same 8 characters in another order (punctuation dropped)
-    assert ngram.f1(pred, ref) == 1.0
-    assert ngram.rouge(pred, ref)["rouge1"] == 1.0
-    # longbench: jieba words [北京, 是, 中国, 的, 首都] in both
-    assert ngram.f1(pred, ref, "longbench") == 1.0
-    assert ngram.rouge(pred, ref, "longbench")["rouge1"] > 0.5
+    # plain (default): L-Eval's f1.py sees one whitespace "word" each, rouge-score keeps no token -> 0
+    assert ngram.f1(pred, ref) == 0.0 and ngram.rouge(pred, ref) == dict.fromkeys(ngram.ROUGE_KEYS, 0.0)
+    assert ngram.f1(pred, ref, "longbench") == 0.0
+    # an identical Chinese answer is one shared "word": L-Eval gives it full F1
+    assert ngram.f1(ref, ref) == 1.0
+    # unicode: character level, the same 8 characters in another order (punctuation dropped)
+    assert ngram.f1(pred, ref, tokenize="unicode") == 1.0
+    assert ngram.rouge(pred, ref, tokenize="unicode")["rouge1"] == 1.0
+    # longbench + unicode: jieba words [北京, 是, 中国, 的, 首都] in both
+    assert ngram.f1(pred, ref, "longbench", "unicode") == 1.0
+    assert ngram.rouge(pred, ref, "longbench", "unicode")["rouge1"] > 0.5
+
+
+def test_plain_f1_on_mixed_text_is_leval_f1():
+    # "gdp增长了" is one token for L-Eval (whitespace split, ASCII punctuation only): shared {gdp增长了} -> P = 1/2, R = 1/1
+    assert ngram.f1("GDP增长了 很多。", "gdp增长了") == pytest.approx(2 / 3)
+    # the full-width stop "。" is not ASCII punctuation, so it stays part of its word: nothing shared
+    assert ngram.f1("增长。", "增长") == 0.0
 
 
 def test_unicode_tokens_split_cjk_from_other_letters():
@@ -114,8 +122,10 @@ def test_unicode_tokens_split_cjk_from_other_letters():
 
 
 def test_other_scripts_use_unicode_words():
-    s = ngram.rouge("Москва столица России", "Столица России Москва")
+    s = ngram.rouge("Москва столица России", "Столица России Москва", tokenize="unicode")
     assert s["rouge1"] == 1.0 and s["rougeL"] == pytest.approx(2 / 3)
+    # rouge-score itself keeps only [a-z0-9]: Cyrillic vanishes
+    assert ngram.rouge("Москва столица России", "Столица России Москва")["rouge1"] == 0.0
 
 
 def test_script_detection_keeps_english_rows_plain():
@@ -127,8 +137,11 @@ def test_script_detection_keeps_english_rows_plain():
 
 def test_word_count():
     assert ngram.word_count("The staff are  friendly.\nVery clean") == 6
-    # CJK: one word per character, stand-alone punctuation not counted, other words counted
-    assert ngram.word_count("北京是中国的首都。 GDP 很高") == 8 + 1 + 2
+    assert ngram.word_count("北京是中国的首都。 GDP 很高") == 3  # L-Eval: len(split())
+    # unicode, CJK text: one word per character, stand-alone punctuation not counted, other words counted
+    assert ngram.word_count("北京是中国的首都。 GDP 很高", "unicode") == 8 + 1 + 2
+    assert length_difference("北京是中国的首都", ["北京 首都"]) == -1
+    assert length_difference("北京是中国的首都", ["北京 首都"], "unicode") == 8 - 4
 
 
 # ---------------------------------------------------------------- length instruction, ΔL
@@ -138,6 +151,9 @@ def test_length_instruction_wordings():
     ref = "The staff are friendly and exceptional."
     assert length_instruction(ref) == "The suggested output length is around 6 words."
     assert add_length_instruction("Summarize.", ref, "answer-with") == "Summarize. \nAnswer this question with 6 words."
+    # the paper's wording (L-Eval Section 4.1: "We need a 50-word summary")
+    assert add_length_instruction("Summarize.", ref, "paper") == "Summarize. We need a 6-word summary."
+    assert leval_prompt("DOC", "Summarize.", ref, "paper").endswith("Instruction: Summarize. We need a 6-word summary. Output: ")
     prompt = leval_prompt("DOC", "Summarize.", ref)
     assert prompt.endswith("Document is as follows. DOC Instruction: Summarize. The suggested output length is around 6 words. Output: ")
     assert leval_prompt("DOC", "Q?", None, None).endswith("Instruction: Q? Output: ")
@@ -182,8 +198,10 @@ def test_choice_reference():
     "prediction,reference,expected",
     [
         ("AC", "AC", 1.0),
-        ("A", "AC", 0.25),  # partial credit: a strict subset of the correct options
+        ("A", "AC", 0.25),  # partial credit: the prediction's letters are a subset of the reference's
         ("AB", "AC", 0.0),
+        ("AB", "BA", 0.25),  # em.py compares strings first, then letter sets: same set, other order
+        ("", "AC", 0.25),  # em.py alone: the empty set is a subset (the task rules never pass "" on)
         ("None", "A", 0.0),
         ("18", "18", 1.0),
         ("18.0", "18", 1.0),  # numbers compared as numbers
@@ -226,6 +244,12 @@ def test_topic_retrieval_averages_the_three_positions():
     # first topic 3/3, second 2/3, third 2/3 -> mean of the three group scores
     got = exam.exam_score("topic_retrieval_longchat", outs, refs, list(range(9)))
     assert got == pytest.approx((100 + 200 / 3 + 200 / 3) / 3)
+
+
+def test_empty_choice_output_scores_zero_through_the_task_rules():
+    # auto_eval.py (since 2024-07-09) maps an empty or blank output to "None" before em.py: 0, not 0.25
+    assert exam.exam_score("quality", ["", " \n"], ["B", "(C) text"], [0, 1]) == 0.0
+    assert exam.exam_score("coursera", [""], ["AC"], [0]) == 0.0
 
 
 def test_exam_dispatch_by_task_name():

@@ -345,13 +345,14 @@ def models() -> None:
 def leval(
     predictions: Annotated[Path, typer.Option("--predictions", help="A prediction file or a folder of <model>/<task>.pred.jsonl (L-Eval layout).")],
     out: Annotated[Path, typer.Option("--out", help="Where to write scores.json and scores.md.")] = Path("runs/leval"),
-    variant: Annotated[str, typer.Option("--variant", help="leval: L-Eval's F1 and rouge-score ROUGE; longbench: LongBench's (rouge package, jieba for Chinese).")] = "leval",
+    variant: Annotated[str, typer.Option("--variant", help="leval: L-Eval's F1 and rouge-score ROUGE; longbench: LongBench's (rouge package; jieba for Chinese with --tokenize unicode).")] = "leval",
+    tokenize: Annotated[str, typer.Option("--tokenize", help="plain: every row by the variant's English tokenizer, as L-Eval's f1.py/rouge.py (reproduces its numbers); unicode: rows mainly in Chinese or another non-Latin script by characters/Unicode words (leval) or jieba (longbench).")] = "plain",
     quiet: QuietOpt = False,
 ) -> None:
     """L-Eval metrics of model answers: exact match (exam tasks), F1 or ROUGE-1/2/L, and ΔL."""
     from ctxeval.leval.report import SCORES_JSON, SCORES_MD, markdown, run_leval
 
-    result = run_leval(predictions, out, variant, progress=not quiet)
+    result = run_leval(predictions, out, variant, progress=not quiet, tokenize=tokenize)
     if not quiet:
         typer.echo(markdown(result))
     for note in result.notes():
@@ -384,12 +385,14 @@ def judge(
     cache: CacheOpt = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Judge answer length (L-Eval: 2048).")] = 2048,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Judge only the first N paired questions.")] = None,
+    questions: Annotated[str, typer.Option("--questions", help="Rows judged: auto (L-Eval's set for the judge: turbo for GPT-3.5, else gpt4), gpt4 (96 'LLM' rows), turbo (181 'LLM' and 'human' rows) or file (as L-Eval's llm_eval.py reads the file).")] = "auto",
     out: Annotated[Path, typer.Option("--out", help="Directory for judge.json and judge.md.")] = Path("runs/judge"),
 ) -> None:
     """Pairwise LLM judge (L-Eval's prompt, both answer orders): win rate of a model's answers over a base model's."""
     from ctxeval.judge import run_judge_cli
 
-    typer.echo(run_judge_cli(predictions, base_predictions, judge_model, OpenAIOptions(base_url, api_key_env, concurrency=concurrency, cache=_cache_path(cache)), max_tokens, limit, out))
+    options = OpenAIOptions(base_url, api_key_env, concurrency=concurrency, cache=_cache_path(cache))
+    typer.echo(run_judge_cli(predictions, base_predictions, judge_model, options, max_tokens, limit, out, questions))
 
 
 @app.command("meta-eval")

@@ -6,11 +6,16 @@ answers (not the long document) and ends with "[[A]]", "[[B]]" or "[[C]]" (tie).
 parsed as L-Eval does ("[[A]]" checked first, then "[[B]]", then "[[C]]"); anything else is a
 parse failure, counted and reported, never guessed. Requests that fail after retries are
 errors too. Win rate = (wins + ½ ties) / (verdicts that are not errors).
+
+Which questions are judged follows L-Eval's two judges (`Baselines/LEval_config.py` builds the
+judges' prediction files from each row's ``evaluation``): GPT-4 sees the 96-question subset
+(``LLM`` rows), GPT-3.5 the 181 questions of both subsets (``LLM`` and ``human`` rows).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -120,14 +125,40 @@ def read_predictions(path: Path) -> tuple[str, list[dict]]:
     return keys[0][: -len("_pred")], rows
 
 
-def pair_predictions(model_rows: list[dict], model: str, base_rows: list[dict], base: str, llm_only: bool = True) -> list[Pair]:
-    """Pair questions by (query, reference), as L-Eval does; `llm_only` keeps rows L-Eval marks for
-    LLM judging (`evaluation == "LLM"`, its 96 GPT-4-judged questions) when the files carry that field."""
+# Rows each question set keeps, by `evaluation` (None: every row). L-Eval's llm_gpt4_eval files
+# hold the LLM rows, its llm_turbo_eval files the LLM and human rows; `file` is what
+# Evaluation/llm_eval.py reads from any file: every row, or only the f1/rouge rows if it has some.
+QUESTION_SETS: dict[str, tuple[str, ...] | None] = {"gpt4": ("LLM",), "turbo": ("LLM", "human"), "file": None}
+QUESTION_CHOICES = ("auto", *QUESTION_SETS)
+_NGRAM_KINDS = ("f1", "rouge")
+
+
+def leval_question_set(judge_name: str) -> str:
+    """The set L-Eval judges with this model: `turbo` (181) for GPT-3.5, else `gpt4` (96) — GPT-4
+    is L-Eval's default judge and the one its tables report, so other judges follow it."""
+    return "turbo" if re.search(r"gpt-?3\.?5", judge_name.lower()) else "gpt4"
+
+
+def select_questions(rows: list[dict], questions: str) -> list[dict]:
+    """The rows of one prediction file that the question set judges. Rows without an
+    `evaluation` field are always kept (such files carry no subset marker)."""
+    if questions not in QUESTION_SETS:
+        raise UserError(f"unknown question set {questions!r}; choose one of {', '.join(QUESTION_CHOICES)}")
+    kinds = QUESTION_SETS[questions]
+    if kinds is None:
+        if any(r.get("evaluation") in _NGRAM_KINDS for r in rows):
+            kinds = _NGRAM_KINDS
+        else:
+            return list(rows)
+    return [r for r in rows if r.get("evaluation", kinds[0]) in kinds]
+
+
+def pair_predictions(model_rows: list[dict], model: str, base_rows: list[dict], base: str) -> list[Pair]:
+    """Pair questions by (query, reference), as L-Eval does (a repeated question takes the base
+    file's last answer)."""
     base_answers = {(str(r["query"]), str(r["gt"])): r[f"{base}_pred"] for r in base_rows}
     pairs = []
     for r in model_rows:
-        if llm_only and r.get("evaluation", "LLM") != "LLM":
-            continue
         key = (str(r["query"]), str(r["gt"]))
         if key in base_answers:
             pairs.append(Pair(key[0], key[1], str(r[f"{model}_pred"]), str(base_answers[key])))
@@ -136,16 +167,24 @@ def pair_predictions(model_rows: list[dict], model: str, base_rows: list[dict], 
     return pairs
 
 
-def write_results(out: Path, model: str, base: str, judge_name: str, verdicts: list[Verdict], unmatched: int) -> dict:
+def _describe(questions: str) -> str:
+    kinds = QUESTION_SETS[questions]
+    rows = "rows as L-Eval's llm_eval.py reads the file" if kinds is None else f"evaluation {' or '.join(kinds)}"
+    return f"{questions} ({rows})"
+
+
+def write_results(out: Path, model: str, base: str, judge_name: str, questions: str, verdicts: list[Verdict], unmatched: int) -> dict:
     """`judge.json` (every verdict and the totals) and `judge.md`."""
     out.mkdir(parents=True, exist_ok=True)
     totals = win_rate(verdicts)
     by_order = {order: win_rate([v for v in verdicts if v.order == order]) for order in ("model_first", "base_first")}
-    report = {"model": model, "base": base, "judge": judge_name, "prompt": "L-Eval pair-v2", "totals": totals,
-              "by_order": by_order, "unmatched_questions": unmatched, "verdicts": [asdict(v) for v in verdicts]}
+    report = {"model": model, "base": base, "judge": judge_name, "prompt": "L-Eval pair-v2", "questions": questions,
+              "totals": totals, "by_order": by_order, "unmatched_questions": unmatched, "verdicts": [asdict(v) for v in verdicts]}
     (out / "judge.json").write_text(json.dumps(report, indent=2, ensure_ascii=False))
     lines = [
         f"# {model} vs {base}, judged by {judge_name}",
+        "",
+        f"Questions: {_describe(questions)}, {len(verdicts) // 2} judged.",
         "",
         "| order | verdicts | wins | losses | ties | parse/request errors | win rate |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -157,29 +196,38 @@ def write_results(out: Path, model: str, base: str, judge_name: str, verdicts: l
     return report
 
 
-def run_judge(judge: ChatGenerator, judge_name: str, predictions: Path, base_predictions: Path, out: Path, concurrency: int = 4, limit: int | None = None) -> dict:
-    """Judge a model's L-Eval predictions against a base model's; write and return the report."""
+def run_judge(judge: ChatGenerator, judge_name: str, predictions: Path, base_predictions: Path, out: Path,
+              concurrency: int = 4, limit: int | None = None, questions: str = "auto") -> dict:
+    """Judge a model's L-Eval predictions against a base model's on a question set (`auto`: the
+    one L-Eval uses for this judge); write and return the report."""
+    if questions == "auto":
+        questions = leval_question_set(judge_name)
     model, model_rows = read_predictions(predictions)
     base, base_rows = read_predictions(base_predictions)
-    pairs = pair_predictions(model_rows, model, base_rows, base)
-    considered = [r for r in model_rows if r.get("evaluation", "LLM") == "LLM"]
+    considered = select_questions(model_rows, questions)
+    if not considered:
+        raise UserError(f"{predictions} has no row of question set {_describe(questions)}; choose another with --questions")
+    pairs = pair_predictions(considered, model, base_rows, base)
     if limit is not None:
         pairs = pairs[:limit]
     verdicts = judge_pairs(judge, pairs, concurrency)
-    return write_results(out, model, base, judge_name, verdicts, len(considered) - len(pairs) if limit is None else 0)
+    return write_results(out, model, base, judge_name, questions, verdicts, len(considered) - len(pairs) if limit is None else 0)
 
 
-def run_judge_cli(predictions: Path, base_predictions: Path, judge_model: str, options, max_tokens: int, limit: int | None, out: Path) -> str:
+def run_judge_cli(predictions: Path, base_predictions: Path, judge_model: str, options, max_tokens: int, limit: int | None,
+                  out: Path, questions: str = "auto") -> str:
     """The `ctxeval judge` command: returns the Markdown report."""
     if not judge_model.startswith("openai:") or len(judge_model) == len("openai:"):
         raise UserError(f"--judge-model must be openai:MODEL, got {judge_model!r}")
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be a positive integer, got {limit}")
+    if questions not in QUESTION_CHOICES:
+        raise UserError(f"--questions must be one of {', '.join(QUESTION_CHOICES)}, got {questions!r}")
     from ctxeval.backends.openai_chat import OpenAIChat
 
     chat = OpenAIChat(judge_model[len("openai:"):], options, max_tokens=max_tokens)
     try:
-        run_judge(chat, judge_model, predictions, base_predictions, out, options.concurrency, limit)
+        run_judge(chat, judge_model, predictions, base_predictions, out, options.concurrency, limit, questions)
     finally:
         chat.close()
     return (out / "judge.md").read_text() + f"report: {out / 'judge.json'}, {out / 'judge.md'}"

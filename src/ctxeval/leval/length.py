@@ -2,12 +2,17 @@
 measure how far its output's length is off (ΔL).
 
 L-Eval exposes N = the number of words of the reference (``len(reference.split())``) after the
-instruction. Its generation scripts use two wordings, both kept here:
+instruction. Its generation scripts use two wordings and the paper a third, all kept here:
 
-- ``suggested`` (turbo-16k, vicuna, longchat, mpt; the wording in the shared prediction files):
-  ``<instruction> The suggested output length is around N words.``
+- ``suggested`` (default; turbo-16k, vicuna, longchat, mpt; the wording in the shared
+  prediction files): ``<instruction> The suggested output length is around N words.``
 - ``answer-with`` (llama2-chat, chatglm2, claude, xgen scripts):
   ``<instruction> \\nAnswer this question with N words.``
+- ``paper`` (the paper's example, Section 4.1, with a full stop):
+  ``<instruction> We need a N-word summary.``
+
+The default is a script's wording because the published prediction files, whose scores users
+compare against, were generated with the scripts, not with the paper's sentence.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from ctxeval.metrics.ngram import word_count
 LENGTH_STYLES = {
     "suggested": "The suggested output length is around {n} words.",
     "answer-with": "\nAnswer this question with {n} words.",
+    "paper": "We need a {n}-word summary.",
 }
 # System prompt of L-Eval's open-ended tasks (Baselines/LEval_config.py).
 SYSTEM_PROMPT = (
@@ -50,6 +56,7 @@ def leval_prompt(document: str, instruction: str, reference: str | None, style: 
     return SYSTEM_PROMPT + f"Document is as follows. {document} Instruction: {instruction} Output: "
 
 
-def length_difference(output: str, references: Sequence[str]) -> float:
-    """ΔL of one answer: its words minus the reference's words (mean over several references)."""
-    return word_count(output) - sum(word_count(r) for r in references) / len(references)
+def length_difference(output: str, references: Sequence[str], tokenize: str = "plain") -> float:
+    """ΔL of one answer: its words minus the reference's words (mean over several references),
+    counted as `metrics.ngram.word_count` does for the tokenisation."""
+    return word_count(output, tokenize) - sum(word_count(r, tokenize) for r in references) / len(references)

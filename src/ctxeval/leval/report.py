@@ -36,7 +36,7 @@ def markdown(result: LevalScores) -> str:
     data = result.as_json()
     header = "| model | task | n | " + " | ".join(label for _, label in COLUMNS) + " |"
     rule = "|---|---|---:|" + "---:|" * len(COLUMNS)
-    lines = [f"# L-Eval scores (variant: {result.variant})", "", "Values ×100; ΔL = output words − reference words.", "", header, rule]
+    lines = [f"# L-Eval scores (variant: {result.variant}, tokenize: {result.tokenize})", "", "Values ×100; ΔL = output words − reference words.", "", header, rule]
     for model in sorted(data):
         for task in sorted(data[model]):
             values = data[model][task]
@@ -52,9 +52,9 @@ def markdown(result: LevalScores) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_leval(predictions: Path, out: Path, variant: str = "leval", progress: bool = True) -> LevalScores:
+def run_leval(predictions: Path, out: Path, variant: str = "leval", progress: bool = True, tokenize: str = "plain") -> LevalScores:
     """Score the prediction files and write DIR/scores.json and DIR/scores.md."""
-    result = score_predictions(predictions, variant, progress)
+    result = score_predictions(predictions, variant, progress, tokenize)
     out.mkdir(parents=True, exist_ok=True)
     (out / SCORES_JSON).write_text(json.dumps(result.as_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     (out / SCORES_MD).write_text(markdown(result), encoding="utf-8")

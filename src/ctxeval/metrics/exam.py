@@ -3,8 +3,8 @@
 L-Eval first extracts an answer from the free-text output with task-specific rules, then
 scores it against the (also processed) reference:
 
-- multiple choice (coursera, quality, tpo): letters A–D; 1 if the option sets are equal,
-  **0.25 partial credit** if the predicted options are a subset of the correct ones;
+- multiple choice (coursera, quality, tpo): letters A–D; 1 if the letter strings are equal,
+  **0.25 partial credit** if the predicted letters are a subset of the correct ones;
 - gsm100: the number after "The answer is", else the last number of the first paragraph,
   compared as numbers;
 - codeU: the last (or after "the final output", the first) len(ref)+3 words of the output must
@@ -13,10 +13,10 @@ scores it against the (also processed) reference:
   first/second/third topic and the score is the mean of the three groups' scores;
 - sci_fi: "loyalty [fact: truth]" — both parts scored, the score is their mean.
 
-The rules are reproduced including their quirks (e.g. codeU deletes every "is" substring,
-an empty multiple-choice output scores 0 and an unreadable one is read as "A"), because the
-published numbers depend on them. Which rule applies is decided, as in L-Eval, by the task
-name containing the task's key.
+The rules are reproduced including their quirks (e.g. codeU deletes every "is" substring, an
+empty multiple-choice output is read as "None" and scores 0 — auto_eval.py since 2024-07-09 —
+and an unreadable one is read as "A"), because the published numbers depend on them. Which
+rule applies is decided, as in L-Eval, by the task name containing the task's key.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ def em_normalize(text: str) -> str:
 
 
 def exact_match(prediction: str, reference: str) -> float:
-    """Score of one processed answer: 1, 0.25 (multiple choice, a strict subset of the correct
-    options) or 0.
+    """Score of one processed answer, as em.py's exact_match_score: 1, 0.25 (multiple choice:
+    another string whose set of characters is a subset of the reference's, e.g. "A" or "" for
+    "AC", "AB" for "BA") or 0.
 
     A reference made only of letters A–D is multiple choice; any other reference is compared as
     a number when both sides parse as one, else by containment ignoring case and spaces."""

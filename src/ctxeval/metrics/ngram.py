@@ -8,9 +8,11 @@ Two variants, because published numbers depend on them:
   package (sentences split on ".", no lower-casing, summary-level LCS for ROUGE-L), and for
   Chinese rows jieba words with Chinese punctuation removed.
 
-Both tokenisers would score Chinese (and, for ``rouge-score``, any non-Latin script) as 0 or
-nearly so. Rows written mainly in such scripts are therefore tokenised differently (see
-`row_script`), and callers count and report them.
+Both tokenisers score Chinese (and, for ``rouge-score``, any non-Latin script) as 0 or nearly
+so. ``tokenize="plain"`` (the default) keeps that, because published L-Eval numbers include such
+rows scored so; ``tokenize="unicode"`` tokenises rows written mainly in such scripts differently
+(see `row_script`): CJK characters and Unicode words (``leval``) or jieba words for CJK rows
+(``longbench``). Callers count and report those rows either way.
 
 All functions return fractions in [0, 1]; callers multiply by 100.
 """
@@ -25,6 +27,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 VARIANTS = ("leval", "longbench")
+TOKENIZE = ("plain", "unicode")
 ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -59,11 +62,11 @@ def row_script(*texts: str) -> str:
     return "cjk" if "cjk" in scripts else "other" if "other" in scripts else "latin"
 
 
-def word_count(text: str) -> int:
-    """Words as L-Eval counts them (``len(text.split())``), except that in CJK text each CJK
-    character counts as one word and punctuation standing alone is not counted (CJK text has no
-    spaces, so whitespace words would be whole sentences)."""
-    if script(text) != "cjk":
+def word_count(text: str, tokenize: str = "plain") -> int:
+    """Words as L-Eval counts them (``len(text.split())``); with ``unicode`` tokenisation each
+    CJK character of a CJK text counts as one word and punctuation standing alone is not counted
+    (CJK text has no spaces, so whitespace words would be whole sentences)."""
+    if tokenize == "plain" or script(text) != "cjk":
         return len(text.split())
     rest = [w for w in _CJK_CHAR.sub(" ", text).split() if not set(w) <= _ALL_PUNCT]
     return len(_CJK_CHAR.findall(text)) + len(rest)
@@ -120,9 +123,9 @@ def f1_tokens(text: str, variant: str = "leval", cjk: bool = False) -> list[str]
     return _cjk_char_tokens(text) if variant == "leval" else _jieba_tokens(text)
 
 
-def f1(prediction: str, reference: str, variant: str = "leval") -> float:
+def f1(prediction: str, reference: str, variant: str = "leval", tokenize: str = "plain") -> float:
     """Token F1 of one prediction against one reference."""
-    cjk = row_script(prediction, reference) == "cjk"
+    cjk = tokenize == "unicode" and row_script(prediction, reference) == "cjk"
     return token_f1(f1_tokens(prediction, variant, cjk), f1_tokens(reference, variant, cjk))
 
 
@@ -169,13 +172,13 @@ def _rouge_package():
     return Rouge()
 
 
-def rouge(prediction: str, reference: str, variant: str = "leval") -> dict[str, float]:
+def rouge(prediction: str, reference: str, variant: str = "leval", tokenize: str = "plain") -> dict[str, float]:
     """ROUGE-1, ROUGE-2 and ROUGE-L F-measures of one prediction against one reference."""
+    kind = row_script(prediction, reference) if tokenize == "unicode" else "latin"
     if variant == "leval":
-        unicode_tokens = row_script(prediction, reference) != "latin"
-        scores = _rouge_scorer(unicode_tokens).score(reference, prediction)
+        scores = _rouge_scorer(kind != "latin").score(reference, prediction)
         return {key: scores[key].fmeasure for key in ROUGE_KEYS}
-    if row_script(prediction, reference) == "cjk":
+    if kind == "cjk":
         prediction = " ".join(_jieba().cut(prediction, cut_all=False))
         reference = " ".join(_jieba().cut(reference, cut_all=False))
     try:
