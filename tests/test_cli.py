@@ -187,6 +187,7 @@ def bad_files(tmp_path_factory):
         (["score", "demo", "--method", "sliding", "--window", "64"], "needs --stride"),
         (["score", "demo", "--method", "sliding", "--window", "64", "--stride", "65"], "must not exceed"),
         (["summary", "{d}"], "not a ctxeval run"),
+        (["pplqa", "--tau", "c"], "--tau must be one of a, b"),
         (["sweep", "--no-such-flag"], "no-such-flag"),
     ],
 )

@@ -14,6 +14,7 @@ from ctxeval.data.pairwise import load_dataset, load_llmbar, load_pandalm, major
 from ctxeval.errors import UserError
 from ctxeval.metrics.qa import geval_score, gpt_score, perplexity, pick_winner, ppl_qa, rank_scores
 from ctxeval.qa.meta_eval import evaluate_picks
+from ctxeval.qa.ranking import tau_summary
 from ctxeval.report.meta_eval import markdown_table
 from tests.conftest import SHARED_DATA
 
@@ -49,6 +50,19 @@ def test_geval_by_hand():
     assert score == pytest.approx((1 * 0.5 + 5 * 0.25) / 0.75)
     assert mass == pytest.approx(0.75)
     assert math.isnan(geval_score([math.nan] * 5)[0])
+
+
+def test_tau_summary_counts_tied_integer_scores_as_the_paper_does():
+    # q1: integer G-Eval gives all three answers 4 (tau-a 0); q2: [5, 2, 4] vs reference [3, 1, 2] (tau 1)
+    items = [([4.0, 4.0, 4.0], [3.0, 2.0, 1.0]), ([5.0, 2.0, 4.0], [3.0, 1.0, 2.0])]
+    paper = tau_summary(items)
+    assert paper["tau_variant"] == "a" and paper["mean_tau"] == pytest.approx(0.5)
+    assert (paper["items_used"], paper["items_constant"], paper["items_skipped"]) == (2, 1, 0)
+    assert paper["random_baseline_nonnegative"] == pytest.approx(5 / 9)  # three answers, exact
+    assert paper["random_baseline_method"].startswith("exact")
+    tau_b = tau_summary(items, variant="b")
+    assert tau_b["mean_tau"] == pytest.approx(1.0)
+    assert (tau_b["items_used"], tau_b["items_constant"], tau_b["items_skipped"]) == (1, 1, 1)
 
 
 def test_pick_winner_and_ranks():

@@ -426,7 +426,8 @@ def pplqa(
     qa_scope: Annotated[str, typer.Option("--qa-scope", help="PPL(q+a) over all tokens, or over the answer tokens only.")] = "all",
     aspect: Annotated[Optional[str], typer.Option("--aspect", help="Score inside this aspect prompt (the paper's 'with prompt' variant), e.g. coherence.")] = None,
     reference: Annotated[str, typer.Option("--reference", help="auto (MT-Bench: LLMBar human votes), none, or a CSV question_id,model,score.")] = "auto",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random-ranking baseline.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random-ranking baseline (Monte Carlo above 8 answers).")] = 0,
+    tau: Annotated[str, typer.Option("--tau", help="Per-question Kendall tau: a (the paper's eq. 4; a constant ranking counts 0) or b (tau-b; constant rankings skipped).")] = "a",
     threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
@@ -435,7 +436,7 @@ def pplqa(
     from ctxeval.qa.methods import parse_methods
     from ctxeval.qa.ranking import markdown
 
-    result = run(answers, parse_methods(methods), out, model, limit, qa_scope, aspect, reference, seed, not quiet, threads)
+    result = run(answers, parse_methods(methods), out, model, limit, qa_scope, aspect, reference, seed, not quiet, threads, tau=tau)
     if not quiet:
         typer.echo(markdown(result))
 
