@@ -394,7 +394,7 @@ def judge(
 @app.command("meta-eval")
 def meta_eval(
     dataset: Annotated[str, typer.Option("--dataset", help="llmbar:NAME (e.g. llmbar:MT-Bench), pandalm, or a path to an LLMBar/PandaLM-layout JSON file.")],
-    methods: Annotated[str, typer.Option("--methods", help="Comma-separated: pplqa, gptscore, geval, pplqa+prompt, gptscore+prompt.")] = "pplqa,gptscore,geval",
+    methods: Annotated[str, typer.Option("--methods", help="Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted, pplqa+prompt, gptscore+prompt.")] = "pplqa,gptscore,geval,geval_weighted",
     out: OutOpt = None,
     model: Annotated[str, typer.Option("--model", help="Evaluator model.")] = DEFAULT_MODEL,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N items.")] = None,
@@ -419,7 +419,7 @@ def meta_eval(
 @app.command("pplqa")
 def pplqa(
     answers: Annotated[str, typer.Argument(help="mt-bench (shared turn-1 answers of 6 models) or a JSONL file of {question_id, question, model, answer}.")] = "mt-bench",
-    methods: Annotated[str, typer.Option("--methods", help="Comma-separated: pplqa, gptscore, geval.")] = "pplqa",
+    methods: Annotated[str, typer.Option("--methods", help="Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted.")] = "pplqa",
     out: OutOpt = None,
     model: Annotated[str, typer.Option("--model", help="Evaluator model.")] = DEFAULT_MODEL,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N questions.")] = None,

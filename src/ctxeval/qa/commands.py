@@ -17,7 +17,7 @@ from ctxeval.stats.agreement import TAU_VARIANTS
 
 def meta_eval(
     dataset: str,
-    methods: tuple[str, ...] = ("pplqa", "gptscore", "geval"),
+    methods: tuple[str, ...] = ("pplqa", "gptscore", "geval", "geval_weighted"),
     out: str | Path | None = None,
     model: str = DEFAULT_MODEL,
     limit: int | None = None,
