@@ -191,6 +191,7 @@ def bad_files(tmp_path_factory):
         pytest.param(["score", "demo", "--method", "sliding", "--window", "64"], "needs --stride", marks=pytest.mark.model),
         pytest.param(["score", "demo", "--method", "sliding", "--window", "64", "--stride", "65"], "must not exceed", marks=pytest.mark.model),
         (["summary", "{d}"], "not a ctxeval run"),
+        (["pplqa", "--tau", "c"], "--tau must be one of a, b"),
         (["sweep", "--no-such-flag"], "no-such-flag"),
     ],
 )

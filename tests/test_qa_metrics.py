@@ -14,6 +14,7 @@ from ctxeval.data.pairwise import load_dataset, load_llmbar, load_pandalm, major
 from ctxeval.errors import UserError
 from ctxeval.metrics.qa import geval_score, gpt_score, perplexity, pick_winner, ppl_qa, rank_scores
 from ctxeval.qa.meta_eval import evaluate_picks
+from ctxeval.qa.ranking import tau_summary
 from ctxeval.report.meta_eval import markdown_table
 from tests.conftest import SHARED_DATA
 
@@ -41,14 +42,64 @@ def test_gptscore_by_hand():
 
 def test_geval_by_hand():
     # p(1..5) = 0.1, 0.2, 0.3, 0.2, 0.1 (mass 0.9): renormalised mean = (0.1+0.4+0.9+0.8+0.5)/0.9
-    score, mass = geval_score(np.log([0.1, 0.2, 0.3, 0.2, 0.1]))
-    assert score == pytest.approx(2.7 / 0.9)
-    assert mass == pytest.approx(0.9)
+    g = geval_score(np.log([0.1, 0.2, 0.3, 0.2, 0.1]))
+    assert g.weighted == pytest.approx(2.7 / 0.9)
+    assert g.integer == 3.0
+    assert g.digit_mass == pytest.approx(0.9)
+    # skewed: the most probable score is 4, the weighted score (0.05+0.2+0.6+1.6+0.75)/0.9 = 3.56
+    g = geval_score(np.log([0.05, 0.10, 0.20, 0.40, 0.15]))
+    assert (g.integer, g.weighted) == (4.0, pytest.approx(3.2 / 0.9))
     # a digit outside a top-k backend's list counts as probability 0
-    score, mass = geval_score([math.log(0.5), math.nan, math.nan, math.nan, math.log(0.25)])
-    assert score == pytest.approx((1 * 0.5 + 5 * 0.25) / 0.75)
-    assert mass == pytest.approx(0.75)
-    assert math.isnan(geval_score([math.nan] * 5)[0])
+    g = geval_score([math.log(0.5), math.nan, math.nan, math.nan, math.log(0.25)])
+    assert g.weighted == pytest.approx((1 * 0.5 + 5 * 0.25) / 0.75)
+    assert g.integer == 1.0 and g.digit_mass == pytest.approx(0.75)
+    # two equally probable scores: the lower one
+    assert geval_score(np.log([0.1, 0.3, 0.3, 0.1, 0.1])).integer == 2.0
+    nothing = geval_score([math.nan] * 5)
+    assert math.isnan(nothing.integer) and math.isnan(nothing.weighted) and nothing.digit_mass == 0.0
+    with pytest.raises(ValueError):
+        geval_score([0.0, 0.0])
+
+
+# Score-token probabilities p(1..5) of four hand-made evaluator answers
+P_A = [0.05, 0.10, 0.20, 0.40, 0.15]  # integer 4, weighted 3.2 / 0.9 = 3.556
+P_B = [0.10, 0.15, 0.20, 0.35, 0.10]  # integer 4, weighted 2.9 / 0.9 = 3.222
+P_C = [0.10, 0.50, 0.20, 0.10, 0.05]  # integer 2, weighted 2.35 / 0.95 = 2.474
+P_D = [0.02, 0.03, 0.05, 0.30, 0.55]  # integer 5, weighted 4.18 / 0.95 = 4.400
+
+
+def test_integer_geval_ties_are_counted_as_tie_picks():
+    items = [(1, P_A, P_B), (2, P_C, P_D), (2, P_A, P_B)]  # (human label, answer 1, answer 2)
+    rows = []
+    for label, p1, p2 in items:
+        g1, g2 = geval_score(np.log(p1)), geval_score(np.log(p2))
+        rows.append({"label": label, "geval_pick": pick_winner(g1.integer, g2.integer, True),
+                     "geval_weighted_pick": pick_winner(g1.weighted, g2.weighted, True)})
+    assert [r["geval_pick"] for r in rows] == [0, 2, 0]  # A and B both score 4: a tie, not a pick
+    assert [r["geval_weighted_pick"] for r in rows] == [1, 2, 1]
+    result = evaluate_picks(rows, ("geval", "geval_weighted"), replicates=50, seed=0)
+    integer, weighted = result["geval"], result["geval_weighted"]
+    assert integer["tie_picks"] == 2 and integer["picks"] == {"1": 0, "2": 1, "0": 2}
+    assert integer["metrics"]["accuracy"] == pytest.approx(1 / 3)  # a tie is never right
+    assert weighted["tie_picks"] == 0 and weighted["metrics"]["accuracy"] == pytest.approx(2 / 3)
+    y_true = [r["label"] for r in rows]
+    for method in ("geval", "geval_weighted"):
+        y_pred = [r[f"{method}_pick"] for r in rows]
+        assert result[method]["metrics"]["mcc"] == pytest.approx(matthews_corrcoef(y_true, y_pred))
+        assert result[method]["metrics"]["recall_1"] == pytest.approx(recall_score(y_true, y_pred, labels=[1], average=None, zero_division=0)[0])
+
+
+def test_tau_summary_counts_tied_integer_scores_as_the_paper_does():
+    # q1: integer G-Eval gives all three answers 4 (tau-a 0); q2: [5, 2, 4] vs reference [3, 1, 2] (tau 1)
+    items = [([4.0, 4.0, 4.0], [3.0, 2.0, 1.0]), ([5.0, 2.0, 4.0], [3.0, 1.0, 2.0])]
+    paper = tau_summary(items)
+    assert paper["tau_variant"] == "a" and paper["mean_tau"] == pytest.approx(0.5)
+    assert (paper["items_used"], paper["items_constant"], paper["items_skipped"]) == (2, 1, 0)
+    assert paper["random_baseline_nonnegative"] == pytest.approx(5 / 9)  # three answers, exact
+    assert paper["random_baseline_method"].startswith("exact")
+    tau_b = tau_summary(items, variant="b")
+    assert tau_b["mean_tau"] == pytest.approx(1.0)
+    assert (tau_b["items_used"], tau_b["items_constant"], tau_b["items_skipped"]) == (1, 1, 1)
 
 
 def test_pick_winner_and_ranks():

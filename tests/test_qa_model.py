@@ -75,13 +75,15 @@ def test_meta_eval_end_to_end_matches_sklearn(tmp_path):
         rows = list(csv.DictReader(f))
     y_true = [int(r["label"]) for r in rows]
     assert y_true == [2, 2, 1]
-    for method in ("pplqa", "gptscore", "geval"):
+    for method in ("pplqa", "gptscore", "geval", "geval_weighted"):
         y_pred = [int(r[f"{method}_pick"]) for r in rows]
+        assert result["methods"][method]["tie_picks"] == y_pred.count(0)
         m = result["methods"][method]["metrics"]
         assert m["mcc"] == pytest.approx(matthews_corrcoef(y_true, y_pred))
         for label in (1, 2):
             assert m[f"f1_{label}"] == pytest.approx(f1_score(y_true, y_pred, labels=[label], average=None, zero_division=0)[0])
-    assert result["timing"]["passes_run_this_session"] == 3 * 2 * 3
+    assert result["timing"]["passes_run_this_session"] == 3 * 2 * 3  # both G-Eval forms share one pass
+    assert all(float(r[f"geval_{k}"]) in (1.0, 2.0, 3.0, 4.0, 5.0) for r in rows for k in (1, 2))
     again = run_cli(*args)  # resumes from the cache: no model pass, same table
     assert again.returncode == 0, again.stderr
     rerun = json.loads((out / "meta_eval.json").read_text())

@@ -398,7 +398,7 @@ def judge(
 @app.command("meta-eval")
 def meta_eval(
     dataset: Annotated[str, typer.Option("--dataset", help="llmbar:NAME (e.g. llmbar:MT-Bench), pandalm, or a path to an LLMBar/PandaLM-layout JSON file.")],
-    methods: Annotated[str, typer.Option("--methods", help="Comma-separated: pplqa, gptscore, geval, pplqa+prompt, gptscore+prompt.")] = "pplqa,gptscore,geval",
+    methods: Annotated[str, typer.Option("--methods", help="Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted, pplqa+prompt, gptscore+prompt.")] = "pplqa,gptscore,geval,geval_weighted",
     out: OutOpt = None,
     model: Annotated[str, typer.Option("--model", help="Evaluator model.")] = DEFAULT_MODEL,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N items.")] = None,
@@ -423,14 +423,15 @@ def meta_eval(
 @app.command("pplqa")
 def pplqa(
     answers: Annotated[str, typer.Argument(help="mt-bench (shared turn-1 answers of 6 models) or a JSONL file of {question_id, question, model, answer}.")] = "mt-bench",
-    methods: Annotated[str, typer.Option("--methods", help="Comma-separated: pplqa, gptscore, geval.")] = "pplqa",
+    methods: Annotated[str, typer.Option("--methods", help="Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted.")] = "pplqa",
     out: OutOpt = None,
     model: Annotated[str, typer.Option("--model", help="Evaluator model.")] = DEFAULT_MODEL,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N questions.")] = None,
     qa_scope: Annotated[str, typer.Option("--qa-scope", help="PPL(q+a) over all tokens, or over the answer tokens only.")] = "all",
     aspect: Annotated[Optional[str], typer.Option("--aspect", help="Score inside this aspect prompt (the paper's 'with prompt' variant), e.g. coherence.")] = None,
     reference: Annotated[str, typer.Option("--reference", help="auto (MT-Bench: LLMBar human votes), none, or a CSV question_id,model,score.")] = "auto",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random-ranking baseline.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random-ranking baseline (Monte Carlo above 8 answers).")] = 0,
+    tau: Annotated[str, typer.Option("--tau", help="Per-question Kendall tau: a (the paper's eq. 4; a constant ranking counts 0) or b (tau-b; constant rankings skipped).")] = "a",
     threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
@@ -439,7 +440,7 @@ def pplqa(
     from ctxeval.qa.methods import parse_methods
     from ctxeval.qa.ranking import markdown
 
-    result = run(answers, parse_methods(methods), out, model, limit, qa_scope, aspect, reference, seed, not quiet, threads)
+    result = run(answers, parse_methods(methods), out, model, limit, qa_scope, aspect, reference, seed, not quiet, threads, tau=tau)
     if not quiet:
         typer.echo(markdown(result))
 

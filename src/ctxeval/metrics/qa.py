@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,10 +55,21 @@ def gpt_score(answer_sum_given_prefix: float, n_answer: int) -> float:
     return answer_sum_given_prefix / n_answer
 
 
-def geval_score(digit_logprobs: Sequence[float], scores: Sequence[int] = GEVAL_SCORES) -> tuple[float, float]:
-    """G-Eval's probability-weighted score sum_s s * p(s), with p renormalised over the score
-    tokens only; also returns the mass the evaluator put on them before renormalising.
+@dataclass(frozen=True)
+class GEvalScore:
+    """G-Eval read from one next-token distribution over the score tokens "1".."5"."""
 
+    integer: float  # the PPLqa paper's form: the most probable score (1..5); NaN if none is known
+    weighted: float  # G-Eval's probability-weighted sum_s s * p(s)
+    digit_mass: float  # probability the evaluator put on the five score tokens together
+
+
+def geval_score(digit_logprobs: Sequence[float], scores: Sequence[int] = GEVAL_SCORES) -> GEvalScore:
+    """Both G-Eval forms from the score tokens' log-probabilities, p renormalised over them.
+
+    The PPLqa paper's G-Eval is "an integer score from 1 through 5" (hence its frequent ties);
+    reading the most probable score token is what greedy decoding of the form would print,
+    restricted to the five scores. Of two exactly equal probabilities the lower score is taken.
     A score token the backend could not report (outside its top-k) is NaN and counts as p = 0.
     """
     lp = np.asarray(digit_logprobs, dtype=np.float64)
@@ -65,12 +77,12 @@ def geval_score(digit_logprobs: Sequence[float], scores: Sequence[int] = GEVAL_S
         raise ValueError("one log-probability per score token is needed")
     known = np.isfinite(lp)
     if not known.any():
-        return math.nan, 0.0
+        return GEvalScore(math.nan, math.nan, 0.0)
     top = lp[known].max()
     weights = np.where(known, np.exp(np.where(known, lp, top) - top), 0.0)
     probs = weights / weights.sum()
-    mass = float(np.exp(top) * weights.sum())
-    return float(np.dot(probs, np.asarray(scores, dtype=np.float64))), mass
+    values = np.asarray(scores, dtype=np.float64)
+    return GEvalScore(float(values[np.argmax(probs)]), float(np.dot(probs, values)), float(np.exp(top) * weights.sum()))
 
 
 def pick_winner(score_1: float, score_2: float, higher_is_better: bool) -> int:

@@ -12,11 +12,12 @@ from ctxeval.data.pairwise import load_dataset
 from ctxeval.errors import UserError
 from ctxeval.qa.meta_eval import run_meta_eval
 from ctxeval.qa.methods import MethodConfig
+from ctxeval.stats.agreement import TAU_VARIANTS
 
 
 def meta_eval(
     dataset: str,
-    methods: tuple[str, ...] = ("pplqa", "gptscore", "geval"),
+    methods: tuple[str, ...] = ("pplqa", "gptscore", "geval", "geval_weighted"),
     out: str | Path | None = None,
     model: str = DEFAULT_MODEL,
     limit: int | None = None,
@@ -55,6 +56,7 @@ def pplqa(
     seed: int = 0,
     progress: bool = False,
     n_threads: int | None = None,
+    tau: str = "a",
 ) -> dict:
     """Rank each question's answers by PPLqa (and optionally the baselines).
 
@@ -62,10 +64,13 @@ def pplqa(
     {question_id, question, model, answer}. `aspect` switches PPLqa/GPTScore to the aspect
     prompt. `reference="auto"` compares MT-Bench rankings with LLMBar's human votes (see
     data/mt_bench.py); a path reads a CSV `question_id,model,score` (higher = better); None: no reference.
+    `tau`: "a" (the paper's eq. 4, constant rankings count 0) or "b" (constant rankings skipped).
     """
     from ctxeval.data.mt_bench import human_net_wins, load_answer_file, load_mt_bench
     from ctxeval.qa.ranking import rank_answers
 
+    if tau not in TAU_VARIANTS:
+        raise UserError(f"--tau must be one of {', '.join(TAU_VARIANTS)}, got {tau!r}")
     method_list = tuple(f"{m}+prompt" if aspect and m in ("pplqa", "gptscore") else m for m in methods)
     config = MethodConfig(method_list, qa_scope, aspect or "coherence")
     questions = load_mt_bench() if answers == "mt-bench" else load_answer_file(Path(answers))
@@ -85,7 +90,7 @@ def pplqa(
     out_dir = Path(out) if out is not None else Path("runs") / "pplqa"
     scorer = load_scorer(model, n_threads=n_threads)
     try:
-        return rank_answers(scorer, questions, config, out_dir, ref, note, seed, progress)
+        return rank_answers(scorer, questions, config, out_dir, ref, note, seed, progress, tau)
     finally:
         scorer.close()
 

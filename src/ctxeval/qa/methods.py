@@ -2,6 +2,8 @@
 answer) with a direction: PPLqa (lower is better), GPTScore and G-Eval (higher is better).
 
 `+prompt` variants put the question inside the aspect prompt (the paper's "with prompt").
+`geval` is the paper's integer 1-5 score, `geval_weighted` G-Eval's probability-weighted one;
+both come from the same evaluator pass.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from ctxeval.metrics.qa import geval_score, gpt_score, ppl_qa
 from ctxeval.qa.evaluator import Evaluator
 from ctxeval.qa.prompts import check_aspect, geval_prompt, qa_prefix
 
-HIGHER_IS_BETTER = {"pplqa": False, "pplqa+prompt": False, "gptscore": True, "gptscore+prompt": True, "geval": True}
+HIGHER_IS_BETTER = {"pplqa": False, "pplqa+prompt": False, "gptscore": True, "gptscore+prompt": True, "geval": True, "geval_weighted": True}
 METHODS = tuple(HIGHER_IS_BETTER)
+GEVAL_METHODS = ("geval", "geval_weighted")
 QA_SCOPES = ("all", "answer")
 DEFAULT_QA_SCOPE = "all"
 
@@ -23,7 +26,7 @@ DEFAULT_QA_SCOPE = "all"
 class MethodConfig:
     """Settings shared by all methods of one evaluation."""
 
-    methods: tuple[str, ...] = ("pplqa", "gptscore", "geval")
+    methods: tuple[str, ...] = ("pplqa", "gptscore", "geval", "geval_weighted")
     qa_scope: str = DEFAULT_QA_SCOPE
     aspect: str = "coherence"  # for +prompt variants and G-Eval
 
@@ -45,9 +48,11 @@ def score_answer(ev: Evaluator, question: str, answer: str, config: MethodConfig
     out: dict[str, float] = {}
     alone = ev.pair("", answer) if any(m.startswith("pplqa") for m in config.methods) else None
     for method in config.methods:
-        if method == "geval":
-            logprobs, _ = ev.next_token_logprobs(geval_prompt(question, answer, config.aspect))
-            out["geval"], out["geval_digit_mass"] = geval_score(logprobs)
+        if method in GEVAL_METHODS:
+            logprobs, _ = ev.next_token_logprobs(geval_prompt(question, answer, config.aspect))  # one cached pass for both
+            geval = geval_score(logprobs)
+            out[method] = geval.integer if method == "geval" else geval.weighted
+            out["geval_digit_mass"] = geval.digit_mass
             continue
         aspect = config.aspect if method.endswith("+prompt") else None
         joint = ev.pair(qa_prefix(question, aspect), answer)
@@ -65,7 +70,7 @@ def pass_texts(question: str, answer: str, config: MethodConfig) -> list[str]:
     if any(m.startswith("pplqa") for m in config.methods):
         texts.append(answer)
     for method in config.methods:
-        if method == "geval":
+        if method in GEVAL_METHODS:
             texts.append(geval_prompt(question, answer, config.aspect))
         else:
             texts.append(qa_prefix(question, config.aspect if method.endswith("+prompt") else None) + answer)

@@ -1,7 +1,7 @@
 """`ctxeval pplqa`: score every answer of every question, rank answers per question, and
-(optionally) compare the rankings with a reference by per-question Kendall tau-b averaged over
-questions (the PPLqa paper's eq. 3, with tau-b for ties), its p-values, and the paper's
-Monte-Carlo random baseline.
+(optionally) compare the rankings with a reference by per-question Kendall tau averaged over
+questions (the PPLqa paper's eq. 3; tau-a of eq. 4 by default, tau-b on request), its p-values,
+and the paper's random baseline.
 
 Outputs: `scores.csv` (one row per question x answer: scores and per-question ranks, 1 = best),
 `pplqa.json` and `pplqa.md`, plus `cache.jsonl` (resumable evaluator passes).
@@ -26,7 +26,7 @@ from ctxeval.metrics.qa import rank_scores
 from ctxeval.qa.evaluator import Evaluator
 from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, pass_texts, score_answer
 from ctxeval.qa.progress import progress_bar
-from ctxeval.stats.agreement import per_item_tau, random_ranking_baseline
+from ctxeval.stats.agreement import BASELINE_DRAWS, EXACT_BASELINE_MAX_ITEMS, per_item_tau, random_ranking_baseline
 
 
 def _goodness(method: str, value: float) -> float:
@@ -34,26 +34,34 @@ def _goodness(method: str, value: float) -> float:
     return value if HIGHER_IS_BETTER[method] else -value
 
 
-def tau_summary(items: list[tuple[list[float], list[float]]], seed: int = 0) -> dict:
-    """Mean per-item tau-b, per-item p-values, a one-sample t-test of the taus against 0, and
+def tau_summary(items: list[tuple[list[float], list[float]]], variant: str = "a", seed: int = 0) -> dict:
+    """Mean per-item tau, per-item p-values, a one-sample t-test of the taus against 0, and
     the paper's random baseline averaged over the used items' ranking sizes (a sparse
     reference ranks fewer answers, and the baseline depends strongly on that number)."""
-    result = per_item_tau(items)
-    sizes = [len(x) for x, y in items if len(x) >= 2 and np.ptp(np.asarray(x, dtype=float)) > 0 and np.ptp(np.asarray(y, dtype=float)) > 0]
-    baselines = {n: random_ranking_baseline(n, seed=seed) for n in set(sizes)}
+    result = per_item_tau(items, variant)
+    baselines = {n: random_ranking_baseline(n, seed=seed) for n in set(result.sizes)}
     taus = np.asarray(result.taus)
     t_p = float(stats.ttest_1samp(taus, 0.0).pvalue) if len(taus) >= 2 and np.ptp(taus) > 0 else math.nan
     return {
+        "tau_variant": variant,
         "mean_tau": result.mean_tau,
         "items_used": result.items_used,
         "items_skipped": result.items_skipped,
+        "items_constant": result.items_constant,
         "p_mean_tau_ttest": t_p,
         "items_p_below_0.05": int(sum(p < 0.05 for p in result.p_values)),
         "taus": result.taus,
         "p_values": result.p_values,
-        "ranking_sizes": sizes,
-        "random_baseline_nonnegative": float(np.mean([baselines[n] for n in sizes])) if sizes else math.nan,
+        "ranking_sizes": result.sizes,
+        "random_baseline_nonnegative": float(np.mean([baselines[n] for n in result.sizes])) if result.sizes else math.nan,
+        "random_baseline_method": _baseline_method(result.sizes, seed),
     }
+
+
+def _baseline_method(sizes: list[int], seed: int) -> str:
+    if all(n <= EXACT_BASELINE_MAX_ITEMS for n in sizes):
+        return "exact (all rankings enumerated)"
+    return f"Monte Carlo above {EXACT_BASELINE_MAX_ITEMS} answers ({BASELINE_DRAWS} draws, seed {seed})"
 
 
 def rank_answers(
@@ -65,6 +73,7 @@ def rank_answers(
     reference_note: dict | None = None,
     seed: int = 0,
     progress: bool = False,
+    tau: str = "a",
 ) -> dict:
     """Score and rank all answers; write scores.csv, pplqa.json and pplqa.md; return the JSON dict."""
     started = time.time()
@@ -98,10 +107,10 @@ def rank_answers(
                 ref = reference.get(qid, {})
                 shared = [r for r in q_rows if r["model"] in ref]
                 items.append(([_goodness(method, r[method]) for r in shared], [ref[r["model"]] for r in shared]))
-            agreement[f"{method} vs reference"] = tau_summary(items, seed)
+            agreement[f"{method} vs reference"] = tau_summary(items, tau, seed)
     for a, b in itertools.combinations(config.methods, 2):
         items = [([_goodness(a, r[a]) for r in q_rows], [_goodness(b, r[b]) for r in q_rows]) for q_rows in by_q.values()]
-        agreement[f"{a} vs {b}"] = tau_summary(items, seed)
+        agreement[f"{a} vs {b}"] = tau_summary(items, tau, seed)
     mean_rank = {m: {model: float(np.mean([r[f"{m}_rank"] for r in rows if r["model"] == model])) for model in dict.fromkeys(r["model"] for r in rows)} for m in config.methods}
     result = {
         "evaluator": {"name": scorer.info.name, "backend": scorer.info.backend, "sha256": scorer.info.sha256},
@@ -110,6 +119,7 @@ def rank_answers(
         "answers": len(rows),
         "mean_rank_per_model": mean_rank,
         "reference": reference_note,
+        "tau_variant": tau,
         "agreement": agreement,
         "timing": {"seconds": round(time.time() - started, 1), "passes_run_this_session": ev.passes_run},
     }
@@ -123,6 +133,12 @@ def rank_answers(
     return result
 
 
+TAU_NOTES = {
+    "a": "Kendall tau-a per question (the paper's eq. 4: a tied pair counts 0, a constant ranking gives 0), averaged over questions",
+    "b": "Kendall tau-b per question, averaged over questions; a question with a constant ranking is skipped",
+}
+
+
 def markdown(result: dict) -> str:
     """Mean rank per model and method, then the tau table."""
     methods = list(result["mean_rank_per_model"])
@@ -131,10 +147,12 @@ def markdown(result: dict) -> str:
              "Mean rank per model (1 = best):", "", "| model | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
     for model in models:
         lines.append(f"| {model} | " + " | ".join(f"{result['mean_rank_per_model'][m][model]:.2f}" for m in methods) + " |")
-    lines += ["", "Kendall tau-b per question, averaged (p: t-test of the per-question taus against 0):", "",
-              "| comparison | mean tau | questions used | skipped | p | questions with p < 0.05 | random baseline (tau >= 0) |", "|---|---|---|---|---|---|---|"]
+    lines += ["", f"{TAU_NOTES[result['tau_variant']]} (p: t-test of the per-question taus against 0):", "",
+              "| comparison | mean tau | questions used | constant ranking | skipped | p | questions with p < 0.05 | random baseline (tau >= 0) |",
+              "|---|---|---|---|---|---|---|---|"]
     for name, a in result["agreement"].items():
-        lines.append(f"| {name} | {a['mean_tau']:.3f} | {a['items_used']} | {a['items_skipped']} | {a['p_mean_tau_ttest']:.3g} | {a['items_p_below_0.05']} | {a['random_baseline_nonnegative']:.3f} |")
+        lines.append(f"| {name} | {a['mean_tau']:.3f} | {a['items_used']} | {a['items_constant']} | {a['items_skipped']} | {a['p_mean_tau_ttest']:.3g} | "
+                     f"{a['items_p_below_0.05']} | {a['random_baseline_nonnegative']:.3f} |")
     if result.get("reference"):
         lines += ["", f"Reference: {result['reference'].get('description', '')}"]
     return "\n".join(lines) + "\n"

@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
+
+TAU_VARIANTS = ("a", "b")
+BASELINE_KEEP = ("nonnegative", "positive", "all")
+EXACT_BASELINE_MAX_ITEMS = 8  # 8! = 40,320 permutations; beyond, Monte Carlo
+BASELINE_DRAWS = 100_000  # the PPLqa paper's "100K repetitions"
+
+
+def kendall_tau_a(x: Sequence[float], y: Sequence[float]) -> float:
+    """Kendall's tau-a, the PPLqa paper's eq. 4: (concordant − discordant) / C(n, 2) over *all*
+    pairs, so a pair tied on either side counts 0 and a constant ranking gives 0, not NaN."""
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(a) != len(b):
+        raise ValueError("an item has rankings of different lengths")
+    if len(a) < 2:
+        return math.nan
+    i, j = np.triu_indices(len(a), k=1)
+    return float(np.sum(np.sign(a[i] - a[j]) * np.sign(b[i] - b[j])) / len(i))
 
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
@@ -18,54 +36,99 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]
 
 @dataclass(frozen=True)
 class PerItemTau:
-    """Kendall tau-b per item (e.g. per question over its answers), averaged over items."""
+    """Kendall tau per item (e.g. per question over its answers), averaged over items."""
 
+    variant: str  # "a" (eq. 4, the paper's) or "b"
     mean_tau: float
     taus: list[float]
-    p_values: list[float]
+    p_values: list[float]  # scipy's test of independence on C − D (NaN for a constant side)
+    sizes: list[int]  # ranking size of each used item
     items_used: int
-    items_skipped: int  # a ranking was constant (all ties): tau is undefined
+    items_skipped: int  # fewer than two answers; with tau-b also a constant ranking
+    items_constant: int  # a constant ranking on either side: tau-a = 0, skipped by tau-b
 
 
-def per_item_tau(items: Sequence[tuple[Sequence[float], Sequence[float]]]) -> PerItemTau:
-    """Average tau-b over items; items whose method or human ranking is constant are skipped
-    and counted (tau-b is undefined there, and counting them as 0 would bias the mean)."""
-    taus, pvals, skipped = [], [], 0
+def _is_constant(values: Sequence[float]) -> bool:
+    return bool(np.ptp(np.asarray(values, dtype=float)) == 0)
+
+
+def per_item_tau(items: Sequence[tuple[Sequence[float], Sequence[float]]], variant: str = "a") -> PerItemTau:
+    """Average Kendall tau over items (the PPLqa paper's eq. 3).
+
+    `variant="a"` (default) is eq. 4 as written: every item with two or more answers counts,
+    and one whose ranking is constant (all ties) counts as tau = 0. `variant="b"` is tau-b,
+    undefined on a constant ranking, so such items are skipped (and counted)."""
+    if variant not in TAU_VARIANTS:
+        raise ValueError(f"tau variant must be one of {', '.join(TAU_VARIANTS)}")
+    taus, pvals, sizes, skipped, constant = [], [], [], 0, 0
     for x, y in items:
         if len(x) != len(y):
             raise ValueError("an item has rankings of different lengths")
-        if len(x) < 2 or np.ptp(np.asarray(x, dtype=float)) == 0 or np.ptp(np.asarray(y, dtype=float)) == 0:
+        if len(x) < 2:
             skipped += 1
             continue
-        tau, p = kendall_tau_b(x, y)
-        taus.append(tau)
+        flat = _is_constant(x) or _is_constant(y)
+        constant += flat
+        if flat and variant == "b":
+            skipped += 1
+            continue
+        tau_b, p = kendall_tau_b(x, y) if not flat else (math.nan, math.nan)
+        taus.append(kendall_tau_a(x, y) if variant == "a" else tau_b)
         pvals.append(p)
+        sizes.append(len(x))
     mean = float(np.mean(taus)) if taus else math.nan
-    return PerItemTau(mean, taus, pvals, len(taus), skipped)
+    return PerItemTau(variant, mean, taus, pvals, sizes, len(taus), skipped, constant)
 
 
-def random_ranking_baseline(n_items: int, samples: int = 10000, seed: int = 0, keep: str = "nonnegative") -> float:
-    """The PPLqa paper's Monte-Carlo baseline: mean tau of random rankings of n_items against a
-    fixed ranking, keeping only some draws.
+def _keep(taus: np.ndarray, keep: str) -> np.ndarray:
+    if keep == "nonnegative":
+        return taus[taus >= 0]
+    if keep == "positive":
+        return taus[taus > 0]
+    return taus
 
-    The paper keeps non-negative taus; whether tau = 0 is kept is not stated, so it is a choice:
-    `keep="nonnegative"` (tau >= 0, the default), `"positive"` (tau > 0) or `"all"` (mean ~ 0).
-    """
+
+def _permutation_taus(perms: np.ndarray) -> np.ndarray:
+    """Tau of each row (a ranking without ties) against 0..n-1: (C − D) / C(n, 2)."""
+    i, j = np.triu_indices(perms.shape[1], k=1)
+    return np.sign(perms[:, j] - perms[:, i]).sum(axis=1) / len(i)
+
+
+def _check_baseline(n_items: int, keep: str) -> None:
     if n_items < 2:
         raise ValueError("a ranking needs at least two items")
-    if keep not in ("nonnegative", "positive", "all"):
-        raise ValueError("keep must be 'nonnegative', 'positive' or 'all'")
-    rng = np.random.default_rng(seed)
-    reference = np.arange(n_items)
-    perms = rng.permuted(np.tile(reference, (samples, 1)), axis=1)
-    # no ties: tau = (concordant - discordant) / C(n, 2)
-    i, j = np.triu_indices(n_items, k=1)
-    taus = np.sign(perms[:, j] - perms[:, i]).sum(axis=1) / len(i)
-    if keep == "nonnegative":
-        taus = taus[taus >= 0]
-    elif keep == "positive":
-        taus = taus[taus > 0]
-    return float(taus.mean())
+    if keep not in BASELINE_KEEP:
+        raise ValueError(f"keep must be one of {', '.join(BASELINE_KEEP)}")
+
+
+def exact_ranking_baseline(n_items: int, keep: str = "nonnegative") -> float:
+    """The random baseline computed over all n! rankings (each equally likely)."""
+    _check_baseline(n_items, keep)
+    perms = np.array(list(itertools.permutations(range(n_items))))
+    return float(_keep(_permutation_taus(perms), keep).mean())
+
+
+def monte_carlo_ranking_baseline(n_items: int, keep: str = "nonnegative", samples: int = BASELINE_DRAWS, seed: int = 0) -> float:
+    """The random baseline estimated from `samples` seeded random rankings, as the paper did."""
+    _check_baseline(n_items, keep)
+    if samples < 1:
+        raise ValueError("samples must be positive")
+    perms = np.random.default_rng(seed).permuted(np.tile(np.arange(n_items), (samples, 1)), axis=1)
+    return float(_keep(_permutation_taus(perms), keep).mean())
+
+
+def random_ranking_baseline(n_items: int, keep: str = "nonnegative", samples: int = BASELINE_DRAWS, seed: int = 0) -> float:
+    """The PPLqa paper's random baseline: mean tau between two random rankings of n_items
+    (no ties) among the draws it keeps. The paper "discard[s] all values less than 0", so tau = 0
+    is kept (`keep="nonnegative"`, the default); its 0.31 for four items is exactly 14/45 this
+    way (14/27 = 0.52 with `"positive"`, tau > 0). `"all"` gives 0.
+
+    Exact, by enumerating all n! rankings, for n_items <= 8; beyond, Monte Carlo with `samples`
+    seeded draws (the paper ran 100,000). Tau-a and tau-b agree here: random rankings have no ties.
+    """
+    if n_items <= EXACT_BASELINE_MAX_ITEMS:
+        return exact_ranking_baseline(n_items, keep)
+    return monte_carlo_ranking_baseline(n_items, keep, samples, seed)
 
 
 def confusion(y_true: Sequence, y_pred: Sequence, labels: Sequence) -> np.ndarray:
