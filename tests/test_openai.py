@@ -29,7 +29,10 @@ LAUNCHER = Path(__file__).parent / "servers" / "llama_server.py"
 # float32 log-softmax on the server vs float64 log-sum-exp over the same float32 logits in
 # ctxeval: they differ by float32 rounding of values of magnitude <= ~20, i.e. < 2e-6
 TOLERANCE = 1e-5
-GENERATION_TOLERANCE = 0.01
+# generation path vs prompt scoring on the same context: llama.cpp evaluates them in other batch
+# shapes, whose kernels round differently. Measured max |Δ logprob| on this test: 0.0035 (Intel,
+# AMX), 0.0272 (AMD EPYC AVX-512, and AMD EPYC AVX2); docs/numerics.md has the wider picture
+GENERATION_TOLERANCE = 0.1
 SWEEP = dict(texts=["demo"], lengths=[4], n_compare=4, context_mode="approx")  # one 8-token request
 
 
@@ -143,7 +146,7 @@ def test_generation_path_first_step_equals_prompt_scoring(server, direct, tmp_pa
     assert gen.logprob.isna().tolist() == ref["rank"].isna().tolist()
     # the same contexts, but evaluated in other batch shapes (a 5-7 token prompt batch, or a
     # one-token decode for a reused step) than the 9-token echo batch: llama.cpp's CPU kernels for
-    # such tiny batches round differently (measured up to 0.0035 nats), hence GENERATION_TOLERANCE
+    # such tiny batches round differently, hence GENERATION_TOLERANCE
     known = gen.logprob.notna()
     np.testing.assert_allclose(gen.logprob[known], ref.logprob[known], atol=GENERATION_TOLERANCE, rtol=0)
     protocol = json.loads((tmp_path / "gen" / "manifest.json").read_text())["api_usage"]["openai:gemma"]["protocol"]

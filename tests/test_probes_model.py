@@ -16,9 +16,11 @@ from .conftest import FIXTURES, SHARED_DATA, run_cli
 
 pytestmark = pytest.mark.model
 
-# max |Δ logprob| between one batched pass and one-token decodes; docs/numerics.md gives the
-# measurements behind it on each CPU kind
-STEPWISE_VS_BATCH_ATOL = 0.1
+# one batched pass vs one-token decodes (bench/bench_numeric_paths.py, 256 targets after a
+# 384-token prompt, AMD EPYC AVX2): max |Δ logprob| 0.43, mean 0.05-0.07; docs/numerics.md.
+# An off-by-one alignment would give several nats per token.
+STEPWISE_VS_BATCH_MAX = 1.0
+STEPWISE_VS_BATCH_MEAN = 0.15
 
 WIKI = FIXTURES / "wikitext2-test-head.txt"
 BOOK = SHARED_DATA / "gutenberg" / "austen-emma.txt"
@@ -92,7 +94,8 @@ def test_stepwise_scores_match_batched_scores_within_the_measured_tolerance(gemm
     answer = np.asarray(gemma.tokenize(case.answer), dtype=np.int32)
     stepwise = gemma.score_stepwise(prompt, answer, top_k=5, temperatures=(1.0,))
     batched = gemma.score(np.concatenate([prompt, answer[:-1]]), np.arange(len(prompt) - 1, len(prompt) - 1 + len(answer)), answer, top_k=5, temperatures=(1.0,))
-    np.testing.assert_allclose(stepwise.logprob, batched.logprob, atol=STEPWISE_VS_BATCH_ATOL)
+    diff = np.abs(stepwise.logprob - batched.logprob)
+    assert diff.max() < STEPWISE_VS_BATCH_MAX and diff.mean() < STEPWISE_VS_BATCH_MEAN, diff
 
 
 def test_retrieval_end_to_end_and_probe_report(tmp_path):
