@@ -3,13 +3,14 @@ reuse, on a local llama-cpp-python server serving the embedded Gemma 3 270M.
 
     PYTHONPATH=src python bench/bench_openai_chat.py [--lengths 32] [--n-compare 30] [--gen-tokens 4]
 
-For each path (chat: /v1/chat/completions with the thesis's system prompt; generate:
-/v1/completions without echo, like the thesis's legacy models) and each start:
+Each row is one `api.sweep(..., context_mode="thesis")` of the library (seeded start, as in any
+sweep), per path (chat: /v1/chat/completions with the thesis's system prompt; generate:
+/v1/completions without echo, like the thesis's legacy models):
 - no reuse: one request per comparison (gen_tokens = 1);
 - reuse, non-exhaustive: stop after n_c comparisons;
 - reuse, exhaustive: stop after n_c requests (comparisons may exceed n_c).
-Contexts slide as in the thesis: a request at target t sends the L tokens before t; a reused
-step j then had L + j tokens of context. Nothing is cached. Prints a Markdown table.
+Every request sends exactly L tokens; a reused step j had L + j. Nothing is cached.
+Prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -19,16 +20,15 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import httpx
-import numpy as np
 
-from ctxeval.backends.openai import OpenAIScorer
+from ctxeval import api
 from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.backends.registry import embedded_model_path
-from ctxeval.data.texts import load_text
 
 LAUNCHER = Path(__file__).resolve().parents[1] / "tests" / "servers" / "llama_server.py"
 
@@ -55,38 +55,36 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--lengths", default="32")
     parser.add_argument("--n-compare", type=int, default=30)
-    parser.add_argument("--gen-tokens", type=int, default=4)
+    parser.add_argument("--gen-tokens", type=int, default=None, help="default: n_c, as in the thesis")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--modes", default="chat,generate")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # `kill` still stops the server (finally)
     proc, url = start_server()
-    print(f"temperature {args.temperature}, gen_tokens {args.gen_tokens}, n_c {args.n_compare}")
+    print(f"temperature {args.temperature}, gen_tokens {args.gen_tokens or args.n_compare}, n_c {args.n_compare}")
     print("| path | L | protocol | requests | comparisons | requests per 30 comparisons | reference in top-20 | seconds |")
     print("|---|---:|---|---:|---:|---:|---:|---:|", flush=True)
+    configs = [
+        ("no reuse", dict(gen_tokens=1), False),
+        ("reuse, non-exhaustive", dict(gen_tokens=args.gen_tokens), False),
+        ("reuse, exhaustive", dict(gen_tokens=args.gen_tokens), True),
+    ]
     try:
-        text = load_text("demo")
-        for mode in args.modes.split(","):
-            options = OpenAIOptions(base_url=url, mode=mode, tokenizer="gemma-3-270m", cache=None, gen_tokens=args.gen_tokens, temperature=args.temperature, concurrency=1)
-            scorer = OpenAIScorer("gemma", options)
-            ids = np.asarray(scorer.tokenize(text.content))
-            for length in (int(x) for x in args.lengths.split(",")):
-                start = 1000 + length  # a fixed start; contexts slide: [t - L, t)
-                ctx = lambda t, L=length: t - L  # noqa: E731
-                n = args.n_compare
-                configs = [
-                    ("no reuse", dict(max_comparisons=n, gen_tokens=1)),
-                    ("reuse, non-exhaustive", dict(max_comparisons=n)),
-                    ("reuse, exhaustive", dict(max_requests=n)),
-                ]
-                for name, kw in configs:
-                    t0 = time.perf_counter()
-                    comparisons, requests = scorer.scan(ids, start, len(ids), ctx, top_k=20, **kw)
-                    seconds = time.perf_counter() - t0
-                    known = sum(not np.isnan(c.logprob) for c in comparisons)
-                    per30 = 30 * requests / len(comparisons)
-                    print(f"| {mode} | {length} | {name} | {requests} | {len(comparisons)} | {per30:.1f} | {known} | {seconds:.0f} |", flush=True)
-            scorer.close()
+        with tempfile.TemporaryDirectory() as tmp:
+            for mode in args.modes.split(","):
+                for length in (int(x) for x in args.lengths.split(",")):
+                    for name, options, exhaustive in configs:
+                        openai = OpenAIOptions(base_url=url, mode=mode, tokenizer="gemma-3-270m", cache=None, temperature=args.temperature, concurrency=1, **options)
+                        out = Path(tmp) / f"{mode}-{length}-{name}"
+                        t0 = time.perf_counter()
+                        result = api.sweep(models=["openai:gemma"], openai=openai, lengths=[length], n_compare=args.n_compare, seed=args.seed,
+                                           context_mode="thesis", exhaustive=exhaustive, out=out)
+                        seconds = time.perf_counter() - t0
+                        protocol = result.manifest["api_usage"]["openai:gemma"]["protocol"]
+                        requests, comparisons = protocol["requests"], protocol["comparisons"]
+                        known = int(result.records.logprob.notna().sum())
+                        print(f"| {mode} | {length} | {name} | {requests} | {comparisons} | {30 * requests / comparisons:.1f} | {known} | {seconds:.0f} |", flush=True)
     finally:
         proc.terminate()
         proc.wait()

@@ -80,6 +80,22 @@ def test_approx_perplexity_uses_kth_logprob_minus_penalty_outside_top_k():
     assert ppl.approx_logprobs(np.array([-4.0]), np.array([3]), topk[:1], 3, 3.0)[0] == pytest.approx(-4.0)
 
 
+def test_approx_perplexity_with_fewer_than_k_returned_uses_the_lowest_returned():
+    """Thesis eq. 10 takes the lowest probability p_l actually returned; an API may return fewer
+    than k (NaN-padded in the records) and the length must not become NaN for that."""
+    nan = math.nan
+    logprobs = np.array([-0.2, nan, -7.0])  # generation path: reference not returned -> NaN
+    ranks = np.array([1, nan, nan])  # unknown ranks are null (NaN)
+    topk = np.array([[-0.2, -1.0, -2.5], [-0.5, -1.5, nan], [-0.1, -4.0, nan]])
+    # k = 3: row 2 has two values, lowest -1.5 -> -4.5; row 3 lowest -4.0 -> -7.0
+    assert ppl.approx_logprobs(logprobs, ranks, topk, k=3, penalty=3.0).tolist() == pytest.approx([-0.2, -4.5, -7.0])
+    assert ppl.approx_perplexity(logprobs, ranks, topk, 3, 3.0) == pytest.approx(math.exp((0.2 + 4.5 + 7.0) / 3))
+    # only the first k columns count: k = 1 uses the top value of each row
+    assert ppl.approx_logprobs(logprobs, ranks, topk, k=1, penalty=3.0).tolist() == pytest.approx([-0.2, -3.5, -3.1])
+    # a row with nothing returned has no lowest value: that token stays unknown
+    assert math.isnan(ppl.approx_logprobs(np.array([nan]), np.array([nan]), np.array([[nan, nan]]), k=2)[0])
+
+
 def test_approx_perplexity_needs_enough_stored_top_k():
     with pytest.raises(ValueError):
         ppl.approx_logprobs(np.array([-1.0]), np.array([1]), np.array([[-1.0]]), k=2)

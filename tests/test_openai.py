@@ -4,6 +4,7 @@ proxy in front of it, and a scripted server for the thesis reuse rule. All on 12
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sqlite3
 import subprocess
@@ -17,9 +18,12 @@ import pandas as pd
 import pytest
 
 from ctxeval import api
-from ctxeval.backends.api_client import _retry_after
-from ctxeval.backends.openai import OpenAIScorer, _compare
+from ctxeval.backends.api_client import ApiClient, _retry_after
+from ctxeval.backends.openai import OpenAIScorer, ServerTokenizer, _compare
 from ctxeval.backends.openai_options import OpenAIOptions, RetryPolicy
+from ctxeval.backends.request_cache import RequestCache
+from ctxeval.data.texts import load_text
+from ctxeval.errors import UserError
 from ctxeval.run import IncompleteRun
 from tests.conftest import run_cli
 from tests.servers.fault_proxy import FaultProxy
@@ -69,7 +73,8 @@ def server():
 def _options(url: str, tmp: Path, **kw) -> OpenAIOptions:
     kw.setdefault("mode", "prompt")
     kw.setdefault("retry", RetryPolicy(max_attempts=6, base_delay=0.05, timeout=600))  # a loaded CI machine is slow
-    return OpenAIOptions(base_url=url, tokenizer="gemma-3-270m", cache=str(tmp / "cache.sqlite"), concurrency=2, **kw)
+    kw.setdefault("tokenizer", "gemma-3-270m")
+    return OpenAIOptions(base_url=url, cache=str(tmp / "cache.sqlite"), concurrency=2, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +171,46 @@ def test_chat_path_runs_thesis_protocol(server, tmp_path):
     assert usage["completion_tokens"] >= 2
 
 
+@pytest.mark.model
+def test_thesis_mode_on_the_real_server(server, tmp_path):
+    """At temperature 0 the sampled token is the greedy one, so a step is reused exactly when the
+    text's token was ranked first; every request sends exactly L tokens."""
+    options = _options(server, tmp_path, mode="generate", temperature=0.0)
+    for exhaustive in (False, True):
+        out = tmp_path / f"thesis-{exhaustive}"
+        result = api.sweep(models=["openai:gemma"], openai=options, out=out, texts=["demo"], lengths=[4], n_compare=4, context_mode="thesis", exhaustive=exhaustive)
+        lens, ranks = result.records.context_len.tolist(), result.records["rank"].tolist()
+        assert lens[0] == 4
+        assert all(lens[i] == (lens[i - 1] + 1 if ranks[i - 1] == 1 else 4) for i in range(1, len(lens)))
+        protocol = result.manifest["api_usage"]["openai:gemma"]["protocol"]
+        assert protocol == {"requests": lens.count(4), "comparisons": len(lens)}
+        # non-exhaustive: n_c comparisons; exhaustive: n_c requests
+        assert (len(lens) == 4) if not exhaustive else (protocol["requests"] == 4 and len(lens) >= 4)
+
+
+@pytest.mark.model
+def test_server_tokenizer_is_batched_cached_and_both_url_forms_share_it(server, direct, gemma, tmp_path):
+    """Without --tokenizer: the pieces of the text's distinct ids come in one detokenize request
+    (per 4096 ids), every tokenizer request is cached, and a rerun into a new directory, with the
+    base URL written the other way, sends nothing."""
+    proxy = FaultProxy(server)
+    try:
+        with_v1 = api.sweep(models=["openai:gemma"], openai=_options(proxy.url + "/v1", tmp_path, tokenizer=None), out=tmp_path / "v1", **SWEEP)
+        usage = with_v1.manifest["api_usage"]["openai:gemma"]
+        distinct = len(set(gemma.tokenize(load_text("demo").content)))
+        # BOS probe, separator (tokenize, detokenize), the text, its distinct ids' pieces; one scoring request
+        assert usage["tokenizer"]["requests"] == 4 + -(-distinct // ServerTokenizer.DETOKENIZE_BATCH) and usage["requests"] == 1
+        received = proxy.received
+        root = api.sweep(models=["openai:gemma"], openai=_options(proxy.url, tmp_path, tokenizer=None), out=tmp_path / "root", **SWEEP)
+        assert proxy.received == received  # the same cache keys for both URL forms
+    finally:
+        proxy.close()
+    assert with_v1.manifest["run_id"] == root.manifest["run_id"]
+    cols = ["target_pos", "target_id", "target_text", "char_start", "n_bytes", "logprob", "rank"]
+    for run in (with_v1, root):
+        pd.testing.assert_frame_equal(run.records[cols], direct[0].records[cols])
+
+
 def _completion(steps: list[tuple[str, dict[str, float]]]) -> dict:
     """A /v1/completions body (no echo) for generated steps (sampled token, top logprobs)."""
     return {"choices": [{"text": "".join(s for s, _ in steps), "logprobs": {
@@ -199,8 +244,6 @@ def test_reuse_stops_when_sampled_token_differs_even_if_reference_ranked_first(g
 
 def test_timeout_is_retried():
     """A response slower than the client's timeout is abandoned and the request sent again."""
-    from ctxeval.backends.api_client import ApiClient
-
     body = _completion([("x", {"x": -0.1})])
     upstream = ScriptedServer({"/v1/completions": [body]})
     proxy = FaultProxy(upstream.url, slow_seconds=4.0)
@@ -229,9 +272,6 @@ def test_retry_after_header():
 
 
 def test_cache_never_holds_the_api_key(tmp_path, monkeypatch):
-    from ctxeval.backends.api_client import ApiClient
-    from ctxeval.backends.request_cache import RequestCache
-
     body = _completion([("x", {"x": -0.1})])
     server = ScriptedServer({"/v1/completions": [body]})
     monkeypatch.setenv("SECRET_KEY_ENV", "sk-test-123456")
@@ -260,6 +300,142 @@ def test_cli_dry_run_sends_nothing():
         assert result.returncode == 0, result.stderr
         # exact mode: one request per target; prompt = BOS + L context + target (5 x 10 + 5 x 18), completion 1 token
         assert "| openai:x | prompt | 10 | 10 | 140 | 10 | 0.0004 |" in result.stdout
+        # thesis: at most n_c requests of exactly BOS + L tokens; non-exhaustive completions at most
+        # 5 + 4 + 3 + 2 + 1 (each request asks only for the comparisons still missing), exhaustive 5 x gen_tokens (= n_c)
+        for flag, completion, price in (("--non-exhaustive", 30, "0.0005"), ("--exhaustive", 50, "0.0007")):
+            result = run_cli("sweep", "demo", "--model", "openai:x", "--base-url", server.url, "--api-mode", "generate", "--tokenizer", "gemma-3-270m",
+                             "--lengths", "8,16", "--n-compare", "5", "--context-mode", "thesis", flag, "--dry-run", "--price-in", "2", "--price-out", "8", "--cache", "none")
+            assert result.returncode == 0, result.stderr
+            assert f"| openai:x | generate | 2 | 10 | 130 | {completion} | {price} |" in result.stdout
         assert not server.requests
     finally:
         server.close()
+
+
+# --- a scripted server tokenizer: "a b c d e f" is the ids 1-6, BOS 100, the separator "\x00" 101 ---
+WORDS = ["a", " b", " c", " d", " e", " f"]
+
+
+def _tokenizer_script(text_ids: list[int], pieces: list[str]) -> dict[str, list]:
+    """/extras/* answers for a ServerTokenizer that tokenizes one text: BOS probe, separator
+    check (tokenize, detokenize), the text, one batched detokenize of its distinct ids."""
+    return {
+        "/extras/tokenize": [{"tokens": [100]}, {"tokens": [100, 101]}, {"tokens": [100, *text_ids]}],
+        "/extras/detokenize": [{"text": "\x00"}, {"text": "\x00".join(pieces)}],
+    }
+
+
+def test_thesis_context_schedule_slides_back_to_l_after_a_miss(tmp_path):
+    """Paper 000, 3.1.2: every request sends exactly the L tokens before its first target; a reused
+    step j sees L + j. L = 2, n_c = 4 on a 6-token text (so the start is token 0)."""
+    text = tmp_path / "six.txt"
+    text.write_text("a b c d e f")
+    script = _tokenizer_script([1, 2, 3, 4, 5, 6], WORDS)
+    script["/v1/completions"] = [
+        # request 1 ("a b"): ' c' sampled = reference -> reused; ' x' sampled next -> ' d' scored, then stop
+        _completion([(" c", {" c": -0.2, " x": -1.9}), (" x", {" x": -0.4, " d": -1.1}), (" y", {" y": -0.1}), (" z", {" z": -0.1})]),
+        # request 2: exactly the L = 2 tokens before ' e', not the 4 since the start (approx mode's context)
+        _completion([(" e", {" e": -0.3}), (" f", {" f": -0.5, " g": -0.7})]),
+    ]
+    server = ScriptedServer(script)
+    try:
+        options = OpenAIOptions(base_url=server.url, mode="generate", cache=None)
+        result = api.sweep(texts=[text], models=["openai:s"], openai=options, lengths=[2], n_compare=4, context_mode="thesis", out=tmp_path / "run")
+        requests = server.requests["/v1/completions"]
+    finally:
+        server.close()
+    assert [r["prompt"] for r in requests] == ["a b", " c d"]
+    assert [r["max_tokens"] for r in requests] == [4, 2]  # gen_tokens = n_c, then the 2 comparisons still missing
+    recs = result.records
+    assert recs.target_pos.tolist() == [2, 3, 4, 5] and recs.context_len.tolist() == [2, 3, 2, 3]
+    assert recs.logprob.tolist() == [-0.2, -1.1, -0.3, -0.5] and recs["rank"].tolist() == [1, 2, 1, 1]
+    assert set(recs.context_mode) == {"thesis"} and set(recs.nominal_len) == {2}
+    assert result.manifest["api_usage"]["openai:s"]["protocol"] == {"requests": 2, "comparisons": 4}
+    assert json.loads(result.manifest["config"]["backend_options"])["gen_tokens"] == 4
+
+
+def test_thesis_exhaustive_stops_after_n_c_requests_not_comparisons():
+    script = _tokenizer_script([1, 2, 3, 4, 5, 6], WORDS)
+    script["/v1/completions"] = [
+        _completion([(" c", {" c": -0.2}), (" d", {" d": -0.3, " x": -0.9})]),  # both steps reused
+        _completion([(" x", {" x": -0.1, " e": -0.6})]),  # context back to the 2 tokens before ' e'; a miss
+    ]
+    server = ScriptedServer(script)
+    try:
+        scorer = OpenAIScorer("s", OpenAIOptions(base_url=server.url, mode="generate", cache=None, gen_tokens=2))
+        ids = np.asarray(scorer.tokenize("a b c d e f"))
+        comparisons, requests = scorer.thesis(ids, 2, len(ids), n_compare=2, exhaustive=True, top_k=20)
+        scorer.close()
+        prompts = [r["prompt"] for r in server.requests["/v1/completions"]]
+    finally:
+        server.close()
+    assert requests == 2 and prompts == ["a b", " c d"]
+    # 3 comparisons from n_c = 2 requests (non-exhaustive would stop after the first request's 2)
+    assert [(c.target, c.context_len, c.logprob, c.rank) for c in comparisons] == [(2, 2, -0.2, 1), (3, 3, -0.3, 1), (4, 2, -0.6, 2)]
+
+
+def test_server_tokenizer_fetches_pieces_in_one_request_and_splits_bad_batches():
+    """One detokenize request for all distinct ids; a batch whose answer does not split into one
+    part per id (here: a piece holding the separator) is halved until single ids."""
+    server = ScriptedServer({
+        "/extras/tokenize": [{"tokens": [100]}, {"tokens": [100, 101]}, {"tokens": [100, 1, 2, 1, 3]}],
+        "/extras/detokenize": [
+            {"text": "\x00"},  # separator check
+            {"text": "a\x00b\x00\x00c"},  # [1, 101, 2, 101, 3]: 4 parts for 3 ids -> halve
+            {"text": "a"},  # [1]
+            {"text": "b\x00\x00c"},  # [2, 101, 3]: 3 parts for 2 ids -> halve
+            {"text": "b\x00"},  # [2]
+            {"text": "c"},  # [3]
+        ],
+    })
+    try:
+        tokenizer = ServerTokenizer(ApiClient(server.url, None, None), "m")
+        assert tokenizer.tokenize("ab\x00ac") == [1, 2, 1, 3]
+        assert [tokenizer.token_bytes(t) for t in (1, 2, 3)] == [b"a", b"b\x00", b"c"]
+        sent = [r["tokens"] for r in server.requests["/extras/detokenize"]]
+        tokenizer.close()
+    finally:
+        server.close()
+    assert sent == [[101], [1, 101, 2, 101, 3], [1], [2, 101, 3], [2], [3]]
+
+
+def test_base_url_with_or_without_v1_reaches_the_same_routes_and_cache_key(tmp_path):
+    body = _completion([("x", {"x": -0.1})])
+    server = ScriptedServer({"/v1/completions": [body]})
+    try:
+        cache = RequestCache(tmp_path / "c.sqlite")
+        with_v1 = ApiClient(server.url + "/v1/", None, cache)
+        assert with_v1.post("/v1/completions", {"model": "m", "prompt": "p"}) == body  # not /v1/v1/completions
+        root = ApiClient(server.url, None, cache)
+        assert root.post("/v1/completions", {"model": "m", "prompt": "p"}) == body
+        assert (with_v1.usage.requests, root.usage.requests, root.usage.cache_hits) == (1, 0, 1)
+        for client in (with_v1, root):
+            client.close()
+        cache.close()
+    finally:
+        server.close()
+    assert OpenAIOptions(base_url="http://h:8000/v1/").identity() == OpenAIOptions(base_url="http://h:8000").identity()
+
+
+def test_missing_tokenize_endpoint_names_the_url_tried():
+    server = ScriptedServer({})  # every route answers 404
+    try:
+        with pytest.raises(UserError, match=re.escape(f"no tokenize endpoint (HTTP 404 from POST {server.url}/extras/tokenize")):
+            OpenAIScorer("m", OpenAIOptions(base_url=server.url + "/v1", mode="prompt", cache=None))
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--context-mode", "thesis"], "not an openai: model"),
+        (["--model", "openai:m", "--api-mode", "prompt", "--context-mode", "thesis"], "use --api-mode generate, chat or auto"),
+        (["--exhaustive"], "--exhaustive applies to --context-mode thesis only"),
+        (["--model", "openai:m", "--base-url", "localhost:8000", "--cache", "none"], "--base-url must be an http"),
+    ],
+)
+def test_thesis_and_url_user_errors(tmp_path, args, message):
+    r = run_cli("sweep", "demo", *args, "--quiet", "--out", str(tmp_path / "out"))
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("ctxeval: error:") and message in lines[0], r.stderr

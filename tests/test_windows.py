@@ -72,6 +72,17 @@ def test_sweep_approx_is_one_pass_with_growing_context():
     assert p.n_input == 20
 
 
+def test_sweep_thesis_pass_bounds_the_targets_the_protocol_may_reach():
+    char_starts = np.arange(1000)
+    (p,) = windows.sweep(char_starts, [16], 5, {(16, 0): 10}, "thesis")  # non-exhaustive: n_c targets
+    assert (p.window_id, p.context_mode, p.nominal_len) == ("T16-r0", "thesis", 16)
+    assert (p.context_start, p.target_start, p.target_end) == (10, 26, 31)
+    (p,) = windows.sweep(char_starts, [16], 5, {(16, 0): 10}, "thesis", thesis_targets=25)  # exhaustive: n_c x gen_tokens
+    assert p.target_end == 26 + 25
+    (p,) = windows.sweep(char_starts, [16], 5, {(16, 0): 970}, "thesis", thesis_targets=25)  # cut at the text's end
+    assert (p.target_start, p.target_end) == (986, 1000)
+
+
 def test_sweep_refuses_a_start_that_runs_past_the_end():
     with pytest.raises(UserError):
         windows.sweep(np.arange(100), [64], 30, {(64, 0): 10}, "exact")

@@ -52,9 +52,12 @@ def sweep(
     dtype: str | None = None,
     openai: OpenAIOptions | None = None,
     dry_run: bool = False,
+    exhaustive: bool = False,
 ) -> RunResult | dict:
     """The thesis protocol: per context length, `repeats` seeded starts, `n_compare` targets each
-    with exactly L tokens of context (`exact`), or one pass per start (`approx`), or `both`.
+    with exactly L tokens of context (`exact`), or one pass per start (`approx`), or `both`; or,
+    for API models, the thesis's own API schedule (`thesis`: contexts L, L + j on reused
+    generated steps; n_c comparisons, or n_c requests if `exhaustive`; `gen_tokens` default n_c).
 
     Every model starts each (text, length, repeat) at the same character, so runs of models
     with different tokenizers score the same stretch of text.
@@ -62,7 +65,7 @@ def sweep(
     modes = ("exact", "approx") if context_mode == "both" else (context_mode,)
     for mode in modes:
         if mode not in windows.CONTEXT_MODES:
-            raise UserError(f"unknown --context-mode {context_mode!r}; choose exact, approx or both")
+            raise UserError(f"unknown --context-mode {context_mode!r}; choose exact, approx, both or thesis")
     lengths = tuple(sorted(set(int(x) for x in lengths)))
     if not lengths:
         raise UserError("--lengths must name at least one context length")
@@ -74,6 +77,11 @@ def sweep(
         raise UserError(f"--repeats must be a positive integer, got {repeats}")
     if n_compare < 1:
         raise UserError(f"--n-compare must be a positive integer, got {n_compare}")
+    thesis = context_mode == "thesis"
+    if thesis:
+        openai = _thesis_options(models, openai or OpenAIOptions(), n_compare)
+    elif exhaustive:
+        raise UserError("--exhaustive applies to --context-mode thesis only")
     loaded = _load_texts(texts)
     config = RunConfig(
         command="sweep",
@@ -87,14 +95,18 @@ def sweep(
         seed=seed,
         repeats=repeats,
         context_modes=modes,
+        exhaustive=exhaustive,
         metrics=metrics,
         device=device,
         dtype=dtype,
         backend_options=_backend_options(models, openai),
     )
+    # a thesis pass may reach n_c targets, or n_c requests of gen_tokens each if exhaustive
+    gen_tokens = openai.tokens_per_request if thesis else 1
+    thesis_targets = n_compare * gen_tokens if exhaustive else n_compare
 
     def planner(infos: list[ModelInfo], tokenized: list[list[TokenizedText]]):
-        longest = max(lengths) + (n_compare - 1 if "approx" in modes else 0)
+        longest = max(lengths) + (n_compare - 1 if "approx" in modes else 0) + (min(gen_tokens, thesis_targets) - 1)
         check_context(infos, longest, f"context length {max(lengths)}")
         starts: dict[str, dict[str, int]] = {}
         plan = [[[] for _ in loaded] for _ in tokenized]
@@ -110,7 +122,7 @@ def sweep(
             starts[text.text_id] = {f"L{length}-r{repeat}": c for (length, repeat), c in sorted(start_chars.items())}
             for mi, per_model in enumerate(tokenized):
                 for mode in modes:
-                    plan[mi][ti].extend(windows.sweep(per_model[ti].char_starts, lengths, n_compare, start_chars, mode))
+                    plan[mi][ti].extend(windows.sweep(per_model[ti].char_starts, lengths, n_compare, start_chars, mode, thesis_targets))
         return plan, {"start_chars": starts}
 
     return execute(config, loaded, list(models), _out_dir(out, "sweep", config), planner, progress, n_threads, openai, dry_run)
@@ -378,6 +390,17 @@ def trends(run_dir: str | Path, out: str | Path | None = None, outlier_sd: float
 def models() -> list[ModelEntry]:
     """Models and backends usable on this machine."""
     return list_models()
+
+
+def _thesis_options(models: Sequence[str], openai: OpenAIOptions, n_compare: int) -> OpenAIOptions:
+    """The thesis context mode is the API protocol of paper 000 (section 3.1.2): only for
+    `openai:` models on a generation path; `gen_tokens` defaults to n_c as in the thesis."""
+    local = [m for m in models if not m.startswith("openai:")]
+    if local:
+        raise UserError(f"--context-mode thesis is the protocol for API models that only score generated tokens; {local[0]} is not an openai: model (use exact)")
+    if openai.mode == "prompt":
+        raise UserError("--context-mode thesis runs the generation protocol; use --api-mode generate, chat or auto, not prompt")
+    return openai.with_default_gen_tokens(n_compare)
 
 
 def _backend_options(models: Sequence[str], openai: OpenAIOptions | None) -> str:

@@ -39,7 +39,7 @@ ApiKeyEnvOpt = Annotated[str, typer.Option("--api-key-env", help="openai models:
 ApiModeOpt = Annotated[str, typer.Option("--api-mode", help="openai models: auto (probe), prompt (echo+logprobs), generate (completions, thesis reuse) or chat (chat completions, thesis reuse).")]
 TokenizerOpt = Annotated[Optional[str], typer.Option("--tokenizer", help="openai models: a GGUF (gemma-3-270m or .gguf path) with the served model's vocabulary; default: the server's tokenize endpoint.")]
 TopLogprobsOpt = Annotated[int, typer.Option("--top-logprobs", help="openai models: top-k log-probabilities to request (chat: at most 20).")]
-GenTokensOpt = Annotated[int, typer.Option("--gen-tokens", help="openai generate/chat: tokens requested per request (reused while the sampled tokens equal the text).")]
+GenTokensOpt = Annotated[Optional[int], typer.Option("--gen-tokens", help="openai generate/chat: tokens requested per request (reused while the sampled tokens equal the text). Default: n_c with --context-mode thesis, else 10.")]
 ApiTempOpt = Annotated[float, typer.Option("--api-temperature", help="openai generate/chat: sampling temperature.")]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", help="openai models: requests in flight at once.")]
 CacheOpt = Annotated[Optional[str], typer.Option("--cache", help="openai models: SQLite request cache ('none' to disable). Default ~/.cache/ctxeval/api-cache.sqlite.")]
@@ -96,7 +96,8 @@ def sweep(
     n_compare: Annotated[int, typer.Option("--n-compare", help="n_c: consecutive targets scored per start.")] = 30,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random starts.")] = 0,
     repeats: Annotated[int, typer.Option("--repeats", help="Independent seeded starts per length.")] = 1,
-    context_mode: Annotated[str, typer.Option("--context-mode", help="exact: every target sees exactly L tokens (one pass per target); approx: one pass of L+n_c tokens (contexts L..L+n_c-1); both: run both and report their mean |delta logprob|.")] = "exact",
+    context_mode: Annotated[str, typer.Option("--context-mode", help="exact: every target sees exactly L tokens (one pass per target); approx: one pass of L+n_c tokens (contexts L..L+n_c-1); both: run both and report their mean |delta logprob|; thesis (openai generate/chat): the thesis's API schedule, each request sends exactly L tokens, reused generated steps see L+j.")] = "exact",
+    exhaustive: Annotated[bool, typer.Option("--exhaustive/--non-exhaustive", help="--context-mode thesis: stop after n_c requests (exhaustive; comparisons may exceed n_c) or after n_c comparisons (default).")] = False,
     top_k: TopKOpt = DEFAULT_TOP_K,
     temperatures: TempsOpt = "1",
     cutoff: CutoffOpt = "20",
@@ -113,7 +114,7 @@ def sweep(
     api_mode: ApiModeOpt = "auto",
     tokenizer: TokenizerOpt = None,
     top_logprobs: TopLogprobsOpt = 20,
-    gen_tokens: GenTokensOpt = 10,
+    gen_tokens: GenTokensOpt = None,
     api_temperature: ApiTempOpt = 1.0,
     concurrency: ConcurrencyOpt = 4,
     cache: CacheOpt = None,
@@ -141,6 +142,7 @@ def sweep(
         dtype=dtype,
         openai=OpenAIOptions(base_url, api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache)),
         dry_run=dry_run,
+        exhaustive=exhaustive,
     )
     if dry_run:
         typer.echo(dry_run_table(result, price_in, price_out))
@@ -172,7 +174,7 @@ def score(
     api_mode: ApiModeOpt = "auto",
     tokenizer: TokenizerOpt = None,
     top_logprobs: TopLogprobsOpt = 20,
-    gen_tokens: GenTokensOpt = 10,
+    gen_tokens: GenTokensOpt = None,
     api_temperature: ApiTempOpt = 1.0,
     concurrency: ConcurrencyOpt = 4,
     cache: CacheOpt = None,

@@ -42,6 +42,7 @@ class RunConfig:
     seed: int = 0
     repeats: int = 1
     context_modes: tuple[str, ...] = ()
+    exhaustive: bool = False  # thesis context mode: n_c requests instead of n_c comparisons
     # score
     method: str = ""
     window: int = 0
@@ -60,7 +61,7 @@ class RunConfig:
         data = asdict(self)
         data.pop("metrics")
         # unset options added later are left out, so earlier runs keep their run ids
-        for key, unset in (("device", None), ("dtype", None), ("short", 0), ("backend_options", "")):
+        for key, unset in (("device", None), ("dtype", None), ("short", 0), ("backend_options", ""), ("exhaustive", False)):
             if data[key] == unset:
                 data.pop(key)
         return data

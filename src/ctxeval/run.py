@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ctxeval.backends.base import ModelInfo, Scorer
+from ctxeval.backends.base import ModelInfo, ScheduledScores, Scorer
 from ctxeval.backends.registry import load_scorer
 from ctxeval.config import MetricConfig, RunConfig
 from ctxeval.data.texts import Text
@@ -81,7 +81,7 @@ def execute(
     tokenized = [[tokenize(scorer, text) for text in texts] for scorer in scorers]
     plan, plan_facts = planner([s.info for s in scorers], tokenized)
     if dry_run:
-        estimate = _estimate(scorers, plan, done_passes(run_dir) if run_dir.exists() else set())
+        estimate = _estimate(scorers, config, plan, done_passes(run_dir) if run_dir.exists() else set())
         for scorer in scorers:
             scorer.close()
         return estimate
@@ -209,7 +209,7 @@ def _add_counts(a: dict, b: dict) -> dict:
     return out
 
 
-def _estimate(scorers: list[Scorer], plan: list[list[list[Pass]]], done: set[int]) -> dict:
+def _estimate(scorers: list[Scorer], config: RunConfig, plan: list[list[list[Pass]]], done: set[int]) -> dict:
     """What scoring the missing passes would send: requests and tokens per API model (upper
     bounds for the generation paths, whose reuse is only known afterwards)."""
     out: dict[str, dict] = {}
@@ -219,7 +219,10 @@ def _estimate(scorers: list[Scorer], plan: list[list[list[Pass]]], done: set[int
         for per_text in per_model:
             for p in per_text:
                 if index not in done and hasattr(scorer, "estimate"):
-                    requests, prompt_tokens, completion_tokens = scorer.estimate(p.n_input, p.n_targets)
+                    if p.context_mode == "thesis":
+                        requests, prompt_tokens, completion_tokens = scorer.estimate_thesis(p.nominal_len, p.n_targets, config.n_compare, config.exhaustive)
+                    else:
+                        requests, prompt_tokens, completion_tokens = scorer.estimate(p.n_input, p.n_targets)
                     totals["passes"] += 1
                     totals["requests"] += requests
                     totals["prompt_tokens"] += prompt_tokens
@@ -239,7 +242,11 @@ def check_context(infos: list[ModelInfo], max_tokens: int, what: str) -> None:
 
 
 def _score_pass(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass):
-    """One forward pass (or one API window) of `p`; rows follow the pass's targets."""
+    """One forward pass (or one API window) of `p`; rows follow the pass's targets. A thesis
+    pass (API models only: api.sweep refuses others) is scored by the protocol, which decides
+    how many targets and which contexts."""
+    if p.context_mode == "thesis":
+        return scorer.score_thesis(*_pass_input(scorer.info, tt, p), config.top_k, config.temperatures, config.n_compare, config.exhaustive)
     return scorer.score(*_pass_input(scorer.info, tt, p), config.top_k, config.temperatures)
 
 
@@ -256,10 +263,14 @@ def _pass_input(info: ModelInfo, tt: TokenizedText, p: Pass) -> tuple[np.ndarray
     return input_ids, output_positions, tt.ids[targets]
 
 
-def _append_rows(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass, pass_index: int, scores, out: dict[str, list]) -> None:
-    """Append the records of one scored pass to `out`."""
+def _append_rows(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass, pass_index: int, result, out: dict[str, list]) -> None:
+    """Append the records of one scored pass to `out`, with each target's actual context length."""
     info = scorer.info
-    targets = np.arange(p.target_start, p.target_end)
+    if isinstance(result, ScheduledScores):
+        scores, context_lens = result.scores, result.context_len
+    else:
+        scores, context_lens = result, p.context_lens()
+    targets = np.arange(p.target_start, p.target_start + len(scores.logprob))
     target_ids = tt.ids[targets]
     n = len(targets)
     out["pass_index"].extend([pass_index] * n)
@@ -270,7 +281,7 @@ def _append_rows(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass, 
     out["nominal_len"].extend([p.nominal_len] * n)
     out["repeat"].extend([p.repeat] * n)
     out["window_id"].extend([p.window_id] * n)
-    out["context_len"].extend(p.context_lens().tolist())
+    out["context_len"].extend(context_lens.tolist())
     out["target_pos"].extend(targets.tolist())
     out["char_start"].extend(tt.char_starts[targets].tolist())
     out["char_end"].extend(tt.char_ends[targets].tolist())

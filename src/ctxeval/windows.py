@@ -19,7 +19,7 @@ import numpy as np
 from ctxeval.errors import UserError
 
 METHODS = ("chunked", "sliding", "fixed")
-CONTEXT_MODES = ("exact", "approx")
+CONTEXT_MODES = ("exact", "approx", "thesis")
 
 
 @dataclass(frozen=True)
@@ -172,13 +172,16 @@ def sweep(
     n_compare: int,
     start_chars: dict[tuple[int, int], int],
     context_mode: str,
+    thesis_targets: int | None = None,
 ) -> list[Pass]:
     """The thesis protocol: per length L and repeat, n_c consecutive targets after a start.
 
     `start_chars[(L, repeat)]` is the character where the context begins; it is mapped to the
     first token starting at or after it. In `exact` mode every target sees exactly L tokens
     (one pass per target); in `approx` mode one pass of L + n_c tokens scores the n_c targets
-    with contexts L ... L + n_c - 1.
+    with contexts L ... L + n_c - 1. In `thesis` mode one pass holds the targets an API
+    model's generation protocol may reach (`thesis_targets`, default n_c; cut at the text's
+    end); the scorer decides which it scores and with what context (L, or L + j when reused).
     """
     _check_positive(n_compare=n_compare)
     if context_mode not in CONTEXT_MODES:
@@ -197,6 +200,9 @@ def sweep(
         window_id = f"{context_mode[0].upper()}{length}-r{repeat}"
         if context_mode == "approx":
             passes.append(Pass(window_id, "sweep", "approx", length, repeat, start, first_target, first_target + n_compare))
+        elif context_mode == "thesis":
+            end = min(n_tokens, first_target + (thesis_targets or n_compare))
+            passes.append(Pass(window_id, "sweep", "thesis", length, repeat, start, first_target, end))
         else:
             passes.extend(
                 Pass(window_id, "sweep", "exact", length, repeat, target - length, target, target + 1)

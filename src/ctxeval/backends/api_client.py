@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 import httpx
 
-from ctxeval.backends.openai_options import RetryPolicy
+from ctxeval.backends.openai_options import RetryPolicy, server_root
 from ctxeval.backends.request_cache import RequestCache, request_key
 from ctxeval.errors import ScoringFailed
 
@@ -45,7 +45,9 @@ class Usage:
 
 
 class ApiClient:
-    """POSTs JSON to `base_url + path`. Thread-safe; at most `concurrency` requests in flight."""
+    """POSTs JSON to `root + path`, where `root` is `base_url` without a trailing `/v1` and paths
+    are absolute (`/v1/completions`, `/extras/tokenize`). Thread-safe; at most `concurrency`
+    requests in flight."""
 
     def __init__(
         self,
@@ -56,7 +58,7 @@ class ApiClient:
         retry: RetryPolicy = RetryPolicy(),
         seed: int | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url = server_root(base_url)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=retry.timeout, limits=httpx.Limits(max_connections=concurrency))
         self._cache = cache
@@ -106,11 +108,15 @@ class ApiClient:
                         retry_after = _retry_after(r.headers.get("retry-after"))
                     else:
                         self._count(failed=1)
-                        raise RequestFailed(f"HTTP {r.status_code} from {path}: {r.text[:300]}")
+                        raise RequestFailed(f"HTTP {r.status_code} from POST {self.url(path)}: {r.text[:300]}")
             if attempt + 1 < self._retry.max_attempts:
                 time.sleep(self._delay(attempt, retry_after))
         self._count(failed=1)
-        raise RequestFailed(f"{path} failed after {self._retry.max_attempts} attempts; last error: {last_error}")
+        raise RequestFailed(f"POST {self.url(path)} failed after {self._retry.max_attempts} attempts; last error: {last_error}")
+
+    def url(self, path: str) -> str:
+        """The full URL a request to `path` goes to (for messages)."""
+        return self.base_url + path
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         with self._lock:

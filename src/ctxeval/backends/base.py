@@ -67,6 +67,38 @@ class Scorer(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass
+class ScheduledScores:
+    """Scores of a pass whose scorer chose the contexts (the thesis's API protocol): rows are the
+    pass's consecutive targets from its first, as many as were scored, and `context_len` is
+    the number of text tokens each actually saw."""
+
+    scores: BlockScores
+    context_len: np.ndarray  # int64 [n]
+
+
+class ThesisScorer(Protocol):
+    """A scorer that runs the thesis's generation protocol (an API without prompt log-probabilities)."""
+
+    def score_thesis(
+        self,
+        input_ids: np.ndarray,
+        output_positions: np.ndarray,
+        target_ids: np.ndarray,
+        top_k: int,
+        temperatures: tuple[float, ...],
+        n_compare: int,
+        exhaustive: bool,
+    ) -> ScheduledScores:
+        """Score from the pass's first target (L tokens after its context start) on, with the
+        thesis's context schedule; n_c comparisons, or n_c requests if `exhaustive`."""
+        ...
+
+    def estimate_thesis(self, length: int, n_targets: int, n_compare: int, exhaustive: bool) -> tuple[int, int, int]:
+        """Upper bounds (requests, prompt tokens, completion tokens) of one thesis pass."""
+        ...
+
+
 class Generator(Protocol):
     """A scorer that can also continue a token sequence greedily (Capabilities.generation)."""
 

@@ -11,7 +11,8 @@ scores are exact only for cutoffs <= k (see docs/openai.md). Three paths:
   context, ask for up to `gen_tokens` tokens with top-k log-probabilities; generated step j
   scores reference position j only while every earlier *sampled* token equalled the
   reference token (reuse); the reference's log-probability is known only if it is among the
-  returned tokens.
+  returned tokens. A `thesis` sweep pass (`score_thesis`) uses the thesis's context schedule:
+  every request sends exactly L tokens, and the records keep each target's actual context.
 
 Token identity: windows are cut by ctxeval's tokenization (a local GGUF vocabulary, or the
 server's tokenize endpoint) and sent as text; the server's echo of the prompt tokens is
@@ -29,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ctxeval.backends.api_client import ApiClient, RequestFailed
-from ctxeval.backends.base import Capabilities, ModelInfo
+from ctxeval.backends.base import Capabilities, ModelInfo, ScheduledScores
 from ctxeval.backends.logits import BlockScores
 from ctxeval.backends.openai_options import MODES, OpenAIOptions, RetryPolicy
 from ctxeval.backends.request_cache import RequestCache
@@ -71,8 +72,10 @@ class OpenAIScorer:
             raise UserError(f"unknown --api-mode {options.mode!r}; choose one of {', '.join(MODES)}")
         if options.top_logprobs < 1 or (options.mode == "chat" and options.top_logprobs > 20):
             raise UserError("--top-logprobs must be a positive integer (at most 20 for the chat path)")
-        if options.gen_tokens < 1:
+        if options.tokens_per_request < 1:
             raise UserError("--gen-tokens must be a positive integer")
+        if not options.base_url.startswith(("http://", "https://")):
+            raise UserError(f"--base-url must be an http:// or https:// URL, got {options.base_url!r}")
         self.model = model
         self.options = options
         api_key = os.environ.get(options.api_key_env)
@@ -82,7 +85,7 @@ class OpenAIScorer:
         self._mode = None if options.mode == "auto" else options.mode
         self.protocol = ProtocolCounts()
         self._lock = threading.Lock()
-        self._tokenizer = _load_tokenizer(options, api_key, n_threads)
+        self._tokenizer = _load_tokenizer(options, model, api_key, self._cache, n_threads)
         vocab = self._tokenizer.info
         self.capabilities = Capabilities(full_logits=False, max_top_k=options.top_logprobs, temperatures=False)
         self.info = ModelInfo(
@@ -117,14 +120,8 @@ class OpenAIScorer:
         return self._mode
 
     def score(self, input_ids, output_positions, target_ids, top_k: int, temperatures: tuple[float, ...]) -> BlockScores:
-        if any(t != 1.0 for t in temperatures):
-            raise UserError("the openai backend cannot compute log-probabilities at other temperatures (the API returns them at T = 1)")
-        n_bos = 1 if self.info.uses_bos else 0
-        text_ids = np.asarray(input_ids[n_bos:], dtype=np.int64)
-        targets = np.asarray(output_positions) - n_bos + 1  # indices into `full`
-        full = np.concatenate([text_ids, np.asarray(target_ids[-1:], dtype=np.int64)])
-        if not np.array_equal(full[targets], np.asarray(target_ids)):
-            raise ValueError("targets disagree with the input tokens")
+        _check_temperatures(temperatures)
+        full, targets = self._sequence(input_ids, output_positions, target_ids)
         if self.mode == "prompt":
             comparisons = self._prompt_scores(full, targets, top_k)
         elif np.all(np.diff(targets) == 1):
@@ -133,20 +130,57 @@ class OpenAIScorer:
             raise ValueError("generation paths score consecutive targets only")
         return _block(comparisons, top_k)
 
+    def score_thesis(self, input_ids, output_positions, target_ids, top_k: int, temperatures: tuple[float, ...], n_compare: int, exhaustive: bool) -> ScheduledScores:
+        """A thesis sweep pass: its first target is L tokens after its context start; which of its
+        targets are scored, and with what context, the protocol decides (see `thesis`)."""
+        _check_temperatures(temperatures)
+        full, targets = self._sequence(input_ids, output_positions, target_ids)
+        if self.mode == "prompt":  # auto found prompt log-probabilities: the server also completes without echo
+            self._mode = "generate"
+        comparisons, _ = self.thesis(full, int(targets[0]), int(targets[-1]) + 1, n_compare, exhaustive, top_k)
+        return ScheduledScores(_block(comparisons, top_k), np.array([c.context_len for c in comparisons], dtype=np.int64))
+
+    def _sequence(self, input_ids, output_positions, target_ids) -> tuple[np.ndarray, np.ndarray]:
+        """The pass's text tokens (BOS dropped, last target appended) and the targets' indices into it."""
+        n_bos = 1 if self.info.uses_bos else 0
+        text_ids = np.asarray(input_ids[n_bos:], dtype=np.int64)
+        targets = np.asarray(output_positions) - n_bos + 1
+        full = np.concatenate([text_ids, np.asarray(target_ids[-1:], dtype=np.int64)])
+        if not np.array_equal(full[targets], np.asarray(target_ids)):
+            raise ValueError("targets disagree with the input tokens")
+        return full, targets
+
     def estimate(self, n_input: int, n_targets: int) -> tuple[int, int, int]:
         """Upper bounds (requests, prompt tokens, completion tokens) of one pass, sent nothing."""
         prompt_tokens = n_input + 1  # + BOS or the chat template's first token (a lower bound for chat)
         if (self._mode or "prompt") == "prompt":
             return 1, prompt_tokens + 1, 1
         # worst case: every generated token differs from the reference, one request per target
-        per_request = min(self.options.gen_tokens, n_targets)
+        per_request = min(self.options.tokens_per_request, n_targets)
         return n_targets, n_targets * prompt_tokens + n_targets * (n_targets - 1) // 2, n_targets * per_request
 
+    def estimate_thesis(self, length: int, n_targets: int, n_compare: int, exhaustive: bool) -> tuple[int, int, int]:
+        """Upper bounds of one thesis pass: every request sends L tokens (+ BOS or the chat
+        template's first token); at most n_c requests, each generating at most `gen_tokens`
+        (non-exhaustive: at most the comparisons still missing)."""
+        gen = self.options.tokens_per_request
+        requests = min(n_compare, n_targets)
+        if exhaustive:
+            completion = requests * min(gen, n_targets)
+        else:
+            completion = sum(min(gen, n_compare - i) for i in range(requests))  # every request misses at its first step
+        return requests, requests * (length + 1), completion
+
     def usage(self) -> dict:
-        return self.client.usage.as_dict() | {"mode": self._mode, "protocol": asdict(self.protocol)}
+        """Requests of this session; `tokenizer` counts the server tokenizer's own requests."""
+        usage = self.client.usage.as_dict() | {"mode": self._mode, "protocol": asdict(self.protocol)}
+        if isinstance(self._tokenizer, ServerTokenizer):
+            usage["tokenizer"] = self._tokenizer.client.usage.as_dict()
+        return usage
 
     def close(self) -> None:
         self.client.close()
+        self._tokenizer.close()
         if self._cache is not None:
             self._cache.close()
             self._cache = None
@@ -172,6 +206,17 @@ class OpenAIScorer:
         return out
 
     # --- generation protocol ---------------------------------------------------------------
+    def thesis(self, full, first: int, end: int, n_compare: int, exhaustive: bool, top_k: int) -> tuple[list[Comparison], int]:
+        """The thesis's API schedule (paper 000, section 3.1.2) from target `first` = L.
+
+        Every request at target t sends exactly the L tokens before it, so a reused step j
+        has L + j tokens of context and, after a miss, the context slides back to L.
+        Non-exhaustive: stop after n_c comparisons; exhaustive: after n_c requests (more
+        comparisons when steps are reused). Never past `end`.
+        """
+        limit = {"max_requests": n_compare} if exhaustive else {"max_comparisons": n_compare}
+        return self.scan(full, first, end, lambda t: t - first, top_k, **limit)
+
     def scan(self, full, first: int, end: int, context_start, top_k: int, max_requests: int | None = None, max_comparisons: int | None = None, gen_tokens: int | None = None) -> tuple[list[Comparison], int]:
         """Score targets `first, first+1, ...` (< `end`) by generation with reuse.
 
@@ -181,7 +226,7 @@ class OpenAIScorer:
         `max_requests` requests (thesis: exhaustive) or `max_comparisons` comparisons
         (non-exhaustive). Returns the comparisons and the number of requests made.
         """
-        gen_tokens = gen_tokens or self.options.gen_tokens
+        gen_tokens = gen_tokens or self.options.tokens_per_request
         out: list[Comparison] = []
         requests, t = 0, first
         while t < end and (max_requests is None or requests < max_requests) and (max_comparisons is None or len(out) < max_comparisons):
@@ -231,6 +276,11 @@ class OpenAIScorer:
         except RequestFailed:
             pass
         return "chat"
+
+
+def _check_temperatures(temperatures: tuple[float, ...]) -> None:
+    if any(t != 1.0 for t in temperatures):
+        raise UserError("the openai backend cannot compute log-probabilities at other temperatures (the API returns them at T = 1)")
 
 
 def _compare(logprob: float, alternatives: list[float], k: int, target: int, context_len: int) -> Comparison:
@@ -300,7 +350,7 @@ def _first_difference(a: list[str], b: list[str]) -> int:
 
 # --- tokenizers --------------------------------------------------------------------------
 
-def _load_tokenizer(options: OpenAIOptions, api_key: str | None, n_threads: int | None):
+def _load_tokenizer(options: OpenAIOptions, model: str, api_key: str | None, cache: RequestCache | None, n_threads: int | None):
     if options.tokenizer:
         from ctxeval.backends.registry import load_scorer
 
@@ -308,42 +358,102 @@ def _load_tokenizer(options: OpenAIOptions, api_key: str | None, n_threads: int 
         if not isinstance(scorer.info, ModelInfo) or scorer.info.backend != "llamacpp":
             raise UserError("--tokenizer must be a GGUF model (gemma-3-270m or a .gguf path)")
         return scorer
-    return ServerTokenizer(options.base_url, api_key)
+    client = ApiClient(options.base_url, api_key, cache, 1, RetryPolicy(max_attempts=2, base_delay=0.2, timeout=30))
+    return ServerTokenizer(client, model)
 
 
 class ServerTokenizer:
-    """The server's own tokenizer (llama-cpp-python's /extras/tokenize and /extras/detokenize).
+    """The server's own tokenizer: llama-cpp-python's /extras/tokenize and /extras/detokenize
+    (at the server root, not under /v1).
 
-    Token bytes come from detokenizing one token at a time (cached); a server that cannot
-    detokenize a token to exact text (e.g. a lone byte of a UTF-8 character) makes the text
-    unusable here, and ctxeval says so instead of guessing offsets.
+    That API returns ids without their text, and detokenizes a list of ids to one string. So
+    the pieces of a text's distinct ids are fetched in one request (per `DETOKENIZE_BATCH` ids):
+    the ids interleaved with a separator token (`SEPARATOR`, a one-token text), and the answer
+    split on it. A batch that fails or splits into the wrong number of parts (a piece holding
+    the separator) is halved until single tokens are detokenized alone. Requests go through the
+    run's request cache, so an identical rerun sends none. The server decodes strictly, so a
+    token that is a lone byte of a UTF-8 character cannot be detokenized: ctxeval then says so
+    instead of guessing offsets.
     """
 
-    def __init__(self, base_url: str, api_key: str | None) -> None:
-        self._client = ApiClient(base_url, api_key, None, 1, RetryPolicy(max_attempts=2, base_delay=0.2, timeout=30))
+    SEPARATOR = "\x00"  # a control character, absent from texts (a piece holding it is detected)
+    DETOKENIZE_BATCH = 4096
+
+    def __init__(self, client: ApiClient, model: str) -> None:
+        self.client = client
+        self._model = model
         self._pieces: dict[int, bytes] = {}
+        url = client.url("/extras/tokenize")
         try:
-            bos = self._client.post("/extras/tokenize", {"input": ""})["tokens"]
-        except (RequestFailed, KeyError):
-            raise UserError(
-                f"the server at {base_url} has no tokenize endpoint (/extras/tokenize); give --tokenizer PATH.gguf "
-                "with the model's vocabulary"
-            ) from None
+            bos = self._tokenize("")
+        except RequestFailed as exc:
+            raise _no_tokenizer(str(exc)) from None
+        except KeyError:
+            raise _no_tokenizer(f"POST {url} answered without 'tokens'") from None
         self.info = ModelInfo(
-            name="server-tokenizer", backend="server", path=f"{base_url}/extras/tokenize", sha256="",
+            name="server-tokenizer", backend="server", path=url, sha256="",
             vocab_size=0, n_ctx_train=1 << 30, bos_id=bos[0] if bos else None,
-            details={"tokenizer_source": f"{base_url}/extras/tokenize"},
+            details={"tokenizer_source": url},
         )
+        self._separator = self._find_separator()
 
     def tokenize(self, text: str) -> list[int]:
-        ids = self._client.post("/extras/tokenize", {"input": text})["tokens"]
-        return ids[1:] if self.info.bos_id is not None and ids[:1] == [self.info.bos_id] else ids
+        """The text's ids; the pieces of all of them are fetched here, a batch at a time."""
+        ids = self._strip_bos(self._tokenize(text))
+        missing = list(dict.fromkeys(t for t in ids if t not in self._pieces))  # first-seen order: stable cache keys
+        for lo in range(0, len(missing), self.DETOKENIZE_BATCH):
+            self._fetch(missing[lo : lo + self.DETOKENIZE_BATCH])
+        return ids
 
     def token_bytes(self, token_id: int) -> bytes:
         if token_id not in self._pieces:
-            try:
-                text = self._client.post("/extras/detokenize", {"tokens": [token_id]})["text"]
-            except RequestFailed:
-                raise UserError(f"the server cannot detokenize token {token_id} to text; give --tokenizer PATH.gguf") from None
-            self._pieces[token_id] = text.encode("utf-8")
+            self._fetch([token_id])
         return self._pieces[token_id]
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _find_separator(self) -> int | None:
+        """The id of `SEPARATOR` if it is one token that detokenizes to itself (else pieces come one by one)."""
+        ids = self._strip_bos(self._tokenize(self.SEPARATOR))
+        try:
+            return ids[0] if len(ids) == 1 and self._detokenize(ids) == self.SEPARATOR else None
+        except RequestFailed:
+            return None
+
+    def _tokenize(self, text: str) -> list[int]:
+        return self.client.post("/extras/tokenize", {"model": self._model, "input": text})["tokens"]
+
+    def _strip_bos(self, ids: list[int]) -> list[int]:
+        return ids[1:] if self.info.bos_id is not None and ids[:1] == [self.info.bos_id] else ids
+
+    def _fetch(self, ids: list[int]) -> None:
+        if len(ids) == 1:
+            try:
+                self._pieces[ids[0]] = self._detokenize(ids).encode("utf-8")
+            except RequestFailed:
+                raise UserError(f"the server cannot detokenize token {ids[0]} to text; give --tokenizer PATH.gguf") from None
+            return
+        pieces = self._separated_pieces(ids) if self._separator is not None else None
+        if pieces is None:
+            half = len(ids) // 2
+            self._fetch(ids[:half])
+            self._fetch(ids[half:])
+            return
+        self._pieces.update(zip(ids, (p.encode("utf-8") for p in pieces)))
+
+    def _separated_pieces(self, ids: list[int]) -> list[str] | None:
+        """Pieces of `ids` from one request, or None if the batch cannot be split reliably."""
+        interleaved = [x for t in ids for x in (t, self._separator)][:-1]
+        try:
+            parts = self._detokenize(interleaved).split(self.SEPARATOR)
+        except RequestFailed:
+            return None
+        return parts if len(parts) == len(ids) else None
+
+    def _detokenize(self, ids: list[int]) -> str:
+        return self.client.post("/extras/detokenize", {"model": self._model, "tokens": ids})["text"]
+
+
+def _no_tokenizer(reason: str) -> UserError:
+    return UserError(f"the server has no tokenize endpoint ({reason}); give --tokenizer PATH.gguf with the model's vocabulary")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 DEFAULT_CACHE = Path.home() / ".cache" / "ctxeval" / "api-cache.sqlite"
@@ -20,7 +20,9 @@ class RetryPolicy:
 
 
 MODES = ("auto", "prompt", "generate", "chat")
+API_PREFIX = "/v1"  # OpenAI's routes live under it; llama-cpp-python's /extras/* at the server root
 SYSTEM_PROMPT = "Complete the following text:"  # the thesis's system prompt
+DEFAULT_GEN_TOKENS = 10  # tokens per generation request outside a thesis sweep (there: n_c)
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ class OpenAIOptions:
     mode: str = "auto"
     tokenizer: str | None = None  # a local .gguf whose vocabulary the server's model uses
     top_logprobs: int = 20  # OpenAI chat allows at most 20
-    gen_tokens: int = 10  # tokens requested per generation request (generate/chat)
+    gen_tokens: int | None = None  # tokens per generation request (generate/chat); None: see tokens_per_request
     temperature: float = 1.0  # sampling temperature of generate/chat (decides reuse)
     seed: int = 0
     system_prompt: str = SYSTEM_PROMPT
@@ -40,12 +42,29 @@ class OpenAIOptions:
     cache: str | None = str(DEFAULT_CACHE)  # None: no cache
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "base_url", server_root(self.base_url))  # both URL forms: one run id, one cache key
+
+    @property
+    def tokens_per_request(self) -> int:
+        """`gen_tokens`, or DEFAULT_GEN_TOKENS when unset (a thesis sweep sets n_c first)."""
+        return DEFAULT_GEN_TOKENS if self.gen_tokens is None else self.gen_tokens
+
+    def with_default_gen_tokens(self, n: int) -> OpenAIOptions:
+        """These options with `gen_tokens` = n unless the user chose a value."""
+        return self if self.gen_tokens is not None else replace(self, gen_tokens=n)
+
     def identity(self) -> dict:
         """The options that change records (connection, cache and retry settings do not)."""
-        keys = ("base_url", "mode", "tokenizer", "top_logprobs", "gen_tokens", "temperature", "seed", "system_prompt")
-        return {k: getattr(self, k) for k in keys}
+        keys = ("base_url", "mode", "tokenizer", "top_logprobs", "temperature", "seed", "system_prompt")
+        return {k: getattr(self, k) for k in keys} | {"gen_tokens": self.tokens_per_request}
 
 
+def server_root(base_url: str) -> str:
+    """The server's root URL from a base URL written either way: with `/v1` (the convention of
+    the OpenAI SDK, vLLM, inspect and lm-eval) or without it (llama.cpp's)."""
+    root = base_url.strip().rstrip("/")
+    return root[: -len(API_PREFIX)] if root.endswith(API_PREFIX) else root
 
 
 def dry_run_table(estimate: dict, price_in: float | None, price_out: float | None) -> str:

@@ -37,14 +37,24 @@ def approx_logprobs(
     """Per-token log-probabilities as an API with only the top-k would give them (thesis eq. 10).
 
     A token ranked within the top k keeps its log-probability; one outside gets
-    log p_k - penalty, where p_k is the k-th (lowest) returned probability. `topk_logprobs`
+    log p_l - penalty, where p_l is the lowest probability among the first k returned
+    (thesis: "the lowest probability p_l in P"). An API can return fewer than k values
+    (llama-cpp-python merges tokens with equal strings; NaN-padded in the records), and then
+    p_l is the lowest one it did return; a row with none returned stays NaN. `topk_logprobs`
     is [n, >=k], sorted descending; computing this from exact data measures the truncation bias.
     """
     topk_logprobs = np.asarray(topk_logprobs, dtype=np.float64)
     if k < 1 or topk_logprobs.ndim != 2 or topk_logprobs.shape[1] < k:
         raise ValueError(f"approximate perplexity at k={k} needs at least k stored top log-probabilities")
-    inside = np.asarray(ranks) <= k
-    return np.where(inside, np.asarray(logprobs, dtype=np.float64), topk_logprobs[:, k - 1] - penalty)
+    inside = np.asarray(ranks, dtype=np.float64) <= k  # an unknown rank (NaN) is outside
+    return np.where(inside, np.asarray(logprobs, dtype=np.float64), _lowest_returned(topk_logprobs[:, :k]) - penalty)
+
+
+def _lowest_returned(topk_logprobs: np.ndarray) -> np.ndarray:
+    """Per row, the lowest non-NaN value (NaN for a row with no value at all)."""
+    present = ~np.isnan(topk_logprobs)
+    lowest = np.where(present, topk_logprobs, np.inf).min(axis=1, initial=np.inf)
+    return np.where(present.any(axis=1), lowest, np.nan)
 
 
 def approx_perplexity(
