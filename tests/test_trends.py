@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from ctxeval.report.trends import ALL_TEXTS, trend_table
-from ctxeval.stats.trends import loo_outliers, slope
+from ctxeval.stats.trends import loo_outliers, mean_interval, slope
 
 
 def test_slope_se_p_and_ci_match_linregress_and_t_interval():
@@ -90,3 +90,23 @@ def test_a_single_text_gets_no_combined_fit():
     table = trend_table(one[one["text_id"] == "text1"], ["avg"])
     assert ALL_TEXTS not in set(table["text_id"]) and len(table) == 2 * 2  # 2 models x 2 scales
 
+
+def test_interval_over_repeated_starts_is_the_t_interval_of_window_means():
+    rng = np.random.default_rng(3)
+    values = rng.normal(2.0, 1.0, 90)
+    windows = np.repeat(["r0", "r1", "r2"], 30)
+    low, high, kind = mean_interval(values, windows)
+    means = values.reshape(3, 30).mean(axis=1)
+    ref = stats.t.interval(0.95, 2, loc=means.mean(), scale=stats.sem(means))
+    assert (low, high) == pytest.approx(ref) and kind == "t over 3 windows"
+
+
+def test_interval_of_a_single_start_bootstraps_its_targets_like_scipy():
+    values = np.random.default_rng(4).exponential(2.0, 30)
+    low, high, kind = mean_interval(values, np.array(["w"] * 30), replicates=4000)
+    ref = stats.bootstrap((values,), np.mean, method="percentile", n_resamples=20000, random_state=1).confidence_interval
+    width = ref.high - ref.low
+    assert low == pytest.approx(ref.low, abs=0.08 * width) and high == pytest.approx(ref.high, abs=0.08 * width)
+    assert kind == "bootstrap over 30 targets"
+    assert mean_interval(values, np.array(["w"] * 30)) == mean_interval(values, np.array(["w"] * 30))  # seeded
+    assert math.isnan(mean_interval(np.array([1.0, np.nan]), np.array(["a", "b"]))[0])
