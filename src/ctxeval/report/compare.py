@@ -37,7 +37,7 @@ def nan_error(excluded: list[dict]) -> UserError:
     """The one-line error of `--nan-windows error`, naming the windows."""
     shown = ", ".join(_label(w) for w in excluded[:10])
     more = f" and {len(excluded) - 10} more" if len(excluded) > 10 else ""
-    return UserError(f"{len(excluded)} paired windows have a NaN loss ({shown}{more}); rerun them or pass --nan-windows exclude to leave them out")
+    return UserError(f"{len(excluded)} paired windows have a NaN loss ({shown}{more}); pass --nan-windows exclude to leave them out (they are listed in the report)")
 
 
 def _label(window: dict) -> str:
