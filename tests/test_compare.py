@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from ctxeval.errors import UserError
 from ctxeval.pairing import overlap_fraction, pair_windows
+from ctxeval.report.compare import build_report, gate
 
 from .conftest import run_cli
 
@@ -38,6 +44,67 @@ def test_mismatched_window_sets_report_partial_pairing():
 def test_token_count_mismatch_is_counted():
     p = pair_windows(windows([(0, 10)], tokens=10), windows([(0, 10)], tokens=9))
     assert p.token_mismatches == 1
+
+
+def scored(n, losses, tokens=200):
+    """n disjoint windows of one text, in run order, with the given losses and an `avg` score."""
+    table = windows([(100 * i, 100 * i + 99) for i in range(n)], tokens=tokens)
+    return table.assign(loss=losses, avg=0.5)
+
+
+def naive_ratio(loss_a, loss_b, tokens):
+    """exp(sum t (l_B - l_A) / sum t), by a plain loop."""
+    num = den = 0.0
+    for a, b, t in zip(loss_a, loss_b, tokens):
+        num += t * (b - a)
+        den += t
+    return math.exp(num / den)
+
+
+def release_report(a, b, nan_windows="exclude"):
+    report = build_report(pair_windows(a, b), ("A", "B"), 500, 0, False, ["avg"], nan_windows)
+    return report, gate(report, "release", None, None, None)
+
+
+def test_an_odd_perfectly_paired_set_passes_release_and_halves_show_drift():
+    rng = np.random.default_rng(1)
+    loss_a = rng.normal(3.0, 0.3, 101)
+    loss_b = loss_a + rng.normal(0.02, 0.05, 101)
+    report, failures = release_report(scored(101, loss_a), scored(101, loss_b))
+    assert failures == []  # 101 windows x 200 tokens: 50 preview + 51 final windows
+    cov = report["dataset"]["windows"]["stats"]["coverage"]
+    assert cov == {
+        "preview": {"windows": 50, "tokens": 10000, "windows_a": 50, "windows_b": 50},
+        "final": {"windows": 51, "tokens": 10200, "windows_a": 51, "windows_b": 51},
+    }
+    pm = report["primary_metric"]
+    assert pm["preview"]["ratio"] == pytest.approx(naive_ratio(loss_a[:50], loss_b[:50], [200] * 50))
+    assert pm["final"]["ratio"] == pytest.approx(naive_ratio(loss_a[50:], loss_b[50:], [200] * 51))
+
+
+def test_release_fails_when_a_and_b_hold_different_window_counts():
+    loss = np.full(101, 3.0)
+    report, failures = release_report(scored(101, loss), scored(100, loss[:100]))
+    assert any(f.startswith("pairing is") for f in failures)
+    assert "final half: A has 51 windows, B has 50" in failures
+    assert report["dataset"]["windows"]["stats"]["coverage"]["preview"]["windows_b"] == 50
+
+
+def test_nan_losses_are_excluded_and_listed_or_refused():
+    rng = np.random.default_rng(2)
+    loss_a, loss_b = rng.normal(3.0, 0.3, 120), rng.normal(3.1, 0.3, 120)
+    loss_b[[7, 90]] = np.nan
+    loss_a[90] = np.nan
+    report, failures = release_report(scored(120, loss_a), scored(120, loss_b))
+    stats = report["dataset"]["windows"]["stats"]
+    assert stats["excluded_windows"]["count"] == 2
+    assert stats["excluded_windows"]["windows"] == [{"a": "w700", "b": "w700", "nan_in": "B"}, {"a": "w9000", "b": "w9000", "nan_in": "A and B"}]
+    assert stats["paired_windows"] == 120 and stats["compared_windows"] == 118
+    keep = np.isfinite(loss_a) & np.isfinite(loss_b)
+    assert report["primary_metric"]["ratio"] == pytest.approx(naive_ratio(loss_a[keep], loss_b[keep], [200] * 118))
+    assert "2 paired windows were excluded for a NaN loss" in failures
+    with pytest.raises(UserError, match=r"^2 paired windows have a NaN loss \(w700, w9000\)"):
+        release_report(scored(120, loss_a), scored(120, loss_b), nan_windows="error")
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +163,36 @@ def test_trends_from_the_cli(both_modes_run, tmp_path):
     assert any(row["metric"] == "avg" and row["x"] == "log2_length" and row["n"] == 12 for row in payload["trends"])
     spread = [row for row in payload["variance"] if row["metric"] == "avg"]
     assert all(row["windows"] == 6 for row in spread)
+
+
+def window_losses(records: pd.DataFrame, mode: str) -> pd.DataFrame:
+    """Per (length, repeat) window of one context mode: tokens and mean NLL, from raw records."""
+    part = records[records["context_mode"] == mode]
+    return part.groupby(["nominal_len", "repeat"]).agg(window_id=("window_id", "first"), t=("logprob", "size"), loss=("logprob", lambda x: -x.mean()))
+
+
+def test_compare_nan_windows_from_the_cli(both_modes_run, tmp_path):
+    run_b = tmp_path / "b"
+    shutil.copytree(both_modes_run, run_b)
+    table = pq.read_table(run_b / "records.parquet")
+    records = table.to_pandas()
+    nan_window = records[records["context_mode"] == "approx"]["window_id"].unique()[3]
+    records.loc[records.index[records["window_id"] == nan_window][0], "logprob"] = np.nan  # one target without a logprob
+    pq.write_table(pa.Table.from_pandas(records, schema=table.schema, preserve_index=False), run_b / "records.parquet")
+
+    args = ("compare", str(both_modes_run), str(run_b), "--context-mode-a", "exact", "--context-mode-b", "approx", "--replicates", "500")
+    refused = run_cli(*args, "--nan-windows", "error", "--out", str(tmp_path / "e"))
+    assert refused.returncode == 2
+    assert refused.stderr.strip().count("\n") == 0 and nan_window in refused.stderr and "Traceback" not in refused.stderr
+
+    r = run_cli(*args, "--out", str(tmp_path / "x"))
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "x" / "compare.json").read_text())
+    excluded = report["dataset"]["windows"]["stats"]["excluded_windows"]
+    assert excluded["count"] == 1 and excluded["windows"][0]["b"] == nan_window and excluded["windows"][0]["nan_in"] == "B"
+    assert "Excluded: 1 paired windows" in (tmp_path / "x" / "compare.md").read_text()
+    a, b = window_losses(pq.read_table(both_modes_run / "records.parquet").to_pandas(), "exact"), window_losses(records, "approx")
+    keep = b["window_id"] != nan_window
+    assert report["primary_metric"]["ratio"] == pytest.approx(naive_ratio(a["loss"][keep], b["loss"][keep], a["t"][keep]), rel=1e-9)
+    bad = run_cli(*args, "--nan-windows", "skip", "--out", str(tmp_path / "y"))
+    assert bad.returncode == 2 and "--nan-windows" in bad.stderr

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from ctxeval.config import MetricConfig
 from ctxeval.report.summary import approx_vs_exact, summarize
@@ -71,3 +72,16 @@ def test_tables_have_thesis_shapes():
     md = markdown_tables(summarize(df, metrics, {"m": 10}, (1.0,)), metrics, pd.DataFrame())
     assert "thesis Table 1" in md and "thesis Table 2" in md and "Appendix A" in md
     assert "| LIN " in md or "LIN" in md
+
+
+def test_plotted_intervals_over_repeats_are_t_intervals_of_window_nll():
+    rows = []
+    for w, lps in enumerate(([-1.0, -2.0], [-0.5, -0.7], [-3.0, -1.0])):
+        rows += [{"nominal_len": 8, "window_id": f"w{w}", "repeat": w, "target_pos": 10 * w + i, "logprob": lp, "rank": 1 + i} for i, lp in enumerate(lps)]
+    row = summarize(records(rows), MetricConfig(cutoff=3, alphas=(0.1,), approx_k=3), {"m": 100}, (1.0,)).iloc[0]
+    nll = np.array([1.5, 0.6, 2.0])  # mean NLL of each window
+    half = stats.t.ppf(0.975, 2) * nll.std(ddof=1) / math.sqrt(3)
+    assert (row["ppl_lo"], row["ppl_hi"]) == pytest.approx((math.exp(nll.mean() - half), math.exp(nll.mean() + half)))
+    assert row["ppl_lo"] < row["ppl"] < row["ppl_hi"] and row["interval"] == "t over 3 windows"
+    rp = np.array([0.75, 0.75, 0.75])  # ranks 1 and 2 in every window: rp constant, interval collapses
+    assert row["rp_lo"] == pytest.approx(rp.mean()) and row["rp_hi"] == pytest.approx(rp.mean())

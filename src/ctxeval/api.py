@@ -24,7 +24,7 @@ from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
 from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
 from ctxeval.probes.retrieval_run import RetrievalConfig, RetrievalResult, run_retrieval
 from ctxeval.qa.commands import meta_eval, pplqa
-from ctxeval.report.compare import PROFILES, build_report, gate, write_report
+from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, write_report
 from ctxeval.report.outputs import RunResult, compute, load_run, read_manifest, vocab_sizes, write_outputs
 from ctxeval.report.summary import window_metrics
 from ctxeval.report.trends import metric_names, trend_table, variance_table, write_trends
@@ -349,11 +349,15 @@ def compare(
     model_b: str | None = None,
     context_mode_a: str | None = None,
     context_mode_b: str | None = None,
+    nan_windows: str = "exclude",
 ) -> Comparison:
     """Is B worse than A, by how much, how sure are we: the paired perplexity ratio over the
-    windows both runs scored, with a BCa interval, and the same for the rank scores."""
+    windows both runs scored, with a BCa interval, and the same for the rank scores. Windows
+    with a NaN loss in either arm are left out and listed (`nan_windows="error"` refuses them)."""
     if profile not in PROFILES:
         raise UserError(f"unknown --profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    if nan_windows not in NAN_POLICIES:
+        raise UserError(f"unknown --nan-windows {nan_windows!r}; choose one of {', '.join(NAN_POLICIES)}")
     if replicates < 100:
         raise UserError(f"--replicates must be at least 100, got {replicates}")
     manifest_a, records_a = load_run(Path(run_a))
@@ -365,7 +369,7 @@ def compare(
     if pairing.paired.empty:
         raise UserError("the two runs share no windows: they scored different texts, lengths, repeats or spans")
     scores = ["lin", "rp", *(alpha_key(x) for x in metrics.alphas), "avg"]
-    report = build_report(pairing, (str(run_a), str(run_b)), replicates, seed, cluster_by_text, scores)
+    report = build_report(pairing, (str(run_a), str(run_b)), replicates, seed, cluster_by_text, scores, nan_windows)
     report["profile"] = profile
     failures = gate(report, profile, min_windows, min_tokens, max_ratio)
     report["gates"] = {"passed": not failures, "failures": failures}

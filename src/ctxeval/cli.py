@@ -237,7 +237,7 @@ def compare(
     replicates: Annotated[int, typer.Option("--replicates", help="Bootstrap replicates.")] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     cluster_by_text: Annotated[bool, typer.Option("--cluster-by-text", help="Resample whole texts (documents) instead of windows.")] = False,
-    profile: Annotated[str, typer.Option("--profile", help="dev: report everything; ci / release: exit code 1 unless pairing is complete, token counts agree, windows do not overlap and minimum windows/tokens are met.")] = "dev",
+    profile: Annotated[str, typer.Option("--profile", help="dev: report everything; ci / release: exit code 1 unless pairing is complete, A and B have equal window counts in each half, token counts agree, windows do not overlap, no window was excluded and minimum windows/tokens are met.")] = "dev",
     min_windows: Annotated[Optional[int], typer.Option("--min-windows", help="Override the profile's minimum paired windows (ci 20, release 100).")] = None,
     min_tokens: Annotated[Optional[int], typer.Option("--min-tokens", help="Override the profile's minimum paired tokens (ci 2000, release 20000).")] = None,
     max_ratio: Annotated[Optional[float], typer.Option("--max-ratio", help="Fail (exit 1) if the upper CI bound of the perplexity ratio B/A exceeds this.")] = None,
@@ -245,9 +245,10 @@ def compare(
     model_b: Annotated[Optional[str], typer.Option("--model-b", help="Model of run B to use, if it holds several.")] = None,
     context_mode_a: Annotated[Optional[str], typer.Option("--context-mode-a", help="Context mode of run A to use (exact/approx/window).")] = None,
     context_mode_b: Annotated[Optional[str], typer.Option("--context-mode-b", help="Context mode of run B to use.")] = None,
+    nan_windows: Annotated[str, typer.Option("--nan-windows", help="Windows with a NaN loss in either run (e.g. API targets outside the top-k): exclude (listed in the report; fails ci/release) or error.")] = "exclude",
 ) -> None:
     """Paired comparison of two runs over the same windows: perplexity ratio B/A with a BCa interval."""
-    result = api.compare(run_a, run_b, out, replicates, seed, cluster_by_text, profile, min_windows, min_tokens, max_ratio, model_a, model_b, context_mode_a, context_mode_b)
+    result = api.compare(run_a, run_b, out, replicates, seed, cluster_by_text, profile, min_windows, min_tokens, max_ratio, model_a, model_b, context_mode_a, context_mode_b, nan_windows)
     typer.echo((result.out / "compare.md").read_text())
     typer.echo(f"report: {result.out / 'compare.json'}, {result.out / 'compare.md'}")
     if result.failures:

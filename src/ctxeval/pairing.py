@@ -52,7 +52,7 @@ def window_table(records: pd.DataFrame, manifest: dict, metrics: MetricConfig, m
 class Pairing:
     """Paired windows of arms A and B, and how well the two runs matched."""
 
-    paired: pd.DataFrame  # columns of both arms, suffixed _a and _b, in A's window order
+    paired: pd.DataFrame  # columns of both arms (and their run positions), suffixed _a and _b, in A's window order
     n_a: int
     n_b: int
     match_fraction: float
@@ -62,7 +62,9 @@ class Pairing:
 
 
 def pair_windows(a: pd.DataFrame, b: pd.DataFrame) -> Pairing:
-    """Inner-join windows on their key and measure match and overlap."""
+    """Inner-join windows on their key and measure match and overlap. `position_a`/`position_b`
+    are each window's place in its run's order, on which the preview/final halves split."""
+    a, b = a.assign(position=np.arange(len(a))), b.assign(position=np.arange(len(b)))
     paired = a.merge(b, on=KEY, suffixes=("_a", "_b"), how="inner", sort=False)
     union = len(pd.concat([a[KEY], b[KEY]]).drop_duplicates())
     n = len(paired)

@@ -9,10 +9,12 @@ import pandas as pd
 
 from ctxeval.config import MetricConfig
 from ctxeval.metrics import perplexity as ppl
-from ctxeval.metrics.rank import rank_scores
+from ctxeval.metrics.rank import linear_scores, nonlinear_scores, rank_scores, reciprocal_scores
 from ctxeval.records import temperature_column
+from ctxeval.stats.trends import mean_interval
 
 GROUP_KEYS = ["model", "text_id", "method", "context_mode", "nominal_len"]
+INTERVAL_METRICS = ("avg", "rp", "ppl", "approx_ppl")  # the plotted ones
 
 
 def group_metrics(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int, temperatures: tuple[float, ...]) -> dict[str, float]:
@@ -29,6 +31,33 @@ def group_metrics(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int, temp
     for t in temperatures:
         if t != 1.0:
             out[f"ppl_t{t:g}"] = ppl.perplexity(df[temperature_column(t)].to_numpy())
+    return out
+
+
+def token_values(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int) -> dict[str, np.ndarray]:
+    """Per target, the value whose mean gives each of INTERVAL_METRICS: scores for `avg` and
+    `rp`, NLL for `ppl` and approximate NLL for `approx_ppl` (their perplexity is exp(mean))."""
+    logprobs, ranks = df["logprob"].to_numpy(dtype=float), df["rank"].to_numpy(dtype=float)
+    cutoff = metrics.cutoff or vocab_size
+    scores = [linear_scores(ranks, cutoff), reciprocal_scores(ranks, cutoff), *(nonlinear_scores(ranks, cutoff, a) for a in metrics.alphas)]
+    topk = np.stack(df["topk_logprobs"].to_numpy())
+    return {
+        "avg": np.mean(scores, axis=0),
+        "rp": scores[1],
+        "ppl": -logprobs,
+        "approx_ppl": -ppl.approx_logprobs(logprobs, ranks, topk, metrics.approx_k, metrics.penalty),
+    }
+
+
+def intervals(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int) -> dict[str, float | str]:
+    """`<metric>_lo`/`_hi` of INTERVAL_METRICS for one group (see `mean_interval`), and its kind."""
+    out: dict[str, float | str] = {}
+    windows = df["window_id"].to_numpy()
+    for name, values in token_values(df, metrics, vocab_size).items():
+        low, high, kind = mean_interval(values, windows)
+        if name in ("ppl", "approx_ppl"):
+            low, high = math.exp(low), math.exp(high)
+        out |= {f"{name}_lo": low, f"{name}_hi": high, "interval": kind}
     return out
 
 
@@ -50,7 +79,8 @@ def summarize(
     records: pd.DataFrame, metrics: MetricConfig, vocab_sizes: dict[str, int], temperatures: tuple[float, ...]
 ) -> pd.DataFrame:
     """One row per group: token count, window count, each metric over all tokens of the group
-    (token-weighted) and its SD over the group's windows (NaN with fewer than two windows)."""
+    (token-weighted) and its SD over the group's windows (NaN with fewer than two windows), and
+    95 % intervals of the plotted metrics (`intervals`)."""
     windows_of = dict(tuple(window_metrics(records, metrics, vocab_sizes, temperatures).groupby(GROUP_KEYS, sort=False)))
     rows = []
     for key, group in records.groupby(GROUP_KEYS, sort=False):
@@ -63,6 +93,7 @@ def summarize(
             row[name] = value
             row[f"{name}_sd"] = float(windows[name].std(ddof=1)) if len(windows) > 1 else math.nan
         row["approx_ppl_rel_err"] = overall["approx_ppl"] / overall["ppl"] - 1.0
+        row.update(intervals(group, metrics, vocab_sizes[key[0]]))
         rows.append(row)
     summary = pd.DataFrame(rows)
     if not summary.empty:

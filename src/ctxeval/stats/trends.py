@@ -43,3 +43,32 @@ def loo_outliers(values: np.ndarray, k: float = 2.0) -> np.ndarray:
         sd = others.std(ddof=1)
         flags[i] = sd > 0 and abs(values[i] - others.mean()) > k * sd
     return flags
+
+
+def mean_interval(values: np.ndarray, windows: np.ndarray, confidence: float = 0.95, replicates: int = 2000, seed: int = 0) -> tuple[float, float, str]:
+    """(low, high, kind) interval of the mean of per-target `values` at one context length.
+
+    With several windows (repeated starts) the noise that matters is where the start fell: a t
+    interval over the per-window means, centred on the pooled mean (equal for the equal-size
+    windows of a sweep). With one window only the n_c targets can be resampled: a seeded
+    percentile bootstrap, which understates the noise (neighbouring targets are correlated
+    and the start is fixed). NaN values give a NaN interval."""
+    values, windows = np.asarray(values, dtype=float), np.asarray(windows)
+    labels = np.unique(windows)
+    kind = f"t over {len(labels)} windows" if len(labels) > 1 else f"bootstrap over {len(values)} targets"
+    if len(values) == 0 or not np.isfinite(values).all():
+        return math.nan, math.nan, kind
+    if len(labels) > 1:
+        means = np.array([values[windows == w].mean() for w in labels])
+        half = stats.t.ppf(0.5 + confidence / 2, len(means) - 1) * means.std(ddof=1) / math.sqrt(len(means))
+        return float(values.mean() - half), float(values.mean() + half), kind
+    rng = np.random.default_rng(seed)
+    n = len(values)
+    boot = np.empty(replicates)
+    batch = max(1, 2_000_000 // n)
+    for lo in range(0, replicates, batch):
+        hi = min(lo + batch, replicates)
+        boot[lo:hi] = values[rng.integers(0, n, size=(hi - lo, n))].mean(axis=1)
+    alpha = 100 * (1 - confidence) / 2
+    low, high = np.percentile(boot, [alpha, 100 - alpha])
+    return float(low), float(high), kind
