@@ -46,6 +46,7 @@ class RunConfig:
     method: str = ""
     window: int = 0
     stride: int = 0
+    head: str = ""  # fixed: "full" or "skip" (set for every fixed run, so pre-head fixed runs get new ids)
     max_tokens: int | None = None
     # context-gain
     short: int = 0  # k: the short context
@@ -60,7 +61,7 @@ class RunConfig:
         data = asdict(self)
         data.pop("metrics")
         # unset options added later are left out, so earlier runs keep their run ids
-        for key, unset in (("device", None), ("dtype", None), ("short", 0), ("backend_options", "")):
+        for key, unset in (("device", None), ("dtype", None), ("short", 0), ("head", ""), ("backend_options", "")):
             if data[key] == unset:
                 data.pop(key)
         return data
