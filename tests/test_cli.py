@@ -106,8 +106,8 @@ def test_score_chunked_and_sliding_equal_when_stride_is_window(tmp_path):
 
 
 @pytest.mark.model
-def test_fixed_method_gives_every_target_exactly_w_tokens(tmp_path):
-    r = run_cli("score", "demo", "--method", "fixed", "--window", "8", "--max-tokens", "40", "--quiet", "--out", str(tmp_path / "f"))
+def test_fixed_method_with_head_skip_gives_every_target_exactly_w_tokens(tmp_path):
+    r = run_cli("score", "demo", "--method", "fixed", "--head", "skip", "--window", "8", "--max-tokens", "40", "--quiet", "--out", str(tmp_path / "f"))
     assert r.returncode == 0, r.stderr
     rec = pq.read_table(tmp_path / "f" / "records.parquet").to_pandas()
     assert rec.target_pos.tolist() == list(range(8, 40))
@@ -190,6 +190,8 @@ def bad_files(tmp_path_factory):
         (["score", "demo", "--method", "rolling"], "unknown --method"),
         pytest.param(["score", "demo", "--method", "sliding", "--window", "64"], "needs --stride", marks=pytest.mark.model),
         pytest.param(["score", "demo", "--method", "sliding", "--window", "64", "--stride", "65"], "must not exceed", marks=pytest.mark.model),
+        (["score", "demo", "--head", "skip"], "only to --method fixed"),
+        (["score", "demo", "--method", "fixed", "--head", "partial"], "unknown --head"),
         (["summary", "{d}"], "not a ctxeval run"),
         (["pplqa", "--tau", "c"], "--tau must be one of a, b"),
         (["sweep", "--no-such-flag"], "no-such-flag"),

@@ -36,7 +36,11 @@ def test_short_context_covering_the_window_gives_zero_gain(tmp_path):
 
 
 def test_truncated_scores_equal_fixed_window_scores_bit_for_bit(tmp_path):
-    """Stride 1 gives every far target exactly k tokens: the same numbers as `score --method fixed`."""
+    """Stride 1 gives every far target exactly k tokens: the same numbers as `score --method fixed`.
+
+    `fixed` scores every target (the first k with all their predecessors, paper 002's P2); the
+    truncated targets are a subset, each with exactly k tokens in both runs, so they compare
+    bit for bit."""
     k = 16
     api.context_gain([str(WIKI)], window=64, short=k, short_stride=1, max_tokens=128, out=tmp_path / "cg", replicates=200)
     fixed = api.score(str(WIKI), method="fixed", window=k, max_tokens=128, out=tmp_path / "fixed").records.set_index("target_pos")
@@ -44,6 +48,7 @@ def test_truncated_scores_equal_fixed_window_scores_bit_for_bit(tmp_path):
     short = short[short["method"] == "truncated"].set_index("target_pos")
     assert len(short) == 2 * (64 - k - 1)
     assert (short["context_len"] == k).all()
+    assert (fixed.loc[short.index, "context_len"] == k).all()
     np.testing.assert_array_equal(short["logprob"].to_numpy(), fixed.loc[short.index, "logprob"].to_numpy())
     np.testing.assert_array_equal(short["rank"].to_numpy(), fixed.loc[short.index, "rank"].to_numpy())
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ctxeval import windows
+from ctxeval import api, windows
 from ctxeval.errors import UserError
 
 
@@ -40,11 +40,60 @@ def test_sliding_stride_above_window_is_refused():
         windows.sliding(100, 10, 11)
 
 
-def test_fixed_gives_every_target_exactly_l_tokens():
+def naive_p2_context_lens(n, w):
+    """Paper 002, A.1 eq. 3-4, written as a loop: x_i is predicted from x_max(0, i-w) .. x_(i-1)."""
+    out = {}
+    for i in range(n):
+        out[i] = i - max(0, i - w)
+    return out
+
+
+@pytest.mark.parametrize("n,w", [(50, 8), (8, 8), (5, 8), (9, 8), (100, 1), (1000, 64)])
+def test_fixed_default_is_paper_p2_and_covers_the_chunked_tokens(n, w):
+    passes = windows.fixed(n, w)
+    lens = {int(t): int(c) for p in passes for t, c in zip(range(p.target_start, p.target_end), p.context_lens())}
+    assert lens == naive_p2_context_lens(n, w)
+    assert scored_positions(passes).tolist() == scored_positions(windows.chunked(n, w)).tolist() == list(range(n))
+    # every context is the tokens right before the target
+    assert all(p.target_end - 1 - p.context_start == p.n_input for p in passes)
+
+
+def test_fixed_head_is_the_first_chunk_and_later_targets_see_exactly_l_tokens():
     passes = windows.fixed(50, 8)
+    head, first_single, chunk = passes[0], passes[1], windows.chunked(50, 8)[0]
+    assert (head.context_start, head.target_start, head.target_end) == (chunk.context_start, chunk.target_start, chunk.target_end) == (0, 0, 8)
+    assert head.context_lens().tolist() == list(range(8))
+    assert (first_single.context_start, first_single.target_start, first_single.target_end) == (0, 8, 9)
+    assert all(p.context_lens().tolist() == [8] for p in passes[1:])
+    assert len(passes) == 1 + 42
+    assert {p.context_mode for p in passes} == {"capped"}
+
+
+def test_fixed_windows_hold_the_same_targets_as_the_chunks():
+    def by_window(passes):
+        out = {}
+        for p in passes:
+            out.setdefault(p.window_id[1:], []).extend(range(p.target_start, p.target_end))
+        return out
+
+    assert by_window(windows.fixed(50, 8)) == by_window(windows.chunked(50, 8))
+    assert sorted(by_window(windows.fixed(50, 8))) == [f"8-{k}" for k in range(7)]
+
+
+def test_fixed_skip_head_gives_every_target_exactly_l_tokens():
+    passes = windows.fixed(50, 8, head="skip")
     assert scored_positions(passes).tolist() == list(range(8, 50))
     assert all(p.context_lens().tolist() == [8] for p in passes)
-    assert passes[0].window_id == "F8-0" and passes[8].window_id == "F8-1"
+    assert {p.context_mode for p in passes} == {"exact"}
+    assert passes[0].window_id == "F8-1" and passes[8].window_id == "F8-2"
+
+
+def test_fixed_skip_head_needs_more_than_l_tokens_and_unknown_head_is_refused():
+    assert scored_positions(windows.fixed(10, 10)).tolist() == list(range(10))
+    with pytest.raises(UserError, match="needs at least 11"):
+        windows.fixed(10, 10, head="skip")
+    with pytest.raises(UserError, match="--head"):
+        windows.fixed(10, 4, head="partial")
 
 
 def test_sweep_exact_every_target_has_exactly_l_context_tokens():
@@ -119,6 +168,20 @@ def test_two_tokenizers_start_at_the_same_character():
 
 
 def test_bad_sizes_are_user_errors():
-    for call in (lambda: windows.chunked(10, 0), lambda: windows.fixed(10, 10), lambda: windows.sliding(10, 4, 0)):
+    for call in (lambda: windows.chunked(10, 0), lambda: windows.fixed(10, 0), lambda: windows.sliding(10, 4, 0)):
         with pytest.raises(UserError):
             call()
+
+
+@pytest.mark.model
+def test_chunked_and_fixed_score_the_same_tokens_of_a_real_text(tmp_path):
+    w, n = 16, 72
+    chunked = api.score("demo", method="chunked", window=w, max_tokens=n, out=tmp_path / "c").records
+    fixed = api.score("demo", method="fixed", window=w, max_tokens=n, out=tmp_path / "f").records
+    assert set(zip(chunked["text_id"], chunked["target_pos"])) == set(zip(fixed["text_id"], fixed["target_pos"]))
+    assert len(fixed) == n
+    assert fixed["context_len"].tolist() == [min(i, w) for i in fixed["target_pos"]]
+    assert chunked["context_len"].tolist() == [i % w for i in chunked["target_pos"]]
+    # the head is the first chunk's pass: the same numbers
+    head_c, head_f = chunked[chunked["target_pos"] < w], fixed[fixed["target_pos"] < w]
+    np.testing.assert_array_equal(head_c["logprob"].to_numpy(), head_f["logprob"].to_numpy())

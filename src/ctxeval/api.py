@@ -145,14 +145,25 @@ def score(
     dtype: str | None = None,
     openai: OpenAIOptions | None = None,
     dry_run: bool = False,
+    head: str | None = None,
 ) -> RunResult | dict:
-    """Score a whole text (or its first `max_tokens` tokens) with `chunked`, `sliding` or `fixed` windows."""
+    """Score a whole text (or its first `max_tokens` tokens) with `chunked`, `sliding` or `fixed` windows.
+
+    `head` (fixed only): `full` (default, paper 002's P2) scores the first `window` tokens with
+    all their predecessors, so fixed and chunked cover the same tokens; `skip` leaves them out.
+    """
     if method not in windows.METHODS:
         raise UserError(f"unknown --method {method!r}; choose one of {', '.join(windows.METHODS)}")
     if method == "sliding" and stride is None:
         raise UserError("--method sliding needs --stride")
     if method != "sliding" and stride is not None:
         raise UserError(f"--stride applies only to --method sliding, not {method}")
+    if method != "fixed" and head is not None:
+        raise UserError(f"--head applies only to --method fixed, not {method}")
+    if method == "fixed":
+        head = head or "full"
+        if head not in windows.HEADS:
+            raise UserError(f"unknown --head {head!r}; choose one of {', '.join(windows.HEADS)}")
     if max_tokens is not None and max_tokens < 1:
         raise UserError(f"--max-tokens must be a positive integer, got {max_tokens}")
     _check_common(top_k, temperatures, metrics)
@@ -168,6 +179,7 @@ def score(
         method=method,
         window=window,
         stride=stride or 0,
+        head=head or "",
         max_tokens=max_tokens,
         metrics=metrics,
         device=device,
@@ -185,7 +197,7 @@ def score(
         elif method == "sliding":
             passes = windows.sliding(n_tokens, window, stride)
         else:
-            passes = windows.fixed(n_tokens, window)
+            passes = windows.fixed(n_tokens, window, head)
         return [[passes]], {"n_tokens_scored_from": n_tokens}
 
     return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads, openai, dry_run)

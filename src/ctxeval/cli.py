@@ -153,9 +153,10 @@ def sweep(
 @app.command()
 def score(
     text: Annotated[str, typer.Argument(help="UTF-8 text file ('demo' for the bundled excerpt).")],
-    method: Annotated[str, typer.Option("--method", help="chunked: disjoint windows; sliding: window W moved by stride S, each token scored once; fixed: every target sees exactly W tokens.")] = "chunked",
+    method: Annotated[str, typer.Option("--method", help="chunked: disjoint windows; sliding: window W moved by stride S, each token scored once; fixed: every target sees the W tokens before it (all of them while fewer than W exist; see --head).")] = "chunked",
     window: Annotated[int, typer.Option("--window", help="Window W (for fixed: the context length).")] = 1024,
     stride: Annotated[Optional[int], typer.Option("--stride", help="Stride S of --method sliding.")] = None,
+    head: Annotated[Optional[str], typer.Option("--head", help="--method fixed only. full (default, paper 002): score the first W tokens with all their previous tokens, so fixed covers the same tokens as chunked; skip: leave them out, so every target sees exactly W tokens.")] = None,
     model: Annotated[str, typer.Option("--model", help=f"{DEFAULT_MODEL} (embedded default), a .gguf path, hf:{DEFAULT_MODEL} or hf:DIR.")] = DEFAULT_MODEL,
     max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Score only the first N tokens of the text.")] = None,
     top_k: TopKOpt = DEFAULT_TOP_K,
@@ -201,6 +202,7 @@ def score(
         dtype=dtype,
         openai=OpenAIOptions(base_url, api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache)),
         dry_run=dry_run,
+        head=head,
     )
     if dry_run:
         typer.echo(dry_run_table(result, price_in, price_out))
@@ -243,7 +245,7 @@ def compare(
     max_ratio: Annotated[Optional[float], typer.Option("--max-ratio", help="Fail (exit 1) if the upper CI bound of the perplexity ratio B/A exceeds this.")] = None,
     model_a: Annotated[Optional[str], typer.Option("--model-a", help="Model of run A to use, if it holds several.")] = None,
     model_b: Annotated[Optional[str], typer.Option("--model-b", help="Model of run B to use, if it holds several.")] = None,
-    context_mode_a: Annotated[Optional[str], typer.Option("--context-mode-a", help="Context mode of run A to use (exact/approx/window).")] = None,
+    context_mode_a: Annotated[Optional[str], typer.Option("--context-mode-a", help="Context mode of run A to use (exact/approx/window/capped).")] = None,
     context_mode_b: Annotated[Optional[str], typer.Option("--context-mode-b", help="Context mode of run B to use.")] = None,
     nan_windows: Annotated[str, typer.Option("--nan-windows", help="Windows with a NaN loss in either run (e.g. API targets outside the top-k): exclude (listed in the report; fails ci/release) or error.")] = "exclude",
 ) -> None:

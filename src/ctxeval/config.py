@@ -47,6 +47,7 @@ class RunConfig:
     method: str = ""
     window: int = 0
     stride: int = 0
+    head: str = ""  # fixed: "full" or "skip" (set for every fixed run, so pre-head fixed runs get new ids)
     max_tokens: int | None = None
     # context-gain
     short: int = 0  # k: the short context
@@ -61,7 +62,7 @@ class RunConfig:
         data = asdict(self)
         data.pop("metrics")
         # unset options added later are left out, so earlier runs keep their run ids
-        for key, unset in (("device", None), ("dtype", None), ("short", 0), ("backend_options", ""), ("exhaustive", False)):
+        for key, unset in (("device", None), ("dtype", None), ("short", 0), ("head", ""), ("backend_options", ""), ("exhaustive", False)):
             if data[key] == unset:
                 data.pop(key)
         return data

@@ -255,7 +255,7 @@ def _pass_input(info: ModelInfo, tt: TokenizedText, p: Pass) -> tuple[np.ndarray
     text_ids = tt.ids[p.context_start : p.target_end - 1]
     bos = [info.bos_id] if info.uses_bos else []
     if not bos and p.target_start == p.context_start:
-        raise UserError(f"{info.name} has no BOS token, so a target with no context cannot be scored; use a window method that gives context")
+        raise UserError(f"{info.name} has no BOS token, so a target with no context cannot be scored; use --method fixed --head skip or a sweep")
     input_ids = np.concatenate([np.asarray(bos, dtype=np.int32), text_ids]).astype(np.int32)
     targets = np.arange(p.target_start, p.target_end)
     # the logits at input position j predict the token after it

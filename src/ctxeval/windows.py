@@ -20,6 +20,7 @@ from ctxeval.errors import UserError
 
 METHODS = ("chunked", "sliding", "fixed")
 CONTEXT_MODES = ("exact", "approx", "thesis")
+HEADS = ("full", "skip")  # fixed: score or skip the targets with fewer than W predecessors
 
 
 @dataclass(frozen=True)
@@ -80,20 +81,31 @@ def sliding(n_tokens: int, window: int, stride: int) -> list[Pass]:
     return passes
 
 
-def fixed(n_tokens: int, context_len: int, group: int | None = None) -> list[Pass]:
-    """Every target from `context_len` on sees exactly `context_len` previous tokens.
+def fixed(n_tokens: int, context_len: int, head: str = "full") -> list[Pass]:
+    """Every target sees `min(i, context_len)` previous tokens (paper 002's P2, A.1 eq. 3-4).
 
-    One pass per target; targets are grouped `group` (default `context_len`) at a time into
-    reporting windows, so spreads over windows can be computed.
+    With `head="full"` the first `context_len` targets, which have fewer predecessors, are
+    scored with all of them in one pass (the same pass as the first `chunked` window), so
+    `fixed` and `chunked` cover the same tokens and their perplexities compare like for like.
+    `head="skip"` leaves them out, so every scored target sees exactly `context_len` tokens.
+    Later targets get one pass each. Reporting window `F{W}-k` holds the targets
+    `[k * W, (k + 1) * W)`, the same targets as chunk `C{W}-k`, so spreads over windows can be
+    computed and the windows of the two methods pair.
     """
     _check_positive(context_len=context_len)
-    if n_tokens <= context_len:
-        raise UserError(f"text has {n_tokens} tokens; --window {context_len} needs at least {context_len + 1}")
-    group = group or context_len
-    return [
-        Pass(f"F{context_len}-{(i - context_len) // group}", "fixed", "exact", context_len, 0, i - context_len, i, i + 1)
+    if head not in HEADS:
+        raise UserError(f"unknown --head {head!r}; choose one of {', '.join(HEADS)}")
+    if head == "skip" and n_tokens <= context_len:
+        raise UserError(f"text has {n_tokens} tokens; --window {context_len} with --head skip needs at least {context_len + 1}")
+    mode = "capped" if head == "full" else "exact"
+    passes = []
+    if head == "full" and n_tokens > 0:
+        passes.append(Pass(f"F{context_len}-0", "fixed", mode, context_len, 0, 0, 0, min(context_len, n_tokens)))
+    passes.extend(
+        Pass(f"F{context_len}-{i // context_len}", "fixed", mode, context_len, 0, i - context_len, i, i + 1)
         for i in range(context_len, n_tokens)
-    ]
+    )
+    return passes
 
 
 def truncated(long_passes: Sequence[Pass], context_len: int, stride: int) -> list[Pass]:

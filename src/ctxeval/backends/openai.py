@@ -188,7 +188,7 @@ class OpenAIScorer:
     # --- prompt scoring --------------------------------------------------------------------
     def _prompt_scores(self, full: np.ndarray, targets: np.ndarray, top_k: int) -> list[Comparison]:
         if targets[0] == 0:
-            raise UserError("the prompt-scoring path cannot score a window's first token (the API returns no log-probability for it); use --method sliding or fixed, or a sweep")
+            raise UserError("the prompt-scoring path cannot score a window's first token (the API returns no log-probability for it); use --method fixed --head skip, or a sweep")
         pieces = [self.token_bytes(int(t)) for t in full]
         payload = {"model": self.model, "prompt": _decode(pieces), "max_tokens": 1, "echo": True, "logprobs": self.options.top_logprobs, "temperature": 0}
         logprobs = _first_choice(self.client.post("/v1/completions", payload)).get("logprobs") or {}
