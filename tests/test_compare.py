@@ -171,6 +171,7 @@ def window_losses(records: pd.DataFrame, mode: str) -> pd.DataFrame:
     return part.groupby(["nominal_len", "repeat"]).agg(window_id=("window_id", "first"), t=("logprob", "size"), loss=("logprob", lambda x: -x.mean()))
 
 
+@pytest.mark.model
 def test_compare_nan_windows_from_the_cli(both_modes_run, tmp_path):
     run_b = tmp_path / "b"
     shutil.copytree(both_modes_run, run_b)
