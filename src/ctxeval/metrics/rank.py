@@ -37,8 +37,17 @@ def nonlinear_scores(ranks: np.ndarray, cutoff: int, alpha: float) -> np.ndarray
     return np.where(inside, np.exp(-alpha * (r - 1)), 0.0)
 
 
+def token_scores(ranks: np.ndarray, cutoff: int, alphas: Sequence[float]) -> dict[str, np.ndarray]:
+    """Per target, every score that enters the thesis's AVG: `lin`, `rp` and `a<alpha>` per alpha
+    (with alphas (0.1, 0.3) the thesis's four scores); the one place that list is defined."""
+    scores = {"lin": linear_scores(ranks, cutoff), "rp": reciprocal_scores(ranks, cutoff)}
+    for alpha in alphas:
+        scores[alpha_key(alpha)] = nonlinear_scores(ranks, cutoff, alpha)
+    return scores
+
+
 def rank_scores(ranks: np.ndarray, cutoff: int, alphas: Sequence[float]) -> dict[str, float]:
-    """Mean linear, reciprocal and non-linear scores, and their average (the thesis's AVG).
+    """Mean of each of `token_scores`, and their average (the thesis's AVG).
 
     Keys: `lin`, `rp`, `a<alpha>` per alpha (e.g. `a0.1`), `avg` = mean of all of them, which
     with alphas (0.1, 0.3) is the thesis's average of four scores.
@@ -47,12 +56,7 @@ def rank_scores(ranks: np.ndarray, cutoff: int, alphas: Sequence[float]) -> dict
     if ranks.size == 0:
         keys = ["lin", "rp", *(alpha_key(a) for a in alphas), "avg"]
         return {k: math.nan for k in keys}
-    scores = {
-        "lin": float(linear_scores(ranks, cutoff).mean()),
-        "rp": float(reciprocal_scores(ranks, cutoff).mean()),
-    }
-    for alpha in alphas:
-        scores[alpha_key(alpha)] = float(nonlinear_scores(ranks, cutoff, alpha).mean())
+    scores = {name: float(values.mean()) for name, values in token_scores(ranks, cutoff, alphas).items()}
     scores["avg"] = float(np.mean(list(scores.values())))
     return scores
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ctxeval.config import MetricConfig
 from ctxeval.metrics import perplexity as ppl
-from ctxeval.metrics.rank import linear_scores, nonlinear_scores, rank_scores, reciprocal_scores
+from ctxeval.metrics.rank import rank_scores, token_scores
 from ctxeval.records import temperature_column
 from ctxeval.stats.trends import mean_interval
 
@@ -38,12 +38,11 @@ def token_values(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int) -> di
     """Per target, the value whose mean gives each of INTERVAL_METRICS: scores for `avg` and
     `rp`, NLL for `ppl` and approximate NLL for `approx_ppl` (their perplexity is exp(mean))."""
     logprobs, ranks = df["logprob"].to_numpy(dtype=float), df["rank"].to_numpy(dtype=float)
-    cutoff = metrics.cutoff or vocab_size
-    scores = [linear_scores(ranks, cutoff), reciprocal_scores(ranks, cutoff), *(nonlinear_scores(ranks, cutoff, a) for a in metrics.alphas)]
+    scores = token_scores(ranks, metrics.cutoff or vocab_size, metrics.alphas)
     topk = np.stack(df["topk_logprobs"].to_numpy())
     return {
-        "avg": np.mean(scores, axis=0),
-        "rp": scores[1],
+        "avg": np.mean(list(scores.values()), axis=0),
+        "rp": scores["rp"],
         "ppl": -logprobs,
         "approx_ppl": -ppl.approx_logprobs(logprobs, ranks, topk, metrics.approx_k, metrics.penalty),
     }

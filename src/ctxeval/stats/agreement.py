@@ -24,8 +24,13 @@ def kendall_tau_a(x: Sequence[float], y: Sequence[float]) -> float:
         raise ValueError("an item has rankings of different lengths")
     if len(a) < 2:
         return math.nan
-    i, j = np.triu_indices(len(a), k=1)
-    return float(np.sum(np.sign(a[i] - a[j]) * np.sign(b[i] - b[j])) / len(i))
+    return float(_tau_a_rows(a[None, :], b)[0])
+
+
+def _tau_a_rows(rows: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Tau-a of each row of `rows` against `reference`: (C − D) / C(n, 2) over all pairs."""
+    i, j = np.triu_indices(len(reference), k=1)
+    return (np.sign(rows[:, i] - rows[:, j]) * np.sign(reference[i] - reference[j])).sum(axis=1) / len(i)
 
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
@@ -88,12 +93,6 @@ def _keep(taus: np.ndarray, keep: str) -> np.ndarray:
     return taus
 
 
-def _permutation_taus(perms: np.ndarray) -> np.ndarray:
-    """Tau of each row (a ranking without ties) against 0..n-1: (C − D) / C(n, 2)."""
-    i, j = np.triu_indices(perms.shape[1], k=1)
-    return np.sign(perms[:, j] - perms[:, i]).sum(axis=1) / len(i)
-
-
 def _check_baseline(n_items: int, keep: str) -> None:
     if n_items < 2:
         raise ValueError("a ranking needs at least two items")
@@ -105,7 +104,7 @@ def exact_ranking_baseline(n_items: int, keep: str = "nonnegative") -> float:
     """The random baseline computed over all n! rankings (each equally likely)."""
     _check_baseline(n_items, keep)
     perms = np.array(list(itertools.permutations(range(n_items))))
-    return float(_keep(_permutation_taus(perms), keep).mean())
+    return float(_keep(_tau_a_rows(perms, np.arange(n_items)), keep).mean())
 
 
 def monte_carlo_ranking_baseline(n_items: int, keep: str = "nonnegative", samples: int = BASELINE_DRAWS, seed: int = 0) -> float:
@@ -114,7 +113,7 @@ def monte_carlo_ranking_baseline(n_items: int, keep: str = "nonnegative", sample
     if samples < 1:
         raise ValueError("samples must be positive")
     perms = np.random.default_rng(seed).permuted(np.tile(np.arange(n_items), (samples, 1)), axis=1)
-    return float(_keep(_permutation_taus(perms), keep).mean())
+    return float(_keep(_tau_a_rows(perms, np.arange(n_items)), keep).mean())
 
 
 def random_ranking_baseline(n_items: int, keep: str = "nonnegative", samples: int = BASELINE_DRAWS, seed: int = 0) -> float:
