@@ -119,3 +119,11 @@ def test_a_broken_manifest_is_a_user_error(tmp_path, content):
 def test_a_directory_without_manifest_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="not a ctxeval run directory"):
         read_manifest(tmp_path)
+
+
+def test_the_tables_a_result_carries_are_the_tables_written(tmp_path):
+    run = tmp_path / "old"
+    shutil.copytree(V1_RUN, run)
+    result = api.summary(run, write=True)
+    assert result.tables and (run / "tables.md").read_text() == result.tables
+    assert result.files()["tables"] == run / "tables.md" and result.files()["records"].is_file()

@@ -141,3 +141,14 @@ def test_backend_class_imports_the_backend_on_demand():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == [False, True, "OpenAIScorer"]
+
+
+def test_cli_imports_only_the_api_config_and_errors():
+    """Everything the CLI does is an API call (no internal module imported, at any level)."""
+    graph = import_graph(deferred=True)
+    assert graph["ctxeval.cli"] == {"ctxeval.api", "ctxeval.config", "ctxeval.errors"}
+
+
+def test_cli_reads_back_no_file():
+    source = (SRC / "cli.py").read_text()
+    assert "read_text" not in source and "open(" not in source

@@ -6,11 +6,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from ctxeval import windows
-from ctxeval.backends.openai_options import OpenAIOptions
+from ctxeval.backends.openai_options import DEFAULT_CACHE, OpenAIOptions, dry_run_table
 from ctxeval.backends.registry import ModelEntry, list_models
 from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
 from ctxeval.data.texts import DEMO_TEXT_NAME, Text, load_text, unique_text_ids
@@ -24,14 +25,15 @@ from ctxeval.probes.probe_report import write_probe_report
 from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
 from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
 from ctxeval.probes.retrieval_run import RetrievalConfig, RetrievalResult, run_retrieval
-from ctxeval.qa.commands import meta_eval, pplqa
+from ctxeval.qa import commands as qa_commands
+from ctxeval.qa.methods import parse_methods
 from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, window_table, write_report
 from ctxeval.report.outputs import RunResult, compute, load_run, write_outputs
 from ctxeval.report.summary import window_metrics
 from ctxeval.report.trends import metric_names, trend_table, variance_table, write_trends
 from ctxeval.run import execute
 
-__all__ = ["sweep", "score", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "RunResult", "Comparison", "MetricConfig"]
+__all__ = ["sweep", "score", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "leval", "leval_corr", "judge", "RunResult", "Comparison", "Report", "MetricConfig", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]
 
 
 def sweep(
@@ -303,6 +305,7 @@ class Comparison:
     report: dict
     out: Path
     failures: list[str]
+    markdown: str = ""  # what compare.md holds
 
 
 def compare(
@@ -344,8 +347,8 @@ def compare(
     report["profile"] = profile
     failures = gate(report, profile, min_windows, min_tokens, max_ratio)
     report["gates"] = {"passed": not failures, "failures": failures}
-    write_report(report, Path(out))
-    return Comparison(report, Path(out), failures)
+    markdown = write_report(report, Path(out))
+    return Comparison(report, Path(out), failures, markdown)
 
 
 def trends(run_dir: str | Path, out: str | Path | None = None, outlier_sd: float = 2.0) -> tuple[pd.DataFrame, pd.DataFrame, str]:
@@ -365,6 +368,68 @@ def trends(run_dir: str | Path, out: str | Path | None = None, outlier_sd: float
 def models() -> list[ModelEntry]:
     """Models and backends usable on this machine."""
     return list_models()
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a report command computed (`value`: the command's own result), the Markdown it
+    wrote, its files, and notes worth a warning; the CLI prints these and reads nothing back."""
+
+    value: Any
+    markdown: str
+    files: tuple[Path, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def leval(predictions: str | Path, out: str | Path = Path("runs/leval"), variant: str = "leval", tokenize: str = "plain", progress: bool = False) -> Report:
+    """L-Eval metrics of prediction files (exact match, F1 or ROUGE, ΔL); writes scores.json/.md."""
+    from ctxeval.leval.report import SCORES_JSON, SCORES_MD, markdown, run_leval
+
+    out = Path(out)
+    result = run_leval(Path(predictions), out, variant, progress=progress, tokenize=tokenize)
+    return Report(result, markdown(result), (out / SCORES_JSON, out / SCORES_MD), tuple(result.notes()))
+
+
+def leval_corr(metrics: Sequence[str], human: str | Path, column: str | None = None, out: str | Path | None = None) -> Report:
+    """Kendall τ-b between each metric's model ranking and the human ranking (`value`: the correlations)."""
+    from ctxeval.leval.corr import CORR_JSON, CORR_MD, run_corr
+
+    correlations, text = run_corr(Path(human), list(metrics), column, Path(out) if out is not None else None)
+    return Report(correlations, text, (Path(out) / CORR_JSON, Path(out) / CORR_MD) if out is not None else ())
+
+
+def judge(predictions: str | Path, base_predictions: str | Path, judge_model: str = "openai:gpt-4", openai: OpenAIOptions | None = None,
+          max_tokens: int = 2048, limit: int | None = None, out: str | Path = Path("runs/judge"), questions: str = "auto") -> Report:
+    """Pairwise LLM judge (L-Eval's prompt, both answer orders); `value` is judge.json's content."""
+    from ctxeval.judge import markdown, run_api_judge
+
+    out = Path(out)
+    report = run_api_judge(Path(predictions), Path(base_predictions), judge_model, openai or OpenAIOptions(), max_tokens, limit, out, questions)
+    return Report(report, markdown(report), (out / "judge.json", out / "judge.md"))
+
+
+def pplqa(answers: str = "mt-bench", methods: str | Sequence[str] = ("pplqa",), out: str | Path | None = None, model: str = DEFAULT_MODEL,
+          limit: int | None = None, qa_scope: str = "all", aspect: str | None = None, reference: str | None = "auto", seed: int = 0,
+          progress: bool = False, n_threads: int | None = None, tau: str = "a") -> Report:
+    """Rank each question's answers by PPLqa (and optionally the baselines); `value` is pplqa.json's content."""
+    from ctxeval.qa.ranking import markdown
+
+    result = qa_commands.pplqa(answers, _methods(methods), out, model, limit, qa_scope, aspect, reference, seed, progress, n_threads, tau=tau)
+    return Report(result, markdown(result))
+
+
+def meta_eval(dataset: str, methods: str | Sequence[str] = ("pplqa", "gptscore", "geval", "geval_weighted"), out: str | Path | None = None,
+              model: str = DEFAULT_MODEL, limit: int | None = None, qa_scope: str = "all", aspect: str = "coherence", ties: str = "drop",
+              replicates: int = 2000, seed: int = 0, progress: bool = False, n_threads: int | None = None) -> Report:
+    """Meta-evaluate answer-quality methods against a pairwise dataset's human labels; `value` is the result JSON."""
+    from ctxeval.report.meta_eval import markdown_table
+
+    result = qa_commands.meta_eval(dataset, _methods(methods), out, model, limit, qa_scope, aspect, ties, replicates, seed, progress, n_threads)
+    return Report(result, markdown_table(result))
+
+
+def _methods(methods: str | Sequence[str]) -> tuple[str, ...]:
+    return parse_methods(methods) if isinstance(methods, str) else tuple(methods)
 
 
 def _thesis_options(models: Sequence[str], openai: OpenAIOptions, n_compare: int) -> OpenAIOptions:

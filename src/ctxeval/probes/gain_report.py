@@ -43,6 +43,11 @@ class ContextGainResult:
     manifest: Manifest
     summary: dict
     by_distance: pd.DataFrame
+    markdown: str = ""  # what context_gain.md holds
+
+    def files(self) -> dict[str, Path]:
+        """What the run wrote beside its records, by role."""
+        return {"summary": self.run_dir / SUMMARY_JSON, "report": self.run_dir / REPORT_MD, "plot": self.run_dir / PLOT_FILE, "by_distance": self.run_dir / DISTANCE_CSV}
 
 
 def write_context_gain(run_dir: Path, manifest: Manifest, settings: KeyTokenSettings) -> ContextGainResult:
@@ -81,9 +86,10 @@ def write_context_gain(run_dir: Path, manifest: Manifest, settings: KeyTokenSett
     run_dir = Path(run_dir)
     (run_dir / SUMMARY_JSON).write_text(json.dumps(summary, indent=2))
     by_distance.to_csv(run_dir / DISTANCE_CSV, index=False)
-    (run_dir / REPORT_MD).write_text(render_markdown(summary, by_distance))
+    markdown = render_markdown(summary, by_distance)
+    (run_dir / REPORT_MD).write_text(markdown)
     plot_gain(tables, by_distance, run_dir / PLOT_FILE)
-    return ContextGainResult(run_dir, manifest, summary, by_distance)
+    return ContextGainResult(run_dir, manifest, summary, by_distance, markdown)
 
 
 def render_markdown(summary: dict, by_distance: pd.DataFrame) -> str:

@@ -59,6 +59,11 @@ class RetrievalResult:
     run_dir: Path
     cells: pd.DataFrame
     cases: pd.DataFrame
+    markdown: str = ""  # what results.md holds
+
+    def files(self) -> dict[str, Path]:
+        """What the run wrote, by role."""
+        return {"results": self.run_dir / RESULTS_JSON, "cases": self.run_dir / CASES_FILE, "heatmap": self.run_dir / HEATMAP_FILE, "report": self.run_dir / RESULTS_MD}
 
 
 def run_retrieval(config: RetrievalConfig, run_dir: Path, progress: bool = True, n_threads: int | None = None) -> RetrievalResult:
@@ -152,9 +157,10 @@ def write_results(run_dir: Path, config: RetrievalConfig) -> RetrievalResult:
         },
     }
     (run_dir / RESULTS_JSON).write_text(json.dumps(payload, indent=2))
-    (run_dir / RESULTS_MD).write_text(f"# Line retrieval ({config.variant})\n\n" + cells.to_markdown(index=False, floatfmt=".3f") + "\n")
+    markdown = f"# Line retrieval ({config.variant})\n\n" + cells.to_markdown(index=False, floatfmt=".3f") + "\n"
+    (run_dir / RESULTS_MD).write_text(markdown)
     plot_heatmaps(cells, run_dir / HEATMAP_FILE)
-    return RetrievalResult(run_dir, cells, cases)
+    return RetrievalResult(run_dir, cells, cases, markdown)
 
 
 def cell_table(cases: pd.DataFrame) -> pd.DataFrame:

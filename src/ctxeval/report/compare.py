@@ -213,10 +213,13 @@ def gate(report: dict, profile: str, min_windows: int | None, min_tokens: int | 
     return failures
 
 
-def write_report(report: dict, out: Path) -> None:
+def write_report(report: dict, out: Path) -> str:
+    """Write compare.json and compare.md; returns the Markdown."""
     out.mkdir(parents=True, exist_ok=True)
+    markdown = render_markdown(report)
     (out / "compare.json").write_text(json.dumps(report, indent=2, default=float))
-    (out / "compare.md").write_text(render_markdown(report))
+    (out / "compare.md").write_text(markdown)
+    return markdown
 
 
 def render_markdown(report: dict) -> str:

@@ -32,6 +32,12 @@ class RunResult:
     records: pd.DataFrame
     summary: pd.DataFrame
     approx_vs_exact: pd.DataFrame
+    tables: str = ""  # the Markdown tables (what tables.md holds once written)
+
+    def files(self) -> dict[str, Path]:
+        """The run's files, by role."""
+        d = self.run_dir
+        return {"records": d / RECORDS_FILE, "summary_json": d / SUMMARY_JSON, "summary_csv": d / SUMMARY_CSV, "tables": d / TABLES_MD, "plot": d / PLOT_FILE}
 
 
 def load_run(run_dir: Path) -> tuple[Manifest, pd.DataFrame]:
@@ -55,7 +61,7 @@ def write_outputs(run_dir: Path, manifest: Manifest, metrics: MetricConfig) -> R
         "approx_vs_exact": json_rows(result.approx_vs_exact),
     }
     (run_dir / SUMMARY_JSON).write_text(json.dumps(payload, indent=2))
-    (run_dir / TABLES_MD).write_text(markdown_tables(result.summary, metrics, result.approx_vs_exact))
+    (run_dir / TABLES_MD).write_text(result.tables)
     plot_scores(result.summary, run_dir / PLOT_FILE)
     return result
 
@@ -65,7 +71,8 @@ def compute(run_dir: Path, manifest: Manifest, records: pd.DataFrame, metrics: M
     if metrics.approx_k > manifest.top_k:
         raise UserError(f"--approx-k {metrics.approx_k} exceeds the top-k stored by this run ({manifest.top_k})")
     summary = summarize(records, metrics, manifest.vocab_sizes, manifest.temperatures)
-    return RunResult(run_dir, manifest, records, summary, approx_vs_exact(records))
+    versus = approx_vs_exact(records)
+    return RunResult(run_dir, manifest, records, summary, versus, markdown_tables(summary, metrics, versus))
 
 
 def json_rows(df: pd.DataFrame) -> list[dict]:
