@@ -123,24 +123,29 @@ def test_registry_and_backends_are_not_coupled_both_ways():
     assert leaf <= {"ctxeval.errors"}
 
 
+def _fresh_interpreter(code: str) -> object:
+    """What `code` prints as JSON when run in a new Python process (nothing imported yet)."""
+    out = subprocess.run([sys.executable, "-c", "import json, sys\n" + code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
 def test_importing_the_registry_imports_no_backend_or_heavy_dependency():
-    code = (
-        "import json, sys; import ctxeval.backends.registry as r; "
+    loaded = _fresh_interpreter(
+        "import ctxeval.backends.registry\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'httpx', 'llama_cpp') "
         "or m in ('ctxeval.backends.openai', 'ctxeval.backends.hf', 'ctxeval.backends.llamacpp'))))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout) == []
+    assert loaded == []
 
 
 def test_backend_class_imports_the_backend_on_demand():
-    code = (
-        "import json, sys; from ctxeval.backends.registry import backend_class; "
-        "before = 'ctxeval.backends.openai' in sys.modules; cls = backend_class('openai'); "
-        "print(json.dumps([before, 'ctxeval.backends.openai' in sys.modules, cls.__name__]))"
+    seen = _fresh_interpreter(
+        "from ctxeval.backends.registry import backend_class\n"
+        "before = 'ctxeval.backends.openai' in sys.modules\n"
+        "name = backend_class('openai').__name__\n"
+        "print(json.dumps([before, 'ctxeval.backends.openai' in sys.modules, name]))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout) == [False, True, "OpenAIScorer"]
+    assert seen == [False, True, "OpenAIScorer"]
 
 
 def test_cli_imports_only_the_api_config_and_errors():
