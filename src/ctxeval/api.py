@@ -6,32 +6,34 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from ctxeval import windows
-from ctxeval.backends.openai_options import OpenAIOptions
-from ctxeval.backends.base import ModelInfo
+from ctxeval.backends.openai_options import DEFAULT_CACHE, OpenAIOptions, dry_run_table
 from ctxeval.backends.registry import ModelEntry, list_models
 from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
 from ctxeval.data.texts import DEMO_TEXT_NAME, Text, load_text, unique_text_ids
 from ctxeval.errors import UserError
 from ctxeval.metrics.rank import alpha_key
-from ctxeval.pairing import pair_windows, window_table
+from ctxeval.manifest import Manifest, read_manifest
+from ctxeval.pairing import pair_windows
+from ctxeval.planning import ContextGainPlanner, ScorePlanner, SweepPlanner
 from ctxeval.probes.gain_report import ContextGainResult, KeyTokenSettings, write_context_gain
 from ctxeval.probes.probe_report import write_probe_report
 from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
 from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
 from ctxeval.probes.retrieval_run import RetrievalConfig, RetrievalResult, run_retrieval
-from ctxeval.qa.commands import meta_eval, pplqa
-from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, write_report
-from ctxeval.report.outputs import RunResult, compute, load_run, read_manifest, vocab_sizes, write_outputs
+from ctxeval.qa import commands as qa_commands
+from ctxeval.qa.methods import parse_methods
+from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, window_table, write_report
+from ctxeval.report.outputs import RunResult, compute, load_run, write_outputs
 from ctxeval.report.summary import window_metrics
 from ctxeval.report.trends import metric_names, trend_table, variance_table, write_trends
-from ctxeval.run import check_context, execute
-from ctxeval.tokens import TokenizedText
+from ctxeval.run import execute
 
-__all__ = ["sweep", "score", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "RunResult", "Comparison", "MetricConfig"]
+__all__ = ["sweep", "score", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "leval", "leval_corr", "judge", "RunResult", "Comparison", "Report", "MetricConfig", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]
 
 
 def sweep(
@@ -105,26 +107,7 @@ def sweep(
     gen_tokens = openai.tokens_per_request if thesis else 1
     thesis_targets = n_compare * gen_tokens if exhaustive else n_compare
 
-    def planner(infos: list[ModelInfo], tokenized: list[list[TokenizedText]]):
-        longest = max(lengths) + (n_compare - 1 if "approx" in modes else 0) + (min(gen_tokens, thesis_targets) - 1)
-        check_context(infos, longest, f"context length {max(lengths)}")
-        starts: dict[str, dict[str, int]] = {}
-        plan = [[[] for _ in loaded] for _ in tokenized]
-        for ti, text in enumerate(loaded):
-            start_chars = {}
-            boundaries = [windows.token_start_chars(m[ti].char_starts, m[ti].char_ends) for m in tokenized]
-            for length in lengths:
-                max_char = min(windows.max_sweep_start_char(per_model[ti].char_starts, length, n_compare) for per_model in tokenized)
-                for repeat in range(repeats):
-                    fraction = windows.sweep_fraction(seed, text.sha256, length, repeat)
-                    drawn = windows.sweep_start_char(fraction, max_char)
-                    start_chars[(length, repeat)] = windows.aligned_start_char(drawn, boundaries, max_char)
-            starts[text.text_id] = {f"L{length}-r{repeat}": c for (length, repeat), c in sorted(start_chars.items())}
-            for mi, per_model in enumerate(tokenized):
-                for mode in modes:
-                    plan[mi][ti].extend(windows.sweep(per_model[ti].char_starts, lengths, n_compare, start_chars, mode, thesis_targets))
-        return plan, {"start_chars": starts}
-
+    planner = SweepPlanner(tuple(loaded), lengths, n_compare, seed, repeats, modes, thesis_targets, gen_tokens)
     return execute(config, loaded, list(models), _out_dir(out, "sweep", config), planner, progress, n_threads, openai, dry_run)
 
 
@@ -187,19 +170,7 @@ def score(
         backend_options=_backend_options([model], openai),
     )
 
-    def planner(infos: list[ModelInfo], tokenized: list[list[TokenizedText]]):
-        check_context(infos, window, f"--window {window}")
-        n_tokens = len(tokenized[0][0])
-        if max_tokens is not None:
-            n_tokens = min(n_tokens, max_tokens)
-        if method == "chunked":
-            passes = windows.chunked(n_tokens, window)
-        elif method == "sliding":
-            passes = windows.sliding(n_tokens, window, stride)
-        else:
-            passes = windows.fixed(n_tokens, window, head)
-        return [[passes]], {"n_tokens_scored_from": n_tokens}
-
+    planner = ScorePlanner(method, window, stride, head or "full", max_tokens)
     return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads, openai, dry_run)
 
 
@@ -257,20 +228,10 @@ def context_gain(
         max_tokens=max_tokens,
     )
 
-    def planner(infos: list[ModelInfo], tokenized: list[list[TokenizedText]]):
-        check_context(infos, window, f"--window {window}")
-        plan = []
-        for per_model in tokenized:
-            per_text = []
-            for tt in per_model:
-                n_tokens = len(tt) if max_tokens is None else min(len(tt), max_tokens)
-                long_passes = windows.chunked(n_tokens, window)
-                per_text.append(long_passes + windows.truncated(long_passes, short, stride))
-            plan.append(per_text)
-        return plan, {"long": f"chunked, window {window}", "short": f"last {short}..{short + stride - 1} tokens of the same context"}
+    planner = ContextGainPlanner(window, short, stride, max_tokens)
 
-    def finish(run_dir: Path, manifest: dict, _metrics: MetricConfig) -> ContextGainResult:
-        evaluator_name = manifest["models"][model_specs.index(evaluator_spec)]["name"]
+    def finish(run_dir: Path, manifest: Manifest, _metrics: MetricConfig) -> ContextGainResult:
+        evaluator_name = manifest.model_names[model_specs.index(evaluator_spec)]
         return write_context_gain(run_dir, manifest, KeyTokenSettings(evaluator_name, alpha, beta, block, replicates, seed))
 
     return execute(config, loaded, model_specs, _out_dir(out, "context-gain", config), planner, progress, n_threads, finish=finish)
@@ -324,13 +285,13 @@ def probe_report(runs: Sequence[str | Path], out: str | Path) -> str:
 
 def run_metrics(run_dir: str | Path) -> MetricConfig:
     """The metric settings a run was made with."""
-    return MetricConfig.from_dict(read_manifest(Path(run_dir))["config"]["metrics"])
+    return read_manifest(Path(run_dir)).metrics
 
 
 def summary(run_dir: str | Path, metrics: MetricConfig | None = None, write: bool = False) -> RunResult:
     """Recompute a finished run's summaries, optionally with other metric settings."""
     manifest, records = load_run(Path(run_dir))
-    metrics = metrics or MetricConfig.from_dict(manifest["config"]["metrics"])
+    metrics = metrics or manifest.metrics
     _check_metrics(metrics)
     if write:
         return write_outputs(Path(run_dir), manifest, metrics)
@@ -344,6 +305,7 @@ class Comparison:
     report: dict
     out: Path
     failures: list[str]
+    markdown: str = ""  # what compare.md holds
 
 
 def compare(
@@ -374,7 +336,7 @@ def compare(
         raise UserError(f"--replicates must be at least 100, got {replicates}")
     manifest_a, records_a = load_run(Path(run_a))
     manifest_b, records_b = load_run(Path(run_b))
-    metrics = MetricConfig.from_dict(manifest_a["config"]["metrics"])
+    metrics = manifest_a.metrics
     a = window_table(records_a, manifest_a, metrics, model_a, context_mode_a, "A")
     b = window_table(records_b, manifest_b, metrics, model_b, context_mode_b, "B")
     pairing = pair_windows(a, b)
@@ -385,8 +347,8 @@ def compare(
     report["profile"] = profile
     failures = gate(report, profile, min_windows, min_tokens, max_ratio)
     report["gates"] = {"passed": not failures, "failures": failures}
-    write_report(report, Path(out))
-    return Comparison(report, Path(out), failures)
+    markdown = write_report(report, Path(out))
+    return Comparison(report, Path(out), failures, markdown)
 
 
 def trends(run_dir: str | Path, out: str | Path | None = None, outlier_sd: float = 2.0) -> tuple[pd.DataFrame, pd.DataFrame, str]:
@@ -395,8 +357,8 @@ def trends(run_dir: str | Path, out: str | Path | None = None, outlier_sd: float
     if outlier_sd <= 0:
         raise UserError(f"--outlier-sd must be positive, got {outlier_sd}")
     manifest, records = load_run(Path(run_dir))
-    metrics = MetricConfig.from_dict(manifest["config"]["metrics"])
-    per_window = window_metrics(records, metrics, vocab_sizes(manifest), tuple(manifest["config"]["temperatures"]))
+    metrics = manifest.metrics
+    per_window = window_metrics(records, metrics, manifest.vocab_sizes, manifest.temperatures)
     names = metric_names(metrics.alphas)
     trend, variance = trend_table(per_window, names), variance_table(per_window, names, outlier_sd)
     markdown = write_trends(Path(out) if out is not None else Path(run_dir), trend, variance, outlier_sd)
@@ -406,6 +368,68 @@ def trends(run_dir: str | Path, out: str | Path | None = None, outlier_sd: float
 def models() -> list[ModelEntry]:
     """Models and backends usable on this machine."""
     return list_models()
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a report command computed (`value`: the command's own result), the Markdown it
+    wrote, its files, and notes worth a warning; the CLI prints these and reads nothing back."""
+
+    value: Any
+    markdown: str
+    files: tuple[Path, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def leval(predictions: str | Path, out: str | Path = Path("runs/leval"), variant: str = "leval", tokenize: str = "plain", progress: bool = False) -> Report:
+    """L-Eval metrics of prediction files (exact match, F1 or ROUGE, ΔL); writes scores.json/.md."""
+    from ctxeval.leval.report import SCORES_JSON, SCORES_MD, markdown, run_leval
+
+    out = Path(out)
+    result = run_leval(Path(predictions), out, variant, progress=progress, tokenize=tokenize)
+    return Report(result, markdown(result), (out / SCORES_JSON, out / SCORES_MD), tuple(result.notes()))
+
+
+def leval_corr(metrics: Sequence[str], human: str | Path, column: str | None = None, out: str | Path | None = None) -> Report:
+    """Kendall τ-b between each metric's model ranking and the human ranking (`value`: the correlations)."""
+    from ctxeval.leval.corr import CORR_JSON, CORR_MD, run_corr
+
+    correlations, text = run_corr(Path(human), list(metrics), column, Path(out) if out is not None else None)
+    return Report(correlations, text, (Path(out) / CORR_JSON, Path(out) / CORR_MD) if out is not None else ())
+
+
+def judge(predictions: str | Path, base_predictions: str | Path, judge_model: str = "openai:gpt-4", openai: OpenAIOptions | None = None,
+          max_tokens: int = 2048, limit: int | None = None, out: str | Path = Path("runs/judge"), questions: str = "auto") -> Report:
+    """Pairwise LLM judge (L-Eval's prompt, both answer orders); `value` is judge.json's content."""
+    from ctxeval.judge import markdown, run_api_judge
+
+    out = Path(out)
+    report = run_api_judge(Path(predictions), Path(base_predictions), judge_model, openai or OpenAIOptions(), max_tokens, limit, out, questions)
+    return Report(report, markdown(report), (out / "judge.json", out / "judge.md"))
+
+
+def pplqa(answers: str = "mt-bench", methods: str | Sequence[str] = ("pplqa",), out: str | Path | None = None, model: str = DEFAULT_MODEL,
+          limit: int | None = None, qa_scope: str = "all", aspect: str | None = None, reference: str | None = "auto", seed: int = 0,
+          progress: bool = False, n_threads: int | None = None, tau: str = "a") -> Report:
+    """Rank each question's answers by PPLqa (and optionally the baselines); `value` is pplqa.json's content."""
+    from ctxeval.qa.ranking import markdown
+
+    result = qa_commands.pplqa(answers, _methods(methods), out, model, limit, qa_scope, aspect, reference, seed, progress, n_threads, tau=tau)
+    return Report(result, markdown(result))
+
+
+def meta_eval(dataset: str, methods: str | Sequence[str] = ("pplqa", "gptscore", "geval", "geval_weighted"), out: str | Path | None = None,
+              model: str = DEFAULT_MODEL, limit: int | None = None, qa_scope: str = "all", aspect: str = "coherence", ties: str = "drop",
+              replicates: int = 2000, seed: int = 0, progress: bool = False, n_threads: int | None = None) -> Report:
+    """Meta-evaluate answer-quality methods against a pairwise dataset's human labels; `value` is the result JSON."""
+    from ctxeval.report.meta_eval import markdown_table
+
+    result = qa_commands.meta_eval(dataset, _methods(methods), out, model, limit, qa_scope, aspect, ties, replicates, seed, progress, n_threads)
+    return Report(result, markdown_table(result))
+
+
+def _methods(methods: str | Sequence[str]) -> tuple[str, ...]:
+    return parse_methods(methods) if isinstance(methods, str) else tuple(methods)
 
 
 def _thesis_options(models: Sequence[str], openai: OpenAIOptions, n_compare: int) -> OpenAIOptions:

@@ -10,10 +10,8 @@ import typer
 
 from ctxeval import api
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig
-from ctxeval.backends.openai_options import DEFAULT_CACHE, OpenAIOptions, dry_run_table
+from ctxeval.api import DEFAULT_CACHE, OpenAIOptions, RunResult, dry_run_table
 from ctxeval.errors import UserError
-from ctxeval.report.outputs import PLOT_FILE, SUMMARY_CSV, SUMMARY_JSON, TABLES_MD, RunResult
-from ctxeval.report.tables import markdown_tables
 
 app = typer.Typer(
     help="Measure how well language models use long contexts: perplexity, rank-based perplexity, context-length sweeps.",
@@ -79,13 +77,13 @@ def _metric_config(cutoff: str, alphas: str, approx_k: int, penalty: float) -> M
     return MetricConfig(cutoff_value, tuple(_floats(alphas, "--alphas")), approx_k, penalty)
 
 
-def _report(result: RunResult, metrics: MetricConfig, quiet: bool) -> None:
+def _report(result: RunResult, quiet: bool) -> None:
     if not quiet:
-        typer.echo(markdown_tables(result.summary, metrics, result.approx_vs_exact))
-    d = result.run_dir
-    typer.echo(f"records: {d / 'records.parquet'}  ({len(result.records)} tokens)")
-    typer.echo(f"summary: {d / SUMMARY_JSON}, {d / SUMMARY_CSV}, {d / TABLES_MD}")
-    typer.echo(f"plot:    {d / PLOT_FILE}")
+        typer.echo(result.tables)
+    files = result.files()
+    typer.echo(f"records: {files['records']}  ({len(result.records)} tokens)")
+    typer.echo(f"summary: {files['summary_json']}, {files['summary_csv']}, {files['tables']}")
+    typer.echo(f"plot:    {files['plot']}")
 
 
 @app.command()
@@ -147,7 +145,7 @@ def sweep(
     if dry_run:
         typer.echo(dry_run_table(result, price_in, price_out))
         return
-    _report(result, metrics, quiet)
+    _report(result, quiet)
 
 
 @app.command()
@@ -207,7 +205,7 @@ def score(
     if dry_run:
         typer.echo(dry_run_table(result, price_in, price_out))
         return
-    _report(result, metrics, quiet)
+    _report(result, quiet)
 
 
 @app.command()
@@ -228,7 +226,7 @@ def summary(
         penalty if penalty is not None else stored.penalty,
     )
     result = api.summary(run_dir, metrics, write=write)
-    typer.echo(markdown_tables(result.summary, metrics, result.approx_vs_exact))
+    typer.echo(result.tables)
 
 
 @app.command()
@@ -251,7 +249,7 @@ def compare(
 ) -> None:
     """Paired comparison of two runs over the same windows: perplexity ratio B/A with a BCa interval."""
     result = api.compare(run_a, run_b, out, replicates, seed, cluster_by_text, profile, min_windows, min_tokens, max_ratio, model_a, model_b, context_mode_a, context_mode_b, nan_windows)
-    typer.echo((result.out / "compare.md").read_text())
+    typer.echo(result.markdown)
     typer.echo(f"report: {result.out / 'compare.json'}, {result.out / 'compare.md'}")
     if result.failures:
         for failure in result.failures:
@@ -298,8 +296,9 @@ def context_gain(
         out=out, progress=not quiet, n_threads=threads,
     )
     if not quiet:
-        typer.echo((result.run_dir / "context_gain.md").read_text())
-    typer.echo(f"summary: {result.run_dir / 'summary.json'}, {result.run_dir / 'context_gain.md'}, plot: {result.run_dir / 'context_gain.png'}")
+        typer.echo(result.markdown)
+    files = result.files()
+    typer.echo(f"summary: {files['summary']}, {files['report']}, plot: {files['plot']}")
 
 
 @app.command()
@@ -322,8 +321,9 @@ def retrieval(
         progress=not quiet, n_threads=threads, tokens=_ints(tokens, "--tokens") if tokens else None,
     )
     if not quiet:
-        typer.echo((result.run_dir / "results.md").read_text())
-    typer.echo(f"results: {result.run_dir / 'results.json'}, cases: {result.run_dir / 'cases.jsonl'}, heatmap: {result.run_dir / 'retrieval_heatmap.png'}")
+        typer.echo(result.markdown)
+    files = result.files()
+    typer.echo(f"results: {files['results']}, cases: {files['cases']}, heatmap: {files['heatmap']}")
 
 
 @app.command("probe-report")
@@ -355,14 +355,12 @@ def leval(
     quiet: QuietOpt = False,
 ) -> None:
     """L-Eval metrics of model answers: exact match (exam tasks), F1 or ROUGE-1/2/L, and ΔL."""
-    from ctxeval.leval.report import SCORES_JSON, SCORES_MD, markdown, run_leval
-
-    result = run_leval(predictions, out, variant, progress=not quiet, tokenize=tokenize)
+    report = api.leval(predictions, out, variant, tokenize, progress=not quiet)
     if not quiet:
-        typer.echo(markdown(result))
-    for note in result.notes():
+        typer.echo(report.markdown)
+    for note in report.notes:
         typer.echo(f"ctxeval: note: {note}", err=True)
-    typer.echo(f"scores: {out / SCORES_JSON}, {out / SCORES_MD}")
+    typer.echo(f"scores: {', '.join(str(f) for f in report.files)}")
 
 
 @app.command("leval-corr")
@@ -373,10 +371,7 @@ def leval_corr(
     out: Annotated[Optional[Path], typer.Option("--out", help="Also write corr.json and corr.md here.")] = None,
 ) -> None:
     """Kendall τ-b between each metric's model ranking and the human ranking (L-Eval Figure 2)."""
-    from ctxeval.leval.corr import run_corr
-
-    _, text = run_corr(human, metrics, column, out)
-    typer.echo(text)
+    typer.echo(api.leval_corr(metrics, human, column, out).markdown)
 
 
 @app.command()
@@ -394,10 +389,9 @@ def judge(
     out: Annotated[Path, typer.Option("--out", help="Directory for judge.json and judge.md.")] = Path("runs/judge"),
 ) -> None:
     """Pairwise LLM judge (L-Eval's prompt, both answer orders): win rate of a model's answers over a base model's."""
-    from ctxeval.judge import run_judge_cli
-
     options = OpenAIOptions(base_url, api_key_env, concurrency=concurrency, cache=_cache_path(cache))
-    typer.echo(run_judge_cli(predictions, base_predictions, judge_model, options, max_tokens, limit, out, questions))
+    report = api.judge(predictions, base_predictions, judge_model, options, max_tokens, limit, out, questions)
+    typer.echo(report.markdown + f"report: {', '.join(str(f) for f in report.files)}")
 
 
 @app.command("meta-eval")
@@ -416,13 +410,9 @@ def meta_eval(
     quiet: QuietOpt = False,
 ) -> None:
     """Which answer-quality method agrees with human pairwise labels (PPLqa paper, Table 3)."""
-    from ctxeval.qa.commands import meta_eval as run
-    from ctxeval.qa.methods import parse_methods
-    from ctxeval.report.meta_eval import markdown_table
-
-    result = run(dataset, parse_methods(methods), out, model, limit, qa_scope, aspect, ties, replicates, seed, not quiet, threads)
+    report = api.meta_eval(dataset, methods, out, model, limit, qa_scope, aspect, ties, replicates, seed, not quiet, threads)
     if not quiet:
-        typer.echo(markdown_table(result))
+        typer.echo(report.markdown)
 
 
 @app.command("pplqa")
@@ -441,13 +431,9 @@ def pplqa(
     quiet: QuietOpt = False,
 ) -> None:
     """PPLqa = |PPL(question + answer) - PPL(answer)| (lower is better); ranks each question's answers."""
-    from ctxeval.qa.commands import pplqa as run
-    from ctxeval.qa.methods import parse_methods
-    from ctxeval.qa.ranking import markdown
-
-    result = run(answers, parse_methods(methods), out, model, limit, qa_scope, aspect, reference, seed, not quiet, threads, tau=tau)
+    report = api.pplqa(answers, methods, out, model, limit, qa_scope, aspect, reference, seed, not quiet, threads, tau=tau)
     if not quiet:
-        typer.echo(markdown(result))
+        typer.echo(report.markdown)
 
 
 def main() -> None:

@@ -181,10 +181,17 @@ def write_results(out: Path, model: str, base: str, judge_name: str, questions: 
     report = {"model": model, "base": base, "judge": judge_name, "prompt": "L-Eval pair-v2", "questions": questions,
               "totals": totals, "by_order": by_order, "unmatched_questions": unmatched, "verdicts": [asdict(v) for v in verdicts]}
     (out / "judge.json").write_text(json.dumps(report, indent=2, ensure_ascii=False))
+    (out / "judge.md").write_text(markdown(report))
+    return report
+
+
+def markdown(report: dict) -> str:
+    """`judge.md`: win rates over both answer orders and per order."""
+    totals, by_order = report["totals"], report["by_order"]
     lines = [
-        f"# {model} vs {base}, judged by {judge_name}",
+        f"# {report['model']} vs {report['base']}, judged by {report['judge']}",
         "",
-        f"Questions: {_describe(questions)}, {len(verdicts) // 2} judged.",
+        f"Questions: {_describe(report['questions'])}, {len(report['verdicts']) // 2} judged.",
         "",
         "| order | verdicts | wins | losses | ties | parse/request errors | win rate |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -192,8 +199,7 @@ def write_results(out: Path, model: str, base: str, judge_name: str, questions: 
     for name, t in [("both orders", totals), *by_order.items()]:
         lines.append(f"| {name} | {t['verdicts']} | {t['win']} | {t['loss']} | {t['tie']} | {t['error']} | {t['win_rate']:.4f} |")
     lines += ["", "win rate = (wins + ½ ties) / verdicts that are not errors; errors are reported, not scored."]
-    (out / "judge.md").write_text("\n".join(lines) + "\n")
-    return report
+    return "\n".join(lines) + "\n"
 
 
 def run_judge(judge: ChatGenerator, judge_name: str, predictions: Path, base_predictions: Path, out: Path,
@@ -214,9 +220,9 @@ def run_judge(judge: ChatGenerator, judge_name: str, predictions: Path, base_pre
     return write_results(out, model, base, judge_name, questions, verdicts, len(considered) - len(pairs) if limit is None else 0)
 
 
-def run_judge_cli(predictions: Path, base_predictions: Path, judge_model: str, options, max_tokens: int, limit: int | None,
-                  out: Path, questions: str = "auto") -> str:
-    """The `ctxeval judge` command: returns the Markdown report."""
+def run_api_judge(predictions: Path, base_predictions: Path, judge_model: str, options, max_tokens: int, limit: int | None,
+                  out: Path, questions: str = "auto") -> dict:
+    """Judge with an `openai:` chat model (the `ctxeval judge` command); returns the report."""
     if not judge_model.startswith("openai:") or len(judge_model) == len("openai:"):
         raise UserError(f"--judge-model must be openai:MODEL, got {judge_model!r}")
     if limit is not None and limit < 1:
@@ -227,7 +233,6 @@ def run_judge_cli(predictions: Path, base_predictions: Path, judge_model: str, o
 
     chat = OpenAIChat(judge_model[len("openai:"):], options, max_tokens=max_tokens)
     try:
-        run_judge(chat, judge_model, predictions, base_predictions, out, options.concurrency, limit, questions)
+        return run_judge(chat, judge_model, predictions, base_predictions, out, options.concurrency, limit, questions)
     finally:
         chat.close()
-    return (out / "judge.md").read_text() + f"report: {out / 'judge.json'}, {out / 'judge.md'}"

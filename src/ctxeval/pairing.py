@@ -12,40 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ctxeval.config import MetricConfig
-from ctxeval.errors import UserError
-from ctxeval.report.outputs import vocab_sizes
-from ctxeval.report.summary import window_metrics
-
 KEY = ["text_sha256", "nominal_len", "repeat", "span_start", "span_end"]
-
-
-def window_table(records: pd.DataFrame, manifest: dict, metrics: MetricConfig, model: str | None, context_mode: str | None, label: str) -> pd.DataFrame:
-    """One row per window, in plan order: key, window id, tokens t, mean log-loss (`loss`) and
-    the window's metrics, including the rank scores."""
-    df = records
-    models = df["model"].unique().tolist()
-    if model is not None:
-        df = df[df["model"] == model]
-        if df.empty:
-            raise UserError(f"run {label} has no records of model {model!r} (it has {', '.join(models)})")
-    elif len(models) > 1:
-        raise UserError(f"run {label} holds several models ({', '.join(models)}); choose one with --model-{label.lower()}")
-    if context_mode is not None:
-        df = df[df["context_mode"] == context_mode]
-        if df.empty:
-            raise UserError(f"run {label} has no records in context mode {context_mode!r}")
-    if df.empty:
-        raise UserError(f"run {label} has no records to compare")
-    per_window = window_metrics(df, metrics, vocab_sizes(manifest), tuple(manifest["config"]["temperatures"]))
-    table = per_window.rename(columns={"n": "tokens", "nll": "loss"})
-    sha = {t["text_id"]: t["sha256"] for t in manifest["texts"]}
-    table["text_sha256"] = table["text_id"].map(sha)
-    duplicated = table.duplicated(KEY, keep=False)
-    if duplicated.any():
-        modes = sorted(df["context_mode"].unique())
-        raise UserError(f"run {label} scored the same span in several windows (context modes {', '.join(modes)}); choose one with --context-mode-{label.lower()}")
-    return table
 
 
 @dataclass

@@ -7,7 +7,6 @@ a different configuration is refused rather than mixed in.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import platform
@@ -28,12 +27,12 @@ from ctxeval.backends.registry import load_scorer
 from ctxeval.config import MetricConfig, RunConfig
 from ctxeval.data.texts import Text
 from ctxeval.errors import ScoringFailed, UserError
+from ctxeval.manifest import MANIFEST_FILE, Manifest, now, read_manifest, write_manifest
 from ctxeval.records import PartWriter, done_passes, merge_parts, schema_for, temperature_column
-from ctxeval.report.outputs import read_manifest, write_outputs
+from ctxeval.report.outputs import write_outputs
 from ctxeval.tokens import TokenizedText, tokenize
 from ctxeval.windows import Pass
 
-MANIFEST_FILE = "manifest.json"
 _FLUSH_SECONDS = 2.0
 _MAX_BATCH_PASSES = 64
 # Tests set this to interrupt a run deterministically: after that many passes are scored and
@@ -55,7 +54,7 @@ def execute(
     n_threads: int | None = None,
     openai_options=None,
     dry_run: bool = False,
-    finish: Callable[[Path, dict, MetricConfig], Any] = write_outputs,
+    finish: Callable[[Path, Manifest, MetricConfig], Any] = write_outputs,
 ) -> Any:
     """Plan, score missing passes, merge records, then `finish` writes the outputs (by default
     summaries, tables and plots) and returns the result.
@@ -67,9 +66,9 @@ def execute(
     run_dir = Path(run_dir)
     manifest_path = run_dir / MANIFEST_FILE
     previous = read_manifest(run_dir) if manifest_path.exists() else None
-    if previous is not None and previous.get("run_id") != config.run_id():
+    if previous is not None and previous.run_id != config.run_id():
         raise UserError(f"{run_dir} holds a run with a different configuration; choose another --out or remove it")
-    if previous is not None and previous.get("status") == "complete" and not dry_run:
+    if previous is not None and previous.status == "complete" and not dry_run:
         return finish(run_dir, previous, config.metrics)
 
     started = time.time()
@@ -87,7 +86,7 @@ def execute(
         return estimate
     run_dir.mkdir(parents=True, exist_ok=True)
     manifest = _manifest(config, scorers, tokenized, plan, plan_facts, previous)
-    write_manifest(manifest_path, manifest)
+    write_manifest(run_dir, manifest)
 
     schema = schema_for(config.temperatures)
     done = done_passes(run_dir)
@@ -124,21 +123,21 @@ def execute(
                         signal.raise_signal(signal.SIGTERM)
             finally:
                 _flush(writer, pending)
-                _record_usage(manifest, scorers, (previous or {}).get("api_usage_total", {}))
+                _record_usage(manifest, scorers, (previous.api_usage_total if previous else None) or {})
                 scorer.close()
-    manifest["timing"] = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
+    manifest.timing = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
     if failures:
-        manifest["status"] = "incomplete"
-        manifest["failed_passes"] = failures
-        write_manifest(manifest_path, manifest)
+        manifest.status = "incomplete"
+        manifest.failed_passes = failures
+        write_manifest(run_dir, manifest)
         raise IncompleteRun(
             f"{len(failures)} of {len(plan_passes(plan))} passes failed and were not scored "
             f"(first: {failures[0]['error']}); see failed_passes in {manifest_path}; re-run the same command to retry them"
         )
-    manifest.pop("failed_passes", None)
+    manifest.failed_passes = None
     merge_parts(run_dir, schema)
-    manifest["status"] = "complete"
-    write_manifest(manifest_path, manifest)
+    manifest.status = "complete"
+    write_manifest(run_dir, manifest)
     return finish(run_dir, manifest, config.metrics)
 
 
@@ -187,13 +186,13 @@ def _scored_in_batches(scorer: Scorer, config: RunConfig, jobs: list) -> Iterato
             group.append(job)
 
 
-def _record_usage(manifest: dict, scorers: list[Scorer], earlier: dict) -> None:
+def _record_usage(manifest: Manifest, scorers: list[Scorer], earlier: dict) -> None:
     """Requests and tokens each API model used in this session (`api_usage`; cache hits are
     free) and over every session of this run directory (`api_usage_total`)."""
     usage = {s.info.name: s.usage() for s in scorers if hasattr(s, "usage")}
     if usage:
-        manifest["api_usage"] = usage
-        manifest["api_usage_total"] = {name: _add_counts(earlier.get(name, {}), session) for name, session in usage.items()}
+        manifest.api_usage = usage
+        manifest.api_usage_total = {name: _add_counts(earlier.get(name, {}), session) for name, session in usage.items()}
 
 
 def _add_counts(a: dict, b: dict) -> dict:
@@ -231,14 +230,6 @@ def _estimate(scorers: list[Scorer], config: RunConfig, plan: list[list[list[Pas
         if hasattr(scorer, "estimate"):
             out[scorer.info.name] = totals | {"mode": getattr(scorer, "_mode", None) or "prompt (assumed; give --api-mode)"}
     return out
-
-
-def check_context(infos: list[ModelInfo], max_tokens: int, what: str) -> None:
-    """Refuse windows longer than a model's training context (BOS included)."""
-    for info in infos:
-        needed = max_tokens + (1 if info.uses_bos else 0)
-        if needed > info.n_ctx_train:
-            raise UserError(f"{what} needs {needed} tokens per pass, beyond {info.name}'s training context of {info.n_ctx_train}")
 
 
 def _score_pass(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass):
@@ -318,7 +309,7 @@ def _count_done_targets(plan: list[list[list[Pass]]], done: set[int]) -> int:
     return count
 
 
-def _manifest(config: RunConfig, scorers: list[Scorer], tokenized: list[list[TokenizedText]], plan, plan_facts: dict, previous: dict | None) -> dict:
+def _manifest(config: RunConfig, scorers: list[Scorer], tokenized: list[list[TokenizedText]], plan, plan_facts: dict, previous: Manifest | None) -> Manifest:
     texts = [
         {
             "text_id": tt.text.text_id,
@@ -330,21 +321,19 @@ def _manifest(config: RunConfig, scorers: list[Scorer], tokenized: list[list[Tok
         }
         for i, tt in enumerate(tokenized[0])
     ]
-    return {
-        "ctxeval_manifest": 1,
-        "run_id": config.run_id(),
-        "status": "running",
-        "created": previous.get("created") if previous else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "config": asdict(config),
-        "models": model_entries(scorers),
-        "texts": texts,
-        "text_handling": "files decoded as UTF-8 byte-exactly: no newline translation, no normalisation",
-        "bos": "every pass starts with the model's BOS token when it uses one; BOS is never counted as context and never scored",
-        "rank_convention": "rank = 1 + number of vocabulary entries with a strictly larger logit",
-        "plan": plan_facts
-        | {"passes": sum(len(t) for m in plan for t in m), "targets": sum(p.n_targets for m in plan for t in m for p in t)},
-        "versions": versions(),
-    }
+    return Manifest(
+        command=config.command,
+        run_id=config.run_id(),
+        created=(previous.created if previous else None) or now(),
+        config=asdict(config),
+        models=model_entries(scorers),
+        texts=texts,
+        text_handling="files decoded as UTF-8 byte-exactly: no newline translation, no normalisation",
+        bos="every pass starts with the model's BOS token when it uses one; BOS is never counted as context and never scored",
+        rank_convention="rank = 1 + number of vocabulary entries with a strictly larger logit",
+        plan=plan_facts | {"passes": sum(len(t) for m in plan for t in m), "targets": sum(p.n_targets for m in plan for t in m for p in t)},
+        versions=versions(),
+    )
 
 
 def model_entries(scorers: list[Scorer]) -> list[dict]:
@@ -360,20 +349,6 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             versions[package] = "not installed"
     return versions
-
-
-def write_manifest(path: Path, manifest: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, default=_json_default))
-    tmp.replace(path)
-
-
-def _json_default(value):
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        return float(value)
-    raise TypeError(f"cannot serialise {type(value)}")
 
 
 @contextmanager

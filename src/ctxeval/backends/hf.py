@@ -23,6 +23,7 @@ import numpy as np
 
 from ctxeval.backends.base import Capabilities, ModelInfo
 from ctxeval.backends.logits import BlockScores, score_block
+from ctxeval.backends.model_files import file_sha256
 from ctxeval.errors import UserError
 
 DTYPES = ("float32", "bfloat16", "float16", "float64")  # float64: a slow reference precision
@@ -237,15 +238,7 @@ def _weights_sha256(path: Path) -> dict[str, str]:
     files = sorted(path.glob("*.safetensors")) or sorted(path.glob("*.bin"))
     if not files:
         raise UserError(f"{path} holds no weight files (*.safetensors or *.bin)")
-    return {f.name: _file_sha256(f) for f in files}
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return {f.name: file_sha256(f) for f in files}
 
 
 def _combined_sha256(files: dict[str, str]) -> str:

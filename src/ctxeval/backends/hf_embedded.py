@@ -12,8 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ctxeval.backends.llamacpp import file_sha256
-from ctxeval.backends.registry import embedded_model_path
+from ctxeval.backends.model_files import embedded_model_path, file_sha256
 from ctxeval.errors import UserError
 
 SOURCE_FILE = "ctxeval_source.json"

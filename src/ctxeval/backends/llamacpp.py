@@ -10,7 +10,6 @@ not depend on how the input was split into batches.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -20,6 +19,7 @@ import numpy as np
 
 from ctxeval.backends.base import Capabilities, ModelInfo
 from ctxeval.backends.logits import BlockScores, score_block
+from ctxeval.backends.model_files import file_sha256
 from ctxeval.errors import UserError
 
 DEFAULT_N_BATCH = 512
@@ -33,14 +33,6 @@ def _amx_build(llama_cpp) -> bool:
     with extra buffer types (AMX and weight repacking) switched off.
     """
     return b"AMX_INT8 = 1" in llama_cpp.llama_print_system_info()
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class LlamaCppScorer:

@@ -33,6 +33,7 @@ from ctxeval.backends.api_client import ApiClient, RequestFailed
 from ctxeval.backends.base import Capabilities, ModelInfo, ScheduledScores
 from ctxeval.backends.logits import BlockScores
 from ctxeval.backends.openai_options import MODES, OpenAIOptions, RetryPolicy
+from ctxeval.backends.registry import load_scorer
 from ctxeval.backends.request_cache import RequestCache
 from ctxeval.errors import UserError
 
@@ -352,8 +353,6 @@ def _first_difference(a: list[str], b: list[str]) -> int:
 
 def _load_tokenizer(options: OpenAIOptions, model: str, api_key: str | None, cache: RequestCache | None, n_threads: int | None):
     if options.tokenizer:
-        from ctxeval.backends.registry import load_scorer
-
         scorer = load_scorer(options.tokenizer, n_threads=n_threads)  # vocabulary only: no inference context
         if not isinstance(scorer.info, ModelInfo) or scorer.info.backend != "llamacpp":
             raise UserError("--tokenizer must be a GGUF model (gemma-3-270m or a .gguf path)")

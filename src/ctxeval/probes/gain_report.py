@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ctxeval.manifest import Manifest  # noqa: E402
 from ctxeval.probes.context_gain import gain_by_distance, gain_table, key_spans, summarize_text  # noqa: E402
 from ctxeval.records import read_records  # noqa: E402
 from ctxeval.report.outputs import json_rows  # noqa: E402
@@ -39,18 +40,23 @@ class ContextGainResult:
     """A finished context-gain run: per (model, text) summaries and the gain-by-distance table."""
 
     run_dir: Path
-    manifest: dict
+    manifest: Manifest
     summary: dict
     by_distance: pd.DataFrame
+    markdown: str = ""  # what context_gain.md holds
+
+    def files(self) -> dict[str, Path]:
+        """What the run wrote beside its records, by role."""
+        return {"summary": self.run_dir / SUMMARY_JSON, "report": self.run_dir / REPORT_MD, "plot": self.run_dir / PLOT_FILE, "by_distance": self.run_dir / DISTANCE_CSV}
 
 
-def write_context_gain(run_dir: Path, manifest: dict, settings: KeyTokenSettings) -> ContextGainResult:
+def write_context_gain(run_dir: Path, manifest: Manifest, settings: KeyTokenSettings) -> ContextGainResult:
     """Compute everything from the records and write it; the first model is the primary one."""
     records = read_records(run_dir)
-    config = manifest["config"]
+    config = manifest.config
     window, short = config["window"], config["short"]
-    models = [m["name"] for m in manifest["models"]]
-    texts = [t["text_id"] for t in manifest["texts"]]
+    models = manifest.model_names
+    texts = manifest.text_ids
     tables = {(model, text_id): gain_table(records, model, text_id) for model in models for text_id in texts}
     per_text: dict[str, dict] = {}
     distance_rows = []
@@ -67,7 +73,7 @@ def write_context_gain(run_dir: Path, manifest: dict, settings: KeyTokenSettings
         per_text[text_id] = {k: v for k, v in by_model[models[0]].items()} | {"model": models[0], "by_model": by_model}
     by_distance = pd.concat(distance_rows, ignore_index=True)
     summary = {
-        "run_id": manifest["run_id"],
+        "run_id": manifest.run_id,
         "window": window,
         "short": short,
         "short_stride": config["stride"],
@@ -80,9 +86,10 @@ def write_context_gain(run_dir: Path, manifest: dict, settings: KeyTokenSettings
     run_dir = Path(run_dir)
     (run_dir / SUMMARY_JSON).write_text(json.dumps(summary, indent=2))
     by_distance.to_csv(run_dir / DISTANCE_CSV, index=False)
-    (run_dir / REPORT_MD).write_text(render_markdown(summary, by_distance))
+    markdown = render_markdown(summary, by_distance)
+    (run_dir / REPORT_MD).write_text(markdown)
     plot_gain(tables, by_distance, run_dir / PLOT_FILE)
-    return ContextGainResult(run_dir, manifest, summary, by_distance)
+    return ContextGainResult(run_dir, manifest, summary, by_distance, markdown)
 
 
 def render_markdown(summary: dict, by_distance: pd.DataFrame) -> str:

@@ -16,9 +16,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ctxeval.config import MetricConfig  # noqa: E402
 from ctxeval.errors import UserError  # noqa: E402
-from ctxeval.report.outputs import compute, load_run, read_manifest  # noqa: E402
+from ctxeval.manifest import read_manifest  # noqa: E402
+from ctxeval.report.outputs import compute, load_run  # noqa: E402
 
 REPORT_MD = "probe_report.md"
 REPORT_JSON = "probe_report.json"
@@ -30,13 +30,13 @@ def collect(run_dirs: list[Path]) -> dict[str, pd.DataFrame]:
     lm, gain, retrieval = [], [], []
     for run_dir in run_dirs:
         manifest = read_manifest(run_dir)
-        kind = manifest.get("command") or manifest.get("config", {}).get("command")
+        kind = manifest.command
         if kind in ("sweep", "score"):
             lm.append(_lm_rows(run_dir))
         elif kind == "context-gain":
-            gain.append(_gain_rows(run_dir, manifest))
+            gain.append(_gain_rows(run_dir))
         elif kind == "retrieval":
-            retrieval.append(_retrieval_rows(run_dir, manifest))
+            retrieval.append(_retrieval_rows(run_dir))
         else:
             raise UserError(f"{run_dir}: unknown kind of run {kind!r}")
     return {
@@ -137,13 +137,13 @@ def plot(sections: dict[str, pd.DataFrame], path: Path) -> None:
 
 def _lm_rows(run_dir: Path) -> pd.DataFrame:
     manifest, records = load_run(run_dir)
-    summary = compute(run_dir, manifest, records, MetricConfig.from_dict(manifest["config"]["metrics"])).summary
+    summary = compute(run_dir, manifest, records, manifest.metrics).summary
     rows = summary[["model", "text_id", "method", "context_mode", "nominal_len", "n", "ppl", "bpb", "avg", "rp", "top1"]].rename(columns={"nominal_len": "context"})
     rows.insert(0, "run", str(run_dir))
     return rows
 
 
-def _gain_rows(run_dir: Path, manifest: dict) -> pd.DataFrame:
+def _gain_rows(run_dir: Path) -> pd.DataFrame:
     summary = json.loads((run_dir / "summary.json").read_text())
     rows = []
     for text_id, entry in summary["texts"].items():
@@ -155,7 +155,7 @@ def _gain_rows(run_dir: Path, manifest: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _retrieval_rows(run_dir: Path, manifest: dict) -> pd.DataFrame:
+def _retrieval_rows(run_dir: Path) -> pd.DataFrame:
     results = json.loads((run_dir / "results.json").read_text())
     rows = []
     for model, cells in results["by_model"].items():

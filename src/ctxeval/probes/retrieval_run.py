@@ -23,10 +23,11 @@ import pandas as pd  # noqa: E402
 from ctxeval.backends.base import Scorer  # noqa: E402
 from ctxeval.backends.registry import load_scorer  # noqa: E402
 from ctxeval.errors import UserError  # noqa: E402
+from ctxeval.manifest import MANIFEST_FILE, Manifest, read_manifest, write_manifest  # noqa: E402
 from ctxeval.probes.retrieval import score_case  # noqa: E402
 from ctxeval.probes.retrieval_data import N_EXAMPLES, make_case  # noqa: E402
-from ctxeval.report.outputs import json_rows, read_manifest  # noqa: E402
-from ctxeval.run import model_entries, progress_bar, terminate_as_interrupt, versions, write_manifest  # noqa: E402
+from ctxeval.report.outputs import json_rows  # noqa: E402
+from ctxeval.run import model_entries, progress_bar, terminate_as_interrupt, versions  # noqa: E402
 
 CASES_FILE = "cases.jsonl"
 RESULTS_JSON = "results.json"
@@ -58,29 +59,31 @@ class RetrievalResult:
     run_dir: Path
     cells: pd.DataFrame
     cases: pd.DataFrame
+    markdown: str = ""  # what results.md holds
+
+    def files(self) -> dict[str, Path]:
+        """What the run wrote, by role."""
+        return {"results": self.run_dir / RESULTS_JSON, "cases": self.run_dir / CASES_FILE, "heatmap": self.run_dir / HEATMAP_FILE, "report": self.run_dir / RESULTS_MD}
 
 
 def run_retrieval(config: RetrievalConfig, run_dir: Path, progress: bool = True, n_threads: int | None = None) -> RetrievalResult:
     """Score every (model, lines, depth, sample) case not yet in cases.jsonl, then summarise."""
     run_dir = Path(run_dir)
-    manifest_path = run_dir / "manifest.json"
-    previous = read_manifest(run_dir) if manifest_path.exists() else None
-    if previous is not None and previous.get("run_id") != config.run_id():
+    previous = read_manifest(run_dir) if (run_dir / MANIFEST_FILE).exists() else None
+    if previous is not None and previous.run_id != config.run_id():
         raise UserError(f"{run_dir} holds a run with a different configuration; choose another --out or remove it")
     done = _done_cases(run_dir / CASES_FILE)
-    if previous is None or previous.get("status") != "complete":
+    if previous is None or previous.status != "complete":
         scorers = [load_scorer(spec, n_threads=n_threads) for spec in config.models]
         sizes = {s.info.name: record_sizes(s, config) for s in scorers}
         grids = {name: [(t, n, d, k) for t, n in size for d in config.depths for k in range(config.samples)] for name, size in sizes.items()}
         run_dir.mkdir(parents=True, exist_ok=True)
-        manifest = {
-            "ctxeval_manifest": 1, "command": "retrieval", "run_id": config.run_id(), "status": "running",
-            "config": asdict(config),
-            "models": model_entries(scorers),
-            "lines_for_tokens": {name: {str(t): n for t, n in size} for name, size in sizes.items()} if config.tokens else None,
-            "versions": versions(),
-        }
-        write_manifest(manifest_path, manifest)
+        manifest = Manifest(
+            command="retrieval", run_id=config.run_id(), config=asdict(config), models=model_entries(scorers),
+            lines_for_tokens={name: {str(t): n for t, n in size} for name, size in sizes.items()} if config.tokens else None,
+            versions=versions(),
+        )
+        write_manifest(run_dir, manifest)
         total = sum(len(grid) for grid in grids.values())
         already = sum((name, n, d, k) in done for name, grid in grids.items() for _, n, d, k in grid)
         started = time.time()
@@ -96,9 +99,9 @@ def run_retrieval(config: RetrievalConfig, run_dir: Path, progress: bool = True,
                         advance(1, f"{scorer.info.name} · {n} lines · depth {d:g}")
                 finally:
                     scorer.close()
-        manifest["status"] = "complete"
-        manifest["timing"] = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
-        write_manifest(manifest_path, manifest)
+        manifest.status = "complete"
+        manifest.timing = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
+        write_manifest(run_dir, manifest)
     return write_results(run_dir, config)
 
 
@@ -154,9 +157,10 @@ def write_results(run_dir: Path, config: RetrievalConfig) -> RetrievalResult:
         },
     }
     (run_dir / RESULTS_JSON).write_text(json.dumps(payload, indent=2))
-    (run_dir / RESULTS_MD).write_text(f"# Line retrieval ({config.variant})\n\n" + cells.to_markdown(index=False, floatfmt=".3f") + "\n")
+    markdown = f"# Line retrieval ({config.variant})\n\n" + cells.to_markdown(index=False, floatfmt=".3f") + "\n"
+    (run_dir / RESULTS_MD).write_text(markdown)
     plot_heatmaps(cells, run_dir / HEATMAP_FILE)
-    return RetrievalResult(run_dir, cells, cases)
+    return RetrievalResult(run_dir, cells, cases, markdown)
 
 
 def cell_table(cases: pd.DataFrame) -> pd.DataFrame:

@@ -10,8 +10,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ctxeval.config import MetricConfig
 from ctxeval.errors import UserError
-from ctxeval.pairing import Pairing
+from ctxeval.manifest import Manifest
+from ctxeval.pairing import KEY, Pairing
+from ctxeval.report.summary import window_metrics
 from ctxeval.stats.paired import paired_bca, weighted_mean
 
 PROFILES = {"dev": None, "ci": {"min_windows": 20, "min_tokens": 2000}, "release": {"min_windows": 100, "min_tokens": 20000}}
@@ -19,6 +22,33 @@ PROFILES = {"dev": None, "ci": {"min_windows": 20, "min_tokens": 2000}, "release
 
 NAN_POLICIES = ("exclude", "error")
 _NAN_REASON = "loss is NaN in at least one arm (a target without a log-probability, e.g. a reference outside an API's top-k)"
+
+
+def window_table(records: pd.DataFrame, manifest: Manifest, metrics: MetricConfig, model: str | None, context_mode: str | None, label: str) -> pd.DataFrame:
+    """One row per window, in plan order: key, window id, tokens t, mean log-loss (`loss`) and
+    the window's metrics, including the rank scores."""
+    df = records
+    models = df["model"].unique().tolist()
+    if model is not None:
+        df = df[df["model"] == model]
+        if df.empty:
+            raise UserError(f"run {label} has no records of model {model!r} (it has {', '.join(models)})")
+    elif len(models) > 1:
+        raise UserError(f"run {label} holds several models ({', '.join(models)}); choose one with --model-{label.lower()}")
+    if context_mode is not None:
+        df = df[df["context_mode"] == context_mode]
+        if df.empty:
+            raise UserError(f"run {label} has no records in context mode {context_mode!r}")
+    if df.empty:
+        raise UserError(f"run {label} has no records to compare")
+    per_window = window_metrics(df, metrics, manifest.vocab_sizes, manifest.temperatures)
+    table = per_window.rename(columns={"n": "tokens", "nll": "loss"})
+    table["text_sha256"] = table["text_id"].map(manifest.text_sha256)
+    duplicated = table.duplicated(KEY, keep=False)
+    if duplicated.any():
+        modes = sorted(df["context_mode"].unique())
+        raise UserError(f"run {label} scored the same span in several windows (context modes {', '.join(modes)}); choose one with --context-mode-{label.lower()}")
+    return table
 
 
 def finite_losses(pairing: Pairing) -> tuple[pd.DataFrame, list[dict]]:
@@ -183,10 +213,13 @@ def gate(report: dict, profile: str, min_windows: int | None, min_tokens: int | 
     return failures
 
 
-def write_report(report: dict, out: Path) -> None:
+def write_report(report: dict, out: Path) -> str:
+    """Write compare.json and compare.md; returns the Markdown."""
     out.mkdir(parents=True, exist_ok=True)
+    markdown = render_markdown(report)
     (out / "compare.json").write_text(json.dumps(report, indent=2, default=float))
-    (out / "compare.md").write_text(render_markdown(report))
+    (out / "compare.md").write_text(markdown)
+    return markdown
 
 
 def render_markdown(report: dict) -> str:

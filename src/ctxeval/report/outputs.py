@@ -11,6 +11,7 @@ import pandas as pd
 
 from ctxeval.config import MetricConfig
 from ctxeval.errors import UserError
+from ctxeval.manifest import Manifest, read_manifest
 from ctxeval.records import RECORDS_FILE, read_records
 from ctxeval.report.plots import plot_scores
 from ctxeval.report.summary import approx_vs_exact, summarize
@@ -27,61 +28,51 @@ class RunResult:
     """A finished run: where it lives and what it found."""
 
     run_dir: Path
-    manifest: dict
+    manifest: Manifest
     records: pd.DataFrame
     summary: pd.DataFrame
     approx_vs_exact: pd.DataFrame
+    tables: str = ""  # the Markdown tables (what tables.md holds once written)
+
+    def files(self) -> dict[str, Path]:
+        """The run's files, by role."""
+        d = self.run_dir
+        return {"records": d / RECORDS_FILE, "summary_json": d / SUMMARY_JSON, "summary_csv": d / SUMMARY_CSV, "tables": d / TABLES_MD, "plot": d / PLOT_FILE}
 
 
-def read_manifest(run_dir: Path) -> dict:
-    """The manifest of a run directory, or a UserError if there is none."""
-    manifest_path = Path(run_dir) / "manifest.json"
-    if not manifest_path.is_file():
-        raise UserError(f"{run_dir} is not a ctxeval run directory (no manifest.json)")
-    try:
-        return json.loads(manifest_path.read_text())
-    except json.JSONDecodeError:
-        raise UserError(f"{manifest_path} is not a valid ctxeval manifest") from None
-
-
-def load_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
+def load_run(run_dir: Path) -> tuple[Manifest, pd.DataFrame]:
     """Manifest and records of a complete run, or a UserError saying why not."""
     manifest = read_manifest(run_dir)
-    if manifest.get("status") != "complete" or not (Path(run_dir) / RECORDS_FILE).is_file():
+    if manifest.status != "complete" or not (Path(run_dir) / RECORDS_FILE).is_file():
         raise UserError(f"the run in {run_dir} is not complete; re-run its command to finish it")
     return manifest, read_records(run_dir)
 
 
-def write_outputs(run_dir: Path, manifest: dict, metrics: MetricConfig) -> RunResult:
+def write_outputs(run_dir: Path, manifest: Manifest, metrics: MetricConfig) -> RunResult:
     """(Re)compute summaries from the records and write them with tables and the plot."""
     run_dir = Path(run_dir)
     records = read_records(run_dir)
     result = compute(run_dir, manifest, records, metrics)
     result.summary.to_csv(run_dir / SUMMARY_CSV, index=False)
     payload = {
-        "run_id": manifest["run_id"],
+        "run_id": manifest.run_id,
         "metrics": asdict(metrics),
         "groups": json_rows(result.summary),
         "approx_vs_exact": json_rows(result.approx_vs_exact),
     }
     (run_dir / SUMMARY_JSON).write_text(json.dumps(payload, indent=2))
-    (run_dir / TABLES_MD).write_text(markdown_tables(result.summary, metrics, result.approx_vs_exact))
+    (run_dir / TABLES_MD).write_text(result.tables)
     plot_scores(result.summary, run_dir / PLOT_FILE)
     return result
 
 
-def vocab_sizes(manifest: dict) -> dict[str, int]:
-    """Vocabulary size of each model of a run (the full-vocabulary rank cutoff)."""
-    return {m["name"]: m["vocab_size"] for m in manifest["models"]}
-
-
-def compute(run_dir: Path, manifest: dict, records: pd.DataFrame, metrics: MetricConfig) -> RunResult:
+def compute(run_dir: Path, manifest: Manifest, records: pd.DataFrame, metrics: MetricConfig) -> RunResult:
     """Summaries of `records` under `metrics`, without writing anything."""
-    temperatures = tuple(manifest["config"]["temperatures"])
-    if metrics.approx_k > manifest["config"]["top_k"]:
-        raise UserError(f"--approx-k {metrics.approx_k} exceeds the top-k stored by this run ({manifest['config']['top_k']})")
-    summary = summarize(records, metrics, vocab_sizes(manifest), temperatures)
-    return RunResult(run_dir, manifest, records, summary, approx_vs_exact(records))
+    if metrics.approx_k > manifest.top_k:
+        raise UserError(f"--approx-k {metrics.approx_k} exceeds the top-k stored by this run ({manifest.top_k})")
+    summary = summarize(records, metrics, manifest.vocab_sizes, manifest.temperatures)
+    versus = approx_vs_exact(records)
+    return RunResult(run_dir, manifest, records, summary, versus, markdown_tables(summary, metrics, versus))
 
 
 def json_rows(df: pd.DataFrame) -> list[dict]:

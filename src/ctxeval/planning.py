@@ -1,0 +1,117 @@
+"""Planners: which passes each command scores, for every model and text, as the executor needs them.
+
+A planner is called with the models and the texts as each model tokenized them ([model][text])
+and returns the passes ([model][text][pass]) and facts about the plan for the manifest. It is a
+small frozen object (not a closure inside `api`), so it can be tested alone and sent to a worker.
+`windows` decides the passes of one text under one tokenizer; a planner combines them across
+models and texts — for the sweep, by starting every model at the same character.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ctxeval import windows
+from ctxeval.backends.base import ModelInfo
+from ctxeval.data.texts import Text
+from ctxeval.errors import UserError
+from ctxeval.tokens import TokenizedText
+from ctxeval.windows import Pass
+
+Plan = list[list[list[Pass]]]
+
+
+def check_context(infos: list[ModelInfo], max_tokens: int, what: str) -> None:
+    """Refuse windows longer than a model's training context (BOS included)."""
+    for info in infos:
+        needed = max_tokens + (1 if info.uses_bos else 0)
+        if needed > info.n_ctx_train:
+            raise UserError(f"{what} needs {needed} tokens per pass, beyond {info.name}'s training context of {info.n_ctx_train}")
+
+
+@dataclass(frozen=True)
+class SweepPlanner:
+    """The thesis sweep: per text, length and repeat a seeded start, aligned to a character where
+    every model's tokenizer starts a token, so models with different tokenizers score the same
+    stretch of text. `thesis_targets` and `gen_tokens` size the passes of the API schedule."""
+
+    texts: tuple[Text, ...]
+    lengths: tuple[int, ...]
+    n_compare: int
+    seed: int
+    repeats: int
+    modes: tuple[str, ...]
+    thesis_targets: int
+    gen_tokens: int = 1
+
+    def __call__(self, infos: list[ModelInfo], tokenized: list[list[TokenizedText]]) -> tuple[Plan, dict[str, Any]]:
+        longest = max(self.lengths) + (self.n_compare - 1 if "approx" in self.modes else 0) + (min(self.gen_tokens, self.thesis_targets) - 1)
+        check_context(infos, longest, f"context length {max(self.lengths)}")
+        starts: dict[str, dict[str, int]] = {}
+        plan: Plan = [[[] for _ in self.texts] for _ in tokenized]
+        for ti, text in enumerate(self.texts):
+            start_chars = self.start_chars(text, [per_model[ti] for per_model in tokenized])
+            starts[text.text_id] = {f"L{length}-r{repeat}": c for (length, repeat), c in sorted(start_chars.items())}
+            for mi, per_model in enumerate(tokenized):
+                for mode in self.modes:
+                    plan[mi][ti].extend(windows.sweep(per_model[ti].char_starts, self.lengths, self.n_compare, start_chars, mode, self.thesis_targets))
+        return plan, {"start_chars": starts}
+
+    def start_chars(self, text: Text, per_model: list[TokenizedText]) -> dict[tuple[int, int], int]:
+        """(length, repeat) -> the start character shared by every model for this text."""
+        boundaries = [windows.token_start_chars(tt.char_starts, tt.char_ends) for tt in per_model]
+        out = {}
+        for length in self.lengths:
+            max_char = min(windows.max_sweep_start_char(tt.char_starts, length, self.n_compare) for tt in per_model)
+            for repeat in range(self.repeats):
+                drawn = windows.sweep_start_char(windows.sweep_fraction(self.seed, text.sha256, length, repeat), max_char)
+                out[(length, repeat)] = windows.aligned_start_char(drawn, boundaries, max_char)
+        return out
+
+
+@dataclass(frozen=True)
+class ScorePlanner:
+    """A whole text (or its first `max_tokens` tokens) in chunked, sliding or fixed windows."""
+
+    method: str
+    window: int
+    stride: int | None = None
+    head: str = "full"
+    max_tokens: int | None = None
+
+    def __call__(self, infos: list[ModelInfo], tokenized: list[list[TokenizedText]]) -> tuple[Plan, dict[str, Any]]:
+        check_context(infos, self.window, f"--window {self.window}")
+        n_tokens = len(tokenized[0][0])
+        if self.max_tokens is not None:
+            n_tokens = min(n_tokens, self.max_tokens)
+        if self.method == "chunked":
+            passes = windows.chunked(n_tokens, self.window)
+        elif self.method == "sliding":
+            passes = windows.sliding(n_tokens, self.window, self.stride)
+        else:
+            passes = windows.fixed(n_tokens, self.window, self.head)
+        return [[passes]], {"n_tokens_scored_from": n_tokens}
+
+
+@dataclass(frozen=True)
+class ContextGainPlanner:
+    """Every target twice: in chunks of `window` tokens (long context), then with only the last
+    `short`..`short + stride - 1` tokens of that same context (short)."""
+
+    window: int
+    short: int
+    stride: int
+    max_tokens: int | None = None
+
+    def __call__(self, infos: list[ModelInfo], tokenized: list[list[TokenizedText]]) -> tuple[Plan, dict[str, Any]]:
+        check_context(infos, self.window, f"--window {self.window}")
+        plan: Plan = []
+        for per_model in tokenized:
+            per_text = []
+            for tt in per_model:
+                n_tokens = len(tt) if self.max_tokens is None else min(len(tt), self.max_tokens)
+                long_passes = windows.chunked(n_tokens, self.window)
+                per_text.append(long_passes + windows.truncated(long_passes, self.short, self.stride))
+            plan.append(per_text)
+        return plan, {"long": f"chunked, window {self.window}", "short": f"last {self.short}..{self.short + self.stride - 1} tokens of the same context"}

@@ -1,0 +1,159 @@
+"""Structure of the package: no import cycles, and a registry that imports no backend."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import ctxeval
+
+SRC = Path(ctxeval.__file__).parent
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _top_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Import statements run when the module is imported: at module level, also inside
+    module-level `if`/`try` blocks (except `if TYPE_CHECKING:`), never inside functions."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    body = list(tree.body)
+    while body:
+        node = body.pop(0)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif isinstance(node, ast.If) and not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+            body.extend(node.body + node.orelse)
+        elif isinstance(node, ast.Try):
+            body.extend(node.body + node.orelse + node.finalbody + [n for h in node.handlers for n in h.body])
+    return found
+
+
+def import_graph(deferred: bool = False) -> dict[str, set[str]]:
+    """ctxeval module -> the ctxeval modules it imports at import time (with `deferred`, also
+    inside functions: a cycle hidden in a function-level import is still a cycle of design)."""
+    modules = {_module_name(p): p for p in SRC.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text())
+        nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))] if deferred else _top_level_imports(tree)
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                # `from pkg import mod` imports the submodule pkg.mod when there is one
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+            graph[name] |= {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle of `graph` as a path [a, b, ..., a], or [] if it is acyclic (iterative DFS)."""
+    state: dict[str, int] = {}  # 1 on the current path, 2 finished
+    for root in sorted(graph):
+        if root in state:
+            continue
+        path, stack = [root], [iter(sorted(graph[root]))]
+        state[root] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(sorted(graph[nxt])))
+    return []
+
+
+def test_cycle_finder_finds_a_planted_cycle_and_accepts_a_dag():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_graph_sees_known_edges():
+    graph = import_graph()
+    assert "ctxeval.manifest" in graph["ctxeval.run"]
+    assert "ctxeval.windows" in graph["ctxeval.planning"]  # `from ctxeval import windows`
+    assert "ctxeval.backends.model_files" in graph["ctxeval.backends.llamacpp"]
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph between ctxeval's first-level modules and subpackages (ctxeval.report, ...)."""
+    def unit(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    out: dict[str, set[str]] = {}
+    for module, imported in graph.items():
+        out.setdefault(unit(module), set()).update(unit(m) for m in imported if unit(m) not in (unit(module), "ctxeval"))
+    return out
+
+
+def test_module_import_graph_is_acyclic():
+    assert find_cycle(import_graph()) == []
+
+
+def test_module_import_graph_with_function_level_imports_is_acyclic():
+    assert find_cycle(import_graph(deferred=True)) == []
+
+
+def test_subpackage_graph_is_acyclic():
+    """e.g. report/ and pairing.py: one may use the other, not both each other."""
+    assert find_cycle(package_graph(import_graph(deferred=True))) == []
+
+
+def test_registry_and_backends_are_not_coupled_both_ways():
+    """The registry names backends by dotted path, so no backend module is imported by it."""
+    graph = import_graph(deferred=True)
+    backends = {"ctxeval.backends.llamacpp", "ctxeval.backends.hf", "ctxeval.backends.openai"}
+    assert not graph["ctxeval.backends.registry"] & backends
+    leaf = graph["ctxeval.backends.model_files"]
+    assert leaf <= {"ctxeval.errors"}
+
+
+def _fresh_interpreter(code: str) -> object:
+    """What `code` prints as JSON when run in a new Python process (nothing imported yet)."""
+    out = subprocess.run([sys.executable, "-c", "import json, sys\n" + code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_importing_the_registry_imports_no_backend_or_heavy_dependency():
+    loaded = _fresh_interpreter(
+        "import ctxeval.backends.registry\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'httpx', 'llama_cpp') "
+        "or m in ('ctxeval.backends.openai', 'ctxeval.backends.hf', 'ctxeval.backends.llamacpp'))))"
+    )
+    assert loaded == []
+
+
+def test_backend_class_imports_the_backend_on_demand():
+    seen = _fresh_interpreter(
+        "from ctxeval.backends.registry import backend_class\n"
+        "before = 'ctxeval.backends.openai' in sys.modules\n"
+        "name = backend_class('openai').__name__\n"
+        "print(json.dumps([before, 'ctxeval.backends.openai' in sys.modules, name]))"
+    )
+    assert seen == [False, True, "OpenAIScorer"]
+
+
+def test_cli_imports_only_the_api_config_and_errors():
+    """Everything the CLI does is an API call (no internal module imported, at any level)."""
+    graph = import_graph(deferred=True)
+    assert graph["ctxeval.cli"] == {"ctxeval.api", "ctxeval.config", "ctxeval.errors"}
+
+
+def test_cli_reads_back_no_file():
+    source = (SRC / "cli.py").read_text()
+    assert "read_text" not in source and "open(" not in source
