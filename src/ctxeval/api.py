@@ -14,7 +14,8 @@ from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.backends.base import ModelInfo
 from ctxeval.backends.registry import ModelEntry, list_models
 from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
-from ctxeval.data.texts import DEMO_TEXT_NAME, Text, load_text, unique_text_ids
+from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
+from ctxeval.data.texts import DEMO_TEXT_NAME
 from ctxeval.errors import UserError
 from ctxeval.metrics.rank import alpha_key
 from ctxeval.pairing import pair_windows, window_table
@@ -53,6 +54,7 @@ def sweep(
     openai: OpenAIOptions | None = None,
     dry_run: bool = False,
     exhaustive: bool = False,
+    corpus: CorpusOptions = CorpusOptions(),
 ) -> RunResult | dict:
     """The thesis protocol: per context length, `repeats` seeded starts, `n_compare` targets each
     with exactly L tokens of context (`exact`), or one pass per start (`approx`), or `both`; or,
@@ -60,7 +62,8 @@ def sweep(
     generated steps; n_c comparisons, or n_c requests if `exhaustive`; `gen_tokens` default n_c).
 
     Every model starts each (text, length, repeat) at the same character, so runs of models
-    with different tokenizers score the same stretch of text.
+    with different tokenizers score the same stretch of text. `texts` may be corpora (folders,
+    JSON lines, Parquet; see `corpus`); a document too short for a length is skipped and counted.
     """
     modes = ("exact", "approx") if context_mode == "both" else (context_mode,)
     for mode in modes:
@@ -82,11 +85,11 @@ def sweep(
         openai = _thesis_options(models, openai or OpenAIOptions(), n_compare)
     elif exhaustive:
         raise UserError("--exhaustive applies to --context-mode thesis only")
-    loaded = _load_texts(texts)
+    loaded = _load_texts(texts, corpus)
     config = RunConfig(
         command="sweep",
-        texts=tuple(t.sha256 for t in loaded),
-        text_ids=tuple(t.text_id for t in loaded),
+        texts=tuple(r.sha256 for r in loaded.refs),
+        text_ids=tuple(r.text_id for r in loaded.refs),
         models=tuple(models),
         top_k=top_k,
         temperatures=_temperatures(temperatures),
@@ -109,8 +112,8 @@ def sweep(
         longest = max(lengths) + (n_compare - 1 if "approx" in modes else 0) + (min(gen_tokens, thesis_targets) - 1)
         check_context(infos, longest, f"context length {max(lengths)}")
         starts: dict[str, dict[str, int]] = {}
-        plan = [[[] for _ in loaded] for _ in tokenized]
-        for ti, text in enumerate(loaded):
+        plan = [[[] for _ in tokenized[0]] for _ in tokenized]
+        for ti, text in enumerate(tt.text for tt in tokenized[0]):
             start_chars = {}
             boundaries = [windows.token_start_chars(m[ti].char_starts, m[ti].char_ends) for m in tokenized]
             for length in lengths:
@@ -125,7 +128,7 @@ def sweep(
                     plan[mi][ti].extend(windows.sweep(per_model[ti].char_starts, lengths, n_compare, start_chars, mode, thesis_targets))
         return plan, {"start_chars": starts}
 
-    return execute(config, loaded, list(models), _out_dir(out, "sweep", config), planner, progress, n_threads, openai, dry_run)
+    return execute(config, loaded, list(models), _out_dir(out, "sweep", config), planner, progress, n_threads, openai, dry_run, input_facts=loaded.facts())
 
 
 def score(
@@ -146,8 +149,12 @@ def score(
     openai: OpenAIOptions | None = None,
     dry_run: bool = False,
     head: str | None = None,
+    corpus: CorpusOptions = CorpusOptions(),
 ) -> RunResult | dict:
     """Score a whole text (or its first `max_tokens` tokens) with `chunked`, `sliding` or `fixed` windows.
+
+    `text` may be a corpus (a folder, JSON lines or Parquet file; see `corpus`): every document
+    is scored the same way, one at a time.
 
     `head` (fixed only): `full` (default, paper 002's P2) scores the first `window` tokens with
     all their predecessors, so fixed and chunked cover the same tokens; `skip` leaves them out.
@@ -168,11 +175,11 @@ def score(
         raise UserError(f"--max-tokens must be a positive integer, got {max_tokens}")
     _check_common(top_k, temperatures, metrics)
     _check_backend_options([model], device, dtype)
-    loaded = _load_texts([text])
+    loaded = _load_texts([text], corpus)
     config = RunConfig(
         command="score",
-        texts=(loaded[0].sha256,),
-        text_ids=(loaded[0].text_id,),
+        texts=tuple(r.sha256 for r in loaded.refs),
+        text_ids=tuple(r.text_id for r in loaded.refs),
         models=(model,),
         top_k=top_k,
         temperatures=_temperatures(temperatures),
@@ -200,7 +207,7 @@ def score(
             passes = windows.fixed(n_tokens, window, head)
         return [[passes]], {"n_tokens_scored_from": n_tokens}
 
-    return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads, openai, dry_run)
+    return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads, openai, dry_run, input_facts=loaded.facts())
 
 
 def context_gain(
@@ -220,6 +227,7 @@ def context_gain(
     out: str | Path | None = None,
     progress: bool = False,
     n_threads: int | None = None,
+    corpus: CorpusOptions = CorpusOptions(),
 ) -> ContextGainResult:
     """Score every target with its full context inside chunks of `window` tokens and with only
     about the last `short` tokens; report both perplexities, the per-token gain, its paired
@@ -243,11 +251,11 @@ def context_gain(
     evaluator_spec = evaluator or model_specs[0]
     if evaluator_spec not in model_specs:
         model_specs.append(evaluator_spec)
-    loaded = _load_texts(texts)
+    loaded = _load_texts(texts, corpus)
     config = RunConfig(
         command="context-gain",
-        texts=tuple(t.sha256 for t in loaded),
-        text_ids=tuple(t.text_id for t in loaded),
+        texts=tuple(r.sha256 for r in loaded.refs),
+        text_ids=tuple(r.text_id for r in loaded.refs),
         models=tuple(model_specs),
         top_k=top_k,
         method="chunked",
@@ -273,7 +281,7 @@ def context_gain(
         evaluator_name = manifest["models"][model_specs.index(evaluator_spec)]["name"]
         return write_context_gain(run_dir, manifest, KeyTokenSettings(evaluator_name, alpha, beta, block, replicates, seed))
 
-    return execute(config, loaded, model_specs, _out_dir(out, "context-gain", config), planner, progress, n_threads, finish=finish)
+    return execute(config, loaded, model_specs, _out_dir(out, "context-gain", config), planner, progress, n_threads, finish=finish, input_facts=loaded.facts())
 
 
 def retrieval(
@@ -426,10 +434,9 @@ def _backend_options(models: Sequence[str], openai: OpenAIOptions | None) -> str
     return json.dumps((openai or OpenAIOptions()).identity(), sort_keys=True)
 
 
-def _load_texts(specs: Sequence[str | Path]) -> list[Text]:
-    if not specs:
-        raise UserError("no text given")
-    return unique_text_ids([load_text(s) for s in specs])
+def _load_texts(specs: Sequence[str | Path], options: CorpusOptions) -> Corpus:
+    """Scan the inputs (texts or corpora); their documents are read again lazily when run."""
+    return open_corpus(specs, options)
 
 
 def _temperatures(values: Sequence[float]) -> tuple[float, ...]:

@@ -11,6 +11,7 @@ import typer
 from ctxeval import api
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig
 from ctxeval.backends.openai_options import DEFAULT_CACHE, OpenAIOptions, dry_run_table
+from ctxeval.data.corpus import CorpusOptions
 from ctxeval.errors import UserError
 from ctxeval.report.outputs import PLOT_FILE, SUMMARY_CSV, SUMMARY_JSON, TABLES_MD, RunResult
 from ctxeval.report.tables import markdown_tables
@@ -46,6 +47,12 @@ CacheOpt = Annotated[Optional[str], typer.Option("--cache", help="openai models:
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the requests and tokens the run would send to API models, send nothing.")]
 PriceInOpt = Annotated[Optional[float], typer.Option("--price-in", help="With --dry-run: price per 1M prompt tokens.")]
 PriceOutOpt = Annotated[Optional[float], typer.Option("--price-out", help="With --dry-run: price per 1M completion tokens.")]
+GlobOpt = Annotated[str, typer.Option("--glob", help="Corpus folders: files to read, matched recursively (document id: path below the folder).")]
+TextFieldOpt = Annotated[str, typer.Option("--text-field", help="JSONL/Parquet corpora: the field holding each document's text.")]
+IdFieldOpt = Annotated[Optional[str], typer.Option("--id-field", help="JSONL/Parquet corpora: the field holding each document's id (default: <file stem>:<row>).")]
+MaxDocsOpt = Annotated[Optional[int], typer.Option("--max-docs", help="Use only the first N documents of the corpus.")]
+SampleOpt = Annotated[Optional[int], typer.Option("--sample", help="Use a seeded random sample of N documents (after --max-docs; seed: --seed).")]
+SkipBadOpt = Annotated[bool, typer.Option("--skip-bad", help="Skip bad documents (malformed line, missing field, empty, not UTF-8) and count them in the manifest, instead of stopping.")]
 
 
 def _ints(value: str, flag: str) -> list[int]:
@@ -79,10 +86,17 @@ def _metric_config(cutoff: str, alphas: str, approx_k: int, penalty: float) -> M
     return MetricConfig(cutoff_value, tuple(_floats(alphas, "--alphas")), approx_k, penalty)
 
 
+def _corpus_options(glob: str, text_field: str, id_field: Optional[str], max_docs: Optional[int], sample: Optional[int], seed: int, skip_bad: bool) -> CorpusOptions:
+    return CorpusOptions(glob, text_field, id_field, max_docs, sample, seed, skip_bad)
+
+
 def _report(result: RunResult, metrics: MetricConfig, quiet: bool) -> None:
     if not quiet:
         typer.echo(markdown_tables(result.summary, metrics, result.approx_vs_exact))
     d = result.run_dir
+    corpus = result.manifest.get("corpus", {})
+    if corpus.get("skipped_documents") or corpus.get("bad_documents"):
+        typer.echo(f"documents: {corpus['documents']} read, {corpus['bad_documents']} bad ones skipped, {corpus['skipped_documents']} skipped by the plan (see manifest.json)")
     typer.echo(f"records: {d / 'records.parquet'}  ({len(result.records)} tokens)")
     typer.echo(f"summary: {d / SUMMARY_JSON}, {d / SUMMARY_CSV}, {d / TABLES_MD}")
     typer.echo(f"plot:    {d / PLOT_FILE}")
@@ -90,11 +104,11 @@ def _report(result: RunResult, metrics: MetricConfig, quiet: bool) -> None:
 
 @app.command()
 def sweep(
-    texts: Annotated[Optional[list[str]], typer.Argument(help="UTF-8 text files; 'demo' (the default) is the bundled Chesterton excerpt.")] = None,
+    texts: Annotated[Optional[list[str]], typer.Argument(help="UTF-8 text files, corpus folders, .jsonl/.json or .parquet corpora; 'demo' (the default) is the bundled Chesterton excerpt.")] = None,
     model: Annotated[Optional[list[str]], typer.Option("--model", help=f"Model: {DEFAULT_MODEL} (embedded default), a .gguf path, hf:{DEFAULT_MODEL} or hf:DIR. Repeat to sweep several models on the same starts.")] = None,
     lengths: Annotated[str, typer.Option("--lengths", help=_LENGTHS_HELP)] = "32,64,128,256,512,1024,2048,4096",
     n_compare: Annotated[int, typer.Option("--n-compare", help="n_c: consecutive targets scored per start.")] = 30,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random starts.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random starts (and of --sample).")] = 0,
     repeats: Annotated[int, typer.Option("--repeats", help="Independent seeded starts per length.")] = 1,
     context_mode: Annotated[str, typer.Option("--context-mode", help="exact: every target sees exactly L tokens (one pass per target); approx: one pass of L+n_c tokens (contexts L..L+n_c-1); both: run both and report their mean |delta logprob|; thesis (openai generate/chat): the thesis's API schedule, each request sends exactly L tokens, reused generated steps see L+j.")] = "exact",
     exhaustive: Annotated[bool, typer.Option("--exhaustive/--non-exhaustive", help="--context-mode thesis: stop after n_c requests (exhaustive; comparisons may exceed n_c) or after n_c comparisons (default).")] = False,
@@ -121,6 +135,12 @@ def sweep(
     dry_run: DryRunOpt = False,
     price_in: PriceInOpt = None,
     price_out: PriceOutOpt = None,
+    glob: GlobOpt = "*.txt",
+    text_field: TextFieldOpt = "text",
+    id_field: IdFieldOpt = None,
+    max_docs: MaxDocsOpt = None,
+    sample: SampleOpt = None,
+    skip_bad: SkipBadOpt = False,
 ) -> None:
     """Rank-based perplexity over context lengths (the thesis protocol)."""
     metrics = _metric_config(cutoff, alphas, approx_k, penalty)
@@ -143,6 +163,7 @@ def sweep(
         openai=OpenAIOptions(base_url, api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache)),
         dry_run=dry_run,
         exhaustive=exhaustive,
+        corpus=_corpus_options(glob, text_field, id_field, max_docs, sample, seed, skip_bad),
     )
     if dry_run:
         typer.echo(dry_run_table(result, price_in, price_out))
@@ -152,7 +173,7 @@ def sweep(
 
 @app.command()
 def score(
-    text: Annotated[str, typer.Argument(help="UTF-8 text file ('demo' for the bundled excerpt).")],
+    text: Annotated[str, typer.Argument(help="UTF-8 text file ('demo' for the bundled excerpt), or a corpus: folder, .jsonl/.json or .parquet.")],
     method: Annotated[str, typer.Option("--method", help="chunked: disjoint windows; sliding: window W moved by stride S, each token scored once; fixed: every target sees the W tokens before it (all of them while fewer than W exist; see --head).")] = "chunked",
     window: Annotated[int, typer.Option("--window", help="Window W (for fixed: the context length).")] = 1024,
     stride: Annotated[Optional[int], typer.Option("--stride", help="Stride S of --method sliding.")] = None,
@@ -182,8 +203,15 @@ def score(
     dry_run: DryRunOpt = False,
     price_in: PriceInOpt = None,
     price_out: PriceOutOpt = None,
+    glob: GlobOpt = "*.txt",
+    text_field: TextFieldOpt = "text",
+    id_field: IdFieldOpt = None,
+    max_docs: MaxDocsOpt = None,
+    sample: SampleOpt = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of --sample.")] = 0,
+    skip_bad: SkipBadOpt = False,
 ) -> None:
-    """Perplexity and rank scores of a whole text with chunked, sliding or fixed windows."""
+    """Perplexity and rank scores of a whole text (or of every document of a corpus) with chunked, sliding or fixed windows."""
     metrics = _metric_config(cutoff, alphas, approx_k, penalty)
     result = api.score(
         text,
@@ -203,6 +231,7 @@ def score(
         openai=OpenAIOptions(base_url, api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache)),
         dry_run=dry_run,
         head=head,
+        corpus=_corpus_options(glob, text_field, id_field, max_docs, sample, seed, skip_bad),
     )
     if dry_run:
         typer.echo(dry_run_table(result, price_in, price_out))
@@ -272,7 +301,7 @@ def trends(
 
 @app.command("context-gain")
 def context_gain(
-    texts: Annotated[list[str], typer.Argument(help="UTF-8 text files ('demo' for the bundled excerpt).")],
+    texts: Annotated[list[str], typer.Argument(help="UTF-8 text files ('demo' for the bundled excerpt), corpus folders, .jsonl/.json or .parquet corpora.")],
     window: Annotated[int, typer.Option("--window", help="W: long context. Chunks of W tokens; each target sees every token before it in its chunk.")] = 2048,
     short: Annotated[int, typer.Option("--short", help="k: short context. Targets are re-scored with only about the last k tokens of their long context.")] = 128,
     short_stride: Annotated[Optional[int], typer.Option("--short-stride", help="Targets per short pass (default k/4): short contexts lie between k and k + stride - 1 tokens; 1 = exactly k (slowest).")] = None,
@@ -287,6 +316,13 @@ def context_gain(
     out: OutOpt = None,
     threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
+    glob: GlobOpt = "*.txt",
+    text_field: TextFieldOpt = "text",
+    id_field: IdFieldOpt = None,
+    max_docs: MaxDocsOpt = None,
+    sample: SampleOpt = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of --sample and of the bootstrap.")] = 0,
+    skip_bad: SkipBadOpt = False,
 ) -> None:
     """Does the model use distant context? Perplexity with the full context (chunked, window W) vs only
     the last k tokens, the per-token gain g = log p_long - log p_short with a paired BCa interval, gain
@@ -295,7 +331,8 @@ def context_gain(
     result = api.context_gain(
         texts, models=model or [DEFAULT_MODEL], window=window, short=short, short_stride=short_stride, evaluator=evaluator,
         alpha=alpha, beta=beta, max_tokens=max_tokens, top_k=top_k, block=block, replicates=replicates,
-        out=out, progress=not quiet, n_threads=threads,
+        seed=seed, out=out, progress=not quiet, n_threads=threads,
+        corpus=_corpus_options(glob, text_field, id_field, max_docs, sample, seed, skip_bad),
     )
     if not quiet:
         typer.echo((result.run_dir / "context_gain.md").read_text())
