@@ -360,7 +360,7 @@ def compare(
     out: str | Path,
     replicates: int = 2000,
     seed: int = 0,
-    cluster_by_text: bool = False,
+    cluster_by_text: bool | None = None,
     profile: str = "dev",
     min_windows: int | None = None,
     min_tokens: int | None = None,
@@ -373,7 +373,8 @@ def compare(
 ) -> Comparison:
     """Is B worse than A, by how much, how sure are we: the paired perplexity ratio over the
     windows both runs scored, with a BCa interval, and the same for the rank scores. Windows
-    with a NaN loss in either arm are left out and listed (`nan_windows="error"` refuses them)."""
+    with a NaN loss in either arm are left out and listed (`nan_windows="error"` refuses them).
+    `cluster_by_text` None (default) resamples whole documents when more than one is paired."""
     if profile not in PROFILES:
         raise UserError(f"unknown --profile {profile!r}; choose one of {', '.join(PROFILES)}")
     if nan_windows not in NAN_POLICIES:

@@ -13,7 +13,7 @@ from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig
 from ctxeval.backends.openai_options import DEFAULT_CACHE, OpenAIOptions, dry_run_table
 from ctxeval.data.corpus import CorpusOptions
 from ctxeval.errors import UserError
-from ctxeval.report.outputs import PLOT_FILE, SUMMARY_CSV, SUMMARY_JSON, TABLES_MD, RunResult
+from ctxeval.report.outputs import CORPUS_CSV, CORPUS_JSON, PLOT_FILE, SUMMARY_CSV, SUMMARY_JSON, TABLES_MD, RunResult
 from ctxeval.report.tables import markdown_tables
 
 app = typer.Typer(
@@ -96,10 +96,12 @@ def _report(result: RunResult, metrics: MetricConfig, quiet: bool) -> None:
     d = result.run_dir
     corpus = result.manifest.get("corpus", {})
     if corpus.get("skipped_documents") or corpus.get("bad_documents"):
-        typer.echo(f"documents: {corpus['documents']} read, {corpus['bad_documents']} bad ones skipped, {corpus['skipped_documents']} skipped by the plan (see manifest.json)")
+        typer.echo(f"documents: {corpus['documents']} read, {corpus['bad_documents']} bad skipped, {corpus['skipped_documents']} skipped by the plan (see manifest.json)")
     typer.echo(f"records: {d / 'records.parquet'}  ({len(result.records)} tokens)")
     typer.echo(f"summary: {d / SUMMARY_JSON}, {d / SUMMARY_CSV}, {d / TABLES_MD}")
     typer.echo(f"plot:    {d / PLOT_FILE}")
+    if result.records["text_id"].nunique() > 1:
+        typer.echo(f"corpus:  {d / CORPUS_JSON}, {d / CORPUS_CSV} (all documents pooled; intervals resample documents)")
 
 
 @app.command()
@@ -267,7 +269,7 @@ def compare(
     out: Annotated[Path, typer.Option("--out", help="Directory for compare.json and compare.md.")] = Path("runs/compare"),
     replicates: Annotated[int, typer.Option("--replicates", help="Bootstrap replicates.")] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
-    cluster_by_text: Annotated[bool, typer.Option("--cluster-by-text", help="Resample whole texts (documents) instead of windows.")] = False,
+    cluster_by_text: Annotated[Optional[bool], typer.Option("--cluster-by-text/--no-cluster-by-text", help="Resample whole texts (documents) instead of windows. Default: by document when more than one document is paired, by window otherwise.")] = None,
     profile: Annotated[str, typer.Option("--profile", help="dev: report everything; ci / release: exit code 1 unless pairing is complete, A and B have equal window counts in each half, token counts agree, windows do not overlap, no window was excluded and minimum windows/tokens are met.")] = "dev",
     min_windows: Annotated[Optional[int], typer.Option("--min-windows", help="Override the profile's minimum paired windows (ci 20, release 100).")] = None,
     min_tokens: Annotated[Optional[int], typer.Option("--min-tokens", help="Override the profile's minimum paired tokens (ci 2000, release 20000).")] = None,

@@ -12,6 +12,7 @@ import pandas as pd
 from ctxeval.config import MetricConfig
 from ctxeval.errors import UserError
 from ctxeval.records import RECORDS_FILE, read_records
+from ctxeval.report.corpus_summary import corpus_summary
 from ctxeval.report.plots import plot_scores
 from ctxeval.report.summary import approx_vs_exact, summarize
 from ctxeval.report.tables import markdown_tables
@@ -20,6 +21,8 @@ SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
 TABLES_MD = "tables.md"
 PLOT_FILE = "scores_vs_length.png"
+CORPUS_JSON = "corpus_summary.json"
+CORPUS_CSV = "corpus_summary.csv"
 
 
 @dataclass
@@ -67,6 +70,11 @@ def write_outputs(run_dir: Path, manifest: dict, metrics: MetricConfig) -> RunRe
     (run_dir / SUMMARY_JSON).write_text(json.dumps(payload, indent=2))
     (run_dir / TABLES_MD).write_text(markdown_tables(result.summary, metrics, result.approx_vs_exact))
     plot_scores(result.summary, run_dir / PLOT_FILE)
+    if result.records["text_id"].nunique() > 1:
+        # several documents: the corpus-level rows, with intervals that resample documents
+        corpus = corpus_summary(result.records, metrics, vocab_sizes(manifest), tuple(manifest["config"]["temperatures"]))
+        corpus.to_csv(run_dir / CORPUS_CSV, index=False)
+        (run_dir / CORPUS_JSON).write_text(json.dumps({"run_id": manifest["run_id"], "metrics": asdict(metrics), "corpus": json_rows(corpus)}, indent=2))
     return result
 
 
