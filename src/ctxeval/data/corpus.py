@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ctxeval.data.texts import DEMO_TEXT_NAME, Text, demo_text_path
+from ctxeval.data.texts import DEMO_TEXT_NAME, Text, demo_text_path, load_text
 from ctxeval.errors import UserError
 
 JSONL_SUFFIXES = (".jsonl", ".json")
@@ -178,7 +178,8 @@ def _documents(spec: str, options: CorpusOptions, rows: set[int] | None) -> Iter
     elif path.suffix.lower() in PARQUET_SUFFIXES:
         yield from _parquet(path, options, rows)
     else:
-        yield 0, str(path), None, _file_text(path, spec)
+        text = load_text(spec)  # a single text file: any problem is the user's to fix, as always
+        yield 0, text.source, None, text.content
 
 
 def _read_bytes(path: Path, spec: str) -> bytes:
@@ -188,18 +189,6 @@ def _read_bytes(path: Path, spec: str) -> bytes:
         raise UserError(f"text file not found: {spec}") from None
     except OSError as exc:
         raise UserError(f"cannot read text file {spec}: {exc.strerror}") from None
-
-
-def _file_text(path: Path, spec: str) -> str:
-    """A single text file: any problem is the user's to fix (as before corpora existed)."""
-    raw = _read_bytes(path, spec)
-    try:
-        content = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"text file is not valid UTF-8: {spec} (byte {exc.start}); convert it to UTF-8 first") from None
-    if not content.strip():
-        raise UserError(f"text file is empty: {spec}")
-    return content
 
 
 def _folder(root: Path, options: CorpusOptions, rows: set[int] | None) -> Iterator[Doc]:

@@ -50,7 +50,7 @@ def write_context_gain(run_dir: Path, manifest: dict, settings: KeyTokenSettings
     config = manifest["config"]
     window, short = config["window"], config["short"]
     models = [m["name"] for m in manifest["models"]]
-    texts = [t["text_id"] for t in manifest["texts"]]
+    texts = [t["text_id"] for t in manifest["texts"] if "skipped" not in t]  # a corpus document too short for the plan has no records
     tables = {(model, text_id): gain_table(records, model, text_id) for model in models for text_id in texts}
     per_text: dict[str, dict] = {}
     distance_rows = []
