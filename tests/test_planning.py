@@ -29,7 +29,7 @@ def _chars() -> list:
 
 
 def test_sweep_starts_every_model_at_a_shared_token_boundary():
-    planner = SweepPlanner((TEXT,), lengths=(2, 3), n_compare=2, seed=0, repeats=2, modes=("exact",), thesis_targets=2)
+    planner = SweepPlanner(lengths=(2, 3), n_compare=2, seed=0, repeats=2, modes=("exact",), thesis_targets=2)
     words, chars = _words(), _chars()
     plan, facts = planner([_info("w"), _info("c")], [[words], [chars]])
     starts = facts["start_chars"]["t"]
@@ -49,7 +49,7 @@ def test_sweep_starts_every_model_at_a_shared_token_boundary():
 
 
 def test_sweep_refuses_a_length_beyond_the_training_context():
-    planner = SweepPlanner((TEXT,), lengths=(8,), n_compare=3, seed=0, repeats=1, modes=("approx",), thesis_targets=3)
+    planner = SweepPlanner(lengths=(8,), n_compare=3, seed=0, repeats=1, modes=("approx",), thesis_targets=3)
     # approx: L + n_c - 1 = 10 tokens, plus BOS = 11 > 10
     with pytest.raises(UserError, match="needs 11 tokens per pass, beyond w's training context of 10"):
         planner([_info("w", n_ctx=10)], [[_words()]])

@@ -14,7 +14,8 @@ from ctxeval import windows
 from ctxeval.backends.openai_options import DEFAULT_CACHE, OpenAIOptions, dry_run_table
 from ctxeval.backends.registry import ModelEntry, list_models
 from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
-from ctxeval.data.texts import DEMO_TEXT_NAME, Text, load_text, unique_text_ids
+from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
+from ctxeval.data.texts import DEMO_TEXT_NAME
 from ctxeval.errors import UserError
 from ctxeval.metrics.rank import alpha_key
 from ctxeval.manifest import Manifest, read_manifest
@@ -55,6 +56,7 @@ def sweep(
     openai: OpenAIOptions | None = None,
     dry_run: bool = False,
     exhaustive: bool = False,
+    corpus: CorpusOptions = CorpusOptions(),
 ) -> RunResult | dict:
     """The thesis protocol: per context length, `repeats` seeded starts, `n_compare` targets each
     with exactly L tokens of context (`exact`), or one pass per start (`approx`), or `both`; or,
@@ -62,7 +64,8 @@ def sweep(
     generated steps; n_c comparisons, or n_c requests if `exhaustive`; `gen_tokens` default n_c).
 
     Every model starts each (text, length, repeat) at the same character, so runs of models
-    with different tokenizers score the same stretch of text.
+    with different tokenizers score the same stretch of text. `texts` may be corpora (folders,
+    JSON lines, Parquet; see `corpus`); a document too short for a length is skipped and counted.
     """
     modes = ("exact", "approx") if context_mode == "both" else (context_mode,)
     for mode in modes:
@@ -84,11 +87,11 @@ def sweep(
         openai = _thesis_options(models, openai or OpenAIOptions(), n_compare)
     elif exhaustive:
         raise UserError("--exhaustive applies to --context-mode thesis only")
-    loaded = _load_texts(texts)
+    loaded = _load_texts(texts, corpus)
     config = RunConfig(
         command="sweep",
-        texts=tuple(t.sha256 for t in loaded),
-        text_ids=tuple(t.text_id for t in loaded),
+        texts=tuple(r.sha256 for r in loaded.refs),
+        text_ids=tuple(r.text_id for r in loaded.refs),
         models=tuple(models),
         top_k=top_k,
         temperatures=_temperatures(temperatures),
@@ -107,8 +110,8 @@ def sweep(
     gen_tokens = openai.tokens_per_request if thesis else 1
     thesis_targets = n_compare * gen_tokens if exhaustive else n_compare
 
-    planner = SweepPlanner(tuple(loaded), lengths, n_compare, seed, repeats, modes, thesis_targets, gen_tokens)
-    return execute(config, loaded, list(models), _out_dir(out, "sweep", config), planner, progress, n_threads, openai, dry_run)
+    planner = SweepPlanner(lengths, n_compare, seed, repeats, modes, thesis_targets, gen_tokens)
+    return execute(config, loaded, list(models), _out_dir(out, "sweep", config), planner, progress, n_threads, openai, dry_run, input_facts=loaded.facts())
 
 
 def score(
@@ -129,8 +132,12 @@ def score(
     openai: OpenAIOptions | None = None,
     dry_run: bool = False,
     head: str | None = None,
+    corpus: CorpusOptions = CorpusOptions(),
 ) -> RunResult | dict:
     """Score a whole text (or its first `max_tokens` tokens) with `chunked`, `sliding` or `fixed` windows.
+
+    `text` may be a corpus (a folder, JSON lines or Parquet file; see `corpus`): every document
+    is scored the same way, one at a time.
 
     `head` (fixed only): `full` (default, paper 002's P2) scores the first `window` tokens with
     all their predecessors, so fixed and chunked cover the same tokens; `skip` leaves them out.
@@ -151,11 +158,11 @@ def score(
         raise UserError(f"--max-tokens must be a positive integer, got {max_tokens}")
     _check_common(top_k, temperatures, metrics)
     _check_backend_options([model], device, dtype)
-    loaded = _load_texts([text])
+    loaded = _load_texts([text], corpus)
     config = RunConfig(
         command="score",
-        texts=(loaded[0].sha256,),
-        text_ids=(loaded[0].text_id,),
+        texts=tuple(r.sha256 for r in loaded.refs),
+        text_ids=tuple(r.text_id for r in loaded.refs),
         models=(model,),
         top_k=top_k,
         temperatures=_temperatures(temperatures),
@@ -171,7 +178,7 @@ def score(
     )
 
     planner = ScorePlanner(method, window, stride, head or "full", max_tokens)
-    return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads, openai, dry_run)
+    return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads, openai, dry_run, input_facts=loaded.facts())
 
 
 def context_gain(
@@ -191,6 +198,7 @@ def context_gain(
     out: str | Path | None = None,
     progress: bool = False,
     n_threads: int | None = None,
+    corpus: CorpusOptions = CorpusOptions(),
 ) -> ContextGainResult:
     """Score every target with its full context inside chunks of `window` tokens and with only
     about the last `short` tokens; report both perplexities, the per-token gain, its paired
@@ -214,11 +222,11 @@ def context_gain(
     evaluator_spec = evaluator or model_specs[0]
     if evaluator_spec not in model_specs:
         model_specs.append(evaluator_spec)
-    loaded = _load_texts(texts)
+    loaded = _load_texts(texts, corpus)
     config = RunConfig(
         command="context-gain",
-        texts=tuple(t.sha256 for t in loaded),
-        text_ids=tuple(t.text_id for t in loaded),
+        texts=tuple(r.sha256 for r in loaded.refs),
+        text_ids=tuple(r.text_id for r in loaded.refs),
         models=tuple(model_specs),
         top_k=top_k,
         method="chunked",
@@ -234,7 +242,7 @@ def context_gain(
         evaluator_name = manifest.model_names[model_specs.index(evaluator_spec)]
         return write_context_gain(run_dir, manifest, KeyTokenSettings(evaluator_name, alpha, beta, block, replicates, seed))
 
-    return execute(config, loaded, model_specs, _out_dir(out, "context-gain", config), planner, progress, n_threads, finish=finish)
+    return execute(config, loaded, model_specs, _out_dir(out, "context-gain", config), planner, progress, n_threads, finish=finish, input_facts=loaded.facts())
 
 
 def retrieval(
@@ -314,7 +322,7 @@ def compare(
     out: str | Path,
     replicates: int = 2000,
     seed: int = 0,
-    cluster_by_text: bool = False,
+    cluster_by_text: bool | None = None,
     profile: str = "dev",
     min_windows: int | None = None,
     min_tokens: int | None = None,
@@ -327,7 +335,8 @@ def compare(
 ) -> Comparison:
     """Is B worse than A, by how much, how sure are we: the paired perplexity ratio over the
     windows both runs scored, with a BCa interval, and the same for the rank scores. Windows
-    with a NaN loss in either arm are left out and listed (`nan_windows="error"` refuses them)."""
+    with a NaN loss in either arm are left out and listed (`nan_windows="error"` refuses them).
+    `cluster_by_text` None (default) resamples whole documents when more than one is paired."""
     if profile not in PROFILES:
         raise UserError(f"unknown --profile {profile!r}; choose one of {', '.join(PROFILES)}")
     if nan_windows not in NAN_POLICIES:
@@ -450,10 +459,9 @@ def _backend_options(models: Sequence[str], openai: OpenAIOptions | None) -> str
     return json.dumps((openai or OpenAIOptions()).identity(), sort_keys=True)
 
 
-def _load_texts(specs: Sequence[str | Path]) -> list[Text]:
-    if not specs:
-        raise UserError("no text given")
-    return unique_text_ids([load_text(s) for s in specs])
+def _load_texts(specs: Sequence[str | Path], options: CorpusOptions) -> Corpus:
+    """Scan the inputs (texts or corpora); their documents are read again lazily when run."""
+    return open_corpus(specs, options)
 
 
 def _temperatures(values: Sequence[float]) -> tuple[float, ...]:

@@ -12,6 +12,7 @@ from ctxeval import api
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig
 from ctxeval.api import DEFAULT_CACHE, OpenAIOptions, RunResult, dry_run_table
 from ctxeval.errors import UserError
+from ctxeval.data.corpus import CorpusOptions
 
 app = typer.Typer(
     help="Measure how well language models use long contexts: perplexity, rank-based perplexity, context-length sweeps.",
@@ -44,6 +45,12 @@ CacheOpt = Annotated[Optional[str], typer.Option("--cache", help="openai models:
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the requests and tokens the run would send to API models, send nothing.")]
 PriceInOpt = Annotated[Optional[float], typer.Option("--price-in", help="With --dry-run: price per 1M prompt tokens.")]
 PriceOutOpt = Annotated[Optional[float], typer.Option("--price-out", help="With --dry-run: price per 1M completion tokens.")]
+GlobOpt = Annotated[str, typer.Option("--glob", help="Corpus folders: files to read, matched recursively (document id: path below the folder).")]
+TextFieldOpt = Annotated[str, typer.Option("--text-field", help="JSONL/Parquet corpora: the field holding each document's text.")]
+IdFieldOpt = Annotated[Optional[str], typer.Option("--id-field", help="JSONL/Parquet corpora: the field holding each document's id (default: <file stem>:<row>).")]
+MaxDocsOpt = Annotated[Optional[int], typer.Option("--max-docs", help="Use only the first N documents of the corpus.")]
+SampleOpt = Annotated[Optional[int], typer.Option("--sample", help="Use a seeded random sample of N documents (after --max-docs; seed: --seed).")]
+SkipBadOpt = Annotated[bool, typer.Option("--skip-bad", help="Skip bad documents (malformed line, missing field, empty, not UTF-8) and count them in the manifest, instead of stopping.")]
 
 
 def _ints(value: str, flag: str) -> list[int]:
@@ -77,22 +84,31 @@ def _metric_config(cutoff: str, alphas: str, approx_k: int, penalty: float) -> M
     return MetricConfig(cutoff_value, tuple(_floats(alphas, "--alphas")), approx_k, penalty)
 
 
+def _corpus_options(glob: str, text_field: str, id_field: Optional[str], max_docs: Optional[int], sample: Optional[int], seed: int, skip_bad: bool) -> CorpusOptions:
+    return CorpusOptions(glob, text_field, id_field, max_docs, sample, seed, skip_bad)
+
+
 def _report(result: RunResult, quiet: bool) -> None:
     if not quiet:
         typer.echo(result.tables)
     files = result.files()
+    corpus = result.manifest.corpus or {}
+    if corpus.get("skipped_documents") or corpus.get("bad_documents"):
+        typer.echo(f"documents: {corpus['documents']} read, {corpus['bad_documents']} bad skipped, {corpus['skipped_documents']} skipped by the plan (see manifest.json)")
     typer.echo(f"records: {files['records']}  ({len(result.records)} tokens)")
     typer.echo(f"summary: {files['summary_json']}, {files['summary_csv']}, {files['tables']}")
     typer.echo(f"plot:    {files['plot']}")
+    if "corpus_json" in files:
+        typer.echo(f"corpus:  {files['corpus_json']}, {files['corpus_csv']} (all documents pooled; intervals resample documents)")
 
 
 @app.command()
 def sweep(
-    texts: Annotated[Optional[list[str]], typer.Argument(help="UTF-8 text files; 'demo' (the default) is the bundled Chesterton excerpt.")] = None,
+    texts: Annotated[Optional[list[str]], typer.Argument(help="UTF-8 text files, corpus folders, .jsonl/.json or .parquet corpora; 'demo' (the default) is the bundled Chesterton excerpt.")] = None,
     model: Annotated[Optional[list[str]], typer.Option("--model", help=f"Model: {DEFAULT_MODEL} (embedded default), a .gguf path, hf:{DEFAULT_MODEL} or hf:DIR. Repeat to sweep several models on the same starts.")] = None,
     lengths: Annotated[str, typer.Option("--lengths", help=_LENGTHS_HELP)] = "32,64,128,256,512,1024,2048,4096",
     n_compare: Annotated[int, typer.Option("--n-compare", help="n_c: consecutive targets scored per start.")] = 30,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random starts.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random starts (and of --sample).")] = 0,
     repeats: Annotated[int, typer.Option("--repeats", help="Independent seeded starts per length.")] = 1,
     context_mode: Annotated[str, typer.Option("--context-mode", help="exact: every target sees exactly L tokens (one pass per target); approx: one pass of L+n_c tokens (contexts L..L+n_c-1); both: run both and report their mean |delta logprob|; thesis (openai generate/chat): the thesis's API schedule, each request sends exactly L tokens, reused generated steps see L+j.")] = "exact",
     exhaustive: Annotated[bool, typer.Option("--exhaustive/--non-exhaustive", help="--context-mode thesis: stop after n_c requests (exhaustive; comparisons may exceed n_c) or after n_c comparisons (default).")] = False,
@@ -119,6 +135,12 @@ def sweep(
     dry_run: DryRunOpt = False,
     price_in: PriceInOpt = None,
     price_out: PriceOutOpt = None,
+    glob: GlobOpt = "*.txt",
+    text_field: TextFieldOpt = "text",
+    id_field: IdFieldOpt = None,
+    max_docs: MaxDocsOpt = None,
+    sample: SampleOpt = None,
+    skip_bad: SkipBadOpt = False,
 ) -> None:
     """Rank-based perplexity over context lengths (the thesis protocol)."""
     metrics = _metric_config(cutoff, alphas, approx_k, penalty)
@@ -141,6 +163,7 @@ def sweep(
         openai=OpenAIOptions(base_url, api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache)),
         dry_run=dry_run,
         exhaustive=exhaustive,
+        corpus=_corpus_options(glob, text_field, id_field, max_docs, sample, seed, skip_bad),
     )
     if dry_run:
         typer.echo(dry_run_table(result, price_in, price_out))
@@ -150,7 +173,7 @@ def sweep(
 
 @app.command()
 def score(
-    text: Annotated[str, typer.Argument(help="UTF-8 text file ('demo' for the bundled excerpt).")],
+    text: Annotated[str, typer.Argument(help="UTF-8 text file ('demo' for the bundled excerpt), or a corpus: folder, .jsonl/.json or .parquet.")],
     method: Annotated[str, typer.Option("--method", help="chunked: disjoint windows; sliding: window W moved by stride S, each token scored once; fixed: every target sees the W tokens before it (all of them while fewer than W exist; see --head).")] = "chunked",
     window: Annotated[int, typer.Option("--window", help="Window W (for fixed: the context length).")] = 1024,
     stride: Annotated[Optional[int], typer.Option("--stride", help="Stride S of --method sliding.")] = None,
@@ -180,8 +203,15 @@ def score(
     dry_run: DryRunOpt = False,
     price_in: PriceInOpt = None,
     price_out: PriceOutOpt = None,
+    glob: GlobOpt = "*.txt",
+    text_field: TextFieldOpt = "text",
+    id_field: IdFieldOpt = None,
+    max_docs: MaxDocsOpt = None,
+    sample: SampleOpt = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of --sample.")] = 0,
+    skip_bad: SkipBadOpt = False,
 ) -> None:
-    """Perplexity and rank scores of a whole text with chunked, sliding or fixed windows."""
+    """Perplexity and rank scores of a whole text (or of every document of a corpus) with chunked, sliding or fixed windows."""
     metrics = _metric_config(cutoff, alphas, approx_k, penalty)
     result = api.score(
         text,
@@ -201,6 +231,7 @@ def score(
         openai=OpenAIOptions(base_url, api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache)),
         dry_run=dry_run,
         head=head,
+        corpus=_corpus_options(glob, text_field, id_field, max_docs, sample, seed, skip_bad),
     )
     if dry_run:
         typer.echo(dry_run_table(result, price_in, price_out))
@@ -236,7 +267,7 @@ def compare(
     out: Annotated[Path, typer.Option("--out", help="Directory for compare.json and compare.md.")] = Path("runs/compare"),
     replicates: Annotated[int, typer.Option("--replicates", help="Bootstrap replicates.")] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
-    cluster_by_text: Annotated[bool, typer.Option("--cluster-by-text", help="Resample whole texts (documents) instead of windows.")] = False,
+    cluster_by_text: Annotated[Optional[bool], typer.Option("--cluster-by-text/--no-cluster-by-text", help="Resample whole texts (documents) instead of windows. Default: by document when more than one document is paired, by window otherwise.")] = None,
     profile: Annotated[str, typer.Option("--profile", help="dev: report everything; ci / release: exit code 1 unless pairing is complete, A and B have equal window counts in each half, token counts agree, windows do not overlap, no window was excluded and minimum windows/tokens are met.")] = "dev",
     min_windows: Annotated[Optional[int], typer.Option("--min-windows", help="Override the profile's minimum paired windows (ci 20, release 100).")] = None,
     min_tokens: Annotated[Optional[int], typer.Option("--min-tokens", help="Override the profile's minimum paired tokens (ci 2000, release 20000).")] = None,
@@ -270,7 +301,7 @@ def trends(
 
 @app.command("context-gain")
 def context_gain(
-    texts: Annotated[list[str], typer.Argument(help="UTF-8 text files ('demo' for the bundled excerpt).")],
+    texts: Annotated[list[str], typer.Argument(help="UTF-8 text files ('demo' for the bundled excerpt), corpus folders, .jsonl/.json or .parquet corpora.")],
     window: Annotated[int, typer.Option("--window", help="W: long context. Chunks of W tokens; each target sees every token before it in its chunk.")] = 2048,
     short: Annotated[int, typer.Option("--short", help="k: short context. Targets are re-scored with only about the last k tokens of their long context.")] = 128,
     short_stride: Annotated[Optional[int], typer.Option("--short-stride", help="Targets per short pass (default k/4): short contexts lie between k and k + stride - 1 tokens; 1 = exactly k (slowest).")] = None,
@@ -285,6 +316,13 @@ def context_gain(
     out: OutOpt = None,
     threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
+    glob: GlobOpt = "*.txt",
+    text_field: TextFieldOpt = "text",
+    id_field: IdFieldOpt = None,
+    max_docs: MaxDocsOpt = None,
+    sample: SampleOpt = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of --sample and of the bootstrap.")] = 0,
+    skip_bad: SkipBadOpt = False,
 ) -> None:
     """Does the model use distant context? Perplexity with the full context (chunked, window W) vs only
     the last k tokens, the per-token gain g = log p_long - log p_short with a paired BCa interval, gain
@@ -293,7 +331,8 @@ def context_gain(
     result = api.context_gain(
         texts, models=model or [DEFAULT_MODEL], window=window, short=short, short_stride=short_stride, evaluator=evaluator,
         alpha=alpha, beta=beta, max_tokens=max_tokens, top_k=top_k, block=block, replicates=replicates,
-        out=out, progress=not quiet, n_threads=threads,
+        seed=seed, out=out, progress=not quiet, n_threads=threads,
+        corpus=_corpus_options(glob, text_field, id_field, max_docs, sample, seed, skip_bad),
     )
     if not quiet:
         typer.echo(result.markdown)

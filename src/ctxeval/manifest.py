@@ -51,6 +51,7 @@ class Manifest:
     rank_convention: str | None = None
     plan: dict[str, Any] | None = None
     lines_for_tokens: dict[str, dict[str, int]] | None = None
+    corpus: dict[str, Any] | None = None  # a corpus input's options, counts of bad and skipped documents
     versions: dict[str, str] | None = None
     api_usage: dict[str, dict] | None = None
     api_usage_total: dict[str, dict] | None = None

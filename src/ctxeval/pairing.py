@@ -26,6 +26,8 @@ class Pairing:
     overlap_fraction: float
     token_mismatches: int
     ids_equal_fraction: float
+    n_documents_a: int  # documents (distinct text sha256s) with a window in each run
+    n_documents_b: int
 
 
 def pair_windows(a: pd.DataFrame, b: pd.DataFrame) -> Pairing:
@@ -43,6 +45,8 @@ def pair_windows(a: pd.DataFrame, b: pd.DataFrame) -> Pairing:
         overlap_fraction=overlap_fraction(paired),
         token_mismatches=int((paired["tokens_a"] != paired["tokens_b"]).sum()) if n else 0,
         ids_equal_fraction=float((paired["window_id_a"] == paired["window_id_b"]).mean()) if n else 0.0,
+        n_documents_a=int(a["text_sha256"].nunique()),
+        n_documents_b=int(b["text_sha256"].nunique()),
     )
 
 

@@ -36,7 +36,6 @@ class SweepPlanner:
     every model's tokenizer starts a token, so models with different tokenizers score the same
     stretch of text. `thesis_targets` and `gen_tokens` size the passes of the API schedule."""
 
-    texts: tuple[Text, ...]
     lengths: tuple[int, ...]
     n_compare: int
     seed: int
@@ -49,8 +48,8 @@ class SweepPlanner:
         longest = max(self.lengths) + (self.n_compare - 1 if "approx" in self.modes else 0) + (min(self.gen_tokens, self.thesis_targets) - 1)
         check_context(infos, longest, f"context length {max(self.lengths)}")
         starts: dict[str, dict[str, int]] = {}
-        plan: Plan = [[[] for _ in self.texts] for _ in tokenized]
-        for ti, text in enumerate(self.texts):
+        plan: Plan = [[[] for _ in tokenized[0]] for _ in tokenized]
+        for ti, text in enumerate(tt.text for tt in tokenized[0]):
             start_chars = self.start_chars(text, [per_model[ti] for per_model in tokenized])
             starts[text.text_id] = {f"L{length}-r{repeat}": c for (length, repeat), c in sorted(start_chars.items())}
             for mi, per_model in enumerate(tokenized):

@@ -12,7 +12,8 @@ import os
 import platform
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain, islice
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -28,9 +29,10 @@ from ctxeval.config import MetricConfig, RunConfig
 from ctxeval.data.texts import Text
 from ctxeval.errors import ScoringFailed, UserError
 from ctxeval.manifest import MANIFEST_FILE, Manifest, now, read_manifest, write_manifest
+from ctxeval.plan_stream import Planner, document_jobs, plan_documents
 from ctxeval.records import PartWriter, done_passes, merge_parts, schema_for, temperature_column
 from ctxeval.report.outputs import write_outputs
-from ctxeval.tokens import TokenizedText, tokenize
+from ctxeval.tokens import TokenizedText
 from ctxeval.windows import Pass
 
 _FLUSH_SECONDS = 2.0
@@ -40,13 +42,13 @@ _MAX_BATCH_PASSES = 64
 STOP_AFTER_PASSES_ENV = "CTXEVAL_TEST_STOP_AFTER_PASSES"
 
 # A planner turns the models and the texts as tokenized by each ([model][text]) into passes
-# ([model][text][pass]) and facts about the plan for the manifest.
-Planner = Callable[[list[ModelInfo], list[list[TokenizedText]]], tuple[list[list[list[Pass]]], dict]]
+# ([model][text][pass]) and facts about the plan for the manifest (plan_stream.Planner); it is
+# called one document at a time.
 
 
 def execute(
     config: RunConfig,
-    texts: list[Text],
+    texts: Iterable[Text],
     model_specs: list[str],
     run_dir: Path,
     planner: Planner,
@@ -55,9 +57,14 @@ def execute(
     openai_options=None,
     dry_run: bool = False,
     finish: Callable[[Path, Manifest, MetricConfig], Any] = write_outputs,
+    input_facts: dict | None = None,
 ) -> Any:
     """Plan, score missing passes, merge records, then `finish` writes the outputs (by default
     summaries, tables and plots) and returns the result.
+
+    `texts` is read again for each pass over it (a list, or a lazy `Corpus`): planning and
+    scoring hold one document at a time (plan_stream). `input_facts` (a corpus's options and
+    skipped bad documents) go into the manifest as `corpus`.
 
     With `dry_run`, only plan and return what the run would send to API backends (nothing is
     scored or written). Passes a backend fails to score (`ScoringFailed`) are left out of the
@@ -77,15 +84,16 @@ def execute(
         load_scorer(spec, n_threads=n_threads, openai_options=openai_options, **(hf_options if spec.startswith("hf:") else {}))
         for spec in model_specs
     ]
-    tokenized = [[tokenize(scorer, text) for text in texts] for scorer in scorers]
-    plan, plan_facts = planner([s.info for s in scorers], tokenized)
+    plan, plan_facts, text_entries, held = plan_documents(planner, scorers, texts)
     if dry_run:
         estimate = _estimate(scorers, config, plan, done_passes(run_dir) if run_dir.exists() else set())
         for scorer in scorers:
             scorer.close()
         return estimate
     run_dir.mkdir(parents=True, exist_ok=True)
-    manifest = _manifest(config, scorers, tokenized, plan, plan_facts, previous)
+    manifest = _manifest(config, scorers, text_entries, plan, plan_facts, previous)
+    if input_facts is not None:
+        manifest.corpus = input_facts | {"skipped_documents": sum(1 for t in text_entries if "skipped" in t)}
     write_manifest(run_dir, manifest)
 
     schema = schema_for(config.temperatures)
@@ -98,13 +106,9 @@ def execute(
     scored_now = 0
     with terminate_as_interrupt(), progress_bar(progress, total, already) as advance:
         pass_index = 0
-        for scorer, per_model, token_texts in zip(scorers, plan, tokenized):
-            jobs = []
-            for passes, tt in zip(per_model, token_texts):
-                for p in passes:
-                    if pass_index not in done:
-                        jobs.append((pass_index, tt, p))
-                    pass_index += 1
+        for model_index, (scorer, per_model) in enumerate(zip(scorers, plan)):
+            jobs = document_jobs(scorer, per_model, texts, pass_index, done, {d: per[model_index] for d, per in held.items()})
+            pass_index += sum(len(passes) for passes in per_model)
             pending: dict[str, list] = {name: [] for name in schema.names}
             last_flush = time.monotonic()
             try:
@@ -149,7 +153,7 @@ def plan_passes(plan: list[list[list[Pass]]]) -> list[Pass]:
     return [p for per_model in plan for per_text in per_model for p in per_text]
 
 
-def _scored(scorer: Scorer, config: RunConfig, jobs: list) -> Iterator[tuple[tuple, object]]:
+def _scored(scorer: Scorer, config: RunConfig, jobs: Iterator[tuple]) -> Iterator[tuple[tuple, object]]:
     """(job, BlockScores or ScoringFailed) in plan order; a backend with `concurrency` > 1 (an
     API) gets that many passes in flight at once."""
     workers = int(getattr(scorer, "concurrency", 1) or 1)
@@ -168,15 +172,14 @@ def _scored(scorer: Scorer, config: RunConfig, jobs: list) -> Iterator[tuple[tup
             yield job, run(job)
         return
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ctxeval-api") as pool:
-        for lo in range(0, len(jobs), 4 * workers):
-            chunk = jobs[lo : lo + 4 * workers]
+        while chunk := list(islice(jobs, 4 * workers)):
             yield from zip(chunk, pool.map(run, chunk))
 
 
-def _scored_in_batches(scorer: Scorer, config: RunConfig, jobs: list) -> Iterator[tuple[tuple, object]]:
+def _scored_in_batches(scorer: Scorer, config: RunConfig, jobs: Iterator[tuple]) -> Iterator[tuple[tuple, object]]:
     """Consecutive passes of one text with equal input length go to `score_batch` together."""
     group: list = []
-    for job in [*jobs, None]:
+    for job in chain(jobs, [None]):
         if group and (job is None or job[1] is not group[0][1] or job[2].n_input != group[0][2].n_input or len(group) == _MAX_BATCH_PASSES):
             inputs = [_pass_input(scorer.info, tt, p) for _, tt, p in group]
             results = [scorer.score(*inputs[0], config.top_k, config.temperatures)] if len(group) == 1 else scorer.score_batch(inputs, config.top_k, config.temperatures)
@@ -309,18 +312,7 @@ def _count_done_targets(plan: list[list[list[Pass]]], done: set[int]) -> int:
     return count
 
 
-def _manifest(config: RunConfig, scorers: list[Scorer], tokenized: list[list[TokenizedText]], plan, plan_facts: dict, previous: Manifest | None) -> Manifest:
-    texts = [
-        {
-            "text_id": tt.text.text_id,
-            "source": tt.text.source,
-            "sha256": tt.text.sha256,
-            "n_chars": len(tt.text.content),
-            "n_bytes": tt.text.n_bytes,
-            "n_tokens": {scorer.info.name: len(per_model[i]) for scorer, per_model in zip(scorers, tokenized)},
-        }
-        for i, tt in enumerate(tokenized[0])
-    ]
+def _manifest(config: RunConfig, scorers: list[Scorer], texts: list[dict], plan, plan_facts: dict, previous: Manifest | None) -> Manifest:
     return Manifest(
         command=config.command,
         run_id=config.run_id(),

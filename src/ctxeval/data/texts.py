@@ -67,16 +67,3 @@ def load_text(spec: str | Path) -> Text:
         content=content,
         sha256=hashlib.sha256(raw).hexdigest(),
     )
-
-
-def unique_text_ids(texts: list[Text]) -> list[Text]:
-    """Make text ids unique (two files named `a.txt` in different folders) by suffixing."""
-    seen: dict[str, int] = {}
-    out: list[Text] = []
-    for text in texts:
-        count = seen.get(text.text_id, 0)
-        seen[text.text_id] = count + 1
-        if count:
-            text = Text(f"{text.text_id}-{count + 1}", text.source, text.content, text.sha256)
-        out.append(text)
-    return out

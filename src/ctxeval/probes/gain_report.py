@@ -56,7 +56,7 @@ def write_context_gain(run_dir: Path, manifest: Manifest, settings: KeyTokenSett
     config = manifest.config
     window, short = config["window"], config["short"]
     models = manifest.model_names
-    texts = manifest.text_ids
+    texts = [t["text_id"] for t in manifest.texts or [] if "skipped" not in t]  # a corpus document too short for the plan has no records
     tables = {(model, text_id): gain_table(records, model, text_id) for model in models for text_id in texts}
     per_text: dict[str, dict] = {}
     distance_rows = []

@@ -74,14 +74,19 @@ def _label(window: dict) -> str:
     return window["a"] if window["a"] == window["b"] else f"{window['a']}/{window['b']}"
 
 
-def build_report(pairing: Pairing, runs: tuple[str, str], replicates: int, seed: int, cluster_by_text: bool, rank_scores: list[str], nan_windows: str = "exclude") -> dict:
+def build_report(pairing: Pairing, runs: tuple[str, str], replicates: int, seed: int, cluster_by_text: bool | None, rank_scores: list[str], nan_windows: str = "exclude") -> dict:
     """All numbers of a paired comparison of arm B against arm A, over the paired windows whose
-    loss is finite in both arms (`nan_windows="error"` refuses any other)."""
+    loss is finite in both arms (`nan_windows="error"` refuses any other). `cluster_by_text`
+    None resamples whole documents when more than one is compared (windows of one document
+    are not independent), windows otherwise."""
     p, excluded = finite_losses(pairing)
     if excluded and nan_windows == "error":
         raise nan_error(excluded)
     if p.empty:
         raise UserError(f"no paired window has a finite loss in both runs ({len(excluded)} have a NaN loss)")
+    n_documents = int(p["text_sha256"].nunique())
+    if cluster_by_text is None:
+        cluster_by_text = n_documents > 1
     tokens = p["tokens_a"].to_numpy(dtype=float)
     delta = p["loss_b"].to_numpy() - p["loss_a"].to_numpy()
     clusters = p["text_sha256"].to_numpy() if cluster_by_text else None
@@ -111,6 +116,10 @@ def build_report(pairing: Pairing, runs: tuple[str, str], replicates: int, seed:
                     "window_overlap_fraction": pairing.overlap_fraction,
                     "paired_windows": len(pairing.paired),
                     "compared_windows": len(p),
+                    "paired_documents": int(pairing.paired["text_sha256"].nunique()),
+                    "compared_documents": n_documents,
+                    "documents_a": pairing.n_documents_a,
+                    "documents_b": pairing.n_documents_b,
                     "windows_a": pairing.n_a,
                     "windows_b": pairing.n_b,
                     "window_ids_equal_fraction": pairing.ids_equal_fraction,
@@ -248,7 +257,8 @@ def render_markdown(report: dict) -> str:
         lines.append(f"| {name} | {m['difference']:+.4f} | [{m['ci'][0]:+.4f}, {m['ci'][1]:+.4f}] |")
     lines += [
         "",
-        f"Pairing: {st['paired_windows']} windows paired (A {st['windows_a']}, B {st['windows_b']}), {st['compared_windows']} compared; match fraction {st['window_match_fraction']:.3f}, "
+        f"Pairing: {st['paired_documents']} documents paired (A {st['documents_a']}, B {st['documents_b']}); "
+        f"{st['paired_windows']} windows paired (A {st['windows_a']}, B {st['windows_b']}), {st['compared_windows']} compared; match fraction {st['window_match_fraction']:.3f}, "
         f"overlap fraction {st['window_overlap_fraction']:.3f}, token-count mismatches {st['token_count_mismatches']}.",
         f"Bootstrap: {bs['method']} over {bs['resampling_unit']}s, {bs['replicates']} replicates, seed {bs['seed']}, z0 {bs['z0']}, acceleration {bs['acceleration']}.",
     ]

@@ -13,6 +13,7 @@ from ctxeval.config import MetricConfig
 from ctxeval.errors import UserError
 from ctxeval.manifest import Manifest, read_manifest
 from ctxeval.records import RECORDS_FILE, read_records
+from ctxeval.report.corpus_summary import corpus_summary
 from ctxeval.report.plots import plot_scores
 from ctxeval.report.summary import approx_vs_exact, summarize
 from ctxeval.report.tables import markdown_tables
@@ -21,6 +22,8 @@ SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
 TABLES_MD = "tables.md"
 PLOT_FILE = "scores_vs_length.png"
+CORPUS_JSON = "corpus_summary.json"
+CORPUS_CSV = "corpus_summary.csv"
 
 
 @dataclass
@@ -37,7 +40,10 @@ class RunResult:
     def files(self) -> dict[str, Path]:
         """The run's files, by role."""
         d = self.run_dir
-        return {"records": d / RECORDS_FILE, "summary_json": d / SUMMARY_JSON, "summary_csv": d / SUMMARY_CSV, "tables": d / TABLES_MD, "plot": d / PLOT_FILE}
+        files = {"records": d / RECORDS_FILE, "summary_json": d / SUMMARY_JSON, "summary_csv": d / SUMMARY_CSV, "tables": d / TABLES_MD, "plot": d / PLOT_FILE}
+        if self.records["text_id"].nunique() > 1:  # write_outputs adds the corpus-level summary
+            files |= {"corpus_json": d / CORPUS_JSON, "corpus_csv": d / CORPUS_CSV}
+        return files
 
 
 def load_run(run_dir: Path) -> tuple[Manifest, pd.DataFrame]:
@@ -63,6 +69,11 @@ def write_outputs(run_dir: Path, manifest: Manifest, metrics: MetricConfig) -> R
     (run_dir / SUMMARY_JSON).write_text(json.dumps(payload, indent=2))
     (run_dir / TABLES_MD).write_text(result.tables)
     plot_scores(result.summary, run_dir / PLOT_FILE)
+    if result.records["text_id"].nunique() > 1:
+        # several documents: the corpus-level rows, with intervals that resample documents
+        corpus = corpus_summary(result.records, metrics, manifest.vocab_sizes, manifest.temperatures)
+        corpus.to_csv(run_dir / CORPUS_CSV, index=False)
+        (run_dir / CORPUS_JSON).write_text(json.dumps({"run_id": manifest.run_id, "metrics": asdict(metrics), "corpus": json_rows(corpus)}, indent=2))
     return result
 
 

@@ -1,0 +1,49 @@
+"""Corpus-level summaries: every document of a run pooled, with document-resampling intervals.
+
+`summary.json` holds one row per document (text id) and setting; this adds one row per model
+× setting × length over all documents together: each metric over all their tokens
+(token-weighted, so a long document counts by its tokens) and 95 % intervals of the plotted
+metrics from a cluster bootstrap over documents (stats/cluster.py), because windows of one
+document are correlated and resampling them gives intervals that are too narrow.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ctxeval.config import MetricConfig
+from ctxeval.report.summary import group_metrics, token_values
+from ctxeval.stats.cluster import cluster_bootstrap
+
+CORPUS_KEYS = ["model", "method", "context_mode", "nominal_len"]
+
+
+def corpus_summary(
+    records: pd.DataFrame,
+    metrics: MetricConfig,
+    vocab_sizes: dict[str, int],
+    temperatures: tuple[float, ...],
+    replicates: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per model × method × context mode × length over all documents: tokens,
+    documents, windows, token-weighted metrics and `<metric>_lo`/`_hi` by document bootstrap."""
+    rows = []
+    for key, group in records.groupby(CORPUS_KEYS, sort=True):
+        row = dict(zip(CORPUS_KEYS, key))
+        documents = group["text_id"].to_numpy()
+        row["n"] = len(group)
+        row["n_documents"] = int(group["text_id"].nunique())
+        row["n_windows"] = int(group.groupby(["text_id", "repeat", "window_id"]).ngroups)
+        row.update(group_metrics(group, metrics, vocab_sizes[key[0]], temperatures))
+        for name, values in token_values(group, metrics, vocab_sizes[key[0]]).items():
+            interval = cluster_bootstrap(values, documents, replicates, seed)
+            low, high = interval.low, interval.high
+            if name in ("ppl", "approx_ppl"):
+                low, high = math.exp(low), math.exp(high)
+            row |= {f"{name}_lo": low, f"{name}_hi": high}
+        row["interval"] = f"cluster bootstrap over {row['n_documents']} documents"
+        rows.append(row)
+    return pd.DataFrame(rows)
