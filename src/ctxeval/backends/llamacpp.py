@@ -31,7 +31,10 @@ from ctxeval.errors import UserError
 DEFAULT_N_BATCH = 512
 # a packed decode stream holds at most this many passes and tokens (the KV cache it needs)
 MAX_PACK_SEQS = 16
-DEFAULT_PACK_TOKENS = 4096  # 0: no packing, every pass decoded alone
+PACK_TOKENS = 4096  # a good `pack_tokens` when packing is wanted
+# Off by default: packed and unpacked passes take different kernel paths in llama.cpp and
+# differ by up to 0.07 nats on Gemma 3 270M (docs/gpu.md), more than float rounding.
+DEFAULT_PACK_TOKENS = 0  # 0: no packing, every pass decoded alone
 
 # One pass to score: input ids, positions whose logits are scored, target ids.
 PassInput = tuple[np.ndarray, np.ndarray, np.ndarray]
