@@ -25,21 +25,24 @@ def byte_bpe_tokenizer(text: str, vocab_size: int):
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=BOS, eos_token=EOS)
 
 
-def tiny_llama_dir(path: Path, text: str, vocab_size: int = 1024, seed: int = 0, softcap: float | None = None) -> Path:
-    """Save a random-weight 2-layer Llama (or Gemma 2 when `softcap` is set) with a byte-level tokenizer in `path`."""
+def tiny_llama_dir(
+    path: Path, text: str, vocab_size: int = 1024, seed: int = 0, softcap: float | None = None, model_vocab: int | None = None, max_positions: int = 2048
+) -> Path:
+    """Save a random-weight 2-layer Llama (or Gemma 2 when `softcap` is set) with a byte-level tokenizer in `path`;
+    `model_vocab` widens the model's vocabulary (embedding and head rows) beyond the tokenizer's."""
     import torch
     from transformers import Gemma2Config, Gemma2ForCausalLM, LlamaConfig, LlamaForCausalLM
 
     tokenizer = byte_bpe_tokenizer(text, vocab_size)
     common = dict(
-        vocab_size=len(tokenizer),
+        vocab_size=model_vocab or len(tokenizer),
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
         head_dim=16,
-        max_position_embeddings=2048,
+        max_position_embeddings=max_positions,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         initializer_range=0.3,  # peaked, varied distributions rather than near-uniform ones

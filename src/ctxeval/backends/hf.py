@@ -1,10 +1,14 @@
 """Hugging Face transformers models (AutoModelForCausalLM + AutoTokenizer) on cpu, cuda or mps.
 
-The model body runs once per pass (or once per batch of equal-length passes); the output
-head then runs only on target positions, `rows_per_block` rows at a time, and each block of
-float32 logits goes straight to `logits.score_block` (log-sum-exp, exact rank, top-k). Memory
-for logits is bounded by `rows_per_block x vocab` floats however long the window; no
-[positions x vocab] log-softmax is ever formed.
+The model body runs once per pass (or once per batch of equal-length passes: a [B, L] forward,
+no padding), KV-free (`use_cache=False`) under `torch.inference_mode`, attention through
+PyTorch SDPA (flash-attention 2 when installed, on CUDA, in half precision). The output head
+then runs only on target positions, in float32 whatever the body's dtype, a block of rows at a
+time, the row count sized from free memory (`head_memory.head_block_rows`); each block is
+scored where it lies: by `logits.score_block` (numpy) on CPU, by
+`logits_torch.score_block_device` on an accelerator, so only per-row results cross to the host.
+Memory for logits is bounded by the block however long the window; no [positions x vocab]
+log-softmax is ever formed.
 
 Tokenization matches the rest of ctxeval: no special tokens are added, and special-token
 strings inside the text (a literal "<unk>") are plain text, as in llama.cpp's tokenizer.
@@ -21,17 +25,19 @@ from pathlib import Path
 
 import numpy as np
 
+from ctxeval.backends import head_memory
 from ctxeval.backends.base import Capabilities, ModelInfo
 from ctxeval.backends.logits import BlockScores, score_block
+from ctxeval.backends.logits_torch import score_block_device
 from ctxeval.backends.model_files import file_sha256
 from ctxeval.errors import UserError
 
 DTYPES = ("float32", "bfloat16", "float16", "float64")  # float64: a slow reference precision
 DEVICES = ("cpu", "cuda", "mps")
-# 64 rows x 262,144 vocab = 64 MiB of float32 logits per block
-DEFAULT_ROWS_PER_BLOCK = 64
-# a batch of equal-length passes holds at most this many tokens
-DEFAULT_BATCH_TOKENS = 4096
+HALF_DTYPES = ("bfloat16", "float16")
+# a batch of equal-length passes holds at most this many tokens (a batch that does not fit in
+# GPU memory is split in halves until it does)
+DEFAULT_BATCH_TOKENS = {"cpu": 4096, "cuda": 32768, "mps": 8192}
 
 # One pass to score: input ids, positions whose logits are scored, target ids.
 PassInput = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -49,8 +55,8 @@ class HFScorer:
         device: str | None = None,
         dtype: str | None = None,
         n_threads: int | None = None,
-        rows_per_block: int = DEFAULT_ROWS_PER_BLOCK,
-        batch_tokens: int = DEFAULT_BATCH_TOKENS,
+        rows_per_block: int | None = None,
+        batch_tokens: int | None = None,
         details: dict | None = None,
     ) -> None:
         import torch
@@ -71,19 +77,27 @@ class HFScorer:
         self._torch = torch
         self._device = torch.device(device)
         self._rows_per_block = rows_per_block
-        self._batch_tokens = batch_tokens
+        self._batch_tokens = batch_tokens or DEFAULT_BATCH_TOKENS[device]
+        attention = _attention(device, dtype)
         try:
             self._tok = AutoTokenizer.from_pretrained(str(path))
-            model = AutoModelForCausalLM.from_pretrained(str(path), dtype=getattr(torch, dtype))
+            model = _load_model(AutoModelForCausalLM, path, getattr(torch, dtype), attention)
         except (OSError, ValueError) as exc:
             raise UserError(f"cannot load transformers model {path}: {exc}") from None
         self._model = model.to(self._device).eval()
         self._body = model.base_model
-        self._head = model.get_output_embeddings()
+        head = model.get_output_embeddings()
+        # the head runs in float32 (a float32 copy of a half-precision head's weights), so
+        # log-sum-exp, ranks and top-k see float32 logits, not bf16/fp16-rounded ones
+        head_dtype = torch.float32 if dtype in HALF_DTYPES else getattr(torch, dtype)
+        self._head_weight = head.weight.detach().to(head_dtype)
+        self._head_bias = None if head.bias is None else head.bias.detach().to(head_dtype)
         config = model.config
         self._softcap = getattr(config, "final_logit_softcapping", None)
         self._piece = _piece_decoder(self._tok)
-        self._vocab_size = int(self._head.weight.shape[0])
+        self._vocab_size = int(self._head_weight.shape[0])
+        self._hidden_size = int(self._head_weight.shape[1])
+        self._hidden_bytes = torch.empty((), dtype=getattr(torch, dtype)).element_size()
         weights = _weights_sha256(path)
         self.info = ModelInfo(
             name=name,
@@ -101,11 +115,18 @@ class HFScorer:
                 "dtype": dtype,
                 "device": device,
                 "attn_implementation": getattr(config, "_attn_implementation", None),
+                "precision": {
+                    "body": dtype,
+                    "head_matmul": str(head_dtype).removeprefix("torch."),
+                    "scoring": "float32 logits; exp-sum "
+                    + ("float64 (numpy)" if device == "cpu" else "float32 (torch reduction)")
+                    + ", its log and the log-probabilities float64",
+                },
                 "final_logit_softcapping": self._softcap,
                 "tokenizer": type(self._tok).__name__,
                 "tokenizer_vocab_size": len(self._tok),
-                "rows_per_block": rows_per_block,
-                "batch_tokens": batch_tokens,
+                "rows_per_block": rows_per_block or f"from free memory (at most {head_memory.max_rows(self._device)})",
+                "batch_tokens": self._batch_tokens,
                 "n_threads": torch.get_num_threads(),
                 "torch": torch.__version__,
                 "transformers": transformers.__version__,
@@ -154,24 +175,47 @@ class HFScorer:
         return results  # type: ignore[return-value]
 
     def _score_group(self, passes: list[PassInput], top_k: int, temperatures: tuple[float, ...]) -> list[BlockScores]:
+        """One [B, L] forward; a batch that runs out of GPU memory is split in halves, a single
+        pass that does not fit is a user error that names the measured free memory."""
+        torch = self._torch
+        try:
+            return self._forward_and_score(passes, top_k, temperatures)
+        except torch.OutOfMemoryError:
+            free = head_memory.free_bytes(self._device)
+            if len(passes) == 1:
+                raise UserError(
+                    f"a window of {len(passes[0][0])} tokens does not fit in {self._device} memory in one forward "
+                    f"({free / 2**30:.1f} GiB free after the failed attempt); use shorter windows or a larger device"
+                ) from None
+        half = len(passes) // 2
+        return self._score_group(passes[:half], top_k, temperatures) + self._score_group(passes[half:], top_k, temperatures)
+
+    def _forward_and_score(self, passes: list[PassInput], top_k: int, temperatures: tuple[float, ...]) -> list[BlockScores]:
         torch = self._torch
         ids = torch.as_tensor(np.stack([np.asarray(p[0], dtype=np.int64) for p in passes]), device=self._device)
         with torch.inference_mode():
             hidden = self._body(input_ids=ids, use_cache=False).last_hidden_state
             # the head runs only on target rows, in blocks
             rows = torch.cat([hidden[b, torch.as_tensor(np.asarray(p[1], dtype=np.int64), device=self._device)] for b, p in enumerate(passes)])
-            targets = np.concatenate([np.asarray(p[2], dtype=np.int64) for p in passes])
-            parts = [self._score_rows(rows[lo : lo + self._rows_per_block], targets[lo : lo + self._rows_per_block], top_k, temperatures) for lo in range(0, len(targets), self._rows_per_block)]
+            del hidden
+            targets = torch.as_tensor(np.concatenate([np.asarray(p[2], dtype=np.int64) for p in passes]), device=self._device)
+            block = self._rows_per_block or head_memory.head_block_rows(
+                head_memory.free_bytes(self._device), self._vocab_size, self._hidden_size, self._hidden_bytes, head_memory.max_rows(self._device)
+            )
+            parts = [self._score_rows(rows[lo : lo + block], targets[lo : lo + block], top_k, temperatures) for lo in range(0, len(targets), block)]
         scores = BlockScores.concat(parts)
         bounds = np.cumsum([0] + [len(p[2]) for p in passes])
         return [BlockScores(*(getattr(scores, f)[a:b] for f in BlockScores.__dataclass_fields__)) for a, b in zip(bounds[:-1], bounds[1:])]
 
-    def _score_rows(self, hidden_rows, targets: np.ndarray, top_k: int, temperatures: tuple[float, ...]) -> BlockScores:
-        logits = self._head(hidden_rows)
+    def _score_rows(self, hidden_rows, targets, top_k: int, temperatures: tuple[float, ...]) -> BlockScores:
+        torch = self._torch
+        logits = torch.nn.functional.linear(hidden_rows.to(self._head_weight.dtype), self._head_weight, self._head_bias)
         if self._softcap:
-            logits = self._torch.tanh(logits / self._softcap) * self._softcap
-        block = logits.float().cpu().numpy()
-        return score_block(block, targets, top_k, temperatures)
+            logits = torch.tanh(logits / self._softcap) * self._softcap
+        logits = logits.float()
+        if self._device.type == "cpu":
+            return score_block(logits.numpy(), targets.numpy(), top_k, temperatures)
+        return score_block_device(logits, targets, top_k, temperatures)
 
     def close(self) -> None:
         """Nothing to free eagerly: the model lives as long as the scorer."""
@@ -184,6 +228,24 @@ def _check_device(device: str, torch) -> None:
         raise UserError("--device cuda: this torch build sees no CUDA device")
     if device == "mps" and not torch.backends.mps.is_available():
         raise UserError("--device mps: Apple MPS is not available here")
+
+
+def _attention(device: str, dtype: str) -> str:
+    """flash-attention 2 where it applies (installed, CUDA, half precision), else PyTorch SDPA."""
+    if device == "cuda" and dtype in HALF_DTYPES and _version("flash-attn") != "not installed":
+        return "flash_attention_2"
+    return "sdpa"
+
+
+def _load_model(auto, path: Path, dtype, attention: str):
+    """The model with `attention`; an architecture without it (Gemma 2's attention softcapping
+    has no SDPA path) falls back to its own default, which ModelInfo then records."""
+    try:
+        return auto.from_pretrained(str(path), dtype=dtype, attn_implementation=attention)
+    except ValueError as exc:
+        if "attention implementation" not in str(exc):
+            raise
+        return auto.from_pretrained(str(path), dtype=dtype)
 
 
 def _bos_id(tok) -> int | None:

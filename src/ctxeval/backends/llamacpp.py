@@ -5,6 +5,12 @@ Logits are requested only at target positions (the batch's per-token logits flag
 scored in place from llama.cpp's own output buffer, so memory stays bounded by
 `n_batch x vocab` floats however long the context. Flash attention is off, so a score does
 not depend on how the input was split into batches.
+
+`score_batch` packs several passes into one decode stream (a context with `n_seq_max` > 1 and
+a KV cache split per sequence, not unified): each pass is its own sequence (its own seq_id,
+positions from 0, its own KV range), the tokens of all of them fill each `n_batch` batch, and
+logits are flagged only at target rows. Short passes (the exact sweep's L+1 tokens) then fill the
+batches instead of running one nearly empty decode each (docs/gpu.md: measured agreement).
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +29,15 @@ from ctxeval.backends.model_files import file_sha256
 from ctxeval.errors import UserError
 
 DEFAULT_N_BATCH = 512
+# a packed decode stream holds at most this many passes and tokens (the KV cache it needs)
+MAX_PACK_SEQS = 16
+PACK_TOKENS = 4096  # a good `pack_tokens` when packing is wanted
+# Off by default: packed and unpacked passes take different kernel paths in llama.cpp and
+# differ by up to 0.07 nats on Gemma 3 270M (docs/gpu.md), more than float rounding.
+DEFAULT_PACK_TOKENS = 0  # 0: no packing, every pass decoded alone
+
+# One pass to score: input ids, positions whose logits are scored, target ids.
+PassInput = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def _amx_build(llama_cpp) -> bool:
@@ -40,7 +55,9 @@ class LlamaCppScorer:
 
     capabilities = Capabilities(full_logits=True, max_top_k=None, temperatures=True, generation=True)
 
-    def __init__(self, path: Path, name: str, n_threads: int | None = None, n_batch: int = DEFAULT_N_BATCH) -> None:
+    def __init__(
+        self, path: Path, name: str, n_threads: int | None = None, n_batch: int = DEFAULT_N_BATCH, pack_tokens: int = DEFAULT_PACK_TOKENS
+    ) -> None:
         import llama_cpp
         from llama_cpp._internals import LlamaModel
 
@@ -50,6 +67,7 @@ class LlamaCppScorer:
         self._path = path
         self._n_threads = n_threads or os.cpu_count() or 1
         self._n_batch = n_batch
+        self._pack_tokens = pack_tokens
         # The vocabulary alone (no inference context) serves tokenization and model facts.
         params = llama_cpp.llama_model_default_params()
         params.vocab_only = True
@@ -78,6 +96,8 @@ class LlamaCppScorer:
                 "llama_cpp_python": llama_cpp.__version__,
                 "n_threads": self._n_threads,
                 "n_batch": n_batch,
+                "pack_tokens": pack_tokens,
+                "pack_max_sequences": MAX_PACK_SEQS,
                 "extra_buffer_types": self._extra_bufts,
                 "flash_attention": False,
                 "kv_cache_type": "f16",
@@ -87,6 +107,9 @@ class LlamaCppScorer:
         self._ctx = None
         self._batch = None
         self._n_ctx = 0
+        self._packed_ctx = None
+        self._packed_batch = None
+        self._packed_n_ctx = 0
 
     # --- tokenizer -------------------------------------------------------------------------
     def tokenize(self, text: str) -> list[int]:
@@ -111,27 +134,54 @@ class LlamaCppScorer:
             )
         if self._ctx is not None and max_input_len <= self._n_ctx:
             return
-        from llama_cpp._internals import LlamaBatch, LlamaContext, LlamaModel
+        from llama_cpp._internals import LlamaBatch, LlamaContext
 
-        self.close()
+        self._close_context()
+        n_ctx = min(self.info.n_ctx_train, -(-max_input_len // 256) * 256)
+        self._ctx = LlamaContext(model=self._load_model(), params=self._context_params(n_ctx, 1), verbose=False)
+        self._n_ctx = n_ctx
+        self._batch = LlamaBatch(n_tokens=self._n_batch, embd=0, n_seq_max=1, verbose=False)
+
+    def _prepare_packed(self, max_input_len: int) -> None:
+        """Create (or grow) the packed context: MAX_PACK_SEQS sequences, each with its own KV
+        range of `_packed_n_ctx` cells. A unified KV cache (one buffer for all sequences) moved
+        Gemma 3 270M log-probabilities by up to 0.25 nats against unpacked passes; per-sequence
+        ranges keep each sequence's attention shaped as in an unpacked pass (docs/gpu.md)."""
+        if self._packed_ctx is not None and max_input_len <= self._packed_n_ctx:
+            return
+        from llama_cpp._internals import LlamaBatch, LlamaContext
+
+        self._close_packed()
+        n_ctx_seq = min(self.info.n_ctx_train, -(-max_input_len // 256) * 256)
+        params = self._context_params(n_ctx_seq * MAX_PACK_SEQS, MAX_PACK_SEQS)
+        params.kv_unified = False
+        self._packed_ctx = LlamaContext(model=self._load_model(), params=params, verbose=False)
+        self._packed_n_ctx = n_ctx_seq
+        self._packed_batch = LlamaBatch(n_tokens=self._n_batch, embd=0, n_seq_max=MAX_PACK_SEQS, verbose=False)
+
+    def _load_model(self):
+        if self._model is None:
+            from llama_cpp._internals import LlamaModel
+
+            model_params = self._lib.llama_model_default_params()
+            model_params.use_extra_bufts = self._extra_bufts
+            self._model = LlamaModel(path_model=str(self._path), params=model_params, verbose=False)
+        return self._model
+
+    def _context_params(self, n_ctx: int, n_seq_max: int):
         lib = self._lib
-        model_params = lib.llama_model_default_params()
-        model_params.use_extra_bufts = self._extra_bufts
-        self._model = LlamaModel(path_model=str(self._path), params=model_params, verbose=False)
         ctx_params = lib.llama_context_default_params()
-        ctx_params.n_ctx = min(self.info.n_ctx_train, -(-max_input_len // 256) * 256)
+        ctx_params.n_ctx = n_ctx
         ctx_params.n_batch = ctx_params.n_ubatch = self._n_batch
         ctx_params.n_threads = ctx_params.n_threads_batch = self._n_threads
-        ctx_params.n_seq_max = 1
+        ctx_params.n_seq_max = n_seq_max
         # llama.cpp's CPU flash attention works in f16: on Gemma 3 270M it moved log-probabilities
         # by 0.074 nats on average (max 1.2) and made them depend on the batch size; without it
         # scores are identical for every batch size.
         ctx_params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        # one sequence, no cache reuse: sliding-window layers need only their window
+        # no cache reuse: sliding-window layers need only their window
         ctx_params.swa_full = False
-        self._ctx = LlamaContext(model=self._model, params=ctx_params, verbose=False)
-        self._n_ctx = ctx_params.n_ctx
-        self._batch = LlamaBatch(n_tokens=self._n_batch, embd=0, n_seq_max=1, verbose=False)
+        return ctx_params
 
     def score(
         self,
@@ -151,11 +201,52 @@ class LlamaCppScorer:
         target_ids = np.asarray(target_ids)
         parts: list[BlockScores] = []
         done = 0
-        for n_out in self._decode(input_ids, wanted, 0):
+        positions = np.arange(len(input_ids))
+        for n_out in self._decode(self._ctx, self._batch, input_ids, positions, np.zeros_like(positions), wanted):
             if n_out:
-                parts.append(score_block(self._logits(n_out), target_ids[done : done + n_out], top_k, temperatures))
+                parts.append(score_block(self._logits(self._ctx, n_out), target_ids[done : done + n_out], top_k, temperatures))
                 done += n_out
         return BlockScores.concat(parts)
+
+    def score_batch(self, passes: Sequence[PassInput], top_k: int, temperatures: tuple[float, ...]) -> list[BlockScores]:
+        """Score several passes, packed as sequences of one decode stream (up to MAX_PACK_SEQS
+        passes and `pack_tokens` tokens at a time); a pass that fills a stream alone runs as `score`."""
+        results: list[BlockScores] = []
+        group: list[PassInput] = []
+        for p in [*passes, None]:
+            if group and (p is None or len(group) == MAX_PACK_SEQS or sum(len(g[0]) for g in group) + len(p[0]) > max(self._pack_tokens, 1)):
+                results += [self.score(*group[0], top_k, temperatures)] if len(group) == 1 else self._score_packed(group, top_k, temperatures)
+                group = []
+            if p is not None:
+                group.append(p)
+        return results
+
+    def _score_packed(self, passes: list[PassInput], top_k: int, temperatures: tuple[float, ...]) -> list[BlockScores]:
+        lengths = [len(p[0]) for p in passes]
+        for n in lengths:
+            if n > self.info.n_ctx_train:
+                raise UserError(f"a window of {n} tokens exceeds {self.info.name}'s training context of {self.info.n_ctx_train} tokens")
+        self._prepare_packed(max(lengths))
+        self._lib.llama_memory_clear(self._lib.llama_get_memory(self._packed_ctx.ctx), True)
+        tokens = np.concatenate([np.asarray(p[0]) for p in passes])
+        positions = np.concatenate([np.arange(n) for n in lengths])
+        seqs = np.repeat(np.arange(len(passes)), lengths)
+        wanted = np.zeros(len(tokens), dtype=np.int8)
+        for offset, p in zip(np.cumsum([0, *lengths[:-1]]), passes):
+            positions_p = np.asarray(p[1])
+            if len(positions_p) != len(p[2]) or np.any(np.diff(positions_p) <= 0):
+                raise ValueError("output positions must be strictly increasing, one per target")
+            wanted[offset + positions_p] = 1
+        targets = np.concatenate([np.asarray(p[2]) for p in passes])
+        parts: list[BlockScores] = []
+        done = 0
+        for n_out in self._decode(self._packed_ctx, self._packed_batch, tokens, positions, seqs, wanted):
+            if n_out:
+                parts.append(score_block(self._logits(self._packed_ctx, n_out), targets[done : done + n_out], top_k, temperatures))
+                done += n_out
+        scores = BlockScores.concat(parts)
+        bounds = np.cumsum([0] + [len(p[2]) for p in passes])
+        return [BlockScores(*(getattr(scores, f)[a:b] for f in BlockScores.__dataclass_fields__)) for a, b in zip(bounds[:-1], bounds[1:])]
 
     def generate(self, input_ids: np.ndarray, max_new_tokens: int) -> list[int]:
         """Greedy continuation of `input_ids` (argmax at every step, ties to the lowest id).
@@ -205,39 +296,54 @@ class LlamaCppScorer:
             nonlocal position
             wanted = np.zeros(len(tokens), dtype=np.int8)
             wanted[-1] = 1
-            for _ in self._decode(tokens, wanted, position):
+            positions = position + np.arange(len(tokens))
+            for _ in self._decode(self._ctx, self._batch, tokens, positions, np.zeros_like(positions), wanted):
                 pass
             position += len(tokens)
-            return self._logits(1)
+            return self._logits(self._ctx, 1)
 
         return feed
 
-    def _decode(self, tokens: np.ndarray, wanted: np.ndarray, first_position: int) -> Iterator[int]:
-        """Decode `tokens` at positions from `first_position` in batches of `n_batch`, logits
-        only where `wanted`; after each batch, yield how many logit rows it left in the buffer."""
-        batch = self._batch.batch
+    def _decode(self, ctx, llama_batch, tokens: np.ndarray, positions: np.ndarray, seqs: np.ndarray, wanted: np.ndarray) -> Iterator[int]:
+        """Decode `tokens` (token i at `positions[i]` of sequence `seqs[i]`) on `ctx` in batches of
+        `n_batch`, logits only where `wanted`; after each batch, yield how many logit rows it left."""
+        batch = llama_batch.batch
         for start in range(0, len(tokens), self._n_batch):
             stop = min(start + self._n_batch, len(tokens))
             for i in range(stop - start):
                 batch.token[i] = int(tokens[start + i])
-                batch.pos[i] = first_position + start + i
+                batch.pos[i] = int(positions[start + i])
                 batch.n_seq_id[i] = 1
-                batch.seq_id[i][0] = 0
+                batch.seq_id[i][0] = int(seqs[start + i])
                 batch.logits[i] = int(wanted[start + i])
             batch.n_tokens = stop - start
-            status = self._lib.llama_decode(self._ctx.ctx, batch)
+            status = self._lib.llama_decode(ctx.ctx, batch)
             if status != 0:
                 raise RuntimeError(f"llama_decode failed with status {status}")
             yield int(wanted[start:stop].sum())
 
-    def _logits(self, n_rows: int) -> np.ndarray:
+    def _logits(self, ctx, n_rows: int) -> np.ndarray:
         """llama.cpp's output buffer (the flagged rows of the last batch, in order), not copied."""
-        return np.ctypeslib.as_array(self._lib.llama_get_logits(self._ctx.ctx), shape=(n_rows, self.info.vocab_size))
+        return np.ctypeslib.as_array(self._lib.llama_get_logits(ctx.ctx), shape=(n_rows, self.info.vocab_size))
 
-    def close(self) -> None:
-        """Free the inference context (the vocabulary stays loaded for tokenization)."""
-        for resource in (self._batch, self._ctx, self._model):
+    def _close_context(self) -> None:
+        for resource in (self._batch, self._ctx):
             if resource is not None:
                 resource.close()
-        self._batch = self._ctx = self._model = None
+        self._batch = self._ctx = None
         self._n_ctx = 0
+
+    def _close_packed(self) -> None:
+        for resource in (self._packed_batch, self._packed_ctx):
+            if resource is not None:
+                resource.close()
+        self._packed_batch = self._packed_ctx = None
+        self._packed_n_ctx = 0
+
+    def close(self) -> None:
+        """Free the inference contexts and the model (the vocabulary stays loaded for tokenization)."""
+        self._close_context()
+        self._close_packed()
+        if self._model is not None:
+            self._model.close()
+        self._model = None
