@@ -16,6 +16,7 @@ from ctxeval.backends.registry import ModelEntry, list_models
 from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
 from ctxeval.data.texts import DEMO_TEXT_NAME, Text, load_text, unique_text_ids
 from ctxeval.errors import UserError
+from ctxeval.executors import ExecutorOptions
 from ctxeval.metrics.rank import alpha_key
 from ctxeval.pairing import pair_windows, window_table
 from ctxeval.probes.gain_report import ContextGainResult, KeyTokenSettings, write_context_gain
@@ -53,6 +54,7 @@ def sweep(
     openai: OpenAIOptions | None = None,
     dry_run: bool = False,
     exhaustive: bool = False,
+    executor: ExecutorOptions | None = None,
 ) -> RunResult | dict:
     """The thesis protocol: per context length, `repeats` seeded starts, `n_compare` targets each
     with exactly L tokens of context (`exact`), or one pass per start (`approx`), or `both`; or,
@@ -125,7 +127,7 @@ def sweep(
                     plan[mi][ti].extend(windows.sweep(per_model[ti].char_starts, lengths, n_compare, start_chars, mode, thesis_targets))
         return plan, {"start_chars": starts}
 
-    return execute(config, loaded, list(models), _out_dir(out, "sweep", config), planner, progress, n_threads, openai, dry_run)
+    return execute(config, loaded, list(models), _out_dir(out, "sweep", config), planner, progress, n_threads, openai, dry_run, executor=executor)
 
 
 def score(
@@ -146,6 +148,7 @@ def score(
     openai: OpenAIOptions | None = None,
     dry_run: bool = False,
     head: str | None = None,
+    executor: ExecutorOptions | None = None,
 ) -> RunResult | dict:
     """Score a whole text (or its first `max_tokens` tokens) with `chunked`, `sliding` or `fixed` windows.
 
@@ -200,7 +203,7 @@ def score(
             passes = windows.fixed(n_tokens, window, head)
         return [[passes]], {"n_tokens_scored_from": n_tokens}
 
-    return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads, openai, dry_run)
+    return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads, openai, dry_run, executor=executor)
 
 
 def context_gain(
@@ -220,6 +223,7 @@ def context_gain(
     out: str | Path | None = None,
     progress: bool = False,
     n_threads: int | None = None,
+    executor: ExecutorOptions | None = None,
 ) -> ContextGainResult:
     """Score every target with its full context inside chunks of `window` tokens and with only
     about the last `short` tokens; report both perplexities, the per-token gain, its paired
@@ -273,7 +277,7 @@ def context_gain(
         evaluator_name = manifest["models"][model_specs.index(evaluator_spec)]["name"]
         return write_context_gain(run_dir, manifest, KeyTokenSettings(evaluator_name, alpha, beta, block, replicates, seed))
 
-    return execute(config, loaded, model_specs, _out_dir(out, "context-gain", config), planner, progress, n_threads, finish=finish)
+    return execute(config, loaded, model_specs, _out_dir(out, "context-gain", config), planner, progress, n_threads, finish=finish, executor=executor)
 
 
 def retrieval(

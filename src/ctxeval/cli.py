@@ -12,6 +12,7 @@ from ctxeval import api
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig
 from ctxeval.backends.openai_options import DEFAULT_CACHE, OpenAIOptions, dry_run_table
 from ctxeval.errors import UserError
+from ctxeval.executors import ExecutorOptions
 from ctxeval.report.outputs import PLOT_FILE, SUMMARY_CSV, SUMMARY_JSON, TABLES_MD, RunResult
 from ctxeval.report.tables import markdown_tables
 
@@ -46,6 +47,11 @@ CacheOpt = Annotated[Optional[str], typer.Option("--cache", help="openai models:
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the requests and tokens the run would send to API models, send nothing.")]
 PriceInOpt = Annotated[Optional[float], typer.Option("--price-in", help="With --dry-run: price per 1M prompt tokens.")]
 PriceOutOpt = Annotated[Optional[float], typer.Option("--price-out", help="With --dry-run: price per 1M completion tokens.")]
+ExecutorOpt = Annotated[str, typer.Option("--executor", help="Where passes run: local (this process, default) or ray (Ray actors, each holding a loaded model; records are the same).")]
+WorkersOpt = Annotated[int, typer.Option("--workers", help="--executor ray: actors per model.")]
+AddressOpt = Annotated[Optional[str], typer.Option("--address", help="--executor ray: the cluster's address (default: RAY_ADDRESS, else start a local cluster on 127.0.0.1).")]
+ThreadsPerWorkerOpt = Annotated[int, typer.Option("--threads-per-worker", help="--executor ray: CPU threads (and CPUs reserved) per actor.")]
+GpusPerWorkerOpt = Annotated[float, typer.Option("--gpus-per-worker", help="--executor ray: GPUs reserved per actor (hf: models with --device cuda).")]
 
 
 def _ints(value: str, flag: str) -> list[int]:
@@ -66,6 +72,10 @@ def _cache_path(value: Optional[str]) -> Optional[str]:
     if value is None:
         return str(DEFAULT_CACHE)
     return None if value.strip().lower() == "none" else value
+
+
+def _executor(kind: str, workers: int, address: Optional[str], threads_per_worker: int, gpus_per_worker: float) -> ExecutorOptions:
+    return ExecutorOptions(kind, workers, address, threads_per_worker, gpus_per_worker)
 
 
 def _metric_config(cutoff: str, alphas: str, approx_k: int, penalty: float) -> MetricConfig:
@@ -121,6 +131,11 @@ def sweep(
     dry_run: DryRunOpt = False,
     price_in: PriceInOpt = None,
     price_out: PriceOutOpt = None,
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = 1,
+    address: AddressOpt = None,
+    threads_per_worker: ThreadsPerWorkerOpt = 1,
+    gpus_per_worker: GpusPerWorkerOpt = 0.0,
 ) -> None:
     """Rank-based perplexity over context lengths (the thesis protocol)."""
     metrics = _metric_config(cutoff, alphas, approx_k, penalty)
@@ -143,6 +158,7 @@ def sweep(
         openai=OpenAIOptions(base_url, api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache)),
         dry_run=dry_run,
         exhaustive=exhaustive,
+        executor=_executor(executor, workers, address, threads_per_worker, gpus_per_worker),
     )
     if dry_run:
         typer.echo(dry_run_table(result, price_in, price_out))
@@ -182,6 +198,11 @@ def score(
     dry_run: DryRunOpt = False,
     price_in: PriceInOpt = None,
     price_out: PriceOutOpt = None,
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = 1,
+    address: AddressOpt = None,
+    threads_per_worker: ThreadsPerWorkerOpt = 1,
+    gpus_per_worker: GpusPerWorkerOpt = 0.0,
 ) -> None:
     """Perplexity and rank scores of a whole text with chunked, sliding or fixed windows."""
     metrics = _metric_config(cutoff, alphas, approx_k, penalty)
@@ -203,6 +224,7 @@ def score(
         openai=OpenAIOptions(base_url, api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache)),
         dry_run=dry_run,
         head=head,
+        executor=_executor(executor, workers, address, threads_per_worker, gpus_per_worker),
     )
     if dry_run:
         typer.echo(dry_run_table(result, price_in, price_out))
@@ -287,6 +309,10 @@ def context_gain(
     out: OutOpt = None,
     threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = 1,
+    address: AddressOpt = None,
+    threads_per_worker: ThreadsPerWorkerOpt = 1,
 ) -> None:
     """Does the model use distant context? Perplexity with the full context (chunked, window W) vs only
     the last k tokens, the per-token gain g = log p_long - log p_short with a paired BCa interval, gain
@@ -295,7 +321,7 @@ def context_gain(
     result = api.context_gain(
         texts, models=model or [DEFAULT_MODEL], window=window, short=short, short_stride=short_stride, evaluator=evaluator,
         alpha=alpha, beta=beta, max_tokens=max_tokens, top_k=top_k, block=block, replicates=replicates,
-        out=out, progress=not quiet, n_threads=threads,
+        out=out, progress=not quiet, n_threads=threads, executor=_executor(executor, workers, address, threads_per_worker, 0.0),
     )
     if not quiet:
         typer.echo((result.run_dir / "context_gain.md").read_text())

@@ -14,7 +14,6 @@ import platform
 import signal
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict
 from importlib import metadata
@@ -24,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from ctxeval.backends.base import ModelInfo, ScheduledScores, Scorer
-from ctxeval.backends.registry import load_scorer
 from ctxeval.config import MetricConfig, RunConfig
 from ctxeval.data.texts import Text
 from ctxeval.errors import ScoringFailed, UserError
+from ctxeval.executors import ExecutorOptions, ScorerSpec, open_executor
 from ctxeval.records import PartWriter, done_passes, merge_parts, schema_for, temperature_column
 from ctxeval.report.outputs import read_manifest, write_outputs
 from ctxeval.tokens import TokenizedText, tokenize
@@ -35,7 +34,6 @@ from ctxeval.windows import Pass
 
 MANIFEST_FILE = "manifest.json"
 _FLUSH_SECONDS = 2.0
-_MAX_BATCH_PASSES = 64
 # Tests set this to interrupt a run deterministically: after that many passes are scored and
 # flushed, the process sends itself SIGTERM, exactly as `kill` would (no race with the clock).
 STOP_AFTER_PASSES_ENV = "CTXEVAL_TEST_STOP_AFTER_PASSES"
@@ -56,10 +54,12 @@ def execute(
     openai_options=None,
     dry_run: bool = False,
     finish: Callable[[Path, dict, MetricConfig], Any] = write_outputs,
+    executor: ExecutorOptions | None = None,
 ) -> Any:
     """Plan, score missing passes, merge records, then `finish` writes the outputs (by default
     summaries, tables and plots) and returns the result.
 
+    `executor` says where passes run (default: in this process); records do not depend on it.
     With `dry_run`, only plan and return what the run would send to API backends (nothing is
     scored or written). Passes a backend fails to score (`ScoringFailed`) are left out of the
     records, listed in the manifest, and reported by raising `IncompleteRun`; a re-run retries them.
@@ -73,11 +73,9 @@ def execute(
         return finish(run_dir, previous, config.metrics)
 
     started = time.time()
-    hf_options = {"device": config.device, "dtype": config.dtype}
-    scorers = [
-        load_scorer(spec, n_threads=n_threads, openai_options=openai_options, **(hf_options if spec.startswith("hf:") else {}))
-        for spec in model_specs
-    ]
+    (executor or ExecutorOptions()).check()
+    load_specs = [ScorerSpec(spec, n_threads, openai_options, config.device, config.dtype) for spec in model_specs]
+    scorers = [s.load() for s in load_specs]
     tokenized = [[tokenize(scorer, text) for text in texts] for scorer in scorers]
     plan, plan_facts = planner([s.info for s in scorers], tokenized)
     if dry_run:
@@ -97,9 +95,9 @@ def execute(
     failures: list[dict] = []
     stop_after = int(os.environ.get(STOP_AFTER_PASSES_ENV, "0")) or None
     scored_now = 0
-    with terminate_as_interrupt(), progress_bar(progress, total, already) as advance:
+    with terminate_as_interrupt(), progress_bar(progress, total, already) as advance, open_executor(executor) as runner:
         pass_index = 0
-        for scorer, per_model, token_texts in zip(scorers, plan, tokenized):
+        for scorer, load_spec, per_model, token_texts in zip(scorers, load_specs, plan, tokenized):
             jobs = []
             for passes, tt in zip(per_model, token_texts):
                 for p in passes:
@@ -109,7 +107,7 @@ def execute(
             pending: dict[str, list] = {name: [] for name in schema.names}
             last_flush = time.monotonic()
             try:
-                for job, result in _scored(scorer, config, jobs):
+                for job, result in runner.stream(scorer, load_spec, config, jobs):
                     index, tt, p = job
                     if isinstance(result, ScoringFailed):
                         failures.append({"pass_index": index, "model": scorer.info.name, "text_id": tt.text.text_id, "window_id": p.window_id, "error": str(result)})
@@ -150,47 +148,10 @@ def plan_passes(plan: list[list[list[Pass]]]) -> list[Pass]:
     return [p for per_model in plan for per_text in per_model for p in per_text]
 
 
-def _scored(scorer: Scorer, config: RunConfig, jobs: list) -> Iterator[tuple[tuple, object]]:
-    """(job, BlockScores or ScoringFailed) in plan order; a backend with `concurrency` > 1 (an
-    API) gets that many passes in flight at once."""
-    workers = int(getattr(scorer, "concurrency", 1) or 1)
-    if hasattr(scorer, "score_batch"):
-        yield from _scored_in_batches(scorer, config, jobs)
-        return
-
-    def run(job):
-        try:
-            return _score_pass(scorer, config, job[1], job[2])
-        except ScoringFailed as exc:
-            return exc
-
-    if workers <= 1:
-        for job in jobs:
-            yield job, run(job)
-        return
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ctxeval-api") as pool:
-        for lo in range(0, len(jobs), 4 * workers):
-            chunk = jobs[lo : lo + 4 * workers]
-            yield from zip(chunk, pool.map(run, chunk))
-
-
-def _scored_in_batches(scorer: Scorer, config: RunConfig, jobs: list) -> Iterator[tuple[tuple, object]]:
-    """Consecutive passes of one text with equal input length go to `score_batch` together."""
-    group: list = []
-    for job in [*jobs, None]:
-        if group and (job is None or job[1] is not group[0][1] or job[2].n_input != group[0][2].n_input or len(group) == _MAX_BATCH_PASSES):
-            inputs = [_pass_input(scorer.info, tt, p) for _, tt, p in group]
-            results = [scorer.score(*inputs[0], config.top_k, config.temperatures)] if len(group) == 1 else scorer.score_batch(inputs, config.top_k, config.temperatures)
-            yield from zip(group, results)
-            group = []
-        if job is not None:
-            group.append(job)
-
-
 def _record_usage(manifest: dict, scorers: list[Scorer], earlier: dict) -> None:
     """Requests and tokens each API model used in this session (`api_usage`; cache hits are
     free) and over every session of this run directory (`api_usage_total`)."""
-    usage = {s.info.name: s.usage() for s in scorers if hasattr(s, "usage")}
+    usage = {s.info.name: s.usage() for s in scorers if s.remote}
     if usage:
         manifest["api_usage"] = usage
         manifest["api_usage_total"] = {name: _add_counts(earlier.get(name, {}), session) for name, session in usage.items()}
@@ -218,7 +179,7 @@ def _estimate(scorers: list[Scorer], config: RunConfig, plan: list[list[list[Pas
         totals = {"passes": 0, "requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
         for per_text in per_model:
             for p in per_text:
-                if index not in done and hasattr(scorer, "estimate"):
+                if index not in done and scorer.remote:
                     if p.context_mode == "thesis":
                         requests, prompt_tokens, completion_tokens = scorer.estimate_thesis(p.nominal_len, p.n_targets, config.n_compare, config.exhaustive)
                     else:
@@ -228,8 +189,8 @@ def _estimate(scorers: list[Scorer], config: RunConfig, plan: list[list[list[Pas
                     totals["prompt_tokens"] += prompt_tokens
                     totals["completion_tokens"] += completion_tokens
                 index += 1
-        if hasattr(scorer, "estimate"):
-            out[scorer.info.name] = totals | {"mode": getattr(scorer, "_mode", None) or "prompt (assumed; give --api-mode)"}
+        if scorer.remote:
+            out[scorer.info.name] = totals | {"mode": scorer.api_mode or "prompt (assumed; give --api-mode)"}
     return out
 
 
@@ -239,28 +200,6 @@ def check_context(infos: list[ModelInfo], max_tokens: int, what: str) -> None:
         needed = max_tokens + (1 if info.uses_bos else 0)
         if needed > info.n_ctx_train:
             raise UserError(f"{what} needs {needed} tokens per pass, beyond {info.name}'s training context of {info.n_ctx_train}")
-
-
-def _score_pass(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass):
-    """One forward pass (or one API window) of `p`; rows follow the pass's targets. A thesis
-    pass (API models only: api.sweep refuses others) is scored by the protocol, which decides
-    how many targets and which contexts."""
-    if p.context_mode == "thesis":
-        return scorer.score_thesis(*_pass_input(scorer.info, tt, p), config.top_k, config.temperatures, config.n_compare, config.exhaustive)
-    return scorer.score(*_pass_input(scorer.info, tt, p), config.top_k, config.temperatures)
-
-
-def _pass_input(info: ModelInfo, tt: TokenizedText, p: Pass) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Input ids (BOS first when the model uses one), scored positions and target ids of a pass."""
-    text_ids = tt.ids[p.context_start : p.target_end - 1]
-    bos = [info.bos_id] if info.uses_bos else []
-    if not bos and p.target_start == p.context_start:
-        raise UserError(f"{info.name} has no BOS token, so a target with no context cannot be scored; use --method fixed --head skip or a sweep")
-    input_ids = np.concatenate([np.asarray(bos, dtype=np.int32), text_ids]).astype(np.int32)
-    targets = np.arange(p.target_start, p.target_end)
-    # the logits at input position j predict the token after it
-    output_positions = targets - p.context_start - 1 + len(bos)
-    return input_ids, output_positions, tt.ids[targets]
 
 
 def _append_rows(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass, pass_index: int, result, out: dict[str, list]) -> None:

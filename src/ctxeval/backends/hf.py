@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ctxeval.backends.base import Capabilities, ModelInfo
+from ctxeval.backends.base import Capabilities, ModelInfo, PassInput, ScorerBase
 from ctxeval.backends.logits import BlockScores, score_block
 from ctxeval.errors import UserError
 
@@ -33,13 +33,13 @@ DEFAULT_ROWS_PER_BLOCK = 64
 DEFAULT_BATCH_TOKENS = 4096
 
 # One pass to score: input ids, positions whose logits are scored, target ids.
-PassInput = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-class HFScorer:
+class HFScorer(ScorerBase):
     """Scorer for one local transformers checkpoint directory."""
 
     capabilities = Capabilities(full_logits=True, max_top_k=None, temperatures=True)
+    batches = True
 
     def __init__(
         self,

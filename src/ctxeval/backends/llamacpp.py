@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ctxeval.backends.base import Capabilities, ModelInfo
+from ctxeval.backends.base import Capabilities, ModelInfo, ScorerBase
 from ctxeval.backends.logits import BlockScores, score_block
 from ctxeval.errors import UserError
 
@@ -43,7 +43,7 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-class LlamaCppScorer:
+class LlamaCppScorer(ScorerBase):
     """Scorer for one GGUF file; the inference context is sized on first use by `prepare`."""
 
     capabilities = Capabilities(full_logits=True, max_top_k=None, temperatures=True, generation=True)
