@@ -95,7 +95,8 @@ def execute(
     failures: list[dict] = []
     stop_after = int(os.environ.get(STOP_AFTER_PASSES_ENV, "0")) or None
     scored_now = 0
-    with terminate_as_interrupt(), progress_bar(progress, total, already) as advance, open_executor(executor) as runner:
+    # the executor first: Ray installs its own SIGTERM handler when it connects
+    with open_executor(executor) as runner, terminate_as_interrupt(), progress_bar(progress, total, already) as advance:
         pass_index = 0
         for scorer, load_spec, per_model, token_texts in zip(scorers, load_specs, plan, tokenized):
             jobs = []
