@@ -476,6 +476,21 @@ def pplqa(
         typer.echo(markdown(result))
 
 
+@app.command()
+def serve(
+    model: Annotated[str, typer.Argument(help=f"{DEFAULT_MODEL} (embedded default) or a .gguf path.")] = DEFAULT_MODEL,
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on (0.0.0.0: every interface, for a fleet).")] = "127.0.0.1",
+    n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context size in tokens (the longest request it can evaluate).")] = 4096,
+    threads: ThreadsOpt = None,
+) -> None:
+    """Serve a GGUF model as an OpenAI-compatible server computing exactly as ctxeval's llamacpp backend
+    (an empty KV cache per request, flash attention off); use it with --model openai:NAME --base-url."""
+    from ctxeval.serve import serve as run
+
+    run(model, host, port, n_ctx, threads)
+
+
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 2."""
     try:
