@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -20,6 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ctxeval import api
+from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.errors import UserError
 from ctxeval.executors import ExecutorOptions, open_executor
 from ctxeval.executors.ray import KILL_WORKER_AFTER_ENV, interleaved
@@ -110,6 +113,55 @@ def test_a_killed_driver_resumes_to_the_local_records(ray_address, local_sweep, 
     assert resumed.returncode == 0, resumed.stderr
     _same_run(local_sweep, out)
     assert json.loads((out / "manifest.json").read_text())["timing"]["resumed"] is True
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def two_servers():
+    """Two `ctxeval serve` servers of the embedded model on loopback, one thread each."""
+    httpx = pytest.importorskip("httpx")
+    procs, urls = [], []
+    for _ in range(2):
+        port = _free_port()
+        cmd = [sys.executable, "-m", "ctxeval.cli", "serve", "--port", str(port), "--n-ctx", "256", "--threads", "1"]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+        urls.append(f"http://127.0.0.1:{port}")
+    for proc, url in zip(procs, urls):
+        deadline = time.monotonic() + 180
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"server exited: {proc.stderr.read().decode()[-2000:]}")
+            try:
+                if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "server did not start"
+                time.sleep(0.3)
+    yield urls
+    for proc in procs:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.model
+def test_openai_passes_dealt_over_two_servers_give_the_one_server_records(two_servers, ray_address, tmp_path):
+    def options(urls: list[str]) -> OpenAIOptions:
+        return OpenAIOptions(base_url=urls[0], fanout=tuple(urls[1:]), mode="prompt", tokenizer="gemma-3-270m", cache=None, concurrency=1)
+
+    args = {"models": ["openai:gemma-3-270m"], "lengths": (16, 48), "n_compare": 4, "repeats": 2, "context_mode": "approx"}
+    api.sweep(**args, out=tmp_path / "one", openai=options(two_servers[:1]))
+    api.sweep(**args, out=tmp_path / "two", openai=options(two_servers))
+    api.sweep(**args, out=tmp_path / "ray", openai=options(two_servers), executor=RAY2)
+    for run in ("two", "ray"):
+        _same_run(tmp_path / "one", tmp_path / run)
+        manifest = json.loads((tmp_path / run / "manifest.json").read_text())
+        assert manifest["run_id"] == json.loads((tmp_path / "one" / "manifest.json").read_text())["run_id"]
+        assert manifest["api_usage"]["openai:gemma-3-270m"]["requests"] == manifest["plan"]["passes"] == 4
 
 
 def _pass(n_input: int) -> Pass:

@@ -36,6 +36,7 @@ DeviceOpt = Annotated[Optional[str], typer.Option("--device", help="hf: models o
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="hf: models only: float32 (default), bfloat16, float16 or float64 (slow reference).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar and no tables.")]
 BaseUrlOpt = Annotated[str, typer.Option("--base-url", help="openai models: the server's base URL.")]
+BaseUrlsOpt = Annotated[Optional[list[str]], typer.Option("--base-url", help="openai models: the server's base URL (default http://127.0.0.1:8000). Repeat for several servers of the same model: passes are dealt across them.")]
 ApiKeyEnvOpt = Annotated[str, typer.Option("--api-key-env", help="openai models: environment variable holding the API key (never stored).")]
 ApiModeOpt = Annotated[str, typer.Option("--api-mode", help="openai models: auto (probe), prompt (echo+logprobs), generate (completions, thesis reuse) or chat (chat completions, thesis reuse).")]
 TokenizerOpt = Annotated[Optional[str], typer.Option("--tokenizer", help="openai models: a GGUF (gemma-3-270m or .gguf path) with the served model's vocabulary; default: the server's tokenize endpoint.")]
@@ -72,6 +73,10 @@ def _cache_path(value: Optional[str]) -> Optional[str]:
     if value is None:
         return str(DEFAULT_CACHE)
     return None if value.strip().lower() == "none" else value
+
+
+def _first_url(urls: Optional[list[str]]) -> str:
+    return urls[0] if urls else "http://127.0.0.1:8000"
 
 
 def _executor(kind: str, workers: int, address: Optional[str], threads_per_worker: int, gpus_per_worker: float) -> ExecutorOptions:
@@ -119,7 +124,7 @@ def sweep(
     device: DeviceOpt = None,
     dtype: DtypeOpt = None,
     quiet: QuietOpt = False,
-    base_url: BaseUrlOpt = "http://127.0.0.1:8000",
+    base_url: BaseUrlsOpt = None,
     api_key_env: ApiKeyEnvOpt = "OPENAI_API_KEY",
     api_mode: ApiModeOpt = "auto",
     tokenizer: TokenizerOpt = None,
@@ -155,7 +160,7 @@ def sweep(
         n_threads=threads,
         device=device,
         dtype=dtype,
-        openai=OpenAIOptions(base_url, api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache)),
+        openai=OpenAIOptions(_first_url(base_url), api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache), fanout=tuple((base_url or [])[1:])),
         dry_run=dry_run,
         exhaustive=exhaustive,
         executor=_executor(executor, workers, address, threads_per_worker, gpus_per_worker),
@@ -186,7 +191,7 @@ def score(
     device: DeviceOpt = None,
     dtype: DtypeOpt = None,
     quiet: QuietOpt = False,
-    base_url: BaseUrlOpt = "http://127.0.0.1:8000",
+    base_url: BaseUrlsOpt = None,
     api_key_env: ApiKeyEnvOpt = "OPENAI_API_KEY",
     api_mode: ApiModeOpt = "auto",
     tokenizer: TokenizerOpt = None,
@@ -221,7 +226,7 @@ def score(
         n_threads=threads,
         device=device,
         dtype=dtype,
-        openai=OpenAIOptions(base_url, api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache)),
+        openai=OpenAIOptions(_first_url(base_url), api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache), fanout=tuple((base_url or [])[1:])),
         dry_run=dry_run,
         head=head,
         executor=_executor(executor, workers, address, threads_per_worker, gpus_per_worker),

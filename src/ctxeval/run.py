@@ -123,7 +123,7 @@ def execute(
                         signal.raise_signal(signal.SIGTERM)
             finally:
                 _flush(writer, pending)
-                _record_usage(manifest, scorers, (previous or {}).get("api_usage_total", {}))
+                _record_usage(manifest, scorers, (previous or {}).get("api_usage_total", {}), runner.worker_usage)
                 scorer.close()
     manifest["timing"] = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
     if failures:
@@ -149,10 +149,16 @@ def plan_passes(plan: list[list[list[Pass]]]) -> list[Pass]:
     return [p for per_model in plan for per_text in per_model for p in per_text]
 
 
-def _record_usage(manifest: dict, scorers: list[Scorer], earlier: dict) -> None:
+def _record_usage(manifest: dict, scorers: list[Scorer], earlier: dict, worker_usage: dict[str, list[dict]]) -> None:
     """Requests and tokens each API model used in this session (`api_usage`; cache hits are
-    free) and over every session of this run directory (`api_usage_total`)."""
-    usage = {s.info.name: s.usage() for s in scorers if s.remote}
+    free), the driver's and its executor's workers' together, and over every session of this run
+    directory (`api_usage_total`)."""
+    usage = {}
+    for s in scorers:
+        if s.remote:
+            usage[s.info.name] = s.usage()
+            for other in worker_usage.get(s.info.name, []):
+                usage[s.info.name] = _add_counts(usage[s.info.name], other)
     if usage:
         manifest["api_usage"] = usage
         manifest["api_usage_total"] = {name: _add_counts(earlier.get(name, {}), session) for name, session in usage.items()}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ctxeval.backends.base import ScorerBase
@@ -58,8 +58,17 @@ class ScorerSpec:
         hf = {"device": self.device, "dtype": self.dtype} if self.spec.startswith("hf:") else {}
         return load_scorer(self.spec, n_threads=n_threads or self.n_threads, openai_options=self.openai_options, **hf)
 
+    def per_server(self) -> list[ScorerSpec]:
+        """One spec per server of an openai: model given several (`--base-url` repeated), else itself."""
+        if not self.spec.startswith("openai:") or self.openai_options is None or not self.openai_options.fanout:
+            return [self]
+        return [replace(self, openai_options=options) for options in self.openai_options.per_server()]
+
 
 class Executor(Protocol):
+    # usage() of the scorers it loaded besides the driver's, per model name (API requests they sent)
+    worker_usage: dict[str, list[dict]]
+
     def stream(self, scorer: ScorerBase, load_spec: ScorerSpec, config: RunConfig, jobs: list[Job]) -> Iterator[tuple[Job, object]]:
         """(job, BlockScores | ScheduledScores | ScoringFailed) for every job, each exactly once,
         in any order (the records are sorted into plan order when parts are merged)."""

@@ -43,6 +43,9 @@ class ScorerWorker:
     def score(self, config: RunConfig, items: list[WorkItem]) -> list[object]:
         return score_unit(self.scorer, config, items)
 
+    def usage(self) -> dict:
+        return self.scorer.usage()
+
 
 class RayExecutor:
     """Deals passes to Ray actors; connects to a cluster, or starts a local one on 127.0.0.1."""
@@ -56,6 +59,7 @@ class RayExecutor:
         self.options = options
         self._started = False
         self._actors: list = []
+        self.worker_usage: dict[str, list[dict]] = {}
         if not ray.is_initialized():
             address = options.address or os.environ.get("RAY_ADDRESS")
             try:
@@ -76,12 +80,14 @@ class RayExecutor:
         groups = units(scorer, jobs)
         worker_class = ray.remote(num_cpus=self.options.threads_per_worker, num_gpus=self.options.gpus_per_worker)(ScorerWorker)
 
-        def spawn():
-            actor = worker_class.remote(load_spec, self.options.threads_per_worker)
+        servers = load_spec.per_server()  # actor i reaches server i mod n (openai: with several --base-url)
+
+        def spawn(slot: int):
+            actor = worker_class.remote(servers[slot % len(servers)], self.options.threads_per_worker)
             self._actors.append(actor)
             return actor
 
-        actors = [spawn() for _ in range(min(self.options.workers, len(groups)))]
+        actors = [spawn(slot) for slot in range(min(self.options.workers, len(groups)))]
         for error in ray.get([a.ready.remote() for a in actors]):
             if error is not None:
                 raise UserError(error)
@@ -98,6 +104,8 @@ class RayExecutor:
 
         try:
             yield from self._gather(actors, spawn, submit, groups, queue, inflight)
+            if scorer.remote:
+                self.worker_usage.setdefault(scorer.info.name, []).extend(ray.get([a.usage.remote() for a in actors]))
         finally:
             self._kill_actors()
 
@@ -121,7 +129,7 @@ class RayExecutor:
                     raise RuntimeError(f"a unit of {len(groups[unit])} passes lost its Ray worker {MAX_ATTEMPTS} times: {str(exc).splitlines()[0]}") from exc
                 queue.appendleft(unit)
                 if actors[slot] is actor:  # replace the dead actor once, not once per lost unit
-                    actors[slot] = spawn()
+                    actors[slot] = spawn(slot)
                 for other in range(len(actors)):
                     submit(other)
                 continue
