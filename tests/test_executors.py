@@ -200,3 +200,17 @@ def test_cli_refuses_ray_options_without_ray_executor():
     result = run_cli("sweep", "--workers", "2", "--lengths", "16")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == ["ctxeval: error: --workers, --address, --threads-per-worker and --gpus-per-worker apply to --executor ray only"]
+
+
+def test_serve_refuses_a_model_it_cannot_serve():
+    result = run_cli("serve", "model.bin", "--port", "8000")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == ["ctxeval: error: ctxeval serve runs GGUF models only: gemma-3-270m or a .gguf path, not 'model.bin'"]
+
+
+def test_more_servers_do_not_change_what_decides_records():
+    one = OpenAIOptions(base_url="http://a:8000/v1")
+    two = OpenAIOptions(base_url="http://a:8000", fanout=("http://b:8000/v1/",))
+    assert one.identity() == two.identity()
+    assert [o.base_url for o in two.per_server()] == ["http://a:8000", "http://b:8000"]
+    assert all(o.fanout == () for o in two.per_server())
