@@ -28,17 +28,14 @@ import httpx
 
 from ctxeval import api
 from ctxeval.backends.openai_options import OpenAIOptions
-from ctxeval.backends.registry import embedded_model_path
 
-LAUNCHER = Path(__file__).resolve().parents[1] / "tests" / "servers" / "llama_server.py"
 
 
 def start_server() -> tuple[subprocess.Popen, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cmd = [sys.executable, str(LAUNCHER), "--model", str(embedded_model_path()), "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", "512", "--n_threads", "2", "--n_threads_batch", "2", "--flash_attn", "false", "--verbose", "false"]
+    cmd = [sys.executable, "-m", "ctxeval.cli", "serve", "--port", str(port), "--n-ctx", "512", "--threads", "2"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):

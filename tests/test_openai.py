@@ -29,7 +29,6 @@ from tests.conftest import run_cli
 from tests.servers.fault_proxy import FaultProxy
 from tests.servers.scripted import ScriptedServer
 
-LAUNCHER = Path(__file__).parent / "servers" / "llama_server.py"
 # float32 log-softmax on the server vs float64 log-sum-exp over the same float32 logits in
 # ctxeval: they differ by float32 rounding of values of magnitude <= ~20, i.e. < 2e-6
 TOLERANCE = 1e-5
@@ -48,12 +47,9 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server():
-    """llama-cpp-python's server with the embedded Gemma, flash attention off like the backend."""
-    from ctxeval.backends.registry import embedded_model_path
-
+    """`ctxeval serve`: the embedded Gemma behind llama-cpp-python's server, computing as the backend does."""
     port = _free_port()
-    cmd = [sys.executable, str(LAUNCHER), "--model", str(embedded_model_path()), "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", "128", "--n_threads", "1", "--n_threads_batch", "1", "--flash_attn", "false", "--verbose", "false"]
+    cmd = [sys.executable, "-m", "ctxeval.cli", "serve", "--port", str(port), "--n-ctx", "128", "--threads", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120

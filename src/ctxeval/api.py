@@ -17,6 +17,7 @@ from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, Metric
 from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
 from ctxeval.errors import UserError
+from ctxeval.executors import ExecutorOptions
 from ctxeval.metrics.rank import alpha_key
 from ctxeval.manifest import Manifest, read_manifest
 from ctxeval.pairing import pair_windows
@@ -57,6 +58,7 @@ def sweep(
     dry_run: bool = False,
     exhaustive: bool = False,
     corpus: CorpusOptions = CorpusOptions(),
+    executor: ExecutorOptions | None = None,
 ) -> RunResult | dict:
     """The thesis protocol: per context length, `repeats` seeded starts, `n_compare` targets each
     with exactly L tokens of context (`exact`), or one pass per start (`approx`), or `both`; or,
@@ -111,7 +113,7 @@ def sweep(
     thesis_targets = n_compare * gen_tokens if exhaustive else n_compare
 
     planner = SweepPlanner(lengths, n_compare, seed, repeats, modes, thesis_targets, gen_tokens)
-    return execute(config, loaded, list(models), _out_dir(out, "sweep", config), planner, progress, n_threads, openai, dry_run, input_facts=loaded.facts())
+    return execute(config, loaded, list(models), _out_dir(out, "sweep", config), planner, progress, n_threads, openai, dry_run, input_facts=loaded.facts(), executor=executor)
 
 
 def score(
@@ -133,6 +135,7 @@ def score(
     dry_run: bool = False,
     head: str | None = None,
     corpus: CorpusOptions = CorpusOptions(),
+    executor: ExecutorOptions | None = None,
 ) -> RunResult | dict:
     """Score a whole text (or its first `max_tokens` tokens) with `chunked`, `sliding` or `fixed` windows.
 
@@ -178,7 +181,7 @@ def score(
     )
 
     planner = ScorePlanner(method, window, stride, head or "full", max_tokens)
-    return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads, openai, dry_run, input_facts=loaded.facts())
+    return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads, openai, dry_run, input_facts=loaded.facts(), executor=executor)
 
 
 def context_gain(
@@ -199,6 +202,7 @@ def context_gain(
     progress: bool = False,
     n_threads: int | None = None,
     corpus: CorpusOptions = CorpusOptions(),
+    executor: ExecutorOptions | None = None,
 ) -> ContextGainResult:
     """Score every target with its full context inside chunks of `window` tokens and with only
     about the last `short` tokens; report both perplexities, the per-token gain, its paired
@@ -242,7 +246,7 @@ def context_gain(
         evaluator_name = manifest.model_names[model_specs.index(evaluator_spec)]
         return write_context_gain(run_dir, manifest, KeyTokenSettings(evaluator_name, alpha, beta, block, replicates, seed))
 
-    return execute(config, loaded, model_specs, _out_dir(out, "context-gain", config), planner, progress, n_threads, finish=finish, input_facts=loaded.facts())
+    return execute(config, loaded, model_specs, _out_dir(out, "context-gain", config), planner, progress, n_threads, finish=finish, input_facts=loaded.facts(), executor=executor)
 
 
 def retrieval(
@@ -435,6 +439,14 @@ def meta_eval(dataset: str, methods: str | Sequence[str] = ("pplqa", "gptscore",
 
     result = qa_commands.meta_eval(dataset, _methods(methods), out, model, limit, qa_scope, aspect, ties, replicates, seed, progress, n_threads)
     return Report(result, markdown_table(result))
+
+
+def serve(model: str = DEFAULT_MODEL, host: str = "127.0.0.1", port: int = 8000, n_ctx: int = 4096, n_threads: int | None = None) -> None:
+    """Serve a GGUF model as an OpenAI-compatible server that computes exactly as the llamacpp
+    backend (ctxeval.serve), until interrupted; imported on demand (it needs the server extra)."""
+    from ctxeval.serve import serve as run_server
+
+    run_server(model, host, port, n_ctx, n_threads)
 
 
 def _methods(methods: str | Sequence[str]) -> tuple[str, ...]:

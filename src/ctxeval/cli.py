@@ -10,9 +10,8 @@ import typer
 
 from ctxeval import api
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig
-from ctxeval.api import DEFAULT_CACHE, OpenAIOptions, RunResult, dry_run_table
+from ctxeval.api import DEFAULT_CACHE, CorpusOptions, ExecutorOptions, OpenAIOptions, RunResult, dry_run_table
 from ctxeval.errors import UserError
-from ctxeval.data.corpus import CorpusOptions
 
 app = typer.Typer(
     help="Measure how well language models use long contexts: perplexity, rank-based perplexity, context-length sweeps.",
@@ -34,6 +33,7 @@ DeviceOpt = Annotated[Optional[str], typer.Option("--device", help="hf: models o
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="hf: models only: float32 (default), bfloat16, float16 or float64 (slow reference).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar and no tables.")]
 BaseUrlOpt = Annotated[str, typer.Option("--base-url", help="openai models: the server's base URL.")]
+BaseUrlsOpt = Annotated[Optional[list[str]], typer.Option("--base-url", help="openai models: the server's base URL (default http://127.0.0.1:8000). Repeat for several servers of the same model: passes are dealt across them.")]
 ApiKeyEnvOpt = Annotated[str, typer.Option("--api-key-env", help="openai models: environment variable holding the API key (never stored).")]
 ApiModeOpt = Annotated[str, typer.Option("--api-mode", help="openai models: auto (probe), prompt (echo+logprobs), generate (completions, thesis reuse) or chat (chat completions, thesis reuse).")]
 TokenizerOpt = Annotated[Optional[str], typer.Option("--tokenizer", help="openai models: a GGUF (gemma-3-270m or .gguf path) with the served model's vocabulary; default: the server's tokenize endpoint.")]
@@ -51,6 +51,11 @@ IdFieldOpt = Annotated[Optional[str], typer.Option("--id-field", help="JSONL/Par
 MaxDocsOpt = Annotated[Optional[int], typer.Option("--max-docs", help="Use only the first N documents of the corpus.")]
 SampleOpt = Annotated[Optional[int], typer.Option("--sample", help="Use a seeded random sample of N documents (after --max-docs; seed: --seed).")]
 SkipBadOpt = Annotated[bool, typer.Option("--skip-bad", help="Skip bad documents (malformed line, missing field, empty, not UTF-8) and count them in the manifest, instead of stopping.")]
+ExecutorOpt = Annotated[str, typer.Option("--executor", help="Where passes run: local (this process, default) or ray (Ray actors, each holding a loaded model; records are the same).")]
+WorkersOpt = Annotated[int, typer.Option("--workers", help="--executor ray: actors per model.")]
+AddressOpt = Annotated[Optional[str], typer.Option("--address", help="--executor ray: the cluster's address (default: RAY_ADDRESS, else start a local cluster on 127.0.0.1).")]
+ThreadsPerWorkerOpt = Annotated[int, typer.Option("--threads-per-worker", help="--executor ray: CPU threads (and CPUs reserved) per actor.")]
+GpusPerWorkerOpt = Annotated[float, typer.Option("--gpus-per-worker", help="--executor ray: GPUs reserved per actor (hf: models with --device cuda).")]
 
 
 def _ints(value: str, flag: str) -> list[int]:
@@ -71,6 +76,14 @@ def _cache_path(value: Optional[str]) -> Optional[str]:
     if value is None:
         return str(DEFAULT_CACHE)
     return None if value.strip().lower() == "none" else value
+
+
+def _first_url(urls: Optional[list[str]]) -> str:
+    return urls[0] if urls else "http://127.0.0.1:8000"
+
+
+def _executor(kind: str, workers: int, address: Optional[str], threads_per_worker: int, gpus_per_worker: float) -> ExecutorOptions:
+    return ExecutorOptions(kind, workers, address, threads_per_worker, gpus_per_worker)
 
 
 def _metric_config(cutoff: str, alphas: str, approx_k: int, penalty: float) -> MetricConfig:
@@ -123,7 +136,7 @@ def sweep(
     device: DeviceOpt = None,
     dtype: DtypeOpt = None,
     quiet: QuietOpt = False,
-    base_url: BaseUrlOpt = "http://127.0.0.1:8000",
+    base_url: BaseUrlsOpt = None,
     api_key_env: ApiKeyEnvOpt = "OPENAI_API_KEY",
     api_mode: ApiModeOpt = "auto",
     tokenizer: TokenizerOpt = None,
@@ -141,6 +154,11 @@ def sweep(
     max_docs: MaxDocsOpt = None,
     sample: SampleOpt = None,
     skip_bad: SkipBadOpt = False,
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = 1,
+    address: AddressOpt = None,
+    threads_per_worker: ThreadsPerWorkerOpt = 1,
+    gpus_per_worker: GpusPerWorkerOpt = 0.0,
 ) -> None:
     """Rank-based perplexity over context lengths (the thesis protocol)."""
     metrics = _metric_config(cutoff, alphas, approx_k, penalty)
@@ -160,10 +178,11 @@ def sweep(
         n_threads=threads,
         device=device,
         dtype=dtype,
-        openai=OpenAIOptions(base_url, api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache)),
+        openai=OpenAIOptions(_first_url(base_url), api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache), fanout=tuple((base_url or [])[1:])),
         dry_run=dry_run,
         exhaustive=exhaustive,
         corpus=_corpus_options(glob, text_field, id_field, max_docs, sample, seed, skip_bad),
+        executor=_executor(executor, workers, address, threads_per_worker, gpus_per_worker),
     )
     if dry_run:
         typer.echo(dry_run_table(result, price_in, price_out))
@@ -191,7 +210,7 @@ def score(
     device: DeviceOpt = None,
     dtype: DtypeOpt = None,
     quiet: QuietOpt = False,
-    base_url: BaseUrlOpt = "http://127.0.0.1:8000",
+    base_url: BaseUrlsOpt = None,
     api_key_env: ApiKeyEnvOpt = "OPENAI_API_KEY",
     api_mode: ApiModeOpt = "auto",
     tokenizer: TokenizerOpt = None,
@@ -210,6 +229,11 @@ def score(
     sample: SampleOpt = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of --sample.")] = 0,
     skip_bad: SkipBadOpt = False,
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = 1,
+    address: AddressOpt = None,
+    threads_per_worker: ThreadsPerWorkerOpt = 1,
+    gpus_per_worker: GpusPerWorkerOpt = 0.0,
 ) -> None:
     """Perplexity and rank scores of a whole text (or of every document of a corpus) with chunked, sliding or fixed windows."""
     metrics = _metric_config(cutoff, alphas, approx_k, penalty)
@@ -228,10 +252,11 @@ def score(
         n_threads=threads,
         device=device,
         dtype=dtype,
-        openai=OpenAIOptions(base_url, api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache)),
+        openai=OpenAIOptions(_first_url(base_url), api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache), fanout=tuple((base_url or [])[1:])),
         dry_run=dry_run,
         head=head,
         corpus=_corpus_options(glob, text_field, id_field, max_docs, sample, seed, skip_bad),
+        executor=_executor(executor, workers, address, threads_per_worker, gpus_per_worker),
     )
     if dry_run:
         typer.echo(dry_run_table(result, price_in, price_out))
@@ -323,6 +348,10 @@ def context_gain(
     sample: SampleOpt = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of --sample and of the bootstrap.")] = 0,
     skip_bad: SkipBadOpt = False,
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = 1,
+    address: AddressOpt = None,
+    threads_per_worker: ThreadsPerWorkerOpt = 1,
 ) -> None:
     """Does the model use distant context? Perplexity with the full context (chunked, window W) vs only
     the last k tokens, the per-token gain g = log p_long - log p_short with a paired BCa interval, gain
@@ -331,7 +360,7 @@ def context_gain(
     result = api.context_gain(
         texts, models=model or [DEFAULT_MODEL], window=window, short=short, short_stride=short_stride, evaluator=evaluator,
         alpha=alpha, beta=beta, max_tokens=max_tokens, top_k=top_k, block=block, replicates=replicates,
-        seed=seed, out=out, progress=not quiet, n_threads=threads,
+        seed=seed, out=out, progress=not quiet, n_threads=threads, executor=_executor(executor, workers, address, threads_per_worker, 0.0),
         corpus=_corpus_options(glob, text_field, id_field, max_docs, sample, seed, skip_bad),
     )
     if not quiet:
@@ -473,6 +502,19 @@ def pplqa(
     report = api.pplqa(answers, methods, out, model, limit, qa_scope, aspect, reference, seed, not quiet, threads, tau=tau)
     if not quiet:
         typer.echo(report.markdown)
+
+
+@app.command()
+def serve(
+    model: Annotated[str, typer.Argument(help=f"{DEFAULT_MODEL} (embedded default) or a .gguf path.")] = DEFAULT_MODEL,
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on (0.0.0.0: every interface, for a fleet).")] = "127.0.0.1",
+    n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context size in tokens (the longest request it can evaluate).")] = 4096,
+    threads: ThreadsOpt = None,
+) -> None:
+    """Serve a GGUF model as an OpenAI-compatible server computing exactly as ctxeval's llamacpp backend
+    (an empty KV cache per request, flash attention off); use it with --model openai:NAME --base-url."""
+    api.serve(model, host, port, n_ctx, threads)
 
 
 def main() -> None:

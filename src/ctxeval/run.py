@@ -13,8 +13,6 @@ import platform
 import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain, islice
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict
 from importlib import metadata
@@ -24,19 +22,18 @@ from typing import Any
 import numpy as np
 
 from ctxeval.backends.base import ModelInfo, ScheduledScores, Scorer
-from ctxeval.backends.registry import load_scorer
 from ctxeval.config import MetricConfig, RunConfig
 from ctxeval.data.texts import Text
 from ctxeval.errors import ScoringFailed, UserError
 from ctxeval.manifest import MANIFEST_FILE, Manifest, now, read_manifest, write_manifest
 from ctxeval.plan_stream import Planner, document_jobs, plan_documents
+from ctxeval.executors import ExecutorOptions, ScorerSpec, open_executor
 from ctxeval.records import PartWriter, done_passes, merge_parts, schema_for, temperature_column
 from ctxeval.report.outputs import write_outputs
 from ctxeval.tokens import TokenizedText
 from ctxeval.windows import Pass
 
 _FLUSH_SECONDS = 2.0
-_MAX_BATCH_PASSES = 64
 # Tests set this to interrupt a run deterministically: after that many passes are scored and
 # flushed, the process sends itself SIGTERM, exactly as `kill` would (no race with the clock).
 STOP_AFTER_PASSES_ENV = "CTXEVAL_TEST_STOP_AFTER_PASSES"
@@ -58,6 +55,7 @@ def execute(
     dry_run: bool = False,
     finish: Callable[[Path, Manifest, MetricConfig], Any] = write_outputs,
     input_facts: dict | None = None,
+    executor: ExecutorOptions | None = None,
 ) -> Any:
     """Plan, score missing passes, merge records, then `finish` writes the outputs (by default
     summaries, tables and plots) and returns the result.
@@ -66,6 +64,7 @@ def execute(
     scoring hold one document at a time (plan_stream). `input_facts` (a corpus's options and
     skipped bad documents) go into the manifest as `corpus`.
 
+    `executor` says where passes run (default: in this process); records do not depend on it.
     With `dry_run`, only plan and return what the run would send to API backends (nothing is
     scored or written). Passes a backend fails to score (`ScoringFailed`) are left out of the
     records, listed in the manifest, and reported by raising `IncompleteRun`; a re-run retries them.
@@ -79,11 +78,9 @@ def execute(
         return finish(run_dir, previous, config.metrics)
 
     started = time.time()
-    hf_options = {"device": config.device, "dtype": config.dtype}
-    scorers = [
-        load_scorer(spec, n_threads=n_threads, openai_options=openai_options, **(hf_options if spec.startswith("hf:") else {}))
-        for spec in model_specs
-    ]
+    (executor or ExecutorOptions()).check()
+    load_specs = [ScorerSpec(spec, n_threads, openai_options, config.device, config.dtype) for spec in model_specs]
+    scorers = [s.load() for s in load_specs]
     plan, plan_facts, text_entries, held = plan_documents(planner, scorers, texts)
     if dry_run:
         estimate = _estimate(scorers, config, plan, done_passes(run_dir) if run_dir.exists() else set())
@@ -104,15 +101,16 @@ def execute(
     failures: list[dict] = []
     stop_after = int(os.environ.get(STOP_AFTER_PASSES_ENV, "0")) or None
     scored_now = 0
-    with terminate_as_interrupt(), progress_bar(progress, total, already) as advance:
+    # the executor first: Ray installs its own SIGTERM handler when it connects
+    with open_executor(executor) as runner, terminate_as_interrupt(), progress_bar(progress, total, already) as advance:
         pass_index = 0
-        for model_index, (scorer, per_model) in enumerate(zip(scorers, plan)):
+        for model_index, (scorer, load_spec, per_model) in enumerate(zip(scorers, load_specs, plan)):
             jobs = document_jobs(scorer, per_model, texts, pass_index, done, {d: per[model_index] for d, per in held.items()})
             pass_index += sum(len(passes) for passes in per_model)
             pending: dict[str, list] = {name: [] for name in schema.names}
             last_flush = time.monotonic()
             try:
-                for job, result in _scored(scorer, config, jobs):
+                for job, result in runner.stream(scorer, load_spec, config, jobs):
                     index, tt, p = job
                     if isinstance(result, ScoringFailed):
                         failures.append({"pass_index": index, "model": scorer.info.name, "text_id": tt.text.text_id, "window_id": p.window_id, "error": str(result)})
@@ -127,7 +125,7 @@ def execute(
                         signal.raise_signal(signal.SIGTERM)
             finally:
                 _flush(writer, pending)
-                _record_usage(manifest, scorers, (previous.api_usage_total if previous else None) or {})
+                _record_usage(manifest, scorers, (previous.api_usage_total if previous else None) or {}, runner.worker_usage)
                 scorer.close()
     manifest.timing = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
     if failures:
@@ -153,46 +151,16 @@ def plan_passes(plan: list[list[list[Pass]]]) -> list[Pass]:
     return [p for per_model in plan for per_text in per_model for p in per_text]
 
 
-def _scored(scorer: Scorer, config: RunConfig, jobs: Iterator[tuple]) -> Iterator[tuple[tuple, object]]:
-    """(job, BlockScores or ScoringFailed) in plan order; a backend with `concurrency` > 1 (an
-    API) gets that many passes in flight at once."""
-    workers = int(getattr(scorer, "concurrency", 1) or 1)
-    if hasattr(scorer, "score_batch"):
-        yield from _scored_in_batches(scorer, config, jobs)
-        return
-
-    def run(job):
-        try:
-            return _score_pass(scorer, config, job[1], job[2])
-        except ScoringFailed as exc:
-            return exc
-
-    if workers <= 1:
-        for job in jobs:
-            yield job, run(job)
-        return
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ctxeval-api") as pool:
-        while chunk := list(islice(jobs, 4 * workers)):
-            yield from zip(chunk, pool.map(run, chunk))
-
-
-def _scored_in_batches(scorer: Scorer, config: RunConfig, jobs: Iterator[tuple]) -> Iterator[tuple[tuple, object]]:
-    """Consecutive passes of one text with equal input length go to `score_batch` together."""
-    group: list = []
-    for job in chain(jobs, [None]):
-        if group and (job is None or job[1] is not group[0][1] or job[2].n_input != group[0][2].n_input or len(group) == _MAX_BATCH_PASSES):
-            inputs = [_pass_input(scorer.info, tt, p) for _, tt, p in group]
-            results = [scorer.score(*inputs[0], config.top_k, config.temperatures)] if len(group) == 1 else scorer.score_batch(inputs, config.top_k, config.temperatures)
-            yield from zip(group, results)
-            group = []
-        if job is not None:
-            group.append(job)
-
-
-def _record_usage(manifest: Manifest, scorers: list[Scorer], earlier: dict) -> None:
+def _record_usage(manifest: Manifest, scorers: list[Scorer], earlier: dict, worker_usage: dict[str, list[dict]]) -> None:
     """Requests and tokens each API model used in this session (`api_usage`; cache hits are
-    free) and over every session of this run directory (`api_usage_total`)."""
-    usage = {s.info.name: s.usage() for s in scorers if hasattr(s, "usage")}
+    free), the driver's and its executor's workers' together, and over every session of this run
+    directory (`api_usage_total`)."""
+    usage = {}
+    for s in scorers:
+        if s.remote:
+            usage[s.info.name] = s.usage()
+            for other in worker_usage.get(s.info.name, []):
+                usage[s.info.name] = _add_counts(usage[s.info.name], other)
     if usage:
         manifest.api_usage = usage
         manifest.api_usage_total = {name: _add_counts(earlier.get(name, {}), session) for name, session in usage.items()}
@@ -220,7 +188,7 @@ def _estimate(scorers: list[Scorer], config: RunConfig, plan: list[list[list[Pas
         totals = {"passes": 0, "requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
         for per_text in per_model:
             for p in per_text:
-                if index not in done and hasattr(scorer, "estimate"):
+                if index not in done and scorer.remote:
                     if p.context_mode == "thesis":
                         requests, prompt_tokens, completion_tokens = scorer.estimate_thesis(p.nominal_len, p.n_targets, config.n_compare, config.exhaustive)
                     else:
@@ -230,31 +198,17 @@ def _estimate(scorers: list[Scorer], config: RunConfig, plan: list[list[list[Pas
                     totals["prompt_tokens"] += prompt_tokens
                     totals["completion_tokens"] += completion_tokens
                 index += 1
-        if hasattr(scorer, "estimate"):
-            out[scorer.info.name] = totals | {"mode": getattr(scorer, "_mode", None) or "prompt (assumed; give --api-mode)"}
+        if scorer.remote:
+            out[scorer.info.name] = totals | {"mode": scorer.api_mode or "prompt (assumed; give --api-mode)"}
     return out
 
 
-def _score_pass(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass):
-    """One forward pass (or one API window) of `p`; rows follow the pass's targets. A thesis
-    pass (API models only: api.sweep refuses others) is scored by the protocol, which decides
-    how many targets and which contexts."""
-    if p.context_mode == "thesis":
-        return scorer.score_thesis(*_pass_input(scorer.info, tt, p), config.top_k, config.temperatures, config.n_compare, config.exhaustive)
-    return scorer.score(*_pass_input(scorer.info, tt, p), config.top_k, config.temperatures)
-
-
-def _pass_input(info: ModelInfo, tt: TokenizedText, p: Pass) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Input ids (BOS first when the model uses one), scored positions and target ids of a pass."""
-    text_ids = tt.ids[p.context_start : p.target_end - 1]
-    bos = [info.bos_id] if info.uses_bos else []
-    if not bos and p.target_start == p.context_start:
-        raise UserError(f"{info.name} has no BOS token, so a target with no context cannot be scored; use --method fixed --head skip or a sweep")
-    input_ids = np.concatenate([np.asarray(bos, dtype=np.int32), text_ids]).astype(np.int32)
-    targets = np.arange(p.target_start, p.target_end)
-    # the logits at input position j predict the token after it
-    output_positions = targets - p.context_start - 1 + len(bos)
-    return input_ids, output_positions, tt.ids[targets]
+def check_context(infos: list[ModelInfo], max_tokens: int, what: str) -> None:
+    """Refuse windows longer than a model's training context (BOS included)."""
+    for info in infos:
+        needed = max_tokens + (1 if info.uses_bos else 0)
+        if needed > info.n_ctx_train:
+            raise UserError(f"{what} needs {needed} tokens per pass, beyond {info.name}'s training context of {info.n_ctx_train}")
 
 
 def _append_rows(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass, pass_index: int, result, out: dict[str, list]) -> None:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ctxeval.backends.logits import BlockScores
+from ctxeval.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -38,20 +41,29 @@ class ModelInfo:
         return self.bos_id is not None
 
 
-class Scorer(Protocol):
-    """Scores target tokens given token contexts. The only place a model is touched."""
+PassInput = tuple[np.ndarray, np.ndarray, np.ndarray]  # input ids, output positions, target ids
+
+
+class ScorerBase(ABC):
+    """The backend contract: every backend subclasses it. `tokenize`, `token_bytes` and `score`
+    are required; every optional method has a default here or fails with a clear "this backend
+    cannot ..." error, so callers never probe a scorer for what it has."""
 
     info: ModelInfo
     capabilities: Capabilities
+    concurrency: int = 1  # passes it can usefully have in flight at once (an API: requests)
+    batches: bool = False  # `score_batch` runs equal-length passes in one forward pass
+    remote: bool = False  # it sends requests to a server (so `estimate` and `usage` say something)
 
+    @abstractmethod
     def tokenize(self, text: str) -> list[int]:
         """Token ids of `text` without BOS or other special tokens."""
-        ...
 
+    @abstractmethod
     def token_bytes(self, token_id: int) -> bytes:
         """The exact UTF-8 bytes a token stands for in running text."""
-        ...
 
+    @abstractmethod
     def score(
         self,
         input_ids: np.ndarray,
@@ -62,23 +74,11 @@ class Scorer(Protocol):
     ) -> BlockScores:
         """One forward pass over `input_ids`; row i scores `target_ids[i]` from the logits
         at input position `output_positions[i]` (the position of the token before it)."""
-        ...
 
-    def close(self) -> None: ...
-
-
-@dataclass
-class ScheduledScores:
-    """Scores of a pass whose scorer chose the contexts (the thesis's API protocol): rows are the
-    pass's consecutive targets from its first, as many as were scored, and `context_len` is
-    the number of text tokens each actually saw."""
-
-    scores: BlockScores
-    context_len: np.ndarray  # int64 [n]
-
-
-class ThesisScorer(Protocol):
-    """A scorer that runs the thesis's generation protocol (an API without prompt log-probabilities)."""
+    def score_batch(self, passes: Sequence[PassInput], top_k: int, temperatures: tuple[float, ...]) -> list[BlockScores]:
+        """Scores of several passes; by default one `score` each (a backend with `batches`
+        runs equal-length passes together)."""
+        return [self.score(*p, top_k, temperatures) for p in passes]
 
     def score_thesis(
         self,
@@ -92,21 +92,52 @@ class ThesisScorer(Protocol):
     ) -> ScheduledScores:
         """Score from the pass's first target (L tokens after its context start) on, with the
         thesis's context schedule; n_c comparisons, or n_c requests if `exhaustive`."""
-        ...
+        raise UserError(f"{self.info.name}: this backend cannot run the thesis API protocol (an openai: model in generate or chat mode can)")
 
-    def estimate_thesis(self, length: int, n_targets: int, n_compare: int, exhaustive: bool) -> tuple[int, int, int]:
-        """Upper bounds (requests, prompt tokens, completion tokens) of one thesis pass."""
-        ...
-
-
-class Generator(Protocol):
-    """A scorer that can also continue a token sequence greedily (Capabilities.generation)."""
-
-    def generate(self, input_ids: np.ndarray, max_new_tokens: int) -> list[int]: ...
+    def generate(self, input_ids: np.ndarray, max_new_tokens: int) -> list[int]:
+        """Greedy continuation of `input_ids` (Capabilities.generation)."""
+        raise UserError(f"{self.info.name}: this backend cannot generate text")
 
     def score_stepwise(
         self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...]
     ) -> BlockScores:
         """Teacher-forced scores of a continuation computed on generation's own kernel path
         (one token per step), so a greedy chain read from them is what `generate` produces."""
-        ...
+        raise UserError(f"{self.info.name}: this backend cannot score on its generation path")
+
+    def prepare(self, max_input_len: int) -> None:
+        """Size whatever the backend allocates per input length once, for the longest input;
+        a backend with nothing to size does nothing."""
+
+    @property
+    def api_mode(self) -> str | None:
+        """The API path chosen so far (prompt, generate or chat; None: not yet probed, or not an API)."""
+        return None
+
+    def estimate(self, n_input: int, n_targets: int) -> tuple[int, int, int]:
+        """Upper bounds (requests, prompt tokens, completion tokens) of one pass, sent nothing."""
+        raise UserError(f"{self.info.name}: this backend cannot estimate requests: it sends none")
+
+    def estimate_thesis(self, length: int, n_targets: int, n_compare: int, exhaustive: bool) -> tuple[int, int, int]:
+        """Upper bounds (requests, prompt tokens, completion tokens) of one thesis pass."""
+        raise UserError(f"{self.info.name}: this backend cannot estimate requests: it sends none")
+
+    def usage(self) -> dict:
+        """Requests and tokens this session sent (empty for a backend that sends none)."""
+        return {}
+
+    def close(self) -> None:
+        """Release the model (a backend holding nothing releasable does nothing)."""
+
+
+Scorer = ScorerBase  # the name callers annotate with
+
+
+@dataclass
+class ScheduledScores:
+    """Scores of a pass whose scorer chose the contexts (the thesis's API protocol): rows are the
+    pass's consecutive targets from its first, as many as were scored, and `context_len` is
+    the number of text tokens each actually saw."""
+
+    scores: BlockScores
+    context_len: np.ndarray  # int64 [n]

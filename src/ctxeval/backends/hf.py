@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ctxeval.backends import head_memory
-from ctxeval.backends.base import Capabilities, ModelInfo
+from ctxeval.backends.base import Capabilities, ModelInfo, PassInput, ScorerBase
 from ctxeval.backends.logits import BlockScores, score_block
 from ctxeval.backends.logits_torch import score_block_device
 from ctxeval.backends.model_files import file_sha256
@@ -40,13 +40,13 @@ HALF_DTYPES = ("bfloat16", "float16")
 DEFAULT_BATCH_TOKENS = {"cpu": 4096, "cuda": 32768, "mps": 8192}
 
 # One pass to score: input ids, positions whose logits are scored, target ids.
-PassInput = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-class HFScorer:
+class HFScorer(ScorerBase):
     """Scorer for one local transformers checkpoint directory."""
 
     capabilities = Capabilities(full_logits=True, max_top_k=None, temperatures=True)
+    batches = True
 
     def __init__(
         self,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ctxeval.backends.base import Capabilities, ModelInfo
+from ctxeval.backends.base import Capabilities, ModelInfo, PassInput, ScorerBase
 from ctxeval.backends.logits import BlockScores, score_block
 from ctxeval.backends.model_files import file_sha256
 from ctxeval.errors import UserError
@@ -37,7 +37,6 @@ PACK_TOKENS = 4096  # a good `pack_tokens` when packing is wanted
 DEFAULT_PACK_TOKENS = 0  # 0: no packing, every pass decoded alone
 
 # One pass to score: input ids, positions whose logits are scored, target ids.
-PassInput = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def _amx_build(llama_cpp) -> bool:
@@ -50,7 +49,7 @@ def _amx_build(llama_cpp) -> bool:
     return b"AMX_INT8 = 1" in llama_cpp.llama_print_system_info()
 
 
-class LlamaCppScorer:
+class LlamaCppScorer(ScorerBase):
     """Scorer for one GGUF file; the inference context is sized on first use by `prepare`."""
 
     capabilities = Capabilities(full_logits=True, max_top_k=None, temperatures=True, generation=True)
@@ -68,6 +67,7 @@ class LlamaCppScorer:
         self._n_threads = n_threads or os.cpu_count() or 1
         self._n_batch = n_batch
         self._pack_tokens = pack_tokens
+        self.batches = pack_tokens > 0  # packing is off by default (docs/gpu.md: it moves scores)
         # The vocabulary alone (no inference context) serves tokenization and model facts.
         params = llama_cpp.llama_model_default_params()
         params.vocab_only = True

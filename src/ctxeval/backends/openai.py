@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ctxeval.backends.api_client import ApiClient, RequestFailed
-from ctxeval.backends.base import Capabilities, ModelInfo, ScheduledScores
+from ctxeval.backends.base import Capabilities, ModelInfo, ScheduledScores, ScorerBase
 from ctxeval.backends.logits import BlockScores
 from ctxeval.backends.openai_options import MODES, OpenAIOptions, RetryPolicy
 from ctxeval.backends.registry import load_scorer
@@ -65,8 +65,10 @@ class ProtocolCounts:
     comparisons: int = 0
 
 
-class OpenAIScorer:
+class OpenAIScorer(ScorerBase):
     """Scorer protocol over an OpenAI-compatible API (see module docstring)."""
+
+    remote = True
 
     def __init__(self, model: str, options: OpenAIOptions, n_threads: int | None = None) -> None:
         if options.mode not in MODES:
@@ -114,6 +116,10 @@ class OpenAIScorer:
         return self._tokenizer.token_bytes(token_id)
 
     # --- scoring ---------------------------------------------------------------------------
+    @property
+    def api_mode(self) -> str | None:
+        return self._mode
+
     @property
     def mode(self) -> str:
         if self._mode is None:

@@ -41,9 +41,17 @@ class OpenAIOptions:
     concurrency: int = 4
     cache: str | None = str(DEFAULT_CACHE)  # None: no cache
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    # more servers of the same model (`--base-url` repeated): the executor deals passes across
+    # base_url and these; they serve the same records, so they are not part of identity()
+    fanout: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_url", server_root(self.base_url))  # both URL forms: one run id, one cache key
+        object.__setattr__(self, "fanout", tuple(server_root(u) for u in self.fanout))
+
+    def per_server(self) -> list[OpenAIOptions]:
+        """These options once per server, each reaching one of them."""
+        return [replace(self, base_url=url, fanout=()) for url in (self.base_url, *self.fanout)]
 
     @property
     def tokens_per_request(self) -> int:

@@ -89,9 +89,7 @@ class Evaluator:
         """Size the backend's context once for the longest pass (it would otherwise grow step by step)."""
         if max_tokens + len(self._bos) > self.scorer.info.n_ctx_train:
             raise UserError(f"a pass of {max_tokens} tokens exceeds {self.scorer.info.name}'s training context of {self.scorer.info.n_ctx_train}")
-        prepare = getattr(self.scorer, "prepare", None)
-        if prepare is not None:
-            prepare(max_tokens + len(self._bos))
+        self.scorer.prepare(max_tokens + len(self._bos))
 
     def n_tokens(self, text: str) -> int:
         return len(self.scorer.tokenize(text)) if text else 0

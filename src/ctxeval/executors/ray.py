@@ -1,0 +1,175 @@
+"""The Ray executor: one actor per worker, each loading its scorer once and reusing it.
+
+Units of work (single passes, or batches of equal-length passes for a backend that batches)
+are dealt to the actors with long and short units interleaved (as lm-eval deals requests to
+vLLM's data-parallel workers), a few in flight per actor; results stream back as they
+complete (`ray.wait`) and the driver alone writes records. A unit whose actor dies is put back
+at the head of the queue and runs on the next free actor; the dead actor is replaced.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator
+
+from ctxeval.backends.base import ScorerBase
+from ctxeval.config import RunConfig
+from ctxeval.errors import UserError
+from ctxeval.executors.spec import ExecutorOptions, ScorerSpec
+from ctxeval.executors.work import Job, WorkItem, score_unit, units, work_item
+
+IN_FLIGHT_PER_WORKER = 2  # a queued unit keeps an actor busy while the driver writes results
+MAX_ATTEMPTS = 3  # a unit whose actor died this many times ends the run
+# Tests set this to kill one busy actor (ray.kill) after that many passes came back.
+KILL_WORKER_AFTER_ENV = "CTXEVAL_TEST_KILL_WORKER_AFTER"
+
+
+class ScorerWorker:
+    """A Ray actor holding one loaded scorer (loaded inside the actor, on its node)."""
+
+    def __init__(self, load_spec: ScorerSpec, n_threads: int) -> None:
+        self.scorer: ScorerBase | None = None
+        self.error: str | None = None
+        try:
+            self.scorer = load_spec.load(n_threads)
+        except UserError as exc:
+            self.error = str(exc)
+
+    def ready(self) -> str | None:
+        """None once the scorer is loaded, else why it could not be."""
+        return self.error
+
+    def score(self, config: RunConfig, items: list[WorkItem]) -> list[object]:
+        return score_unit(self.scorer, config, items)
+
+    def usage(self) -> dict:
+        return self.scorer.usage()
+
+
+class RayExecutor:
+    """Deals passes to Ray actors; connects to a cluster, or starts a local one on 127.0.0.1."""
+
+    def __init__(self, options: ExecutorOptions) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise UserError("--executor ray needs Ray: pip install 'ctxeval[ray]'") from None
+        self._ray = ray
+        self.options = options
+        self._started = False
+        self._actors: list = []
+        self.worker_usage: dict[str, list[dict]] = {}
+        if not ray.is_initialized():
+            address = options.address or os.environ.get("RAY_ADDRESS")
+            try:
+                if address:
+                    ray.init(address=address, log_to_driver=False, configure_logging=False)
+                else:
+                    ray.init(num_cpus=options.workers * options.threads_per_worker, include_dashboard=False,
+                             _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False)
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                raise UserError(f"cannot start or reach a Ray cluster{f' at {address}' if address else ''}: {str(exc).splitlines()[0]}") from None
+            self._started = True
+
+    def stream(self, scorer: ScorerBase, load_spec: ScorerSpec, config: RunConfig, jobs: Iterable[Job]) -> Iterator[tuple[Job, object]]:
+        """(job, result) for every job exactly once, in completion order. The driver holds every
+        pending job (and its document's tokens) to deal long and short units together."""
+        ray = self._ray
+        groups = list(units(scorer, jobs))
+        if not groups:
+            return
+        worker_class = ray.remote(num_cpus=self.options.threads_per_worker, num_gpus=self.options.gpus_per_worker)(ScorerWorker)
+
+        servers = load_spec.per_server()  # actor i reaches server i mod n (openai: with several --base-url)
+
+        def spawn(slot: int):
+            actor = worker_class.remote(servers[slot % len(servers)], self.options.threads_per_worker)
+            self._actors.append(actor)
+            return actor
+
+        actors = [spawn(slot) for slot in range(min(self.options.workers, len(groups)))]
+        for error in ray.get([a.ready.remote() for a in actors]):
+            if error is not None:
+                raise UserError(error)
+        queue = deque(interleaved(groups))
+        inflight: dict = {}  # ref -> (slot, actor, unit)
+
+        def submit(slot: int) -> None:
+            busy = sum(1 for s, _, _ in inflight.values() if s == slot)
+            while queue and busy < IN_FLIGHT_PER_WORKER:
+                unit = queue.popleft()
+                items = [work_item(scorer.info, tt, p) for _, tt, p in groups[unit]]
+                inflight[actors[slot].score.remote(config, items)] = (slot, actors[slot], unit)
+                busy += 1
+
+        try:
+            yield from self._gather(actors, spawn, submit, groups, queue, inflight)
+            if scorer.remote:
+                self.worker_usage.setdefault(scorer.info.name, []).extend(ray.get([a.usage.remote() for a in actors]))
+        finally:
+            self._kill_actors()
+
+    def _gather(self, actors: list, spawn, submit, groups: list[list[Job]], queue: deque, inflight: dict) -> Iterator[tuple[Job, object]]:
+        ray = self._ray
+        from ray.exceptions import RayActorError, RayTaskError
+
+        attempts: Counter[int] = Counter()
+        kill_after = int(os.environ.get(KILL_WORKER_AFTER_ENV, "0")) or None
+        returned = 0
+        for slot in range(len(actors)):
+            submit(slot)
+        while inflight:
+            (ref,), _ = ray.wait(list(inflight), num_returns=1)
+            slot, actor, unit = inflight.pop(ref)
+            try:
+                results = ray.get(ref)
+            except RayActorError as exc:
+                attempts[unit] += 1
+                if attempts[unit] >= MAX_ATTEMPTS:
+                    raise RuntimeError(f"a unit of {len(groups[unit])} passes lost its Ray worker {MAX_ATTEMPTS} times: {str(exc).splitlines()[0]}") from exc
+                queue.appendleft(unit)
+                if actors[slot] is actor:  # replace the dead actor once, not once per lost unit
+                    actors[slot] = spawn(slot)
+                for other in range(len(actors)):
+                    submit(other)
+                continue
+            except RayTaskError as exc:
+                if isinstance(exc.cause, UserError):
+                    raise exc.cause from None
+                raise
+            yield from zip(groups[unit], results)
+            returned += len(results)
+            if kill_after is not None and returned >= kill_after:
+                kill_after = None
+                busy = [a for _, a, _ in inflight.values()]
+                if busy:
+                    ray.kill(busy[0], no_restart=True)
+            submit(slot)
+
+    def _kill_actors(self) -> None:
+        """Free the actors' CPUs and GPUs (the next model's actors need them)."""
+        for actor in self._actors:
+            self._ray.kill(actor, no_restart=True)
+        self._actors.clear()
+
+    def close(self) -> None:
+        """Stop any actors left, and the cluster if this executor started it."""
+        self._kill_actors()
+        if self._started:
+            self._ray.shutdown()
+            self._started = False
+
+
+def interleaved(groups: list[list[Job]]) -> list[int]:
+    """Unit indices longest, shortest, second longest, second shortest, ... so every actor gets
+    a mix of long and short work (ties keep plan order)."""
+    by_cost = sorted(range(len(groups)), key=lambda i: -sum(p.n_input for _, _, p in groups[i]))
+    out: list[int] = []
+    lo, hi = 0, len(by_cost) - 1
+    while lo <= hi:
+        out.append(by_cost[lo])
+        if lo != hi:
+            out.append(by_cost[hi])
+        lo, hi = lo + 1, hi - 1
+    return out

@@ -1,0 +1,60 @@
+"""What an executor needs to know: where passes run (`ExecutorOptions`) and how a worker loads
+its own copy of a model (`ScorerSpec`). A leaf module, so the executors can import it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ctxeval.backends.base import ScorerBase
+from ctxeval.errors import UserError
+
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """Where passes run. None of it decides records, so none of it is part of the run id."""
+
+    kind: str = "local"
+    workers: int = 1  # ray: actors per model, each with its own loaded scorer
+    address: str | None = None  # ray: an existing cluster (None: RAY_ADDRESS, else start one on 127.0.0.1)
+    threads_per_worker: int = 1  # ray: CPU threads (and CPUs reserved) per actor
+    gpus_per_worker: float = 0.0  # ray: GPUs reserved per actor (hf: models with --device cuda)
+
+    def check(self) -> None:
+        """Refuse impossible settings with one clear line."""
+        if self.kind not in EXECUTORS:
+            raise UserError(f"unknown --executor {self.kind!r}; choose one of {', '.join(EXECUTORS)}")
+        if self.workers < 1:
+            raise UserError(f"--workers must be a positive integer, got {self.workers}")
+        if self.threads_per_worker < 1:
+            raise UserError(f"--threads-per-worker must be a positive integer, got {self.threads_per_worker}")
+        if self.gpus_per_worker < 0:
+            raise UserError(f"--gpus-per-worker must not be negative, got {self.gpus_per_worker}")
+        if self.kind == "local" and (self.workers != 1 or self.address or self.gpus_per_worker or self.threads_per_worker != 1):
+            raise UserError("--workers, --address, --threads-per-worker and --gpus-per-worker apply to --executor ray only")
+
+
+@dataclass(frozen=True)
+class ScorerSpec:
+    """How to load a scorer: what a worker needs to load its own copy of the driver's model."""
+
+    spec: str
+    n_threads: int | None = None
+    openai_options: Any = None  # OpenAIOptions for openai: models
+    device: str | None = None
+    dtype: str | None = None
+
+    def load(self, n_threads: int | None = None) -> ScorerBase:
+        """The scorer, with `n_threads` in place of the spec's own when given."""
+        from ctxeval.backends.registry import load_scorer
+
+        hf = {"device": self.device, "dtype": self.dtype} if self.spec.startswith("hf:") else {}
+        return load_scorer(self.spec, n_threads=n_threads or self.n_threads, openai_options=self.openai_options, **hf)
+
+    def per_server(self) -> list[ScorerSpec]:
+        """One spec per server of an openai: model given several (`--base-url` repeated), else itself."""
+        if not self.spec.startswith("openai:") or self.openai_options is None or not self.openai_options.fanout:
+            return [self]
+        return [replace(self, openai_options=options) for options in self.openai_options.per_server()]

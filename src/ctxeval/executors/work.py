@@ -1,0 +1,79 @@
+"""What an executor deals out: passes grouped into units, and how a loaded scorer runs one unit.
+
+Both executors run units through `score_unit`, in-process or inside a Ray actor, so a pass is
+scored by the same calls wherever it runs and records do not depend on the executor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from ctxeval.backends.base import ModelInfo, ScorerBase
+from ctxeval.config import RunConfig
+from ctxeval.errors import ScoringFailed, UserError
+from ctxeval.tokens import TokenizedText
+from ctxeval.windows import Pass
+
+MAX_BATCH_PASSES = 64
+
+Job = tuple[int, TokenizedText, Pass]  # (pass index in the plan, its text, the pass)
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """The model input of one pass: small enough to ship to a worker, all a scorer needs."""
+
+    thesis: bool
+    input_ids: np.ndarray
+    output_positions: np.ndarray
+    target_ids: np.ndarray
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.input_ids, self.output_positions, self.target_ids
+
+
+def units(scorer: ScorerBase, jobs: Iterable[Job]) -> Iterator[list[Job]]:
+    """Jobs grouped into units of work, lazily (a corpus's jobs arrive one document at a time):
+    for a backend that `batches`, consecutive passes of one text with equal input length (up to
+    MAX_BATCH_PASSES) go to `score_batch` together; every other unit is one pass."""
+    unit: list[Job] = []
+    for job in jobs:
+        if unit and not (scorer.batches and job[1] is unit[0][1] and job[2].n_input == unit[0][2].n_input and len(unit) < MAX_BATCH_PASSES):
+            yield unit
+            unit = []
+        unit.append(job)
+    if unit:
+        yield unit
+
+
+def work_item(info: ModelInfo, tt: TokenizedText, p: Pass) -> WorkItem:
+    """Input ids (BOS first when the model uses one), scored positions and target ids of a pass."""
+    text_ids = tt.ids[p.context_start : p.target_end - 1]
+    bos = [info.bos_id] if info.uses_bos else []
+    if not bos and p.target_start == p.context_start:
+        raise UserError(f"{info.name} has no BOS token, so a target with no context cannot be scored; use --method fixed --head skip or a sweep")
+    input_ids = np.concatenate([np.asarray(bos, dtype=np.int32), text_ids]).astype(np.int32)
+    targets = np.arange(p.target_start, p.target_end)
+    # the logits at input position j predict the token after it
+    output_positions = targets - p.context_start - 1 + len(bos)
+    return WorkItem(p.context_mode == "thesis", input_ids, output_positions, tt.ids[targets])
+
+
+def score_unit(scorer: ScorerBase, config: RunConfig, items: list[WorkItem]) -> list[object]:
+    """BlockScores (or ScheduledScores for a thesis pass) per item, in order; a unit the backend
+    fails to score (`ScoringFailed`) gives that failure for each of its items. A thesis pass
+    (API models only: api.sweep refuses others) is scored by the protocol, which decides how
+    many targets and which contexts."""
+    try:
+        if len(items) > 1:
+            return list(scorer.score_batch([w.arrays for w in items], config.top_k, config.temperatures))
+        (w,) = items
+        if w.thesis:
+            return [scorer.score_thesis(*w.arrays, config.top_k, config.temperatures, config.n_compare, config.exhaustive)]
+        return [scorer.score(*w.arrays, config.top_k, config.temperatures)]
+    except ScoringFailed as exc:
+        return [exc] * len(items)

@@ -1,0 +1,77 @@
+"""`ctxeval serve`: a GGUF behind an OpenAI-compatible server with ctxeval's llama.cpp settings.
+
+It is llama-cpp-python's server with two changes, so that every node of a fleet serves the
+numbers the local llamacpp backend computes: every request is evaluated from an empty KV cache
+(a stock server reuses the previous request's prefix and decodes only the suffix in a batch of
+its own, which moved Gemma 3's log-probabilities of the same context by up to 0.15 nats here,
+so results would depend on the order of requests), and on llama.cpp builds with Intel AMX
+kernels extra buffer types are off, as in the backend (that build segfaults in the AMX matmul
+on Gemma 3). Flash attention is off and batches are 512 tokens, as in the backend.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ctxeval.backends.llamacpp import DEFAULT_N_BATCH
+from ctxeval.config import DEFAULT_MODEL
+from ctxeval.errors import UserError
+
+
+def serve(model: str = DEFAULT_MODEL, host: str = "127.0.0.1", port: int = 8000, n_ctx: int = 4096, n_threads: int | None = None) -> None:
+    """Serve `model` (the embedded default or a .gguf path) until interrupted."""
+    try:
+        import uvicorn
+        from llama_cpp.server.app import create_app
+        from llama_cpp.server.settings import ModelSettings, ServerSettings
+    except ImportError:
+        raise UserError("ctxeval serve needs llama-cpp-python's server: pip install 'ctxeval[server]'") from None
+    if not 1 <= port <= 65535:
+        raise UserError(f"--port must be between 1 and 65535, got {port}")
+    if n_ctx < 1:
+        raise UserError(f"--n-ctx must be a positive integer, got {n_ctx}")
+    path = model_path(model)
+    patch_llama_cpp()
+    settings = {"model": str(path), "model_alias": model, "n_ctx": n_ctx, "n_batch": DEFAULT_N_BATCH, "flash_attn": False, "verbose": False}
+    if n_threads is not None:
+        settings |= {"n_threads": n_threads, "n_threads_batch": n_threads}
+    app = create_app(server_settings=ServerSettings(host=host, port=port), model_settings=[ModelSettings(**settings)])
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def model_path(model: str) -> Path:
+    """The GGUF file a `--model` value names (only llama.cpp models can be served)."""
+    if model == DEFAULT_MODEL:
+        from ctxeval.backends.registry import embedded_model_path
+
+        return embedded_model_path()
+    path = Path(model)
+    if path.suffix.lower() != ".gguf":
+        raise UserError(f"ctxeval serve runs GGUF models only: {DEFAULT_MODEL} or a .gguf path, not {model!r}")
+    if not path.is_file():
+        raise UserError(f"model file not found: {model}")
+    return path
+
+
+def patch_llama_cpp() -> None:
+    """Make llama-cpp-python's server compute as the llamacpp backend does (module docstring)."""
+    import llama_cpp
+    import llama_cpp.llama_cpp as llama_lib  # the module llama_cpp.Llama calls into
+
+    if b"AMX_INT8 = 1" in llama_cpp.llama_print_system_info():
+        default_params = llama_lib.llama_model_default_params
+
+        def params_without_extra_bufts():
+            params = default_params()
+            params.use_extra_bufts = False
+            return params
+
+        llama_lib.llama_model_default_params = params_without_extra_bufts
+
+    original = llama_cpp.Llama.generate
+
+    def generate(self, tokens, *args, **kwargs):
+        self.reset()  # n_tokens = 0: no prefix match, eval() clears the cache from position 0
+        return original(self, tokens, *args, **kwargs)
+
+    llama_cpp.Llama.generate = generate
