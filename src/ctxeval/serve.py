@@ -42,7 +42,7 @@ def serve(model: str = DEFAULT_MODEL, host: str = "127.0.0.1", port: int = 8000,
 def model_path(model: str) -> Path:
     """The GGUF file a `--model` value names (only llama.cpp models can be served)."""
     if model == DEFAULT_MODEL:
-        from ctxeval.backends.registry import embedded_model_path
+        from ctxeval.backends.model_files import embedded_model_path
 
         return embedded_model_path()
     path = Path(model)
