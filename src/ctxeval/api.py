@@ -24,6 +24,7 @@ from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
 from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
 from ctxeval.probes.retrieval_run import RetrievalConfig, RetrievalResult, run_retrieval
 from ctxeval.qa.commands import meta_eval, pplqa
+from ctxeval.report.html import DEFAULT_TOP_K_SHOWN, write_report as write_html_report
 from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, write_report
 from ctxeval.report.outputs import RunResult, compute, load_run, read_manifest, vocab_sizes, write_outputs
 from ctxeval.report.summary import window_metrics
@@ -31,7 +32,7 @@ from ctxeval.report.trends import metric_names, trend_table, variance_table, wri
 from ctxeval.run import check_context, execute
 from ctxeval.tokens import TokenizedText
 
-__all__ = ["sweep", "score", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "RunResult", "Comparison", "MetricConfig"]
+__all__ = ["sweep", "score", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "report", "RunResult", "Comparison", "MetricConfig"]
 
 
 def sweep(
@@ -320,6 +321,12 @@ def probe_report(runs: Sequence[str | Path], out: str | Path) -> str:
     """Side-by-side Markdown report (and JSON, plot) over sweep/score, context-gain and retrieval runs."""
     _, markdown = write_probe_report([Path(r) for r in runs], Path(out))
     return markdown
+
+
+def report(runs: Sequence[str | Path], out: str | Path = "report.html", top_k_shown: int = DEFAULT_TOP_K_SHOWN) -> Path:
+    """One offline HTML file over any mix of finished runs: headers, headline numbers, charts
+    and a per-token explorer (`top_k_shown` alternatives per token are embedded)."""
+    return write_html_report([Path(r) for r in runs], Path(out), top_k_shown)
 
 
 def run_metrics(run_dir: str | Path) -> MetricConfig:
