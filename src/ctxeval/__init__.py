@@ -1,5 +1,5 @@
 """ctxeval: measure how well language models use long contexts."""
 
-from ctxeval.api import Comparison, MetricConfig, RunResult, compare, models, score, summary, sweep
+from ctxeval.api import Comparison, MetricConfig, RunResult, compare, models, report, score, summary, sweep
 
-__all__ = ["sweep", "score", "summary", "compare", "models", "RunResult", "Comparison", "MetricConfig"]
+__all__ = ["sweep", "score", "summary", "compare", "models", "report", "RunResult", "Comparison", "MetricConfig"]

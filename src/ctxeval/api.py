@@ -29,13 +29,14 @@ from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
 from ctxeval.probes.retrieval_run import RetrievalConfig, RetrievalResult, run_retrieval
 from ctxeval.qa import commands as qa_commands
 from ctxeval.qa.methods import parse_methods
+from ctxeval.explorer import DEFAULT_TOP_K_SHOWN, write_report as write_html_report
 from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, window_table, write_report
 from ctxeval.report.outputs import RunResult, compute, load_run, write_outputs
 from ctxeval.report.summary import window_metrics
 from ctxeval.report.trends import metric_names, trend_table, variance_table, write_trends
 from ctxeval.run import execute
 
-__all__ = ["sweep", "score", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "leval", "leval_corr", "judge", "RunResult", "Comparison", "Report", "MetricConfig", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]
+__all__ = ["sweep", "score", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "leval", "leval_corr", "judge", "report", "RunResult", "Comparison", "Report", "MetricConfig", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]
 
 
 def sweep(
@@ -293,6 +294,12 @@ def probe_report(runs: Sequence[str | Path], out: str | Path) -> str:
     """Side-by-side Markdown report (and JSON, plot) over sweep/score, context-gain and retrieval runs."""
     _, markdown = write_probe_report([Path(r) for r in runs], Path(out))
     return markdown
+
+
+def report(runs: Sequence[str | Path], out: str | Path = "report.html", top_k_shown: int = DEFAULT_TOP_K_SHOWN) -> Path:
+    """One offline HTML file over any mix of finished runs: headers, headline numbers, charts
+    and a per-token explorer (`top_k_shown` alternatives per token are embedded)."""
+    return write_html_report([Path(r) for r in runs], Path(out), top_k_shown)
 
 
 def run_metrics(run_dir: str | Path) -> MetricConfig:

@@ -407,6 +407,18 @@ def probe_report(
 
 
 @app.command()
+def report(
+    runs: Annotated[list[Path], typer.Argument(help="Finished run directories of any kind: sweep, score, context-gain, retrieval, compare outputs, pplqa/meta-eval.")],
+    out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")] = Path("report.html"),
+    top_k_shown: Annotated[int, typer.Option("--top-k-shown", help="Top-k alternatives per token embedded for the hover card (at most the run's --top-k).")] = 10,
+) -> None:
+    """One offline, self-contained HTML report: run headers, headline numbers with intervals, charts and a
+    per-token explorer (colour by logprob, rank bucket, probability vs top-1, context gain, key tokens, A−B)."""
+    path = api.report(runs, out, top_k_shown)
+    typer.echo(f"report: {path} ({path.stat().st_size / 1e6:.2f} MB)")
+
+
+@app.command()
 def models() -> None:
     """List the models and backends usable here."""
     for entry in api.models():

@@ -1,0 +1,27 @@
+"""The offline, self-contained HTML report with a per-token explorer (`ctxeval report`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ctxeval.errors import UserError
+from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN
+from ctxeval.explorer.render import render_report
+
+__all__ = ["write_report", "DEFAULT_TOP_K_SHOWN"]
+
+
+def write_report(run_dirs: list[Path], out: Path, top_k_shown: int = DEFAULT_TOP_K_SHOWN) -> Path:
+    """Render the report of `run_dirs` into `out` atomically (never a half-written file)."""
+    if top_k_shown < 0:
+        raise UserError(f"--top-k-shown must be zero or positive, got {top_k_shown}")
+    html = render_report([Path(d) for d in run_dirs], top_k_shown)
+    out = Path(out)
+    if out.is_dir():
+        raise UserError(f"--out {out} is a directory; give a file name such as report.html")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(html, encoding="utf-8")
+    os.replace(tmp, out)
+    return out

@@ -1,0 +1,282 @@
+"""Everything the HTML report shows, read from run directories: headers, headline numbers and
+the per-token data of every scored window, packed column by column.
+
+The per-token data travels as one typed array per field (base64 of little-endian bytes) rather
+than one object per token: a 100K-token run stays a few MB and the browser decodes it in
+milliseconds. Token texts are kept once per model (id -> text, learnt from the records' own
+targets), so the top-k alternatives and the greedy token show as text where the run ever scored
+that id, and as `#id` where it did not (the report never loads a model or tokenizer).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ctxeval.errors import UserError
+from ctxeval.probes.context_gain import LONG_METHOD, gain_by_distance, gain_table
+from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask, merge_spans, tokens_within
+from ctxeval.manifest import read_manifest
+from ctxeval.report.outputs import compute, load_run
+
+TOKEN_KINDS = ("sweep", "score", "context-gain")
+DEFAULT_TOP_K_SHOWN = 10
+
+
+@dataclass
+class Arm:
+    """The scored tokens of one model in one run: what the explorer pages through."""
+
+    index: int
+    run: str  # the run's label (its directory name, made unique)
+    run_dir: Path
+    kind: str
+    model: str
+    manifest: dict
+    records: pd.DataFrame  # in plan order, only the explorer's rows (context-gain: long contexts)
+    gain: np.ndarray | None = None  # context-gain: log p_long - log p_short per row
+    key: np.ndarray | None = None  # context-gain: LongPPL key token per row
+
+
+@dataclass
+class RunView:
+    """One run directory as the report shows it."""
+
+    label: str
+    path: Path
+    kind: str
+    manifest: dict | None
+    header: dict
+    headline: list[dict] = field(default_factory=list)  # {label, value, interval}
+    summary: pd.DataFrame | None = None  # sweep/score: summarize()'s rows
+    gain_by_distance: pd.DataFrame | None = None
+    retrieval_cells: pd.DataFrame | None = None
+    compare: dict | None = None  # a compare directory's compare.json
+
+
+def run_kind(path: Path) -> str:
+    """The command that wrote a run directory: its manifest's, or `compare` for a compare output."""
+    if (path / "manifest.json").is_file():
+        return read_manifest(path).command or "unknown"
+    if (path / "compare.json").is_file():
+        return "compare"
+    raise UserError(f"{path} is not a ctxeval run directory (no manifest.json or compare.json)")
+
+
+def load_runs(paths: list[Path]) -> tuple[list[RunView], list[Arm]]:
+    """Read every run directory; UserError for a missing, unknown or unfinished one."""
+    if not paths:
+        raise UserError("give at least one run directory")
+    views, arms, labels = [], [], set()
+    for path in paths:
+        path = Path(path)
+        if not path.is_dir():
+            raise UserError(f"{path} is not a directory")
+        label = _unique(path.name or str(path), labels)
+        kind = run_kind(path)
+        if kind == "compare":
+            views.append(_compare_view(path, label))
+        elif kind in ("sweep", "score"):
+            view, run_arms = _lm_view(path, label, kind, len(arms))
+            views.append(view)
+            arms += run_arms
+        elif kind == "context-gain":
+            view, run_arms = _gain_view(path, label, len(arms))
+            views.append(view)
+            arms += run_arms
+        elif kind == "retrieval":
+            views.append(_retrieval_view(path, label))
+        else:
+            views.append(_generic_view(path, label, kind))
+    return views, arms
+
+
+def _unique(label: str, seen: set[str]) -> str:
+    out, i = label, 2
+    while out in seen:
+        out, i = f"{label} ({i})", i + 1
+    seen.add(out)
+    return out
+
+
+def header(manifest: dict, kind: str) -> dict:
+    """Model(s), backend, tokenizer, BOS, windows/lengths, seed, version, status of a manifest."""
+    config = manifest.get("config", {})
+    models = manifest.get("models", [])
+    bos = [f"{m.get('name')}: BOS id {m['bos_id']}" if m.get("bos_id") is not None else f"{m.get('name')}: no BOS" for m in models]
+    if kind in ("sweep",):
+        windows = f"lengths {', '.join(str(x) for x in config.get('lengths', []))}; n_c {config.get('n_compare')}; repeats {config.get('repeats')}; modes {', '.join(config.get('context_modes', []))}"
+    elif kind == "score":
+        windows = f"{config.get('method')} window {config.get('window')} stride {config.get('stride')}"
+    elif kind == "context-gain":
+        windows = f"chunked window {config.get('window')} vs last {config.get('short')} tokens (stride {config.get('stride')})"
+    else:
+        windows = ", ".join(f"{k} {v}" for k, v in config.items() if k in ("lines", "depths", "samples", "variant", "tokens"))
+    return {
+        "run_id": manifest.get("run_id", ""),
+        "command": kind,
+        "status": manifest.get("status", ""),
+        "created": manifest.get("created", ""),
+        "models": ", ".join(f"{m.get('name')} ({m.get('backend')}, vocab {m.get('vocab_size')})" for m in models) or ", ".join(config.get("models", [])),
+        "tokenizer": ", ".join(_tokenizer(m, config) for m in models),
+        "bos": "; ".join(bos) + (f" — {manifest['bos']}" if manifest.get("bos") else ""),
+        "windows": windows,
+        "texts": ", ".join(config.get("text_ids", [])),
+        "seed": config.get("seed", ""),
+        "top_k": config.get("top_k", ""),
+        "version": manifest.get("versions", {}).get("ctxeval", ""),
+    }
+
+
+def _tokenizer(model: dict, config: dict) -> str:
+    if model.get("backend") == "llamacpp":
+        return f"{model.get('name')}: GGUF vocabulary of {Path(str(model.get('path', ''))).name}"
+    if model.get("backend") == "openai" and config.get("backend_options"):
+        return f"{model.get('name')}: {config['backend_options']}"
+    return f"{model.get('name')}: the {model.get('backend')} model's own tokenizer"
+
+
+def _interval(lo: float, hi: float) -> str:
+    return "" if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{lo:.4g}, {hi:.4g}]"
+
+
+def _lm_view(path: Path, label: str, kind: str, first_arm: int) -> tuple[RunView, list[Arm]]:
+    typed, records = load_run(path)
+    summary = compute(path, typed, records, typed.metrics).summary
+    manifest = typed.to_json()  # the page shows the manifest as written
+    view = RunView(label, path, kind, manifest, header(manifest, kind), summary=summary)
+    for _, row in summary.iterrows():
+        where = f"{row['model']} · {row['text_id']} · {row['method']} {row['context_mode']} L={row['nominal_len']}"
+        view.headline.append({"label": f"PPL {where}", "value": f"{row['ppl']:.4g}", "interval": _interval(row["ppl_lo"], row["ppl_hi"])})
+        view.headline.append({"label": f"AVG {where}", "value": f"{row['avg']:.4f}", "interval": _interval(row["avg_lo"], row["avg_hi"])})
+    arms = [Arm(first_arm + i, label, path, kind, model, manifest, part.reset_index(drop=True)) for i, (model, part) in enumerate(records.groupby("model", sort=False))]
+    return view, arms
+
+
+def _gain_view(path: Path, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
+    typed, records = load_run(path)
+    manifest = typed.to_json()
+    summary_path = path / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    view = RunView(label, path, "context-gain", manifest, header(manifest, "context-gain"))
+    settings = summary.get("key_tokens", {})
+    evaluator = settings.get("evaluator", manifest["models"][0]["name"])
+    alpha, beta = settings.get("alpha", DEFAULT_ALPHA), settings.get("beta", DEFAULT_BETA)
+    config = manifest["config"]
+    arms, distance = [], []
+    for i, model in enumerate(dict.fromkeys(records["model"])):
+        parts, gains, keys = [], [], []
+        for text_id in dict.fromkeys(records["text_id"]):
+            table = gain_table(records, model, text_id)
+            evaluator_table = gain_table(records, evaluator, text_id)
+            spans = merge_spans(*(evaluator_table[c].to_numpy()[key_token_mask(evaluator_table["logprob_long"].to_numpy(), evaluator_table["logprob_short"].to_numpy(), alpha, beta)] for c in ("char_start", "char_end")))
+            long_rows = records[(records["model"] == model) & (records["text_id"] == text_id) & (records["method"] == LONG_METHOD)].sort_values("target_pos", kind="stable")
+            parts.append(long_rows)
+            gains.append(table.set_index("target_pos")["gain"].reindex(long_rows["target_pos"]).to_numpy())
+            keys.append(tokens_within(long_rows["char_start"].to_numpy(), long_rows["char_end"].to_numpy(), spans))
+            by_distance = gain_by_distance(table, config["short"], config["window"])
+            by_distance.insert(0, "series", f"{model} · {text_id}")
+            distance.append(by_distance)
+        arms.append(Arm(first_arm + i, label, path, "context-gain", model, manifest, pd.concat(parts, ignore_index=True), np.concatenate(gains), np.concatenate(keys)))
+    view.gain_by_distance = pd.concat(distance, ignore_index=True)
+    for text_id, entry in summary.get("texts", {}).items():
+        for model, s in entry.get("by_model", {}).items():
+            lo, hi = s["ppl_ratio_ci"]
+            view.headline.append({"label": f"PPL long/short {model} · {text_id}", "value": f"{s['ppl_ratio_long_over_short']:.4f}", "interval": _interval(lo, hi)})
+            if s.get("longppl") is not None:
+                view.headline.append({"label": f"LongPPL {model} · {text_id}", "value": f"{s['longppl']:.4g}", "interval": ""})
+    return view, arms
+
+
+def _retrieval_view(path: Path, label: str) -> RunView:
+    from ctxeval.probes.retrieval_run import CASES_FILE, cell_table
+
+    manifest = read_manifest(path).to_json()
+    view = RunView(label, path, "retrieval", manifest, header(manifest, "retrieval"))
+    lines = [line for line in (path / CASES_FILE).read_text(encoding="utf-8").splitlines() if line.strip()] if (path / CASES_FILE).is_file() else []
+    cases = []
+    for line in lines:
+        try:
+            cases.append({"tokens_target": None, **json.loads(line)})
+        except json.JSONDecodeError:
+            break  # a torn last line of an interrupted run
+    if cases:
+        cells = cell_table(pd.DataFrame(cases))
+        view.retrieval_cells = cells
+        for model, part in cells.groupby("model", sort=False):
+            acc = float((part["accuracy"] * part["n"]).sum() / part["n"].sum())
+            view.headline.append({"label": f"retrieval accuracy {model}", "value": f"{acc:.3f}", "interval": f"{int(part['n'].sum())} cases"})
+    return view
+
+
+def _compare_view(path: Path, label: str) -> RunView:
+    report = json.loads((path / "compare.json").read_text())
+    pm = report["primary_metric"]
+    view = RunView(label, path, "compare", None, {"command": "compare", "runs": f"A {report['runs']['a']} · B {report['runs']['b']}", "profile": report.get("profile", "")}, compare=report)
+    view.headline.append({"label": "PPL ratio B/A", "value": f"{pm['ratio']:.4f}", "interval": _interval(*pm["display_ci"])})
+    for name, m in report.get("secondary_metrics", {}).items():
+        view.headline.append({"label": f"{name} B − A", "value": f"{m['difference']:+.4f}", "interval": _interval(*m["ci"])})
+    return view
+
+
+def _generic_view(path: Path, label: str, kind: str) -> RunView:
+    """Runs without per-token records (pplqa, meta-eval, ...): their manifest only."""
+    manifest = read_manifest(path).to_json()
+    return RunView(label, path, kind, manifest, header(manifest, kind))
+
+
+def b64(array: np.ndarray, dtype: str) -> str:
+    """Little-endian bytes of `array` as `dtype`, base64: what the page decodes into a typed array."""
+    return base64.b64encode(np.ascontiguousarray(array, dtype=np.dtype(dtype).newbyteorder("<")).tobytes()).decode("ascii")
+
+
+def arm_payload(arm: Arm, top_k_shown: int) -> dict:
+    """Columnar data of one arm: windows (one entry per window) and tokens (one array per field)."""
+    r = arm.records
+    window_ids = r["window_id"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, window_ids[1:] != window_ids[:-1]]) if len(r) else np.zeros(0, dtype=np.int64)
+    counts = np.diff(np.r_[starts, len(r)])
+    first = r.iloc[starts]
+    vocab = dict(zip(r["target_id"].astype(int).tolist(), r["target_text"].tolist()))
+    k = min(top_k_shown, min((len(x) for x in r["topk_ids"]), default=0))
+    topk_ids = np.stack([np.asarray(x[:k], dtype=np.int32) for x in r["topk_ids"]]) if k else np.zeros((len(r), 0), np.int32)
+    topk_lp = np.stack([np.asarray(x[:k], dtype=np.float32) for x in r["topk_logprobs"]]) if k else np.zeros((len(r), 0), np.float32)
+    rank = r["rank"].to_numpy(dtype=np.float64)
+    tokens = {
+        "target_id": b64(r["target_id"].to_numpy(), "i4"),
+        "logprob": b64(r["logprob"].to_numpy(), "f8"),
+        "rank": b64(np.where(np.isfinite(rank), rank, -1), "i4"),
+        "greedy_id": b64(r["greedy_id"].fillna(-1).to_numpy(), "i4"),
+        "context_len": b64(r["context_len"].to_numpy(), "i4"),
+        "topk_ids": b64(topk_ids.ravel(), "i4"),
+        "topk_lp": b64(topk_lp.ravel(), "f4"),
+    }
+    if arm.gain is not None:
+        tokens["gain"] = b64(arm.gain, "f4")
+        tokens["key"] = b64(arm.key.astype(np.uint8), "u1")
+    return {
+        "index": arm.index,
+        "run": arm.run,
+        "kind": arm.kind,
+        "model": arm.model,
+        "n": int(len(r)),
+        "k": int(k),
+        "vocab": {str(i): t for i, t in vocab.items()},
+        "windows": {
+            "id": first["window_id"].tolist(),
+            "text_id": first["text_id"].tolist(),
+            "method": first["method"].tolist(),
+            "mode": first["context_mode"].tolist(),
+            "nominal_len": first["nominal_len"].astype(int).tolist(),
+            "repeat": first["repeat"].astype(int).tolist(),
+            "start": starts.astype(int).tolist(),
+            "count": counts.astype(int).tolist(),
+        },
+        "tokens": tokens,
+    }

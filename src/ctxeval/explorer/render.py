@@ -1,0 +1,111 @@
+"""Render the report: Jinja2 with autoescaping for all markup, static CSS/JS inlined, and the
+data embedded as JSON that cannot end its <script> element."""
+
+from __future__ import annotations
+
+import json
+import math
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+
+from ctxeval.explorer import charts
+from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN, Arm, RunView, arm_payload, b64, load_runs
+from ctxeval.explorer.pairs import ArmPair, all_pairs
+
+_SCRIPT_SAFE = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def script_json(value: object) -> Markup:
+    """JSON safe inside <script>: `<`, `>`, `&` and the JS line separators written as \\u escapes,
+    so no string in the data (`</script>`, `<!--`) can close or change the element."""
+    return Markup(json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).translate(_SCRIPT_SAFE))
+
+
+def _static(name: str) -> str:
+    return resources.files("ctxeval.explorer").joinpath(name).read_text(encoding="utf-8")
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.PackageLoader("ctxeval.explorer", "."), autoescape=True, undefined=jinja2.StrictUndefined)
+
+
+def _lm_charts(views: list[RunView]) -> list[Markup]:
+    out = []
+    for metric, name in (("ppl", "perplexity"), ("avg", "AVG rank score")):
+        series = []
+        for view in views:
+            if view.summary is None or view.summary.empty:
+                continue
+            for key, g in view.summary.groupby(["model", "text_id", "method", "context_mode"], sort=False):
+                g = g.sort_values("nominal_len")
+                series.append(charts.Series(f"{view.label} · {key[0]} · {key[1]} · {key[3]}", g["nominal_len"].tolist(), g[metric].tolist(), g[f"{metric}_lo"].tolist(), g[f"{metric}_hi"].tolist()))
+        if series:
+            out.append(Markup(charts.line_chart(f"{name} vs context length (95 % interval)", "context length (tokens)", name, series)))
+    return out
+
+
+def _gain_charts(views: list[RunView]) -> list[Markup]:
+    out = []
+    for view in views:
+        if view.gain_by_distance is None:
+            continue
+        series = []
+        for label, g in view.gain_by_distance.groupby("series", sort=False):
+            mid = ((g["context_from"].clip(lower=1) * g["context_to"]) ** 0.5).tolist()
+            sem = g["sem"].fillna(math.nan).to_numpy()
+            series.append(charts.Series(label, mid, g["mean_gain"].tolist(), (g["mean_gain"] - 1.96 * sem).tolist(), (g["mean_gain"] + 1.96 * sem).tolist()))
+        out.append(Markup(charts.line_chart(f"{view.label}: gain by distance (±1.96 SEM)", "long context of the target (bin centre)", "mean gain (nats)", series, zero_line=True)))
+    return out
+
+
+def _retrieval_charts(views: list[RunView]) -> list[Markup]:
+    out = []
+    for view in views:
+        if view.retrieval_cells is None:
+            continue
+        for model, cells in view.retrieval_cells.groupby("model", sort=False):
+            out.append(Markup(charts.heatmap(f"{view.label} · {model}: retrieval accuracy (lines × depth)", cells)))
+    return out
+
+
+def _compare_charts(pairs: list[ArmPair]) -> list[Markup]:
+    series = [
+        charts.Series(f"{p.b.run} · {p.b.model} / {p.a.run} · {p.a.model}", p.by_length["nominal_len"].tolist(), p.by_length["ratio"].tolist(), p.by_length["lo"].tolist(), p.by_length["hi"].tolist())
+        for p in pairs
+        if not p.by_length.empty
+    ]
+    return [Markup(charts.line_chart("PPL ratio B/A per context length (BCa 95 % CI)", "context length (tokens)", "PPL ratio B/A", series))] if series else []
+
+
+def payload(arms: list[Arm], pairs: list[ArmPair], top_k_shown: int) -> dict:
+    """The explorer's data: every arm's columns and, per pair, Δ aligned to arm A's tokens."""
+    return {
+        "arms": [arm_payload(arm, top_k_shown) for arm in arms],
+        "pairs": [{"a": p.a.index, "b": p.b.index, "label": f"A {p.a.run} · {p.a.model} − B {p.b.run} · {p.b.model}", "delta": b64(p.delta, "f4")} for p in pairs],
+    }
+
+
+def render_report(run_dirs: list[Path], top_k_shown: int = DEFAULT_TOP_K_SHOWN) -> str:
+    """The whole report as one HTML string."""
+    views, arms = load_runs(run_dirs)
+    pairs = all_pairs(arms)
+    counts = {f"{a.run} · {a.model}": charts.rank_bucket_counts(a.records["rank"].to_numpy(dtype=float)) for a in arms}
+    chart_list = _lm_charts(views) + ([Markup(charts.rank_histogram("rank of the target (GLTR buckets)", counts))] if counts else [])
+    chart_list += _gain_charts(views) + _retrieval_charts(views) + _compare_charts(pairs)
+    compare_rows = [
+        {"label": f"B {p.b.run} · {p.b.model} vs A {p.a.run} · {p.a.model}", "ratio": p.overall["primary_metric"]["ratio"], "ci": p.overall["primary_metric"]["display_ci"], "windows": p.overall["dataset"]["windows"]["stats"]["compared_windows"]}
+        for p in pairs
+    ]
+    template = _environment().get_template("report.html.j2")
+    return template.render(
+        views=views,
+        charts=chart_list,
+        compare_rows=compare_rows,
+        n_tokens=sum(len(a.records) for a in arms),
+        data=script_json(payload(arms, pairs, top_k_shown)),
+        css=Markup(_static("report.css")),
+        js=Markup(_static("explorer.js")),
+    )

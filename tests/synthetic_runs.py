@@ -1,0 +1,127 @@
+"""Tiny finished runs written through the library's own writers (PartWriter, merge_parts,
+write_manifest) with the real record schema, so report tests and the benchmark need no model.
+
+The vocabulary holds hostile texts (`<script>`, an attribute break-out, `</script>`, `{{ }}`,
+U+2028) next to ordinary words and whitespace, so every page built from these runs is an
+escaping test too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ctxeval.records import BASE_SCHEMA, PartWriter, merge_parts
+from ctxeval.manifest import Manifest, write_manifest
+
+XSS = ["<script>alert(1)</script>", '" onmouseover="alert(1)', "</script>", "{{ }}"]
+VOCAB = XSS + [" the", " cat", " sat", "\n", "\t", "Hello", " &amp;", "\u2028", " on", " mat", ".", " a", " dog", " ran"]
+VOCAB_SIZE = 1000  # ids beyond VOCAB never appear as targets (shown as #id in the report)
+TOP_K = 5
+
+
+def token_sequence(n: int, seed: int) -> np.ndarray:
+    """The text as token ids: the hostile tokens first, then seeded ordinary ones."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(len(XSS), len(VOCAB), size=n)
+    ids[: len(XSS)] = np.arange(len(XSS))
+    return ids
+
+
+def _text(ids: np.ndarray) -> str:
+    return "".join(VOCAB[i] for i in ids)
+
+
+def _rows(ids, starts, ends, positions, ranks, contexts, rng, shift, fixed: dict) -> dict:
+    """Columns of one pass: `ranks` decides each target's log-probability and top-k."""
+    columns = {name: [] for name in BASE_SCHEMA.names}
+    for p, rk, ctx in zip(positions, ranks, contexts):
+        target = int(ids[p])
+        others = [int(x) for x in rng.choice(np.setdiff1d(np.arange(VOCAB_SIZE), [target]), size=TOP_K, replace=False)]
+        topk_lp = np.sort(rng.uniform(-6.0, -0.1, TOP_K))[::-1].astype(np.float32)
+        if rk <= TOP_K:
+            others.insert(int(rk) - 1, target)
+            logprob = float(topk_lp[rk - 1]) - shift
+        else:
+            logprob = float(topk_lp[-1]) - rng.uniform(0.5, 5.0) - shift
+        topk = others[:TOP_K]
+        row = fixed | {
+            "context_len": int(ctx), "target_pos": int(p), "char_start": int(starts[p]), "char_end": int(ends[p]),
+            "n_bytes": len(VOCAB[target].encode()), "target_id": target, "target_text": VOCAB[target], "logprob": logprob,
+            "rank": int(rk), "greedy_id": topk[0], "topk_ids": topk, "topk_logprobs": topk_lp.tolist(),
+        }
+        for k, v in row.items():
+            columns[k].append(v)
+    return columns
+
+
+def _spans(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    ends = np.cumsum([len(VOCAB[i]) for i in ids])
+    return ends - np.array([len(VOCAB[i]) for i in ids]), ends
+
+
+def _manifest(model: str, text: str, n_text: int, config: dict) -> dict:
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    return {
+        "ctxeval_manifest": 1, "run_id": hashlib.sha256(json.dumps([model, config]).encode()).hexdigest()[:16], "status": "complete",
+        "created": "2026-01-01T00:00:00Z",
+        "config": {"texts": [sha], "text_ids": ["synthetic"], "models": [model], "top_k": TOP_K, "temperatures": [1.0], "seed": 0,
+                   "metrics": {"cutoff": 20, "alphas": [0.1, 0.3], "approx_k": TOP_K, "penalty": 3.0}} | config,
+        "models": [{"name": model, "backend": "synthetic", "vocab_size": VOCAB_SIZE, "bos_id": 2}],
+        "texts": [{"text_id": "synthetic", "source": "synthetic", "sha256": sha, "n_chars": len(text), "n_bytes": len(text.encode()), "n_tokens": {model: n_text}}],
+        "bos": "synthetic: no model ran", "versions": {"ctxeval": "0.1.0"},
+    }
+
+
+def write_gain_run(run_dir: Path, model: str, n_tokens: int = 96, window: int = 32, short: int = 4, seed: int = 0) -> Path:
+    """A complete context-gain run: chunks of `window` tokens scored with their full context
+    (`chunked`) and with the last `short` tokens (`truncated`, for targets past `short`)."""
+    run_dir = Path(run_dir)
+    ids = token_sequence(n_tokens, seed)
+    starts, ends = _spans(ids)
+    rng = np.random.default_rng(seed + 7)
+    writer = PartWriter(run_dir, BASE_SCHEMA)
+    pass_index = 0
+    for chunk in range(0, n_tokens, window):
+        pos = np.arange(chunk, min(chunk + window, n_tokens))
+        context = pos - chunk
+        base = {"model": model, "text_id": "synthetic", "context_mode": "exact", "nominal_len": window, "repeat": 0}
+        writer.write(_rows(ids, starts, ends, pos, rng.choice([1, 1, 2, 4, 40, 3000], size=len(pos)), context, rng, 0.0,
+                           base | {"pass_index": pass_index, "method": "chunked", "window_id": f"c{chunk}"}))
+        far = pos[context > short]
+        writer.write(_rows(ids, starts, ends, far, rng.choice([1, 3, 40, 3000, 9000], size=len(far)), np.full(len(far), short), rng, 0.0,
+                           base | {"pass_index": pass_index + 1, "method": "truncated", "window_id": f"t{chunk}"}))
+        pass_index += 2
+    merge_parts(run_dir, BASE_SCHEMA)
+    write_manifest(run_dir, Manifest.from_json(_manifest(model, _text(ids), n_tokens, {"command": "context-gain", "window": window, "short": short, "stride": 1, "method": "chunked"})))
+    return run_dir
+
+
+def write_run(run_dir: Path, model: str, lengths: list[int], n_compare: int, repeats: int = 1, seed: int = 0, shift: float = 0.0,
+              command: str = "sweep", n_text_tokens: int | None = None) -> Path:
+    """A complete sweep-like run of one model on one text: per (length, repeat) a window of
+    `n_compare` targets. `shift` lowers every log-probability (a worse model on the same
+    windows); the windows and character spans depend only on `lengths`, `repeats` and `seed`."""
+    run_dir = Path(run_dir)
+    n_text = n_text_tokens or (max(lengths) + n_compare) * 2
+    ids = token_sequence(n_text, seed)
+    starts, ends = _spans(ids)
+    rng = np.random.default_rng(seed + 1 + int(shift * 1000))
+    place = np.random.default_rng(seed)
+    writer = PartWriter(run_dir, BASE_SCHEMA)
+    pass_index = 0
+    for length in lengths:
+        for r in range(repeats):
+            first = 0 if (length, r) == (lengths[0], 0) else int(place.integers(length, n_text - n_compare))
+            pos = np.arange(first, first + n_compare)
+            fixed = {"pass_index": pass_index, "model": model, "text_id": "synthetic", "method": "sweep", "context_mode": "exact",
+                     "nominal_len": length, "repeat": r, "window_id": f"L{length}-r{r}"}
+            writer.write(_rows(ids, starts, ends, pos, rng.choice([1, 1, 2, 3, 7, 40, 300, 5000], size=n_compare), np.full(n_compare, length), rng, shift, fixed))
+            pass_index += 1
+    merge_parts(run_dir, BASE_SCHEMA)
+    config = {"command": command, "lengths": lengths, "n_compare": n_compare, "seed": seed, "repeats": repeats, "context_modes": ["exact"]}
+    write_manifest(run_dir, Manifest.from_json(_manifest(model, _text(ids), n_text, config)))
+    return run_dir

@@ -1,0 +1,311 @@
+"""The HTML report, opened from disk in a real headless Chromium (Debian's /usr/bin/chromium via
+Playwright): what a user sees must be what records.parquet holds, and hostile text must stay text."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ctxeval import api
+from ctxeval.probes.keytokens import key_token_mask
+from ctxeval.records import read_records
+from ctxeval.explorer.data import load_runs
+from ctxeval.explorer.pairs import all_pairs
+from ctxeval.explorer.render import script_json
+
+from .conftest import run_cli
+from .synthetic_runs import XSS, write_gain_run, write_run
+
+CHROMIUM = os.environ.get("CTXEVAL_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+HOSTILE_MODEL = '<script>alert(1)</script>" onmouseover="alert(1) {{ }}'
+
+
+# ---- the colour specification of docs/report.md, written independently of explorer.js ----
+def mix(a, b, t):
+    return tuple(round(x + (y - x) * t) for x, y in zip(a, b))
+
+
+WHITE, RED, BLUE, NA = (255, 255, 255), (178, 24, 43), (33, 102, 172), (221, 221, 221)
+
+
+def expected_colour(mode: str, v: float) -> tuple[int, int, int]:
+    if not math.isfinite(v):
+        return NA
+    if mode == "logprob":
+        return mix(WHITE, (220, 50, 47), min(1.0, max(0.0, -v / 10)))
+    if mode == "rank":
+        return [(140, 220, 140), (200, 240, 160), (255, 236, 140), (255, 170, 140), (210, 160, 230)][0 if v == 1 else 1 if v <= 10 else 2 if v <= 100 else 3 if v <= 1000 else 4]
+    if mode == "rel":
+        return mix(WHITE, (255, 140, 0), 1 - min(1.0, max(0.0, v)))
+    if mode in ("gain", "diff"):
+        t = min(1.0, max(-1.0, v / 4))
+        up, down = (BLUE, RED) if mode == "gain" else (RED, BLUE)
+        return mix(WHITE, up, t) if t >= 0 else mix(WHITE, down, -t)
+    if mode == "key":
+        return (255, 215, 0) if v else WHITE
+    raise AssertionError(mode)
+
+
+def visible(text: str) -> str:
+    out = text.replace(" ", "␣").replace("\t", "⇥").replace("\r", "␍").replace("\n", "⏎")
+    return out or "∅"
+
+
+def rgb(css: str) -> tuple[int, int, int]:
+    return tuple(int(x) for x in css[css.index("(") + 1 : css.index(")")].split(",")[:3])
+
+
+# ---- fixtures ----
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    a = write_run(root / "a", HOSTILE_MODEL, [8, 16, 32], 10, repeats=3)
+    b = write_run(root / "b", "tiny-b", [8, 16, 32], 10, repeats=3, shift=0.3)
+    gain = write_gain_run(root / "gain", "tiny-gain")
+    out = api.report([a, b, gain], root / "report.html")
+    return {"a": a, "b": b, "gain": gain, "html": out, "root": root}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:  # pragma: no cover - the test extra installs it
+        pytest.skip(f"BROWSER TESTS SKIPPED: the playwright package is missing ({exc}); install the test extra")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"BROWSER TESTS SKIPPED: no Chromium at {CHROMIUM}; scripts/test.sh installs Debian's chromium (apt-get install chromium)")
+    profile = tempfile.mkdtemp(prefix="ctxeval-chromium-")
+    with sync_playwright() as p:
+        try:
+            context = p.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True, args=ARGS, viewport={"width": 1400, "height": 1000})
+        except Exception as exc:  # noqa: BLE001 - any launch failure means no browser here
+            pytest.skip(f"BROWSER TESTS SKIPPED: Chromium at {CHROMIUM} failed to start: {exc}")
+        yield context
+        context.close()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture
+def page(browser, runs):
+    """The report opened from disk, with console errors, page errors and dialogs collected."""
+    page = browser.new_page()
+    events = {"errors": [], "dialogs": []}
+    page.on("console", lambda m: events["errors"].append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: events["errors"].append(str(e)))
+
+    def on_dialog(dialog):
+        events["dialogs"].append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.goto(runs["html"].as_uri())
+    page.wait_for_function("window.ctxevalReport !== undefined")
+    page.events = events
+    yield page
+    assert events["errors"] == [], events["errors"]
+    assert events["dialogs"] == [], events["dialogs"]
+    page.close()
+
+
+def arm_records(run_dir: Path, method: str | None = None) -> pd.DataFrame:
+    r = read_records(run_dir)
+    return r[r["method"] == method].sort_values("target_pos", kind="stable").reset_index(drop=True) if method else r
+
+
+def token_colours(page) -> list[tuple[int, int, int]]:
+    return [rgb(c) for c in page.eval_on_selector_all("#tokens .tok", "els => els.map(e => getComputedStyle(e).backgroundColor)")]
+
+
+def select_window(page, arm: int, window: int) -> None:
+    page.evaluate(f"window.ctxevalReport.selectWindow({arm}, {window})")
+
+
+# ---- no browser needed ----
+def test_script_json_cannot_close_its_script_element():
+    value = {"t": "</script><script>alert(1)</script> <!-- & \u2028\u2029 {{ }}"}
+    encoded = str(script_json(value))
+    assert "<" not in encoded and ">" not in encoded and "&" not in encoded and "\u2028" not in encoded and "\u2029" not in encoded
+    assert json.loads(encoded) == value
+
+
+def test_token_differences_average_to_compares_delta(runs, tmp_path):
+    """Δ per token (log p_A − log p_B) averaged over every paired token is compare's Δ log-NLL
+    (its windows are all paired here, so the token-weighted mean of window deltas is the token mean)."""
+    _, arms = load_runs([runs["a"], runs["b"]])
+    (pair,) = all_pairs(arms)
+    assert np.isfinite(pair.delta).all()
+    compared = api.compare(runs["a"], runs["b"], tmp_path / "cmp").report["primary_metric"]
+    assert pair.delta.mean() == pytest.approx(compared["delta_log_nll"], abs=1e-12)
+    assert pair.overall["primary_metric"]["ratio"] == pytest.approx(compared["ratio"], rel=1e-12)
+    assert pair.overall["primary_metric"]["display_ci"] == pytest.approx(compared["display_ci"], rel=1e-12)
+
+
+class _Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.attributes = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attributes += [name for name, _ in attrs]
+
+
+def test_report_html_holds_no_raw_hostile_text(runs):
+    """Parsed as a browser's tokenizer would: no injected element or attribute anywhere."""
+    html = runs["html"].read_text()
+    assert "<script>alert(1)" not in html
+    tags = _Tags()
+    tags.feed(html)
+    assert tags.tags.count("script") == 2  # the data block and the explorer, nothing else
+    assert "onmouseover" not in tags.attributes
+    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html  # offline: no CDN
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["report", "/nonexistent/run"], "is not a directory"),
+        (["report", "{tmp}"], "is not a ctxeval run directory"),
+        (["report", "{a}", "--out", "{tmp}"], "is a directory"),
+        (["report", "{a}", "--top-k-shown", "-1"], "--top-k-shown"),
+    ],
+)
+def test_bad_input_ends_with_one_line_and_exit_code_2(runs, tmp_path, args, message):
+    args = [x.format(tmp=tmp_path, a=runs["a"]) for x in args]
+    result = run_cli(*args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and message in result.stderr
+
+
+def test_incomplete_run_is_refused(runs, tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(runs["a"], broken)
+    manifest = json.loads((broken / "manifest.json").read_text())
+    (broken / "manifest.json").write_text(json.dumps(manifest | {"status": "running"}))
+    result = run_cli("report", str(broken), "--out", str(tmp_path / "r.html"))
+    assert result.returncode == 2 and "not complete" in result.stderr
+    assert not (tmp_path / "r.html").exists()
+
+
+# ---- in the browser ----
+def test_hostile_text_shows_literally_and_runs_nothing(page):
+    texts = page.eval_on_selector_all("#tokens .tok", "els => els.slice(0, 4).map(e => e.textContent)")
+    assert texts == [visible(x) for x in XSS]
+    assert HOSTILE_MODEL in page.inner_text("#runs")
+    assert HOSTILE_MODEL in page.inner_text("#windows")
+    assert page.evaluate("document.querySelectorAll('script').length") == 2
+    assert page.evaluate("document.querySelectorAll('[onmouseover]').length") == 0
+    page.hover("#tokens .tok[data-i='1']")  # the attribute break-out token
+    assert page.events["dialogs"] == []
+
+
+def test_hovering_a_token_shows_what_the_records_hold(page, runs):
+    records = arm_records(runs["a"])
+    for i in (0, 5, 9):
+        page.hover(f"#tokens .tok[data-i='{i}']")
+        row = records.iloc[i]
+        assert page.is_visible("#card")
+        assert page.inner_text("#card-id") == str(row["target_id"])
+        assert page.text_content("#card-token") == visible(row["target_text"])
+        assert float(page.inner_text("#card-logprob")) == pytest.approx(row["logprob"], abs=5e-5)
+        assert page.inner_text("#card-rank") == str(row["rank"])
+        assert page.inner_text("#card-ctx") == str(row["context_len"])
+        assert page.inner_text("#card-greedy").endswith(f"(id {row['greedy_id']})")
+        items = page.eval_on_selector_all("#card-topk li", "els => els.map(e => [Number(e.dataset.id), e.textContent])")
+        assert [x[0] for x in items] == list(row["topk_ids"])
+        for (_, text), lp in zip(items, row["topk_logprobs"]):
+            assert f"p={math.exp(lp):.4f}" in text
+
+
+@pytest.mark.parametrize("mode", ["logprob", "rank", "rel"])
+def test_colour_modes_follow_the_specification(page, runs, mode):
+    records = arm_records(runs["a"])
+    window = records[records["window_id"] == "L8-r0"]
+    page.select_option("#mode", mode)
+    values = {
+        "logprob": window["logprob"].to_numpy(),
+        "rank": window["rank"].to_numpy(dtype=float),
+        "rel": np.exp(window["logprob"].to_numpy() - np.maximum([lp[0] for lp in window["topk_logprobs"]], window["logprob"].to_numpy())),
+    }[mode]
+    assert token_colours(page) == [expected_colour(mode, v) for v in values]
+
+
+def test_context_gain_and_key_token_modes(page, runs):
+    records = read_records(runs["gain"])
+    long_ = records[records["method"] == "chunked"].set_index("target_pos")
+    short = records[records["method"] == "truncated"].set_index("target_pos")
+    gain = (long_["logprob"] - short["logprob"].reindex(long_.index).fillna(long_["logprob"])).to_numpy()
+    key = key_token_mask(long_["logprob"].to_numpy(), long_["logprob"].to_numpy() - gain)
+    assert key.any(), "the synthetic run should hold key tokens"
+    gain_arm = 2
+    n_windows = len(long_) // 32
+    for w in range(n_windows):
+        select_window(page, gain_arm, w)
+        rows = slice(32 * w, 32 * (w + 1))
+        page.select_option("#mode", "gain")
+        assert token_colours(page) == [expected_colour("gain", float(np.float32(g))) for g in gain[rows]]
+        page.select_option("#mode", "key")
+        assert token_colours(page) == [expected_colour("key", k) for k in key[rows]]
+
+
+def test_difference_mode_matches_compares_pairing(page, runs):
+    a, b = arm_records(runs["a"]), arm_records(runs["b"])
+    merged = a.merge(b, on=["window_id", "char_start", "char_end"], suffixes=("_a", "_b"))
+    page.select_option("#mode", "diff")
+    for w, window_id in enumerate(dict.fromkeys(a["window_id"])):
+        select_window(page, 0, w)
+        delta = merged[merged["window_id"] == window_id]
+        expected = delta["logprob_a"] - delta["logprob_b"]
+        assert token_colours(page) == [expected_colour("diff", float(np.float32(d))) for d in expected]
+    select_window(page, 0, 0)
+    page.hover("#tokens .tok[data-i='3']")
+    first = merged[merged["window_id"] == "L8-r0"].iloc[3]
+    assert float(page.inner_text("#card-mode")) == pytest.approx(first["logprob_a"] - first["logprob_b"], abs=5e-4)  # float32 on the page
+    select_window(page, 1, 0)  # arm B has no A−B of its own: grey
+    assert set(token_colours(page)) == {NA}
+
+
+def test_keyboard_navigation_and_worst_tokens(page, runs):
+    records = arm_records(runs["a"])
+    page.focus("#tokens .tok[data-i='0']")
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate("document.activeElement.dataset.i") == "1"
+    page.keyboard.press("End")
+    assert page.evaluate("document.activeElement.dataset.i") == "9"
+    page.keyboard.press("w")
+    assert int(page.evaluate("document.activeElement.dataset.i")) == int(records.iloc[:10]["logprob"].idxmin())
+    assert page.is_visible("#card")
+    page.keyboard.press("]")
+    assert "L8-r1" in page.inner_text("#window-title")
+    worst = page.eval_on_selector_all("#worst button", "els => els.map(e => Number(e.dataset.i))")
+    window = records[records["window_id"] == "L8-r1"]
+    assert worst == window["logprob"].sort_values(kind="stable").index.tolist()[:10]
+
+
+def test_filters_and_screenshot(page, runs, tmp_path):
+    page.select_option("#f-len", "16")
+    lengths = page.eval_on_selector_all("#windows tbody tr", "els => els.map(e => e.children[2].textContent)")
+    assert lengths and set(lengths) == {"16"}
+    page.select_option("#f-len", "")
+    page.fill("#f-text", " dog")
+    n_dog = len(page.query_selector_all("#windows tbody tr"))
+    all_windows = pd.concat([arm_records(runs["a"]), arm_records(runs["b"]), arm_records(runs["gain"], "chunked")])
+    expected = sum(" dog" in "".join(g["target_text"]) for _, g in all_windows.groupby(["model", "window_id"]))
+    assert n_dog == expected
+    page.fill("#f-text", "")
+    page.hover("#tokens .tok[data-i='4']")
+    shot = Path(os.environ.get("CTXEVAL_TEST_ARTIFACTS", tmp_path)) / "report-explorer.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shot), full_page=True)
+    print(f"screenshot: {shot}")
+    assert shot.stat().st_size > 10_000
