@@ -11,37 +11,17 @@ clock starts (their start-up is printed apart); every run scores the same passes
 from __future__ import annotations
 
 import argparse
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
 import numpy as np
 import ray
 
 from ctxeval import api
+from ctxeval.serve import spawn_server
 from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.executors import ExecutorOptions
-
-
-def start_server(threads: int) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "ctxeval.cli", "serve", "--port", str(port), "--n-ctx", "1024", "--threads", str(threads)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(900):
-        try:
-            if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            time.sleep(0.2)
-    proc.terminate()
-    raise RuntimeError("server did not start")
 
 
 def main() -> None:
@@ -58,7 +38,7 @@ def main() -> None:
     ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
     ray_start = time.perf_counter() - t0
     t0 = time.perf_counter()
-    servers = [start_server(1), start_server(1)]
+    servers = [spawn_server(n_ctx=1024, n_threads=1), spawn_server(n_ctx=1024, n_threads=1)]
     server_start = time.perf_counter() - t0
     openai = OpenAIOptions(base_url=servers[0][1], fanout=(servers[1][1],), mode="prompt", tokenizer="gemma-3-270m", cache=None, concurrency=1, top_logprobs=20)
 

@@ -17,35 +17,16 @@ from __future__ import annotations
 
 import argparse
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
 
 from ctxeval import api
+from ctxeval.serve import spawn_server
 from ctxeval.backends.openai_options import OpenAIOptions
 
-
-
-def start_server() -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "ctxeval.cli", "serve", "--port", str(port), "--n-ctx", "512", "--threads", "2"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            time.sleep(0.2)
-    proc.terminate()
-    raise RuntimeError("server did not start")
 
 
 def main() -> None:
@@ -58,7 +39,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # `kill` still stops the server (finally)
-    proc, url = start_server()
+    proc, url = spawn_server(n_ctx=512, n_threads=2)
     print(f"temperature {args.temperature}, gen_tokens {args.gen_tokens or args.n_compare}, n_c {args.n_compare}")
     print("| path | L | protocol | requests | comparisons | requests per 30 comparisons | reference in top-20 | seconds |")
     print("|---|---:|---|---:|---:|---:|---:|---:|", flush=True)

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from ctxeval.serve import spawn_server
 from ctxeval import api
 from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.errors import UserError
@@ -115,33 +114,10 @@ def test_a_killed_driver_resumes_to_the_local_records(ray_address, local_sweep, 
     assert json.loads((out / "manifest.json").read_text())["timing"]["resumed"] is True
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def two_servers():
     """Two `ctxeval serve` servers of the embedded model on loopback, one thread each."""
-    httpx = pytest.importorskip("httpx")
-    procs, urls = [], []
-    for _ in range(2):
-        port = _free_port()
-        cmd = [sys.executable, "-m", "ctxeval.cli", "serve", "--port", str(port), "--n-ctx", "64", "--threads", "1"]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-        urls.append(f"http://127.0.0.1:{port}")
-    for proc, url in zip(procs, urls):
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"server exited: {proc.stderr.read().decode()[-2000:]}")
-            try:
-                if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "server did not start"
-                time.sleep(0.3)
+    procs, urls = zip(*(spawn_server(n_ctx=64, n_threads=1, wait_s=600) for _ in range(2)))
     yield urls
     for proc in procs:
         proc.terminate()

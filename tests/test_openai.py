@@ -5,14 +5,9 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import numpy as np
 import pandas as pd
 import pytest
@@ -25,6 +20,7 @@ from ctxeval.backends.request_cache import RequestCache
 from ctxeval.data.texts import load_text
 from ctxeval.errors import UserError
 from ctxeval.run import IncompleteRun
+from ctxeval.serve import spawn_server
 from tests.conftest import run_cli
 from tests.servers.fault_proxy import FaultProxy
 from tests.servers.scripted import ScriptedServer
@@ -39,28 +35,10 @@ GENERATION_TOLERANCE = 0.1
 SWEEP = dict(texts=["demo"], lengths=[4], n_compare=4, context_mode="approx")  # one 8-token request
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
     """`ctxeval serve`: the embedded Gemma behind llama-cpp-python's server, computing as the backend does."""
-    port = _free_port()
-    cmd = [sys.executable, "-m", "ctxeval.cli", "serve", "--port", str(port), "--n-ctx", "128", "--threads", "1"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"server exited: {proc.stderr.read().decode()[-2000:]}")
-        try:
-            if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.3)
+    proc, url = spawn_server(n_ctx=128, n_threads=1, wait_s=600)
     yield url
     proc.terminate()
     proc.wait(timeout=30)

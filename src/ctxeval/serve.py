@@ -11,6 +11,11 @@ on Gemma 3). Flash attention is off and batches are 512 tokens, as in the backen
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 from ctxeval.backends.llamacpp import DEFAULT_N_BATCH
@@ -75,3 +80,34 @@ def patch_llama_cpp() -> None:
         return original(self, tokens, *args, **kwargs)
 
     llama_cpp.Llama.generate = generate
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn_server(n_ctx: int = 4096, n_threads: int | None = None, model: str = DEFAULT_MODEL, wait_s: float = 180.0) -> tuple[subprocess.Popen, str]:
+    """Start `ctxeval serve` in a child process on a free loopback port and wait until it
+    answers: (process, base URL). A one-machine fleet for tests, benchmarks and trials; the
+    caller terminates the process."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "ctxeval.cli", "serve", model, "--port", str(port), "--n-ctx", str(n_ctx)]
+    if n_threads is not None:
+        cmd += ["--threads", str(n_threads)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"ctxeval serve exited with code {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            with urllib.request.urlopen(url + "/v1/models", timeout=1) as response:
+                if response.status == 200:
+                    return proc, url
+        except OSError:  # refused or reset while the model loads
+            time.sleep(0.3)
+    proc.terminate()
+    raise RuntimeError(f"ctxeval serve did not answer within {wait_s:.0f} s")
