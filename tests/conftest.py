@@ -43,10 +43,10 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
         patch.undo()
 
 
-def run_cli(*args: str, cwd: Path | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 900, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run `ctxeval ARGS` as a user would, in a subprocess (with model loading forbidden in
-    tests not marked `model`)."""
-    env = dict(os.environ, COLUMNS="200")
+    tests not marked `model`), with `env` added to the environment."""
+    env = dict(os.environ, COLUMNS="200", **(env or {}))
     module = "tests.model_guard" if os.environ.get(model_guard.ENV) else "ctxeval.cli"
     if module == "tests.model_guard":
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]))

@@ -26,7 +26,6 @@ from ctxeval.errors import UserError
 from ctxeval.executors import ExecutorOptions, open_executor
 from ctxeval.executors.ray import KILL_WORKER_AFTER_ENV, interleaved
 from ctxeval.run import STOP_AFTER_PASSES_ENV
-from ctxeval.windows import Pass
 
 from .conftest import run_cli
 
@@ -143,15 +142,9 @@ def test_openai_passes_dealt_over_two_servers_give_the_one_server_records(two_se
         assert usage["requests"] - usage["retries"] == manifest["plan"]["passes"] == 4, usage  # one request per pass, all servers counted
 
 
-def _pass(n_input: int) -> Pass:
-    return Pass(window_id=f"w{n_input}", method="sweep", context_mode="exact", nominal_len=n_input, repeat=0,
-                context_start=0, target_start=n_input - 1, target_end=n_input)
-
-
 def test_units_are_dealt_longest_shortest_alternately():
     lengths = [5, 40, 10, 30, 20]
-    groups = [[(i, None, _pass(n))] for i, n in enumerate(lengths)]
-    assert [lengths[i] for i in interleaved(groups)] == [40, 5, 30, 10, 20]
+    assert [lengths[i] for i in interleaved(lengths)] == [40, 5, 30, 10, 20]
 
 
 @pytest.mark.parametrize("options, message", [
@@ -190,3 +183,29 @@ def test_more_servers_do_not_change_what_decides_records():
     assert one.identity() == two.identity()
     assert [o.base_url for o in two.per_server()] == ["http://a:8000", "http://b:8000"]
     assert all(o.fanout == () for o in two.per_server())
+
+
+def _same_table(a: Path, b: Path, name: str) -> None:
+    pd.testing.assert_frame_equal(pq.read_table(a / name).to_pandas(), pq.read_table(b / name).to_pandas())
+
+
+@pytest.mark.model
+def test_retrieval_on_ray_gives_the_local_records(ray_address, tmp_path):
+    args = {"lines": (6, 12), "depths": (0.0, 1.0), "samples": 2}
+    local = api.retrieval(**args, out=tmp_path / "local", n_threads=1)
+    ray = api.retrieval(**args, out=tmp_path / "ray", executor=RAY2)
+    _same_table(tmp_path / "local", tmp_path / "ray", "cases.parquet")
+    pd.testing.assert_frame_equal(local.cells, ray.cells)
+    assert len(local.cases) == 8
+
+
+@pytest.mark.model
+def test_pplqa_on_ray_gives_the_local_records(ray_address, tmp_path):
+    args = {"limit": 2, "methods": "pplqa,gptscore,geval_weighted"}
+    local = api.pplqa(**args, out=tmp_path / "local", n_threads=1).value
+    ray = api.pplqa(**args, out=tmp_path / "ray", executor=RAY2).value
+    _same_table(tmp_path / "local", tmp_path / "ray", "passes.parquet")
+    assert (tmp_path / "local" / "scores.csv").read_text() == (tmp_path / "ray" / "scores.csv").read_text()
+    assert {k: v for k, v in local.items() if k != "timing"} == {k: v for k, v in ray.items() if k != "timing"}
+    # 2 MT-Bench questions x 6 answers x (PPL(a), PPL(q+a) shared by PPLqa and GPTScore, G-Eval)
+    assert local["timing"]["passes_run_this_session"] == ray["timing"]["passes_run_this_session"] == 2 * 6 * 3

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from ctxeval.records import STOP_AFTER_PASSES_ENV
 from ctxeval.judge import SYSTEM_PROMPT, leval_question_set, parse_verdict, read_predictions, run_judge, select_questions
 from tests.conftest import SHARED_DATA, run_cli
 from tests.servers.scripted import ScriptedServer
@@ -71,10 +72,27 @@ def test_judge_cli_exact_win_rate(tmp_path):
 
 
 class _AlwaysA:
-    """A judge that always prefers assistant A: the judged model wins exactly its model-first verdicts."""
+    """A judge that always prefers assistant A: the judged model wins exactly its model-first
+    verdicts (it tests which questions are judged, not a chat model). Loaded by itself."""
+
+    name = "always-a"
+    concurrency = 1
+    remote = False
 
     def chat(self, messages: list[dict[str, str]]) -> str:
         return "[[A]]"
+
+    def usage(self) -> dict:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+    def load(self, n_threads: int | None = None) -> _AlwaysA:
+        return self
+
+    def per_server(self) -> list[_AlwaysA]:
+        return [self]
 
 
 def test_question_set_follows_the_judge():
@@ -107,7 +125,8 @@ def test_gpt35_judge_sees_181_questions_gpt4_judge_96(tmp_path):
     base_keys = {(r["query"], str(r["gt"])) for r in base_rows}
     for judge_name, kinds in (("openai:gpt-3.5-turbo", {"LLM", "human"}), ("openai:gpt-4", {"LLM"})):
         expected = sum(1 for r in model_rows if r["evaluation"] in kinds and (r["query"], str(r["gt"])) in base_keys)
-        report = run_judge(_AlwaysA(), judge_name, files["claude-100k"], files["turbo-16k-0613"], tmp_path / judge_name, concurrency=1)
+        judge = _AlwaysA()
+        report = run_judge(judge, judge, judge_name, files["claude-100k"], files["turbo-16k-0613"], tmp_path / judge_name)
         totals = report["totals"]
         assert report["questions"] == ("turbo" if "3.5" in judge_name else "gpt4")
         assert totals["verdicts"] == 2 * expected and (totals["win"], totals["loss"]) == (expected, expected)
@@ -130,5 +149,42 @@ def test_judge_cli_question_flag(tmp_path):
         report = json.loads((tmp_path / "judge.json").read_text())
         assert report["questions"] == "turbo" and report["totals"]["verdicts"] == 2
         assert "Questions: turbo (evaluation LLM or human), 1 judged." in (tmp_path / "judge.md").read_text()
+    finally:
+        server.close()
+
+
+@pytest.mark.skipif(not LEVAL.exists(), reason="shared L-Eval predictions not present")
+def test_judge_resumes_after_a_kill_and_retries_failed_requests(tmp_path):
+    args = ("judge", str(LEVAL / "claude-100k.pred.jsonl"), str(LEVAL / "turbo-16k-0613.pred.jsonl"), "--judge-model", "openai:judge",
+            "--concurrency", "1", "--cache", "none", "--limit", "3", "--out", str(tmp_path))
+    server = ScriptedServer({"/v1/chat/completions": [
+        _chat("[[A]]"),  # q1 model=A: win
+        {"choices": []},  # q1 model=B: a failed request, not recorded
+        _chat("[[C]]"),  # q2 model=A: tie; the second record, then the run is killed
+        _chat("[[B]]"),  # second run: q1 model=B retried -> win
+        {"choices": []},  # q2 model=B fails
+        _chat("[[A]]"), _chat("[[A]]"),  # q3: win, loss
+        _chat("[[B]]"),  # third run: q2 model=B retried -> win
+    ]})
+    sent = lambda: len(server.requests["/v1/chat/completions"])  # noqa: E731
+    try:
+        killed = run_cli(*args, "--base-url", server.url, env={STOP_AFTER_PASSES_ENV: "2"})
+        assert killed.returncode == 130, killed.stderr
+        assert sent() == 3
+        second = run_cli(*args, "--base-url", server.url)
+        assert second.returncode == 0, second.stderr
+        assert sent() == 7  # the failed request and the 3 never asked; none answered is asked again
+        report = json.loads((tmp_path / "judge.json").read_text())
+        assert [v["outcome"] for v in report["verdicts"]] == ["win", "win", "tie", "error", "win", "loss"]
+        manifest = json.loads((tmp_path / "manifest.json").read_text())
+        assert manifest["status"] == "incomplete" and len(manifest["failed_passes"]) == 1
+        third = run_cli(*args, "--base-url", server.url)
+        assert third.returncode == 0, third.stderr
+        assert sent() == 8  # the failed request only
+        report = json.loads((tmp_path / "judge.json").read_text())
+        assert [v["outcome"] for v in report["verdicts"]] == ["win", "win", "tie", "win", "win", "loss"]
+        assert json.loads((tmp_path / "manifest.json").read_text())["status"] == "complete"
+        other = run_cli(*args[:-4], "--limit", "2", "--out", str(tmp_path), "--base-url", server.url)
+        assert other.returncode == 2 and "different configuration" in other.stderr
     finally:
         server.close()

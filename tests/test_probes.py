@@ -16,7 +16,7 @@ from ctxeval.probes.context_gain import gain_table, summarize_text
 from ctxeval.probes.keytokens import key_token_mask, merge_spans, tokens_within
 from ctxeval.probes.retrieval import extract_value
 from ctxeval.probes.retrieval_data import make_case
-from ctxeval.probes.retrieval_run import _load_cases, lines_for_tokens
+from ctxeval.probes.retrieval_run import read_cases, lines_for_tokens
 from ctxeval.tokens import tokenized_from_pieces
 
 
@@ -169,11 +169,11 @@ def test_extract_value_takes_the_first_word_or_number():
     assert extract_value("register", " it is 12 or 13") == "12"
 
 
-def test_torn_case_line_is_cut_off_and_rescored(tmp_path):
+def test_cases_of_a_run_made_before_parquet_records_are_still_read(tmp_path):
     path = tmp_path / "cases.jsonl"
     path.write_text(json.dumps({"model": "m", "lines": 4, "depth": 0.0, "sample": 0}) + "\n" + '{"model": "m", "li')
-    assert len(_load_cases(path)) == 1
-    assert path.read_text().endswith("}\n")
+    cases = read_cases(tmp_path)
+    assert cases.to_dict("records") == [{"tokens_target": None, "model": "m", "lines": 4, "depth": 0.0, "sample": 0}]
 
 
 class _WordScorer:

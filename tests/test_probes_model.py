@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from ctxeval import api
 from ctxeval.probes.retrieval import extract_value, score_case
 from ctxeval.probes.retrieval_data import make_case
-from ctxeval.records import read_records
+from ctxeval.records import STOP_AFTER_PASSES_ENV, read_records
 
 from .conftest import FIXTURES, SHARED_DATA, run_cli
 
@@ -115,7 +116,7 @@ def test_retrieval_end_to_end_and_probe_report(tmp_path):
     assert (tmp_path / "rt" / "retrieval_heatmap.png").is_file()
     again = run_cli("retrieval", "--lines", "6,12", "--depths", "0,1", "--samples", "1", "--quiet", "--out", str(tmp_path / "rt"))
     assert again.returncode == 0 and json.loads((tmp_path / "rt" / "results.json").read_text()) == results
-    assert len((tmp_path / "rt" / "cases.jsonl").read_text().splitlines()) == 4
+    assert pq.read_table(tmp_path / "rt" / "cases.parquet").column("case_index").to_pylist() == [0, 1, 2, 3]
 
     cg = run_cli("context-gain", str(WIKI), "--window", "128", "--short", "32", "--max-tokens", "256", "--quiet", "--out", str(tmp_path / "cg"))
     assert cg.returncode == 0, cg.stderr
@@ -160,3 +161,16 @@ def test_probe_commands_reject_bad_input_with_one_line(args, message, tmp_path):
     proc = run_cli(*args, "--out", str(tmp_path / "x"))
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and message in proc.stderr
+
+
+def test_a_killed_retrieval_resumes_to_the_uninterrupted_cases(tmp_path):
+    args = ("retrieval", "--lines", "6,12", "--depths", "0,1", "--samples", "1", "--quiet", "--threads", "1")
+    whole = run_cli(*args, "--out", str(tmp_path / "whole"))
+    assert whole.returncode == 0, whole.stderr
+    killed = run_cli(*args, "--out", str(tmp_path / "killed"), env={STOP_AFTER_PASSES_ENV: "2"})
+    assert killed.returncode == 130, killed.stderr
+    assert pq.read_table(tmp_path / "killed" / "parts").num_rows == 2 and not (tmp_path / "killed" / "cases.parquet").exists()
+    resumed = run_cli(*args, "--out", str(tmp_path / "killed"))
+    assert resumed.returncode == 0, resumed.stderr
+    assert pq.read_table(tmp_path / "killed" / "cases.parquet").equals(pq.read_table(tmp_path / "whole" / "cases.parquet"))
+    assert (tmp_path / "killed" / "results.json").read_text() == (tmp_path / "whole" / "results.json").read_text()

@@ -6,6 +6,7 @@ import csv
 import json
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from sklearn.metrics import f1_score, matthews_corrcoef
 
@@ -13,6 +14,7 @@ from ctxeval.data.mt_bench import load_mt_bench
 from ctxeval.metrics.qa import ppl_qa
 from ctxeval.qa.evaluator import DIGITS, Evaluator
 from ctxeval.qa.prompts import geval_prompt, qa_prefix
+from ctxeval.records import STOP_AFTER_PASSES_ENV
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.model
@@ -126,3 +128,17 @@ def test_pplqa_command_ranks_answers_and_compares_with_reference(tmp_path):
         assert agreement["random_baseline_nonnegative"] > 0
     assert "pplqa vs gptscore" in result["agreement"]
     print("pplqa ranking demo:", {r["question_id"] + "/" + r["model"]: round(float(r["pplqa"]), 2) for r in scores})
+
+
+def test_a_killed_pplqa_resumes_to_the_uninterrupted_scores(tmp_path):
+    args = ("pplqa", "--limit", "1", "--methods", "pplqa,geval", "--quiet", "--threads", "1")
+    whole = run_cli(*args, "--out", str(tmp_path / "whole"))
+    assert whole.returncode == 0, whole.stderr
+    killed = run_cli(*args, "--out", str(tmp_path / "killed"), env={STOP_AFTER_PASSES_ENV: "5"})
+    assert killed.returncode == 130, killed.stderr
+    assert pq.read_table(tmp_path / "killed" / "parts").num_rows == 5
+    resumed = run_cli(*args, "--out", str(tmp_path / "killed"))
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads((tmp_path / "killed" / "pplqa.json").read_text())["timing"]["passes_run_this_session"] == 6 * 3 - 5
+    assert pq.read_table(tmp_path / "killed" / "passes.parquet").equals(pq.read_table(tmp_path / "whole" / "passes.parquet"))
+    assert (tmp_path / "killed" / "scores.csv").read_text() == (tmp_path / "whole" / "scores.csv").read_text()

@@ -261,6 +261,7 @@ def retrieval(
     progress: bool = False,
     n_threads: int | None = None,
     tokens: Sequence[int] | None = None,
+    executor: ExecutorOptions | None = None,
 ) -> RetrievalResult:
     """Line retrieval (paper 002 appendix A.2 `cat`, or LongChat's `register`): records of `lines`
     key-value lines (or, with `tokens`, of as many lines as fit each model's prompt of that many
@@ -287,7 +288,7 @@ def retrieval(
         raise UserError("no --model given")
     config = RetrievalConfig(variant, lines, depths, samples, seed, tuple(dict.fromkeys(models)), tokens=token_targets)
     run_dir = Path(out) if out is not None else Path("runs") / f"retrieval-{config.run_id()[:8]}"
-    return run_retrieval(config, run_dir, progress, n_threads)
+    return run_retrieval(config, run_dir, progress, n_threads, executor)
 
 
 def probe_report(runs: Sequence[str | Path], out: str | Path) -> str:
@@ -419,32 +420,35 @@ def leval_corr(metrics: Sequence[str], human: str | Path, column: str | None = N
 
 
 def judge(predictions: str | Path, base_predictions: str | Path, judge_model: str = "openai:gpt-4", openai: OpenAIOptions | None = None,
-          max_tokens: int = 2048, limit: int | None = None, out: str | Path = Path("runs/judge"), questions: str = "auto") -> Report:
-    """Pairwise LLM judge (L-Eval's prompt, both answer orders); `value` is judge.json's content."""
+          max_tokens: int = 2048, limit: int | None = None, out: str | Path = Path("runs/judge"), questions: str = "auto",
+          executor: ExecutorOptions | None = None) -> Report:
+    """Pairwise LLM judge (L-Eval's prompt, both answer orders); `value` is judge.json's content.
+    Verdicts are records in `out`: a re-run of the same command resumes."""
     from ctxeval.judge import markdown, run_api_judge
 
     out = Path(out)
-    report = run_api_judge(Path(predictions), Path(base_predictions), judge_model, openai or OpenAIOptions(), max_tokens, limit, out, questions)
+    report = run_api_judge(Path(predictions), Path(base_predictions), judge_model, openai or OpenAIOptions(), max_tokens, limit, out, questions, executor)
     return Report(report, markdown(report), (out / "judge.json", out / "judge.md"))
 
 
 def pplqa(answers: str = "mt-bench", methods: str | Sequence[str] = ("pplqa",), out: str | Path | None = None, model: str = DEFAULT_MODEL,
           limit: int | None = None, qa_scope: str = "all", aspect: str | None = None, reference: str | None = "auto", seed: int = 0,
-          progress: bool = False, n_threads: int | None = None, tau: str = "a") -> Report:
+          progress: bool = False, n_threads: int | None = None, tau: str = "a", executor: ExecutorOptions | None = None) -> Report:
     """Rank each question's answers by PPLqa (and optionally the baselines); `value` is pplqa.json's content."""
     from ctxeval.qa.ranking import markdown
 
-    result = qa_commands.pplqa(answers, _methods(methods), out, model, limit, qa_scope, aspect, reference, seed, progress, n_threads, tau=tau)
+    result = qa_commands.pplqa(answers, _methods(methods), out, model, limit, qa_scope, aspect, reference, seed, progress, n_threads, tau=tau, executor=executor)
     return Report(result, markdown(result))
 
 
 def meta_eval(dataset: str, methods: str | Sequence[str] = ("pplqa", "gptscore", "geval", "geval_weighted"), out: str | Path | None = None,
               model: str = DEFAULT_MODEL, limit: int | None = None, qa_scope: str = "all", aspect: str = "coherence", ties: str = "drop",
-              replicates: int = 2000, seed: int = 0, progress: bool = False, n_threads: int | None = None) -> Report:
+              replicates: int = 2000, seed: int = 0, progress: bool = False, n_threads: int | None = None,
+              executor: ExecutorOptions | None = None) -> Report:
     """Meta-evaluate answer-quality methods against a pairwise dataset's human labels; `value` is the result JSON."""
     from ctxeval.report.meta_eval import markdown_table
 
-    result = qa_commands.meta_eval(dataset, _methods(methods), out, model, limit, qa_scope, aspect, ties, replicates, seed, progress, n_threads)
+    result = qa_commands.meta_eval(dataset, _methods(methods), out, model, limit, qa_scope, aspect, ties, replicates, seed, progress, n_threads, executor)
     return Report(result, markdown_table(result))
 
 

@@ -32,7 +32,6 @@ ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="CPU thread
 DeviceOpt = Annotated[Optional[str], typer.Option("--device", help="hf: models only: cpu (default), cuda or mps.")]
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="hf: models only: float32 (default), bfloat16, float16 or float64 (slow reference).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar and no tables.")]
-BaseUrlOpt = Annotated[str, typer.Option("--base-url", help="openai models: the server's base URL.")]
 BaseUrlsOpt = Annotated[Optional[list[str]], typer.Option("--base-url", help="openai models: the server's base URL (default http://127.0.0.1:8000). Repeat for several servers of the same model: passes are dealt across them.")]
 ApiKeyEnvOpt = Annotated[str, typer.Option("--api-key-env", help="openai models: environment variable holding the API key (never stored).")]
 ApiModeOpt = Annotated[str, typer.Option("--api-mode", help="openai models: auto (probe), prompt (echo+logprobs), generate (completions, thesis reuse) or chat (chat completions, thesis reuse).")]
@@ -381,12 +380,17 @@ def retrieval(
     out: OutOpt = None,
     threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = 1,
+    address: AddressOpt = None,
+    threads_per_worker: ThreadsPerWorkerOpt = 1,
 ) -> None:
     """Line-retrieval test: accuracy of greedy exact match and mean rank of the right answer's first token,
     per (lines x depth), with heatmaps. Keys and values are made-up words and numbers, seen only in their line."""
     result = api.retrieval(
         variant, _ints(lines, "--lines"), _floats(depths, "--depths"), samples, model or [DEFAULT_MODEL], seed, out,
         progress=not quiet, n_threads=threads, tokens=_ints(tokens, "--tokens") if tokens else None,
+        executor=_executor(executor, workers, address, threads_per_worker, 0.0),
     )
     if not quiet:
         typer.echo(result.markdown)
@@ -459,18 +463,21 @@ def judge(
     predictions: Annotated[Path, typer.Argument(help="The judged model's L-Eval predictions (*.pred.jsonl: query, gt, <model>_pred).")],
     base_predictions: Annotated[Path, typer.Argument(help="The base model's predictions for the same questions.")],
     judge_model: Annotated[str, typer.Option("--judge-model", help="Judge as openai:MODEL (chat completions).")] = "openai:gpt-4",
-    base_url: BaseUrlOpt = "http://127.0.0.1:8000",
+    base_url: BaseUrlsOpt = None,
     api_key_env: ApiKeyEnvOpt = "OPENAI_API_KEY",
     concurrency: ConcurrencyOpt = 4,
     cache: CacheOpt = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Judge answer length (L-Eval: 2048).")] = 2048,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Judge only the first N paired questions.")] = None,
     questions: Annotated[str, typer.Option("--questions", help="Rows judged: auto (L-Eval's set for the judge: turbo for GPT-3.5, else gpt4), gpt4 (96 'LLM' rows), turbo (181 'LLM' and 'human' rows) or file (as L-Eval's llm_eval.py reads the file).")] = "auto",
-    out: Annotated[Path, typer.Option("--out", help="Directory for judge.json and judge.md.")] = Path("runs/judge"),
+    out: Annotated[Path, typer.Option("--out", help="Directory for judge.json, judge.md and the verdict records (a re-run resumes).")] = Path("runs/judge"),
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = 1,
+    address: AddressOpt = None,
 ) -> None:
     """Pairwise LLM judge (L-Eval's prompt, both answer orders): win rate of a model's answers over a base model's."""
-    options = OpenAIOptions(base_url, api_key_env, concurrency=concurrency, cache=_cache_path(cache))
-    report = api.judge(predictions, base_predictions, judge_model, options, max_tokens, limit, out, questions)
+    options = OpenAIOptions(_first_url(base_url), api_key_env, concurrency=concurrency, cache=_cache_path(cache), fanout=tuple((base_url or [])[1:]))
+    report = api.judge(predictions, base_predictions, judge_model, options, max_tokens, limit, out, questions, executor=_executor(executor, workers, address, 1, 0.0))
     typer.echo(report.markdown + f"report: {', '.join(str(f) for f in report.files)}")
 
 
@@ -488,9 +495,14 @@ def meta_eval(
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = 1,
+    address: AddressOpt = None,
+    threads_per_worker: ThreadsPerWorkerOpt = 1,
 ) -> None:
     """Which answer-quality method agrees with human pairwise labels (PPLqa paper, Table 3)."""
-    report = api.meta_eval(dataset, methods, out, model, limit, qa_scope, aspect, ties, replicates, seed, not quiet, threads)
+    report = api.meta_eval(dataset, methods, out, model, limit, qa_scope, aspect, ties, replicates, seed, not quiet, threads,
+                           executor=_executor(executor, workers, address, threads_per_worker, 0.0))
     if not quiet:
         typer.echo(report.markdown)
 
@@ -509,9 +521,14 @@ def pplqa(
     tau: Annotated[str, typer.Option("--tau", help="Per-question Kendall tau: a (the paper's eq. 4; a constant ranking counts 0) or b (tau-b; constant rankings skipped).")] = "a",
     threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = 1,
+    address: AddressOpt = None,
+    threads_per_worker: ThreadsPerWorkerOpt = 1,
 ) -> None:
     """PPLqa = |PPL(question + answer) - PPL(answer)| (lower is better); ranks each question's answers."""
-    report = api.pplqa(answers, methods, out, model, limit, qa_scope, aspect, reference, seed, not quiet, threads, tau=tau)
+    report = api.pplqa(answers, methods, out, model, limit, qa_scope, aspect, reference, seed, not quiet, threads, tau=tau,
+                       executor=_executor(executor, workers, address, threads_per_worker, 0.0))
     if not quiet:
         typer.echo(report.markdown)
 

@@ -7,6 +7,11 @@ parsed as L-Eval does ("[[A]]" checked first, then "[[B]]", then "[[C]]"); anyth
 parse failure, counted and reported, never guessed. Requests that fail after retries are
 errors too. Win rate = (wins + ½ ties) / (verdicts that are not errors).
 
+Judge requests are a generation pass kind: they run through the same executors as scoring (a
+local thread pool of `--concurrency` requests, or Ray actors, over one or several servers), and
+each answered request is a record (`verdicts.parquet`, written in atomic parts) so an
+interrupted judge resumes without asking again; requests that failed are retried by a re-run.
+
 Which questions are judged follows L-Eval's two judges (`Baselines/LEval_config.py` builds the
 judges' prediction files from each row's ``evaluation``): GPT-4 sees the 96-question subset
 (``LLM`` rows), GPT-3.5 the 181 questions of both subsets (``LLM`` and ``human`` rows).
@@ -14,15 +19,25 @@ judges' prediction files from each row's ``evaluation``): GPT-4 sees the 96-ques
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ctxeval.backends.model_files import file_sha256
 from ctxeval.errors import ScoringFailed, UserError
+from ctxeval.executors import ExecutorOptions, ModelSpec, Work, open_executor
+from ctxeval.executors.work import one_per_unit
+from ctxeval.manifest import MANIFEST_FILE, Manifest, now, read_manifest, write_manifest
+from ctxeval.records import RecordKind, RowSink, done_passes, merge_parts
+from ctxeval.run import add_counts, terminate_as_interrupt, versions
 
 # L-Eval's "pair-v2" judge prompt (Evaluation/llm_eval.py), used for its GPT-4 judged tasks
 SYSTEM_PROMPT = (
@@ -46,10 +61,25 @@ USER_TEMPLATE = (
 )
 
 
+VERDICTS = RecordKind("verdicts.parquet", "job_index", ("job_index",))
+VERDICT_SCHEMA = pa.schema([("job_index", pa.int32()), ("query", pa.string()), ("order", pa.string()), ("outcome", pa.string()), ("raw", pa.string())])
+ORDERS = ("model_first", "base_first")
+
+
 class ChatGenerator(Protocol):
-    """Anything that answers a chat: messages in, text out (raises ScoringFailed on failure)."""
+    """A chat model an executor can run: messages in, text out (raises ScoringFailed on failure)."""
+
+    @property
+    def name(self) -> str: ...
+
+    concurrency: int
+    remote: bool
 
     def chat(self, messages: list[dict[str, str]]) -> str: ...
+
+    def usage(self) -> dict: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -81,28 +111,70 @@ def parse_verdict(judgment: str) -> str:
     return "error"
 
 
-def judge_pairs(judge: ChatGenerator, pairs: Sequence[Pair], concurrency: int = 4) -> list[Verdict]:
-    """Two verdicts per pair (both answer orders), in input order."""
-    jobs = [(pair, order) for pair in pairs for order in ("model_first", "base_first")]
+@dataclass(frozen=True)
+class JudgeTask:
+    """Asks a worker's chat model each request: its text, or the request's failure."""
 
-    def run(job: tuple[Pair, str]) -> Verdict:
-        pair, order = job
-        a, b = (pair.model_answer, pair.base_answer) if order == "model_first" else (pair.base_answer, pair.model_answer)
-        messages = [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": USER_TEMPLATE.format(question=pair.query, ref_answer=pair.reference, answer_a=a, answer_b=b)},
-        ]
+    def __call__(self, model: ChatGenerator, items: list[list[dict[str, str]]]) -> list[object]:
+        out: list[object] = []
+        for messages in items:
+            try:
+                out.append(model.chat(messages))
+            except ScoringFailed as exc:
+                out.append(exc)
+        return out
+
+
+def judge_messages(pair: Pair, order: str) -> list[dict[str, str]]:
+    """L-Eval's pair-v2 request with the judged model's answer as A (`model_first`) or B."""
+    a, b = (pair.model_answer, pair.base_answer) if order == "model_first" else (pair.base_answer, pair.model_answer)
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": USER_TEMPLATE.format(question=pair.query, ref_answer=pair.reference, answer_a=a, answer_b=b)},
+    ]
+
+
+def outcome(judgment: str, order: str) -> str:
+    """The judged model's result in one verdict: win, loss, tie, or error (no verdict found)."""
+    winner = parse_verdict(judgment)
+    model_letter = "A" if order == "model_first" else "B"
+    return "error" if winner == "error" else "tie" if winner == "tie" else "win" if winner == model_letter else "loss"
+
+
+@dataclass
+class Judged:
+    """Two verdicts per pair in input order, the requests that failed, and what they cost."""
+
+    verdicts: list[Verdict]
+    failed: list[dict]
+    usage: dict
+
+
+def judge_pairs(judge: ChatGenerator, load_spec: ModelSpec, pairs: Sequence[Pair], out: Path, executor: ExecutorOptions | None = None) -> Judged:
+    """Both answer orders of every pair. Answered requests are records in `out` (a re-run asks
+    only the rest); failed ones are error verdicts, not recorded, so a re-run retries them."""
+    jobs = [(2 * i + k, pair, order) for i, pair in enumerate(pairs) for k, order in enumerate(ORDERS)]
+    done = done_passes(out, VERDICTS)
+    failed: dict[int, Verdict] = {}
+    sink = RowSink(out, VERDICT_SCHEMA)
+    work = Work(JudgeTask(), one_per_unit([j for j in jobs if j[0] not in done]), lambda job: judge_messages(job[1], job[2]),
+                lambda job: len(job[1].model_answer) + len(job[1].base_answer))
+    usage: dict = {}  # of the executor's own connections (other servers, Ray actors)
+    with open_executor(executor) as runner, terminate_as_interrupt():
         try:
-            text = judge.chat(messages)
-        except ScoringFailed as exc:
-            return Verdict(pair.query, order, "error", f"request failed: {exc}")
-        winner = parse_verdict(text)
-        model_letter = "A" if order == "model_first" else "B"
-        outcome = "error" if winner == "error" else "tie" if winner == "tie" else "win" if winner == model_letter else "loss"
-        return Verdict(pair.query, order, outcome, text)
-
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        return list(pool.map(run, jobs))
+            for (index, pair, order), result in runner.stream(judge, load_spec, work):
+                if isinstance(result, ScoringFailed):
+                    failed[index] = Verdict(pair.query, order, "error", f"request failed: {result}")
+                else:
+                    sink.add({"job_index": index, "query": pair.query, "order": order, "outcome": outcome(result, order), "raw": result})
+        finally:
+            sink.flush()
+            for other in runner.worker_usage.get(judge.name, []):
+                usage = add_counts(usage, other)
+    merge_parts(out, VERDICT_SCHEMA, VERDICTS)
+    recorded = {r["job_index"]: Verdict(r["query"], r["order"], r["outcome"], r["raw"]) for r in pq.read_table(out / VERDICTS.file).to_pylist()}
+    verdicts = [recorded[i] if i in recorded else failed[i] for i, _, _ in jobs]
+    return Judged(verdicts, [{"job_index": i, **asdict(v)} for i, v in sorted(failed.items())], add_counts(usage, judge.usage()))
 
 
 def win_rate(verdicts: Sequence[Verdict]) -> dict[str, float | int]:
@@ -175,7 +247,6 @@ def _describe(questions: str) -> str:
 
 def write_results(out: Path, model: str, base: str, judge_name: str, questions: str, verdicts: list[Verdict], unmatched: int) -> dict:
     """`judge.json` (every verdict and the totals) and `judge.md`."""
-    out.mkdir(parents=True, exist_ok=True)
     totals = win_rate(verdicts)
     by_order = {order: win_rate([v for v in verdicts if v.order == order]) for order in ("model_first", "base_first")}
     report = {"model": model, "base": base, "judge": judge_name, "prompt": "L-Eval pair-v2", "questions": questions,
@@ -202,10 +273,11 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_judge(judge: ChatGenerator, judge_name: str, predictions: Path, base_predictions: Path, out: Path,
-              concurrency: int = 4, limit: int | None = None, questions: str = "auto") -> dict:
+def run_judge(judge: ChatGenerator, load_spec: ModelSpec, judge_name: str, predictions: Path, base_predictions: Path, out: Path,
+              limit: int | None = None, questions: str = "auto", executor: ExecutorOptions | None = None, max_tokens: int | None = None) -> dict:
     """Judge a model's L-Eval predictions against a base model's on a question set (`auto`: the
-    one L-Eval uses for this judge); write and return the report."""
+    one L-Eval uses for this judge); write and return the report. A run directory holds one
+    configuration (files, judge, question set, limit), as scoring runs do."""
     if questions == "auto":
         questions = leval_question_set(judge_name)
     model, model_rows = read_predictions(predictions)
@@ -216,12 +288,29 @@ def run_judge(judge: ChatGenerator, judge_name: str, predictions: Path, base_pre
     pairs = pair_predictions(considered, model, base_rows, base)
     if limit is not None:
         pairs = pairs[:limit]
-    verdicts = judge_pairs(judge, pairs, concurrency)
-    return write_results(out, model, base, judge_name, questions, verdicts, len(considered) - len(pairs) if limit is None else 0)
+    config = {"predictions": file_sha256(Path(predictions)), "base_predictions": file_sha256(Path(base_predictions)), "judge": judge_name,
+              "questions": questions, "limit": limit, "max_tokens": max_tokens, "prompt": "L-Eval pair-v2"}
+    run_id = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+    previous = read_manifest(out) if (out / MANIFEST_FILE).exists() else None
+    if previous is not None and previous.run_id != run_id:
+        raise UserError(f"{out} holds a judge run with a different configuration; choose another --out or remove it")
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = Manifest(command="judge", run_id=run_id, config=config, models=[{"name": judge_name, "backend": "openai-chat"}],
+                        created=(previous.created if previous else None) or now(),
+                        plan={"requests": 2 * len(pairs), "record_kind": "judge verdict", "records": VERDICTS.file}, versions=versions())
+    write_manifest(out, manifest)
+    started = time.time()
+    judged = judge_pairs(judge, load_spec, pairs, out, executor)
+    manifest.status = "incomplete" if judged.failed else "complete"
+    manifest.failed_passes = judged.failed or None
+    manifest.api_usage = {judge_name: judged.usage}
+    manifest.timing = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
+    write_manifest(out, manifest)
+    return write_results(out, model, base, judge_name, questions, judged.verdicts, len(considered) - len(pairs) if limit is None else 0)
 
 
 def run_api_judge(predictions: Path, base_predictions: Path, judge_model: str, options, max_tokens: int, limit: int | None,
-                  out: Path, questions: str = "auto") -> dict:
+                  out: Path, questions: str = "auto", executor: ExecutorOptions | None = None) -> dict:
     """Judge with an `openai:` chat model (the `ctxeval judge` command); returns the report."""
     if not judge_model.startswith("openai:") or len(judge_model) == len("openai:"):
         raise UserError(f"--judge-model must be openai:MODEL, got {judge_model!r}")
@@ -229,10 +318,11 @@ def run_api_judge(predictions: Path, base_predictions: Path, judge_model: str, o
         raise UserError(f"--limit must be a positive integer, got {limit}")
     if questions not in QUESTION_CHOICES:
         raise UserError(f"--questions must be one of {', '.join(QUESTION_CHOICES)}, got {questions!r}")
-    from ctxeval.backends.openai_chat import OpenAIChat
+    from ctxeval.backends.openai_chat import ChatSpec
 
-    chat = OpenAIChat(judge_model[len("openai:"):], options, max_tokens=max_tokens)
+    spec = ChatSpec(judge_model[len("openai:"):], options, max_tokens)
+    chat = spec.load()
     try:
-        return run_judge(chat, judge_model, predictions, base_predictions, out, options.concurrency, limit, questions)
+        return run_judge(chat, spec, judge_model, predictions, base_predictions, out, limit, questions, executor, max_tokens)
     finally:
         chat.close()

@@ -1,15 +1,20 @@
-"""Token records: the single source of truth of a run, one row per scored token.
+"""Records: the single source of truth of a run. Token records (`records.parquet`, one row per
+scored token) for sweep, score and context-gain; other commands keep their own record kinds
+(retrieval cases, QA evaluator passes, judge verdicts: `RecordKind`) in the same machinery.
 
 A run writes records in atomic part files (`parts/part-NNNNN.parquet`, each holding whole
-passes) while it works, so an interrupted run loses at most the passes in flight; a re-run
-skips passes already present and, at the end, the parts are merged into `records.parquet` in
-plan order, identical to an uninterrupted run.
+units of work) while it works, so an interrupted run loses at most the work in flight; a re-run
+skips work already present (by the kind's key column) and, at the end, the parts are merged
+into the kind's file in plan order, identical to an uninterrupted run.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +23,10 @@ import pyarrow.parquet as pq
 
 RECORDS_FILE = "records.parquet"
 PARTS_DIR = "parts"
+FLUSH_SECONDS = 2.0
+# Tests set this to interrupt a run deterministically: after that many units of work are
+# recorded and flushed, the process sends itself SIGTERM, exactly as `kill` would.
+STOP_AFTER_PASSES_ENV = "CTXEVAL_TEST_STOP_AFTER_PASSES"
 
 BASE_SCHEMA = pa.schema(
     [
@@ -43,6 +52,19 @@ BASE_SCHEMA = pa.schema(
         ("topk_logprobs", pa.list_(pa.float32())),
     ]
 )
+
+
+@dataclass(frozen=True)
+class RecordKind:
+    """One kind of record: its merged file, the column that identifies a unit of work (what
+    resume skips), and the plan order it is sorted into."""
+
+    file: str
+    key: str
+    order: tuple[str, ...]
+
+
+TOKENS = RecordKind(RECORDS_FILE, "pass_index", ("pass_index", "target_pos"))
 
 
 def temperature_column(temperature: float) -> str:
@@ -77,27 +99,60 @@ class PartWriter:
         self._next += 1
 
 
-def done_passes(run_dir: Path) -> set[int]:
-    """Indices of passes whose records are already on disk."""
-    parts = sorted((run_dir / PARTS_DIR).glob("part-*.parquet"))
-    done: set[int] = set()
-    for part in parts:
-        done.update(pq.read_table(part, columns=["pass_index"]).column(0).unique().to_pylist())
+class RowSink:
+    """Finished records (one dict per unit of work, the schema's columns) buffered and written
+    as a part every FLUSH_SECONDS and when closed, so a kill loses only the last seconds."""
+
+    def __init__(self, run_dir: Path, schema: pa.Schema) -> None:
+        self.writer = PartWriter(run_dir, schema)
+        self.rows: list[dict] = []
+        self.added = 0
+        self._last_flush = time.monotonic()
+        self._stop_after = int(os.environ.get(STOP_AFTER_PASSES_ENV, "0")) or None
+
+    def add(self, row: dict) -> None:
+        self.rows.append(row)
+        self.added += 1
+        if time.monotonic() - self._last_flush > FLUSH_SECONDS or self.added == self._stop_after:
+            self.flush()
+        if self.added == self._stop_after:
+            signal.raise_signal(signal.SIGTERM)
+
+    def flush(self) -> None:
+        if self.rows:
+            self.writer.write({name: [r[name] for r in self.rows] for name in self.writer.schema.names})
+            self.rows.clear()
+        self._last_flush = time.monotonic()
+
+
+def done_passes(run_dir: Path, kind: RecordKind = TOKENS) -> set:
+    """Keys (pass indices, for token records) of the work whose records are already on disk:
+    in part files, and in the merged file of a kind that adds work to a finished run (QA passes)."""
+    files = sorted((run_dir / PARTS_DIR).glob("part-*.parquet"))
+    if (run_dir / kind.file).is_file():
+        files.append(run_dir / kind.file)
+    done: set = set()
+    for path in files:
+        done.update(pq.read_table(path, columns=[kind.key]).column(0).unique().to_pylist())
     return done
 
 
-def merge_parts(run_dir: Path, schema: pa.Schema) -> pa.Table:
-    """Merge part files into `records.parquet`, sorted in plan order, then remove the parts."""
+def merge_parts(run_dir: Path, schema: pa.Schema, kind: RecordKind = TOKENS) -> pa.Table:
+    """Merge part files (and the kind's merged file, if one exists) into the merged file,
+    sorted in plan order, then remove the parts."""
     parts = sorted((run_dir / PARTS_DIR).glob("part-*.parquet"))
-    tables = [pq.read_table(p, schema=schema) for p in parts]
+    merged = run_dir / kind.file
+    sources = ([merged] if merged.is_file() else []) + parts
+    tables = [pq.read_table(p, schema=schema) for p in sources]
     table = pa.concat_tables(tables) if tables else schema.empty_table()
-    table = table.sort_by([("pass_index", "ascending"), ("target_pos", "ascending")])
-    tmp = run_dir / (RECORDS_FILE + ".tmp")
+    table = table.sort_by([(column, "ascending") for column in kind.order])
+    tmp = run_dir / (kind.file + ".tmp")
     pq.write_table(table, tmp)
-    os.replace(tmp, run_dir / RECORDS_FILE)
+    os.replace(tmp, merged)
     for p in parts:
         p.unlink()
-    (run_dir / PARTS_DIR).rmdir()
+    if (run_dir / PARTS_DIR).is_dir():
+        (run_dir / PARTS_DIR).rmdir()
     return table
 
 

@@ -28,15 +28,12 @@ from ctxeval.errors import ScoringFailed, UserError
 from ctxeval.manifest import MANIFEST_FILE, Manifest, now, read_manifest, write_manifest
 from ctxeval.plan_stream import Planner, document_jobs, plan_documents
 from ctxeval.executors import ExecutorOptions, ScorerSpec, open_executor
-from ctxeval.records import PartWriter, done_passes, merge_parts, schema_for, temperature_column
+from ctxeval.executors.work import scoring_work
+from ctxeval.records import FLUSH_SECONDS, STOP_AFTER_PASSES_ENV, PartWriter, done_passes, merge_parts, schema_for, temperature_column
 from ctxeval.report.outputs import write_outputs
 from ctxeval.tokens import TokenizedText
 from ctxeval.windows import Pass
 
-_FLUSH_SECONDS = 2.0
-# Tests set this to interrupt a run deterministically: after that many passes are scored and
-# flushed, the process sends itself SIGTERM, exactly as `kill` would (no race with the clock).
-STOP_AFTER_PASSES_ENV = "CTXEVAL_TEST_STOP_AFTER_PASSES"
 
 # A planner turns the models and the texts as tokenized by each ([model][text]) into passes
 # ([model][text][pass]) and facts about the plan for the manifest (plan_stream.Planner); it is
@@ -110,7 +107,7 @@ def execute(
             pending: dict[str, list] = {name: [] for name in schema.names}
             last_flush = time.monotonic()
             try:
-                for job, result in runner.stream(scorer, load_spec, config, jobs):
+                for job, result in runner.stream(scorer, load_spec, scoring_work(scorer, config, jobs)):
                     index, tt, p = job
                     if isinstance(result, ScoringFailed):
                         failures.append({"pass_index": index, "model": scorer.info.name, "text_id": tt.text.text_id, "window_id": p.window_id, "error": str(result)})
@@ -118,7 +115,7 @@ def execute(
                         _append_rows(scorer, config, tt, p, index, result, pending)
                     advance(p.n_targets, f"{scorer.info.name} · {tt.text.text_id} · {p.window_id}")
                     scored_now += 1
-                    if time.monotonic() - last_flush > _FLUSH_SECONDS or scored_now == stop_after:
+                    if time.monotonic() - last_flush > FLUSH_SECONDS or scored_now == stop_after:
                         _flush(writer, pending)
                         last_flush = time.monotonic()
                     if scored_now == stop_after:
@@ -160,18 +157,18 @@ def _record_usage(manifest: Manifest, scorers: list[Scorer], earlier: dict, work
         if s.remote:
             usage[s.info.name] = s.usage()
             for other in worker_usage.get(s.info.name, []):
-                usage[s.info.name] = _add_counts(usage[s.info.name], other)
+                usage[s.info.name] = add_counts(usage[s.info.name], other)
     if usage:
         manifest.api_usage = usage
-        manifest.api_usage_total = {name: _add_counts(earlier.get(name, {}), session) for name, session in usage.items()}
+        manifest.api_usage_total = {name: add_counts(earlier.get(name, {}), session) for name, session in usage.items()}
 
 
-def _add_counts(a: dict, b: dict) -> dict:
+def add_counts(a: dict, b: dict) -> dict:
     """Sum of two usage records (numbers added, nested counts too; other values from `b`)."""
     out = dict(a)
     for key, value in b.items():
         if isinstance(value, dict):
-            out[key] = _add_counts(a.get(key, {}) if isinstance(a.get(key), dict) else {}, value)
+            out[key] = add_counts(a.get(key, {}) if isinstance(a.get(key), dict) else {}, value)
         elif isinstance(value, (int, float)) and not isinstance(value, bool) and isinstance(a.get(key), (int, float)):
             out[key] = a[key] + value
         else:

@@ -55,6 +55,11 @@ class ScorerBase(ABC):
     batches: bool = False  # `score_batch` runs equal-length passes in one forward pass
     remote: bool = False  # it sends requests to a server (so `estimate` and `usage` say something)
 
+    @property
+    def name(self) -> str:
+        """The model's name, as records and manifests give it."""
+        return self.info.name
+
     @abstractmethod
     def tokenize(self, text: str) -> list[int]:
         """Token ids of `text` without BOS or other special tokens."""

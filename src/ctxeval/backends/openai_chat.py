@@ -1,8 +1,10 @@
-"""Chat over an OpenAI-compatible API: messages in, text out (the judge's `ChatGenerator`)."""
+"""Chat over an OpenAI-compatible API: messages in, text out (the judge's `ChatGenerator`),
+loadable by an executor's workers from a `ChatSpec`."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from ctxeval.backends.api_client import ApiClient, RequestFailed
@@ -13,8 +15,11 @@ from ctxeval.backends.request_cache import RequestCache
 class OpenAIChat:
     """/v1/chat/completions at temperature 0 (L-Eval's judge setting), cached like scoring requests."""
 
+    remote = True
+
     def __init__(self, model: str, options: OpenAIOptions, max_tokens: int = 2048, temperature: float = 0.0) -> None:
         self.model = model
+        self.concurrency = options.concurrency
         self.max_tokens = max_tokens
         self.temperature = temperature
         self._cache = RequestCache(Path(options.cache)) if options.cache else None
@@ -30,7 +35,33 @@ class OpenAIChat:
             raise RequestFailed("chat response content is not text")
         return content
 
+    @property
+    def name(self) -> str:
+        return f"openai:{self.model}"
+
+    def usage(self) -> dict:
+        """Requests and tokens of this session."""
+        return self.client.usage.as_dict()
+
     def close(self) -> None:
         self.client.close()
         if self._cache is not None:
             self._cache.close()
+
+
+@dataclass(frozen=True)
+class ChatSpec:
+    """How an executor's worker opens its own connection to the chat model."""
+
+    model: str
+    options: OpenAIOptions
+    max_tokens: int = 2048
+
+    def load(self, n_threads: int | None = None) -> OpenAIChat:
+        return OpenAIChat(self.model, self.options, self.max_tokens)
+
+    def per_server(self) -> list[ChatSpec]:
+        """One spec per server (`--base-url` repeated), else itself."""
+        if not self.options.fanout:
+            return [self]
+        return [ChatSpec(self.model, options, self.max_tokens) for options in self.options.per_server()]

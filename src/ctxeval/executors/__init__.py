@@ -1,28 +1,26 @@
-"""Executors: the only loops over passes. `local` runs them in-process (the default); `ray` deals
-them to Ray actors that each hold a loaded scorer. Either way the driver alone writes records,
-so records and resume do not depend on the executor."""
+"""Executors: the only loops over model work. `local` runs it in-process (the default); `ray`
+deals it to Ray actors that each hold a loaded model. Either way the driver alone writes
+records, so records and resume do not depend on the executor."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-from ctxeval.backends.base import ScorerBase
-from ctxeval.config import RunConfig
-from ctxeval.executors.spec import EXECUTORS, ExecutorOptions, ScorerSpec
-from ctxeval.executors.work import Job
+from ctxeval.executors.spec import EXECUTORS, ExecutorOptions, ModelSpec, ScorerSpec, WorkerModel
+from ctxeval.executors.work import J, Work
 
-__all__ = ["EXECUTORS", "Executor", "ExecutorOptions", "ScorerSpec", "open_executor"]
+__all__ = ["EXECUTORS", "Executor", "ExecutorOptions", "ModelSpec", "ScorerSpec", "Work", "WorkerModel", "open_executor"]
 
 
 class Executor(Protocol):
-    # usage() of the scorers it loaded besides the driver's, per model name (API requests they sent)
+    # usage() of the models it loaded besides the driver's, per model name (API requests they sent)
     worker_usage: dict[str, list[dict]]
 
-    def stream(self, scorer: ScorerBase, load_spec: ScorerSpec, config: RunConfig, jobs: Iterable[Job]) -> Iterator[tuple[Job, object]]:
-        """(job, BlockScores | ScheduledScores | ScoringFailed) for every job, each exactly once,
-        in any order (the records are sorted into plan order when parts are merged)."""
+    def stream(self, model: WorkerModel, load_spec: ModelSpec, work: Work[J]) -> Iterator[tuple[J, object]]:
+        """(job, the task's result for it) for every job of `work`, each exactly once, in any
+        order (records are sorted into plan order when parts are merged)."""
         ...
 
     def close(self) -> None: ...

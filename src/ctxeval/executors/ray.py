@@ -1,50 +1,48 @@
-"""The Ray executor: one actor per worker, each loading its scorer once and reusing it.
+"""The Ray executor: one actor per worker, each loading its model once and reusing it.
 
-Units of work (single passes, or batches of equal-length passes for a backend that batches)
-are dealt to the actors with long and short units interleaved (as lm-eval deals requests to
-vLLM's data-parallel workers), a few in flight per actor; results stream back as they
-complete (`ray.wait`) and the driver alone writes records. A unit whose actor dies is put back
-at the head of the queue and runs on the next free actor; the dead actor is replaced.
+Units of work (scoring passes or batches of them, retrieval cases, QA evaluator passes, judge
+requests) are dealt to the actors with long and short units interleaved (as lm-eval deals
+requests to vLLM's data-parallel workers), a few in flight per actor; results stream back as
+they complete (`ray.wait`) and the driver alone writes records. A unit whose actor dies is put
+back at the head of the queue and runs on the next free actor; the dead actor is replaced.
 """
 
 from __future__ import annotations
 
 import os
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
-from ctxeval.backends.base import ScorerBase
-from ctxeval.config import RunConfig
 from ctxeval.errors import UserError
-from ctxeval.executors.spec import ExecutorOptions, ScorerSpec
-from ctxeval.executors.work import Job, WorkItem, score_unit, units, work_item
+from ctxeval.executors.spec import ExecutorOptions, ModelSpec, WorkerModel
+from ctxeval.executors.work import J, Task, Work
 
 IN_FLIGHT_PER_WORKER = 2  # a queued unit keeps an actor busy while the driver writes results
 MAX_ATTEMPTS = 3  # a unit whose actor died this many times ends the run
-# Tests set this to kill one busy actor (ray.kill) after that many passes came back.
+# Tests set this to kill one busy actor (ray.kill) after that many jobs came back.
 KILL_WORKER_AFTER_ENV = "CTXEVAL_TEST_KILL_WORKER_AFTER"
 
 
-class ScorerWorker:
-    """A Ray actor holding one loaded scorer (loaded inside the actor, on its node)."""
+class ModelWorker:
+    """A Ray actor holding one loaded model (loaded inside the actor, on its node)."""
 
-    def __init__(self, load_spec: ScorerSpec, n_threads: int) -> None:
-        self.scorer: ScorerBase | None = None
+    def __init__(self, load_spec: ModelSpec, n_threads: int) -> None:
+        self.model: WorkerModel | None = None
         self.error: str | None = None
         try:
-            self.scorer = load_spec.load(n_threads)
+            self.model = load_spec.load(n_threads)
         except UserError as exc:
             self.error = str(exc)
 
     def ready(self) -> str | None:
-        """None once the scorer is loaded, else why it could not be."""
+        """None once the model is loaded, else why it could not be."""
         return self.error
 
-    def score(self, config: RunConfig, items: list[WorkItem]) -> list[object]:
-        return score_unit(self.scorer, config, items)
+    def run(self, task: Task, items: list) -> list[object]:
+        return task(self.model, items)
 
     def usage(self) -> dict:
-        return self.scorer.usage()
+        return self.model.usage()
 
 
 class RayExecutor:
@@ -72,14 +70,14 @@ class RayExecutor:
                 raise UserError(f"cannot start or reach a Ray cluster{f' at {address}' if address else ''}: {str(exc).splitlines()[0]}") from None
             self._started = True
 
-    def stream(self, scorer: ScorerBase, load_spec: ScorerSpec, config: RunConfig, jobs: Iterable[Job]) -> Iterator[tuple[Job, object]]:
+    def stream(self, model: WorkerModel, load_spec: ModelSpec, work: Work[J]) -> Iterator[tuple[J, object]]:
         """(job, result) for every job exactly once, in completion order. The driver holds every
-        pending job (and its document's tokens) to deal long and short units together."""
+        pending job (and, for scoring, its document's tokens) to deal long and short units together."""
         ray = self._ray
-        groups = list(units(scorer, jobs))
+        groups = list(work.units)
         if not groups:
             return
-        worker_class = ray.remote(num_cpus=self.options.threads_per_worker, num_gpus=self.options.gpus_per_worker)(ScorerWorker)
+        worker_class = ray.remote(num_cpus=self.options.threads_per_worker, num_gpus=self.options.gpus_per_worker)(ModelWorker)
 
         servers = load_spec.per_server()  # actor i reaches server i mod n (openai: with several --base-url)
 
@@ -92,25 +90,25 @@ class RayExecutor:
         for error in ray.get([a.ready.remote() for a in actors]):
             if error is not None:
                 raise UserError(error)
-        queue = deque(interleaved(groups))
+        queue = deque(interleaved([sum(work.cost(job) for job in group) for group in groups]))
         inflight: dict = {}  # ref -> (slot, actor, unit)
 
         def submit(slot: int) -> None:
             busy = sum(1 for s, _, _ in inflight.values() if s == slot)
             while queue and busy < IN_FLIGHT_PER_WORKER:
                 unit = queue.popleft()
-                items = [work_item(scorer.info, tt, p) for _, tt, p in groups[unit]]
-                inflight[actors[slot].score.remote(config, items)] = (slot, actors[slot], unit)
+                items = [work.item(job) for job in groups[unit]]
+                inflight[actors[slot].run.remote(work.task, items)] = (slot, actors[slot], unit)
                 busy += 1
 
         try:
             yield from self._gather(actors, spawn, submit, groups, queue, inflight)
-            if scorer.remote:
-                self.worker_usage.setdefault(scorer.info.name, []).extend(ray.get([a.usage.remote() for a in actors]))
+            if model.remote:
+                self.worker_usage.setdefault(model.name, []).extend(ray.get([a.usage.remote() for a in actors]))
         finally:
             self._kill_actors()
 
-    def _gather(self, actors: list, spawn, submit, groups: list[list[Job]], queue: deque, inflight: dict) -> Iterator[tuple[Job, object]]:
+    def _gather(self, actors: list, spawn, submit, groups: list[list[J]], queue: deque, inflight: dict) -> Iterator[tuple[J, object]]:
         ray = self._ray
         from ray.exceptions import RayActorError, RayTaskError
 
@@ -127,7 +125,7 @@ class RayExecutor:
             except RayActorError as exc:
                 attempts[unit] += 1
                 if attempts[unit] >= MAX_ATTEMPTS:
-                    raise RuntimeError(f"a unit of {len(groups[unit])} passes lost its Ray worker {MAX_ATTEMPTS} times: {str(exc).splitlines()[0]}") from exc
+                    raise RuntimeError(f"a unit of {len(groups[unit])} jobs lost its Ray worker {MAX_ATTEMPTS} times: {str(exc).splitlines()[0]}") from exc
                 queue.appendleft(unit)
                 if actors[slot] is actor:  # replace the dead actor once, not once per lost unit
                     actors[slot] = spawn(slot)
@@ -161,10 +159,10 @@ class RayExecutor:
             self._started = False
 
 
-def interleaved(groups: list[list[Job]]) -> list[int]:
-    """Unit indices longest, shortest, second longest, second shortest, ... so every actor gets
-    a mix of long and short work (ties keep plan order)."""
-    by_cost = sorted(range(len(groups)), key=lambda i: -sum(p.n_input for _, _, p in groups[i]))
+def interleaved(costs: list[int]) -> list[int]:
+    """Unit indices by cost: longest, shortest, second longest, second shortest, ... so every
+    actor gets a mix of long and short work (ties keep plan order)."""
+    by_cost = sorted(range(len(costs)), key=lambda i: -costs[i])
     out: list[int] = []
     lo, hi = 0, len(by_cost) - 1
     while lo <= hi:

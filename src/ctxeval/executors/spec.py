@@ -1,10 +1,11 @@
-"""What an executor needs to know: where passes run (`ExecutorOptions`) and how a worker loads
-its own copy of a model (`ScorerSpec`). A leaf module, so the executors can import it."""
+"""What an executor needs to know: where work runs (`ExecutorOptions`) and how a worker loads
+its own copy of a model (a `ModelSpec`: `ScorerSpec` for scoring backends, the judge's chat
+spec for chat models). A leaf module, so the executors can import it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from ctxeval.backends.base import ScorerBase
 from ctxeval.errors import UserError
@@ -34,6 +35,28 @@ class ExecutorOptions:
             raise UserError(f"--gpus-per-worker must not be negative, got {self.gpus_per_worker}")
         if self.kind == "local" and (self.workers != 1 or self.address or self.gpus_per_worker or self.threads_per_worker != 1):
             raise UserError("--workers, --address, --threads-per-worker and --gpus-per-worker apply to --executor ray only")
+
+
+class WorkerModel(Protocol):
+    """What an executor needs of a loaded model (a scorer, or a chat model)."""
+
+    @property
+    def name(self) -> str: ...
+
+    concurrency: int  # requests it can usefully have in flight at once (1 for a local model)
+    remote: bool  # it sends requests to a server (so `usage` says something)
+
+    def usage(self) -> dict: ...
+
+    def close(self) -> None: ...
+
+
+class ModelSpec(Protocol):
+    """How a worker loads its own copy of the driver's model; picklable."""
+
+    def load(self, n_threads: int | None = None) -> WorkerModel: ...
+
+    def per_server(self) -> list[ModelSpec]: ...
 
 
 @dataclass(frozen=True)

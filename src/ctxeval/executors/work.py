@@ -1,13 +1,17 @@
-"""What an executor deals out: passes grouped into units, and how a loaded scorer runs one unit.
+"""What an executor deals out: a `Work` is jobs grouped into units plus the `Task` a worker runs
+on each unit with its loaded model. Scoring passes, retrieval cases, QA evaluator passes and
+judge requests are all `Work`, so every model-backed command runs through the same executors
+and a job gives the same result wherever it runs.
 
-Both executors run units through `score_unit`, in-process or inside a Ray actor, so a pass is
-scored by the same calls wherever it runs and records do not depend on the executor.
+A task and the items it receives are pickled to Ray actors; the `item` and `cost` functions
+run on the driver only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -19,7 +23,33 @@ from ctxeval.windows import Pass
 
 MAX_BATCH_PASSES = 64
 
-Job = tuple[int, TokenizedText, Pass]  # (pass index in the plan, its text, the pass)
+J = TypeVar("J")
+Job = tuple[int, TokenizedText, Pass]  # a scoring job: (pass index in the plan, its text, the pass)
+
+
+class Task(Protocol):
+    """What a worker does with the items of one unit on its loaded model: one result per item,
+    in order. Picklable (a frozen dataclass), since it travels to Ray actors."""
+
+    def __call__(self, model: Any, items: list[Any]) -> list[object]: ...
+
+
+@dataclass
+class Work(Generic[J]):
+    """Jobs grouped into units (consumed once, lazily by the local executor), what a worker
+    runs on a unit, the picklable input of a job (built when it is sent), and a job's cost
+    (the Ray executor deals long and short units together)."""
+
+    task: Task
+    units: Iterable[list[J]]
+    item: Callable[[J], Any]
+    cost: Callable[[J], int]
+
+
+def one_per_unit(jobs: Iterable[J]) -> Iterator[list[J]]:
+    """Each job its own unit (work no backend batches)."""
+    for job in jobs:
+        yield [job]
 
 
 @dataclass(frozen=True)
@@ -34,6 +64,21 @@ class WorkItem:
     @property
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self.input_ids, self.output_positions, self.target_ids
+
+
+@dataclass(frozen=True)
+class ScoreTask:
+    """Scoring passes: BlockScores (ScheduledScores for a thesis pass) per item."""
+
+    config: RunConfig
+
+    def __call__(self, model: ScorerBase, items: list[WorkItem]) -> list[object]:
+        return score_unit(model, self.config, items)
+
+
+def scoring_work(scorer: ScorerBase, config: RunConfig, jobs: Iterable[Job]) -> Work[Job]:
+    """The scoring passes of one model as work."""
+    return Work(ScoreTask(config), units(scorer, jobs), lambda job: work_item(scorer.info, job[1], job[2]), lambda job: job[2].n_input)
 
 
 def units(scorer: ScorerBase, jobs: Iterable[Job]) -> Iterator[list[Job]]:

@@ -195,19 +195,13 @@ def _gain_view(path: Path, label: str, first_arm: int) -> tuple[RunView, list[Ar
 
 
 def _retrieval_view(path: Path, label: str) -> RunView:
-    from ctxeval.probes.retrieval_run import CASES_FILE, cell_table
+    from ctxeval.probes.retrieval_run import cell_table, read_cases
 
     manifest = read_manifest(path).to_json()
     view = RunView(label, path, "retrieval", manifest, header(manifest, "retrieval"))
-    lines = [line for line in (path / CASES_FILE).read_text(encoding="utf-8").splitlines() if line.strip()] if (path / CASES_FILE).is_file() else []
-    cases = []
-    for line in lines:
-        try:
-            cases.append({"tokens_target": None, **json.loads(line)})
-        except json.JSONDecodeError:
-            break  # a torn last line of an interrupted run
-    if cases:
-        cells = cell_table(pd.DataFrame(cases))
+    cases = read_cases(path)
+    if len(cases):
+        cells = cell_table(cases)
         view.retrieval_cells = cells
         for model, part in cells.groupby("model", sort=False):
             acc = float((part["accuracy"] * part["n"]).sum() / part["n"].sum())

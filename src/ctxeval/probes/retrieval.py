@@ -22,7 +22,7 @@ import numpy as np
 from ctxeval.backends.base import Scorer
 from ctxeval.backends.logits import BlockScores
 from ctxeval.errors import UserError
-from ctxeval.probes.retrieval_data import RetrievalCase
+from ctxeval.probes.retrieval_data import RetrievalCase, make_case
 
 _EXTRA_TOKENS = 4  # generated beyond the reference length, so a longer wrong answer is seen whole
 
@@ -90,6 +90,26 @@ def score_case(scorer: Scorer, case: RetrievalCase) -> CaseResult:
         value_logprob=float(scores.logprob[covers_value].sum()), value_tokens=int(covers_value.sum()),
         answer_ranks=[int(r) for r in scores.rank],
     )
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """Which case to build: all a worker needs to make and score it (picklable)."""
+
+    lines: int
+    depth: float
+    sample: int
+
+
+@dataclass(frozen=True)
+class RetrievalTask:
+    """Scoring retrieval cases on a worker's model: one CaseResult row per CaseSpec."""
+
+    variant: str
+    seed: int
+
+    def __call__(self, model: Scorer, items: list[CaseSpec]) -> list[object]:
+        return [score_case(model, make_case(self.variant, c.lines, c.depth, c.sample, self.seed)).to_row() for c in items]
 
 
 def _min_margin(scores: BlockScores) -> float:

@@ -1,8 +1,11 @@
 """Run a line-retrieval grid (lines x depths x samples) on one or more models, resumably.
 
-Each finished case is appended to cases.jsonl at once, so an interrupted run loses at most
-the case in flight; re-running the same command skips what is done. The run's identity is a
-hash of everything that decides the cases, as for scoring runs.
+Cases are planned with stable indices and run by the same executors as scoring passes (local,
+or Ray actors each holding a loaded model); each finished case is a record (`CASES`: one row
+per case) written in atomic Parquet parts, so an interrupted run loses at most the cases in
+flight, and a re-run of the same command scores only the missing ones. At the end the parts
+are merged into `cases.parquet` in plan order. The run's identity is a hash of everything that
+decides the cases, as for scoring runs.
 """
 
 from __future__ import annotations
@@ -19,20 +22,48 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
 
 from ctxeval.backends.base import Scorer  # noqa: E402
-from ctxeval.backends.registry import load_scorer  # noqa: E402
 from ctxeval.errors import UserError  # noqa: E402
+from ctxeval.executors import ExecutorOptions, ScorerSpec, Work, open_executor  # noqa: E402
+from ctxeval.executors.work import one_per_unit  # noqa: E402
 from ctxeval.manifest import MANIFEST_FILE, Manifest, read_manifest, write_manifest  # noqa: E402
-from ctxeval.probes.retrieval import score_case  # noqa: E402
+from ctxeval.probes.retrieval import CaseSpec, RetrievalTask  # noqa: E402
 from ctxeval.probes.retrieval_data import N_EXAMPLES, make_case  # noqa: E402
+from ctxeval.records import RecordKind, RowSink, done_passes, merge_parts  # noqa: E402
 from ctxeval.report.outputs import json_rows  # noqa: E402
 from ctxeval.run import model_entries, progress_bar, terminate_as_interrupt, versions  # noqa: E402
 
-CASES_FILE = "cases.jsonl"
+CASES_FILE = "cases.parquet"
+LEGACY_CASES_FILE = "cases.jsonl"  # what runs before the single executor wrote
 RESULTS_JSON = "results.json"
 RESULTS_MD = "results.md"
 HEATMAP_FILE = "retrieval_heatmap.png"
+
+CASES = RecordKind(CASES_FILE, "case_index", ("case_index",))
+CASE_SCHEMA = pa.schema(
+    [
+        ("case_index", pa.int32()),
+        ("model", pa.string()),
+        ("variant", pa.string()),
+        ("tokens_target", pa.int32()),
+        ("lines", pa.int32()),
+        ("depth", pa.float64()),
+        ("sample", pa.int32()),
+        ("char_depth", pa.float64()),
+        ("prompt_tokens", pa.int32()),
+        ("correct", pa.bool_()),
+        ("prediction", pa.string()),
+        ("accuracy_method", pa.string()),
+        ("min_margin", pa.float64()),
+        ("first_rank", pa.int64()),
+        ("value_logprob", pa.float64()),
+        ("value_tokens", pa.int32()),
+        ("answer_ranks", pa.list_(pa.int64())),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -66,43 +97,67 @@ class RetrievalResult:
         return {"results": self.run_dir / RESULTS_JSON, "cases": self.run_dir / CASES_FILE, "heatmap": self.run_dir / HEATMAP_FILE, "report": self.run_dir / RESULTS_MD}
 
 
-def run_retrieval(config: RetrievalConfig, run_dir: Path, progress: bool = True, n_threads: int | None = None) -> RetrievalResult:
-    """Score every (model, lines, depth, sample) case not yet in cases.jsonl, then summarise."""
+CaseJob = tuple[int, int | None, CaseSpec]  # (case index in the plan, token target, case)
+
+
+def run_retrieval(config: RetrievalConfig, run_dir: Path, progress: bool = True, n_threads: int | None = None,
+                  executor: ExecutorOptions | None = None) -> RetrievalResult:
+    """Score every (model, lines, depth, sample) case not yet recorded, then summarise."""
     run_dir = Path(run_dir)
     previous = read_manifest(run_dir) if (run_dir / MANIFEST_FILE).exists() else None
     if previous is not None and previous.run_id != config.run_id():
         raise UserError(f"{run_dir} holds a run with a different configuration; choose another --out or remove it")
-    done = _done_cases(run_dir / CASES_FILE)
     if previous is None or previous.status != "complete":
-        scorers = [load_scorer(spec, n_threads=n_threads) for spec in config.models]
+        (executor or ExecutorOptions()).check()
+        load_specs = [ScorerSpec(spec, n_threads) for spec in config.models]
+        scorers = [s.load() for s in load_specs]
         sizes = {s.info.name: record_sizes(s, config) for s in scorers}
-        grids = {name: [(t, n, d, k) for t, n in size for d in config.depths for k in range(config.samples)] for name, size in sizes.items()}
+        plans = _plan_cases(config, [s.info.name for s in scorers], sizes)
         run_dir.mkdir(parents=True, exist_ok=True)
         manifest = Manifest(
             command="retrieval", run_id=config.run_id(), config=asdict(config), models=model_entries(scorers),
             lines_for_tokens={name: {str(t): n for t, n in size} for name, size in sizes.items()} if config.tokens else None,
+            plan={"cases": sum(len(p) for p in plans), "record_kind": "retrieval case", "records": CASES_FILE},
             versions=versions(),
         )
         write_manifest(run_dir, manifest)
-        total = sum(len(grid) for grid in grids.values())
-        already = sum((name, n, d, k) in done for name, grid in grids.items() for _, n, d, k in grid)
+        done = done_passes(run_dir, CASES)
         started = time.time()
-        with terminate_as_interrupt(), progress_bar(progress, total, already, unit="cases") as advance, (run_dir / CASES_FILE).open("a") as sink:
-            for scorer in scorers:
-                try:
-                    for t, n, d, k in grids[scorer.info.name]:
-                        if (scorer.info.name, n, d, k) in done:
-                            continue
-                        result = score_case(scorer, make_case(config.variant, n, d, k, config.seed))
-                        sink.write(json.dumps({**result.to_row(), "tokens_target": t}) + "\n")
-                        sink.flush()
-                        advance(1, f"{scorer.info.name} · {n} lines · depth {d:g}")
-                finally:
-                    scorer.close()
+        _score_cases(config, scorers, load_specs, plans, done, run_dir, progress, executor)
+        merge_parts(run_dir, CASE_SCHEMA, CASES)
         manifest.status = "complete"
         manifest.timing = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
         write_manifest(run_dir, manifest)
     return write_results(run_dir, config)
+
+
+def _plan_cases(config: RetrievalConfig, names: list[str], sizes: dict[str, list[tuple[int | None, int]]]) -> list[list[CaseJob]]:
+    """Each model's cases in plan order, indexed across models."""
+    plans, index = [], 0
+    for name in names:
+        grid = [(t, CaseSpec(n, d, k)) for t, n in sizes[name] for d in config.depths for k in range(config.samples)]
+        plans.append([(index + i, t, case) for i, (t, case) in enumerate(grid)])
+        index += len(grid)
+    return plans
+
+
+def _score_cases(config: RetrievalConfig, scorers: list[Scorer], load_specs: list[ScorerSpec], plans: list[list[CaseJob]], done: set,
+                 run_dir: Path, progress: bool, executor: ExecutorOptions | None) -> None:
+    """Run the missing cases through the executor; the driver writes their records in parts."""
+    sink = RowSink(run_dir, CASE_SCHEMA)
+    total = sum(len(p) for p in plans)
+    already = sum(job[0] in done for plan in plans for job in plan)
+    task = RetrievalTask(config.variant, config.seed)
+    with open_executor(executor) as runner, terminate_as_interrupt(), progress_bar(progress, total, already, unit="cases") as advance:
+        for scorer, load_spec, plan in zip(scorers, load_specs, plans):
+            work = Work(task, one_per_unit([job for job in plan if job[0] not in done]), lambda job: job[2], lambda job: job[2].lines)
+            try:
+                for (index, target, case), row in runner.stream(scorer, load_spec, work):
+                    advance(1, f"{scorer.info.name} · {case.lines} lines · depth {case.depth:g}")
+                    sink.add({"case_index": index, "tokens_target": target, **row})
+            finally:
+                sink.flush()
+                scorer.close()
 
 
 def record_sizes(scorer: Scorer, config: RetrievalConfig) -> list[tuple[int | None, int]]:
@@ -140,7 +195,7 @@ def lines_for_tokens(scorer: Scorer, variant: str, target: int, seed: int) -> in
 
 def write_results(run_dir: Path, config: RetrievalConfig) -> RetrievalResult:
     """results.json (per model and (lines or token target, depth): accuracy, mean_rank, n, ...), results.md, heatmap."""
-    cases = pd.DataFrame(_load_cases(run_dir / CASES_FILE))
+    cases = read_cases(run_dir)
     cells = cell_table(cases)
     models = list(dict.fromkeys(cases["model"]))
     payload = {
@@ -209,16 +264,18 @@ def plot_heatmaps(cells: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
-def _load_cases(path: Path) -> list[dict]:
-    """Scored cases; a torn last line (killed mid-write) is cut off, so its case is re-scored."""
-    if not path.exists():
-        return []
-    raw = path.read_bytes()
-    if raw and not raw.endswith(b"\n"):
-        raw = raw[: raw.rfind(b"\n") + 1]
-        path.write_bytes(raw)
-    return [{"tokens_target": None, **json.loads(line)} for line in raw.decode("utf-8").splitlines() if line.strip()]
-
-
-def _done_cases(path: Path) -> set[tuple[str, int, float, int]]:
-    return {(row["model"], row["lines"], row["depth"], row["sample"]) for row in _load_cases(path)}
+def read_cases(run_dir: Path) -> pd.DataFrame:
+    """The recorded cases of a finished retrieval run (also of one written before cases were
+    Parquet records: its `cases.jsonl`), in plan order; empty if it has none yet."""
+    run_dir = Path(run_dir)
+    if (run_dir / CASES_FILE).is_file():
+        return pq.read_table(run_dir / CASES_FILE).to_pandas().drop(columns="case_index")
+    legacy = run_dir / LEGACY_CASES_FILE
+    lines = legacy.read_text(encoding="utf-8").splitlines() if legacy.is_file() else []
+    rows = []
+    for line in lines:
+        try:
+            rows.append({"tokens_target": None, **json.loads(line)})
+        except json.JSONDecodeError:
+            break  # a torn last line of an interrupted run
+    return pd.DataFrame(rows)

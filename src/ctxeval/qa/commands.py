@@ -6,10 +6,10 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from ctxeval.backends.registry import load_scorer
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.data.pairwise import load_dataset
 from ctxeval.errors import UserError
+from ctxeval.executors import ExecutorOptions, ScorerSpec
 from ctxeval.qa.meta_eval import run_meta_eval
 from ctxeval.qa.methods import MethodConfig
 from ctxeval.stats.agreement import TAU_VARIANTS
@@ -28,6 +28,7 @@ def meta_eval(
     seed: int = 0,
     progress: bool = False,
     n_threads: int | None = None,
+    executor: ExecutorOptions | None = None,
 ) -> dict:
     """Meta-evaluate answer-quality methods against the human labels of a pairwise dataset."""
     config = MethodConfig(tuple(methods), qa_scope, aspect)
@@ -37,9 +38,10 @@ def meta_eval(
             raise UserError("--limit must be a positive number of items")
         data = replace(data, items=data.items[:limit])
     out_dir = Path(out) if out is not None else Path("runs") / f"meta-eval-{re.sub(r'[^A-Za-z0-9_.-]+', '_', data.name)}"
-    scorer = load_scorer(model, n_threads=n_threads)
+    load_spec = ScorerSpec(model, n_threads)
+    scorer = load_spec.load()
     try:
-        return run_meta_eval(scorer, data, config, out_dir, replicates, seed, progress)
+        return run_meta_eval(scorer, load_spec, data, config, out_dir, replicates, seed, progress, executor)
     finally:
         scorer.close()
 
@@ -57,6 +59,7 @@ def pplqa(
     progress: bool = False,
     n_threads: int | None = None,
     tau: str = "a",
+    executor: ExecutorOptions | None = None,
 ) -> dict:
     """Rank each question's answers by PPLqa (and optionally the baselines).
 
@@ -88,9 +91,10 @@ def pplqa(
     elif reference not in (None, "auto", "none"):
         ref, note = _read_reference(Path(reference)), {"description": f"scores from {reference} (higher = better)"}
     out_dir = Path(out) if out is not None else Path("runs") / "pplqa"
-    scorer = load_scorer(model, n_threads=n_threads)
+    load_spec = ScorerSpec(model, n_threads)
+    scorer = load_spec.load()
     try:
-        return rank_answers(scorer, questions, config, out_dir, ref, note, seed, progress, tau)
+        return rank_answers(scorer, load_spec, questions, config, out_dir, ref, note, seed, progress, tau, executor)
     finally:
         scorer.close()
 

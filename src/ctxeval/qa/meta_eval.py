@@ -3,7 +3,8 @@ compared with the human labels (the PPLqa paper's Table 3: precision/recall/F1 p
 accuracy, MCC), with percentile bootstrap intervals over items.
 
 Outputs in the run directory: `meta_eval.json`, `meta_eval.md`, `items.csv` (scores and picks
-per item), and `cache.jsonl` (evaluator pass results; a re-run with the same model resumes).
+per item), `passes.parquet` (the evaluator passes as records; a re-run with the same model
+resumes, see qa/passes.py) and `manifest.json`.
 """
 
 from __future__ import annotations
@@ -16,36 +17,32 @@ from pathlib import Path
 
 from ctxeval.backends.base import Scorer
 from ctxeval.data.pairwise import PairDataset
+from ctxeval.executors import ExecutorOptions, ScorerSpec
 from ctxeval.metrics.qa import pick_winner
 from ctxeval.qa.evaluator import Evaluator
-from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, pass_texts, score_answer
-from ctxeval.qa.progress import progress_bar
+from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, answer_passes, score_answer
+from ctxeval.qa.passes import PassRecords, run_passes
 from ctxeval.report.meta_eval import markdown_table
 from ctxeval.stats.bootstrap import bootstrap_classification, classification_metrics
 
 RESULT_JSON = "meta_eval.json"
 RESULT_MD = "meta_eval.md"
 ITEMS_CSV = "items.csv"
-CACHE = "cache.jsonl"
 
 
-def score_items(ev: Evaluator, dataset: PairDataset, config: MethodConfig, progress: bool) -> list[dict]:
-    """Scores of both answers of every item under every method (cached passes are reused)."""
-    longest = max(ev.n_tokens(t) for it in dataset.items for a in (it.answer_1, it.answer_2) for t in pass_texts(it.question, a, config))
-    ev.prepare(longest + 8)  # +8: separate tokenization of prefix and answer may add a few tokens
+def score_items(records: PassRecords, dataset: PairDataset, config: MethodConfig) -> list[dict]:
+    """Scores of both answers of every item under every method, from the pass records."""
     rows = []
-    with progress_bar(progress, len(dataset.items), "meta-eval") as advance:
-        for item in dataset.items:
-            s1 = score_answer(ev, item.question, item.answer_1, config)
-            s2 = score_answer(ev, item.question, item.answer_2, config)
-            row = {"item_id": item.item_id, "label": item.label}
-            for method in config.methods:
-                row[f"{method}_1"], row[f"{method}_2"] = s1[method], s2[method]
-                row[f"{method}_pick"] = pick_winner(s1[method], s2[method], HIGHER_IS_BETTER[method])
-            for extra in sorted(set(s1) - set(config.methods)):
-                row[f"{extra}_1"], row[f"{extra}_2"] = s1[extra], s2[extra]
-            rows.append(row)
-            advance(1)
+    for item in dataset.items:
+        s1 = score_answer(records, item.question, item.answer_1, config)
+        s2 = score_answer(records, item.question, item.answer_2, config)
+        row = {"item_id": item.item_id, "label": item.label}
+        for method in config.methods:
+            row[f"{method}_1"], row[f"{method}_2"] = s1[method], s2[method]
+            row[f"{method}_pick"] = pick_winner(s1[method], s2[method], HIGHER_IS_BETTER[method])
+        for extra in sorted(set(s1) - set(config.methods)):
+            row[f"{extra}_1"], row[f"{extra}_2"] = s1[extra], s2[extra]
+        rows.append(row)
     return rows
 
 
@@ -73,21 +70,21 @@ def evaluate_picks(rows: list[dict], methods: tuple[str, ...], replicates: int, 
 
 def run_meta_eval(
     scorer: Scorer,
+    load_spec: ScorerSpec,
     dataset: PairDataset,
     config: MethodConfig,
     out_dir: Path,
     replicates: int = 2000,
     seed: int = 0,
     progress: bool = False,
+    executor: ExecutorOptions | None = None,
 ) -> dict:
     """Score, pick, compare with the human labels, and write the results; returns the JSON dict."""
     started = time.time()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    ev = Evaluator(scorer, out_dir / CACHE)
-    try:
-        rows = score_items(ev, dataset, config, progress)
-    finally:
-        ev.close()
+    requests = [r for it in dataset.items for a in (it.answer_1, it.answer_2) for r in answer_passes(it.question, a, config)]
+    run_config = {"dataset": dataset.name, "items": len(dataset.items), "method_config": asdict(config), "model": load_spec.spec}
+    records = run_passes(Evaluator(scorer), load_spec, requests, out_dir, "meta-eval", run_config, progress, executor)
+    rows = score_items(records, dataset, config)
     scoring_seconds = time.time() - started
     result = {
         "dataset": {"name": dataset.name, "source": dataset.source, "items": len(rows), "ties_dropped": dataset.ties_dropped, **dataset.notes,
@@ -96,7 +93,7 @@ def run_meta_eval(
         "config": asdict(config),
         "bootstrap": {"method": "percentile", "replicates": replicates, "seed": seed, "confidence": 0.95, "unit": "item"},
         "methods": evaluate_picks(rows, config.methods, replicates, seed),
-        "timing": {"scoring_seconds": round(scoring_seconds, 1), "passes_run_this_session": ev.passes_run, "total_seconds": round(time.time() - started, 1)},
+        "timing": {"scoring_seconds": round(scoring_seconds, 1), "passes_run_this_session": records.run_now, "total_seconds": round(time.time() - started, 1)},
     }
     (out_dir / RESULT_JSON).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     (out_dir / RESULT_MD).write_text(markdown_table(result), encoding="utf-8")

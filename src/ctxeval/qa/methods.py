@@ -8,11 +8,12 @@ both come from the same evaluator pass.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ctxeval.errors import UserError
 from ctxeval.metrics.qa import geval_score, gpt_score, ppl_qa
-from ctxeval.qa.evaluator import Evaluator
+from ctxeval.qa.evaluator import PassRequest, digit_logprobs, pair_score
 from ctxeval.qa.prompts import check_aspect, geval_prompt, qa_prefix
 
 HIGHER_IS_BETTER = {"pplqa": False, "pplqa+prompt": False, "gptscore": True, "gptscore+prompt": True, "geval": True, "geval_weighted": True}
@@ -43,20 +44,30 @@ def parse_methods(value: str) -> tuple[str, ...]:
     return tuple(m.strip().lower() for m in value.split(",") if m.strip())
 
 
-def score_answer(ev: Evaluator, question: str, answer: str, config: MethodConfig) -> dict[str, float]:
-    """Every requested method's score, plus PPL(q ⊕ a) and PPL(a) for PPLqa's, for one answer."""
+def answer_passes(question: str, answer: str, config: MethodConfig) -> list[PassRequest]:
+    """The passes every requested method needs for one answer (PPL(a) once for all PPLqa forms,
+    one G-Eval pass for both G-Eval forms)."""
+    requests = [_alone(answer)] if any(m.startswith("pplqa") for m in config.methods) else []
+    for method in config.methods:
+        request = _geval(question, answer, config) if method in GEVAL_METHODS else _joint(question, answer, method, config)
+        if request not in requests:
+            requests.append(request)
+    return requests
+
+
+def score_answer(records: Callable[[PassRequest], dict], question: str, answer: str, config: MethodConfig) -> dict[str, float]:
+    """Every requested method's score, plus PPL(q ⊕ a) and PPL(a) for PPLqa's, for one answer,
+    from the records of its passes (`records(request)`)."""
     out: dict[str, float] = {}
-    alone = ev.pair("", answer) if any(m.startswith("pplqa") for m in config.methods) else None
     for method in config.methods:
         if method in GEVAL_METHODS:
-            logprobs, _ = ev.next_token_logprobs(geval_prompt(question, answer, config.aspect))  # one cached pass for both
-            geval = geval_score(logprobs)
+            geval = geval_score(digit_logprobs(records(_geval(question, answer, config))))
             out[method] = geval.integer if method == "geval" else geval.weighted
             out["geval_digit_mass"] = geval.digit_mass
             continue
-        aspect = config.aspect if method.endswith("+prompt") else None
-        joint = ev.pair(qa_prefix(question, aspect), answer)
+        joint = pair_score(records(_joint(question, answer, method, config)))
         if method.startswith("pplqa"):
+            alone = pair_score(records(_alone(answer)))
             ppl_joint, ppl_answer, value = ppl_qa(joint.prefix_sum, joint.n_prefix, joint.cont_sum, joint.n_cont, alone.cont_sum, config.qa_scope, alone.n_cont)
             out[method], out[f"{method}:ppl_qa"], out[f"{method}:ppl_a"] = value, ppl_joint, ppl_answer
         else:
@@ -64,14 +75,13 @@ def score_answer(ev: Evaluator, question: str, answer: str, config: MethodConfig
     return out
 
 
-def pass_texts(question: str, answer: str, config: MethodConfig) -> list[str]:
-    """The texts a method configuration feeds the model for one answer (to size the context)."""
-    texts = []
-    if any(m.startswith("pplqa") for m in config.methods):
-        texts.append(answer)
-    for method in config.methods:
-        if method in GEVAL_METHODS:
-            texts.append(geval_prompt(question, answer, config.aspect))
-        else:
-            texts.append(qa_prefix(question, config.aspect if method.endswith("+prompt") else None) + answer)
-    return texts
+def _alone(answer: str) -> PassRequest:
+    return PassRequest("pair", "", answer)
+
+
+def _joint(question: str, answer: str, method: str, config: MethodConfig) -> PassRequest:
+    return PassRequest("pair", qa_prefix(question, config.aspect if method.endswith("+prompt") else None), answer)
+
+
+def _geval(question: str, answer: str, config: MethodConfig) -> PassRequest:
+    return PassRequest("digits", geval_prompt(question, answer, config.aspect))

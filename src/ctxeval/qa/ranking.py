@@ -4,7 +4,8 @@ questions (the PPLqa paper's eq. 3; tau-a of eq. 4 by default, tau-b on request)
 and the paper's random baseline.
 
 Outputs: `scores.csv` (one row per question x answer: scores and per-question ranks, 1 = best),
-`pplqa.json` and `pplqa.md`, plus `cache.jsonl` (resumable evaluator passes).
+`pplqa.json` and `pplqa.md`, plus `passes.parquet` (the evaluator passes as records; a re-run
+resumes, see qa/passes.py) and `manifest.json`.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from scipy import stats
 
 from ctxeval.backends.base import Scorer
 from ctxeval.data.mt_bench import RankingQuestion
+from ctxeval.executors import ExecutorOptions, ScorerSpec
 from ctxeval.metrics.qa import rank_scores
 from ctxeval.qa.evaluator import Evaluator
-from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, pass_texts, score_answer
-from ctxeval.qa.progress import progress_bar
+from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, answer_passes, score_answer
+from ctxeval.qa.passes import run_passes
 from ctxeval.stats.agreement import BASELINE_DRAWS, EXACT_BASELINE_MAX_ITEMS, per_item_tau, random_ranking_baseline
 
 
@@ -66,6 +68,7 @@ def _baseline_method(sizes: list[int], seed: int) -> str:
 
 def rank_answers(
     scorer: Scorer,
+    load_spec: ScorerSpec,
     questions: list[RankingQuestion],
     config: MethodConfig,
     out_dir: Path,
@@ -74,28 +77,21 @@ def rank_answers(
     seed: int = 0,
     progress: bool = False,
     tau: str = "a",
+    executor: ExecutorOptions | None = None,
 ) -> dict:
     """Score and rank all answers; write scores.csv, pplqa.json and pplqa.md; return the JSON dict."""
     started = time.time()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    ev = Evaluator(scorer, out_dir / "cache.jsonl")
+    requests = [r for q in questions for a in q.answers.values() for r in answer_passes(q.question, a, config)]
+    run_config = {"questions": [q.question_id for q in questions], "method_config": asdict(config), "model": load_spec.spec}
+    records = run_passes(Evaluator(scorer), load_spec, requests, out_dir, "pplqa", run_config, progress, executor)
     rows: list[dict] = []
-    try:
-        longest = max(ev.n_tokens(t) for q in questions for a in q.answers.values() for t in pass_texts(q.question, a, config))
-        ev.prepare(longest + 8)
-        with progress_bar(progress, sum(len(q.answers) for q in questions), "pplqa") as advance:
-            for q in questions:
-                q_rows = []
-                for model, answer in q.answers.items():
-                    q_rows.append({"question_id": q.question_id, "model": model, **score_answer(ev, q.question, answer, config)})
-                    advance(1)
-                for method in config.methods:
-                    ranks = rank_scores([r[method] for r in q_rows], HIGHER_IS_BETTER[method])
-                    for r, rank in zip(q_rows, ranks):
-                        r[f"{method}_rank"] = float(rank)
-                rows.extend(q_rows)
-    finally:
-        ev.close()
+    for q in questions:
+        q_rows = [{"question_id": q.question_id, "model": model, **score_answer(records, q.question, answer, config)} for model, answer in q.answers.items()]
+        for method in config.methods:
+            ranks = rank_scores([r[method] for r in q_rows], HIGHER_IS_BETTER[method])
+            for r, rank in zip(q_rows, ranks):
+                r[f"{method}_rank"] = float(rank)
+        rows.extend(q_rows)
     by_q: dict[str, list[dict]] = {}
     for r in rows:
         by_q.setdefault(r["question_id"], []).append(r)
@@ -121,7 +117,7 @@ def rank_answers(
         "reference": reference_note,
         "tau_variant": tau,
         "agreement": agreement,
-        "timing": {"seconds": round(time.time() - started, 1), "passes_run_this_session": ev.passes_run},
+        "timing": {"seconds": round(time.time() - started, 1), "passes_run_this_session": records.run_now},
     }
     (out_dir / "pplqa.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     (out_dir / "pplqa.md").write_text(markdown(result), encoding="utf-8")
