@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -23,7 +24,8 @@ from ctxeval.serve import spawn_server
 from ctxeval import api
 from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.errors import UserError
-from ctxeval.executors import ExecutorOptions, open_executor
+from ctxeval.executors import ExecutorOptions, Work, open_executor
+from ctxeval.executors.work import one_per_unit
 from ctxeval.executors.ray import KILL_WORKER_AFTER_ENV, interleaved
 from ctxeval.run import STOP_AFTER_PASSES_ENV
 
@@ -36,9 +38,10 @@ SWEEP = {"lengths": (16, 48), "n_compare": 4, "repeats": 2, "context_mode": "bot
 
 @pytest.fixture(scope="module")
 def ray_address():
-    """A local Ray cluster for this module; its workers import ctxeval from this checkout."""
+    """A local Ray cluster for this module; its workers import ctxeval (and these tests' helper
+    classes) from this checkout."""
     ray = pytest.importorskip("ray")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH", "")]))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), str(SRC.parent), os.environ.get("PYTHONPATH", "")]))
     context = ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
     yield context.address_info["address"]
     ray.shutdown()
@@ -209,3 +212,50 @@ def test_pplqa_on_ray_gives_the_local_records(ray_address, tmp_path):
     assert {k: v for k, v in local.items() if k != "timing"} == {k: v for k, v in ray.items() if k != "timing"}
     # 2 MT-Bench questions x 6 answers x (PPL(a), PPL(q+a) shared by PPLqa and GPTScore, G-Eval)
     assert local["timing"]["passes_run_this_session"] == ray["timing"]["passes_run_this_session"] == 2 * 6 * 3
+
+
+@dataclass(frozen=True)
+class _TagSpec:
+    """A model that only says which spec loaded it: tests how actors are dealt, not a backend."""
+
+    tag: str
+
+    def load(self, n_threads: int | None = None) -> _Tagger:
+        return _Tagger(self.tag)
+
+    def per_server(self) -> list[_TagSpec]:
+        return [self]
+
+
+@dataclass
+class _Tagger:
+    tag: str
+    name: str = "tagger"
+    concurrency: int = 1
+    remote: bool = False
+
+    def usage(self) -> dict:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class _TagTask:
+    def __call__(self, model: _Tagger, items: list[int]) -> list[object]:
+        return [f"{model.tag}:{i}" for i in items]
+
+
+def test_warmed_actors_serve_their_model_and_free_the_cpus_of_others(ray_address):
+    """Actors warmed for one model run its work; warmed actors it does not need, or warmed for
+    another model, are stopped, so the next model's actors get the cluster's 2 CPUs (a leak
+    would leave them waiting for CPUs forever)."""
+    def work(n: int) -> Work:
+        return Work(_TagTask(), one_per_unit(range(n)), lambda job: job, lambda job: 1)
+
+    with open_executor(RAY2) as runner:
+        runner.warm(_TagSpec("a"))
+        assert dict(runner.stream(_Tagger("a"), _TagSpec("a"), work(1))) == {0: "a:0"}  # one of the two warmed actors used
+        runner.warm(_TagSpec("a"))
+        assert dict(runner.stream(_Tagger("b"), _TagSpec("b"), work(5))) == {i: f"b:{i}" for i in range(5)}

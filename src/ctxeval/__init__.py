@@ -1,5 +1,23 @@
-"""ctxeval: measure how well language models use long contexts."""
+"""ctxeval: measure how well language models use long contexts.
 
-from ctxeval.api import Comparison, MetricConfig, RunResult, compare, models, report, score, summary, sweep
+The public functions live in `ctxeval.api` and are imported from it on first use, so a process
+that only needs a backend (a Ray worker, `ctxeval serve`) does not import pandas, scipy and
+matplotlib (about a second here).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["sweep", "score", "summary", "compare", "models", "report", "RunResult", "Comparison", "MetricConfig"]
+
+if TYPE_CHECKING:
+    from ctxeval.api import Comparison, MetricConfig, RunResult, compare, models, report, score, summary, sweep
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from ctxeval import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'ctxeval' has no attribute {name!r}")

@@ -13,7 +13,7 @@ import platform
 import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
@@ -77,53 +77,58 @@ def execute(
     started = time.time()
     (executor or ExecutorOptions()).check()
     load_specs = [ScorerSpec(spec, n_threads, openai_options, config.device, config.dtype) for spec in model_specs]
-    scorers = [s.load() for s in load_specs]
-    plan, plan_facts, text_entries, held = plan_documents(planner, scorers, texts)
-    if dry_run:
-        estimate = _estimate(scorers, config, plan, done_passes(run_dir) if run_dir.exists() else set())
-        for scorer in scorers:
-            scorer.close()
-        return estimate
-    run_dir.mkdir(parents=True, exist_ok=True)
-    manifest = _manifest(config, scorers, text_entries, plan, plan_facts, previous)
-    if input_facts is not None:
-        manifest.corpus = input_facts | {"skipped_documents": sum(1 for t in text_entries if "skipped" in t)}
-    write_manifest(run_dir, manifest)
-
-    schema = schema_for(config.temperatures)
-    done = done_passes(run_dir)
-    writer = PartWriter(run_dir, schema)
-    total = sum(p.n_targets for per_model in plan for per_text in per_model for p in per_text)
-    already = _count_done_targets(plan, done)
-    failures: list[dict] = []
-    stop_after = int(os.environ.get(STOP_AFTER_PASSES_ENV, "0")) or None
-    scored_now = 0
-    # the executor first: Ray installs its own SIGTERM handler when it connects
-    with open_executor(executor) as runner, terminate_as_interrupt(), progress_bar(progress, total, already) as advance:
-        pass_index = 0
-        for model_index, (scorer, load_spec, per_model) in enumerate(zip(scorers, load_specs, plan)):
-            jobs = document_jobs(scorer, per_model, texts, pass_index, done, {d: per[model_index] for d, per in held.items()})
-            pass_index += sum(len(passes) for passes in per_model)
-            pending: dict[str, list] = {name: [] for name in schema.names}
-            last_flush = time.monotonic()
-            try:
-                for job, result in runner.stream(scorer, load_spec, scoring_work(scorer, config, jobs)):
-                    index, tt, p = job
-                    if isinstance(result, ScoringFailed):
-                        failures.append({"pass_index": index, "model": scorer.info.name, "text_id": tt.text.text_id, "window_id": p.window_id, "error": str(result)})
-                    else:
-                        _append_rows(scorer, config, tt, p, index, result, pending)
-                    advance(p.n_targets, f"{scorer.info.name} · {tt.text.text_id} · {p.window_id}")
-                    scored_now += 1
-                    if time.monotonic() - last_flush > FLUSH_SECONDS or scored_now == stop_after:
-                        _flush(writer, pending)
-                        last_flush = time.monotonic()
-                    if scored_now == stop_after:
-                        signal.raise_signal(signal.SIGTERM)
-            finally:
-                _flush(writer, pending)
-                _record_usage(manifest, scorers, (previous.api_usage_total if previous else None) or {}, runner.worker_usage)
+    with ExitStack() as stack:
+        # the executor first: its workers start loading the first model while the driver loads
+        # and plans (and Ray installs its own SIGTERM handler when it connects)
+        runner = None if dry_run else stack.enter_context(open_executor(executor))
+        if runner is not None:
+            runner.warm(load_specs[0])
+        scorers = [s.load() for s in load_specs]
+        plan, plan_facts, text_entries, held = plan_documents(planner, scorers, texts)
+        if dry_run:
+            estimate = _estimate(scorers, config, plan, done_passes(run_dir) if run_dir.exists() else set())
+            for scorer in scorers:
                 scorer.close()
+            return estimate
+        run_dir.mkdir(parents=True, exist_ok=True)
+        manifest = _manifest(config, scorers, text_entries, plan, plan_facts, previous)
+        if input_facts is not None:
+            manifest.corpus = input_facts | {"skipped_documents": sum(1 for t in text_entries if "skipped" in t)}
+        write_manifest(run_dir, manifest)
+
+        schema = schema_for(config.temperatures)
+        done = done_passes(run_dir)
+        writer = PartWriter(run_dir, schema)
+        total = sum(p.n_targets for per_model in plan for per_text in per_model for p in per_text)
+        already = _count_done_targets(plan, done)
+        failures: list[dict] = []
+        stop_after = int(os.environ.get(STOP_AFTER_PASSES_ENV, "0")) or None
+        scored_now = 0
+        with terminate_as_interrupt(), progress_bar(progress, total, already) as advance:
+            pass_index = 0
+            for model_index, (scorer, load_spec, per_model) in enumerate(zip(scorers, load_specs, plan)):
+                jobs = document_jobs(scorer, per_model, texts, pass_index, done, {d: per[model_index] for d, per in held.items()})
+                pass_index += sum(len(passes) for passes in per_model)
+                pending: dict[str, list] = {name: [] for name in schema.names}
+                last_flush = time.monotonic()
+                try:
+                    for job, result in runner.stream(scorer, load_spec, scoring_work(scorer, config, jobs)):
+                        index, tt, p = job
+                        if isinstance(result, ScoringFailed):
+                            failures.append({"pass_index": index, "model": scorer.info.name, "text_id": tt.text.text_id, "window_id": p.window_id, "error": str(result)})
+                        else:
+                            _append_rows(scorer, config, tt, p, index, result, pending)
+                        advance(p.n_targets, f"{scorer.info.name} · {tt.text.text_id} · {p.window_id}")
+                        scored_now += 1
+                        if time.monotonic() - last_flush > FLUSH_SECONDS or scored_now == stop_after:
+                            _flush(writer, pending)
+                            last_flush = time.monotonic()
+                        if scored_now == stop_after:
+                            signal.raise_signal(signal.SIGTERM)
+                finally:
+                    _flush(writer, pending)
+                    _record_usage(manifest, scorers, (previous.api_usage_total if previous else None) or {}, runner.worker_usage)
+                    scorer.close()
     manifest.timing = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
     if failures:
         manifest.status = "incomplete"

@@ -23,6 +23,10 @@ class Executor(Protocol):
         order (records are sorted into plan order when parts are merged)."""
         ...
 
+    def warm(self, load_spec: ModelSpec) -> None:
+        """Start loading a model on the workers ahead of its `stream` (the driver plans meanwhile)."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -42,5 +42,8 @@ class LocalExecutor:
                 self.worker_usage.setdefault(extra.name, []).append(extra.usage())
                 extra.close()
 
+    def warm(self, load_spec: ModelSpec) -> None:
+        """Nothing to start: the driver's own model runs the work."""
+
     def close(self) -> None:
         """Nothing to release: the driver closes its own model."""

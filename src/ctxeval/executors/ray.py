@@ -57,6 +57,8 @@ class RayExecutor:
         self.options = options
         self._started = False
         self._actors: list = []
+        self._worker_class = None
+        self._warm: tuple[ModelSpec, list] | None = None
         self.worker_usage: dict[str, list[dict]] = {}
         if not ray.is_initialized():
             address = options.address or os.environ.get("RAY_ADDRESS")
@@ -75,18 +77,18 @@ class RayExecutor:
         pending job (and, for scoring, its document's tokens) to deal long and short units together."""
         ray = self._ray
         groups = list(work.units)
+        n_actors = min(self.options.workers, len(groups))
+        warm, self._warm = self._warm, None
+        warmed = warm[1] if warm is not None and warm[0] == load_spec else []
+        for surplus in (warm[1] if warm is not None else [])[len(warmed[:n_actors]):]:  # free their CPUs for others
+            ray.kill(surplus, no_restart=True)
         if not groups:
             return
-        worker_class = ray.remote(num_cpus=self.options.threads_per_worker, num_gpus=self.options.gpus_per_worker)(ModelWorker)
-
-        servers = load_spec.per_server()  # actor i reaches server i mod n (openai: with several --base-url)
 
         def spawn(slot: int):
-            actor = worker_class.remote(servers[slot % len(servers)], self.options.threads_per_worker)
-            self._actors.append(actor)
-            return actor
+            return self._spawn(load_spec, slot)
 
-        actors = [spawn(slot) for slot in range(min(self.options.workers, len(groups)))]
+        actors = warmed[:n_actors] + [spawn(slot) for slot in range(len(warmed[:n_actors]), n_actors)]
         for error in ray.get([a.ready.remote() for a in actors]):
             if error is not None:
                 raise UserError(error)
@@ -107,6 +109,20 @@ class RayExecutor:
                 self.worker_usage.setdefault(model.name, []).extend(ray.get([a.usage.remote() for a in actors]))
         finally:
             self._kill_actors()
+
+    def warm(self, load_spec: ModelSpec) -> None:
+        """Start `--workers` actors loading this model now, so they load while the driver plans;
+        the next `stream` of the same model uses them."""
+        self._warm = (load_spec, [self._spawn(load_spec, slot) for slot in range(self.options.workers)])
+
+    def _spawn(self, load_spec: ModelSpec, slot: int):
+        """A new actor for `slot`; actor i reaches server i mod n (openai: several --base-url)."""
+        if self._worker_class is None:
+            self._worker_class = self._ray.remote(num_cpus=self.options.threads_per_worker, num_gpus=self.options.gpus_per_worker)(ModelWorker)
+        servers = load_spec.per_server()
+        actor = self._worker_class.remote(servers[slot % len(servers)], self.options.threads_per_worker)
+        self._actors.append(actor)
+        return actor
 
     def _gather(self, actors: list, spawn, submit, groups: list[list[J]], queue: deque, inflight: dict) -> Iterator[tuple[J, object]]:
         ray = self._ray
