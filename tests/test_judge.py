@@ -188,3 +188,21 @@ def test_judge_resumes_after_a_kill_and_retries_failed_requests(tmp_path):
         assert other.returncode == 2 and "different configuration" in other.stderr
     finally:
         server.close()
+
+
+@pytest.mark.skipif(not LEVAL.exists(), reason="shared L-Eval predictions not present")
+def test_judge_requests_dealt_over_two_servers(tmp_path):
+    servers = [ScriptedServer({"/v1/chat/completions": [_chat("[[A]]")] * 3}) for _ in range(2)]
+    try:
+        result = run_cli("judge", str(LEVAL / "claude-100k.pred.jsonl"), str(LEVAL / "turbo-16k-0613.pred.jsonl"), "--judge-model", "openai:judge",
+                         "--concurrency", "1", "--cache", "none", "--limit", "3", "--out", str(tmp_path),
+                         "--base-url", servers[0].url, "--base-url", servers[1].url)
+        assert result.returncode == 0, result.stderr
+        assert [len(s.requests["/v1/chat/completions"]) for s in servers] == [3, 3]
+        report = json.loads((tmp_path / "judge.json").read_text())
+        assert [v["outcome"] for v in report["verdicts"]] == ["win", "loss"] * 3  # the judge always prefers A
+        usage = json.loads((tmp_path / "manifest.json").read_text())["api_usage"]["openai:judge"]
+        assert usage["requests"] == 6  # both servers counted
+    finally:
+        for server in servers:
+            server.close()

@@ -157,20 +157,21 @@ def judge_pairs(judge: ChatGenerator, load_spec: ModelSpec, pairs: Sequence[Pair
     done = done_passes(out, VERDICTS)
     failed: dict[int, Verdict] = {}
     sink = RowSink(out, VERDICT_SCHEMA)
-    work = Work(JudgeTask(), one_per_unit([j for j in jobs if j[0] not in done]), lambda job: judge_messages(job[1], job[2]),
-                lambda job: len(job[1].model_answer) + len(job[1].base_answer))
+    pending = [j for j in jobs if j[0] not in done]
+    work = Work(JudgeTask(), one_per_unit(pending), lambda job: judge_messages(job[1], job[2]), lambda job: len(job[1].model_answer) + len(job[1].base_answer))
     usage: dict = {}  # of the executor's own connections (other servers, Ray actors)
-    with open_executor(executor) as runner, terminate_as_interrupt():
-        try:
-            for (index, pair, order), result in runner.stream(judge, load_spec, work):
-                if isinstance(result, ScoringFailed):
-                    failed[index] = Verdict(pair.query, order, "error", f"request failed: {result}")
-                else:
-                    sink.add({"job_index": index, "query": pair.query, "order": order, "outcome": outcome(result, order), "raw": result})
-        finally:
-            sink.flush()
-            for other in runner.worker_usage.get(judge.name, []):
-                usage = add_counts(usage, other)
+    if pending:  # (a Ray executor would start a cluster for nothing)
+        with open_executor(executor) as runner, terminate_as_interrupt():
+            try:
+                for (index, pair, order), result in runner.stream(judge, load_spec, work):
+                    if isinstance(result, ScoringFailed):
+                        failed[index] = Verdict(pair.query, order, "error", f"request failed: {result}")
+                    else:
+                        sink.add({"job_index": index, "query": pair.query, "order": order, "outcome": outcome(result, order), "raw": result})
+            finally:
+                sink.flush()
+                for other in runner.worker_usage.get(judge.name, []):
+                    usage = add_counts(usage, other)
     merge_parts(out, VERDICT_SCHEMA, VERDICTS)
     recorded = {r["job_index"]: Verdict(r["query"], r["order"], r["outcome"], r["raw"]) for r in pq.read_table(out / VERDICTS.file).to_pylist()}
     verdicts = [recorded[i] if i in recorded else failed[i] for i, _, _ in jobs]

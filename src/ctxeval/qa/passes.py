@@ -64,20 +64,22 @@ def run_passes(ev: Evaluator, load_spec: ScorerSpec, requests: list[PassRequest]
     done = done_passes(out_dir, QA_PASSES)
     pending = [key for key in keyed if key not in done]
     previous = read_manifest(out_dir) if (out_dir / MANIFEST_FILE).exists() else None
-    manifest = Manifest(command=command, run_id=config_id(config), config=config, models=model_entries([ev.scorer]), created=now(),
+    manifest = Manifest(command=command, run_id=config_id(config), config=config, models=model_entries([ev.scorer]),
+                        created=(previous.created if previous else None) or now(),
                         plan={"passes": len(keyed), "record_kind": "qa pass", "records": PASSES_FILE}, versions=versions())
     write_manifest(out_dir, manifest)
     started = time.time()
     sink = RowSink(out_dir, PASS_SCHEMA)
     # cost: characters, a proxy for tokens that needs no second tokenization
     work = Work(QATask(max_len), one_per_unit(pending), lambda key: ev.qa_pass(keyed[key]), lambda key: len(keyed[key].prefix) + len(keyed[key].continuation))
-    with open_executor(executor) as runner, terminate_as_interrupt(), progress_bar(progress, len(keyed), len(keyed) - len(pending), unit="passes") as advance:
-        try:
-            for _, row in runner.stream(ev.scorer, load_spec, work):
-                advance(1, command)
-                sink.add(row)
-        finally:
-            sink.flush()
+    if pending:  # (a Ray executor would start a cluster for nothing)
+        with open_executor(executor) as runner, terminate_as_interrupt(), progress_bar(progress, len(keyed), len(keyed) - len(pending), unit="passes") as advance:
+            try:
+                for _, row in runner.stream(ev.scorer, load_spec, work):
+                    advance(1, command)
+                    sink.add(row)
+            finally:
+                sink.flush()
     merge_parts(out_dir, PASS_SCHEMA, QA_PASSES)
     manifest.status = "complete"
     manifest.timing = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
