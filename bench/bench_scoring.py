@@ -59,21 +59,12 @@ def run_ctxeval(n_tokens: int, out: Path) -> dict:
 
 def run_naive(n_tokens: int) -> dict:
     import llama_cpp
-    import llama_cpp.llama_cpp as low_level
     import numpy as np
 
+    from ctxeval.backends.llamacpp import load_llama_without_amx_buffers
     from ctxeval.backends.registry import embedded_model_path
 
-    if b"AMX_INT8 = 1" in llama_cpp.llama_print_system_info():
-        # the same guard ctxeval applies: AMX kernels crash on Gemma 3 in this release
-        default_params = low_level.llama_model_default_params
-
-        def no_extra_bufts():
-            params = default_params()
-            params.use_extra_bufts = False
-            return params
-
-        low_level.llama_model_default_params = no_extra_bufts
+    load_llama_without_amx_buffers(llama_cpp)  # the same guard ctxeval applies: AMX kernels crash on Gemma 3 in this release
     t0 = time.perf_counter()
     llm = llama_cpp.Llama(model_path=str(embedded_model_path()), n_ctx=WINDOW + 1, n_batch=512, n_ubatch=512, n_threads=2, n_threads_batch=2, logits_all=True, verbose=False)
     text = WIKITEXT.read_bytes()

@@ -18,7 +18,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from ctxeval.backends.llamacpp import DEFAULT_N_BATCH
+from ctxeval.backends.llamacpp import DEFAULT_N_BATCH, load_llama_without_amx_buffers
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.errors import UserError
 
@@ -61,17 +61,8 @@ def model_path(model: str) -> Path:
 def patch_llama_cpp() -> None:
     """Make llama-cpp-python's server compute as the llamacpp backend does (module docstring)."""
     import llama_cpp
-    import llama_cpp.llama_cpp as llama_lib  # the module llama_cpp.Llama calls into
 
-    if b"AMX_INT8 = 1" in llama_cpp.llama_print_system_info():
-        default_params = llama_lib.llama_model_default_params
-
-        def params_without_extra_bufts():
-            params = default_params()
-            params.use_extra_bufts = False
-            return params
-
-        llama_lib.llama_model_default_params = params_without_extra_bufts
+    load_llama_without_amx_buffers(llama_cpp)
 
     original = llama_cpp.Llama.generate
 

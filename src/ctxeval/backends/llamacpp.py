@@ -49,6 +49,22 @@ def _amx_build(llama_cpp) -> bool:
     return b"AMX_INT8 = 1" in llama_cpp.llama_print_system_info()
 
 
+def load_llama_without_amx_buffers(llama_cpp) -> None:
+    """Make models loaded through `llama_cpp.Llama` (the server of `ctxeval serve`, the naive
+    peer of bench/bench_scoring.py) skip extra buffer types on AMX builds, as this backend does."""
+    if not _amx_build(llama_cpp):
+        return
+    low_level = llama_cpp.llama_cpp  # the module llama_cpp.Llama calls into
+    default_params = low_level.llama_model_default_params
+
+    def params_without_extra_bufts():
+        params = default_params()
+        params.use_extra_bufts = False
+        return params
+
+    low_level.llama_model_default_params = params_without_extra_bufts
+
+
 class LlamaCppScorer(ScorerBase):
     """Scorer for one GGUF file; the inference context is sized on first use by `prepare`."""
 

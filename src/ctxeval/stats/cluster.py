@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ctxeval.stats.paired import ratio_replicates
+
 
 @dataclass(frozen=True)
 class ClusterInterval:
@@ -46,13 +48,7 @@ def cluster_bootstrap(values: np.ndarray, clusters: np.ndarray, replicates: int 
         return ClusterInterval(estimate, math.nan, math.nan, n_clusters, replicates, seed, confidence)
     sums = np.bincount(index, weights=values, minlength=n_clusters)
     counts = np.bincount(index, minlength=n_clusters).astype(np.float64)
-    rng = np.random.default_rng(seed)
-    boot = np.empty(replicates)
-    batch = max(1, 2_000_000 // n_clusters)
-    for lo in range(0, replicates, batch):
-        hi = min(lo + batch, replicates)
-        draw = rng.integers(0, n_clusters, size=(hi - lo, n_clusters))
-        boot[lo:hi] = sums[draw].sum(axis=1) / counts[draw].sum(axis=1)
+    boot = ratio_replicates(sums, counts, replicates, seed)
     alpha = 100 * (1 - confidence) / 2
     low, high = np.percentile(boot, [alpha, 100 - alpha])
     return ClusterInterval(estimate, float(low), float(high), n_clusters, replicates, seed, confidence)

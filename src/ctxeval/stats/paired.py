@@ -79,13 +79,7 @@ def paired_bca(
     n_units = len(num)
     if n_units < 2:
         return PairedEstimate(theta, theta, theta, confidence, replicates, seed, "degenerate", None, None, True, "a single resampling unit; no interval can be estimated")
-    rng = np.random.default_rng(seed)
-    boot = np.empty(replicates)
-    batch = max(1, 2_000_000 // n_units)
-    for lo in range(0, replicates, batch):
-        hi = min(lo + batch, replicates)
-        idx = rng.integers(0, n_units, size=(hi - lo, n_units))
-        boot[lo:hi] = num[idx].sum(axis=1) / den[idx].sum(axis=1)
+    boot = ratio_replicates(num, den, replicates, seed)
     # bias correction: mid-rank of theta among the replicates
     z0 = float(ndtri((np.sum(boot < theta) + np.sum(boot <= theta)) / (2.0 * replicates)))
     # acceleration: jackknife of the same ratio-of-sums statistic
@@ -101,3 +95,17 @@ def paired_bca(
         levels.append(float(ndtr(z0 + (z0 + z) / (1.0 - accel * (z0 + z)))))
     low, high = np.percentile(boot, [100.0 * levels[0], 100.0 * levels[1]])
     return PairedEstimate(theta, float(low), float(high), confidence, replicates, seed, method, z0, accel, False, None)
+
+
+def ratio_replicates(num: np.ndarray, den: np.ndarray, replicates: int, seed: int) -> np.ndarray:
+    """Bootstrap replicates of sum(num) / sum(den) over units drawn with replacement; the index
+    matrix is drawn in batches of about 2M entries so memory stays bounded for many units."""
+    n_units = len(num)
+    rng = np.random.default_rng(seed)
+    boot = np.empty(replicates)
+    batch = max(1, 2_000_000 // n_units)
+    for lo in range(0, replicates, batch):
+        hi = min(lo + batch, replicates)
+        idx = rng.integers(0, n_units, size=(hi - lo, n_units))
+        boot[lo:hi] = num[idx].sum(axis=1) / den[idx].sum(axis=1)
+    return boot
