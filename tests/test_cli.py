@@ -194,6 +194,8 @@ def bad_files(tmp_path_factory):
         (["score", "demo", "--method", "fixed", "--head", "partial"], "unknown --head"),
         (["summary", "{d}"], "not a ctxeval run"),
         (["pplqa", "--tau", "c"], "--tau must be one of a, b"),
+        (["pplqa", "--model", "openai:gpt-4o"], "answer-quality methods need the log-probability of an answer's first token"),
+        (["meta-eval", "--dataset", "llmbar:MT-Bench", "--model", "openai:gpt-4o"], "use a local evaluator"),
         (["sweep", "--no-such-flag"], "no-such-flag"),
     ],
 )

@@ -41,6 +41,7 @@ GenTokensOpt = Annotated[Optional[int], typer.Option("--gen-tokens", help="opena
 ApiTempOpt = Annotated[float, typer.Option("--api-temperature", help="openai generate/chat: sampling temperature.")]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", help="openai models: requests in flight at once.")]
 CacheOpt = Annotated[Optional[str], typer.Option("--cache", help="openai models: SQLite request cache ('none' to disable). Default ~/.cache/ctxeval/api-cache.sqlite.")]
+EvaluatorOpt = Annotated[str, typer.Option("--model", help=f"Evaluator: {DEFAULT_MODEL} (embedded default), a .gguf path or hf:MODEL. Not openai: models (an API returns no log-probability for an answer's first token nor for every score token).")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the requests and tokens the run would send to API models, send nothing.")]
 PriceInOpt = Annotated[Optional[float], typer.Option("--price-in", help="With --dry-run: price per 1M prompt tokens.")]
 PriceOutOpt = Annotated[Optional[float], typer.Option("--price-out", help="With --dry-run: price per 1M completion tokens.")]
@@ -486,7 +487,7 @@ def meta_eval(
     dataset: Annotated[str, typer.Option("--dataset", help="llmbar:NAME (e.g. llmbar:MT-Bench), pandalm, or a path to an LLMBar/PandaLM-layout JSON file.")],
     methods: Annotated[str, typer.Option("--methods", help="Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted, pplqa+prompt, gptscore+prompt.")] = "pplqa,gptscore,geval,geval_weighted",
     out: OutOpt = None,
-    model: Annotated[str, typer.Option("--model", help="Evaluator model.")] = DEFAULT_MODEL,
+    model: EvaluatorOpt = DEFAULT_MODEL,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N items.")] = None,
     qa_scope: Annotated[str, typer.Option("--qa-scope", help="PPL(q+a) over all tokens, or over the answer tokens only.")] = "all",
     aspect: Annotated[str, typer.Option("--aspect", help="Aspect prompt for G-Eval and the +prompt variants.")] = "coherence",
@@ -512,7 +513,7 @@ def pplqa(
     answers: Annotated[str, typer.Argument(help="mt-bench (shared turn-1 answers of 6 models) or a JSONL file of {question_id, question, model, answer}.")] = "mt-bench",
     methods: Annotated[str, typer.Option("--methods", help="Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted.")] = "pplqa",
     out: OutOpt = None,
-    model: Annotated[str, typer.Option("--model", help="Evaluator model.")] = DEFAULT_MODEL,
+    model: EvaluatorOpt = DEFAULT_MODEL,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N questions.")] = None,
     qa_scope: Annotated[str, typer.Option("--qa-scope", help="PPL(q+a) over all tokens, or over the answer tokens only.")] = "all",
     aspect: Annotated[Optional[str], typer.Option("--aspect", help="Score inside this aspect prompt (the paper's 'with prompt' variant), e.g. coherence.")] = None,

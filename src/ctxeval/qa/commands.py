@@ -38,7 +38,7 @@ def meta_eval(
             raise UserError("--limit must be a positive number of items")
         data = replace(data, items=data.items[:limit])
     out_dir = Path(out) if out is not None else Path("runs") / f"meta-eval-{re.sub(r'[^A-Za-z0-9_.-]+', '_', data.name)}"
-    load_spec = ScorerSpec(model, n_threads)
+    load_spec = _evaluator_spec(model, n_threads)
     scorer = load_spec.load()
     try:
         return run_meta_eval(scorer, load_spec, data, config, out_dir, replicates, seed, progress, executor)
@@ -91,12 +91,23 @@ def pplqa(
     elif reference not in (None, "auto", "none"):
         ref, note = _read_reference(Path(reference)), {"description": f"scores from {reference} (higher = better)"}
     out_dir = Path(out) if out is not None else Path("runs") / "pplqa"
-    load_spec = ScorerSpec(model, n_threads)
+    load_spec = _evaluator_spec(model, n_threads)
     scorer = load_spec.load()
     try:
         return rank_answers(scorer, load_spec, questions, config, out_dir, ref, note, seed, progress, tau, executor)
     finally:
         scorer.close()
+
+
+def _evaluator_spec(model: str, n_threads: int | None) -> ScorerSpec:
+    """The evaluator to load, refused up front when it cannot compute the methods as defined:
+    PPL(a) needs the first answer token's log-probability given only BOS, which no
+    OpenAI-compatible API returns (the echo of a prompt's first token carries none), and G-Eval
+    needs the probability of each score token, which an API gives only as top-k strings."""
+    if model.startswith("openai:"):
+        raise UserError(f"{model}: answer-quality methods need the log-probability of an answer's first token and of every score token, "
+                        "which OpenAI-compatible APIs do not return; use a local evaluator (a .gguf path or hf:MODEL)")
+    return ScorerSpec(model, n_threads)
 
 
 def _read_reference(path: Path) -> dict[str, dict[str, float]]:

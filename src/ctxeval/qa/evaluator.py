@@ -30,7 +30,6 @@ from ctxeval.errors import UserError
 
 DIGITS = ("1", "2", "3", "4", "5")
 PASS_KINDS = ("pair", "digits")
-_FALLBACK_TOP_K = 20
 
 
 @dataclass(frozen=True)
@@ -117,6 +116,8 @@ class Evaluator:
     so workers only run the model), and scores single passes directly."""
 
     def __init__(self, scorer: Scorer) -> None:
+        if not scorer.capabilities.full_logits:  # a top-k backend would leave score tokens outside its top-k unknown
+            raise UserError(f"{scorer.info.name}: answer-quality methods need a backend with full logits (a .gguf path or hf:MODEL)")
         self.scorer = scorer
         bos = scorer.info.bos_id
         self._bos = [bos] if bos is not None else []
@@ -138,10 +139,8 @@ class Evaluator:
         p = self.scorer.tokenize(request.prefix) if request.prefix else []
         c = self.scorer.tokenize(request.continuation) if request.continuation else []
         ids = np.asarray(self._bos + p + c, dtype=np.int32)
-        if request.kind == "digits":
-            caps = self.scorer.capabilities
-            top_k = self.scorer.info.vocab_size if caps.full_logits else (caps.max_top_k or _FALLBACK_TOP_K)
-            return QAPass(self.key(request), "digits", ids, len(p), 0, self._digit_ids, int(top_k))
+        if request.kind == "digits":  # the whole sorted distribution: every score token exact
+            return QAPass(self.key(request), "digits", ids, len(p), 0, self._digit_ids, self.scorer.info.vocab_size)
         n_p, n_c = len(p), len(c)
         if not self._bos:  # without BOS the very first token has no context and is not scored
             n_p, n_c = (n_p - 1, n_c) if n_p else (0, max(n_c - 1, 0))
@@ -162,9 +161,7 @@ class Evaluator:
 
     def next_token_logprobs(self, prompt: str) -> tuple[list[float], int]:
         """Log-probabilities of the tokens "1".."5" as the next token after `prompt`, and the
-        top-k used. A full-logits backend returns the whole sorted distribution at that one
-        position, so all five are exact; a top-k backend reports NaN for a digit outside its
-        top-k (G-Eval then treats it as probability 0)."""
+        top-k used: the whole vocabulary, sorted at that one position, so all five are exact."""
         p = self.qa_pass(PassRequest("digits", prompt))
         record = QATask(len(p.input_ids))(self.scorer, [p])[0]
         return digit_logprobs(record), int(record["top_k"])
