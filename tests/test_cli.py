@@ -194,8 +194,10 @@ def bad_files(tmp_path_factory):
         (["score", "demo", "--method", "fixed", "--head", "partial"], "unknown --head"),
         (["summary", "{d}"], "not a ctxeval run"),
         (["pplqa", "--tau", "c"], "--tau must be one of a, b"),
-        (["pplqa", "--model", "openai:gpt-4o"], "answer-quality methods need the log-probability of an answer's first token"),
-        (["meta-eval", "--dataset", "llmbar:MT-Bench", "--model", "openai:gpt-4o"], "use a local evaluator"),
+        (["pplqa", "--model", "openai:gpt-4o"], "cannot use openai:gpt-4o: it needs the log-probability of an answer's first token"),
+        (["meta-eval", "--dataset", "llmbar:MT-Bench", "--model", "openai:gpt-4o"], "use a local model"),
+        (["retrieval", "--model", "openai:gpt-4o"], "retrieval cannot use openai:gpt-4o"),
+        (["context-gain", "demo", "--model", "gemma-3-270m", "--evaluator", "openai:gpt-4o"], "context-gain cannot use openai:gpt-4o"),
         (["sweep", "--no-such-flag"], "no-such-flag"),
     ],
 )

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ctxeval import windows
 from ctxeval.backends.openai_options import DEFAULT_CACHE, OpenAIOptions, dry_run_table
-from ctxeval.backends.registry import ModelEntry, list_models
+from ctxeval.backends.registry import ModelEntry, list_models, refuse_api_models
 from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
 from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
@@ -227,6 +227,7 @@ def context_gain(
     evaluator_spec = evaluator or model_specs[0]
     if evaluator_spec not in model_specs:
         model_specs.append(evaluator_spec)
+    refuse_api_models(model_specs, "context-gain", "the log-probability of each chunk's first token given only BOS")
     loaded = _load_texts(texts, corpus)
     config = RunConfig(
         command="context-gain",
@@ -286,6 +287,7 @@ def retrieval(
         raise UserError(f"--samples must be a positive integer, got {samples}")
     if not models:
         raise UserError("no --model given")
+    refuse_api_models(list(models), "retrieval", "the rank of the answer's first token over the whole vocabulary")
     config = RetrievalConfig(variant, lines, depths, samples, seed, tuple(dict.fromkeys(models)), tokens=token_targets)
     run_dir = Path(out) if out is not None else Path("runs") / f"retrieval-{config.run_id()[:8]}"
     return run_retrieval(config, run_dir, progress, n_threads, executor)

@@ -41,7 +41,7 @@ GenTokensOpt = Annotated[Optional[int], typer.Option("--gen-tokens", help="opena
 ApiTempOpt = Annotated[float, typer.Option("--api-temperature", help="openai generate/chat: sampling temperature.")]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", help="openai models: requests in flight at once.")]
 CacheOpt = Annotated[Optional[str], typer.Option("--cache", help="openai models: SQLite request cache ('none' to disable). Default ~/.cache/ctxeval/api-cache.sqlite.")]
-EvaluatorOpt = Annotated[str, typer.Option("--model", help=f"Evaluator: {DEFAULT_MODEL} (embedded default), a .gguf path or hf:MODEL. Not openai: models (an API returns no log-probability for an answer's first token nor for every score token).")]
+EvaluatorOpt = Annotated[str, typer.Option("--model", help=f"Evaluator: {DEFAULT_MODEL} (embedded default), a .gguf path or hf:MODEL (not openai:, whose APIs return no log-probability for an answer's first token).")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the requests and tokens the run would send to API models, send nothing.")]
 PriceInOpt = Annotated[Optional[float], typer.Option("--price-in", help="With --dry-run: price per 1M prompt tokens.")]
 PriceOutOpt = Annotated[Optional[float], typer.Option("--price-out", help="With --dry-run: price per 1M completion tokens.")]

@@ -53,6 +53,15 @@ def backend_class(name: str) -> type:
     return getattr(module, class_name)
 
 
+def refuse_api_models(specs: list[str] | tuple[str, ...], command: str, needs: str) -> None:
+    """Stop before any request when a command needs what no OpenAI-compatible API returns
+    (`needs` says what: a first token's log-probability, the full distribution, ...)."""
+    for spec in specs:
+        if spec.startswith("openai:"):
+            raise UserError(f"{command} cannot use {spec}: it needs {needs}, which OpenAI-compatible APIs do not return; "
+                            "use a local model (a .gguf path or hf:MODEL)")
+
+
 def load_scorer(spec: str, n_threads: int | None = None, device: str | None = None, dtype: str | None = None, openai_options=None) -> Scorer:
     """A scorer for `spec`: `gemma-3-270m` (the embedded default), a path to a .gguf file,
     `hf:gemma-3-270m` / `hf:DIR` (transformers; `device` and `dtype` apply to it only), or

@@ -6,6 +6,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from ctxeval.backends.registry import refuse_api_models
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.data.pairwise import load_dataset
 from ctxeval.errors import UserError
@@ -100,13 +101,9 @@ def pplqa(
 
 
 def _evaluator_spec(model: str, n_threads: int | None) -> ScorerSpec:
-    """The evaluator to load, refused up front when it cannot compute the methods as defined:
-    PPL(a) needs the first answer token's log-probability given only BOS, which no
-    OpenAI-compatible API returns (the echo of a prompt's first token carries none), and G-Eval
-    needs the probability of each score token, which an API gives only as top-k strings."""
-    if model.startswith("openai:"):
-        raise UserError(f"{model}: answer-quality methods need the log-probability of an answer's first token and of every score token, "
-                        "which OpenAI-compatible APIs do not return; use a local evaluator (a .gguf path or hf:MODEL)")
+    """The evaluator to load, refused up front when it cannot compute the methods as defined."""
+    refuse_api_models([model], "answer-quality evaluation",
+                      "the log-probability of an answer's first token given only BOS (for PPL(a)) and of every score token (for G-Eval)")
     return ScorerSpec(model, n_threads)
 
 
