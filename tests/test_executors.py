@@ -27,7 +27,7 @@ from ctxeval.errors import UserError
 from ctxeval.executors import ExecutorOptions, Work, open_executor
 from ctxeval.executors.work import one_per_unit
 from ctxeval.executors.ray import KILL_WORKER_AFTER_ENV, interleaved
-from ctxeval.run import STOP_AFTER_PASSES_ENV
+from ctxeval.records import STOP_AFTER_PASSES_ENV
 
 from .conftest import run_cli
 

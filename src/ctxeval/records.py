@@ -100,18 +100,24 @@ class PartWriter:
 
 
 class RowSink:
-    """Finished records (one dict per unit of work, the schema's columns) buffered and written
-    as a part every FLUSH_SECONDS and when closed, so a kill loses only the last seconds."""
+    """Finished records buffered column by column and written as a part every FLUSH_SECONDS and
+    when flushed, so a kill loses only the last seconds. A unit of work adds its one row (`add`),
+    or fills `columns` itself (token records: a row per target) and then calls `unit_done`."""
 
     def __init__(self, run_dir: Path, schema: pa.Schema) -> None:
         self.writer = PartWriter(run_dir, schema)
-        self.rows: list[dict] = []
-        self.added = 0
+        self.columns: dict[str, list] = {name: [] for name in schema.names}
+        self.added = 0  # units of work done in this session
         self._last_flush = time.monotonic()
         self._stop_after = int(os.environ.get(STOP_AFTER_PASSES_ENV, "0")) or None
 
     def add(self, row: dict) -> None:
-        self.rows.append(row)
+        for name, values in self.columns.items():
+            values.append(row[name])
+        self.unit_done()
+
+    def unit_done(self) -> None:
+        """One more unit of work is in `columns` (or failed, adding none): flush when due."""
         self.added += 1
         if time.monotonic() - self._last_flush > FLUSH_SECONDS or self.added == self._stop_after:
             self.flush()
@@ -119,9 +125,10 @@ class RowSink:
             signal.raise_signal(signal.SIGTERM)
 
     def flush(self) -> None:
-        if self.rows:
-            self.writer.write({name: [r[name] for r in self.rows] for name in self.writer.schema.names})
-            self.rows.clear()
+        if next(iter(self.columns.values())):
+            self.writer.write(self.columns)
+            for values in self.columns.values():
+                values.clear()
         self._last_flush = time.monotonic()
 
 

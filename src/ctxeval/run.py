@@ -8,7 +8,6 @@ a different configuration is refused rather than mixed in.
 from __future__ import annotations
 
 import math
-import os
 import platform
 import signal
 import time
@@ -29,7 +28,7 @@ from ctxeval.manifest import MANIFEST_FILE, Manifest, now, read_manifest, write_
 from ctxeval.plan_stream import Planner, document_jobs, plan_documents
 from ctxeval.executors import ExecutorOptions, ScorerSpec, open_executor
 from ctxeval.executors.work import scoring_work
-from ctxeval.records import FLUSH_SECONDS, STOP_AFTER_PASSES_ENV, PartWriter, done_passes, merge_parts, schema_for, temperature_column
+from ctxeval.records import RowSink, done_passes, merge_parts, schema_for, temperature_column
 from ctxeval.report.outputs import write_outputs
 from ctxeval.tokens import TokenizedText
 from ctxeval.windows import Pass
@@ -98,35 +97,26 @@ def execute(
 
         schema = schema_for(config.temperatures)
         done = done_passes(run_dir)
-        writer = PartWriter(run_dir, schema)
+        sink = RowSink(run_dir, schema)
         total = sum(p.n_targets for per_model in plan for per_text in per_model for p in per_text)
         already = _count_done_targets(plan, done)
         failures: list[dict] = []
-        stop_after = int(os.environ.get(STOP_AFTER_PASSES_ENV, "0")) or None
-        scored_now = 0
         with terminate_as_interrupt(), progress_bar(progress, total, already) as advance:
             pass_index = 0
             for model_index, (scorer, load_spec, per_model) in enumerate(zip(scorers, load_specs, plan)):
                 jobs = document_jobs(scorer, per_model, texts, pass_index, done, {d: per[model_index] for d, per in held.items()})
                 pass_index += sum(len(passes) for passes in per_model)
-                pending: dict[str, list] = {name: [] for name in schema.names}
-                last_flush = time.monotonic()
                 try:
                     for job, result in runner.stream(scorer, load_spec, scoring_work(scorer, config, jobs)):
                         index, tt, p = job
                         if isinstance(result, ScoringFailed):
                             failures.append({"pass_index": index, "model": scorer.info.name, "text_id": tt.text.text_id, "window_id": p.window_id, "error": str(result)})
                         else:
-                            _append_rows(scorer, config, tt, p, index, result, pending)
+                            _append_rows(scorer, config, tt, p, index, result, sink.columns)
                         advance(p.n_targets, f"{scorer.info.name} · {tt.text.text_id} · {p.window_id}")
-                        scored_now += 1
-                        if time.monotonic() - last_flush > FLUSH_SECONDS or scored_now == stop_after:
-                            _flush(writer, pending)
-                            last_flush = time.monotonic()
-                        if scored_now == stop_after:
-                            signal.raise_signal(signal.SIGTERM)
+                        sink.unit_done()
                 finally:
-                    _flush(writer, pending)
+                    sink.flush()
                     _record_usage(manifest, scorers, (previous.api_usage_total if previous else None) or {}, runner.worker_usage)
                     scorer.close()
     manifest.timing = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
@@ -248,13 +238,6 @@ def _append_rows(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass, 
     for j, t in enumerate(config.temperatures):
         if t != 1.0:
             out[temperature_column(t)].extend(scores.temp_logprobs[:, j].tolist())
-
-
-def _flush(writer: PartWriter, pending: dict[str, list]) -> None:
-    if pending["pass_index"]:
-        writer.write(pending)
-        for values in pending.values():
-            values.clear()
 
 
 def _count_done_targets(plan: list[list[list[Pass]]], done: set[int]) -> int:
