@@ -11,6 +11,11 @@ DEFAULT_LENGTHS = (32, 64, 128, 256, 512, 1024, 2048, 4096)
 DEFAULT_TOP_K = 20
 
 
+
+def config_id(config: dict) -> str:
+    """A run id: a short hash of the configuration that decides a run's records."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
 @dataclass(frozen=True)
 class MetricConfig:
     """How records become scores; changing it never needs a new model run."""
@@ -68,5 +73,4 @@ class RunConfig:
         return data
 
     def run_id(self) -> str:
-        blob = json.dumps(self.identity(), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
+        return config_id(self.identity())

@@ -19,7 +19,6 @@ judges' prediction files from each row's ``evaluation``): GPT-4 sees the 96-ques
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import time
@@ -32,10 +31,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ctxeval.backends.model_files import file_sha256
+from ctxeval.config import config_id
 from ctxeval.errors import ScoringFailed, UserError
 from ctxeval.executors import ExecutorOptions, ModelSpec, Work, open_executor
 from ctxeval.executors.work import one_per_unit
-from ctxeval.manifest import MANIFEST_FILE, Manifest, now, read_manifest, write_manifest
+from ctxeval.manifest import Manifest, existing_manifest, now, write_manifest
 from ctxeval.records import RecordKind, RowSink, done_passes, merge_parts
 from ctxeval.run import add_counts, terminate_as_interrupt, versions
 
@@ -291,10 +291,8 @@ def run_judge(judge: ChatGenerator, load_spec: ModelSpec, judge_name: str, predi
         pairs = pairs[:limit]
     config = {"predictions": file_sha256(Path(predictions)), "base_predictions": file_sha256(Path(base_predictions)), "judge": judge_name,
               "questions": questions, "limit": limit, "max_tokens": max_tokens, "prompt": "L-Eval pair-v2"}
-    run_id = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
-    previous = read_manifest(out) if (out / MANIFEST_FILE).exists() else None
-    if previous is not None and previous.run_id != run_id:
-        raise UserError(f"{out} holds a judge run with a different configuration; choose another --out or remove it")
+    run_id = config_id(config)
+    previous = existing_manifest(out, run_id, "judge run")
     out.mkdir(parents=True, exist_ok=True)
     manifest = Manifest(command="judge", run_id=run_id, config=config, models=[{"name": judge_name, "backend": "openai-chat"}],
                         created=(previous.created if previous else None) or now(),

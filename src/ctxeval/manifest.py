@@ -141,6 +141,17 @@ def read_manifest(run_dir: Path) -> Manifest:
         raise UserError(f"{path} is not a valid ctxeval manifest") from None
 
 
+def existing_manifest(run_dir: Path, run_id: str | None = None, what: str = "run") -> Manifest | None:
+    """The manifest a run directory already holds (a resumed or repeated run), None for a new
+    one. With `run_id`, a directory of another configuration is refused rather than mixed in."""
+    if not (Path(run_dir) / MANIFEST_FILE).exists():
+        return None
+    previous = read_manifest(run_dir)
+    if run_id is not None and previous.run_id != run_id:
+        raise UserError(f"{run_dir} holds a {what} with a different configuration; choose another --out or remove it")
+    return previous
+
+
 def write_manifest(run_dir: Path, manifest: Manifest) -> None:
     """Write atomically (temporary file, then rename), so a killed run never leaves half a manifest."""
     path = Path(run_dir) / MANIFEST_FILE

@@ -24,7 +24,7 @@ from ctxeval.backends.base import ModelInfo, ScheduledScores, Scorer
 from ctxeval.config import MetricConfig, RunConfig
 from ctxeval.data.texts import Text
 from ctxeval.errors import ScoringFailed, UserError
-from ctxeval.manifest import MANIFEST_FILE, Manifest, now, read_manifest, write_manifest
+from ctxeval.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, write_manifest
 from ctxeval.plan_stream import Planner, document_jobs, plan_documents
 from ctxeval.executors import ExecutorOptions, ScorerSpec, open_executor
 from ctxeval.executors.work import scoring_work
@@ -67,9 +67,7 @@ def execute(
     """
     run_dir = Path(run_dir)
     manifest_path = run_dir / MANIFEST_FILE
-    previous = read_manifest(run_dir) if manifest_path.exists() else None
-    if previous is not None and previous.run_id != config.run_id():
-        raise UserError(f"{run_dir} holds a run with a different configuration; choose another --out or remove it")
+    previous = existing_manifest(run_dir, config.run_id())
     if previous is not None and previous.status == "complete" and not dry_run:
         return finish(run_dir, previous, config.metrics)
 

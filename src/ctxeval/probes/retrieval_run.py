@@ -10,7 +10,6 @@ decides the cases, as for scoring runs.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -29,7 +28,8 @@ from ctxeval.backends.base import Scorer  # noqa: E402
 from ctxeval.errors import UserError  # noqa: E402
 from ctxeval.executors import ExecutorOptions, ScorerSpec, Work, open_executor  # noqa: E402
 from ctxeval.executors.work import one_per_unit  # noqa: E402
-from ctxeval.manifest import MANIFEST_FILE, Manifest, read_manifest, write_manifest  # noqa: E402
+from ctxeval.config import config_id  # noqa: E402
+from ctxeval.manifest import Manifest, existing_manifest, write_manifest  # noqa: E402
 from ctxeval.probes.retrieval import CaseSpec, RetrievalTask  # noqa: E402
 from ctxeval.probes.retrieval_data import N_EXAMPLES, make_case  # noqa: E402
 from ctxeval.records import RecordKind, RowSink, done_passes, merge_parts  # noqa: E402
@@ -82,7 +82,7 @@ class RetrievalConfig:
     tokens: tuple[int, ...] = ()  # prompt sizes in tokens (NIAH/RULER style), lines chosen per model
 
     def run_id(self) -> str:
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+        return config_id(asdict(self))
 
 
 @dataclass
@@ -104,9 +104,7 @@ def run_retrieval(config: RetrievalConfig, run_dir: Path, progress: bool = True,
                   executor: ExecutorOptions | None = None) -> RetrievalResult:
     """Score every (model, lines, depth, sample) case not yet recorded, then summarise."""
     run_dir = Path(run_dir)
-    previous = read_manifest(run_dir) if (run_dir / MANIFEST_FILE).exists() else None
-    if previous is not None and previous.run_id != config.run_id():
-        raise UserError(f"{run_dir} holds a run with a different configuration; choose another --out or remove it")
+    previous = existing_manifest(run_dir, config.run_id())
     if previous is None or previous.status != "complete":
         (executor or ExecutorOptions()).check()
         load_specs = [ScorerSpec(spec, n_threads) for spec in config.models]

@@ -9,8 +9,6 @@ recorded. The run directory's manifest says which command and configuration wrot
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +18,8 @@ import pyarrow.parquet as pq
 
 from ctxeval.executors import ExecutorOptions, ScorerSpec, Work, open_executor
 from ctxeval.executors.work import one_per_unit
-from ctxeval.manifest import MANIFEST_FILE, Manifest, now, read_manifest, write_manifest
+from ctxeval.config import config_id
+from ctxeval.manifest import Manifest, existing_manifest, now, write_manifest
 from ctxeval.qa.evaluator import Evaluator, PassRequest, QATask
 from ctxeval.records import RecordKind, RowSink, done_passes, merge_parts
 from ctxeval.run import model_entries, progress_bar, terminate_as_interrupt, versions
@@ -63,7 +62,7 @@ def run_passes(ev: Evaluator, load_spec: ScorerSpec, requests: list[PassRequest]
     keyed = {ev.key(r): r for r in requests}
     done = done_passes(out_dir, QA_PASSES)
     pending = [key for key in keyed if key not in done]
-    previous = read_manifest(out_dir) if (out_dir / MANIFEST_FILE).exists() else None
+    previous = existing_manifest(out_dir)  # not refused: passes are keyed by content, any configuration may reuse them
     manifest = Manifest(command=command, run_id=config_id(config), config=config, models=model_entries([ev.scorer]),
                         created=(previous.created if previous else None) or now(),
                         plan={"passes": len(keyed), "record_kind": "qa pass", "records": PASSES_FILE}, versions=versions())
@@ -87,7 +86,3 @@ def run_passes(ev: Evaluator, load_spec: ScorerSpec, requests: list[PassRequest]
     table = pq.read_table(out_dir / PASSES_FILE).to_pylist()
     return PassRecords(ev, {row["key"]: row for row in table}, sink.added)
 
-
-def config_id(config: dict) -> str:
-    """A short hash of a command's configuration (the manifest's run id)."""
-    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
