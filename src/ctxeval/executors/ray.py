@@ -78,17 +78,14 @@ class RayExecutor:
         ray = self._ray
         groups = list(work.units)
         n_actors = min(self.options.workers, len(groups))
-        warm, self._warm = self._warm, None
-        warmed = warm[1] if warm is not None and warm[0] == load_spec else []
-        for surplus in (warm[1] if warm is not None else [])[len(warmed[:n_actors]):]:  # free their CPUs for others
-            ray.kill(surplus, no_restart=True)
+        warmed = self._take_warm(load_spec, n_actors)
         if not groups:
             return
 
         def spawn(slot: int):
             return self._spawn(load_spec, slot)
 
-        actors = warmed[:n_actors] + [spawn(slot) for slot in range(len(warmed[:n_actors]), n_actors)]
+        actors = warmed + [spawn(slot) for slot in range(len(warmed), n_actors)]
         for error in ray.get([a.ready.remote() for a in actors]):
             if error is not None:
                 raise UserError(error)
@@ -114,6 +111,18 @@ class RayExecutor:
         """Start `--workers` actors loading this model now, so they load while the driver plans;
         the next `stream` of the same model uses them."""
         self._warm = (load_spec, [self._spawn(load_spec, slot) for slot in range(self.options.workers)])
+
+    def _take_warm(self, load_spec: ModelSpec, n_actors: int) -> list:
+        """Up to `n_actors` warmed actors of this model; the others warmed (surplus, or of
+        another model) are killed, so their CPUs are free for the actors that run."""
+        warm, self._warm = self._warm, None
+        if warm is None:
+            return []
+        spec, started = warm
+        keep = started[:n_actors] if spec == load_spec else []
+        for surplus in started[len(keep):]:
+            self._ray.kill(surplus, no_restart=True)
+        return keep
 
     def _spawn(self, load_spec: ModelSpec, slot: int):
         """A new actor for `slot`; actor i reaches server i mod n (openai: several --base-url)."""
