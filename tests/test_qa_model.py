@@ -12,7 +12,7 @@ from sklearn.metrics import f1_score, matthews_corrcoef
 
 from ctxeval.data.mt_bench import load_mt_bench
 from ctxeval.metrics.qa import ppl_qa
-from ctxeval.qa.evaluator import DIGITS, Evaluator
+from ctxeval.qa.evaluator import DIGITS, Evaluator, PairScore, PassRequest, QATask, digit_logprobs, pair_score
 from ctxeval.qa.prompts import geval_prompt, qa_prefix
 from ctxeval.records import STOP_AFTER_PASSES_ENV
 from tests.conftest import run_cli
@@ -24,6 +24,19 @@ pytestmark = pytest.mark.model
 SHORT_IDS = ("89", "90", "93", "95", "101", "102")
 
 
+def _pair(ev: Evaluator, prefix: str, continuation: str) -> PairScore:
+    """One `pair` pass, made and scored as `pplqa` makes and scores it (here on the driver)."""
+    p = ev.qa_pass(PassRequest("pair", prefix, continuation))
+    return pair_score(QATask(len(p.input_ids))(ev.scorer, [p])[0])
+
+
+def _digits(ev: Evaluator, prompt: str) -> tuple[list[float], int]:
+    """One `digits` pass: the score tokens' log-probabilities after `prompt`, and the top-k used."""
+    p = ev.qa_pass(PassRequest("digits", prompt))
+    record = QATask(len(p.input_ids))(ev.scorer, [p])[0]
+    return digit_logprobs(record), int(record["top_k"])
+
+
 def test_relevant_answer_scores_lower_than_with_wrong_question(gemma):
     questions = {q.question_id: q for q in load_mt_bench(models=("gpt-3.5-turbo",))}
     items = [questions[i] for i in SHORT_IDS]
@@ -31,8 +44,8 @@ def test_relevant_answer_scores_lower_than_with_wrong_question(gemma):
     lower, conditional_lower, observed = 0, 0, []
     for k, q in enumerate(items):
         answer, wrong = q.answers["gpt-3.5-turbo"], items[(k + 1) % len(items)].question
-        alone = ev.pair("", answer)
-        right_pass, wrong_pass = ev.pair(qa_prefix(q.question, None), answer), ev.pair(qa_prefix(wrong, None), answer)
+        alone = _pair(ev, "", answer)
+        right_pass, wrong_pass = _pair(ev, qa_prefix(q.question, None), answer), _pair(ev, qa_prefix(wrong, None), answer)
         right = ppl_qa(right_pass.prefix_sum, right_pass.n_prefix, right_pass.cont_sum, right_pass.n_cont, alone.cont_sum, "all")
         bad = ppl_qa(wrong_pass.prefix_sum, wrong_pass.n_prefix, wrong_pass.cont_sum, wrong_pass.n_cont, alone.cont_sum, "all")
         lower += right[2] < bad[2]
@@ -48,7 +61,7 @@ def test_relevant_answer_scores_lower_than_with_wrong_question(gemma):
 def test_pair_and_digit_scores_match_direct_scoring(gemma):
     ev = Evaluator(gemma)
     prefix, answer = "What is the capital of France?\n\n", "The capital of France is Paris."
-    got = ev.pair(prefix, answer)
+    got = _pair(ev, prefix, answer)
     p_ids, a_ids = gemma.tokenize(prefix), gemma.tokenize(answer)
     ids = np.asarray([gemma.info.bos_id, *p_ids, *a_ids], dtype=np.int32)
     direct = gemma.score(ids, np.arange(len(ids) - 1), ids[1:], 0, ()).logprob
@@ -57,7 +70,7 @@ def test_pair_and_digit_scores_match_direct_scoring(gemma):
     assert got.cont_sum == pytest.approx(direct[len(p_ids) :].sum(), abs=1e-9)
     # the five score-token log-probabilities are exact: each equals a direct target score
     prompt = geval_prompt("What is 2+2?", "4")
-    digits, top_k = ev.next_token_logprobs(prompt)
+    digits, top_k = _digits(ev, prompt)
     assert top_k == gemma.info.vocab_size
     p = np.asarray([gemma.info.bos_id, *gemma.tokenize(prompt)], dtype=np.int32)
     for digit, value in zip(DIGITS, digits):

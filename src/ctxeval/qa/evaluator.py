@@ -113,7 +113,7 @@ def digit_logprobs(record: dict) -> list[float]:
 
 class Evaluator:
     """An evaluator model on the driver: turns requests into keyed passes (tokenizing there,
-    so workers only run the model), and scores single passes directly."""
+    so workers only run the model)."""
 
     def __init__(self, scorer: Scorer) -> None:
         if not scorer.capabilities.full_logits:  # a top-k backend would leave score tokens outside its top-k unknown
@@ -153,15 +153,3 @@ class Evaluator:
         if longest + len(self._bos) > self.scorer.info.n_ctx_train:
             raise UserError(f"a pass of {longest} tokens exceeds {self.scorer.info.name}'s training context of {self.scorer.info.n_ctx_train}")
         return longest + len(self._bos)
-
-    def pair(self, prefix: str, continuation: str) -> PairScore:
-        """Log-probabilities of every prefix and continuation token in one forward pass."""
-        p = self.qa_pass(PassRequest("pair", prefix, continuation))
-        return pair_score(QATask(len(p.input_ids))(self.scorer, [p])[0])
-
-    def next_token_logprobs(self, prompt: str) -> tuple[list[float], int]:
-        """Log-probabilities of the tokens "1".."5" as the next token after `prompt`, and the
-        top-k used: the whole vocabulary, sorted at that one position, so all five are exact."""
-        p = self.qa_pass(PassRequest("digits", prompt))
-        record = QATask(len(p.input_ids))(self.scorer, [p])[0]
-        return digit_logprobs(record), int(record["top_k"])
