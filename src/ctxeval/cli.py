@@ -78,8 +78,11 @@ def _cache_path(value: Optional[str]) -> Optional[str]:
     return None if value.strip().lower() == "none" else value
 
 
-def _first_url(urls: Optional[list[str]]) -> str:
-    return urls[0] if urls else "http://127.0.0.1:8000"
+def _openai_options(base_url: Optional[list[str]], api_key_env: str, concurrency: int, cache: Optional[str], **settings) -> OpenAIOptions:
+    """The openai options of a command: the first --base-url reaches the model, the others
+    (--base-url repeated) are servers of the same model that work is dealt across."""
+    first, *others = base_url or [OpenAIOptions.base_url]
+    return OpenAIOptions(first, api_key_env, concurrency=concurrency, cache=_cache_path(cache), fanout=tuple(others), **settings)
 
 
 def _executor(kind: str, workers: int, address: Optional[str], threads_per_worker: int, gpus_per_worker: float) -> ExecutorOptions:
@@ -178,7 +181,7 @@ def sweep(
         n_threads=threads,
         device=device,
         dtype=dtype,
-        openai=OpenAIOptions(_first_url(base_url), api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache), fanout=tuple((base_url or [])[1:])),
+        openai=_openai_options(base_url, api_key_env, concurrency, cache, mode=api_mode, tokenizer=tokenizer, top_logprobs=top_logprobs, gen_tokens=gen_tokens, temperature=api_temperature),
         dry_run=dry_run,
         exhaustive=exhaustive,
         corpus=_corpus_options(glob, text_field, id_field, max_docs, sample, seed, skip_bad),
@@ -252,7 +255,7 @@ def score(
         n_threads=threads,
         device=device,
         dtype=dtype,
-        openai=OpenAIOptions(_first_url(base_url), api_key_env, api_mode, tokenizer, top_logprobs, gen_tokens, api_temperature, concurrency=concurrency, cache=_cache_path(cache), fanout=tuple((base_url or [])[1:])),
+        openai=_openai_options(base_url, api_key_env, concurrency, cache, mode=api_mode, tokenizer=tokenizer, top_logprobs=top_logprobs, gen_tokens=gen_tokens, temperature=api_temperature),
         dry_run=dry_run,
         head=head,
         corpus=_corpus_options(glob, text_field, id_field, max_docs, sample, seed, skip_bad),
@@ -477,7 +480,7 @@ def judge(
     address: AddressOpt = None,
 ) -> None:
     """Pairwise LLM judge (L-Eval's prompt, both answer orders): win rate of a model's answers over a base model's."""
-    options = OpenAIOptions(_first_url(base_url), api_key_env, concurrency=concurrency, cache=_cache_path(cache), fanout=tuple((base_url or [])[1:]))
+    options = _openai_options(base_url, api_key_env, concurrency, cache)
     report = api.judge(predictions, base_predictions, judge_model, options, max_tokens, limit, out, questions, executor=_executor(executor, workers, address, 1, 0.0))
     typer.echo(report.markdown + f"report: {', '.join(str(f) for f in report.files)}")
 
