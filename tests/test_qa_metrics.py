@@ -15,8 +15,6 @@ from ctxeval.errors import UserError
 from ctxeval.metrics.qa import geval_score, gpt_score, perplexity, pick_winner, ppl_qa, rank_scores
 from ctxeval.qa.meta_eval import evaluate_picks
 from ctxeval.qa.ranking import tau_summary
-from ctxeval.report.meta_eval import markdown_table
-from tests.conftest import SHARED_DATA
 
 
 def test_pplqa_by_hand():

@@ -54,7 +54,7 @@ def markdown_tables(summary: pd.DataFrame, metrics: MetricConfig, approx_vs_exac
         f"Rank scores with cutoff l = {cutoff}, alphas {', '.join(f'{a:g}' for a in metrics.alphas)}; "
         f"approximate PPL from the top-{metrics.approx_k} with penalty {metrics.penalty:g}.\n",
     ]
-    for title, column in (("Average rank-based score (thesis Table 1)", "avg"), (f"Approximate PPL (thesis Table 2)", "approx_ppl"), ("Perplexity", "ppl")):
+    for title, column in (("Average rank-based score (thesis Table 1)", "avg"), ("Approximate PPL (thesis Table 2)", "approx_ppl"), ("Perplexity", "ppl")):
         for (text_id, setting), table in pivot(summary, column).items():
             parts.append(f"## {title} — {text_id}, {setting}\n\n{table.to_markdown(floatfmt='.3f')}\n")
     for (text_id, setting), table in appendix(summary, metrics).items():
