@@ -4,6 +4,7 @@ proxy in front of it, and a scripted server for the thesis reuse rule. All on 12
 from __future__ import annotations
 
 import json
+import math
 import re
 import sqlite3
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 from ctxeval import api
 from ctxeval.backends.api_client import ApiClient, _retry_after
-from ctxeval.backends.openai import OpenAIScorer, ServerTokenizer, _compare
+from ctxeval.backends.openai import OpenAIScorer, ServerTokenizer, Step, _compare, _compare_step, _ranking
 from ctxeval.backends.openai_options import OpenAIOptions, RetryPolicy
 from ctxeval.backends.request_cache import RequestCache
 from ctxeval.data.texts import load_text
@@ -202,7 +203,7 @@ def test_reuse_stops_when_sampled_token_differs_even_if_reference_ranked_first(g
         # step 0: reference ' sat' ranked first, but ' ran' was sampled -> step 1 must not be used
         _completion([(" ran", {ref[2]: -0.5, " ran": -1.2}), (ref[3], {ref[3]: -0.1})]),
         # the second request (context now ends with the true ' sat') scores ' on'; sampled == reference
-        _completion([(ref[3], {ref[3]: -0.3, " in": -1.5}), (ref[4], {" a": -0.2, ref[4]: -0.9})]),
+        _completion([(ref[3], {ref[3]: -0.3, " in": -1.5}), (ref[4], {" a": -0.6, ref[4]: -0.9})]),
     ]})
     try:
         scorer = OpenAIScorer("scripted", OpenAIOptions(base_url=server.url, mode="generate", tokenizer="gemma-3-270m", cache=None, gen_tokens=2))
@@ -233,11 +234,80 @@ def test_timeout_is_retried():
         upstream.close()
 
 
+def _echo_rank(own: float, others: list[float], k: int):
+    ranking, inside = _ranking(own, others, k)
+    return _compare(own, ranking, inside, 0, 0)
+
+
 def test_rank_from_top_k():
-    assert _compare(-1.0, [-0.5, -1.0, -2.0], 3, 0, 0).rank == 2
-    assert _compare(-1.0, [-1.0, -1.0, -2.0], 3, 0, 0).rank == 1  # ties count for the target
-    assert _compare(-3.0, [-0.5, -1.0, -2.0, -3.0], 3, 0, 0).rank is None  # beyond the top-3
-    assert _compare(-3.0, [-0.5, -1.0, -2.0, -3.0], 3, 0, 0).topk == [-0.5, -1.0, -2.0]
+    """`own` is the position's own token, which servers add to the top-k even when outside it."""
+    assert _echo_rank(-1.0, [-0.5, -2.0], 3).rank == 2
+    assert _echo_rank(-1.0, [-1.0, -2.0], 3).rank == 1  # ties count for the target
+    beyond = _echo_rank(-3.0, [-0.5, -1.0, -2.0], 3)  # all k others more probable
+    assert beyond.rank is None and beyond.topk == [-0.5, -1.0, -2.0]
+    # the whole top-k came back (k - 1 others): the own token is its k-th, even below them all
+    assert _echo_rank(-9.0, [-1.0, -1.5], 3).rank == 3
+
+
+def test_fewer_than_k_returned_and_target_below_them_is_unranked():
+    """Paper 000 eqs. 4, 6, 8, 10 for a server that merged equal strings: 18 alternatives
+    -1.0, -1.1, ..., -2.7 (k = 20), target -10 below them all. Not known to be in the top-20, so
+    rank unknown (s_i = 0) and the top-k kept is the 18 alternatives (p_l = -2.7), not the
+    target's own added entry. Before: rank 19 (lin 0.1, rp 1/19) and approx log p -10."""
+    alternatives = [-1.0 - i / 10 for i in range(18)]
+    c = _echo_rank(-10.0, alternatives, 20)
+    assert c.rank is None and c.topk == pytest.approx(alternatives)
+    # the same list with another alternative at or below the target proves it is in the top-20
+    assert _echo_rank(-10.0, [*alternatives, -11.0], 20).rank == 19
+
+
+def test_fewer_than_k_returned_but_the_unreturned_mass_cannot_outrank():
+    """One alternative returned for k = 20. Own log p -1.0: 1 - e^-0.7 - e^-1.0 = 0.136 is
+    left for unreturned tokens, less than p = e^-1.0 = 0.368, so none outranks it: rank 2.
+    Own log p -4.0: 1 - e^-0.7 - e^-4 = 0.485 > e^-4 = 0.018: unknown. Values summing past 1
+    (not probabilities of distinct tokens) prove nothing."""
+    assert _echo_rank(-1.0, [-0.7], 20).rank == 2
+    assert _echo_rank(-4.0, [-0.7], 20).rank is None
+    assert _echo_rank(-0.9, [-0.5], 20).rank is None  # e^-0.5 + e^-0.9 = 1.013
+
+
+def test_generation_step_with_merged_alternatives_and_sampled_outside():
+    """The chat/generate path has the same case: the sampled token (= reference) is added by
+    the server below 18 merged alternatives; and a reference among the alternatives keeps its
+    rank while the added sampled token is not part of the top-k kept."""
+    alternatives = [(f"t{i}".encode(), -1.0 - i / 10) for i in range(18)]
+    step = Step(b" c", -10.0, [*alternatives, (b" c", -10.0)])
+    c = _compare_step(step, b" c", 20, 0, 0)
+    assert c.rank is None and c.logprob == -10.0 and c.topk == pytest.approx([v for _, v in alternatives])
+    other = _compare_step(step, b"t3", 20, 0, 0)  # reference = the 4th alternative
+    assert other.rank == 4 and other.logprob == pytest.approx(-1.3) and len(other.topk) == 18
+
+
+def test_echo_hand_case_end_to_end_scores(tmp_path):
+    """The hand case through a prompt-path sweep: server response -> records -> rank scores and
+    approximate PPL. One target (' c' after 'a b'), 18 alternatives, own entry -10: lin = rp =
+    a0.1 = a0.3 = avg = 0, approximate log p = -2.7 - 3 = -5.7 (approx PPL e^5.7 = 298.87),
+    exact PPL e^10."""
+    text = tmp_path / "three.txt"
+    text.write_text("a b c")
+    script = _tokenizer_script([1, 2, 3], ["a", " b", " c"])
+    top = {f"t{i}": -1.0 - i / 10 for i in range(18)} | {" c": -10.0}
+    script["/v1/completions"] = [{"choices": [{"text": "a b c d", "logprobs": {
+        "tokens": ["a", " b", " c", " d"], "token_logprobs": [None, -0.5, -10.0, -0.1],
+        "top_logprobs": [None, {" b": -0.5}, top, {" d": -0.1}]}}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}]
+    server = ScriptedServer(script)
+    try:
+        options = OpenAIOptions(base_url=server.url, mode="prompt", cache=None, top_logprobs=20)
+        result = api.sweep(texts=[text], models=["openai:s"], openai=options, lengths=[2], n_compare=1, context_mode="approx", out=tmp_path / "run")
+    finally:
+        server.close()
+    rec = result.records.iloc[0]
+    assert len(result.records) == 1 and rec.target_text == " c" and pd.isna(rec["rank"]) and rec.logprob == -10.0
+    assert np.asarray(rec.topk_logprobs[:18]) == pytest.approx([-1.0 - i / 10 for i in range(18)]) and np.isnan(rec.topk_logprobs[18:]).all()
+    row = result.summary.iloc[0]
+    for name in ("lin", "rp", "a0.1", "a0.3", "avg", "top1"):
+        assert row[name] == 0.0, name
+    assert row["approx_ppl"] == pytest.approx(math.exp(5.7)) and row["ppl"] == pytest.approx(math.exp(10.0))
 
 
 def test_retry_after_header():

@@ -209,7 +209,9 @@ class OpenAIScorer(ScorerBase):
             top = logprobs["top_logprobs"][t]
             if lp is None or top is None:
                 raise RequestFailed(f"no log-probability returned for prompt token {t}")
-            out.append(_compare(float(lp), list(top.values()), self.options.top_logprobs, int(t), int(t)))
+            others = [float(v) for s, v in top.items() if s != tokens[t]]  # the prompt token's own entry is added by the server
+            ranking, inside = _ranking(float(lp), others, self.options.top_logprobs)
+            out.append(_compare(float(lp), ranking, inside, int(t), int(t)))
         return out
 
     # --- generation protocol ---------------------------------------------------------------
@@ -290,24 +292,48 @@ def _check_temperatures(temperatures: tuple[float, ...]) -> None:
         raise UserError("the openai backend cannot compute log-probabilities at other temperatures (the API returns them at T = 1)")
 
 
-def _compare(logprob: float, alternatives: list[float], k: int, target: int, context_len: int) -> Comparison:
-    """Rank from returned alternatives: 1 + how many are strictly more probable, if that is < k
-    (then every more probable token is among the k returned); otherwise unknown."""
-    above = sum(1 for v in alternatives if v > logprob)
-    rank = above + 1 if above < k else None
-    topk = sorted(alternatives, reverse=True)[:k]
-    return Comparison(target, context_len, logprob, rank, topk)
+def _ranking(own: float, others: list[float], k: int) -> tuple[list[float], bool]:
+    """The top-k ranking a position's returned alternatives establish, and whether the
+    position's own token (the prompt token when echoing, the sampled token when generating) is
+    in it.
+
+    Servers return the top-k log-probabilities plus the own token's, which they add even when
+    it is outside the top-k (OpenAI: "as well the chosen tokens"); `others` are the remaining
+    entries. Servers that key the top-k by string (llama-cpp-python) merge tokens with equal
+    strings, so fewer than k can come back, and then an own token below all of them may have
+    been added rather than ranked: with k = 20, 18 others and the own token below them all, its
+    rank is unknown (paper 000, eqs. 4-10: s_i = 0, log p_l - 3). The own token is ranked when
+    fewer than k others are more probable and the returned list provably reaches it: another
+    entry is at most as probable, or k - 1 others came back (the whole top-k), or the
+    probability of everything not returned is below its own (no unreturned token can outrank
+    it; only when the returned values sum to at most 1, i.e. are probabilities of distinct tokens).
+    """
+    above = sum(1 for v in others if v > own)
+    listed = math.fsum(math.exp(v) for v in [own, *others])
+    reached = any(v <= own for v in others) or len(others) >= k - 1 or (listed <= 1.0 and 1.0 - listed < math.exp(own))
+    inside = above < k and reached
+    return sorted([*others, own] if inside else others, reverse=True)[:k], inside
+
+
+def _compare(logprob: float, ranking: list[float], inside: bool, target: int, context_len: int) -> Comparison:
+    """The target's rank in `ranking` (1 + how many are strictly more probable: ties count for
+    the target) if it is in it (`inside`), else unknown; `ranking` is what the records keep as top-k."""
+    above = sum(1 for v in ranking if v > logprob)
+    rank = above + 1 if inside and above < len(ranking) else None
+    return Comparison(target, context_len, logprob, rank, ranking)
 
 
 def _compare_step(step: Step, reference: bytes, k: int, target: int, context_len: int) -> Comparison:
-    entries = list(step.alternatives)
-    if not any(_same_token(tok, step.sampled) for tok, _ in entries):
-        entries.append((step.sampled, step.sampled_logprob))
-    found = [lp for tok, lp in entries if _same_token(tok, reference)]
-    values = [lp for _, lp in entries]
+    """One generated step: the reference is either the sampled token (ranked as `_ranking`
+    says) or one of the other returned alternatives (then within the top-k), or not returned."""
+    others = [(tok, lp) for tok, lp in step.alternatives if not _same_token(tok, step.sampled)]
+    ranking, sampled_inside = _ranking(step.sampled_logprob, [lp for _, lp in others], k)
+    if _same_token(step.sampled, reference):
+        return _compare(step.sampled_logprob, ranking, sampled_inside, target, context_len)
+    found = [lp for tok, lp in others if _same_token(tok, reference)]
     if not found:
-        return Comparison(target, context_len, math.nan, None, sorted(values, reverse=True)[:k])
-    return _compare(found[0], values, k, target, context_len)
+        return Comparison(target, context_len, math.nan, None, ranking)
+    return _compare(found[0], ranking, True, target, context_len)
 
 
 def _same_token(returned: bytes, reference: bytes) -> bool:
