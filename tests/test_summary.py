@@ -1,15 +1,19 @@
 """Summaries recomputed from hand-made token records."""
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
+from ctxeval import api
 from ctxeval.config import MetricConfig
 from ctxeval.report.summary import approx_vs_exact, summarize
-from ctxeval.report.tables import markdown_tables
+from ctxeval.report.tables import appendix, markdown_tables
+from tests.conftest import run_cli
+from tests.synthetic_runs import write_run
 
 
 def records(rows):
@@ -85,3 +89,49 @@ def test_plotted_intervals_over_repeats_are_t_intervals_of_window_nll():
     assert row["ppl_lo"] < row["ppl"] < row["ppl_hi"] and row["interval"] == "t over 3 windows"
     rp = np.array([0.75, 0.75, 0.75])  # ranks 1 and 2 in every window: rp constant, interval collapses
     assert row["rp_lo"] == pytest.approx(rp.mean()) and row["rp_hi"] == pytest.approx(rp.mean())
+
+
+def _two_targets():
+    """Rank 1 (p = 0.5) and rank 5 (p = 0.125), k = 3, penalty 3: exact PPL = exp((ln 2 + ln 8) / 2)
+    = 4; the thesis's PPL (approximate) = exp((ln 2 + 2.0 + 3) / 2) = 17.2286 (rank 5 > k gets
+    log p_l - 3 = -2.0 - 3); LIN (cutoff 3) = (1 + 0) / 2 = 0.5."""
+    df = records([
+        {"nominal_len": 8, "window_id": "w0", "target_pos": 10, "logprob": math.log(0.5), "rank": 1},
+        {"nominal_len": 8, "window_id": "w0", "target_pos": 11, "logprob": math.log(0.125), "rank": 5},
+    ])
+    metrics = MetricConfig(cutoff=3, alphas=(0.1,), approx_k=3, penalty=3.0)
+    return summarize(df, metrics, {"m": 100}, (1.0,)), metrics
+
+
+def test_exact_and_approximate_ppl_are_labelled_apart():
+    """The thesis's Appendix A row "PPL" is its approximate perplexity: ctxeval labels both."""
+    summary, metrics = _two_targets()
+    full = appendix(summary, metrics)[("t", "sweep (exact)")]["m"]
+    assert full[(8, "PPL (exact)")] == pytest.approx(4.0)
+    assert full[(8, "approx PPL (thesis, top-3, penalty 3)")] == pytest.approx(math.exp((math.log(2) + 5.0) / 2))
+    assert full[(8, "LIN")] == pytest.approx(0.5)
+    md = markdown_tables(summary, metrics, pd.DataFrame())
+    assert "| PPL (exact) " in md and "Approximate perplexity (thesis Table 2): approx PPL (thesis, top-3, penalty 3)" in md
+    assert not re.search(r"\| PPL +\|", md)  # no bare "PPL" row that could be either
+
+
+def test_thesis_tables_have_only_the_thesis_rows():
+    summary, metrics = _two_targets()
+    thesis = appendix(summary, metrics, thesis=True)[("t", "sweep (exact)")]["m"]
+    assert [m for _, m in thesis.index] == ["approx PPL (thesis, top-3, penalty 3)", "LIN", "RP", "A0.1", "AVG"]
+    assert thesis.iloc[0] == pytest.approx(17.2286, abs=1e-4)
+    md = markdown_tables(summary, metrics, pd.DataFrame(), thesis=True)
+    assert "PPL (exact)" not in md.split("\n\n", 2)[2] and "TOP1" not in md and "17.229" in md
+
+
+def test_summary_thesis_option_prints_the_thesis_tables(tmp_path):
+    run = write_run(tmp_path / "run", "m", lengths=[8, 16], n_compare=6)
+    plain = run_cli("summary", str(run))
+    thesis = run_cli("summary", str(run), "--thesis")
+    assert plain.returncode == 0 and thesis.returncode == 0, plain.stderr + thesis.stderr
+    label = "approx PPL (thesis, top-5, penalty 3)"
+    assert label in plain.stdout and "| PPL (exact) " in plain.stdout and "TOP1" in plain.stdout
+    assert label in thesis.stdout and "| PPL (exact) " not in thesis.stdout and "TOP1" not in thesis.stdout
+    # the numbers are the run's own: the approximate PPL of each length as in the full summary
+    for value in api.summary(run).summary["approx_ppl"]:
+        assert f"{value:.3f}" in thesis.stdout

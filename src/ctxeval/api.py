@@ -33,6 +33,7 @@ from ctxeval.explorer import DEFAULT_TOP_K_SHOWN, write_report as write_html_rep
 from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, window_table, write_report
 from ctxeval.report.outputs import RunResult, compute, load_run, write_outputs
 from ctxeval.report.summary import window_metrics
+from ctxeval.report.tables import markdown_tables
 from ctxeval.report.trends import metric_names, trend_table, variance_table, write_trends
 from ctxeval.run import execute
 
@@ -310,14 +311,17 @@ def run_metrics(run_dir: str | Path) -> MetricConfig:
     return read_manifest(Path(run_dir)).metrics
 
 
-def summary(run_dir: str | Path, metrics: MetricConfig | None = None, write: bool = False) -> RunResult:
-    """Recompute a finished run's summaries, optionally with other metric settings."""
+def summary(run_dir: str | Path, metrics: MetricConfig | None = None, write: bool = False, thesis: bool = False) -> RunResult:
+    """Recompute a finished run's summaries, optionally with other metric settings; `thesis`:
+    `tables` holds only the thesis's tables (Table 1, Table 2 and Appendix A's rows, whose
+    "PPL" is the approximate perplexity). `write` always writes the full tables."""
     manifest, records = load_run(Path(run_dir))
     metrics = metrics or manifest.metrics
     _check_metrics(metrics)
-    if write:
-        return write_outputs(Path(run_dir), manifest, metrics)
-    return compute(Path(run_dir), manifest, records, metrics)
+    result = write_outputs(Path(run_dir), manifest, metrics) if write else compute(Path(run_dir), manifest, records, metrics)
+    if thesis:
+        result.tables = markdown_tables(result.summary, metrics, result.approx_vs_exact, thesis=True)
+    return result
 
 
 @dataclass

@@ -275,8 +275,11 @@ def summary(
     approx_k: Annotated[Optional[int], typer.Option("--approx-k", help="Override the run's approximate-PPL k.")] = None,
     penalty: Annotated[Optional[float], typer.Option("--penalty", help="Override the run's approximate-PPL penalty.")] = None,
     write: Annotated[bool, typer.Option("--write", help="Also rewrite the run's summary files with these settings.")] = False,
+    thesis: Annotated[bool, typer.Option("--thesis", help="Print only the thesis's tables: Table 1 (AVG), Table 2 and Appendix A's rows, whose \"PPL\" is the approximate perplexity (top-k, penalty); without it, also the exact PPL, TOP1 and BPB.")] = False,
 ) -> None:
-    """Print a finished run's tables (thesis Table 1/2 and Appendix A shapes), recomputed from its records."""
+    """Print a finished run's tables (thesis Table 1/2 and Appendix A shapes), recomputed from its
+    records. "PPL (exact)" is the perplexity; "approx PPL (thesis, top-k, penalty p)" is what the
+    thesis's tables call PPL."""
     stored = api.run_metrics(run_dir)
     metrics = _metric_config(
         cutoff if cutoff is not None else ("full" if stored.cutoff is None else str(stored.cutoff)),
@@ -284,7 +287,7 @@ def summary(
         approx_k if approx_k is not None else stored.approx_k,
         penalty if penalty is not None else stored.penalty,
     )
-    result = api.summary(run_dir, metrics, write=write)
+    result = api.summary(run_dir, metrics, write=write, thesis=thesis)
     typer.echo(result.tables)
 
 

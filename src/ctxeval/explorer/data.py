@@ -153,7 +153,7 @@ def _lm_view(path: Path, label: str, kind: str, first_arm: int) -> tuple[RunView
     view = RunView(label, path, kind, manifest, header(manifest, kind), summary=summary)
     for _, row in summary.iterrows():
         where = f"{row['model']} · {row['text_id']} · {row['method']} {row['context_mode']} L={row['nominal_len']}"
-        view.headline.append({"label": f"PPL {where}", "value": f"{row['ppl']:.4g}", "interval": _interval(row["ppl_lo"], row["ppl_hi"])})
+        view.headline.append({"label": f"PPL (exact) {where}", "value": f"{row['ppl']:.4g}", "interval": _interval(row["ppl_lo"], row["ppl_hi"])})
         view.headline.append({"label": f"AVG {where}", "value": f"{row['avg']:.4f}", "interval": _interval(row["avg_lo"], row["avg_hi"])})
     arms = [Arm(first_arm + i, label, path, kind, model, manifest, part.reset_index(drop=True)) for i, (model, part) in enumerate(records.groupby("model", sort=False))]
     return view, arms

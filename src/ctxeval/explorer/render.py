@@ -34,7 +34,7 @@ def _environment() -> jinja2.Environment:
 
 def _lm_charts(views: list[RunView]) -> list[Markup]:
     out = []
-    for metric, name in (("ppl", "perplexity"), ("avg", "AVG rank score")):
+    for metric, name in (("ppl", "PPL (exact)"), ("avg", "AVG rank score")):
         series = []
         for view in views:
             if view.summary is None or view.summary.empty:

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-_PANELS = (("avg", "average rank score (AVG)"), ("rp", "reciprocal rank score"), ("ppl", "perplexity"), ("approx_ppl", "approximate perplexity (top-k)"))
+_PANELS = (("avg", "average rank score (AVG)"), ("rp", "reciprocal rank score"), ("ppl", "PPL (exact)"), ("approx_ppl", "approx PPL (the thesis's PPL: top-k + penalty)"))
 
 
 def plot_scores(summary: pd.DataFrame, path: Path) -> None:

@@ -1,4 +1,9 @@
-"""Tables shaped like the thesis's: Table 1 (AVG), Table 2 (approx. PPL), Appendix A (all scores)."""
+"""Tables shaped like the thesis's: Table 1 (AVG), Table 2 (approx. PPL), Appendix A (all scores).
+
+The thesis's rows named "PPL" (Table 2, Appendix A) are its *approximate* perplexity from the
+API's top-20 with penalty 3 (eqs. 9-10); ctxeval's `ppl` is the exact one. Every label says
+which (`ppl_label`, `approx_ppl_label`).
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,21 @@ from ctxeval.config import MetricConfig
 from ctxeval.metrics.rank import alpha_key
 
 
-def score_columns(metrics: MetricConfig) -> list[tuple[str, str]]:
-    """(summary column, thesis label) of every per-length score, in the thesis's order."""
-    labels = [("ppl", "PPL"), ("approx_ppl", f"PPL~(k={metrics.approx_k})"), ("lin", "LIN"), ("rp", "RP")]
-    labels += [(alpha_key(a), f"A{a:g}") for a in metrics.alphas]
-    labels += [("avg", "AVG"), ("top1", "TOP1"), ("bpb", "BPB")]
-    return labels
+PPL_LABEL = "PPL (exact)"
+
+
+def approx_ppl_label(metrics: MetricConfig) -> str:
+    """What the thesis calls "PPL": e.g. `approx PPL (thesis, top-20, penalty 3)`."""
+    return f"approx PPL (thesis, top-{metrics.approx_k}, penalty {metrics.penalty:g})"
+
+
+def score_columns(metrics: MetricConfig, thesis: bool = False) -> list[tuple[str, str]]:
+    """(summary column, label) of every per-length score, in the thesis's order; `thesis`: only
+    the thesis's Appendix A rows (approx PPL, LIN, RP, A<alpha>, AVG)."""
+    ranks = [("lin", "LIN"), ("rp", "RP"), *((alpha_key(a), f"A{a:g}") for a in metrics.alphas), ("avg", "AVG")]
+    if thesis:
+        return [("approx_ppl", approx_ppl_label(metrics)), *ranks]
+    return [("ppl", PPL_LABEL), ("approx_ppl", approx_ppl_label(metrics)), *ranks, ("top1", "TOP1"), ("bpb", "BPB")]
 
 
 def _setting(row_keys: tuple) -> str:
@@ -31,10 +45,11 @@ def pivot(summary: pd.DataFrame, column: str) -> dict[tuple, pd.DataFrame]:
     return out
 
 
-def appendix(summary: pd.DataFrame, metrics: MetricConfig) -> dict[tuple, pd.DataFrame]:
-    """Per (text, setting): rows = (length, metric), columns = models (thesis Appendix A)."""
+def appendix(summary: pd.DataFrame, metrics: MetricConfig, thesis: bool = False) -> dict[tuple, pd.DataFrame]:
+    """Per (text, setting): rows = (length, metric), columns = models (thesis Appendix A;
+    `thesis`: its rows only)."""
     out: dict[tuple, pd.DataFrame] = {}
-    columns = score_columns(metrics)
+    columns = score_columns(metrics, thesis)
     for (text_id, method, mode), group in summary.groupby(["text_id", "method", "context_mode"], sort=False):
         rows = []
         for length, by_len in group.groupby("nominal_len", sort=True):
@@ -46,19 +61,26 @@ def appendix(summary: pd.DataFrame, metrics: MetricConfig) -> dict[tuple, pd.Dat
     return out
 
 
-def markdown_tables(summary: pd.DataFrame, metrics: MetricConfig, approx_vs_exact: pd.DataFrame) -> str:
-    """All tables of a run as Markdown."""
+def markdown_tables(summary: pd.DataFrame, metrics: MetricConfig, approx_vs_exact: pd.DataFrame, thesis: bool = False) -> str:
+    """All tables of a run as Markdown; `thesis`: only the thesis's Table 1, Table 2 and
+    Appendix A rows (no exact PPL, TOP1, BPB or approx-vs-exact table)."""
     cutoff = "full vocabulary" if metrics.cutoff is None else str(metrics.cutoff)
+    approx = approx_ppl_label(metrics)
     parts = [
-        "# ctxeval summary\n",
+        "# ctxeval summary" + (" (the thesis's tables)" if thesis else "") + "\n",
         f"Rank scores with cutoff l = {cutoff}, alphas {', '.join(f'{a:g}' for a in metrics.alphas)}; "
-        f"approximate PPL from the top-{metrics.approx_k} with penalty {metrics.penalty:g}.\n",
+        f"{approx}: the approximate perplexity of thesis eqs. 9-10 (a target outside the top-{metrics.approx_k} "
+        f"gets log p_l - {metrics.penalty:g}), which the thesis's tables call \"PPL\"; {PPL_LABEL}: exp of the mean "
+        "negative log-likelihood of every target (thesis eq. 2).\n",
     ]
-    for title, column in (("Average rank-based score (thesis Table 1)", "avg"), ("Approximate PPL (thesis Table 2)", "approx_ppl"), ("Perplexity", "ppl")):
+    tables = [("Average rank-based score AVG (thesis Table 1)", "avg"), (f"Approximate perplexity (thesis Table 2): {approx}", "approx_ppl")]
+    if not thesis:
+        tables.append((f"Exact perplexity (not in the thesis's tables): {PPL_LABEL}", "ppl"))
+    for title, column in tables:
         for (text_id, setting), table in pivot(summary, column).items():
             parts.append(f"## {title} — {text_id}, {setting}\n\n{table.to_markdown(floatfmt='.3f')}\n")
-    for (text_id, setting), table in appendix(summary, metrics).items():
+    for (text_id, setting), table in appendix(summary, metrics, thesis).items():
         parts.append(f"## All scores (thesis Appendix A) — {text_id}, {setting}\n\n{table.reset_index().to_markdown(index=False, floatfmt='.3f')}\n")
-    if not approx_vs_exact.empty:
+    if not approx_vs_exact.empty and not thesis:
         parts.append(f"## approx vs exact context\n\n{approx_vs_exact.to_markdown(index=False, floatfmt='.4f')}\n")
     return "\n".join(parts)
