@@ -14,12 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ctxeval.pieces import write_pieces
 from ctxeval.records import BASE_SCHEMA, PartWriter, merge_parts
 from ctxeval.manifest import Manifest, write_manifest
 
 XSS = ["<script>alert(1)</script>", '" onmouseover="alert(1)', "</script>", "{{ }}"]
 VOCAB = XSS + [" the", " cat", " sat", "\n", "\t", "Hello", " &amp;", "\u2028", " on", " mat", ".", " a", " dog", " ran"]
-VOCAB_SIZE = 1000  # ids beyond VOCAB never appear as targets (shown as #id in the report)
+VOCAB_SIZE = 1000  # ids beyond VOCAB never appear as targets, only as top-k alternatives and greedy tokens
 TOP_K = 5
 
 
@@ -100,11 +101,17 @@ def write_gain_run(run_dir: Path, model: str, n_tokens: int = 96, window: int = 
     return run_dir
 
 
+def synthetic_piece(token_id: int) -> bytes:
+    """The synthetic tokenizer: VOCAB, then ` w<id>` for the ids that occur only as alternatives."""
+    return (VOCAB[token_id] if token_id < len(VOCAB) else f" w{token_id}").encode()
+
+
 def write_run(run_dir: Path, model: str, lengths: list[int], n_compare: int, repeats: int = 1, seed: int = 0, shift: float = 0.0,
-              command: str = "sweep", n_text_tokens: int | None = None) -> Path:
+              command: str = "sweep", n_text_tokens: int | None = None, pieces: bool = True) -> Path:
     """A complete sweep-like run of one model on one text: per (length, repeat) a window of
     `n_compare` targets. `shift` lowers every log-probability (a worse model on the same
-    windows); the windows and character spans depend only on `lengths`, `repeats` and `seed`."""
+    windows); the windows and character spans depend only on `lengths`, `repeats` and `seed`.
+    `pieces`: write the run's token pieces (False: a run as older ctxeval versions wrote it)."""
     run_dir = Path(run_dir)
     n_text = n_text_tokens or (max(lengths) + n_compare) * 2
     ids = token_sequence(n_text, seed)
@@ -121,6 +128,8 @@ def write_run(run_dir: Path, model: str, lengths: list[int], n_compare: int, rep
                      "nominal_len": length, "repeat": r, "window_id": f"L{length}-r{r}"}
             writer.write(_rows(ids, starts, ends, pos, rng.choice([1, 1, 2, 3, 7, 40, 300, 5000], size=n_compare), np.full(n_compare, length), rng, shift, fixed))
             pass_index += 1
+    if pieces:
+        write_pieces(run_dir, model, synthetic_piece)
     merge_parts(run_dir, BASE_SCHEMA)
     config = {"command": command, "lengths": lengths, "n_compare": n_compare, "seed": seed, "repeats": repeats, "context_modes": ["exact"]}
     write_manifest(run_dir, Manifest.from_json(_manifest(model, _text(ids), n_text, config)))

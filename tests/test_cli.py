@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from ctxeval.pieces import PIECES_FILE, read_pieces
 from ctxeval.records import STOP_AFTER_PASSES_ENV
 
 from .conftest import FIXTURES, run_cli
@@ -53,6 +55,27 @@ def test_sweep_writes_records_summary_tables_and_plot(sweep_run):
     assert (records["rank"] >= 1).all()
     # temperatures change log-probabilities, ranks are the same records
     assert (records["logprob_t0.5"] != records["logprob"]).any()
+
+
+@pytest.mark.model
+def test_run_keeps_the_piece_of_every_id_in_its_records(sweep_run, gemma, tmp_path):
+    """pieces.parquet: the text of every target, greedy and top-k id, as the tokenizer gives it;
+    re-running the command on a complete run without the file (an older run) adds it."""
+    out, _ = sweep_run
+    records = pq.read_table(out / "records.parquet").to_pandas()
+    model = records["model"].iloc[0]
+    ids = set(records["target_id"]) | set(records["greedy_id"]) | {int(i) for row in records["topk_ids"] for i in row}
+    pieces = read_pieces(out, model)
+    assert set(pieces) == ids and len(ids) > records["target_id"].nunique()  # alternatives beyond the text's tokens
+    assert all(pieces[i] == gemma.token_bytes(i).decode("utf-8", errors="replace") for i in ids)
+    assert all(pieces[t] == text for t, text in zip(records["target_id"], records["target_text"]))
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    (old / PIECES_FILE).unlink()
+    rerun = run_cli("sweep", "--lengths", "16,32", "--n-compare", "6", "--repeats", "2", "--context-mode", "both", "--temperatures", "0.5,1.5", "--out", str(old))
+    assert rerun.returncode == 0, rerun.stderr
+    assert read_pieces(old, model) == pieces
+    assert pq.read_table(old / "records.parquet").equals(pq.read_table(out / "records.parquet"))
 
 
 @pytest.mark.model

@@ -23,7 +23,7 @@ from ctxeval.explorer.pairs import all_pairs
 from ctxeval.explorer.render import script_json
 
 from .conftest import run_cli
-from .synthetic_runs import XSS, write_gain_run, write_run
+from .synthetic_runs import VOCAB, XSS, synthetic_piece, write_gain_run, write_run
 
 CHROMIUM = os.environ.get("CTXEVAL_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
@@ -59,6 +59,13 @@ def expected_colour(mode: str, v: float) -> tuple[int, int, int]:
 def visible(text: str) -> str:
     out = text.replace(" ", "␣").replace("\t", "⇥").replace("\r", "␍").replace("\n", "⏎")
     return out or "∅"
+
+
+def percent(p: float) -> str:
+    """docs/report.md's probability format: 1 decimal from 10 %, 2 from 0.1 %, 2 significant
+    digits from 0.001 %, below that `<0.001 %`."""
+    v = 100 * p
+    return (f"{v:.1f}" if v >= 10 else f"{v:.2f}" if v >= 0.1 else f"{v:#.2g}" if v >= 0.001 else "<0.001" if v > 0 else "0") + " %"
 
 
 def rgb(css: str) -> tuple[int, int, int]:
@@ -217,14 +224,46 @@ def test_hovering_a_token_shows_what_the_records_hold(page, runs):
         assert page.is_visible("#card")
         assert page.inner_text("#card-id") == str(row["target_id"])
         assert page.text_content("#card-token") == visible(row["target_text"])
-        assert float(page.inner_text("#card-logprob")) == pytest.approx(row["logprob"], abs=5e-5)
+        assert page.inner_text("#card-logprob") == f"{row['logprob']:.3f}"
+        assert page.inner_text("#card-prob") == percent(math.exp(row["logprob"]))
         assert page.inner_text("#card-rank") == str(row["rank"])
         assert page.inner_text("#card-ctx") == str(row["context_len"])
         assert page.inner_text("#card-greedy").endswith(f"(id {row['greedy_id']})")
         items = page.eval_on_selector_all("#card-topk li", "els => els.map(e => [Number(e.dataset.id), e.textContent])")
         assert [x[0] for x in items] == list(row["topk_ids"])
-        for (_, text), lp in zip(items, row["topk_logprobs"]):
-            assert f"p={math.exp(lp):.4f}" in text
+        for (token_id, text), lp in zip(items, row["topk_logprobs"]):
+            # every alternative as its text, also the ids that never occur in the text (from pieces.parquet)
+            assert text == f"{visible(synthetic_piece(token_id).decode())}  {percent(math.exp(lp))}  (log p {float(np.float32(lp)):.3f}, id {token_id})"
+
+
+def test_alternatives_outside_the_text_show_their_strings(page, runs):
+    """Top-k ids that never occur in the text (ids >= len(VOCAB)) show their pieces, not `#id`."""
+    records = arm_records(runs["a"])
+    outside = [(i, j) for i in range(10) for j, t in enumerate(records.iloc[i]["topk_ids"]) if t >= len(VOCAB)]
+    assert outside, "the synthetic run should hold alternatives outside the text"
+    for i, j in outside[:3]:
+        page.hover(f"#tokens .tok[data-i='{i}']")
+        text = page.eval_on_selector_all("#card-topk li", "els => els.map(e => e.textContent)")[j]
+        token_id = records.iloc[i]["topk_ids"][j]
+        assert text.startswith(f"␣w{token_id}  ") and "#" not in text
+
+
+def test_card_numbers_are_formatted_for_people(page, runs):
+    """Rank mode shows the rank as an integer with its GLTR bucket (not `122.0000`); the
+    probability relative to the top-1 as a percentage."""
+    records = arm_records(runs["a"])
+    page.select_option("#mode", "rank")
+    buckets = {1: "1", 10: "≤10", 100: "≤100", 1000: "≤1000"}
+    for i in range(10):
+        page.hover(f"#tokens .tok[data-i='{i}']")
+        rank = int(records.iloc[i]["rank"])
+        bucket = next((label for top, label in buckets.items() if rank <= top), ">1000")
+        assert page.inner_text("#card-mode") == f"{rank} (bucket {bucket})"
+    page.select_option("#mode", "rel")
+    row = records.iloc[2]
+    page.hover("#tokens .tok[data-i='2']")
+    top1 = max(float(np.float32(row["topk_logprobs"][0])), row["logprob"])
+    assert page.inner_text("#card-mode") == percent(math.exp(row["logprob"] - top1))
 
 
 @pytest.mark.parametrize("mode", ["logprob", "rank", "rel"])
@@ -270,7 +309,8 @@ def test_difference_mode_matches_compares_pairing(page, runs):
     select_window(page, 0, 0)
     page.hover("#tokens .tok[data-i='3']")
     first = merged[merged["window_id"] == "L8-r0"].iloc[3]
-    assert float(page.inner_text("#card-mode")) == pytest.approx(first["logprob_a"] - first["logprob_b"], abs=5e-4)  # float32 on the page
+    shown, unit = page.inner_text("#card-mode").split()
+    assert unit == "nats" and float(shown) == pytest.approx(first["logprob_a"] - first["logprob_b"], abs=5e-4)  # float32 on the page, 3 decimals
     select_window(page, 1, 0)  # arm B has no A−B of its own: grey
     assert set(token_colours(page)) == {NA}
 

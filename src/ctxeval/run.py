@@ -25,6 +25,7 @@ from ctxeval.config import MetricConfig, RunConfig
 from ctxeval.data.texts import Text
 from ctxeval.errors import ScoringFailed, UserError
 from ctxeval.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, write_manifest
+from ctxeval.pieces import has_pieces, write_pieces
 from ctxeval.plan_stream import Planner, document_jobs, plan_documents
 from ctxeval.executors import ExecutorOptions, ScorerSpec, open_executor
 from ctxeval.executors.work import scoring_work
@@ -69,6 +70,8 @@ def execute(
     manifest_path = run_dir / MANIFEST_FILE
     previous = existing_manifest(run_dir, config.run_id())
     if previous is not None and previous.status == "complete" and not dry_run:
+        if not has_pieces(run_dir):
+            _add_pieces([ScorerSpec(spec, n_threads, openai_options, config.device, config.dtype) for spec in model_specs], run_dir)
         return finish(run_dir, previous, config.metrics)
 
     started = time.time()
@@ -113,6 +116,8 @@ def execute(
                             _append_rows(scorer, config, tt, p, index, result, sink.columns)
                         advance(p.n_targets, f"{scorer.info.name} · {tt.text.text_id} · {p.window_id}")
                         sink.unit_done()
+                    sink.flush()
+                    write_pieces(run_dir, scorer.info.name, scorer.token_bytes)
                 finally:
                     sink.flush()
                     _record_usage(manifest, scorers, (previous.api_usage_total if previous else None) or {}, runner.worker_usage)
@@ -131,6 +136,17 @@ def execute(
     manifest.status = "complete"
     write_manifest(run_dir, manifest)
     return finish(run_dir, manifest, config.metrics)
+
+
+def _add_pieces(specs: list[ScorerSpec], run_dir: Path) -> None:
+    """Token pieces for a complete run that has none (written by an older ctxeval): each model's
+    tokenizer is loaded (llama.cpp: the vocabulary only) and nothing is scored."""
+    for spec in specs:
+        scorer = spec.load()
+        try:
+            write_pieces(run_dir, scorer.info.name, scorer.token_bytes)
+        finally:
+            scorer.close()
 
 
 class IncompleteRun(UserError):

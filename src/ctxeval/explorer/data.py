@@ -3,9 +3,10 @@ the per-token data of every scored window, packed column by column.
 
 The per-token data travels as one typed array per field (base64 of little-endian bytes) rather
 than one object per token: a 100K-token run stays a few MB and the browser decodes it in
-milliseconds. Token texts are kept once per model (id -> text, learnt from the records' own
-targets), so the top-k alternatives and the greedy token show as text where the run ever scored
-that id, and as `#id` where it did not (the report never loads a model or tokenizer).
+milliseconds. Token texts are kept once per model (id -> text of every id the page shows, from
+the run's `pieces.parquet`), so the top-k alternatives and the greedy token show as text; a run
+without that file falls back to the records' own targets, and an id never scored shows as `#id`
+(the report never loads a model or tokenizer).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ctxeval.errors import UserError
 from ctxeval.probes.context_gain import LONG_METHOD, gain_by_distance, gain_table
 from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask, merge_spans, tokens_within
 from ctxeval.manifest import read_manifest
+from ctxeval.pieces import read_pieces
 from ctxeval.report.outputs import compute, load_run
 
 TOKEN_KINDS = ("sweep", "score", "context-gain")
@@ -230,6 +232,16 @@ def b64(array: np.ndarray, dtype: str) -> str:
     return base64.b64encode(np.ascontiguousarray(array, dtype=np.dtype(dtype).newbyteorder("<")).tobytes()).decode("ascii")
 
 
+def _vocab(arm: Arm, topk_ids: np.ndarray) -> dict[int, str]:
+    """Text of every id the page can show (targets, greedy tokens, the top-k shown): from the
+    run's token pieces, else (a run without them) the records' own targets."""
+    r = arm.records
+    shown = np.unique(np.concatenate([r["target_id"].to_numpy(dtype=np.int64), r["greedy_id"].fillna(-1).to_numpy(dtype=np.int64), topk_ids.ravel().astype(np.int64)]))
+    pieces = read_pieces(arm.run_dir, arm.model)
+    vocab = {int(i): pieces[int(i)] for i in shown if int(i) in pieces}
+    return vocab | dict(zip(r["target_id"].astype(int).tolist(), r["target_text"].tolist()))
+
+
 def arm_payload(arm: Arm, top_k_shown: int) -> dict:
     """Columnar data of one arm: windows (one entry per window) and tokens (one array per field)."""
     r = arm.records
@@ -237,9 +249,9 @@ def arm_payload(arm: Arm, top_k_shown: int) -> dict:
     starts = np.flatnonzero(np.r_[True, window_ids[1:] != window_ids[:-1]]) if len(r) else np.zeros(0, dtype=np.int64)
     counts = np.diff(np.r_[starts, len(r)])
     first = r.iloc[starts]
-    vocab = dict(zip(r["target_id"].astype(int).tolist(), r["target_text"].tolist()))
     k = min(top_k_shown, min((len(x) for x in r["topk_ids"]), default=0))
     topk_ids = np.stack([np.asarray(x[:k], dtype=np.int32) for x in r["topk_ids"]]) if k else np.zeros((len(r), 0), np.int32)
+    vocab = _vocab(arm, topk_ids)
     topk_lp = np.stack([np.asarray(x[:k], dtype=np.float32) for x in r["topk_logprobs"]]) if k else np.zeros((len(r), 0), np.float32)
     rank = r["rank"].to_numpy(dtype=np.float64)
     tokens = {

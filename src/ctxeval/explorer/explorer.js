@@ -205,24 +205,42 @@
   }
 
   // ---- card, focus, keys ----
+  // numbers for people: log-probabilities and nats with 3 decimals, probabilities as percentages,
+  // ranks as integers with their GLTR bucket
   const fmt = (x, d) => (Number.isFinite(x) ? x.toFixed(d) : "—");
+  function pct(p) {
+    if (!Number.isFinite(p)) return "—";
+    const v = 100 * p;
+    return (v >= 10 ? v.toFixed(1) : v >= 0.1 ? v.toFixed(2) : v >= 0.001 ? v.toPrecision(2) : v > 0 ? "<0.001" : "0") + " %";
+  }
+  const signed = (x) => (Number.isFinite(x) ? (x > 0 ? "+" : "") + x.toFixed(3) : "—");
+  function modeValue(mode, v) {
+    switch (mode) {
+      case "logprob": return fmt(v, 3);
+      case "rank": return Number.isFinite(v) ? `${v} (bucket ${RANK_LABELS[bucket(v)]})` : "unknown";
+      case "rel": return pct(v);
+      case "gain": case "diff": return Number.isFinite(v) ? `${signed(v)} nats` : "—";
+      case "key": return Number.isFinite(v) ? (v ? "yes" : "no") : "—";
+    }
+    return fmt(v, 3);
+  }
   function showCard(span) {
     const arm = state.current[0], i = Number(span.dataset.i), a = DATA.arms[arm], c = columns(arm);
     $("card-token").textContent = visible(tokenText(arm, c.target_id[i]));
     $("card-id").textContent = String(c.target_id[i]);
-    $("card-logprob").textContent = fmt(c.logprob[i], 4);
-    $("card-prob").textContent = fmt(Math.exp(c.logprob[i]), 4);
+    $("card-logprob").textContent = fmt(c.logprob[i], 3);
+    $("card-prob").textContent = pct(Math.exp(c.logprob[i]));
     $("card-rank").textContent = c.rank[i] >= 1 ? String(c.rank[i]) : "unknown (outside the API's top-k)";
     $("card-greedy").textContent = c.greedy_id[i] >= 0 ? `${visible(tokenText(arm, c.greedy_id[i]))} (id ${c.greedy_id[i]})` : "—";
     $("card-ctx").textContent = String(c.context_len[i]);
     $("card-mode-name").textContent = $("mode").selectedOptions[0].textContent;
-    $("card-mode").textContent = fmt(value(state.mode, arm, i), 4);
+    $("card-mode").textContent = modeValue(state.mode, value(state.mode, arm, i));
     const list = $("card-topk");
     list.replaceChildren();
     for (let j = 0; j < a.k; j++) {
       const id = c.topk_ids[i * a.k + j], lp = c.topk_lp[i * a.k + j], li = document.createElement("li");
       li.dataset.id = id;
-      li.textContent = `${visible(tokenText(arm, id))}  p=${Math.exp(lp).toFixed(4)}  (log p ${lp.toFixed(4)}, id ${id})`;
+      li.textContent = `${visible(tokenText(arm, id))}  ${pct(Math.exp(lp))}  (log p ${fmt(lp, 3)}, id ${id})`;
       if (id === c.target_id[i]) li.className = "is-target";
       list.appendChild(li);
     }
