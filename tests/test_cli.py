@@ -162,6 +162,7 @@ def test_interrupted_run_resumes_to_identical_results(tmp_path):
     a = pq.read_table(tmp_path / "killed" / "records.parquet").to_pandas()
     b = pq.read_table(tmp_path / "clean" / "records.parquet").to_pandas()
     pd.testing.assert_frame_equal(a, b)
+    assert pq.read_table(tmp_path / "killed" / PIECES_FILE).equals(pq.read_table(tmp_path / "clean" / PIECES_FILE))
     sa = json.loads((tmp_path / "killed" / "summary.json").read_text())
     sb = json.loads((tmp_path / "clean" / "summary.json").read_text())
     assert sa == sb
