@@ -10,7 +10,8 @@ def tie_policy_line(dataset: dict) -> str:
     policy, ties = dataset.get("tie_policy", "none"), dataset.get("labels", {}).get("0", 0)
     if policy == "keep":
         return (f"Human ties kept as a third class ({ties} items): a method picks a tie only by giving both answers equal scores, so a human tie "
-                "counts as wrong in accuracy and in the precision of the label picked, not in either recall, and the MCC is the 3-class one "
+                "counts as wrong in accuracy (unless the scores are equal) and in the precision of the label picked, not in either recall, "
+                "and the MCC is the 3-class one "
                 "(as in the PPLqa paper's Table 3).")
     if policy == "drop":
         return f"Human ties dropped ({dataset.get('ties_dropped', 0)} items): binary labels."
