@@ -11,7 +11,10 @@ import pytest
 
 from tests import model_guard
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The project's shared data (../shared/data beside the checkout, or where CTXEVAL_SHARED_DATA points);
+# ctxeval itself reads named datasets (llmbar:NAME, pandalm, mt-bench) only from that variable.
+SHARED_DATA = Path(os.environ.get("CTXEVAL_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+os.environ.setdefault("CTXEVAL_SHARED_DATA", str(SHARED_DATA))
 FIXTURES = Path(__file__).parent / "fixtures"
 
 

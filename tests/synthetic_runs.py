@@ -77,9 +77,10 @@ def _manifest(model: str, text: str, n_text: int, config: dict) -> dict:
     }
 
 
-def write_gain_run(run_dir: Path, model: str, n_tokens: int = 96, window: int = 32, short: int = 4, seed: int = 0) -> Path:
+def write_gain_run(run_dir: Path, model: str, n_tokens: int = 96, window: int = 32, short: int = 4, seed: int = 0, summarise: bool = False) -> Path:
     """A complete context-gain run: chunks of `window` tokens scored with their full context
-    (`chunked`) and with the last `short` tokens (`truncated`, for targets past `short`)."""
+    (`chunked`) and with the last `short` tokens (`truncated`, for targets past `short`);
+    `summarise` also writes what the command writes from them (summary.json, report, plot)."""
     run_dir = Path(run_dir)
     ids = token_sequence(n_tokens, seed)
     starts, ends = _spans(ids)
@@ -97,7 +98,12 @@ def write_gain_run(run_dir: Path, model: str, n_tokens: int = 96, window: int = 
                            base | {"pass_index": pass_index + 1, "method": "truncated", "window_id": f"t{chunk}"}))
         pass_index += 2
     merge_parts(run_dir, BASE_SCHEMA)
-    write_manifest(run_dir, Manifest.from_json(_manifest(model, _text(ids), n_tokens, {"command": "context-gain", "window": window, "short": short, "stride": 1, "method": "chunked"})))
+    manifest = Manifest.from_json(_manifest(model, _text(ids), n_tokens, {"command": "context-gain", "window": window, "short": short, "stride": 1, "method": "chunked"}))
+    write_manifest(run_dir, manifest)
+    if summarise:
+        from ctxeval.probes.gain_report import KeyTokenSettings, write_context_gain
+
+        write_context_gain(run_dir, manifest, KeyTokenSettings(model, 2.0, -2.0, 16, 200, seed))
     return run_dir
 
 
@@ -133,4 +139,43 @@ def write_run(run_dir: Path, model: str, lengths: list[int], n_compare: int, rep
     merge_parts(run_dir, BASE_SCHEMA)
     config = {"command": command, "lengths": lengths, "n_compare": n_compare, "seed": seed, "repeats": repeats, "context_modes": ["exact"]}
     write_manifest(run_dir, Manifest.from_json(_manifest(model, _text(ids), n_text, config)))
+    return run_dir
+
+
+def write_retrieval_run(run_dir: Path, model: str, lines: tuple[int, ...] = (5, 8), depths: tuple[float, ...] = (0.0, 1.0), samples: int = 2, seed: int = 0) -> Path:
+    """A complete retrieval run: seeded case records of the real schema, the manifest, and the
+    results the command writes from them (results.json/.md, heatmap)."""
+    from dataclasses import asdict
+
+    from ctxeval.probes.retrieval_run import CASE_SCHEMA, CASES, RetrievalConfig, write_results
+
+    run_dir = Path(run_dir)
+    config = RetrievalConfig("cat", lines, depths, samples, seed, (model,))
+    rng = np.random.default_rng(seed)
+    grid = [(n, d, k) for n in lines for d in depths for k in range(samples)]
+    ranks = rng.choice([1, 1, 2, 9, 300], size=len(grid))
+    columns = {
+        "case_index": list(range(len(grid))), "model": [model] * len(grid), "variant": ["cat"] * len(grid), "tokens_target": [None] * len(grid),
+        "lines": [n for n, _, _ in grid], "depth": [d for _, d, _ in grid], "sample": [k for _, _, k in grid], "char_depth": [d for _, d, _ in grid],
+        "prompt_tokens": [25 * n for n, _, _ in grid], "correct": [bool(r == 1) for r in ranks], "prediction": ["1234" if r == 1 else "99" for r in ranks],
+        "accuracy_method": ["teacher forcing"] * len(grid), "min_margin": rng.uniform(0.1, 3.0, len(grid)).tolist(), "first_rank": [int(r) for r in ranks],
+        "value_logprob": rng.uniform(-9.0, -0.1, len(grid)).tolist(), "value_tokens": [2] * len(grid), "answer_ranks": [[int(r), 1] for r in ranks],
+    }
+    PartWriter(run_dir, CASE_SCHEMA).write(columns)
+    merge_parts(run_dir, CASE_SCHEMA, CASES)
+    models = [{"name": model, "backend": "synthetic", "vocab_size": VOCAB_SIZE, "bos_id": 2}]
+    manifest = Manifest(command="retrieval", run_id=config.run_id(), config=asdict(config), models=models, status="complete",
+                        plan={"cases": len(grid), "record_kind": "retrieval case", "records": CASES.file})
+    write_manifest(run_dir, manifest)
+    write_results(run_dir, config)
+    return run_dir
+
+
+def write_answer_quality_run(run_dir: Path, command: str = "meta-eval") -> Path:
+    """The manifest of a finished pplqa/meta-eval run (no per-token records)."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config = {"dataset": "fixture", "items": 0, "model": "synthetic"}
+    write_manifest(run_dir, Manifest(command=command, run_id=hashlib.sha256(command.encode()).hexdigest()[:16], config=config,
+                                     models=[{"name": "synthetic", "backend": "synthetic"}], status="complete"))
     return run_dir

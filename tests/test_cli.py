@@ -137,6 +137,26 @@ def test_fixed_method_with_head_skip_gives_every_target_exactly_w_tokens(tmp_pat
     assert (rec.context_len == 8).all()
 
 
+@pytest.mark.model
+def test_score_takes_several_texts_as_sweep_does(tmp_path):
+    """`score A B` scores each text as `score B` alone would: one document per text, same records."""
+    head = (FIXTURES / "wikitext2-test-head.txt").read_text(encoding="utf-8")
+    (tmp_path / "a.txt").write_text(head[:2500], encoding="utf-8")
+    (tmp_path / "b.txt").write_text(head[2500:], encoding="utf-8")
+    args = ("--method", "chunked", "--window", "32", "--max-tokens", "64", "--quiet")
+    both = run_cli("score", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), *args, "--out", str(tmp_path / "both"))
+    alone = run_cli("score", str(tmp_path / "b.txt"), *args, "--out", str(tmp_path / "b"))
+    assert both.returncode == 0 and alone.returncode == 0, both.stderr + alone.stderr
+    records = pq.read_table(tmp_path / "both" / "records.parquet").to_pandas()
+    assert list(dict.fromkeys(records.text_id)) == ["a", "b"] and records.groupby("text_id").size().tolist() == [64, 64]
+    ours = records[records.text_id == "b"].reset_index(drop=True)
+    single = pq.read_table(tmp_path / "b" / "records.parquet").to_pandas()
+    assert ours.target_pos.tolist() == single.target_pos.tolist() and ours.target_id.tolist() == single.target_id.tolist()
+    assert ours.logprob.tolist() == single.logprob.tolist()  # the same window shapes: one kernel path (docs/numerics.md)
+    assert ours["rank"].tolist() == single["rank"].tolist()
+    assert (tmp_path / "both" / "corpus_summary.json").is_file()  # several documents: the corpus-level summary, as for sweep
+
+
 def _kill_midway(args: list[str], out: Path, after_passes: int = 3) -> None:
     """Run and let it SIGTERM itself once `after_passes` passes are on disk (deterministic: the
     executor's test hook raises the signal, so a fast machine cannot finish first)."""
@@ -215,6 +235,7 @@ def bad_files(tmp_path_factory):
         pytest.param(["score", "demo", "--method", "sliding", "--window", "64"], "needs --stride", marks=pytest.mark.model),
         pytest.param(["score", "demo", "--method", "sliding", "--window", "64", "--stride", "65"], "must not exceed", marks=pytest.mark.model),
         (["score", "demo", "--head", "skip"], "only to --method fixed"),
+        (["score", "demo", "{d}/missing.txt"], "not found"),  # every text is read, as sweep reads them
         (["score", "demo", "--method", "fixed", "--head", "partial"], "unknown --head"),
         (["summary", "{d}"], "not a ctxeval run"),
         (["pplqa", "--tau", "c"], "--tau must be one of a, b"),

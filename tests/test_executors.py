@@ -75,7 +75,7 @@ def test_sweep_on_ray_gives_the_local_records(ray_address, local_sweep, tmp_path
 
 @pytest.mark.model
 def test_score_on_ray_gives_the_local_records(ray_address, tmp_path):
-    args = {"text": "demo", "method": "sliding", "window": 64, "stride": 32, "max_tokens": 256}
+    args = {"texts": "demo", "method": "sliding", "window": 64, "stride": 32, "max_tokens": 256}
     api.score(**args, out=tmp_path / "local", n_threads=1)
     api.score(**args, out=tmp_path / "ray", executor=RAY2)
     _same_run(tmp_path / "local", tmp_path / "ray")

@@ -19,7 +19,7 @@ from ctxeval.data.texts import DEMO_TEXT_NAME
 from ctxeval.errors import UserError
 from ctxeval.executors import ExecutorOptions
 from ctxeval.metrics.rank import alpha_key
-from ctxeval.manifest import Manifest, read_manifest
+from ctxeval.manifest import SCORING_COMMANDS, Manifest, read_manifest, require_command
 from ctxeval.pairing import pair_windows
 from ctxeval.planning import ContextGainPlanner, ScorePlanner, SweepPlanner
 from ctxeval.probes.gain_report import ContextGainResult, KeyTokenSettings, write_context_gain
@@ -119,7 +119,7 @@ def sweep(
 
 
 def score(
-    text: str | Path,
+    texts: str | Path | Sequence[str | Path],
     method: str = "chunked",
     window: int = 1024,
     stride: int | None = None,
@@ -139,10 +139,10 @@ def score(
     corpus: CorpusOptions = CorpusOptions(),
     executor: ExecutorOptions | None = None,
 ) -> RunResult | dict:
-    """Score a whole text (or its first `max_tokens` tokens) with `chunked`, `sliding` or `fixed` windows.
+    """Score whole texts (or their first `max_tokens` tokens) with `chunked`, `sliding` or `fixed` windows.
 
-    `text` may be a corpus (a folder, JSON lines or Parquet file; see `corpus`): every document
-    is scored the same way, one at a time.
+    `texts`: one input or several, as for `sweep`; each may be a text file or a corpus (a folder,
+    JSON lines or Parquet file; see `corpus`). Every document is scored the same way, one at a time.
 
     `head` (fixed only): `full` (default, paper 002's P2) scores the first `window` tokens with
     all their predecessors, so fixed and chunked cover the same tokens; `skip` leaves them out.
@@ -163,7 +163,7 @@ def score(
         raise UserError(f"--max-tokens must be a positive integer, got {max_tokens}")
     _check_common(top_k, temperatures, metrics)
     _check_backend_options([model], device, dtype)
-    loaded = _load_texts([text], corpus)
+    loaded = _load_texts([texts] if isinstance(texts, (str, Path)) else texts, corpus)
     config = RunConfig(
         command="score",
         texts=tuple(r.sha256 for r in loaded.refs),
@@ -308,14 +308,14 @@ def report(runs: Sequence[str | Path], out: str | Path = "report.html", top_k_sh
 
 def run_metrics(run_dir: str | Path) -> MetricConfig:
     """The metric settings a run was made with."""
-    return read_manifest(Path(run_dir)).metrics
+    return require_command(read_manifest(Path(run_dir)), Path(run_dir), "summary", SCORING_COMMANDS).metrics
 
 
 def summary(run_dir: str | Path, metrics: MetricConfig | None = None, write: bool = False, thesis: bool = False) -> RunResult:
     """Recompute a finished run's summaries, optionally with other metric settings; `thesis`:
     `tables` holds only the thesis's tables (Table 1, Table 2 and Appendix A's rows, whose
     "PPL" is the approximate perplexity). `write` always writes the full tables."""
-    manifest, records = load_run(Path(run_dir))
+    manifest, records = load_run(Path(run_dir), "summary")
     metrics = metrics or manifest.metrics
     _check_metrics(metrics)
     result = write_outputs(Path(run_dir), manifest, metrics) if write else compute(Path(run_dir), manifest, records, metrics)
@@ -361,8 +361,8 @@ def compare(
         raise UserError(f"unknown --nan-windows {nan_windows!r}; choose one of {', '.join(NAN_POLICIES)}")
     if replicates < 100:
         raise UserError(f"--replicates must be at least 100, got {replicates}")
-    manifest_a, records_a = load_run(Path(run_a))
-    manifest_b, records_b = load_run(Path(run_b))
+    manifest_a, records_a = load_run(Path(run_a), "compare")
+    manifest_b, records_b = load_run(Path(run_b), "compare")
     metrics = manifest_a.metrics
     a = window_table(records_a, manifest_a, metrics, model_a, context_mode_a, "A")
     b = window_table(records_b, manifest_b, metrics, model_b, context_mode_b, "B")
@@ -383,7 +383,7 @@ def trends(run_dir: str | Path, out: str | Path | None = None, outlier_sd: float
     and the spread across repeated starts with flagged outliers. Writes trends.json/.md."""
     if outlier_sd <= 0:
         raise UserError(f"--outlier-sd must be positive, got {outlier_sd}")
-    manifest, records = load_run(Path(run_dir))
+    manifest, records = load_run(Path(run_dir), "trends")
     metrics = manifest.metrics
     per_window = window_metrics(records, metrics, manifest.vocab_sizes, manifest.temperatures)
     names = metric_names(metrics.alphas)
@@ -448,10 +448,11 @@ def pplqa(answers: str = "mt-bench", methods: str | Sequence[str] = ("pplqa",), 
 
 
 def meta_eval(dataset: str, methods: str | Sequence[str] = ("pplqa", "gptscore", "geval", "geval_weighted"), out: str | Path | None = None,
-              model: str = DEFAULT_MODEL, limit: int | None = None, qa_scope: str = "all", aspect: str = "coherence", ties: str = "drop",
+              model: str = DEFAULT_MODEL, limit: int | None = None, qa_scope: str = "all", aspect: str = "coherence", ties: str | None = None,
               replicates: int = 2000, seed: int = 0, progress: bool = False, n_threads: int | None = None,
               executor: ExecutorOptions | None = None) -> Report:
-    """Meta-evaluate answer-quality methods against a pairwise dataset's human labels; `value` is the result JSON."""
+    """Meta-evaluate answer-quality methods against a pairwise dataset's human labels; `value` is the result JSON.
+    `ties`: drop or keep human ties; None keeps the dataset layout's own policy (data/pairwise.py)."""
     from ctxeval.report.meta_eval import markdown_table
 
     result = qa_commands.meta_eval(dataset, _methods(methods), out, model, limit, qa_scope, aspect, ties, replicates, seed, progress, n_threads, executor)

@@ -195,7 +195,7 @@ def sweep(
 
 @app.command()
 def score(
-    text: Annotated[str, typer.Argument(help="UTF-8 text file ('demo' for the bundled excerpt), or a corpus: folder, .jsonl/.json or .parquet.")],
+    texts: Annotated[list[str], typer.Argument(help="UTF-8 text files ('demo' for the bundled excerpt), corpus folders, .jsonl/.json or .parquet corpora.")],
     method: Annotated[str, typer.Option("--method", help="chunked: disjoint windows; sliding: window W moved by stride S, each token scored once; fixed: every target sees the W tokens before it (all of them while fewer than W exist; see --head).")] = "chunked",
     window: Annotated[int, typer.Option("--window", help="Window W (for fixed: the context length).")] = 1024,
     stride: Annotated[Optional[int], typer.Option("--stride", help="Stride S of --method sliding.")] = None,
@@ -238,10 +238,10 @@ def score(
     threads_per_worker: ThreadsPerWorkerOpt = 1,
     gpus_per_worker: GpusPerWorkerOpt = 0.0,
 ) -> None:
-    """Perplexity and rank scores of a whole text (or of every document of a corpus) with chunked, sliding or fixed windows."""
+    """Perplexity and rank scores of whole texts (every document of every input) with chunked, sliding or fixed windows."""
     metrics = _metric_config(cutoff, alphas, approx_k, penalty)
     result = api.score(
-        text,
+        texts,
         method=method,
         window=window,
         stride=stride,
@@ -490,14 +490,14 @@ def judge(
 
 @app.command("meta-eval")
 def meta_eval(
-    dataset: Annotated[str, typer.Option("--dataset", help="llmbar:NAME (e.g. llmbar:MT-Bench), pandalm, or a path to an LLMBar/PandaLM-layout JSON file.")],
+    dataset: Annotated[str, typer.Option("--dataset", help="llmbar:NAME (e.g. llmbar:MT-Bench) or pandalm (from the folder CTXEVAL_SHARED_DATA names), or the path of an LLMBar, PandaLM or MT-Bench human-judgment file (.json, .jsonl, .parquet).")],
     methods: Annotated[str, typer.Option("--methods", help="Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted, pplqa+prompt, gptscore+prompt.")] = "pplqa,gptscore,geval,geval_weighted",
     out: OutOpt = None,
     model: EvaluatorOpt = DEFAULT_MODEL,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N items.")] = None,
     qa_scope: Annotated[str, typer.Option("--qa-scope", help="PPL(q+a) over all tokens, or over the answer tokens only.")] = "all",
     aspect: Annotated[str, typer.Option("--aspect", help="Aspect prompt for G-Eval and the +prompt variants.")] = "coherence",
-    ties: Annotated[str, typer.Option("--ties", help="Human ties (PandaLM): drop, or keep as label 0.")] = "drop",
+    ties: Annotated[Optional[str], typer.Option("--ties", help="Human ties: drop, or keep as label 0 (a third class). Default: keep for MT-Bench human judgments (as the PPLqa paper's Table 3), drop for PandaLM.")] = None,
     replicates: Annotated[int, typer.Option("--replicates", help="Bootstrap replicates for the intervals.")] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     threads: ThreadsOpt = None,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +32,7 @@ Status = Literal["started", "complete", "incomplete"]
 _STATUS_ON_DISK: dict[str, str] = {"started": "running", "complete": "complete", "incomplete": "incomplete"}
 _STATUS_FROM_DISK = {disk: status for status, disk in _STATUS_ON_DISK.items()}
 _LEGACY_KEYS = ("ctxeval_manifest",)  # version 1's marker, replaced by `version`
+SCORING_COMMANDS = ("sweep", "score")  # runs whose records summary, compare and trends read
 
 
 @dataclass
@@ -139,6 +141,15 @@ def read_manifest(run_dir: Path) -> Manifest:
         return Manifest.from_json(json.loads(path.read_text()))
     except (json.JSONDecodeError, ValueError, TypeError, AttributeError):
         raise UserError(f"{path} is not a valid ctxeval manifest") from None
+
+
+def require_command(manifest: Manifest, run_dir: Path, reader: str, accepted: Collection[str]) -> Manifest:
+    """The manifest, if `reader` (a command) can read a run of its command; otherwise one line
+    naming both, e.g. "runs/r is a retrieval run; summary reads sweep/score runs"."""
+    if manifest.command not in accepted:
+        kind = f"a {manifest.command}" if manifest.command else "an unknown kind of"
+        raise UserError(f"{run_dir} is {kind} run; {reader} reads {'/'.join(accepted)} runs")
+    return manifest
 
 
 def existing_manifest(run_dir: Path, run_id: str | None = None, what: str = "run") -> Manifest | None:

@@ -107,7 +107,7 @@ class RowSink:
     def __init__(self, run_dir: Path, schema: pa.Schema) -> None:
         self.writer = PartWriter(run_dir, schema)
         self.columns: dict[str, list] = {name: [] for name in schema.names}
-        self.added = 0  # units of work done in this session
+        self.added = 0  # units of work done by this invocation
         self._last_flush = time.monotonic()
         self._stop_after = int(os.environ.get(STOP_AFTER_PASSES_ENV, "0")) or None
 

@@ -158,7 +158,7 @@ def plan_passes(plan: list[list[list[Pass]]]) -> list[Pass]:
 
 
 def _record_usage(manifest: Manifest, scorers: list[Scorer], earlier: dict, worker_usage: dict[str, list[dict]]) -> None:
-    """Requests and tokens each API model used in this session (`api_usage`; cache hits are
+    """Requests and tokens each API model used in this invocation (`api_usage`; cache hits are
     free), the driver's and its executor's workers' together, and over every session of this run
     directory (`api_usage_total`)."""
     usage = {}

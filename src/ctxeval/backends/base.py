@@ -128,7 +128,7 @@ class ScorerBase(ABC):
         raise UserError(f"{self.info.name}: this backend cannot estimate requests: it sends none")
 
     def usage(self) -> dict:
-        """Requests and tokens this session sent (empty for a backend that sends none)."""
+        """Requests and tokens this scorer sent since it was loaded (empty for a backend that sends none)."""
         return {}
 
     def close(self) -> None:

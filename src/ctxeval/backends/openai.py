@@ -179,7 +179,7 @@ class OpenAIScorer(ScorerBase):
         return requests, requests * (length + 1), completion
 
     def usage(self) -> dict:
-        """Requests of this session; `tokenizer` counts the server tokenizer's own requests."""
+        """Requests this scorer sent; `tokenizer` counts the server tokenizer's own requests."""
         usage = self.client.usage.as_dict() | {"mode": self._mode, "protocol": asdict(self.protocol)}
         if isinstance(self._tokenizer, ServerTokenizer):
             usage["tokenizer"] = self._tokenizer.client.usage.as_dict()

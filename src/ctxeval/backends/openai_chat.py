@@ -40,7 +40,7 @@ class OpenAIChat:
         return f"openai:{self.model}"
 
     def usage(self) -> dict:
-        """Requests and tokens of this session."""
+        """Requests and tokens this client sent."""
         return self.client.usage.as_dict()
 
     def close(self) -> None:

@@ -15,7 +15,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxeval.data.pairwise import SHARED_DATA, load_llmbar
+from ctxeval.data.location import data_folder
+from ctxeval.data.pairwise import load_llmbar
 from ctxeval.errors import UserError
 
 MT_BENCH_MODELS = ("alpaca-13b", "claude-v1", "gpt-3.5-turbo", "gpt-4", "llama-13b", "vicuna-13b-v1.3")
@@ -41,8 +42,9 @@ def _jsonl(path: Path) -> list[dict]:
 
 
 def load_mt_bench(directory: Path | None = None, models: tuple[str, ...] = MT_BENCH_MODELS) -> list[RankingQuestion]:
-    """Turn-1 questions with every listed model's turn-1 answer, in question order."""
-    root = directory or SHARED_DATA / "mt_bench"
+    """Turn-1 questions with every listed model's turn-1 answer, in question order (`directory`:
+    the MT-Bench folder, default `mt_bench` in the data folder of data/location.py)."""
+    root = directory or data_folder("mt-bench") / "mt_bench"
     questions = {str(q["question_id"]): q["turns"][0] for q in _jsonl(root / "question.jsonl")}
     answers: dict[str, dict[str, str]] = defaultdict(dict)
     for model in models:
@@ -68,7 +70,7 @@ def load_answer_file(path: Path) -> list[RankingQuestion]:
 
 def human_net_wins(questions: list[RankingQuestion], llmbar_path: Path | None = None) -> tuple[dict[str, dict[str, float]], dict]:
     """Per question, net human wins of each model whose answer appears in an LLMBar MT-Bench vote."""
-    path = llmbar_path or SHARED_DATA / "pairwise_prefs" / "llmbar" / "MT-Bench.json"
+    path = llmbar_path or data_folder("the human votes of mt-bench") / "pairwise_prefs" / "llmbar" / "MT-Bench.json"
     by_text = {q.question.strip(): q for q in questions}
     scores: dict[str, dict[str, float]] = defaultdict(dict)
     matched = unmatched = 0

@@ -149,7 +149,7 @@ def _interval(lo: float, hi: float) -> str:
 
 
 def _lm_view(path: Path, label: str, kind: str, first_arm: int) -> tuple[RunView, list[Arm]]:
-    typed, records = load_run(path)
+    typed, records = load_run(path, "report")
     summary = compute(path, typed, records, typed.metrics).summary
     manifest = typed.to_json()  # the page shows the manifest as written
     view = RunView(label, path, kind, manifest, header(manifest, kind), summary=summary)
@@ -162,7 +162,7 @@ def _lm_view(path: Path, label: str, kind: str, first_arm: int) -> tuple[RunView
 
 
 def _gain_view(path: Path, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
-    typed, records = load_run(path)
+    typed, records = load_run(path, "report", ("context-gain",))
     manifest = typed.to_json()
     summary_path = path / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}

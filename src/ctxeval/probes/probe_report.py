@@ -17,28 +17,26 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ctxeval.errors import UserError  # noqa: E402
-from ctxeval.manifest import read_manifest  # noqa: E402
+from ctxeval.manifest import SCORING_COMMANDS, read_manifest, require_command  # noqa: E402
 from ctxeval.report.outputs import compute, load_run  # noqa: E402
 
 REPORT_MD = "probe_report.md"
 REPORT_JSON = "probe_report.json"
 PLOT_FILE = "probe_report.png"
+PROBE_COMMANDS = (*SCORING_COMMANDS, "context-gain", "retrieval")
 
 
 def collect(run_dirs: list[Path]) -> dict[str, pd.DataFrame]:
     """The rows of every section, from each run according to its kind."""
     lm, gain, retrieval = [], [], []
     for run_dir in run_dirs:
-        manifest = read_manifest(run_dir)
-        kind = manifest.command
-        if kind in ("sweep", "score"):
+        kind = require_command(read_manifest(run_dir), run_dir, "probe-report", PROBE_COMMANDS).command
+        if kind in SCORING_COMMANDS:
             lm.append(_lm_rows(run_dir))
         elif kind == "context-gain":
             gain.append(_gain_rows(run_dir))
-        elif kind == "retrieval":
-            retrieval.append(_retrieval_rows(run_dir))
         else:
-            raise UserError(f"{run_dir}: unknown kind of run {kind!r}")
+            retrieval.append(_retrieval_rows(run_dir))
     return {
         "language_modelling": pd.concat(lm, ignore_index=True) if lm else pd.DataFrame(),
         "context_gain": pd.concat(gain, ignore_index=True) if gain else pd.DataFrame(),
@@ -136,7 +134,7 @@ def plot(sections: dict[str, pd.DataFrame], path: Path) -> None:
 
 
 def _lm_rows(run_dir: Path) -> pd.DataFrame:
-    manifest, records = load_run(run_dir)
+    manifest, records = load_run(run_dir, "probe-report")
     summary = compute(run_dir, manifest, records, manifest.metrics).summary
     rows = summary[["model", "text_id", "method", "context_mode", "nominal_len", "n", "ppl", "bpb", "avg", "rp", "top1"]].rename(columns={"nominal_len": "context"})
     rows.insert(0, "run", str(run_dir))

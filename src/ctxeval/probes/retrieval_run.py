@@ -37,7 +37,7 @@ from ctxeval.report.outputs import json_rows  # noqa: E402
 from ctxeval.run import model_entries, progress_bar, terminate_as_interrupt, versions  # noqa: E402
 
 CASES_FILE = "cases.parquet"
-LEGACY_CASES_FILE = "cases.jsonl"  # what runs before the single executor wrote
+LEGACY_CASES_FILE = "cases.jsonl"  # the case records of older run directories, still read
 RESULTS_JSON = "results.json"
 RESULTS_MD = "results.md"
 HEATMAP_FILE = "retrieval_heatmap.png"

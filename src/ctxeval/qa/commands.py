@@ -24,7 +24,7 @@ def meta_eval(
     limit: int | None = None,
     qa_scope: str = "all",
     aspect: str = "coherence",
-    ties: str = "drop",
+    ties: str | None = None,
     replicates: int = 2000,
     seed: int = 0,
     progress: bool = False,

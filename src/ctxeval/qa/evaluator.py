@@ -70,8 +70,8 @@ class QAPass:
 @dataclass(frozen=True)
 class QATask:
     """Scores QA passes on a worker's scorer; one record (a dict of `qa/passes.py`'s columns)
-    per pass. The context is sized once for the evaluation's longest pass, as before the
-    executor, so numbers do not depend on which passes a worker happens to get."""
+    per pass. The context is sized once for the evaluation's longest pass, so numbers do not
+    depend on which passes a worker happens to get."""
 
     max_input_len: int
 

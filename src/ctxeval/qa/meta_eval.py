@@ -87,7 +87,7 @@ def run_meta_eval(
     rows = score_items(records, dataset, config)
     scoring_seconds = time.time() - started
     result = {
-        "dataset": {"name": dataset.name, "source": dataset.source, "items": len(rows), "ties_dropped": dataset.ties_dropped, **dataset.notes,
+        "dataset": {"name": dataset.name, "source": dataset.source, "items": len(rows), "tie_policy": dataset.tie_policy, "ties_dropped": dataset.ties_dropped, **dataset.notes,
                     "labels": {str(l): sum(r["label"] == l for r in rows) for l in sorted({r["label"] for r in rows})}},
         "evaluator": {"name": scorer.info.name, "backend": scorer.info.backend, "sha256": scorer.info.sha256},
         "config": asdict(config),

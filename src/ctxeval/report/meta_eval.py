@@ -5,6 +5,19 @@ from __future__ import annotations
 ROWS = (("Precision", "precision"), ("Recall", "recall"), ("F1", "f1"))
 
 
+def tie_policy_line(dataset: dict) -> str:
+    """How human ties entered the metrics, in words (a result's `dataset` section)."""
+    policy, ties = dataset.get("tie_policy", "none"), dataset.get("labels", {}).get("0", 0)
+    if policy == "keep":
+        return (f"Human ties kept as a third class ({ties} items): a method picks a tie only by giving both answers equal scores, so a human tie "
+                "counts as wrong in accuracy (unless the scores are equal) and in the precision of the label picked, not in either recall, "
+                "and the MCC is the 3-class one "
+                "(as in the PPLqa paper's Table 3).")
+    if policy == "drop":
+        return f"Human ties dropped ({dataset.get('ties_dropped', 0)} items): binary labels."
+    return "No human ties in the data."
+
+
 def _fmt(value: float, ci: list[float] | None) -> str:
     return f"{value:.3f}" if not ci else f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
@@ -33,5 +46,5 @@ def markdown_table(result: dict) -> str:
     cfg = result["config"]
     lines += ["", f"PPLqa scope: `{cfg['qa_scope']}`; aspect (G-Eval, +prompt variants): `{cfg['aspect']}`; "
               f"human labels: {ds['labels']}; scoring took {result['timing']['scoring_seconds']} s "
-              f"({result['timing']['passes_run_this_session']} new model passes)."]
+              f"({result['timing']['passes_run_this_session']} new model passes).", "", tie_policy_line(ds)]
     return "\n".join(lines) + "\n"

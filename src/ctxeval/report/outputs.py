@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pandas as pd
 
 from ctxeval.config import MetricConfig
 from ctxeval.errors import UserError
-from ctxeval.manifest import Manifest, read_manifest
+from ctxeval.manifest import SCORING_COMMANDS, Manifest, read_manifest, require_command
 from ctxeval.records import RECORDS_FILE, read_records
 from ctxeval.report.corpus_summary import corpus_summary
 from ctxeval.report.plots import plot_scores
@@ -46,9 +47,10 @@ class RunResult:
         return files
 
 
-def load_run(run_dir: Path) -> tuple[Manifest, pd.DataFrame]:
-    """Manifest and records of a complete run, or a UserError saying why not."""
-    manifest = read_manifest(run_dir)
+def load_run(run_dir: Path, reader: str, accepted: Collection[str] = SCORING_COMMANDS) -> tuple[Manifest, pd.DataFrame]:
+    """Manifest and records of a complete run of an `accepted` command, or a UserError saying
+    why not (`reader`: the command that asks, named in the message)."""
+    manifest = require_command(read_manifest(run_dir), run_dir, reader, accepted)
     if manifest.status != "complete" or not (Path(run_dir) / RECORDS_FILE).is_file():
         raise UserError(f"the run in {run_dir} is not complete; re-run its command to finish it")
     return manifest, read_records(run_dir)

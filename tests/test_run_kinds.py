@@ -1,0 +1,63 @@
+"""A command given another command's run directory says so in one line (exit code 2), and
+reads the kinds it accepts: real small run directories written by the library's writers."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import run_cli
+from .synthetic_runs import write_answer_quality_run, write_gain_run, write_retrieval_run, write_run
+
+LM = "sweep/score"
+PROBES = "sweep/score/context-gain/retrieval"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("kinds")
+    return {
+        "sweep": write_run(root / "sweep", "tiny", [8, 16], 6, repeats=2),
+        "score": write_run(root / "score", "tiny", [8, 16], 6, command="score"),
+        "context-gain": write_gain_run(root / "gain", "tiny", summarise=True),
+        "retrieval": write_retrieval_run(root / "retrieval", "tiny"),
+        "meta-eval": write_answer_quality_run(root / "meta-eval", "meta-eval"),
+        "pplqa": write_answer_quality_run(root / "pplqa", "pplqa"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "wrong", "reader", "accepted"),
+    [
+        (["summary", "{retrieval}"], "retrieval", "summary", LM),
+        (["summary", "{context-gain}"], "context-gain", "summary", LM),
+        (["summary", "{meta-eval}", "--cutoff", "full"], "meta-eval", "summary", LM),
+        (["compare", "{sweep}", "{retrieval}"], "retrieval", "compare", LM),
+        (["compare", "{pplqa}", "{sweep}"], "pplqa", "compare", LM),
+        (["compare", "{context-gain}", "{context-gain}"], "context-gain", "compare", LM),
+        (["trends", "{retrieval}"], "retrieval", "trends", LM),
+        (["trends", "{meta-eval}"], "meta-eval", "trends", LM),
+        (["probe-report", "{sweep}", "{meta-eval}"], "meta-eval", "probe-report", PROBES),
+        (["probe-report", "{pplqa}"], "pplqa", "probe-report", PROBES),
+    ],
+)
+def test_another_commands_run_is_refused_in_one_line(runs, tmp_path, args, wrong, reader, accepted):
+    args = [a.format(**runs) if a.startswith("{") else a for a in args] + (["--out", str(tmp_path / "out")] if reader != "summary" else [])
+    r = run_cli(*args)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stderr == f"ctxeval: error: {runs[wrong]} is a {wrong} run; {reader} reads {accepted} runs\n"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("reader", ["summary", "trends"])
+@pytest.mark.parametrize("kind", ["sweep", "score"])
+def test_scoring_runs_are_read(runs, tmp_path, reader, kind):
+    r = run_cli(reader, str(runs[kind]), *(["--out", str(tmp_path / "t")] if reader == "trends" else []))
+    assert r.returncode == 0, r.stderr
+
+
+def test_probe_report_and_report_read_every_kind_they_name(runs, tmp_path):
+    probes = run_cli("probe-report", *(str(runs[k]) for k in ("sweep", "context-gain", "retrieval")), "--out", str(tmp_path / "probes"))
+    assert probes.returncode == 0, probes.stderr
+    everything = run_cli("report", *(str(d) for d in runs.values()), "--out", str(tmp_path / "report.html"))
+    assert everything.returncode == 0, everything.stderr
+    assert (tmp_path / "report.html").is_file()
