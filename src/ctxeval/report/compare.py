@@ -21,11 +21,11 @@ PROFILES = {"dev": None, "ci": {"min_windows": 20, "min_tokens": 2000}, "release
 
 # From bench/bench_compare_coverage.py's grid (documents x windows per document x document
 # effect; docs/design.md): from MIN_CLUSTERS documents on, the cluster bootstrap's worst-case
-# coverage beats the window bootstrap's (with 2 documents: 38 % against 56 %), so compare
+# coverage beats the window bootstrap's (with 2 documents: 36 % against 55 %), so compare
 # resamples documents by default; below RELIABLE_CLUSTERS documents its coverage fell under 85 %
 # in some cell, and the report says so.
 MIN_CLUSTERS = 3
-RELIABLE_CLUSTERS = 8
+RELIABLE_CLUSTERS = 7
 
 
 NAN_POLICIES = ("exclude", "error")
@@ -228,8 +228,8 @@ def _halves(position_a: np.ndarray, n_a: int) -> dict[str, np.ndarray]:
 def _half(delta: np.ndarray, tokens: np.ndarray, replicates: int, seed: int, clusters, resample: str) -> dict | None:
     if len(delta) == 0:
         return None
-    if clusters is not None and len(np.unique(clusters)) < 2:
-        clusters = None
+    if clusters is not None and len(np.unique(clusters)) < MIN_CLUSTERS:
+        clusters = None  # the half holds too few documents to resample them
     est = paired_bca(delta, tokens, replicates, seed, clusters=clusters, resample=resample)
     return {"ratio": math.exp(est.estimate), "ci": [est.low, est.high], "display_ci": [math.exp(est.low), math.exp(est.high)], "windows": len(delta), "degenerate": est.degenerate}
 
