@@ -14,7 +14,8 @@ import pytest
 
 from ctxeval.errors import UserError
 from ctxeval.pairing import overlap_fraction, pair_windows
-from ctxeval.report.compare import build_report, gate
+from ctxeval.report.compare import build_report, gate, render_markdown, resolve_minima
+from ctxeval.stats.paired import paired_bca
 
 from .conftest import run_cli
 
@@ -62,32 +63,134 @@ def naive_ratio(loss_a, loss_b, tokens):
 
 
 def release_report(a, b, nan_windows="exclude"):
-    report = build_report(pair_windows(a, b), ("A", "B"), 500, 0, False, ["avg"], nan_windows)
-    return report, gate(report, "release", None, None, None)
+    report = build_report(pair_windows(a, b), ("A", "B"), 500, 0, False, ["avg"], nan_windows, minima=resolve_minima("release", None, None))
+    return report, gate(report, "release", None)
 
 
-def test_an_odd_perfectly_paired_set_passes_release_and_halves_show_drift():
+def test_an_odd_perfectly_paired_set_passes_release_and_the_halves_show_drift():
     rng = np.random.default_rng(1)
     loss_a = rng.normal(3.0, 0.3, 101)
     loss_b = loss_a + rng.normal(0.02, 0.05, 101)
     report, failures = release_report(scored(101, loss_a), scored(101, loss_b))
-    assert failures == []  # 101 windows x 200 tokens: 50 preview + 51 final windows
-    cov = report["dataset"]["windows"]["stats"]["coverage"]
-    assert cov == {
-        "preview": {"windows": 50, "tokens": 10000, "windows_a": 50, "windows_b": 50},
-        "final": {"windows": 51, "tokens": 10200, "windows_a": 51, "windows_b": 51},
-    }
+    assert failures == []  # 101 windows x 200 tokens in each arm
+    drift = report["primary_metric"]["drift"]
+    assert (drift["first_half"]["windows"], drift["second_half"]["windows"]) == (50, 51)
+    assert drift["first_half"]["ratio"] == pytest.approx(naive_ratio(loss_a[:50], loss_b[:50], [200] * 50))
+    assert drift["second_half"]["ratio"] == pytest.approx(naive_ratio(loss_a[50:], loss_b[50:], [200] * 51))
+
+
+def test_preview_and_final_are_the_two_arms():
+    # paper 001: "two arms A and B (e.g., preview/final ...)". Hand case: A has 4 windows, B the
+    # same 4 and one more; tokens 10, 20, 30, 40 (and 50 for B's extra window)
+    tokens = [10, 20, 30, 40]
+    a = windows([(0, 9), (10, 19), (20, 29), (30, 39)]).assign(tokens=tokens, loss=[2.0, 2.5, 3.0, 1.0], avg=0.5)
+    b = windows([(0, 9), (10, 19), (20, 29), (30, 39), (40, 49)]).assign(tokens=tokens + [50], loss=[2.5, 2.0, 3.5, 1.5, 9.0], avg=0.5)
+    report = build_report(pair_windows(a, b), ("A", "B"), 500, 0, None, ["avg"], minima=(4, 100))
     pm = report["primary_metric"]
-    assert pm["preview"]["ratio"] == pytest.approx(naive_ratio(loss_a[:50], loss_b[:50], [200] * 50))
-    assert pm["final"]["ratio"] == pytest.approx(naive_ratio(loss_a[50:], loss_b[50:], [200] * 51))
+    # sum t * loss_A = 10*2 + 20*2.5 + 30*3 + 40*1 = 200 over 100 tokens; B: 25 + 40 + 105 + 60 = 230
+    assert pm["preview"] == pytest.approx(math.exp(2.0), rel=1e-12)
+    assert pm["final"] == pytest.approx(math.exp(2.3), rel=1e-12)
+    assert pm["ratio"] == pytest.approx(math.exp(0.3), rel=1e-12) == pytest.approx(pm["final"] / pm["preview"])
+    cov = report["dataset"]["windows"]["stats"]["coverage"]
+    assert cov["preview"] == {"windows": 4, "tokens": 100, "compared_windows": 4, "compared_tokens": 100, "min_windows": 4, "min_tokens": 100, "minima_met": True}
+    assert cov["final"] == {"windows": 5, "tokens": 150, "compared_windows": 4, "compared_tokens": 100, "min_windows": 4, "min_tokens": 100, "minima_met": True}
+    failures = gate(report, "ci", None)
+    assert "preview/final window counts differ: A has 4 windows, B has 5" in failures
+    strict = build_report(pair_windows(a, b), ("A", "B"), 500, 0, None, ["avg"], minima=(5, 100))
+    assert strict["dataset"]["windows"]["stats"]["coverage"]["final"]["minima_met"] is False
+    assert "final (B): 4 windows / 100 tokens compared, below the minimum of 5 / 100" in gate(strict, "ci", None)
+    md = render_markdown(report)
+    assert "| A (preview) | 4 | 100 | 4 | 100 | 7.389 | 4 / 100: met |" in md
+    assert "| B (final) | 5 | 150 | 4 | 100 | 9.974 | 4 / 100: met |" in md
 
 
 def test_release_fails_when_a_and_b_hold_different_window_counts():
     loss = np.full(101, 3.0)
     report, failures = release_report(scored(101, loss), scored(100, loss[:100]))
     assert any(f.startswith("pairing is") for f in failures)
-    assert "final half: A has 51 windows, B has 50" in failures
-    assert report["dataset"]["windows"]["stats"]["coverage"]["preview"]["windows_b"] == 50
+    assert "preview/final window counts differ: A has 101 windows, B has 100" in failures
+    assert report["dataset"]["windows"]["stats"]["coverage"]["final"]["windows"] == 100
+
+
+def test_contract_violations_are_reported_in_every_profile():
+    # paper 001's runtime contract: match fraction 1.0 and overlap fraction 0.0
+    a = windows([(0, 10), (5, 15), (20, 30), (40, 50)]).assign(loss=[2.0, 2.2, 2.1, 2.4], avg=0.5)
+    b = windows([(0, 10), (5, 15), (20, 30)]).assign(loss=[2.1, 2.2, 2.3], avg=0.5)
+    report = build_report(pair_windows(a, b), ("A", "B"), 500, 0, None, ["avg"])
+    assert report["invariants"] == {
+        "holds": False,
+        "violations": [
+            "window_match_fraction is 0.7500, not 1.0 (3 of 4 / 3 windows paired)",
+            "window_overlap_fraction is 0.6667, not 0.0 (paired windows share scored text)",
+        ],
+    }
+    assert gate(report, "dev", None) == []  # dev reports, ci/release also fail
+    assert "**Contract violations** (paper 001: match fraction 1.0, overlap fraction 0.0): window_match_fraction is 0.7500" in render_markdown(report)
+    clean = build_report(pair_windows(a.iloc[2:3], b.iloc[2:3]), ("A", "B"), 500, 0, None, ["avg"])
+    assert clean["invariants"] == {"holds": True, "violations": []}
+    assert "Contract (paper 001): match fraction 1.0, overlap fraction 0.0: holds." in render_markdown(clean)
+
+
+def test_degenerate_is_all_differences_equal_and_collapses_to_their_mean():
+    a = scored(6, np.array([2.0, 2.5, 3.0, 1.0, 1.5, 2.0]))
+    same = build_report(pair_windows(a, a.assign(loss=a["loss"] + 0.25)), ("A", "B"), 500, 0, None, ["avg"])
+    summary = same["dataset"]["windows"]["stats"]["paired_delta_summary"]
+    assert summary["degenerate"] is True and same["primary_metric"]["ci"] == [summary["mean"], summary["mean"]] == [0.25, 0.25]
+    assert same["dataset"]["windows"]["stats"]["bootstrap"]["method"] == "degenerate"
+    assert "Degenerate: all paired differences are equal" in render_markdown(same)
+    # one document forced into a cluster bootstrap: no interval, but the differences vary
+    single = build_report(pair_windows(a, a.assign(loss=a["loss"] + [0.1, 0.2, 0.1, 0.2, 0.1, 0.3])), ("A", "B"), 500, 0, True, ["avg"])
+    summary = single["dataset"]["windows"]["stats"]["paired_delta_summary"]
+    assert summary["degenerate"] is False and "single resampling unit" in summary["reason"]
+    assert "No interval: a single resampling unit" in render_markdown(single)
+
+
+def two_texts(delta_second=0.1, n=8):
+    """The thesis's two-text setup by hand: deltas 0 in 8 windows of one text, 0.1 in 8 of the other."""
+    a = pd.concat([scored(n, np.full(n, 2.0)).assign(text_sha256=sha) for sha in ("t1", "t2")], ignore_index=True)
+    b = a.assign(loss=np.r_[np.full(n, 2.0), np.full(n, 2.0 + delta_second)])
+    return pair_windows(a, b)
+
+
+def test_two_texts_fall_back_to_resampling_windows_with_the_reason():
+    report = build_report(two_texts(), ("A", "B"), 2000, 0, None, ["avg"])
+    bs = report["dataset"]["windows"]["stats"]["bootstrap"]
+    assert (bs["resampling_unit"], bs["resampling_units"], bs["method"]) == ("window", 16, "BCa")
+    assert report["primary_metric"]["ci"] == [pytest.approx(0.025, abs=1e-9), pytest.approx(0.075, abs=1e-9)]
+    assert "only 2 documents are compared, fewer than the 3 a cluster bootstrap needs" in bs["unit_reason"]
+    assert "too narrow" in bs["warning"]
+    md = render_markdown(report)
+    assert "Bootstrap: BCa over 16 windows" in md and "Resampling unit: only 2 documents" in md and "**Warning:**" in md
+    forced = build_report(two_texts(), ("A", "B"), 2000, 0, True, ["avg"])
+    bs = forced["dataset"]["windows"]["stats"]["bootstrap"]
+    assert (bs["resampling_unit"], bs["resampling_units"], bs["method"]) == ("text", 2, "BCa-cluster")
+    assert forced["primary_metric"]["ci"] == [pytest.approx(0.0, abs=1e-9), pytest.approx(0.1, abs=1e-9)]  # the two document means
+    assert "covered less than 85 %" in bs["warning"]
+
+
+def test_enough_texts_resample_documents_and_report_how_many():
+    a = pd.concat([scored(4, np.full(4, 2.0)).assign(text_sha256=f"t{i}") for i in range(9)], ignore_index=True)
+    b = a.assign(loss=2.0 + np.repeat(np.linspace(0, 0.2, 9), 4) + np.tile([0.0, 0.01, 0.02, 0.03], 9))
+    report = build_report(pair_windows(a, b), ("A", "B"), 500, 0, None, ["avg"])
+    bs = report["dataset"]["windows"]["stats"]["bootstrap"]
+    assert (bs["resampling_unit"], bs["resampling_units"], bs["min_clusters"], bs["warning"]) == ("text", 9, 3, None)
+    assert bs["unit_reason"] == "9 documents are compared (at least 3): whole documents are resampled"
+    assert "Bootstrap: BCa-cluster over 9 documents" in render_markdown(report)
+
+
+def test_compare_records_the_resampling_scheme():
+    rng = np.random.default_rng(5)
+    a = scored(30, rng.normal(3.0, 0.3, 30)).assign(tokens=rng.integers(20, 400, 30))
+    b = a.assign(loss=a["loss"] + rng.normal(0.05, 0.1, 30))
+    by_tokens = build_report(pair_windows(a, b), ("A", "B"), 1000, 3, None, ["avg"], resample="tokens")
+    by_windows = build_report(pair_windows(a, b), ("A", "B"), 1000, 3, None, ["avg"])
+    delta, tokens = (b["loss"] - a["loss"]).to_numpy(), a["tokens"].to_numpy(dtype=float)
+    expected = paired_bca(delta, tokens, 1000, 3, resample="tokens")
+    assert by_tokens["dataset"]["windows"]["stats"]["bootstrap"]["resample"] == "tokens"
+    assert by_windows["dataset"]["windows"]["stats"]["bootstrap"]["resample"] == "windows"
+    assert by_tokens["primary_metric"]["ci"] == [expected.low, expected.high]
+    assert by_tokens["primary_metric"]["ratio"] == by_windows["primary_metric"]["ratio"]  # same point estimate
+    assert by_tokens["primary_metric"]["ci"] != by_windows["primary_metric"]["ci"]
 
 
 def test_nan_losses_are_excluded_and_listed_or_refused():
@@ -105,6 +208,11 @@ def test_nan_losses_are_excluded_and_listed_or_refused():
     assert "2 paired windows were excluded for a NaN loss" in failures
     with pytest.raises(UserError, match=r"^2 paired windows have a NaN loss \(w700, w9000\)"):
         release_report(scored(120, loss_a), scored(120, loss_b), nan_windows="error")
+
+
+def test_unknown_resample_scheme_is_one_line_and_exit_2(tmp_path):
+    r = run_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--resample", "bytes", "--out", str(tmp_path / "c"))
+    assert r.returncode == 2 and r.stderr.strip() == "ctxeval: error: unknown --resample 'bytes'; choose one of windows, tokens"
 
 
 @pytest.fixture(scope="module")
@@ -127,11 +235,16 @@ def test_compare_exact_vs_approx_context_from_the_cli(both_modes_run, tmp_path):
     assert stats["window_ids_equal_fraction"] == 0.0  # E16-r0 pairs with A16-r0 by span
     assert pm["display_ci"] == pytest.approx([math.exp(c) for c in pm["ci"]])
     assert pm["ci"][0] <= pm["delta_log_nll"] <= pm["ci"][1]
-    assert pm["ratio"] == pytest.approx(pm["ppl_b"] / pm["ppl_a"])
-    assert pm["preview"]["windows"] == pm["final"]["windows"] == 6
+    assert pm["ratio"] == pytest.approx(pm["final"] / pm["preview"])
+    assert pm["drift"]["first_half"]["windows"] == pm["drift"]["second_half"]["windows"] == 6
     assert set(report["secondary_metrics"]) == {"lin", "rp", "a0.1", "a0.3", "avg"}
     assert (out / "compare.md").read_text().startswith("# ctxeval paired comparison")
     assert "Perplexity ratio B/A" in r.stdout
+    tokens = run_cli("compare", str(both_modes_run), str(both_modes_run), "--context-mode-a", "exact", "--context-mode-b", "approx", "--resample", "tokens", "--out", str(tmp_path / "t"))
+    assert tokens.returncode == 0, tokens.stderr
+    by_tokens = json.loads((tmp_path / "t" / "compare.json").read_text())
+    assert by_tokens["dataset"]["windows"]["stats"]["bootstrap"]["resample"] == "tokens" and stats["bootstrap"]["resample"] == "windows"
+    assert by_tokens["primary_metric"]["ratio"] == pm["ratio"]
 
 
 @pytest.mark.model

@@ -236,12 +236,14 @@ def _windows(sha, spans, loss):
 
 def test_compare_pairs_by_document_counts_documents_and_resamples_them_by_default():
     spans = [(0, 9), (10, 19), (20, 29)]
-    a = pd.concat([_windows(s, spans, 2.0) for s in ("d1", "d2", "d3")], ignore_index=True)
-    b = pd.concat([_windows(s, spans, 2.0 + 0.1 * i) for i, s in enumerate(("d1", "d2", "d4"))], ignore_index=True)
+    a = pd.concat([_windows(s, spans, 2.0) for s in ("d1", "d2", "d3", "d5")], ignore_index=True)
+    b = pd.concat([_windows(s, spans, 2.0 + 0.1 * i) for i, s in enumerate(("d1", "d2", "d4", "d5"))], ignore_index=True)
     report = build_report(pair_windows(a, b), ("A", "B"), 500, 0, None, ["avg"])
     st = report["dataset"]["windows"]["stats"]
-    assert (st["paired_documents"], st["documents_a"], st["documents_b"], st["paired_windows"]) == (2, 3, 3, 6)
-    assert st["bootstrap"]["resampling_unit"] == "text" and st["bootstrap"]["method"] == "BCa-cluster"
+    assert (st["paired_documents"], st["documents_a"], st["documents_b"], st["paired_windows"]) == (3, 4, 4, 9)
+    assert st["bootstrap"]["resampling_unit"] == "text" and st["bootstrap"]["method"] == "BCa-cluster" and st["bootstrap"]["resampling_units"] == 3
+    two = build_report(pair_windows(a[a.text_sha256 != "d5"], b[b.text_sha256 != "d5"]), ("A", "B"), 500, 0, None, ["avg"])
+    assert two["dataset"]["windows"]["stats"]["bootstrap"]["resampling_unit"] == "window"  # too few documents to resample
     one_doc = build_report(pair_windows(a[a.text_sha256 == "d2"], b[b.text_sha256 == "d2"]), ("A", "B"), 500, 0, None, ["avg"])
     assert one_doc["dataset"]["windows"]["stats"]["bootstrap"]["resampling_unit"] == "window"
 

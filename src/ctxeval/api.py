@@ -30,12 +30,13 @@ from ctxeval.probes.retrieval_run import RetrievalConfig, RetrievalResult, run_r
 from ctxeval.qa import commands as qa_commands
 from ctxeval.qa.methods import parse_methods
 from ctxeval.explorer import DEFAULT_TOP_K_SHOWN, write_report as write_html_report
-from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, window_table, write_report
+from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, resolve_minima, window_table, write_report
 from ctxeval.report.outputs import RunResult, compute, load_run, write_outputs
 from ctxeval.report.summary import window_metrics
 from ctxeval.report.tables import markdown_tables
 from ctxeval.report.trends import metric_names, trend_table, variance_table, write_trends
 from ctxeval.run import execute
+from ctxeval.stats.paired import RESAMPLE_SCHEMES
 
 __all__ = ["sweep", "score", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "leval", "leval_corr", "judge", "report", "RunResult", "Comparison", "Report", "MetricConfig", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]
 
@@ -350,15 +351,21 @@ def compare(
     context_mode_a: str | None = None,
     context_mode_b: str | None = None,
     nan_windows: str = "exclude",
+    resample: str = "windows",
 ) -> Comparison:
     """Is B worse than A, by how much, how sure are we: the paired perplexity ratio over the
     windows both runs scored, with a BCa interval, and the same for the rank scores. Windows
     with a NaN loss in either arm are left out and listed (`nan_windows="error"` refuses them).
-    `cluster_by_text` None (default) resamples whole documents when more than one is paired."""
+    `cluster_by_text` None (default) resamples whole documents when at least
+    `report.compare.MIN_CLUSTERS` are compared, windows otherwise. `resample` "windows" draws
+    units uniformly (ratio of sums); "tokens" draws them with probability ∝ their tokens and
+    averages their Δ (paper 001's wording; covers less when windows differ, docs/design.md)."""
     if profile not in PROFILES:
         raise UserError(f"unknown --profile {profile!r}; choose one of {', '.join(PROFILES)}")
     if nan_windows not in NAN_POLICIES:
         raise UserError(f"unknown --nan-windows {nan_windows!r}; choose one of {', '.join(NAN_POLICIES)}")
+    if resample not in RESAMPLE_SCHEMES:
+        raise UserError(f"unknown --resample {resample!r}; choose one of {', '.join(RESAMPLE_SCHEMES)}")
     if replicates < 100:
         raise UserError(f"--replicates must be at least 100, got {replicates}")
     manifest_a, records_a = load_run(Path(run_a), "compare")
@@ -370,9 +377,10 @@ def compare(
     if pairing.paired.empty:
         raise UserError("the two runs share no windows: they scored different texts, lengths, repeats or spans")
     scores = ["lin", "rp", *(alpha_key(x) for x in metrics.alphas), "avg"]
-    report = build_report(pairing, (str(run_a), str(run_b)), replicates, seed, cluster_by_text, scores, nan_windows)
+    minima = resolve_minima(profile, min_windows, min_tokens)
+    report = build_report(pairing, (str(run_a), str(run_b)), replicates, seed, cluster_by_text, scores, nan_windows, resample, minima)
     report["profile"] = profile
-    failures = gate(report, profile, min_windows, min_tokens, max_ratio)
+    failures = gate(report, profile, max_ratio)
     report["gates"] = {"passed": not failures, "failures": failures}
     markdown = write_report(report, Path(out))
     return Comparison(report, Path(out), failures, markdown)

@@ -298,10 +298,11 @@ def compare(
     out: Annotated[Path, typer.Option("--out", help="Directory for compare.json and compare.md.")] = Path("runs/compare"),
     replicates: Annotated[int, typer.Option("--replicates", help="Bootstrap replicates.")] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
-    cluster_by_text: Annotated[Optional[bool], typer.Option("--cluster-by-text/--no-cluster-by-text", help="Resample whole texts (documents) instead of windows. Default: by document when more than one document is paired, by window otherwise.")] = None,
-    profile: Annotated[str, typer.Option("--profile", help="dev: report everything; ci / release: exit code 1 unless pairing is complete, A and B have equal window counts in each half, token counts agree, windows do not overlap, no window was excluded and minimum windows/tokens are met.")] = "dev",
-    min_windows: Annotated[Optional[int], typer.Option("--min-windows", help="Override the profile's minimum paired windows (ci 20, release 100).")] = None,
-    min_tokens: Annotated[Optional[int], typer.Option("--min-tokens", help="Override the profile's minimum paired tokens (ci 2000, release 20000).")] = None,
+    cluster_by_text: Annotated[Optional[bool], typer.Option("--cluster-by-text/--no-cluster-by-text", help="Resample whole texts (documents) instead of windows. Default: by document when at least 3 documents are compared, by window otherwise (the reason is in the report).")] = None,
+    resample: Annotated[str, typer.Option("--resample", help="Bootstrap scheme: windows (draw units uniformly, ratio of sums; default) or tokens (draw them with probability proportional to their tokens, plain mean of the drawn differences: paper 001's wording).")] = "windows",
+    profile: Annotated[str, typer.Option("--profile", help="dev: report everything; ci / release: exit code 1 unless pairing is complete, A and B (preview and final arm) hold equal window counts, token counts agree, windows do not overlap, no window was excluded and each arm meets the minimum windows/tokens.")] = "dev",
+    min_windows: Annotated[Optional[int], typer.Option("--min-windows", help="Override the profile's minimum compared windows per arm (ci 20, release 100; dev: recorded, not gated).")] = None,
+    min_tokens: Annotated[Optional[int], typer.Option("--min-tokens", help="Override the profile's minimum compared tokens per arm (ci 2000, release 20000; dev: recorded, not gated).")] = None,
     max_ratio: Annotated[Optional[float], typer.Option("--max-ratio", help="Fail (exit 1) if the upper CI bound of the perplexity ratio B/A exceeds this.")] = None,
     model_a: Annotated[Optional[str], typer.Option("--model-a", help="Model of run A to use, if it holds several.")] = None,
     model_b: Annotated[Optional[str], typer.Option("--model-b", help="Model of run B to use, if it holds several.")] = None,
@@ -310,7 +311,7 @@ def compare(
     nan_windows: Annotated[str, typer.Option("--nan-windows", help="Windows with a NaN loss in either run (e.g. API targets outside the top-k): exclude (listed in the report; fails ci/release) or error.")] = "exclude",
 ) -> None:
     """Paired comparison of two runs over the same windows: perplexity ratio B/A with a BCa interval."""
-    result = api.compare(run_a, run_b, out, replicates, seed, cluster_by_text, profile, min_windows, min_tokens, max_ratio, model_a, model_b, context_mode_a, context_mode_b, nan_windows)
+    result = api.compare(run_a, run_b, out, replicates, seed, cluster_by_text, profile, min_windows, min_tokens, max_ratio, model_a, model_b, context_mode_a, context_mode_b, nan_windows, resample=resample)
     typer.echo(result.markdown)
     typer.echo(f"report: {result.out / 'compare.json'}, {result.out / 'compare.md'}")
     if result.failures:

@@ -28,11 +28,13 @@ class Pairing:
     ids_equal_fraction: float
     n_documents_a: int  # documents (distinct text sha256s) with a window in each run
     n_documents_b: int
+    tokens_a: int  # tokens over all windows of each run, paired or not
+    tokens_b: int
 
 
 def pair_windows(a: pd.DataFrame, b: pd.DataFrame) -> Pairing:
     """Inner-join windows on their key and measure match and overlap. `position_a`/`position_b`
-    are each window's place in its run's order, on which the preview/final halves split."""
+    are each window's place in its run's order, on which the drift check's halves split."""
     a, b = a.assign(position=np.arange(len(a))), b.assign(position=np.arange(len(b)))
     paired = a.merge(b, on=KEY, suffixes=("_a", "_b"), how="inner", sort=False)
     union = len(pd.concat([a[KEY], b[KEY]]).drop_duplicates())
@@ -47,6 +49,8 @@ def pair_windows(a: pd.DataFrame, b: pd.DataFrame) -> Pairing:
         ids_equal_fraction=float((paired["window_id_a"] == paired["window_id_b"]).mean()) if n else 0.0,
         n_documents_a=int(a["text_sha256"].nunique()),
         n_documents_b=int(b["text_sha256"].nunique()),
+        tokens_a=int(a["tokens"].sum()),
+        tokens_b=int(b["tokens"].sum()),
     )
 
 

@@ -105,7 +105,7 @@ def render_markdown(summary: dict, by_distance: pd.DataFrame) -> str:
     for text_id, entry in summary["texts"].items():
         for model, s in entry["by_model"].items():
             lo, hi = s["ppl_ratio_ci"]
-            interval = f"no interval: {s['ci']['reason']}" if s["ci"]["degenerate"] else f"[{lo:.4f}, {hi:.4f}]"
+            interval = f"no interval: {s['ci']['reason']}" if s["ci"]["reason"] else f"[{lo:.4f}, {hi:.4f}]"
             lines.append(
                 f"| {text_id} | {model} | {s['n_tokens']} | {s['ppl_long']:.3f} | {s['ppl_short']:.3f} | "
                 f"{s['ppl_ratio_long_over_short']:.4f} {interval} | {s['mean_gain']:+.4f} | "

@@ -19,6 +19,14 @@ from ctxeval.stats.paired import paired_bca, weighted_mean
 
 PROFILES = {"dev": None, "ci": {"min_windows": 20, "min_tokens": 2000}, "release": {"min_windows": 100, "min_tokens": 20000}}
 
+# From bench/bench_compare_coverage.py's grid (documents x windows per document x document
+# effect; docs/design.md): from MIN_CLUSTERS documents on, the cluster bootstrap's worst-case
+# coverage beats the window bootstrap's (with 2 documents: 36 % against 55 %), so compare
+# resamples documents by default; below RELIABLE_CLUSTERS documents its coverage fell under 85 %
+# in some cell, and the report says so.
+MIN_CLUSTERS = 3
+RELIABLE_CLUSTERS = 7
+
 
 NAN_POLICIES = ("exclude", "error")
 _NAN_REASON = "loss is NaN in at least one arm (a target without a log-probability, e.g. a reference outside an API's top-k)"
@@ -74,23 +82,57 @@ def _label(window: dict) -> str:
     return window["a"] if window["a"] == window["b"] else f"{window['a']}/{window['b']}"
 
 
-def build_report(pairing: Pairing, runs: tuple[str, str], replicates: int, seed: int, cluster_by_text: bool | None, rank_scores: list[str], nan_windows: str = "exclude") -> dict:
+def resolve_minima(profile: str, min_windows: int | None, min_tokens: int | None) -> tuple[int | None, int | None]:
+    """The minimum compared windows and tokens each arm must hold: the profile's, or the
+    overrides; in dev only the overrides (None: no minimum)."""
+    limits = PROFILES[profile] or {}
+    return (limits.get("min_windows") if min_windows is None else min_windows, limits.get("min_tokens") if min_tokens is None else min_tokens)
+
+
+def resampling_unit(n_documents: int, cluster_by_text: bool | None) -> tuple[bool, str, str | None]:
+    """Whether to resample whole documents, the reason (a sentence) and a warning when the
+    interval is known to under-cover. By default documents are resampled from MIN_CLUSTERS
+    documents on, windows below (a bootstrap over 2 documents reports the two document means)."""
+    dependent = "windows of one document are not independent: if the documents differ, this interval is too narrow"
+    few = f"with fewer than {RELIABLE_CLUSTERS} documents the cluster bootstrap's 95 % interval covered less than 85 % in simulation (bench/bench_compare_coverage.py)"
+    if cluster_by_text is None:
+        if n_documents == 1:
+            return False, "one document: windows are resampled", None
+        if n_documents < MIN_CLUSTERS:
+            return False, f"only {n_documents} documents are compared, fewer than the {MIN_CLUSTERS} a cluster bootstrap needs, so windows are resampled", dependent
+        return True, f"{n_documents} documents are compared (at least {MIN_CLUSTERS}): whole documents are resampled", few if n_documents < RELIABLE_CLUSTERS else None
+    if cluster_by_text:
+        return True, "documents are resampled as requested (--cluster-by-text)", few if n_documents < RELIABLE_CLUSTERS else None
+    return False, "windows are resampled as requested (--no-cluster-by-text)", dependent if n_documents > 1 else None
+
+
+def build_report(
+    pairing: Pairing,
+    runs: tuple[str, str],
+    replicates: int,
+    seed: int,
+    cluster_by_text: bool | None,
+    rank_scores: list[str],
+    nan_windows: str = "exclude",
+    resample: str = "windows",
+    minima: tuple[int | None, int | None] = (None, None),
+) -> dict:
     """All numbers of a paired comparison of arm B against arm A, over the paired windows whose
     loss is finite in both arms (`nan_windows="error"` refuses any other). `cluster_by_text`
-    None resamples whole documents when more than one is compared (windows of one document
-    are not independent), windows otherwise."""
+    None resamples whole documents when at least MIN_CLUSTERS are compared, windows otherwise;
+    `resample` picks the bootstrap scheme (stats/paired.py); `minima` are the compared windows
+    and tokens each arm must hold, recorded in `coverage`."""
     p, excluded = finite_losses(pairing)
     if excluded and nan_windows == "error":
         raise nan_error(excluded)
     if p.empty:
         raise UserError(f"no paired window has a finite loss in both runs ({len(excluded)} have a NaN loss)")
     n_documents = int(p["text_sha256"].nunique())
-    if cluster_by_text is None:
-        cluster_by_text = n_documents > 1
+    by_text, unit_reason, unit_warning = resampling_unit(n_documents, cluster_by_text)
     tokens = p["tokens_a"].to_numpy(dtype=float)
     delta = p["loss_b"].to_numpy() - p["loss_a"].to_numpy()
-    clusters = p["text_sha256"].to_numpy() if cluster_by_text else None
-    primary = paired_bca(delta, tokens, replicates, seed, clusters=clusters)
+    clusters = p["text_sha256"].to_numpy() if by_text else None
+    primary = paired_bca(delta, tokens, replicates, seed, clusters=clusters, resample=resample)
     halves = _halves(p["position_a"].to_numpy(), pairing.n_a)
     report = {
         "runs": {"a": runs[0], "b": runs[1]},
@@ -101,12 +143,12 @@ def build_report(pairing: Pairing, runs: tuple[str, str], replicates: int, seed:
             "ci": [primary.low, primary.high],
             "display_ci": [math.exp(primary.low), math.exp(primary.high)],
             "delta_log_nll": primary.estimate,
-            "ppl_a": math.exp(weighted_mean(p["loss_a"].to_numpy(), tokens)),
-            "ppl_b": math.exp(weighted_mean(p["loss_b"].to_numpy(), tokens)),
-            **{name: _half(delta[s], tokens[s], replicates, seed, clusters[s] if clusters is not None else None) for name, s in halves.items()},
+            "preview": math.exp(weighted_mean(p["loss_a"].to_numpy(), tokens)),
+            "final": math.exp(weighted_mean(p["loss_b"].to_numpy(), tokens)),
+            "drift": {name: _half(delta[s], tokens[s], replicates, seed, clusters[s] if clusters is not None else None, resample) for name, s in halves.items()},
         },
         "secondary_metrics": {
-            name: _difference(p[f"{name}_b"].to_numpy() - p[f"{name}_a"].to_numpy(), tokens, replicates, seed, clusters)
+            name: _difference(p[f"{name}_b"].to_numpy() - p[f"{name}_a"].to_numpy(), tokens, replicates, seed, clusters, resample)
             for name in rank_scores
         },
         "dataset": {
@@ -126,7 +168,7 @@ def build_report(pairing: Pairing, runs: tuple[str, str], replicates: int, seed:
                     "token_count_mismatches": pairing.token_mismatches,
                     "excluded_windows": {"policy": nan_windows, "reason": _NAN_REASON, "count": len(excluded), "windows": excluded},
                     "paired_delta_summary": {
-                        "mean": float(delta.mean()),
+                        "mean": float(np.mean(delta)),
                         "std": float(delta.std(ddof=1)) if len(delta) > 1 else 0.0,
                         "degenerate": bool(primary.degenerate),
                         "reason": primary.reason,
@@ -135,72 +177,102 @@ def build_report(pairing: Pairing, runs: tuple[str, str], replicates: int, seed:
                         "replicates": replicates,
                         "seed": seed,
                         "method": primary.method,
-                        "resampling_unit": "text" if cluster_by_text else "window",
+                        "resample": primary.resample,
+                        "resampling_unit": "text" if by_text else "window",
+                        "resampling_units": primary.units,
+                        "min_clusters": MIN_CLUSTERS,
+                        "unit_reason": unit_reason,
+                        "warning": unit_warning,
                         "confidence": primary.confidence,
                         "z0": primary.z0,
                         "acceleration": primary.acceleration,
                     },
                     "coverage": {
-                        name: {"windows": int(s.sum()), "tokens": int(tokens[s].sum()), "windows_a": arm_counts(pairing.n_a)[name], "windows_b": arm_counts(pairing.n_b)[name]}
-                        for name, s in halves.items()
+                        "preview": arm_coverage(pairing.n_a, pairing.tokens_a, len(p), int(p["tokens_a"].sum()), minima),
+                        "final": arm_coverage(pairing.n_b, pairing.tokens_b, len(p), int(p["tokens_b"].sum()), minima),
                     },
                 }
             }
         },
     }
-    check_invariants(report)
+    violations = check_invariants(report, delta)
+    report["invariants"] = {"holds": not violations, "violations": violations}
     return report
 
 
-def arm_counts(n: int) -> dict[str, int]:
-    """Windows of one run in its preview (first floor(n/2) in run order) and final half."""
-    return {"preview": n // 2, "final": n - n // 2}
+def arm_coverage(windows: int, tokens: int, compared_windows: int, compared_tokens: int, minima: tuple[int | None, int | None]) -> dict:
+    """One arm's windows and tokens (in its run, and compared) against the minima: None when
+    no minimum is set."""
+    min_windows, min_tokens = minima
+    met = None
+    if min_windows is not None or min_tokens is not None:
+        met = compared_windows >= (min_windows or 0) and compared_tokens >= (min_tokens or 0)
+    return {
+        "windows": windows,
+        "tokens": tokens,
+        "compared_windows": compared_windows,
+        "compared_tokens": compared_tokens,
+        "min_windows": min_windows,
+        "min_tokens": min_tokens,
+        "minima_met": met,
+    }
 
 
 def _halves(position_a: np.ndarray, n_a: int) -> dict[str, np.ndarray]:
-    """Masks of the paired windows in A's preview and final halves; they exist to show drift."""
-    preview = position_a < arm_counts(n_a)["preview"]
-    return {"preview": preview, "final": ~preview}
+    """Masks of the paired windows in the first floor(n/2) and the rest of A's run order: a
+    drift check (in a sweep, short against long contexts)."""
+    first = position_a < n_a // 2
+    return {"first_half": first, "second_half": ~first}
 
 
-def _half(delta: np.ndarray, tokens: np.ndarray, replicates: int, seed: int, clusters) -> dict | None:
+def _half(delta: np.ndarray, tokens: np.ndarray, replicates: int, seed: int, clusters, resample: str) -> dict | None:
     if len(delta) == 0:
         return None
-    if clusters is not None and len(np.unique(clusters)) < 2:
-        clusters = None
-    est = paired_bca(delta, tokens, replicates, seed, clusters=clusters)
+    if clusters is not None and len(np.unique(clusters)) < MIN_CLUSTERS:
+        clusters = None  # the half holds too few documents to resample them
+    est = paired_bca(delta, tokens, replicates, seed, clusters=clusters, resample=resample)
     return {"ratio": math.exp(est.estimate), "ci": [est.low, est.high], "display_ci": [math.exp(est.low), math.exp(est.high)], "windows": len(delta), "degenerate": est.degenerate}
 
 
-def _difference(delta: np.ndarray, tokens: np.ndarray, replicates: int, seed: int, clusters) -> dict:
-    est = paired_bca(delta, tokens, replicates, seed, clusters=clusters)
+def _difference(delta: np.ndarray, tokens: np.ndarray, replicates: int, seed: int, clusters, resample: str) -> dict:
+    est = paired_bca(delta, tokens, replicates, seed, clusters=clusters, resample=resample)
     return {"difference": est.estimate, "ci": [est.low, est.high], "degenerate": est.degenerate, "definition": "token-weighted mean score of B minus that of A"}
 
 
-def check_invariants(report: dict) -> None:
-    """The runtime contract of the paired-evaluation note; a violation is a bug."""
+def check_invariants(report: dict, delta: np.ndarray) -> list[str]:
+    """The runtime contract of the paired-evaluation note. Returns the data's violations
+    (pairing below 1.0, overlapping windows), in every profile; raises AssertionError on a
+    violation only a bug can cause (display_ci != exp(ci), a degenerate interval not collapsed
+    to [mean, mean], the estimate outside its interval)."""
     pm = report["primary_metric"]
     for log_bound, shown in zip(pm["ci"], pm["display_ci"]):
         if not math.isclose(math.exp(log_bound), shown, rel_tol=1e-12):
             raise AssertionError("display_ci != exp(ci)")
-    summary = report["dataset"]["windows"]["stats"]["paired_delta_summary"]
-    if summary["degenerate"] and pm["ci"][0] != pm["ci"][1]:
-        raise AssertionError("degenerate deltas must collapse the interval")
+    stats = report["dataset"]["windows"]["stats"]
+    summary = stats["paired_delta_summary"]
+    if summary["degenerate"] != bool(np.ptp(delta) == 0.0):
+        raise AssertionError("degenerate must mean that all paired differences are equal")
+    if summary["degenerate"] and pm["ci"] != [summary["mean"], summary["mean"]]:
+        raise AssertionError("degenerate deltas must collapse the interval to [mean, mean]")
     if not pm["ci"][0] <= pm["delta_log_nll"] <= pm["ci"][1]:
         raise AssertionError("the point estimate lies outside its interval")
+    violations = []
+    if stats["window_match_fraction"] != 1.0:
+        violations.append(f"window_match_fraction is {stats['window_match_fraction']:.4f}, not 1.0 ({stats['paired_windows']} of {stats['windows_a']} / {stats['windows_b']} windows paired)")
+    if stats["window_overlap_fraction"] != 0.0:
+        violations.append(f"window_overlap_fraction is {stats['window_overlap_fraction']:.4f}, not 0.0 (paired windows share scored text)")
+    return violations
 
 
-def gate(report: dict, profile: str, min_windows: int | None, min_tokens: int | None, max_ratio: float | None) -> list[str]:
+def gate(report: dict, profile: str, max_ratio: float | None) -> list[str]:
     """Reasons a ci/release comparison fails (empty: it passes). `dev` gates only on --max-ratio.
 
-    The paired-evaluation note's gates: pairing 1.0, no overlap, and A and B holding the same
-    number of windows in each of the preview and final halves (the halves may differ by one)."""
+    The paired-evaluation note's gates: pairing 1.0, no overlap, and the two arms (preview = A,
+    final = B) holding the same number of windows; plus equal token counts, no excluded window,
+    and each arm's compared windows/tokens at the minima recorded in `coverage`."""
     stats = report["dataset"]["windows"]["stats"]
     failures = []
-    limits = PROFILES[profile]
-    if limits is not None:
-        min_windows = limits["min_windows"] if min_windows is None else min_windows
-        min_tokens = limits["min_tokens"] if min_tokens is None else min_tokens
+    if PROFILES[profile] is not None:
         if stats["window_match_fraction"] < 1.0:
             failures.append(f"pairing is {stats['window_match_fraction']:.3f} < 1.0 ({stats['paired_windows']} of {stats['windows_a']} / {stats['windows_b']} windows paired)")
         if stats["token_count_mismatches"]:
@@ -209,14 +281,12 @@ def gate(report: dict, profile: str, min_windows: int | None, min_tokens: int | 
             failures.append(f"windows overlap (overlap fraction {stats['window_overlap_fraction']:.3f})")
         if stats["excluded_windows"]["count"]:
             failures.append(f"{stats['excluded_windows']['count']} paired windows were excluded for a NaN loss")
-        tokens = sum(cov["tokens"] for cov in stats["coverage"].values())
-        if stats["compared_windows"] < min_windows or tokens < min_tokens:
-            failures.append(f"{stats['compared_windows']} windows / {tokens} tokens compared, below the minimum of {min_windows} / {min_tokens}")
-        for half, cov in stats["coverage"].items():
-            if cov["windows_a"] != cov["windows_b"]:
-                failures.append(f"{half} half: A has {cov['windows_a']} windows, B has {cov['windows_b']}")
-            if cov["windows"] < min_windows // 2 or cov["tokens"] < min_tokens // 2:
-                failures.append(f"{half} half has {cov['windows']} windows / {cov['tokens']} tokens, below the minimum of {min_windows // 2} / {min_tokens // 2}")
+        preview, final = stats["coverage"]["preview"], stats["coverage"]["final"]
+        if preview["windows"] != final["windows"]:
+            failures.append(f"preview/final window counts differ: A has {preview['windows']} windows, B has {final['windows']}")
+        for arm, cov in (("preview (A)", preview), ("final (B)", final)):
+            if not cov["minima_met"]:
+                failures.append(f"{arm}: {cov['compared_windows']} windows / {cov['compared_tokens']} tokens compared, below the minimum of {cov['min_windows']} / {cov['min_tokens']}")
     if max_ratio is not None and report["primary_metric"]["display_ci"][1] > max_ratio:
         failures.append(f"upper CI bound of the perplexity ratio {report['primary_metric']['display_ci'][1]:.4f} exceeds --max-ratio {max_ratio:g}")
     return failures
@@ -235,6 +305,8 @@ def render_markdown(report: dict) -> str:
     pm = report["primary_metric"]
     st = report["dataset"]["windows"]["stats"]
     bs = st["bootstrap"]
+    unit = {"text": "documents", "window": "windows"}[bs["resampling_unit"]]
+    scheme = {"windows": "drawn uniformly, ratio of sums", "tokens": "drawn with probability ∝ tokens, plain mean of Δ"}[bs["resample"]]
     lines = [
         "# ctxeval paired comparison",
         "",
@@ -242,16 +314,19 @@ def render_markdown(report: dict) -> str:
         f"B: `{report['runs']['b']}`",
         "",
         f"**Perplexity ratio B/A = {pm['ratio']:.4f}**, {100 * bs['confidence']:.0f} % CI [{pm['display_ci'][0]:.4f}, {pm['display_ci'][1]:.4f}] "
-        f"(PPL A {pm['ppl_a']:.3f}, B {pm['ppl_b']:.3f}; Δ log-NLL {pm['delta_log_nll']:+.5f}, CI [{pm['ci'][0]:+.5f}, {pm['ci'][1]:+.5f}])",
+        f"(PPL A {pm['preview']:.3f}, B {pm['final']:.3f}; Δ log-NLL {pm['delta_log_nll']:+.5f}, CI [{pm['ci'][0]:+.5f}, {pm['ci'][1]:+.5f}])",
         "",
-        "| half | windows (A / B) | ratio | CI |",
-        "|---|---:|---:|---|",
+        "| arm | run windows | run tokens | compared windows | compared tokens | PPL | minima (windows / tokens) |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
-    for name in ("preview", "final"):
-        h = pm[name]
+    for arm, label in (("preview", "A (preview)"), ("final", "B (final)")):
+        cov = st["coverage"][arm]
+        minima = "none set" if cov["minima_met"] is None else f"{cov['min_windows']} / {cov['min_tokens']}: {'met' if cov['minima_met'] else 'NOT met'}"
+        lines.append(f"| {label} | {cov['windows']} | {cov['tokens']} | {cov['compared_windows']} | {cov['compared_tokens']} | {pm[arm]:.3f} | {minima} |")
+    lines += ["", "| drift: half of A's run order | windows | ratio B/A | CI |", "|---|---:|---:|---|"]
+    for name, h in pm["drift"].items():
         if h:
-            cov = st["coverage"][name]
-            lines.append(f"| {name} | {h['windows']} ({cov['windows_a']} / {cov['windows_b']}) | {h['ratio']:.4f} | [{h['display_ci'][0]:.4f}, {h['display_ci'][1]:.4f}] |")
+            lines.append(f"| {name.replace('_', ' ')} | {h['windows']} | {h['ratio']:.4f} | [{h['display_ci'][0]:.4f}, {h['display_ci'][1]:.4f}] |")
     lines += ["", "| rank score | B − A | CI |", "|---|---:|---|"]
     for name, m in report["secondary_metrics"].items():
         lines.append(f"| {name} | {m['difference']:+.4f} | [{m['ci'][0]:+.4f}, {m['ci'][1]:+.4f}] |")
@@ -260,13 +335,21 @@ def render_markdown(report: dict) -> str:
         f"Pairing: {st['paired_documents']} documents paired (A {st['documents_a']}, B {st['documents_b']}); "
         f"{st['paired_windows']} windows paired (A {st['windows_a']}, B {st['windows_b']}), {st['compared_windows']} compared; match fraction {st['window_match_fraction']:.3f}, "
         f"overlap fraction {st['window_overlap_fraction']:.3f}, token-count mismatches {st['token_count_mismatches']}.",
-        f"Bootstrap: {bs['method']} over {bs['resampling_unit']}s, {bs['replicates']} replicates, seed {bs['seed']}, z0 {bs['z0']}, acceleration {bs['acceleration']}.",
+        f"Bootstrap: {bs['method']} over {bs['resampling_units']} {unit} ({scheme}; --resample {bs['resample']}), {bs['replicates']} replicates, seed {bs['seed']}, z0 {bs['z0']}, acceleration {bs['acceleration']}.",
+        f"Resampling unit: {bs['unit_reason']}.",
     ]
+    if bs["warning"]:
+        lines.append(f"**Warning:** {bs['warning']}.")
+    inv = report["invariants"]
+    if inv["violations"]:
+        lines.append("**Contract violations** (paper 001: match fraction 1.0, overlap fraction 0.0): " + "; ".join(inv["violations"]) + ".")
+    else:
+        lines.append("Contract (paper 001): match fraction 1.0, overlap fraction 0.0: holds.")
     excluded = st["excluded_windows"]
     if excluded["count"]:
         ids = ", ".join(f"{_label(w)} (NaN in {w['nan_in']})" for w in excluded["windows"])
         lines.append(f"Excluded: {excluded['count']} paired windows whose {excluded['reason']}: {ids}.")
-    if st["paired_delta_summary"]["degenerate"]:
-        lines.append(f"Degenerate: {st['paired_delta_summary']['reason']}.")
+    if st["paired_delta_summary"]["reason"]:
+        label = "Degenerate" if st["paired_delta_summary"]["degenerate"] else "No interval"
+        lines.append(f"{label}: {st['paired_delta_summary']['reason']}.")
     return "\n".join(lines) + "\n"
-

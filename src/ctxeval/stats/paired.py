@@ -1,13 +1,21 @@
 """Paired comparison of two arms over the same windows: token-weighted mean difference and
 its BCa bootstrap interval.
 
-The statistic is the ratio of sums  theta = sum(t_i * d_i) / sum(t_i)  over windows i with
-token counts t_i and per-window differences d_i (e.g. of mean log-loss). Windows are resampled
-*uniformly* as pairs (d_i, t_i) — or whole documents, for a cluster bootstrap — and theta is
-recomputed; resampling windows with probability proportional to t_i and averaging d gives
-intervals that are too narrow. The acceleration comes from the jackknife of the same statistic
-(leaving out one window, or one document). This follows Efron & Tibshirani 14.3/15.4 as
-`scipy.stats.bootstrap(method="BCa")` does, with mid-rank z0.
+The statistic is theta = sum(t_i * d_i) / sum(t_i) over windows i with token counts t_i and
+per-window differences d_i (e.g. of mean log-loss). Two resampling schemes estimate its
+spread; both have theta as their expectation:
+
+- "windows" (default): units (windows, or whole documents for a cluster bootstrap) are drawn
+  uniformly with replacement as pairs (d, t) and theta is recomputed as a ratio of sums.
+- "tokens": units are drawn with probability proportional to their tokens and the statistic is
+  the plain mean of the drawn units' d (paper 001's "resampled with weights proportional to
+  t_i").
+
+`bench/bench_compare_coverage.py` measures the coverage of both. The bias correction z0 is the
+mid-rank of theta among the replicates; the acceleration comes from the jackknife of the ratio
+of sums ("windows") or from the influence values of the token-weighted distribution
+("tokens"), as in Efron & Tibshirani 14.3/15.4 (`scipy.stats.bootstrap(method="BCa")`).
+All-equal differences are degenerate (paper 001): the interval collapses to [d, d].
 """
 
 from __future__ import annotations
@@ -17,10 +25,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+RESAMPLE_SCHEMES = ("windows", "tokens")
+
 
 @dataclass(frozen=True)
 class PairedEstimate:
-    """A paired estimate with its interval and the bootstrap facts that produced it."""
+    """A paired estimate with its interval and the bootstrap facts that produced it.
+
+    `degenerate` is paper 001's flag (all paired differences equal); `reason` says why the
+    interval was collapsed to the point, for that or any other cause (a single resampling unit)."""
 
     estimate: float
     low: float
@@ -28,7 +41,9 @@ class PairedEstimate:
     confidence: float
     replicates: int
     seed: int
-    method: str  # "BCa", "BCa-cluster", or "degenerate"
+    method: str  # "BCa", "BCa-cluster", "degenerate" or "collapsed"
+    resample: str  # "windows" or "tokens"
+    units: int  # resampling units: windows, or clusters
     z0: float | None
     acceleration: float | None
     degenerate: bool
@@ -48,12 +63,12 @@ def paired_bca(
     seed: int = 0,
     confidence: float = 0.95,
     clusters: np.ndarray | None = None,
+    resample: str = "windows",
 ) -> PairedEstimate:
     """BCa interval of the token-weighted mean of `delta`.
 
-    `clusters` (one label per window) switches to a cluster bootstrap: whole clusters are
-    resampled and left out. All-equal deltas are degenerate: the interval collapses to the point.
-    """
+    `clusters` (one label per window) switches to a cluster bootstrap: whole clusters are the
+    resampling units. `resample` picks the scheme (see the module docstring)."""
     delta = np.asarray(delta, dtype=np.float64)
     tokens = np.asarray(tokens, dtype=np.float64)
     if delta.ndim != 1 or delta.shape != tokens.shape:
@@ -64,42 +79,64 @@ def paired_bca(
         raise ValueError("every window needs at least one token")
     if replicates < 100:
         raise ValueError("at least 100 bootstrap replicates are needed for a BCa interval")
-    theta = weighted_mean(delta, tokens)
-    if np.ptp(delta) == 0.0:
-        return PairedEstimate(theta, theta, theta, confidence, replicates, seed, "degenerate", None, None, True, "all paired differences are equal; the interval is collapsed to the point")
+    if resample not in RESAMPLE_SCHEMES:
+        raise ValueError(f"resample must be one of {RESAMPLE_SCHEMES}, got {resample!r}")
     # per-unit sums: a unit is a window, or a cluster of windows
     if clusters is None:
         num, den = tokens * delta, tokens
         method = "BCa"
     else:
-        labels, index = np.unique(np.asarray(clusters), return_inverse=True)
+        _, index = np.unique(np.asarray(clusters), return_inverse=True)
         num = np.bincount(index, weights=tokens * delta)
         den = np.bincount(index, weights=tokens)
         method = "BCa-cluster"
     n_units = len(num)
+
+    def collapsed(theta: float, method: str, reason: str, degenerate: bool = False, accel: float | None = None) -> PairedEstimate:
+        return PairedEstimate(
+            estimate=theta, low=theta, high=theta, confidence=confidence, replicates=replicates, seed=seed, method=method,
+            resample=resample, units=n_units, z0=None, acceleration=accel, degenerate=degenerate, reason=reason,
+        )
+
+    if np.ptp(delta) == 0.0:
+        return collapsed(float(delta[0]), "degenerate", "all paired differences are equal; the interval is collapsed to the point", degenerate=True)
+    theta = weighted_mean(delta, tokens)
     if n_units < 2:
-        return PairedEstimate(theta, theta, theta, confidence, replicates, seed, "degenerate", None, None, True, "a single resampling unit; no interval can be estimated")
-    boot = ratio_replicates(num, den, replicates, seed)
+        return collapsed(theta, "collapsed", "a single resampling unit; no interval can be estimated")
+    if resample == "windows":
+        boot = ratio_replicates(num, den, replicates, seed)
+        # acceleration: jackknife of the same ratio-of-sums statistic
+        jack = (num.sum() - num) / (den.sum() - den)
+        u = (n_units - 1) * (jack.mean() - jack)
+        denom = np.sum(u**2) ** 1.5
+        accel = float(np.sum(u**3) / (6.0 * denom)) if denom > 0 else 0.0
+    else:
+        means, weights = num / den, den / den.sum()
+        boot = token_replicates(means, weights, replicates, seed)
+        # acceleration: skewness of the influence values u_i = d_i - theta under the
+        # distribution with masses p_i, for a mean of n draws (equals the jackknife formula
+        # above when every p_i = 1/n)
+        u = means - theta
+        denom = np.sqrt(n_units) * np.sum(weights * u**2) ** 1.5
+        accel = float(np.sum(weights * u**3) / (6.0 * denom)) if denom > 0 else 0.0
     # bias correction: mid-rank of theta among the replicates
     z0 = float(ndtri((np.sum(boot < theta) + np.sum(boot <= theta)) / (2.0 * replicates)))
-    # acceleration: jackknife of the same ratio-of-sums statistic
-    jack = (num.sum() - num) / (den.sum() - den)
-    u = (n_units - 1) * (jack.mean() - jack)
-    denom = np.sum(u**2) ** 1.5
-    accel = float(np.sum(u**3) / (6.0 * denom)) if denom > 0 else 0.0
     if not np.isfinite(z0):
-        return PairedEstimate(theta, theta, theta, confidence, replicates, seed, "degenerate", None, accel, True, "every bootstrap replicate fell on one side of the estimate")
+        return collapsed(theta, "collapsed", "every bootstrap replicate fell on one side of the estimate", accel=accel)
     alpha = (1.0 - confidence) / 2.0
     levels = []
     for z in (ndtri(alpha), ndtri(1.0 - alpha)):
         levels.append(float(ndtr(z0 + (z0 + z) / (1.0 - accel * (z0 + z)))))
     low, high = np.percentile(boot, [100.0 * levels[0], 100.0 * levels[1]])
-    return PairedEstimate(theta, float(low), float(high), confidence, replicates, seed, method, z0, accel, False, None)
+    return PairedEstimate(
+        estimate=theta, low=float(low), high=float(high), confidence=confidence, replicates=replicates, seed=seed, method=method,
+        resample=resample, units=n_units, z0=z0, acceleration=accel, degenerate=False, reason=None,
+    )
 
 
 def ratio_replicates(num: np.ndarray, den: np.ndarray, replicates: int, seed: int) -> np.ndarray:
-    """Bootstrap replicates of sum(num) / sum(den) over units drawn with replacement; the index
-    matrix is drawn in batches of about 2M entries so memory stays bounded for many units."""
+    """Bootstrap replicates of sum(num) / sum(den) over units drawn uniformly with replacement;
+    the index matrix is drawn in batches of about 2M entries so memory stays bounded."""
     n_units = len(num)
     rng = np.random.default_rng(seed)
     boot = np.empty(replicates)
@@ -108,4 +145,19 @@ def ratio_replicates(num: np.ndarray, den: np.ndarray, replicates: int, seed: in
         hi = min(lo + batch, replicates)
         idx = rng.integers(0, n_units, size=(hi - lo, n_units))
         boot[lo:hi] = num[idx].sum(axis=1) / den[idx].sum(axis=1)
+    return boot
+
+
+def token_replicates(means: np.ndarray, weights: np.ndarray, replicates: int, seed: int) -> np.ndarray:
+    """Bootstrap replicates of the plain mean of `means` over n units drawn with replacement
+    with probabilities `weights` (summing to 1), in batches like `ratio_replicates`. Each
+    replicate row is one `Generator.choice(n, n, p=weights)` call's worth of draws."""
+    n_units = len(means)
+    rng = np.random.default_rng(seed)
+    boot = np.empty(replicates)
+    batch = max(1, 2_000_000 // n_units)
+    for lo in range(0, replicates, batch):
+        hi = min(lo + batch, replicates)
+        idx = rng.choice(n_units, size=(hi - lo, n_units), p=weights)
+        boot[lo:hi] = means[idx].mean(axis=1)
     return boot
