@@ -19,7 +19,7 @@ import numpy as np
 import ray
 
 from ctxeval import api
-from ctxeval.serve import spawn_server
+from ctxeval.server.launch import spawn_server
 from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.executors import ExecutorOptions
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 
 from ctxeval import api
-from ctxeval.serve import spawn_server
+from ctxeval.server.launch import spawn_server
 from ctxeval.backends.openai_options import OpenAIOptions
 
 

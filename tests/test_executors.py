@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from ctxeval.serve import spawn_server
+from ctxeval.server.launch import spawn_server
 from ctxeval import api
 from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.errors import UserError

@@ -20,7 +20,7 @@ from ctxeval.backends.request_cache import RequestCache
 from ctxeval.data.texts import load_text
 from ctxeval.errors import UserError
 from ctxeval.run import IncompleteRun
-from ctxeval.serve import spawn_server
+from ctxeval.server.launch import spawn_server
 from tests.conftest import run_cli
 from tests.servers.fault_proxy import FaultProxy
 from tests.servers.scripted import ScriptedServer
