@@ -103,7 +103,7 @@ class OpenAIScorer(ScorerBase):
                 "api": options.identity(),
                 "tokenizer": vocab.details.get("tokenizer_source", vocab.path),
                 "tokenizer_sha256": vocab.sha256,
-                "ranks": f"known only within the top-{options.top_logprobs} returned by the API; null beyond",
+                "ranks": f"exact where the server returns vLLM's prompt_logprobs ranks (prompt path); otherwise known only within the top-{options.top_logprobs} returned by the API, null beyond",
                 "ids": "greedy_id and topk_ids are -1: the API returns token strings, not ids",
             },
         )
@@ -197,8 +197,13 @@ class OpenAIScorer(ScorerBase):
         if targets[0] == 0:
             raise UserError("the prompt-scoring path cannot score a window's first token (the API returns no log-probability for it); use --method fixed --head skip, or a sweep")
         pieces = [self.token_bytes(int(t)) for t in full]
-        payload = {"model": self.model, "prompt": _decode(pieces), "max_tokens": 1, "echo": True, "logprobs": self.options.top_logprobs, "temperature": 0}
-        logprobs = _first_choice(self.client.post("/v1/completions", payload)).get("logprobs") or {}
+        # prompt_logprobs: vLLM's extension (also `ctxeval serve`), whose entries carry each prompt
+        # token's exact rank over the whole vocabulary; other servers ignore it
+        payload = {"model": self.model, "prompt": _decode(pieces), "max_tokens": 1, "echo": True, "logprobs": self.options.top_logprobs,
+                   "prompt_logprobs": self.options.top_logprobs, "temperature": 0}
+        choice = _first_choice(self.client.post("/v1/completions", payload))
+        logprobs = choice.get("logprobs") or {}
+        prompt_logprobs = choice.get("prompt_logprobs")
         tokens = logprobs.get("tokens") or []
         expected = [p.decode("utf-8", errors="ignore") for p in pieces]
         if tokens[: len(full)] != expected:
@@ -209,7 +214,9 @@ class OpenAIScorer(ScorerBase):
             top = logprobs["top_logprobs"][t]
             if lp is None or top is None:
                 raise RequestFailed(f"no log-probability returned for prompt token {t}")
-            out.append(_compare(float(lp), list(top.values()), self.options.top_logprobs, int(t), int(t)))
+            comparison = _compare(float(lp), list(top.values()), self.options.top_logprobs, int(t), int(t))
+            comparison.rank = _exact_rank(prompt_logprobs, int(t), int(full[t])) or comparison.rank
+            out.append(comparison)
         return out
 
     # --- generation protocol ---------------------------------------------------------------
@@ -283,6 +290,16 @@ class OpenAIScorer(ScorerBase):
         except RequestFailed:
             pass
         return "chat"
+
+
+def _exact_rank(prompt_logprobs, position: int, token_id: int) -> int | None:
+    """The rank vLLM's `prompt_logprobs` gives prompt token `position` (its entry is keyed by the
+    token's id), or None when the server sent none."""
+    if not isinstance(prompt_logprobs, list) or position >= len(prompt_logprobs) or not isinstance(prompt_logprobs[position], dict):
+        return None
+    entry = prompt_logprobs[position].get(str(token_id))
+    rank = entry.get("rank") if isinstance(entry, dict) else None
+    return int(rank) if isinstance(rank, int) and rank >= 1 else None
 
 
 def _check_temperatures(temperatures: tuple[float, ...]) -> None:

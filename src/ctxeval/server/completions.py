@@ -177,8 +177,11 @@ def _legacy(tokens: list[Token], k: int, model: ServedModel, start: int) -> dict
         if t.top is None:
             top_logprobs.append(None)
             continue
-        top = {model.token_text(a): b for a, b in reversed(t.top[:k])}  # the most probable wins a shared text
-        top.setdefault(model.token_text(t.id), t.logprob)  # the chosen token is always there, as OpenAI returns it
+        # the most probable wins a shared text; the chosen token is always there (as OpenAI returns
+        # it) with its own float64 log-probability, so "is it the maximum" compares equal values
+        top = {model.token_text(a): b for a, b in reversed(t.top[:k])}
+        if t.id in {a for a, _ in t.top[:k]} or model.token_text(t.id) not in top:
+            top[model.token_text(t.id)] = t.logprob
         top_logprobs.append(dict(sorted(top.items(), key=lambda kv: -kv[1])))
     return {
         "tokens": [model.token_text(t.id) for t in tokens],

@@ -5,8 +5,11 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.errors import UserError
@@ -34,6 +37,33 @@ def serve(settings: ServerSettings) -> None:
     finally:
         model.worker.stop()
         scorer.close()
+
+
+@contextmanager
+def serve_in_thread(settings: ServerSettings, scorer) -> Iterator[tuple[str, object]]:
+    """Serve `scorer` from a thread of this process on a free loopback port (settings.port is
+    ignored): yields (base URL, the ServedModel). For tests and benchmarks that also need the
+    server's own objects; stops the server on exit."""
+    import uvicorn
+
+    from ctxeval.server.app import create_app
+    from ctxeval.server.model import ServedModel
+
+    settings.check()
+    model = ServedModel(scorer, settings)
+    server = uvicorn.Server(uvicorn.Config(create_app(model), host="127.0.0.1", port=free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, name="ctxeval-serve", daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("ctxeval serve stopped while starting")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{server.config.port}", model
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+        model.worker.stop()
 
 
 def free_port() -> int:
