@@ -84,21 +84,28 @@ def test_string_prompt_gets_bos_and_equals_the_token_id_prompt(served, reference
     tokenized = client.post("/tokenize", json={"prompt": text}).json()
     assert tokenized["tokens"] == _window_prompt(first, gemma.info.bos_id)
     assert client.post("/tokenize", json={"prompt": text, "add_special_tokens": False}).json()["tokens"] == tokenized["tokens"][1:]
-    assert client.post("/detokenize", json={"tokens": tokenized["tokens"]}).json() == {"prompt": text}
+    assert client.post("/detokenize", json={"tokens": tokenized["tokens"]}).json() == {"prompt": "<bos>" + text}
+    assert client.post("/tokenize", json={"prompt": "<bos>" + text}).json()["tokens"] == tokenized["tokens"]  # no second BOS
+    assert client.post("/extras/detokenize", json={"tokens": tokenized["tokens"]}).json() == {"text": text}
     info = client.get("/tokenizer_info").json()
     assert (info["bos_token"], info["eos_token"]) == ("<bos>", "<eos>")
 
 
 @pytest.mark.model
 def test_one_greedy_token_and_generation(served, gemma):
-    """max_tokens 1 at temperature 0 (lm-eval's loglikelihood request) appends the argmax of the
-    last position; longer completions are the backend's own greedy generation."""
+    """max_tokens 1 at temperature 0 (lm-eval's loglikelihood request) appends the argmax after
+    the prompt's scoring pass, which stays `score`'s; longer completions are the backend's own
+    greedy generation."""
     client, _ = served
     ids = [gemma.info.bos_id, *gemma.tokenize("The capital of France is")]
     one = client.post("/v1/completions", json={"prompt": ids, "max_tokens": 1, "temperature": 0, "echo": True, "logprobs": 3}).json()["choices"][0]
-    scores = gemma.score(np.asarray(ids), np.arange(len(ids)), np.asarray([*ids[1:], 0]), 3, (1.0,))
-    assert one["logprobs"]["tokens"][-1] == gemma.token_bytes(int(scores.greedy_id[-1])).decode()
-    assert one["logprobs"]["token_logprobs"][-1] == pytest.approx(float(scores.topk_logprobs[-1, 0]), abs=TOLERANCE)
+    arr = np.asarray(ids)
+    scores, after = gemma.score_with_next(arr[:-1], np.arange(len(ids) - 1), arr[1:], ids[-1], 3, (1.0,))
+    alone = gemma.score(arr[:-1], np.arange(len(ids) - 1), arr[1:], 3, (1.0,))
+    np.testing.assert_array_equal(scores.logprob, alone.logprob)  # reading one more token leaves the pass as it was
+    np.testing.assert_allclose(one["logprobs"]["token_logprobs"][1:-1], alone.logprob, atol=TOLERANCE, rtol=0)
+    assert one["logprobs"]["tokens"][-1] == gemma.token_bytes(int(after.greedy_id[0])).decode()
+    assert one["logprobs"]["token_logprobs"][-1] == pytest.approx(float(after.topk_logprobs[0, 0]), abs=TOLERANCE)
     greedy = client.post("/v1/completions", json={"prompt": ids, "max_tokens": 6, "temperature": 0, "logprobs": 1}).json()["choices"][0]
     expected = gemma.generate(np.asarray(ids), 6)
     assert greedy["text"] == b"".join(gemma.token_bytes(t) for t in expected).decode()
@@ -179,13 +186,13 @@ def test_a_full_queue_is_429_and_clears(served):
     assert started.wait(60)  # the worker is busy
     fillers = [model.worker.submit(CallJob(lambda scorer: None)) for _ in range(8)]  # the queue is full
     try:
-        r = client.post("/v1/completions", json={"prompt": "Hello", "max_tokens": 0})
+        r = client.post("/v1/completions", json={"prompt": "Hello", "max_tokens": 0, "echo": True, "logprobs": 1})
         assert r.status_code == 429 and "--max-queue" in r.json()["error"]["message"]
     finally:
         release.set()
     for f in fillers:
         f.result(timeout=60)
-    assert client.post("/v1/completions", json={"prompt": "Hello", "max_tokens": 0}).status_code == 200
+    assert client.post("/v1/completions", json={"prompt": "Hello", "max_tokens": 0, "echo": True, "logprobs": 1}).status_code == 200
 
 
 def test_serve_refuses_bad_settings():

@@ -245,6 +245,25 @@ class LlamaCppScorer(ScorerBase):
                 done += n_out
         return BlockScores.concat(parts)
 
+    def score_with_next(
+        self,
+        input_ids: np.ndarray,
+        output_positions: np.ndarray,
+        target_ids: np.ndarray,
+        next_id: int,
+        top_k: int,
+        temperatures: tuple[float, ...],
+    ) -> tuple[BlockScores, BlockScores]:
+        """`score`, then `next_id` decoded alone after the pass's tokens (still in the KV cache),
+        so the pass is the same decode as `score`'s and the one more token costs one token."""
+        self.prepare(len(input_ids) + 1)  # before `score`: growing the context would drop its cache
+        scores = self.score(input_ids, output_positions, target_ids, top_k, temperatures)
+        position = np.array([len(input_ids)])
+        for _ in self._decode(self._ctx, self._batch, np.array([next_id]), position, np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int8)):
+            pass
+        after = score_block(self._logits(self._ctx, 1), np.array([0]), max(top_k, 1), temperatures)
+        return scores, after
+
     def score_batch(self, passes: Sequence[PassInput], top_k: int, temperatures: tuple[float, ...]) -> list[BlockScores]:
         """Score several passes, packed as sequences of one decode stream (up to MAX_PACK_SEQS
         passes and `pack_tokens` tokens at a time); a pass that fills a stream alone runs as `score`."""

@@ -71,7 +71,7 @@ def create_app(model: ServedModel) -> FastAPI:
     async def detokenize(request: DetokenizeRequest) -> dict:
         model.check_model(request.model)
         model.check_ids(request.tokens, "tokens", 0)
-        return {"prompt": model.text(request.tokens)}
+        return {"prompt": model.text_with_specials(request.tokens)}
 
     @app.get("/tokenizer_info")
     async def tokenizer_info() -> dict:

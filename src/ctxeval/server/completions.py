@@ -2,13 +2,15 @@
 
 Prompt log-probabilities come from one scoring pass per prompt, computed by the backend's
 exact full-vocabulary scorer (so `rank` is exact however far down the vocabulary a token is):
-the pass reads the prompt's first n - 1 tokens and scores tokens 2..n, as `ctxeval score`
-scores a window. The first token has no log-probability (null), as in OpenAI's format.
+the pass reads the prompt's first n - 1 tokens and scores tokens 2..n, exactly as `ctxeval
+score` scores a window. The first token has no log-probability (null), as in OpenAI's format.
 
 One greedy token (`max_tokens: 1`, `temperature: 0`, what lm-eval's loglikelihood requests
-ask for) is read from the same pass, which then also reads the n-th token and scores the
-position after it; longer or sampled completions run the backend's generation (one token per
-decode), and their log-probabilities are scored on that same kernel path (`score_stepwise`).
+ask for) is read after that same pass: the n-th token is decoded alone after it
+(`score_with_next`), so the prompt's numbers stay those of `ctxeval score` (llama.cpp rounds a
+row differently when the batch around it has another length). Longer or sampled completions
+run the backend's generation (one token per decode), and their log-probabilities are scored on
+that same kernel path (`score_stepwise`).
 """
 
 from __future__ import annotations
@@ -58,24 +60,26 @@ async def complete(request: CompletionRequest, model: ServedModel) -> dict:
     if n_new > 0 and not one_step and not model.scorer.capabilities.generation:
         raise ApiError(400, f"max_tokens: {model.info.name} cannot generate more than one greedy token (temperature 0) on this backend", "max_tokens")
 
-    scores: list[BlockScores | None] = [None] * len(ids_list)
-    passes, owners = [], []
+    scores: list[tuple[BlockScores | None, BlockScores | None]] = [(None, None)] * len(ids_list)
+    passes, next_ids, owners = [], [], []
     for i, ids in enumerate(ids_list):
-        pass_ = _pass(ids, one_step, want_prompt)
+        pass_, next_id = _pass(ids, one_step, want_prompt)
         if pass_ is not None:
             passes.append(pass_)
+            next_ids.append(next_id)
             owners.append(i)
     if passes:
         top_k = max(k, request.prompt_logprobs or 0, 1 if one_step else 0)
-        for i, s in zip(owners, await model.run(ScoreJob(passes, top_k))):
-            scores[i] = s
+        for i, (s, after), next_id in zip(owners, await model.run(ScoreJob(passes, next_ids, top_k)), next_ids):
+            # a one-token prompt has no prompt scores: its pass's only row is the next token
+            scores[i] = (s, after) if next_id is not None or not one_step else (None, s)
 
     choices, completion_tokens = [], 0
-    for index, (prompt, ids, s) in enumerate(zip(prompts, ids_list, scores)):
+    for index, (prompt, ids, (s, after)) in enumerate(zip(prompts, ids_list, scores)):
         if n_new == 0:
             generated = Generated([], "length")
         elif one_step:
-            generated = _next_token(s, len(ids), k, model)
+            generated = _next_token(after, k, model)
         else:
             generated = await generate_tokens(model, ids, n_new, temperature, request.seed, k if request.logprobs is not None else None)
         generated = cut_at_stop(generated, request.stop, model)
@@ -100,23 +104,23 @@ def _prompts(prompt) -> list:
 
 
 def _pass(ids: list[int], one_step: bool, want_prompt: bool):
-    """The scoring pass a prompt needs (module docstring), or None."""
+    """The scoring pass a prompt needs (module docstring) and the token to read after it, or None."""
     arr = np.asarray(ids, dtype=np.int64)
-    if one_step:  # the last row scores a placeholder; its alternatives give the next token
-        return arr, np.arange(len(arr)), np.append(arr[1:], 0)
-    if want_prompt and len(arr) > 1:
-        return arr[:-1], np.arange(len(arr) - 1), arr[1:]
-    return None
+    if len(arr) > 1 and (one_step or want_prompt):
+        return (arr[:-1], np.arange(len(arr) - 1), arr[1:]), int(arr[-1]) if one_step else None
+    if one_step:  # a one-token prompt: one row after it, its target a placeholder
+        return (arr, np.array([0]), np.array([0])), None
+    return None, None
 
 
 def _row(s: BlockScores, i: int, target: int, k: int) -> Token:
     return Token(target, float(s.logprob[i]), int(s.rank[i]), [(int(a), float(b)) for a, b in zip(s.topk_ids[i, :k], s.topk_logprobs[i, :k])])
 
 
-def _next_token(s: BlockScores, n: int, k: int, model: ServedModel) -> Generated:
-    """The greedy token after the prompt, from the pass's last row."""
-    token = int(s.greedy_id[n - 1])
-    row = Token(token, float(s.topk_logprobs[n - 1, 0]), 1, [(int(a), float(b)) for a, b in zip(s.topk_ids[n - 1, :k], s.topk_logprobs[n - 1, :k])])
+def _next_token(after: BlockScores, k: int, model: ServedModel) -> Generated:
+    """The greedy token after the prompt, from the one row read after it."""
+    token = int(after.greedy_id[0])
+    row = Token(token, float(after.topk_logprobs[0, 0]), 1, [(int(a), float(b)) for a, b in zip(after.topk_ids[0, :k], after.topk_logprobs[0, :k])])
     return Generated([row], "stop" if token == model.special.eos_id else "length")
 
 

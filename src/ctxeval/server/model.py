@@ -72,7 +72,15 @@ class ServedModel:
         return self.piece(token_id).decode("utf-8", errors="ignore")
 
     def text(self, ids: list[int]) -> str:
+        """The text of `ids` as running text (special tokens are empty)."""
         return b"".join(self.piece(t) for t in ids).decode("utf-8", errors="replace")
+
+    def text_with_specials(self, ids: list[int]) -> str:
+        """The text of `ids` with BOS and EOS written out (`<bos>`), as a Hugging Face tokenizer
+        decodes them: tokenized again as a string prompt, it gives the same ids back, so a client
+        that detokenizes a window beginning with BOS (lm-eval's untokenized requests) sends BOS."""
+        written = {self.special.bos_id: self.special.bos_text, self.special.eos_id: self.special.eos_text}
+        return b"".join(written[t].encode() if written.get(t) else self.piece(t) for t in ids).decode("utf-8", errors="replace")
 
     def offsets(self, ids: list[int], start: int = 0) -> list[int]:
         """Character offset of each token in the decoded text (a token that completes a

@@ -25,9 +25,12 @@ class QueueFull(Exception):
 
 @dataclass
 class ScoreJob:
-    """Passes of one request, scored with at least `top_k` alternatives per row."""
+    """Passes of one request, scored with at least `top_k` alternatives per row; a pass with a
+    `next_ids` entry also reads that token after it (`score_with_next`). The result: per pass,
+    (scores, the distribution after the next token or None)."""
 
     passes: list[PassInput]
+    next_ids: list[int | None]
     top_k: int
     future: Future = field(default_factory=Future)
 
@@ -102,9 +105,15 @@ class ModelWorker:
 
     def _score(self, group: list[ScoreJob]) -> None:
         top_k = max(j.top_k for j in group)
-        passes = [p for j in group for p in j.passes]
+        items = [(p, n) for j in group for p, n in zip(j.passes, j.next_ids)]
         try:
-            scores = self.scorer.score_batch(passes, top_k, (1.0,))
+            plain = [i for i, (_, n) in enumerate(items) if n is None]
+            scores: list = [None] * len(items)
+            for i, s in zip(plain, self.scorer.score_batch([items[i][0] for i in plain], top_k, (1.0,)) if plain else []):
+                scores[i] = (s, None)
+            for i, (p, n) in enumerate(items):
+                if n is not None:
+                    scores[i] = self.scorer.score_with_next(*p, n, top_k, (1.0,))
             self.batches += 1
         except Exception as exc:  # noqa: BLE001 - it reaches the request; in a group, each job is retried alone
             if len(group) == 1:
