@@ -204,18 +204,21 @@ class OpenAIScorer(ScorerBase):
         choice = _first_choice(self.client.post("/v1/completions", payload))
         logprobs = choice.get("logprobs") or {}
         prompt_logprobs = choice.get("prompt_logprobs")
+        # the echo holds the prompt's tokens and one generated token; a server that echoes the
+        # BOS it added (vLLM, `ctxeval serve`) has one token before the text, llama-cpp-python none
         tokens = logprobs.get("tokens") or []
+        lead = 1 if self.info.uses_bos and len(tokens) == len(full) + 2 else 0
         expected = [p.decode("utf-8", errors="ignore") for p in pieces]
-        if tokens[: len(full)] != expected:
-            raise RequestFailed(f"the server tokenized a window differently from ctxeval's tokenizer (first difference at token {_first_difference(tokens, expected)})")
+        if tokens[lead : lead + len(full)] != expected:
+            raise RequestFailed(f"the server tokenized a window differently from ctxeval's tokenizer (first difference at token {_first_difference(tokens[lead:], expected)})")
         out = []
         for t in targets:
-            lp = logprobs["token_logprobs"][t]
-            top = logprobs["top_logprobs"][t]
+            lp = logprobs["token_logprobs"][lead + t]
+            top = logprobs["top_logprobs"][lead + t]
             if lp is None or top is None:
                 raise RequestFailed(f"no log-probability returned for prompt token {t}")
             comparison = _compare(float(lp), list(top.values()), self.options.top_logprobs, int(t), int(t))
-            comparison.rank = _exact_rank(prompt_logprobs, int(t), int(full[t])) or comparison.rank
+            comparison.rank = _exact_rank(prompt_logprobs, lead + int(t), int(full[t])) or comparison.rank
             out.append(comparison)
         return out
 
