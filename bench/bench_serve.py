@@ -1,7 +1,8 @@
 """Tokens/s of one perplexity task three ways, in one run: `ctxeval score` locally, lm-eval's
 `local-completions` through `ctxeval serve` (token-id requests), and lm-eval through
 llama-cpp-python's server (the path `ctxeval serve` replaced; text requests, as token ids are
-refused there), and whether the log-likelihoods agree.
+refused there, with the GGUF's tokenizer converted by transformers), and whether the
+log-likelihoods agree.
 
 Documents: the paragraphs of the WikiText-2 test head in tests/fixtures (lm-eval task
 `loglikelihood_rolling`, written to a temporary folder with its JSON-lines data; offline).
@@ -46,12 +47,24 @@ def write_task(root: Path, name: str, docs: list[str]) -> None:
     )
 
 
-def lm_eval(url: str, task: str, root: Path, max_length: int, tokenized: bool) -> tuple[float, list[float], dict]:
+def gguf_tokenizer(root: Path) -> Path:
+    """The embedded GGUF's tokenizer as a Hugging Face tokenizer folder (transformers reads GGUF
+    offline), for lm-eval's text requests to a server with no /tokenize route."""
+    from transformers import AutoTokenizer
+
+    from ctxeval.backends.model_files import embedded_model_path
+
+    path = embedded_model_path()
+    AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name).save_pretrained(root / "tokenizer")
+    return root / "tokenizer"
+
+
+def lm_eval(url: str, task: str, root: Path, max_length: int, tokenizer: dict) -> tuple[float, list[float], dict]:
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    args = {"base_url": f"{url}/v1/completions", "model": "gemma-3-270m", "tokenized_requests": tokenized, "max_length": max_length,
-            "batch_size": 8, "num_concurrent": 1, "tokenizer_backend": "remote" if tokenized else "none", "timeout": 3600}
+    args = {"base_url": f"{url}/v1/completions", "model": "gemma-3-270m", "max_length": max_length,
+            "batch_size": 8, "num_concurrent": 1, "timeout": 3600, **tokenizer}
     start = time.perf_counter()
     result = simple_evaluate(model="local-completions", model_args=args, tasks=[task], task_manager=TaskManager(include_path=str(root)),
                              log_samples=True, bootstrap_iters=0)
@@ -115,13 +128,14 @@ def main() -> None:
 
         proc, url = spawn_server(n_ctx=args.max_length + 8, n_threads=args.threads, wait_s=600)
         try:
-            serve_s, serve_ll, serve_metrics = lm_eval(url, "bench_rolling", root, args.max_length, tokenized=True)
+            serve_s, serve_ll, serve_metrics = lm_eval(url, "bench_rolling", root, args.max_length, {"tokenizer_backend": "remote"})
         finally:
             proc.terminate()
             proc.wait(timeout=60)
         proc, url = start_llama_cpp_server(args.threads, args.max_length + 8)
         try:
-            old_s, old_ll, old_metrics = lm_eval(url, "bench_rolling_old", root, args.max_length, tokenized=False)
+            hf_tokenizer = {"tokenizer_backend": "huggingface", "tokenizer": str(gguf_tokenizer(root)), "tokenized_requests": False}
+            old_s, old_ll, old_metrics = lm_eval(url, "bench_rolling_old", root, args.max_length, hf_tokenizer)
         finally:
             proc.terminate()
             proc.wait(timeout=60)

@@ -121,7 +121,7 @@ def test_generation_path_first_step_equals_prompt_scoring(server, direct, tmp_pa
     gen, ref = result.records, direct[0].records
     assert len(gen) == 4 and list(gen.context_len) == [4, 5, 6, 7]
     # a reference outside the returned top-20 has no log-probability on this path
-    assert gen.logprob.isna().tolist() == ref["rank"].isna().tolist()
+    assert gen.logprob.isna().tolist() == (ref["rank"] > 20).tolist()
     # the same contexts, but evaluated in other batch shapes (a 5-7 token prompt batch, or a
     # one-token decode for a reused step) than the 9-token echo batch: llama.cpp's CPU kernels for
     # such tiny batches round differently, hence GENERATION_TOLERANCE

@@ -70,7 +70,7 @@ def create_app(model: ServedModel) -> FastAPI:
     @app.post("/detokenize")
     async def detokenize(request: DetokenizeRequest) -> dict:
         model.check_model(request.model)
-        model.check_ids(request.tokens, "tokens", 0)
+        model.check_vocab(request.tokens, "tokens")
         return {"prompt": model.text_with_specials(request.tokens)}
 
     @app.get("/tokenizer_info")
@@ -88,7 +88,7 @@ def create_app(model: ServedModel) -> FastAPI:
     @app.post("/extras/detokenize")
     async def extras_detokenize(request: DetokenizeRequest) -> dict:
         model.check_model(request.model)
-        model.check_ids(request.tokens, "tokens", 0)
+        model.check_vocab(request.tokens, "tokens")
         return {"text": model.text(request.tokens)}
 
     return Guard(app, settings.max_body_bytes, settings.api_key)

@@ -42,11 +42,15 @@ class ServedModel:
         if value is not None and value > self.settings.max_logprobs:
             raise ApiError(400, f"{field}: at most {self.settings.max_logprobs} alternatives per token (got {value}; see --max-logprobs)", field)
 
-    def check_ids(self, ids: list[int], field: str, n_new: int) -> None:
+    def check_vocab(self, ids: list[int], field: str) -> None:
         vocab = self.info.vocab_size
         bad = next((t for t in ids if t >= vocab), None)
         if bad is not None:
             raise ApiError(400, f"{field}: token id {bad} is outside the vocabulary ({vocab} tokens)", field)
+
+    def check_ids(self, ids: list[int], field: str, n_new: int) -> None:
+        """Ids the model can read: in its vocabulary, and with `n_new` more within --n-ctx."""
+        self.check_vocab(ids, field)
         if len(ids) + n_new > self.settings.n_ctx:
             raise ApiError(400, f"{field}: {len(ids)} prompt tokens + {n_new} to generate exceed this server's context of {self.settings.n_ctx} tokens (--n-ctx)", field)
 

@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from ctxeval.backends.base import PassInput, Scorer
 
 
+_STOP = object()  # queued by `stop`: the worker ends after the jobs before it
+
+
 class QueueFull(Exception):
     """More requests are waiting than the server accepts (answered 429)."""
 
@@ -54,8 +57,7 @@ class ModelWorker:
         self.scorer = scorer
         self._queue: queue.Queue = queue.Queue(maxsize=max_queue)
         self._batch_tokens = batch_tokens
-        self._held: ScoreJob | CallJob | None = None
-        self.batches = 0  # score_batch calls made (for /health)
+        self._held: list = []  # a job taken while grouping that must run next
         self._thread = threading.Thread(target=self._run, name="ctxeval-model", daemon=True)
         self._thread.start()
 
@@ -72,19 +74,18 @@ class ModelWorker:
         return self._queue.qsize()
 
     def stop(self) -> None:
-        self._queue.put(None)
+        self._queue.put(_STOP)
         self._thread.join(timeout=60)
 
     def _next(self, block: bool):
-        if self._held is not None:
-            job, self._held = self._held, None
-            return job
+        if self._held:
+            return self._held.pop()
         return self._queue.get() if block else self._queue.get_nowait()
 
     def _run(self) -> None:
         while True:
             job = self._next(block=True)
-            if job is None:
+            if job is _STOP:
                 return
             if isinstance(job, CallJob):
                 _settle(job.future, lambda: job.call(self.scorer))
@@ -97,7 +98,7 @@ class ModelWorker:
                 except queue.Empty:
                     break
                 if not isinstance(more, ScoreJob) or tokens + more.n_tokens > self._batch_tokens:
-                    self._held = more  # runs next, in arrival order
+                    self._held.append(more)  # runs next, in arrival order
                     break
                 group.append(more)
                 tokens += more.n_tokens
@@ -114,7 +115,6 @@ class ModelWorker:
             for i, (p, n) in enumerate(items):
                 if n is not None:
                     scores[i] = self.scorer.score_with_next(*p, n, top_k, (1.0,))
-            self.batches += 1
         except Exception as exc:  # noqa: BLE001 - it reaches the request; in a group, each job is retried alone
             if len(group) == 1:
                 group[0].future.set_exception(exc)
