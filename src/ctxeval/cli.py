@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -559,20 +558,11 @@ def serve(
     """Serve a model behind an OpenAI-compatible API scored by ctxeval's own exact scorers: prompt
     log-probabilities with exact ranks (echo, vLLM's prompt_logprobs), token-id prompts (lm-eval's
     local-completions); use it with --model openai:NAME --base-url (docs/serve.md)."""
-    from ctxeval.server.settings import ServerSettings
-
-    api_key = None
-    if api_key_env is not None:
-        api_key = os.environ.get(api_key_env)
-        if not api_key:
-            raise UserError(f"--api-key-env {api_key_env}: that environment variable is not set")
-    if chat_template is not None and not chat_template.is_file():
-        raise UserError(f"--chat-template: file not found: {chat_template}")
-    api.serve(ServerSettings(
-        model=model, host=host, port=port, served_names=tuple(served_name or ()), n_ctx=n_ctx, n_threads=threads, device=device,
-        dtype=dtype, string_bos=string_bos, api_key=api_key, max_queue=max_queue, max_body_bytes=max_body_bytes,
-        max_logprobs=max_logprobs, batch_tokens=batch_tokens, chat_template=chat_template.read_text(encoding="utf-8") if chat_template else None,
-    ))
+    api.serve(
+        model, host=host, port=port, served_names=tuple(served_name or ()), n_ctx=n_ctx, n_threads=threads, device=device,
+        dtype=dtype, string_bos=string_bos, api_key_env=api_key_env, max_queue=max_queue, max_body_bytes=max_body_bytes,
+        max_logprobs=max_logprobs, batch_tokens=batch_tokens, chat_template=chat_template,
+    )
 
 
 def main() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.errors import UserError
@@ -45,3 +47,20 @@ class ServerSettings:
             raise UserError(f"--max-logprobs must be >= 0, got {self.max_logprobs}")
         if self.string_bos not in STRING_BOS:
             raise UserError(f"--string-bos must be one of {', '.join(STRING_BOS)}, got {self.string_bos!r}")
+
+
+def server_settings(model: str, chat_template: str | Path | None, api_key_env: str | None, **options) -> ServerSettings:
+    """Settings from command-line values: the chat template read from its file, the API key from
+    its environment variable (a key never appears on a command line)."""
+    template = None
+    if chat_template is not None:
+        path = Path(chat_template)
+        if not path.is_file():
+            raise UserError(f"--chat-template: file not found: {path}")
+        template = path.read_text(encoding="utf-8")
+    api_key = None
+    if api_key_env is not None:
+        api_key = os.environ.get(api_key_env)
+        if not api_key:
+            raise UserError(f"--api-key-env {api_key_env}: that environment variable is not set")
+    return ServerSettings(model=model, chat_template=template, api_key=api_key, **options)
