@@ -59,7 +59,7 @@ def gguf_tokenizer(root: Path) -> Path:
     return root / "tokenizer"
 
 
-def lm_eval(url: str, task: str, root: Path, max_length: int, tokenizer: dict) -> tuple[float, list[float], dict]:
+def lm_eval(url: str, task: str, root: Path, max_length: int, tokenizer: dict) -> tuple[float, list[float]]:
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
@@ -70,7 +70,7 @@ def lm_eval(url: str, task: str, root: Path, max_length: int, tokenizer: dict) -
                              log_samples=True, bootstrap_iters=0)
     seconds = time.perf_counter() - start
     lls = [float(s["resps"][0][0]) for s in sorted(result["samples"][task], key=lambda s: s["doc_id"])]
-    return seconds, lls, result["results"][task]
+    return seconds, lls
 
 
 def start_llama_cpp_server(threads: int, n_ctx: int) -> tuple[subprocess.Popen, str]:
@@ -128,14 +128,14 @@ def main() -> None:
 
         proc, url = spawn_server(n_ctx=args.max_length + 8, n_threads=args.threads, wait_s=600)
         try:
-            serve_s, serve_ll, serve_metrics = lm_eval(url, "bench_rolling", root, args.max_length, {"tokenizer_backend": "remote"})
+            serve_s, serve_ll = lm_eval(url, "bench_rolling", root, args.max_length, {"tokenizer_backend": "remote"})
         finally:
             proc.terminate()
             proc.wait(timeout=60)
         proc, url = start_llama_cpp_server(args.threads, args.max_length + 8)
         try:
             hf_tokenizer = {"tokenizer_backend": "huggingface", "tokenizer": str(gguf_tokenizer(root)), "tokenized_requests": False}
-            old_s, old_ll, old_metrics = lm_eval(url, "bench_rolling_old", root, args.max_length, hf_tokenizer)
+            old_s, old_ll = lm_eval(url, "bench_rolling_old", root, args.max_length, hf_tokenizer)
         finally:
             proc.terminate()
             proc.wait(timeout=60)
@@ -150,7 +150,6 @@ def main() -> None:
     print(f"| ctxeval score (local) | {n_tokens} | {local_s:.1f} | {local_tps:.1f} | 1.00x | 0 |")
     print(f"| lm-eval local-completions -> ctxeval serve (token ids) | {n_tokens} | {serve_s:.1f} | {n_tokens / serve_s:.1f} | {n_tokens / serve_s / local_tps:.2f}x | {delta:.1e} |")
     print(f"| lm-eval local-completions -> llama-cpp-python server (text) | {n_old} | {old_s:.1f} | {n_old / old_s:.1f} | {n_old / old_s / local_tps:.2f}x | {old_delta:.2f} |")
-    print(f"\nword perplexity: ctxeval serve {serve_metrics.get('word_perplexity,none'):.2f}; llama-cpp-python (first documents) {old_metrics.get('word_perplexity,none'):.2f}")
 
 
 if __name__ == "__main__":

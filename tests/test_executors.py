@@ -131,8 +131,7 @@ def test_openai_passes_dealt_over_two_servers_give_the_one_server_records(two_se
     def options(urls: list[str]) -> OpenAIOptions:
         return OpenAIOptions(base_url=urls[0], fanout=tuple(urls[1:]), mode="prompt", tokenizer="gemma-3-270m", cache=None, concurrency=1)
 
-    # 4 requests of at most 12 tokens: llama-cpp-python's server sorts the whole vocabulary in
-    # Python for every echoed token (about 0.3 s a token here)
+    # 4 requests of at most 12 tokens
     args = {"models": ["openai:gemma-3-270m"], "lengths": (4, 8), "n_compare": 4, "repeats": 2, "context_mode": "approx"}
     api.sweep(**args, out=tmp_path / "one", openai=options(two_servers[:1]))
     api.sweep(**args, out=tmp_path / "two", openai=options(two_servers))
