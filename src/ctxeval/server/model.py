@@ -51,6 +51,8 @@ class ServedModel:
     def check_ids(self, ids: list[int], field: str, n_new: int) -> None:
         """Ids the model can read: in its vocabulary, and with `n_new` more within --n-ctx."""
         self.check_vocab(ids, field)
+        if not ids:
+            raise ApiError(400, f"{field}: no tokens to read (an empty string with --string-bos none)", field)
         if len(ids) + n_new > self.settings.n_ctx:
             raise ApiError(400, f"{field}: {len(ids)} prompt tokens + {n_new} to generate exceed this server's context of {self.settings.n_ctx} tokens (--n-ctx)", field)
 
