@@ -201,3 +201,43 @@ def test_serve_refuses_bad_settings():
     assert result.returncode == 2 and result.stderr.strip() == "ctxeval: error: --string-bos must be one of model, none, got 'always'"
     result = run_cli("serve", "openai:gpt-4o")
     assert result.returncode == 2 and "scores with a local model" in result.stderr
+
+
+def test_hf_backend_served_with_concurrent_requests_batched(tmp_path):
+    """A tiny transformers model behind the server: 6 clients at once, their equal-length
+    prompts grouped into `score_batch` (one forward), each answer equal to scoring it alone."""
+    pytest.importorskip("torch")
+    from ctxeval.backends.hf import HFScorer
+    from ctxeval.data.texts import load_text
+    from tests.hf_tiny import tiny_llama_dir
+
+    text = load_text("demo").content
+    scorer = HFScorer(tiny_llama_dir(tmp_path / "tiny", text[:20000]), "tiny")
+    ids = scorer.tokenize(text[:4000])
+    prompts = [[scorer.info.bos_id, *ids[i * 40 : i * 40 + 39]] for i in range(6)]  # 40 tokens each
+    batch_sizes = []
+    score_batch = scorer.score_batch
+    scorer.score_batch = lambda passes, *args: batch_sizes.append(len(passes)) or score_batch(passes, *args)
+    with serve_in_thread(ServerSettings(model="tiny", n_ctx=256), scorer) as (url, model):
+        started, release = threading.Event(), threading.Event()
+        model.worker.submit(CallJob(lambda s: started.set() or release.wait(60)))
+        assert started.wait(60)  # the worker is busy while all six requests queue up
+
+        def ask(p: list[int]) -> dict:
+            body = {"prompt": p, "max_tokens": 1, "temperature": 0, "echo": True, "logprobs": 1, "prompt_logprobs": 0}
+            return httpx.post(url + "/v1/completions", json=body, timeout=600).json()["choices"][0]
+
+        with ThreadPoolExecutor(6) as pool:
+            futures = [pool.submit(ask, p) for p in prompts]
+            while model.worker.waiting < 6:
+                threading.Event().wait(0.05)
+            release.set()
+            answers = [f.result() for f in futures]
+        refused = httpx.post(url + "/v1/completions", json={"prompt": prompts[0], "max_tokens": 4, "temperature": 0}, timeout=60)
+        assert refused.status_code == 400 and refused.json()["error"]["param"] == "max_tokens"  # hf cannot generate
+    assert batch_sizes[0] == 6  # one call, one [6, 40] forward
+    for p, answer in zip(prompts, answers):
+        arr = np.asarray(p)
+        alone = scorer.score(arr[:-1], np.arange(len(p) - 1), arr[1:], 1, (1.0,))
+        np.testing.assert_allclose(answer["logprobs"]["token_logprobs"][1:-1], alone.logprob, atol=TOLERANCE, rtol=0)
+        assert [e[str(t)]["rank"] for e, t in zip(answer["prompt_logprobs"][1:], p[1:])] == alone.rank.tolist()

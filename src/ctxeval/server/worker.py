@@ -16,7 +16,10 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ctxeval.backends.base import PassInput, Scorer
+from ctxeval.backends.logits import BlockScores
 
 
 _STOP = object()  # queued by `stop`: the worker ends after the jobs before it
@@ -108,13 +111,7 @@ class ModelWorker:
         top_k = max(j.top_k for j in group)
         items = [(p, n) for j in group for p, n in zip(j.passes, j.next_ids)]
         try:
-            plain = [i for i, (_, n) in enumerate(items) if n is None]
-            scores: list = [None] * len(items)
-            for i, s in zip(plain, self.scorer.score_batch([items[i][0] for i in plain], top_k, (1.0,)) if plain else []):
-                scores[i] = (s, None)
-            for i, (p, n) in enumerate(items):
-                if n is not None:
-                    scores[i] = self.scorer.score_with_next(*p, n, top_k, (1.0,))
+            scores = self._score_items(items, top_k)
         except Exception as exc:  # noqa: BLE001 - it reaches the request; in a group, each job is retried alone
             if len(group) == 1:
                 group[0].future.set_exception(exc)
@@ -126,6 +123,35 @@ class ModelWorker:
         for j in group:
             j.future.set_result(scores[start : start + len(j.passes)])
             start += len(j.passes)
+
+
+    def _score_items(self, items: list[tuple[PassInput, int | None]], top_k: int) -> list[tuple[BlockScores, BlockScores | None]]:
+        """(scores, distribution after the next token) per pass. A scorer that batches reads the
+        next token inside the pass (one more input token, one more row), so the group stays one
+        `score_batch`; llama.cpp reads it after the pass (`score_with_next`), which keeps the
+        pass's batch shape, and with it `ctxeval score`'s numbers."""
+        batched = [i for i, (_, n) in enumerate(items) if n is None or self.scorer.batches]
+        passes = [_with_next(*items[i]) for i in batched]
+        scores: list = [None] * len(items)
+        for i, s in zip(batched, self.scorer.score_batch(passes, top_k, (1.0,)) if passes else []):
+            scores[i] = (s, None) if items[i][1] is None else _split_last(s)
+        for i, (p, n) in enumerate(items):
+            if scores[i] is None:
+                scores[i] = self.scorer.score_with_next(*p, n, top_k, (1.0,))
+        return scores
+
+
+def _with_next(p: PassInput, next_id: int | None) -> PassInput:
+    """The pass with `next_id` read after its input and one more row (a placeholder target 0)."""
+    if next_id is None:
+        return p
+    input_ids, positions, targets = p
+    return np.append(input_ids, next_id), np.append(positions, len(input_ids)), np.append(targets, 0)
+
+
+def _split_last(s: BlockScores) -> tuple[BlockScores, BlockScores]:
+    fields = BlockScores.__dataclass_fields__
+    return BlockScores(*(getattr(s, f)[:-1] for f in fields)), BlockScores(*(getattr(s, f)[-1:] for f in fields))
 
 
 def _settle(future: Future, compute: Callable[[], object]) -> None:
