@@ -5,7 +5,8 @@ of tokens it returns, so ranks beyond k are unknown (`None` in the records) and 
 scores are exact only for cutoffs <= k (see docs/openai.md). Three paths:
 
 - `prompt`: /v1/completions with `echo` and `logprobs`: the log-probability and top-k of
-  every prompt token, so every target of a window in one request. Exact log-probabilities.
+  every prompt token, so every target of a window in one request. Exact log-probabilities;
+  exact ranks too where the server returns vLLM's `prompt_logprobs` (vLLM, `ctxeval serve`).
 - `generate` / `chat`: the thesis protocol for APIs that only score *generated* tokens
   (/v1/completions without echo, or /v1/chat/completions with a system prompt): send the
   context, ask for up to `gen_tokens` tokens with top-k log-probabilities; generated step j
