@@ -50,7 +50,7 @@ def _amx_build(llama_cpp) -> bool:
 
 
 def load_llama_without_amx_buffers(llama_cpp) -> None:
-    """Make models loaded through `llama_cpp.Llama` (the server of `ctxeval serve`, the naive
+    """Make models loaded through `llama_cpp.Llama` (llama-cpp-python's server in bench/bench_serve.py, the naive
     peer of bench/bench_scoring.py) skip extra buffer types on AMX builds, as this backend does."""
     if not _amx_build(llama_cpp):
         return
