@@ -24,7 +24,7 @@ from pathlib import Path
 
 
 from ctxeval import api
-from ctxeval.serve import spawn_server
+from ctxeval.server.launch import spawn_server
 from ctxeval.backends.openai_options import OpenAIOptions
 
 
@@ -39,7 +39,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # `kill` still stops the server (finally)
-    proc, url = spawn_server(n_ctx=512, n_threads=2)
+    template = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "gemma3-chat-template.jinja"
+    proc, url = spawn_server(n_ctx=512, n_threads=2, args=("--served-model-name", "gemma", "--chat-template", str(template)))
     print(f"temperature {args.temperature}, gen_tokens {args.gen_tokens or args.n_compare}, n_c {args.n_compare}")
     print("| path | L | protocol | requests | comparisons | requests per 30 comparisons | reference in top-20 | seconds |")
     print("|---|---:|---|---:|---:|---:|---:|---:|", flush=True)

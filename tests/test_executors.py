@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from ctxeval.serve import spawn_server
+from ctxeval.server.launch import spawn_server
 from ctxeval import api
 from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.errors import UserError
@@ -131,8 +131,7 @@ def test_openai_passes_dealt_over_two_servers_give_the_one_server_records(two_se
     def options(urls: list[str]) -> OpenAIOptions:
         return OpenAIOptions(base_url=urls[0], fanout=tuple(urls[1:]), mode="prompt", tokenizer="gemma-3-270m", cache=None, concurrency=1)
 
-    # 4 requests of at most 12 tokens: llama-cpp-python's server sorts the whole vocabulary in
-    # Python for every echoed token (about 0.3 s a token here)
+    # 4 requests of at most 12 tokens
     args = {"models": ["openai:gemma-3-270m"], "lengths": (4, 8), "n_compare": 4, "repeats": 2, "context_mode": "approx"}
     api.sweep(**args, out=tmp_path / "one", openai=options(two_servers[:1]))
     api.sweep(**args, out=tmp_path / "two", openai=options(two_servers))
@@ -177,7 +176,7 @@ def test_cli_refuses_ray_options_without_ray_executor():
 def test_serve_refuses_a_model_it_cannot_serve():
     result = run_cli("serve", "model.bin", "--port", "8000")
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == ["ctxeval: error: ctxeval serve runs GGUF models only: gemma-3-270m or a .gguf path, not 'model.bin'"]
+    assert result.stderr.strip().splitlines() == ["ctxeval: error: unknown model 'model.bin': use gemma-3-270m or a path to a .gguf file (see `ctxeval models`)"]
 
 
 def test_more_servers_do_not_change_what_decides_records():

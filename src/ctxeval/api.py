@@ -32,6 +32,7 @@ from ctxeval.qa.methods import parse_methods
 from ctxeval.explorer import DEFAULT_TOP_K_SHOWN, write_report as write_html_report
 from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, resolve_minima, window_table, write_report
 from ctxeval.report.outputs import RunResult, compute, load_run, write_outputs
+from ctxeval.server.settings import server_settings
 from ctxeval.report.summary import window_metrics
 from ctxeval.report.tables import markdown_tables
 from ctxeval.report.trends import metric_names, trend_table, variance_table, write_trends
@@ -467,12 +468,14 @@ def meta_eval(dataset: str, methods: str | Sequence[str] = ("pplqa", "gptscore",
     return Report(result, markdown_table(result))
 
 
-def serve(model: str = DEFAULT_MODEL, host: str = "127.0.0.1", port: int = 8000, n_ctx: int = 4096, n_threads: int | None = None) -> None:
-    """Serve a GGUF model as an OpenAI-compatible server that computes exactly as the llamacpp
-    backend (ctxeval.serve), until interrupted; imported on demand (it needs the server extra)."""
-    from ctxeval.serve import serve as run_server
+def serve(model: str = DEFAULT_MODEL, *, chat_template: str | Path | None = None, api_key_env: str | None = None, **options: Any) -> None:
+    """Serve `model` behind ctxeval's OpenAI-compatible scoring server until interrupted
+    (docs/serve.md). `options` are `ctxeval.server.settings.ServerSettings` fields (host, port,
+    n_ctx, ...); `chat_template` is a Jinja file, `api_key_env` the environment variable holding
+    the API key. Imported on demand (it needs the server extra)."""
+    from ctxeval.server.launch import serve as run_server
 
-    run_server(model, host, port, n_ctx, n_threads)
+    run_server(server_settings(model, chat_template, api_key_env, **options))
 
 
 def _methods(methods: str | Sequence[str]) -> tuple[str, ...]:

@@ -543,15 +543,30 @@ def pplqa(
 
 @app.command()
 def serve(
-    model: Annotated[str, typer.Argument(help=f"{DEFAULT_MODEL} (embedded default) or a .gguf path.")] = DEFAULT_MODEL,
+    model: Annotated[str, typer.Argument(help=f"{DEFAULT_MODEL} (embedded default), a .gguf path, hf:{DEFAULT_MODEL} or hf:DIR.")] = DEFAULT_MODEL,
     port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
     host: Annotated[str, typer.Option("--host", help="Interface to listen on (0.0.0.0: every interface, for a fleet).")] = "127.0.0.1",
-    n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context size in tokens (the longest request it can evaluate).")] = 4096,
+    n_ctx: Annotated[int, typer.Option("--n-ctx", help="Longest request in tokens (prompt + completion); longer ones are refused with 400.")] = 4096,
     threads: ThreadsOpt = None,
+    device: DeviceOpt = None,
+    dtype: DtypeOpt = None,
+    served_name: Annotated[Optional[list[str]], typer.Option("--served-model-name", help="A name clients give as `model` (repeatable; default: the MODEL argument). Other names get 404.")] = None,
+    string_bos: Annotated[str, typer.Option("--string-bos", help="What precedes a string prompt's tokens: model (BOS when the model's tokenizer adds one) or none. Token-id prompts are always used verbatim.")] = "model",
+    api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="Environment variable holding an API key that every request must send (Authorization: Bearer KEY).")] = None,
+    max_queue: Annotated[int, typer.Option("--max-queue", help="Requests that may wait for the model; one more is answered 429.")] = 64,
+    max_body_bytes: Annotated[int, typer.Option("--max-body-bytes", help="Largest request body; a larger one is answered 413.")] = 8 << 20,
+    max_logprobs: Annotated[int, typer.Option("--max-logprobs", help="Largest logprobs / prompt_logprobs / top_logprobs a request may ask for.")] = 20,
+    batch_tokens: Annotated[int, typer.Option("--batch-tokens", help="Waiting requests scored together in one batch, up to this many tokens.")] = 8192,
+    chat_template: Annotated[Optional[Path], typer.Option("--chat-template", help="Jinja chat template for /v1/chat/completions when the model has none (or to replace its own).")] = None,
 ) -> None:
-    """Serve a GGUF model as an OpenAI-compatible server computing exactly as ctxeval's llamacpp backend
-    (an empty KV cache per request, flash attention off); use it with --model openai:NAME --base-url."""
-    api.serve(model, host, port, n_ctx, threads)
+    """Serve a model behind an OpenAI-compatible API scored by ctxeval's own exact scorers: prompt
+    log-probabilities with exact ranks (echo, vLLM's prompt_logprobs), token-id prompts (lm-eval's
+    local-completions); use it with --model openai:NAME --base-url (docs/serve.md)."""
+    api.serve(
+        model, host=host, port=port, served_names=tuple(served_name or ()), n_ctx=n_ctx, n_threads=threads, device=device,
+        dtype=dtype, string_bos=string_bos, api_key_env=api_key_env, max_queue=max_queue, max_body_bytes=max_body_bytes,
+        max_logprobs=max_logprobs, batch_tokens=batch_tokens, chat_template=chat_template,
+    )
 
 
 def main() -> None:

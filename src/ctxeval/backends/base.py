@@ -44,6 +44,18 @@ class ModelInfo:
 PassInput = tuple[np.ndarray, np.ndarray, np.ndarray]  # input ids, output positions, target ids
 
 
+@dataclass(frozen=True)
+class SpecialTokens:
+    """The tokenizer's special tokens and chat template, as a server describes them to clients
+    (vLLM's /tokenizer_info: lm-eval finds its prefix token from `bos_text`)."""
+
+    bos_id: int | None
+    bos_text: str | None
+    eos_id: int | None
+    eos_text: str | None
+    chat_template: str | None
+
+
 class ScorerBase(ABC):
     """The backend contract: every backend subclasses it. `tokenize`, `token_bytes` and `score`
     are required; every optional method has a default here or fails with a clear "this backend
@@ -85,6 +97,25 @@ class ScorerBase(ABC):
         runs equal-length passes together)."""
         return [self.score(*p, top_k, temperatures) for p in passes]
 
+    def score_with_next(
+        self,
+        input_ids: np.ndarray,
+        output_positions: np.ndarray,
+        target_ids: np.ndarray,
+        next_id: int,
+        top_k: int,
+        temperatures: tuple[float, ...],
+    ) -> tuple[BlockScores, BlockScores]:
+        """`score` of the pass, then the distribution after `input_ids + [next_id]` (one row, its
+        target a placeholder 0: read its greedy token and top-k). The pass's scores are exactly
+        `score`'s, whatever the next token costs (a server answering "echo the prompt's scores
+        and one more token"). By default a second pass; a backend may read the one more token
+        after the pass it has just decoded."""
+        scores = self.score(input_ids, output_positions, target_ids, top_k, temperatures)
+        full = np.append(np.asarray(input_ids), next_id)
+        after = self.score(full, np.array([len(full) - 1]), np.array([0]), max(top_k, 1), temperatures)
+        return scores, after
+
     def score_thesis(
         self,
         input_ids: np.ndarray,
@@ -99,9 +130,19 @@ class ScorerBase(ABC):
         thesis's context schedule; n_c comparisons, or n_c requests if `exhaustive`."""
         raise UserError(f"{self.info.name}: this backend cannot run the thesis API protocol (an openai: model in generate or chat mode can)")
 
-    def generate(self, input_ids: np.ndarray, max_new_tokens: int) -> list[int]:
-        """Greedy continuation of `input_ids` (Capabilities.generation)."""
+    def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = 0.0, seed: int | None = None) -> list[int]:
+        """Continuation of `input_ids` (Capabilities.generation): greedy at temperature 0, else
+        sampled from the distribution at `temperature` with `seed`."""
         raise UserError(f"{self.info.name}: this backend cannot generate text")
+
+    def tokenize_with_specials(self, text: str) -> list[int]:
+        """Token ids of `text` where special-token strings (`<bos>`, `<start_of_turn>`) are those
+        tokens, as chat templates and Hugging Face tokenizers read them; no BOS added."""
+        raise UserError(f"{self.info.name}: this backend has no tokenizer of special tokens")
+
+    def special_tokens(self) -> SpecialTokens:
+        """BOS, EOS and the chat template of the model's tokenizer."""
+        raise UserError(f"{self.info.name}: this backend does not describe its special tokens")
 
     def score_stepwise(
         self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...]

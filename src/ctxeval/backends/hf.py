@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ctxeval.backends import head_memory
-from ctxeval.backends.base import Capabilities, ModelInfo, PassInput, ScorerBase
+from ctxeval.backends.base import Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens
 from ctxeval.backends.logits import BlockScores, score_block
 from ctxeval.backends.logits_torch import score_block_device
 from ctxeval.backends.model_files import file_sha256
@@ -143,6 +143,13 @@ class HFScorer(ScorerBase):
 
     def token_bytes(self, token_id: int) -> bytes:
         return self._piece(int(token_id))
+
+    def tokenize_with_specials(self, text: str) -> list[int]:
+        return self._tok(text, add_special_tokens=False)["input_ids"]
+
+    def special_tokens(self) -> SpecialTokens:
+        tok = self._tok
+        return SpecialTokens(tok.bos_token_id, tok.bos_token, tok.eos_token_id, tok.eos_token, tok.chat_template)
 
     # --- inference -------------------------------------------------------------------------
     def score(

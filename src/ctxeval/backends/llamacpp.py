@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ctxeval.backends.base import Capabilities, ModelInfo, PassInput, ScorerBase
+from ctxeval.backends.base import Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens
 from ctxeval.backends.logits import BlockScores, score_block
 from ctxeval.backends.model_files import file_sha256
 from ctxeval.errors import UserError
@@ -50,7 +50,7 @@ def _amx_build(llama_cpp) -> bool:
 
 
 def load_llama_without_amx_buffers(llama_cpp) -> None:
-    """Make models loaded through `llama_cpp.Llama` (the server of `ctxeval serve`, the naive
+    """Make models loaded through `llama_cpp.Llama` (llama-cpp-python's server in bench/bench_serve.py, the naive
     peer of bench/bench_scoring.py) skip extra buffer types on AMX builds, as this backend does."""
     if not _amx_build(llama_cpp):
         return
@@ -140,6 +140,27 @@ class LlamaCppScorer(ScorerBase):
                 return buf.raw[:n]
             size = -n
 
+    def tokenize_with_specials(self, text: str) -> list[int]:
+        return self._vocab_model.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+
+    def special_tokens(self) -> SpecialTokens:
+        lib, vocab = self._lib, self._vocab
+        bos, eos = int(lib.llama_vocab_bos(vocab)), int(lib.llama_vocab_eos(vocab))
+        template = self._vocab_model.metadata().get("tokenizer.chat_template")
+        return SpecialTokens(
+            bos_id=bos if bos >= 0 else None,
+            bos_text=self._special_text(bos) if bos >= 0 else None,
+            eos_id=eos if eos >= 0 else None,
+            eos_text=self._special_text(eos) if eos >= 0 else None,
+            chat_template=template,
+        )
+
+    def _special_text(self, token_id: int) -> str:
+        """A special token as text (`<bos>`), not the empty piece it is in running text."""
+        buf = ctypes.create_string_buffer(256)
+        n = self._lib.llama_token_to_piece(self._vocab, token_id, buf, 256, 0, True)
+        return buf.raw[: max(n, 0)].decode("utf-8", errors="replace")
+
     # --- inference -------------------------------------------------------------------------
     def prepare(self, max_input_len: int) -> None:
         """Create (or grow) the inference context for inputs of up to `max_input_len` tokens."""
@@ -224,6 +245,25 @@ class LlamaCppScorer(ScorerBase):
                 done += n_out
         return BlockScores.concat(parts)
 
+    def score_with_next(
+        self,
+        input_ids: np.ndarray,
+        output_positions: np.ndarray,
+        target_ids: np.ndarray,
+        next_id: int,
+        top_k: int,
+        temperatures: tuple[float, ...],
+    ) -> tuple[BlockScores, BlockScores]:
+        """`score`, then `next_id` decoded alone after the pass's tokens (still in the KV cache),
+        so the pass is the same decode as `score`'s and the one more token costs one token."""
+        self.prepare(len(input_ids) + 1)  # before `score`: growing the context would drop its cache
+        scores = self.score(input_ids, output_positions, target_ids, top_k, temperatures)
+        position = np.array([len(input_ids)])
+        for _ in self._decode(self._ctx, self._batch, np.array([next_id]), position, np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int8)):
+            pass
+        after = score_block(self._logits(self._ctx, 1), np.array([0]), max(top_k, 1), temperatures)
+        return scores, after
+
     def score_batch(self, passes: Sequence[PassInput], top_k: int, temperatures: tuple[float, ...]) -> list[BlockScores]:
         """Score several passes, packed as sequences of one decode stream (up to MAX_PACK_SEQS
         passes and `pack_tokens` tokens at a time); a pass that fills a stream alone runs as `score`."""
@@ -264,19 +304,21 @@ class LlamaCppScorer(ScorerBase):
         bounds = np.cumsum([0] + [len(p[2]) for p in passes])
         return [BlockScores(*(getattr(scores, f)[a:b] for f in BlockScores.__dataclass_fields__)) for a, b in zip(bounds[:-1], bounds[1:])]
 
-    def generate(self, input_ids: np.ndarray, max_new_tokens: int) -> list[int]:
-        """Greedy continuation of `input_ids` (argmax at every step, ties to the lowest id).
+    def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = 0.0, seed: int | None = None) -> list[int]:
+        """Continuation of `input_ids`: at temperature 0 the argmax at every step (ties to the
+        lowest id), else a draw from softmax(logits / temperature) with a generator seeded by `seed`.
 
         Decodes the input afresh, then one token per step; stops after `max_new_tokens` or at
         the end-of-generation token.
         """
         if max_new_tokens < 1:
             return []
+        rng = np.random.default_rng(seed)
         feed = self._step_decoder(len(input_ids) + max_new_tokens)
         logits = feed(np.asarray(input_ids))
         generated: list[int] = []
         while True:
-            token = int(np.argmax(logits[0]))
+            token = int(np.argmax(logits[0])) if temperature <= 0 else _draw(logits[0], temperature, rng)
             generated.append(token)
             if len(generated) >= max_new_tokens or self._lib.llama_vocab_is_eog(self._vocab, token):
                 return generated
@@ -363,3 +405,10 @@ class LlamaCppScorer(ScorerBase):
         if self._model is not None:
             self._model.close()
         self._model = None
+
+
+def _draw(logits: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
+    """One token drawn from softmax(logits / temperature), computed in float64."""
+    z = logits.astype(np.float64) / temperature
+    p = np.exp(z - z.max())
+    return int(rng.choice(len(p), p=p / p.sum()))

@@ -5,7 +5,8 @@ of tokens it returns, so ranks beyond k are unknown (`None` in the records) and 
 scores are exact only for cutoffs <= k (see docs/openai.md). Three paths:
 
 - `prompt`: /v1/completions with `echo` and `logprobs`: the log-probability and top-k of
-  every prompt token, so every target of a window in one request. Exact log-probabilities.
+  every prompt token, so every target of a window in one request. Exact log-probabilities;
+  exact ranks too where the server returns vLLM's `prompt_logprobs` (vLLM, `ctxeval serve`).
 - `generate` / `chat`: the thesis protocol for APIs that only score *generated* tokens
   (/v1/completions without echo, or /v1/chat/completions with a system prompt): send the
   context, ask for up to `gen_tokens` tokens with top-k log-probabilities; generated step j
@@ -103,7 +104,7 @@ class OpenAIScorer(ScorerBase):
                 "api": options.identity(),
                 "tokenizer": vocab.details.get("tokenizer_source", vocab.path),
                 "tokenizer_sha256": vocab.sha256,
-                "ranks": f"known only within the top-{options.top_logprobs} returned by the API; null beyond",
+                "ranks": f"exact where the server returns vLLM's prompt_logprobs ranks (prompt path); otherwise known only within the top-{options.top_logprobs} returned by the API, null beyond",
                 "ids": "greedy_id and topk_ids are -1: the API returns token strings, not ids",
             },
         )
@@ -197,21 +198,31 @@ class OpenAIScorer(ScorerBase):
         if targets[0] == 0:
             raise UserError("the prompt-scoring path cannot score a window's first token (the API returns no log-probability for it); use --method fixed --head skip, or a sweep")
         pieces = [self.token_bytes(int(t)) for t in full]
-        payload = {"model": self.model, "prompt": _decode(pieces), "max_tokens": 1, "echo": True, "logprobs": self.options.top_logprobs, "temperature": 0}
-        logprobs = _first_choice(self.client.post("/v1/completions", payload)).get("logprobs") or {}
+        # prompt_logprobs: vLLM's extension (also `ctxeval serve`), whose entries carry each prompt
+        # token's exact rank over the whole vocabulary; other servers ignore it
+        payload = {"model": self.model, "prompt": _decode(pieces), "max_tokens": 1, "echo": True, "logprobs": self.options.top_logprobs,
+                   "prompt_logprobs": self.options.top_logprobs, "temperature": 0}
+        choice = _first_choice(self.client.post("/v1/completions", payload))
+        logprobs = choice.get("logprobs") or {}
+        prompt_logprobs = choice.get("prompt_logprobs")
+        # the echo holds the prompt's tokens and one generated token; a server that echoes the
+        # BOS it added (vLLM, `ctxeval serve`) has one token before the text, llama-cpp-python none
         tokens = logprobs.get("tokens") or []
+        lead = 1 if self.info.uses_bos and len(tokens) == len(full) + 2 else 0
         expected = [p.decode("utf-8", errors="ignore") for p in pieces]
-        if tokens[: len(full)] != expected:
-            raise RequestFailed(f"the server tokenized a window differently from ctxeval's tokenizer (first difference at token {_first_difference(tokens, expected)})")
+        if tokens[lead : lead + len(full)] != expected:
+            raise RequestFailed(f"the server tokenized a window differently from ctxeval's tokenizer (first difference at token {_first_difference(tokens[lead:], expected)})")
         out = []
         for t in targets:
-            lp = logprobs["token_logprobs"][t]
-            top = logprobs["top_logprobs"][t]
+            lp = logprobs["token_logprobs"][lead + t]
+            top = logprobs["top_logprobs"][lead + t]
             if lp is None or top is None:
                 raise RequestFailed(f"no log-probability returned for prompt token {t}")
-            others = [float(v) for s, v in top.items() if s != tokens[t]]  # the prompt token's own entry is added by the server
+            others = [float(v) for s, v in top.items() if s != tokens[lead + t]]  # the prompt token's own entry is added by the server
             ranking, inside = _ranking(float(lp), others, self.options.top_logprobs)
-            out.append(_compare(float(lp), ranking, inside, int(t), int(t)))
+            comparison = _compare(float(lp), ranking, inside, int(t), int(t))
+            comparison.rank = _exact_rank(prompt_logprobs, lead + int(t), int(full[t])) or comparison.rank
+            out.append(comparison)
         return out
 
     # --- generation protocol ---------------------------------------------------------------
@@ -285,6 +296,16 @@ class OpenAIScorer(ScorerBase):
         except RequestFailed:
             pass
         return "chat"
+
+
+def _exact_rank(prompt_logprobs, position: int, token_id: int) -> int | None:
+    """The rank vLLM's `prompt_logprobs` gives prompt token `position` (its entry is keyed by the
+    token's id), or None when the server sent none."""
+    if not isinstance(prompt_logprobs, list) or position >= len(prompt_logprobs) or not isinstance(prompt_logprobs[position], dict):
+        return None
+    entry = prompt_logprobs[position].get(str(token_id))
+    rank = entry.get("rank") if isinstance(entry, dict) else None
+    return int(rank) if isinstance(rank, int) and rank >= 1 else None
 
 
 def _check_temperatures(temperatures: tuple[float, ...]) -> None:
