@@ -191,3 +191,70 @@ def test_model_options_parse_and_refuse_bad_values():
     ):
         with pytest.raises(UserError, match=message):
             LlamaCppOptions.parse(split_spec(spec)[1], spec)
+
+
+# --- the whole command on tiny random-weight transformers models (no GGUF) ---------------------
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from ctxeval.data.texts import load_text
+    from tests.hf_tiny import tiny_llama_dir
+
+    root, text = tmp_path_factory.mktemp("tiny"), load_text("demo").content[:20000]
+    return {
+        "a": tiny_llama_dir(root / "a", text, seed=0, max_positions=256),
+        "b": tiny_llama_dir(root / "b", text, seed=1, max_positions=256),  # same tokenizer, other weights
+        "other_vocab": tiny_llama_dir(root / "c", text, vocab_size=600),
+    }
+
+
+def test_hf_pair_records_match_the_models_own_float64_softmax(tmp_path, tiny):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from ctxeval import api
+    from ctxeval.data.texts import load_text
+    from ctxeval.diff.run import DIFF_FILE
+
+    result = api.diff(f"hf:{tiny['a']}", f"hf:{tiny['b']}", ["demo"], window=64, stride=32, max_tokens=200, reverse=True, block_rows=7,
+                      out=tmp_path / "d", bootstrap=api.Bootstrap(replicates=200))
+    rec = pd.read_parquet(tmp_path / "d" / DIFF_FILE)
+    assert rec.target_pos.tolist() == list(range(200)) and (rec.kl > 0).all() and (rec.kl_reverse > 0).all()
+    from transformers import AutoTokenizer
+
+    ids = AutoTokenizer.from_pretrained(str(tiny["a"]))(load_text("demo").content, add_special_tokens=False)["input_ids"]
+    first = rec[rec.pass_index == 0]  # the first window: BOS + tokens 0..62 predict tokens 0..63
+    inputs = torch.as_tensor([[AutoTokenizer.from_pretrained(str(tiny["a"])).bos_token_id, *ids[:63]]])
+    log_probs = []
+    for name in ("a", "b"):
+        with torch.inference_mode():
+            logits = AutoModelForCausalLM.from_pretrained(str(tiny[name])).eval()(input_ids=inputs).logits[0].double()
+        log_probs.append(torch.log_softmax(logits, dim=1).numpy())
+    a, b = log_probs
+    np.testing.assert_allclose(first.kl, (np.exp(a) * (a - b)).sum(axis=1), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(first.kl_reverse, (np.exp(b) * (b - a)).sum(axis=1), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(first.ref_logprob, a[np.arange(64), ids[:64]], rtol=0, atol=1e-5)
+    np.testing.assert_array_equal(first.same_top1, a.argmax(axis=1) == b.argmax(axis=1))
+    assert result.report["summary"]["all"]["tokens"] == 200
+
+
+def test_hf_dtype_option_names_the_candidate_and_gives_nonnegative_kl(tmp_path, tiny):
+    from ctxeval import api
+
+    result = api.diff(f"hf:{tiny['a']}", f"hf:{tiny['a']}?dtype=bfloat16", ["demo"], window=32, max_tokens=64, out=tmp_path / "d",
+                      bootstrap=api.Bootstrap(replicates=200))
+    assert result.report["cand"]["name"] == f"hf:{tiny['a']}?dtype=bfloat16"
+    rec = pd.read_parquet(tmp_path / "d" / "diff_records.parquet")
+    assert (rec.kl >= 0).all() and rec.kl.max() > 0
+
+
+def test_hf_refusals_are_one_line_exit_code_2(tmp_path, tiny):
+    from tests.conftest import run_cli
+
+    for cand, window, message in ((f"hf:{tiny['other_vocab']}", "32", "different vocabularies"),
+                                  (f"hf:{tiny['b']}", "300", "training context of 256"),
+                                  (f"hf:{tiny['b']}?type_k=q8_0", "32", "unknown model option 'type_k'")):
+        r = run_cli("diff", f"hf:{tiny['a']}", cand, "demo", "--window", window, "--quiet", "--out", str(tmp_path / "x"))
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and message in r.stderr, r.stderr
+

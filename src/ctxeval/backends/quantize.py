@@ -4,6 +4,7 @@ quantized candidate for `ctxeval diff` needs no second download."""
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 from pathlib import Path
 
@@ -20,6 +21,7 @@ def requantize(source: Path, target: Path, file_type: str, n_threads: int | None
     requantized from their dequantized values, so the result carries both roundings."""
     import llama_cpp
 
+    logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)  # a line per tensor otherwise
     if file_type not in FILE_TYPES:
         raise UserError(f"unknown file type {file_type!r}; choose one of {', '.join(FILE_TYPES)}")
     params = llama_cpp.llama_model_quantize_default_params()
