@@ -258,3 +258,21 @@ def test_hf_refusals_are_one_line_exit_code_2(tmp_path, tiny):
         r = run_cli("diff", f"hf:{tiny['a']}", cand, "demo", "--window", window, "--quiet", "--out", str(tmp_path / "x"))
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and message in r.stderr, r.stderr
 
+
+
+def test_key_tokens_of_a_context_gain_run_restrict_the_summary(tmp_path, tiny):
+    from ctxeval import api
+    from ctxeval.probes.context_gain import gain_table
+    from ctxeval.records import read_records
+
+    gain = api.context_gain(["demo"], models=[f"hf:{tiny['a']}"], window=64, short=8, max_tokens=192, alpha=0.0, beta=-6.0, replicates=200, out=tmp_path / "g")
+    table = gain_table(read_records(gain.run_dir), "hf:a", "demo")
+    expected = set(table.loc[(table.gain > 0.0) & (table.logprob_long > -6.0), "target_pos"])
+    assert 0 < len(expected) < len(table)
+    result = api.diff(f"hf:{tiny['a']}", f"hf:{tiny['b']}", ["demo"], window=64, max_tokens=192, key_tokens=gain.run_dir,
+                      out=tmp_path / "d", bootstrap=api.Bootstrap(replicates=200))
+    key = result.report["summary"]["key_tokens"]
+    assert key["evaluator"] == "hf:a" and key["tokens"] == len(expected) == key["all"]["tokens"]
+    rec = pd.read_parquet(tmp_path / "d" / "diff_records.parquet")
+    assert key["all"]["kl"]["mean"] == pytest.approx(rec[rec.target_pos.isin(expected)].kl.mean(), rel=1e-12)
+    assert "Key tokens of" in result.markdown

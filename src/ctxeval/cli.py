@@ -286,6 +286,7 @@ def diff(
     replicates: Annotated[int, typer.Option("--replicates", help="Bootstrap replicates.")] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (and --sample's).")] = 0,
     block_rows: Annotated[int, typer.Option("--block-rows", help="Logit rows per block of each model (memory: 2 x rows x vocab floats).")] = 128,
+    key_tokens: Annotated[Optional[Path], typer.Option("--key-tokens", help="A finished context-gain run over the same texts: also summarise over its evaluator's key tokens.")] = None,
     out: OutOpt = None,
     threads: ThreadsOpt = None,
     quiet: QuietOpt = False,
@@ -305,7 +306,7 @@ def diff(
         ref, cand, text, window, stride=stride, max_tokens=max_tokens, top_k=top_k, reverse=reverse_kl,
         buckets=_ints(buckets, "--buckets") if buckets else None, out=out, progress=not quiet, n_threads=threads,
         profile=profile, max_kl=max_kl, min_same_top=min_same_top, min_windows=min_windows, min_tokens=min_tokens,
-        bootstrap=api.Bootstrap(replicates, seed), block_rows=block_rows,
+        bootstrap=api.Bootstrap(replicates, seed), block_rows=block_rows, key_tokens=key_tokens,
         corpus=_corpus_options(glob, text_field, id_field, max_docs, sample, seed, skip_bad),
         executor=_executor(executor, workers, address, threads_per_worker, 0.0),
     )

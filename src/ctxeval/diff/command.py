@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 
 from ctxeval.backends.registry import refuse_api_models
 from ctxeval.data.corpus import CorpusOptions, open_corpus
+from ctxeval.diff.keytokens import key_token_mask
 from ctxeval.diff.report import gate, write_report
 from ctxeval.diff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, run_diff
 from ctxeval.diff.summary import Bootstrap, bucket_edges, summarize
@@ -53,10 +54,14 @@ def diff(
     min_tokens: int | None = None,
     bootstrap: Bootstrap = Bootstrap(),
     block_rows: int = DEFAULT_BLOCK_ROWS,
+    key_tokens: str | Path | None = None,
     corpus: CorpusOptions = CorpusOptions(),
     executor: ExecutorOptions | None = None,
 ) -> DiffResult:
-    """Compare CAND's next-token distributions with REF's on the same windows of `texts`."""
+    """Compare CAND's next-token distributions with REF's on the same windows of `texts`.
+
+    `key_tokens`: a finished context-gain run over the same texts; the summaries are also given
+    over its evaluator's key tokens (by character span)."""
     refuse_api_models([ref, cand], "diff", "the full next-token distribution")
     if window < 2:
         raise UserError(f"--window must be at least 2, got {window}")
@@ -84,6 +89,9 @@ def diff(
     manifest = run_diff(config, loaded, run_dir, progress, n_threads, executor)
     records = pq.read_table(run_dir / DIFF_FILE).to_pandas()
     summary = summarize(records, edges, bootstrap)
+    if key_tokens is not None:
+        mask, picked = key_token_mask(records, manifest.texts or [], Path(key_tokens))
+        summary["key_tokens"] = picked | (summarize(records[mask], edges, bootstrap) if mask.any() else {})
     failures = gate(summary, profile, max_kl, min_same_top, min_windows, min_tokens)
     ref_entry, cand_entry = manifest.models
     report = {

@@ -53,19 +53,13 @@ def render_markdown(report: dict) -> str:
         f"KL(P_ref ‖ P_cand) in nats over the full vocabulary; same-top = both argmaxes agree; "
         f"PPL ratio = CAND/REF (paper 001); Δp = P_cand(target) − P_ref(target).",
         "",
-        "| context | tokens | mean KL | CI | median | p99 | p99.9 | max | same top-1 % | CI | PPL ratio | CI | mean Δp | top-k overlap |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|",
+        *_table([report["summary"]["all"], *report["summary"]["buckets"]]),
     ]
-    for cell in [report["summary"]["all"], *report["summary"]["buckets"]]:
-        if not cell["tokens"]:
-            lines.append(f"| {cell['bucket']} | 0 | | | | | | | | | | | | |")
-            continue
-        kl, same, ratio = cell["kl"], cell["same_top1"], cell["ppl_ratio"]
-        lines.append(
-            f"| {cell['bucket']} | {cell['tokens']} | {kl['mean']:.5f} | [{kl['ci'][0]:.5f}, {kl['ci'][1]:.5f}] | {kl['p50']:.5f} | {kl['p99']:.4f} | "
-            f"{kl['p99_9']:.4f} | {kl['max']:.4f} | {same['percent']:.2f} | [{same['ci'][0]:.2f}, {same['ci'][1]:.2f}] | {ratio['ratio']:.4f} | "
-            f"[{ratio['display_ci'][0]:.4f}, {ratio['display_ci'][1]:.4f}] | {cell['delta_p']['mean']:+.5f} | {cell['topk_overlap']:.3f} |"
-        )
+    key = report["summary"].get("key_tokens")
+    if key is not None:
+        lines += ["", f"Key tokens of `{key['run']}` (evaluator `{key['evaluator']}`: gain > {key['alpha']:g} nats and log p_long > {key['beta']:g}): {key['tokens']} tokens."]
+        if key["tokens"]:
+            lines += ["", *_table([key["all"], *key["buckets"]])]
     overall = report["summary"]["all"]
     lines += ["", f"PPL REF {overall['ppl_ratio']['ppl_ref']:.3f}, CAND {overall['ppl_ratio']['ppl_cand']:.3f}; "
               f"{overall['windows']} windows of {overall['documents']} documents; intervals resample {overall['resampling_unit']}s."]
@@ -78,3 +72,21 @@ def render_markdown(report: dict) -> str:
     elif gates["profile"] != "dev" or gates["max_kl"] is not None or gates["min_same_top"] is not None:
         lines.append(f"Gates ({gates['profile']}) passed.")
     return "\n".join(lines) + "\n"
+
+
+def _table(cells: list[dict]) -> list[str]:
+    lines = [
+        "| context | tokens | mean KL | CI | median | p99 | p99.9 | max | same top-1 % | CI | PPL ratio | CI | mean Δp | top-k overlap |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|",
+    ]
+    for cell in cells:
+        if not cell["tokens"]:
+            lines.append(f"| {cell['bucket']} | 0 | | | | | | | | | | | | |")
+            continue
+        kl, same, ratio = cell["kl"], cell["same_top1"], cell["ppl_ratio"]
+        lines.append(
+            f"| {cell['bucket']} | {cell['tokens']} | {kl['mean']:.5f} | [{kl['ci'][0]:.5f}, {kl['ci'][1]:.5f}] | {kl['p50']:.5f} | {kl['p99']:.4f} | "
+            f"{kl['p99_9']:.4f} | {kl['max']:.4f} | {same['percent']:.2f} | [{same['ci'][0]:.2f}, {same['ci'][1]:.2f}] | {ratio['ratio']:.4f} | "
+            f"[{ratio['display_ci'][0]:.4f}, {ratio['display_ci'][1]:.4f}] | {cell['delta_p']['mean']:+.5f} | {cell['topk_overlap']:.3f} |"
+        )
+    return lines
