@@ -45,8 +45,8 @@ def windows(scorer, text_path: Path, n_tokens: int, window: int) -> list:
 
 def run_side(side: str, cand: str, text_path: Path, n_tokens: int, window: int) -> dict:
     from ctxeval.backends.registry import load_scorer
-    from ctxeval.diff.pair import DiffTask, ModelPair
-    from ctxeval.diff.run import DEFAULT_BLOCK_ROWS
+    from ctxeval.modeldiff.pair import DiffTask, ModelPair
+    from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS
 
     ref = load_scorer("gemma-3-270m")
     items = windows(ref, text_path, n_tokens, window)

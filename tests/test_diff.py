@@ -11,10 +11,10 @@ from scipy.special import log_softmax
 
 from ctxeval.backends.logits import score_block
 from ctxeval.backends.model_options import LlamaCppOptions, split_spec
-from ctxeval.diff.divergence import compare_block
-from ctxeval.diff.pair import lockstep
-from ctxeval.diff.report import gate, render_markdown
-from ctxeval.diff.summary import Bootstrap, bucket_edges, percentiles, summarize
+from ctxeval.modeldiff.divergence import compare_block
+from ctxeval.modeldiff.pair import lockstep
+from ctxeval.modeldiff.report import gate, render_markdown
+from ctxeval.modeldiff.summary import Bootstrap, bucket_edges, percentiles, summarize
 from ctxeval.errors import UserError
 
 
@@ -215,7 +215,7 @@ def test_hf_pair_records_match_the_models_own_float64_softmax(tmp_path, tiny):
 
     from ctxeval import api
     from ctxeval.data.texts import load_text
-    from ctxeval.diff.run import DIFF_FILE
+    from ctxeval.modeldiff.run import DIFF_FILE
 
     result = api.diff(f"hf:{tiny['a']}", f"hf:{tiny['b']}", ["demo"], window=64, stride=32, max_tokens=200, reverse=True, block_rows=7,
                       out=tmp_path / "d", bootstrap=api.Bootstrap(replicates=200))

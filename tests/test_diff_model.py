@@ -20,7 +20,7 @@ from ctxeval.backends.model_files import embedded_model_path
 from ctxeval.backends.quantize import requantize
 from ctxeval.backends.registry import load_scorer
 from ctxeval.data.texts import DEMO_TEXT_NAME, load_text
-from ctxeval.diff.run import DIFF_FILE
+from ctxeval.modeldiff.run import DIFF_FILE
 from ctxeval.records import STOP_AFTER_PASSES_ENV
 from tests.conftest import run_cli
 

@@ -16,8 +16,8 @@ from ctxeval.backends.registry import ModelEntry, list_models, refuse_api_models
 from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
 from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
-from ctxeval.diff.command import DiffResult, diff
-from ctxeval.diff.summary import Bootstrap
+from ctxeval.modeldiff.command import DiffResult, diff
+from ctxeval.modeldiff.summary import Bootstrap
 from ctxeval.errors import UserError
 from ctxeval.executors import ExecutorOptions
 from ctxeval.metrics.rank import alpha_key

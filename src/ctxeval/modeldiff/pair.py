@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ctxeval.backends.base import ScorerBase
-from ctxeval.diff.divergence import DiffScores, compare_block
+from ctxeval.modeldiff.divergence import DiffScores, compare_block
 from ctxeval.executors.spec import ScorerSpec
 from ctxeval.executors.work import WorkItem
 

@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 
 from ctxeval.backends.registry import refuse_api_models
 from ctxeval.data.corpus import CorpusOptions, open_corpus
-from ctxeval.diff.keytokens import key_token_mask
-from ctxeval.diff.report import gate, write_report
-from ctxeval.diff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, run_diff
-from ctxeval.diff.summary import Bootstrap, bucket_edges, summarize
+from ctxeval.modeldiff.keytokens import key_token_mask
+from ctxeval.modeldiff.report import gate, write_report
+from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, run_diff
+from ctxeval.modeldiff.summary import Bootstrap, bucket_edges, summarize
 from ctxeval.errors import UserError
 from ctxeval.executors import ExecutorOptions
 from ctxeval.report.compare import PROFILES

@@ -20,8 +20,8 @@ import pyarrow as pa
 from ctxeval import windows
 from ctxeval.config import config_id
 from ctxeval.data.corpus import Corpus
-from ctxeval.diff.divergence import DiffScores
-from ctxeval.diff.pair import DiffTask, ModelPair, PairSpec
+from ctxeval.modeldiff.divergence import DiffScores
+from ctxeval.modeldiff.pair import DiffTask, ModelPair, PairSpec
 from ctxeval.errors import UserError
 from ctxeval.executors import ExecutorOptions, ScorerSpec, Work, open_executor
 from ctxeval.executors.work import Job, one_per_unit, work_item
