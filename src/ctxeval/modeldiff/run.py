@@ -150,8 +150,9 @@ def check_pair(pair: ModelPair, window: int) -> str:
 def _compare_passes(config: DiffConfig, pair: ModelPair, spec: PairSpec, docs: list[TokenizedText], plan: list[list[windows.Pass]],
                     run_dir: Path, runner, progress: bool) -> None:
     done = done_passes(run_dir, DIFF_RECORDS)
-    total = sum(p.n_targets for per in plan for p in per)
-    already = sum(p.n_targets for i, p in enumerate(p for per in plan for p in per) if i in done)
+    flat = [p for per in plan for p in per]
+    total = sum(p.n_targets for p in flat)
+    already = sum(p.n_targets for i, p in enumerate(flat) if i in done)
     sink = RowSink(run_dir, DIFF_SCHEMA)
     task = DiffTask(config.top_k, config.reverse, config.block_rows)
     work = Work(task, one_per_unit(_jobs(docs, plan, done)), lambda job: work_item(pair.ref.info, job[1], job[2]), lambda job: job[2].n_input)
