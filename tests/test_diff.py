@@ -244,7 +244,7 @@ def test_hf_dtype_option_names_the_candidate_and_gives_nonnegative_kl(tmp_path, 
 
     result = api.diff(f"hf:{tiny['a']}", f"hf:{tiny['a']}?dtype=bfloat16", ["demo"], window=32, max_tokens=64, out=tmp_path / "d",
                       bootstrap=api.Bootstrap(replicates=200))
-    assert result.report["cand"]["name"] == f"hf:{tiny['a']}?dtype=bfloat16"
+    assert result.report["cand"]["name"] == "hf:a?dtype=bfloat16"
     rec = pd.read_parquet(tmp_path / "d" / "diff_records.parquet")
     assert (rec.kl >= 0).all() and rec.kl.max() > 0
 

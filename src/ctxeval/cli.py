@@ -312,7 +312,8 @@ def diff(
     )
     if not quiet:
         typer.echo(result.markdown)
-    typer.echo(f"report: {result.run_dir / 'diff.json'}, {result.run_dir / 'diff.md'}")
+    files = result.files()
+    typer.echo(f"records: {files['records']}; report: {files['report']}, {files['markdown']}")
     if result.failures:
         for failure in result.failures:
             print(f"ctxeval: {profile} gate failed: {failure}", file=sys.stderr)

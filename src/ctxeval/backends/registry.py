@@ -72,8 +72,8 @@ def load_scorer(spec: str, n_threads: int | None = None, device: str | None = No
         base, options = split_spec(spec)
         options = hf_options(options, spec)
         scorer = _load_hf(base[3:], n_threads, options.get("device", device), options.get("dtype", dtype))
-        if options:
-            scorer.info = replace(scorer.info, name=spec)
+        if options:  # named apart from the same model without them, as llama.cpp models are
+            scorer.info = replace(scorer.info, name=scorer.info.name + spec[len(base):])
         return scorer
     if device is not None or dtype is not None:
         raise UserError(f"--device and --dtype apply to hf: models only, not {spec}")
