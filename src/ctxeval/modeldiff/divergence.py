@@ -90,13 +90,13 @@ def _kl(log_ratio: np.ndarray, p: _Normalised, q: _Normalised) -> np.ndarray:
     p_i (e^T - 1 - d_i) + (q_i - p_i e^T), the second part taken from Q's own normalised
     exponentials. Each term is clipped at 0 against a last-ulp error of a vectorised expm1
     (no exact term is negative)."""
-    term = np.minimum(log_ratio, _LINEAR_ABOVE)
-    np.expm1(term, out=term)
+    big_rows = np.flatnonzero(log_ratio.max(axis=1) > _LINEAR_ABOVE)
+    term = np.expm1(np.minimum(log_ratio, _LINEAR_ABOVE) if len(big_rows) else log_ratio)
     term -= log_ratio
     np.maximum(term, 0.0, out=term)
     term *= p.exp
     kl = term.sum(axis=1, dtype=np.float64) / p.total
-    for row in np.flatnonzero(log_ratio.max(axis=1) > _LINEAR_ABOVE):
+    for row in big_rows:
         cols = np.flatnonzero(log_ratio[row] > _LINEAR_ABOVE)
         rest = q.exp[row, cols] / q.total[row] - p.exp[row, cols] * np.exp(_LINEAR_ABOVE) / p.total[row]
         kl[row] += np.maximum(rest, 0.0).sum()
