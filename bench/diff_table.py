@@ -18,8 +18,8 @@ WIKITEXT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikitext2"
 REQUANTIZED = ("q8_0", "q4_0", "q3_k_m", "q2_k")
 # a quantized V cache needs flash attention, which alone moves scores (docs/numerics.md): FA with
 # the f16 cache separates the two
-KV = {"FA, KV f16": "gemma-3-270m?flash_attn=1", "FA, KV q8_0": "gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1",
-      "FA, KV q4_0": "gemma-3-270m?type_k=q4_0&type_v=q4_0&flash_attn=1"}
+KV = {"FA KV f16": "gemma-3-270m?flash_attn=1", "FA KV q8_0": "gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1",
+      "FA KV q4_0": "gemma-3-270m?type_k=q4_0&type_v=q4_0&flash_attn=1"}
 
 
 def main() -> None:
@@ -45,7 +45,7 @@ def main() -> None:
     print("|---|---|---:|---|---:|---:|---|---|")
     for label, spec in candidates.items():
         result = ctxeval.diff("gemma-3-270m", spec, [str(args.text)], window=args.window, max_tokens=args.tokens, buckets=edges,
-                              out=args.out / label.replace(" ", "-").replace(",", ""), progress=False)
+                              out=args.out / label.replace(" ", "-"), progress=False)
         summary = result.report["summary"]
         for cell in [summary["all"], *summary["buckets"]]:
             kl, same, ratio = cell["kl"], cell["same_top1"], cell["ppl_ratio"]
