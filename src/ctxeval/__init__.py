@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["sweep", "score", "summary", "compare", "models", "report", "RunResult", "Comparison", "MetricConfig"]
+__all__ = ["sweep", "score", "diff", "summary", "compare", "models", "report", "RunResult", "Comparison", "MetricConfig"]
 
 if TYPE_CHECKING:
-    from ctxeval.api import Comparison, MetricConfig, RunResult, compare, models, report, score, summary, sweep
+    from ctxeval.api import Comparison, MetricConfig, RunResult, compare, diff, models, report, score, summary, sweep
 
 
 def __getattr__(name: str) -> Any:

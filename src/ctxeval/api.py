@@ -16,6 +16,8 @@ from ctxeval.backends.registry import ModelEntry, list_models, refuse_api_models
 from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
 from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
+from ctxeval.modeldiff.command import DiffResult, diff
+from ctxeval.modeldiff.summary import Bootstrap
 from ctxeval.errors import UserError
 from ctxeval.executors import ExecutorOptions
 from ctxeval.metrics.rank import alpha_key
@@ -39,7 +41,7 @@ from ctxeval.report.trends import metric_names, trend_table, variance_table, wri
 from ctxeval.run import execute
 from ctxeval.stats.paired import RESAMPLE_SCHEMES
 
-__all__ = ["sweep", "score", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "leval", "leval_corr", "judge", "report", "RunResult", "Comparison", "Report", "MetricConfig", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]
+__all__ = ["sweep", "score", "diff", "DiffResult", "Bootstrap", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "leval", "leval_corr", "judge", "report", "RunResult", "Comparison", "Report", "MetricConfig", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]
 
 
 def sweep(

@@ -268,6 +268,59 @@ def score(
 
 
 @app.command()
+def diff(
+    ref: Annotated[str, typer.Argument(help=f"REF model: {DEFAULT_MODEL}, a .gguf path or hf:MODEL, with options as MODEL?key=value&... (docs/diff.md).")],
+    cand: Annotated[str, typer.Argument(help="CAND model, same forms; e.g. gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1 or a requantized .gguf.")],
+    text: Annotated[list[str], typer.Argument(help="UTF-8 text files ('demo' for the bundled excerpt) or corpora: folders, .jsonl/.json or .parquet.")],
+    window: Annotated[int, typer.Option("--window", help="Window W: tokens per pass (BOS not counted).")] = 512,
+    stride: Annotated[Optional[int], typer.Option("--stride", help="Stride S < W: sliding windows, each token scored once (default: disjoint chunks).")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Compare only the first N tokens of each document.")] = None,
+    top_k: Annotated[int, typer.Option("--top-k", help="k of the recorded top-k overlap.")] = 10,
+    reverse_kl: Annotated[bool, typer.Option("--reverse-kl", help="Also record KL(P_cand || P_ref).")] = False,
+    buckets: Annotated[Optional[str], typer.Option("--buckets", help="Comma-separated context-length bucket edges from 0 (default 0,512,1024,2048,... up to the window).")] = None,
+    profile: Annotated[str, typer.Option("--profile", help="dev: gate only on --max-kl / --min-same-top; ci / release: also need at least 20 / 100 windows and 2000 / 20000 tokens. A failed gate exits with code 1.")] = "dev",
+    max_kl: Annotated[Optional[float], typer.Option("--max-kl", help="Fail (exit 1) if the upper CI bound of the mean KL exceeds this (nats).")] = None,
+    min_same_top: Annotated[Optional[float], typer.Option("--min-same-top", help="Fail (exit 1) if the lower CI bound of same-top-1 is below this percentage.")] = None,
+    min_windows: Annotated[Optional[int], typer.Option("--min-windows", help="Override the profile's minimum windows.")] = None,
+    min_tokens: Annotated[Optional[int], typer.Option("--min-tokens", help="Override the profile's minimum tokens.")] = None,
+    replicates: Annotated[int, typer.Option("--replicates", help="Bootstrap replicates.")] = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (and --sample's).")] = 0,
+    block_rows: Annotated[int, typer.Option("--block-rows", help="Logit rows per block of each model (memory: 2 x rows x vocab floats).")] = 128,
+    key_tokens: Annotated[Optional[Path], typer.Option("--key-tokens", help="A finished context-gain run over the same texts: also summarise over its evaluator's key tokens.")] = None,
+    out: OutOpt = None,
+    threads: ThreadsOpt = None,
+    quiet: QuietOpt = False,
+    glob: GlobOpt = "*.txt",
+    text_field: TextFieldOpt = "text",
+    id_field: IdFieldOpt = None,
+    max_docs: MaxDocsOpt = None,
+    sample: SampleOpt = None,
+    skip_bad: SkipBadOpt = False,
+    executor: ExecutorOpt = "local",
+    workers: WorkersOpt = 1,
+    address: AddressOpt = None,
+    threads_per_worker: ThreadsPerWorkerOpt = 1,
+) -> None:
+    """How much CAND's next-token distributions differ from REF's on the same windows: KL, same-top-1, PPL ratio, by context position."""
+    result = api.diff(
+        ref, cand, text, window, stride=stride, max_tokens=max_tokens, top_k=top_k, reverse=reverse_kl,
+        buckets=_ints(buckets, "--buckets") if buckets else None, out=out, progress=not quiet, n_threads=threads,
+        profile=profile, max_kl=max_kl, min_same_top=min_same_top, min_windows=min_windows, min_tokens=min_tokens,
+        bootstrap=api.Bootstrap(replicates, seed), block_rows=block_rows, key_tokens=key_tokens,
+        corpus=_corpus_options(glob, text_field, id_field, max_docs, sample, seed, skip_bad),
+        executor=_executor(executor, workers, address, threads_per_worker, 0.0),
+    )
+    if not quiet:
+        typer.echo(result.markdown)
+    files = result.files()
+    typer.echo(f"records: {files['records']}; report: {files['report']}, {files['markdown']}")
+    if result.failures:
+        for failure in result.failures:
+            print(f"ctxeval: {profile} gate failed: {failure}", file=sys.stderr)
+        raise typer.Exit(1)
+
+
+@app.command()
 def summary(
     run_dir: Annotated[Path, typer.Argument(help="A finished run directory.")],
     cutoff: Annotated[Optional[str], typer.Option("--cutoff", help="Override the run's rank cutoff (integer or 'full').")] = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -150,6 +150,14 @@ class ScorerBase(ABC):
         """Teacher-forced scores of a continuation computed on generation's own kernel path
         (one token per step), so a greedy chain read from them is what `generate` produces."""
         raise UserError(f"{self.info.name}: this backend cannot score on its generation path")
+
+    def logit_blocks(self, input_ids: np.ndarray, output_positions: np.ndarray, max_rows: int) -> Iterator[np.ndarray]:
+        """The full-vocabulary float32 logits at `output_positions` (strictly increasing), in
+        order, as blocks of at most `max_rows` rows [rows, vocab_size] from one forward pass
+        over `input_ids`. A block may be a view of the backend's own buffer: it is valid until
+        the next block is requested, and is read, never written (`ctxeval diff` compares two
+        models' blocks in lockstep and keeps no logits)."""
+        raise UserError(f"{self.info.name}: this backend cannot give full-vocabulary logits (a .gguf or hf: model can)")
 
     def prepare(self, max_input_len: int) -> None:
         """Size whatever the backend allocates per input length once, for the longest input;

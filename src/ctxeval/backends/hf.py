@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -214,12 +214,33 @@ class HFScorer(ScorerBase):
         bounds = np.cumsum([0] + [len(p[2]) for p in passes])
         return [BlockScores(*(getattr(scores, f)[a:b] for f in BlockScores.__dataclass_fields__)) for a, b in zip(bounds[:-1], bounds[1:])]
 
-    def _score_rows(self, hidden_rows, targets, top_k: int, temperatures: tuple[float, ...]) -> BlockScores:
+    def logit_blocks(self, input_ids: np.ndarray, output_positions: np.ndarray, max_rows: int) -> Iterator[np.ndarray]:
+        """One forward pass; the head runs on `max_rows` output rows at a time and each block
+        of float32 logits comes to the host."""
+        torch = self._torch
+        if len(input_ids) > self.info.n_ctx_train:
+            raise UserError(f"a window of {len(input_ids)} tokens exceeds {self.info.name}'s training context of {self.info.n_ctx_train} tokens")
+        output_positions = np.asarray(output_positions, dtype=np.int64)
+        if np.any(np.diff(output_positions) <= 0):
+            raise ValueError("output positions must be strictly increasing")
+        ids = torch.as_tensor(np.asarray(input_ids, dtype=np.int64)[None], device=self._device)
+        with torch.inference_mode():
+            rows = self._body(input_ids=ids, use_cache=False).last_hidden_state[0, torch.as_tensor(output_positions, device=self._device)]
+        for lo in range(0, len(output_positions), max_rows):
+            with torch.inference_mode():
+                logits = self._head(rows[lo : lo + max_rows]).cpu()
+            yield logits.numpy()
+
+    def _head(self, hidden_rows):
+        """float32 logits of hidden rows (the LM head, and the final soft-cap when the model has one)."""
         torch = self._torch
         logits = torch.nn.functional.linear(hidden_rows.to(self._head_weight.dtype), self._head_weight, self._head_bias)
         if self._softcap:
             logits = torch.tanh(logits / self._softcap) * self._softcap
-        logits = logits.float()
+        return logits.float()
+
+    def _score_rows(self, hidden_rows, targets, top_k: int, temperatures: tuple[float, ...]) -> BlockScores:
+        logits = self._head(hidden_rows)
         if self._device.type == "cpu":
             return score_block(logits.numpy(), targets.numpy(), top_k, temperatures)
         return score_block_device(logits, targets, top_k, temperatures)

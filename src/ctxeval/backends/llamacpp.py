@@ -3,8 +3,9 @@
 Logits are requested only at target positions (the batch's per-token logits flags, never
 `logits_all`), the input is decoded in batches of `n_batch` tokens, and each batch's logits are
 scored in place from llama.cpp's own output buffer, so memory stays bounded by
-`n_batch x vocab` floats however long the context. Flash attention is off, so a score does
-not depend on how the input was split into batches.
+`n_batch x vocab` floats however long the context. Flash attention is off (unless a model
+option turns it on: backends/model_options.py), so a score does not depend on how the input
+was split into batches.
 
 `score_batch` packs several passes into one decode stream (a context with `n_seq_max` > 1 and
 a KV cache split per sequence, not unified): each pass is its own sequence (its own seq_id,
@@ -26,6 +27,7 @@ import numpy as np
 from ctxeval.backends.base import Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens
 from ctxeval.backends.logits import BlockScores, score_block
 from ctxeval.backends.model_files import file_sha256
+from ctxeval.backends.model_options import LlamaCppOptions
 from ctxeval.errors import UserError
 
 DEFAULT_N_BATCH = 512
@@ -71,7 +73,13 @@ class LlamaCppScorer(ScorerBase):
     capabilities = Capabilities(full_logits=True, max_top_k=None, temperatures=True, generation=True)
 
     def __init__(
-        self, path: Path, name: str, n_threads: int | None = None, n_batch: int = DEFAULT_N_BATCH, pack_tokens: int = DEFAULT_PACK_TOKENS
+        self,
+        path: Path,
+        name: str,
+        n_threads: int | None = None,
+        n_batch: int = DEFAULT_N_BATCH,
+        pack_tokens: int = DEFAULT_PACK_TOKENS,
+        options: LlamaCppOptions = LlamaCppOptions(),
     ) -> None:
         import llama_cpp
         from llama_cpp._internals import LlamaModel
@@ -83,6 +91,7 @@ class LlamaCppScorer(ScorerBase):
         self._n_threads = n_threads or os.cpu_count() or 1
         self._n_batch = n_batch
         self._pack_tokens = pack_tokens
+        self._options = options
         self.batches = pack_tokens > 0  # packing is off by default (docs/gpu.md: it moves scores)
         # The vocabulary alone (no inference context) serves tokenization and model facts.
         params = llama_cpp.llama_model_default_params()
@@ -115,8 +124,10 @@ class LlamaCppScorer(ScorerBase):
                 "pack_tokens": pack_tokens,
                 "pack_max_sequences": MAX_PACK_SEQS,
                 "extra_buffer_types": self._extra_bufts,
-                "flash_attention": False,
-                "kv_cache_type": "f16",
+                "flash_attention": options.flash_attn,
+                "kv_cache_type": options.type_k if options.type_k == options.type_v else f"k {options.type_k}, v {options.type_v}",
+                "rope_freq_scale": options.rope_freq_scale,
+                "rope_freq_base": options.rope_freq_base,
             },
         )
         self._model = None
@@ -214,8 +225,16 @@ class LlamaCppScorer(ScorerBase):
         ctx_params.n_seq_max = n_seq_max
         # llama.cpp's CPU flash attention works in f16: on Gemma 3 270M it moved log-probabilities
         # by 0.074 nats on average (max 1.2) and made them depend on the batch size; without it
-        # scores are identical for every batch size.
-        ctx_params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        # scores are identical for every batch size. It is on only when a model option asks
+        # (a quantized V cache needs it).
+        options = self._options
+        ctx_params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_ENABLED if options.flash_attn else lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        ctx_params.type_k = getattr(lib, f"GGML_TYPE_{options.type_k.upper()}")
+        ctx_params.type_v = getattr(lib, f"GGML_TYPE_{options.type_v.upper()}")
+        if options.rope_freq_scale is not None:
+            ctx_params.rope_freq_scale = options.rope_freq_scale
+        if options.rope_freq_base is not None:
+            ctx_params.rope_freq_base = options.rope_freq_base
         # no cache reuse: sliding-window layers need only their window
         ctx_params.swa_full = False
         return ctx_params
@@ -263,6 +282,22 @@ class LlamaCppScorer(ScorerBase):
             pass
         after = score_block(self._logits(self._ctx, 1), np.array([0]), max(top_k, 1), temperatures)
         return scores, after
+
+    def logit_blocks(self, input_ids: np.ndarray, output_positions: np.ndarray, max_rows: int) -> Iterator[np.ndarray]:
+        """Logits of the output positions straight from llama.cpp's output buffer: the input is
+        decoded `min(max_rows, n_batch)` tokens at a time, so a block never holds more rows than
+        that and the buffer llama.cpp reserves stays `max_rows x vocab` floats."""
+        output_positions = np.asarray(output_positions)
+        if np.any(np.diff(output_positions) <= 0):
+            raise ValueError("output positions must be strictly increasing")
+        self.prepare(len(input_ids))
+        self._lib.llama_memory_clear(self._lib.llama_get_memory(self._ctx.ctx), True)
+        wanted = np.zeros(len(input_ids), dtype=np.int8)
+        wanted[output_positions] = 1
+        positions = np.arange(len(input_ids))
+        for n_out in self._decode(self._ctx, self._batch, input_ids, positions, np.zeros_like(positions), wanted, min(max_rows, self._n_batch)):
+            if n_out:
+                yield self._logits(self._ctx, n_out)
 
     def score_batch(self, passes: Sequence[PassInput], top_k: int, temperatures: tuple[float, ...]) -> list[BlockScores]:
         """Score several passes, packed as sequences of one decode stream (up to MAX_PACK_SEQS
@@ -362,12 +397,16 @@ class LlamaCppScorer(ScorerBase):
 
         return feed
 
-    def _decode(self, ctx, llama_batch, tokens: np.ndarray, positions: np.ndarray, seqs: np.ndarray, wanted: np.ndarray) -> Iterator[int]:
+    def _decode(
+        self, ctx, llama_batch, tokens: np.ndarray, positions: np.ndarray, seqs: np.ndarray, wanted: np.ndarray, step: int | None = None
+    ) -> Iterator[int]:
         """Decode `tokens` (token i at `positions[i]` of sequence `seqs[i]`) on `ctx` in batches of
-        `n_batch`, logits only where `wanted`; after each batch, yield how many logit rows it left."""
+        `step` (default `n_batch`) tokens, logits only where `wanted`; after each batch, yield how
+        many logit rows it left."""
         batch = llama_batch.batch
-        for start in range(0, len(tokens), self._n_batch):
-            stop = min(start + self._n_batch, len(tokens))
+        step = step or self._n_batch
+        for start in range(0, len(tokens), step):
+            stop = min(start + step, len(tokens))
             for i in range(stop - start):
                 batch.token[i] = int(tokens[start + i])
                 batch.pos[i] = int(positions[start + i])

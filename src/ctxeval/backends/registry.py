@@ -8,13 +8,14 @@ llama.cpp and no HTTP client, and no backend module needs the registry imported 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 
 from ctxeval.backends.base import Scorer
 from ctxeval.backends.hf_embedded import SOURCE_FILE, cache_root, embedded_hf_dir
 from ctxeval.backends.model_files import EMBEDDED_PACKAGE, embedded_model_path
+from ctxeval.backends.model_options import LlamaCppOptions, hf_options, split_spec
 from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.errors import UserError
@@ -65,22 +66,31 @@ def refuse_api_models(specs: list[str] | tuple[str, ...], command: str, needs: s
 def load_scorer(spec: str, n_threads: int | None = None, device: str | None = None, dtype: str | None = None, openai_options=None) -> Scorer:
     """A scorer for `spec`: `gemma-3-270m` (the embedded default), a path to a .gguf file,
     `hf:gemma-3-270m` / `hf:DIR` (transformers; `device` and `dtype` apply to it only), or
-    `openai:MODEL` (a model behind an OpenAI-compatible server, reached with `openai_options`)."""
+    `openai:MODEL` (a model behind an OpenAI-compatible server, reached with `openai_options`).
+    A local model's spec may end in options, `?key=value&...` (backends/model_options.py)."""
     if spec.startswith("hf:"):
-        return _load_hf(spec[3:], n_threads, device, dtype)
+        base, options = split_spec(spec)
+        options = hf_options(options, spec)
+        scorer = _load_hf(base[3:], n_threads, options.get("device", device), options.get("dtype", dtype))
+        if options:  # named apart from the same model without them, as llama.cpp models are
+            scorer.info = replace(scorer.info, name=scorer.info.name + spec[len(base):])
+        return scorer
     if device is not None or dtype is not None:
         raise UserError(f"--device and --dtype apply to hf: models only, not {spec}")
     if spec.startswith("openai:"):
         if not spec[len("openai:"):]:
             raise UserError("--model openai:MODEL needs a model name, e.g. openai:gpt-4o")
         return backend_class("openai")(spec[len("openai:"):], openai_options or OpenAIOptions(), n_threads=n_threads)
-    if spec == DEFAULT_MODEL:
-        return backend_class("llamacpp")(embedded_model_path(), DEFAULT_MODEL, n_threads=n_threads)
-    path = Path(spec)
+    base, options = split_spec(spec)
+    llama_options = LlamaCppOptions.parse(options, spec)
+    suffix = spec[len(base):]  # the options, as given, name the model apart from its plain file
+    if base == DEFAULT_MODEL:
+        return backend_class("llamacpp")(embedded_model_path(), DEFAULT_MODEL + suffix, n_threads=n_threads, options=llama_options)
+    path = Path(base)
     if path.suffix.lower() == ".gguf":
         if not path.is_file():
-            raise UserError(f"model file not found: {spec}")
-        return backend_class("llamacpp")(path, path.name, n_threads=n_threads)
+            raise UserError(f"model file not found: {base}")
+        return backend_class("llamacpp")(path, path.name + suffix, n_threads=n_threads, options=llama_options)
     raise UserError(f"unknown model {spec!r}: use {DEFAULT_MODEL} or a path to a .gguf file (see `ctxeval models`)")
 
 

@@ -1,0 +1,57 @@
+"""The table of docs/diff.md: the embedded Gemma 3 270M (Q4_K_M) as REF against candidates
+that need no download (llama.cpp requantizations of it, and KV-cache quantization), on the
+first N tokens of WikiText-2 test in disjoint windows, by context-position bucket.
+
+    .venv/bin/python bench/diff_table.py [--tokens 4096] [--window 512] [--buckets 0,128,256] [--out runs/diff-table] [--text FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import ctxeval
+from ctxeval.backends.model_files import embedded_model_path
+from ctxeval.backends.quantize import requantize
+
+WIKITEXT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikitext2" / "wiki.test.raw"
+REQUANTIZED = ("q8_0", "q4_0", "q3_k_m", "q2_k")
+# a quantized V cache needs flash attention, which alone moves scores (docs/numerics.md): FA with
+# the f16 cache separates the two
+KV = {"FA KV f16": "gemma-3-270m?flash_attn=1", "FA KV q8_0": "gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1",
+      "FA KV q4_0": "gemma-3-270m?type_k=q4_0&type_v=q4_0&flash_attn=1"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=4096)
+    parser.add_argument("--window", type=int, default=512)
+    parser.add_argument("--text", type=Path, default=WIKITEXT)
+    parser.add_argument("--buckets", default="0,128,256")
+    parser.add_argument("--out", type=Path, default=Path("runs/diff-table"))
+    parser.add_argument("--only", default=None, help="comma-separated candidate labels to run")
+    args = parser.parse_args()
+    candidates = {}
+    for file_type in REQUANTIZED:
+        path = args.out / "gguf" / f"gemma-3-270m-{file_type}.gguf"
+        if not path.is_file():
+            requantize(embedded_model_path(), path, file_type)
+        candidates[f"requantized {file_type.upper()}"] = str(path)
+    candidates |= KV
+    if args.only:
+        candidates = {k: v for k, v in candidates.items() if k in args.only.split(",")}
+    edges = [int(e) for e in args.buckets.split(",")]
+    print("| CAND | context | tokens | mean KL [95 % CI] | p99 KL | max KL | same top-1 % [95 % CI] | PPL ratio [95 % CI] |")
+    print("|---|---|---:|---|---:|---:|---|---|")
+    for label, spec in candidates.items():
+        result = ctxeval.diff("gemma-3-270m", spec, [str(args.text)], window=args.window, max_tokens=args.tokens, buckets=edges,
+                              out=args.out / label.replace(" ", "-"), progress=False)
+        summary = result.report["summary"]
+        for cell in [summary["all"], *summary["buckets"]]:
+            kl, same, ratio = cell["kl"], cell["same_top1"], cell["ppl_ratio"]
+            print(f"| {label} | {cell['bucket']} | {cell['tokens']} | {kl['mean']:.4f} [{kl['ci'][0]:.4f}, {kl['ci'][1]:.4f}] | {kl['p99']:.3f} | {kl['max']:.3f} | "
+                  f"{same['percent']:.1f} [{same['ci'][0]:.1f}, {same['ci'][1]:.1f}] | {ratio['ratio']:.4f} [{ratio['display_ci'][0]:.4f}, {ratio['display_ci'][1]:.4f}] |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

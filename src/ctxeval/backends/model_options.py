@@ -1,0 +1,80 @@
+"""Options written after a model spec, `MODEL?key=value&key=value`, so an edited model needs no
+second file: `gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1` is the embedded model with a
+quantized KV cache, `hf:gemma-3-270m?dtype=bfloat16` its transformers copy in bf16.
+
+llama.cpp models (the embedded one, .gguf paths): `type_k`, `type_v` (KV-cache types),
+`flash_attn` (0/1; a quantized V cache needs it), `rope_freq_scale`, `rope_freq_base`.
+hf: models: `dtype`, `device` (as --dtype / --device, for one model of a pair).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ctxeval.errors import UserError
+
+KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
+_UNQUANTIZED = ("f32", "f16", "bf16")
+LLAMACPP_KEYS = ("type_k", "type_v", "flash_attn", "rope_freq_scale", "rope_freq_base")
+HF_KEYS = ("dtype", "device")
+
+
+def split_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """The model spec without its options, and the options in the order given."""
+    base, sep, query = spec.partition("?")
+    if not sep:
+        return spec, {}
+    options: dict[str, str] = {}
+    for pair in query.split("&"):
+        key, eq, value = pair.partition("=")
+        if not eq or not key or not value:
+            raise UserError(f"model option {pair!r} of {spec!r} is not key=value")
+        if key in options:
+            raise UserError(f"model option {key!r} is given twice in {spec!r}")
+        options[key] = value
+    return base, options
+
+
+def _unknown(options: dict[str, str], known: tuple[str, ...], spec: str, backend: str) -> None:
+    for key in options:
+        if key not in known:
+            raise UserError(f"unknown model option {key!r} in {spec!r}; {backend} models take {', '.join(known)}")
+
+
+@dataclass(frozen=True)
+class LlamaCppOptions:
+    """Inference-context settings of a llama.cpp model (the defaults are ctxeval's reference path)."""
+
+    type_k: str = "f16"
+    type_v: str = "f16"
+    flash_attn: bool = False
+    rope_freq_scale: float | None = None
+    rope_freq_base: float | None = None
+
+    @staticmethod
+    def parse(options: dict[str, str], spec: str) -> LlamaCppOptions:
+        _unknown(options, LLAMACPP_KEYS, spec, "llama.cpp")
+        for key in ("type_k", "type_v"):
+            if key in options and options[key] not in KV_TYPES:
+                raise UserError(f"model option {key}={options[key]} of {spec!r}: choose one of {', '.join(KV_TYPES)}")
+        if options.get("flash_attn", "0") not in ("0", "1"):
+            raise UserError(f"model option flash_attn of {spec!r} must be 0 or 1, got {options['flash_attn']}")
+        floats: dict[str, float] = {}
+        for key in ("rope_freq_scale", "rope_freq_base"):
+            if key in options:
+                try:
+                    floats[key] = float(options[key])
+                except ValueError:
+                    raise UserError(f"model option {key} of {spec!r} expects a number, got {options[key]!r}") from None
+                if not floats[key] > 0:
+                    raise UserError(f"model option {key} of {spec!r} must be positive, got {options[key]}")
+        parsed = LlamaCppOptions(options.get("type_k", "f16"), options.get("type_v", "f16"), options.get("flash_attn") == "1", **floats)
+        if parsed.type_v not in _UNQUANTIZED and not parsed.flash_attn:
+            raise UserError(f"{spec!r}: llama.cpp needs flash attention for a quantized V cache; add flash_attn=1")
+        return parsed
+
+
+def hf_options(options: dict[str, str], spec: str) -> dict[str, str]:
+    """dtype and device given as options of an hf: spec."""
+    _unknown(options, HF_KEYS, spec, "hf:")
+    return options

@@ -1,0 +1,92 @@
+"""The diff report (`diff.json`, `diff.md`) and the gates of the ci/release profiles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ctxeval.report.compare import PROFILES
+
+DIFF_JSON = "diff.json"
+DIFF_MD = "diff.md"
+
+
+def gate(summary: dict, profile: str, max_kl: float | None, min_same_top: float | None,
+         min_windows: int | None = None, min_tokens: int | None = None) -> list[str]:
+    """Reasons a diff fails its gates (empty: it passes), judged on all tokens by the interval
+    bound on the unfavourable side: the upper bound of mean KL against `max_kl`, the lower bound
+    of same-top-1 % against `min_same_top`. ci/release also need their minimum windows/tokens."""
+    overall = summary["all"]
+    failures = []
+    limits = PROFILES[profile]
+    if limits is not None:
+        min_windows = limits["min_windows"] if min_windows is None else min_windows
+        min_tokens = limits["min_tokens"] if min_tokens is None else min_tokens
+        if overall["windows"] < min_windows or overall["tokens"] < min_tokens:
+            failures.append(f"{overall['windows']} windows / {overall['tokens']} tokens compared, below the minimum of {min_windows} / {min_tokens}")
+    if max_kl is not None and overall["kl"]["ci"][1] > max_kl:
+        failures.append(f"upper CI bound of the mean KL {overall['kl']['ci'][1]:.6f} exceeds --max-kl {max_kl:g}")
+    if min_same_top is not None and overall["same_top1"]["ci"][0] < min_same_top:
+        failures.append(f"lower CI bound of same-top-1 {overall['same_top1']['ci'][0]:.2f} % is below --min-same-top {min_same_top:g} %")
+    return failures
+
+
+def write_report(report: dict, out: Path) -> str:
+    """Write diff.json and diff.md into `out`; returns the Markdown."""
+    out.mkdir(parents=True, exist_ok=True)
+    markdown = render_markdown(report)
+    (out / DIFF_JSON).write_text(json.dumps(report, indent=2, default=float))
+    (out / DIFF_MD).write_text(markdown)
+    return markdown
+
+
+def render_markdown(report: dict) -> str:
+    s = report["settings"]
+    conf = f"{100 * s['confidence']:.0f} %"
+    lines = [
+        "# ctxeval diff",
+        "",
+        f"REF: `{report['ref']['name']}`  ",
+        f"CAND: `{report['cand']['name']}`",
+        "",
+        f"Window {s['window']}, stride {s['stride']}; intervals: {conf} BCa, {s['replicates']} replicates, seed {s['seed']}. "
+        f"KL(P_ref ‖ P_cand) in nats over the full vocabulary; same-top = both argmaxes agree; "
+        f"PPL ratio = CAND/REF (paper 001); Δp = P_cand(target) − P_ref(target).",
+        "",
+        *_table([report["summary"]["all"], *report["summary"]["buckets"]]),
+    ]
+    key = report["summary"].get("key_tokens")
+    if key is not None:
+        lines += ["", f"Key tokens of `{key['run']}` (evaluator `{key['evaluator']}`: gain > {key['alpha']:g} nats and log p_long > {key['beta']:g}): {key['tokens']} tokens."]
+        if key["tokens"]:
+            lines += ["", *_table([key["all"], *key["buckets"]])]
+    overall = report["summary"]["all"]
+    lines += ["", f"PPL REF {overall['ppl_ratio']['ppl_ref']:.3f}, CAND {overall['ppl_ratio']['ppl_cand']:.3f}; "
+              f"{overall['windows']} windows of {overall['documents']} documents; intervals resample {overall['resampling_unit']}s."]
+    if "kl_reverse" in overall:
+        rev = overall["kl_reverse"]
+        lines.append(f"Reverse KL(P_cand ‖ P_ref): mean {rev['mean']:.5f} [{rev['ci'][0]:.5f}, {rev['ci'][1]:.5f}], p99 {rev['p99']:.4f}, max {rev['max']:.4f}.")
+    gates = report["gates"]
+    if gates["failures"]:
+        lines.append(f"Gates ({gates['profile']}) failed: " + "; ".join(gates["failures"]) + ".")
+    elif gates["profile"] != "dev" or gates["max_kl"] is not None or gates["min_same_top"] is not None:
+        lines.append(f"Gates ({gates['profile']}) passed.")
+    return "\n".join(lines) + "\n"
+
+
+def _table(cells: list[dict]) -> list[str]:
+    lines = [
+        "| context | tokens | mean KL | CI | median | p99 | p99.9 | max | same top-1 % | CI | PPL ratio | CI | mean Δp | top-k overlap |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|",
+    ]
+    for cell in cells:
+        if not cell["tokens"]:
+            lines.append(f"| {cell['bucket']} | 0 | | | | | | | | | | | | |")
+            continue
+        kl, same, ratio = cell["kl"], cell["same_top1"], cell["ppl_ratio"]
+        lines.append(
+            f"| {cell['bucket']} | {cell['tokens']} | {kl['mean']:.5f} | [{kl['ci'][0]:.5f}, {kl['ci'][1]:.5f}] | {kl['p50']:.5f} | {kl['p99']:.4f} | "
+            f"{kl['p99_9']:.4f} | {kl['max']:.4f} | {same['percent']:.2f} | [{same['ci'][0]:.2f}, {same['ci'][1]:.2f}] | {ratio['ratio']:.4f} | "
+            f"[{ratio['display_ci'][0]:.4f}, {ratio['display_ci'][1]:.4f}] | {cell['delta_p']['mean']:+.5f} | {cell['topk_overlap']:.3f} |"
+        )
+    return lines

@@ -1,0 +1,199 @@
+"""Run a diff: REF and CAND score the same windows in lockstep, one record per scored token.
+
+Windows are planned on REF's tokenization (the two models share one vocabulary, checked
+before anything runs), passes are work for the executors like scoring passes, and records are
+written in atomic parts and merged in plan order, so a killed diff resumes to the records of an
+uninterrupted one. No logits are kept: each record holds the per-token comparison only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from ctxeval import windows
+from ctxeval.config import config_id
+from ctxeval.data.corpus import Corpus
+from ctxeval.modeldiff.divergence import DiffScores
+from ctxeval.modeldiff.pair import DiffTask, ModelPair, PairSpec
+from ctxeval.errors import UserError
+from ctxeval.executors import ExecutorOptions, ScorerSpec, Work, open_executor
+from ctxeval.executors.work import Job, one_per_unit, work_item
+from ctxeval.manifest import Manifest, existing_manifest, now, write_manifest
+from ctxeval.records import RecordKind, RowSink, done_passes, merge_parts
+from ctxeval.run import model_entries, progress_bar, terminate_as_interrupt, versions
+from ctxeval.tokens import TokenizedText, tokenize
+
+DIFF_FILE = "diff_records.parquet"
+DIFF_RECORDS = RecordKind(DIFF_FILE, "pass_index", ("pass_index", "target_pos"))
+DIFF_SCHEMA = pa.schema(
+    [
+        ("pass_index", pa.int32()),
+        ("text_id", pa.string()),
+        ("window_id", pa.string()),
+        ("context_len", pa.int32()),
+        ("target_pos", pa.int32()),
+        ("char_start", pa.int64()),
+        ("char_end", pa.int64()),
+        ("target_id", pa.int32()),
+        ("kl", pa.float64()),
+        ("kl_reverse", pa.float64()),  # null unless asked for
+        ("ref_top1", pa.int32()),
+        ("cand_top1", pa.int32()),
+        ("same_top1", pa.bool_()),
+        ("ref_rank", pa.int64()),
+        ("cand_rank", pa.int64()),
+        ("ref_logprob", pa.float64()),
+        ("cand_logprob", pa.float64()),
+        ("delta_p", pa.float64()),  # P_cand(target) - P_ref(target)
+        ("topk_overlap", pa.float64()),
+    ]
+)
+DEFAULT_BLOCK_ROWS = 128
+
+
+@dataclass(frozen=True)
+class DiffConfig:
+    """Everything that decides a diff's records (its run id)."""
+
+    ref: str
+    cand: str
+    texts: tuple[str, ...]  # sha256 of each document
+    text_ids: tuple[str, ...]
+    window: int
+    stride: int  # == window: disjoint chunks
+    max_tokens: int | None
+    top_k: int  # size of the top-k sets whose overlap is recorded
+    reverse: bool  # also KL(P_cand || P_ref)
+    block_rows: int  # logit rows per block (decode batch of llama.cpp models)
+    command: str = "diff"
+
+    def run_id(self) -> str:
+        return config_id(asdict(self))
+
+
+def run_diff(config: DiffConfig, corpus: Corpus, run_dir: Path, progress: bool = False, n_threads: int | None = None,
+             executor: ExecutorOptions | None = None) -> Manifest:
+    """Compare every missing pass and merge the records; a complete run is returned as it is."""
+    run_dir = Path(run_dir)
+    previous = existing_manifest(run_dir, config.run_id(), "diff")
+    if previous is not None and previous.status == "complete":
+        return previous
+    (executor or ExecutorOptions()).check()
+    spec = PairSpec(ScorerSpec(config.ref, n_threads), ScorerSpec(config.cand, n_threads))
+    started = time.time()
+    with open_executor(executor) as runner:
+        runner.warm(spec)
+        pair = spec.load()
+        try:
+            vocabulary = check_pair(pair, config.window)
+            docs = [tokenize(pair.ref, text) for text in corpus]
+            plan = [plan_windows(len(tt), config) for tt in docs]
+            run_dir.mkdir(parents=True, exist_ok=True)
+            manifest = Manifest(
+                command="diff", run_id=config.run_id(), config=asdict(config), models=model_entries([pair.ref, pair.cand]),
+                created=(previous.created if previous else None) or now(),
+                texts=[{"text_id": tt.text.text_id, "source": tt.text.source, "sha256": tt.text.sha256, "n_tokens": len(tt)} for tt in docs],
+                bos="every pass starts with the models' BOS token when they use one; BOS is never counted as context and never scored",
+                rank_convention="rank = 1 + number of vocabulary entries with a strictly larger logit",
+                plan={"passes": sum(map(len, plan)), "targets": sum(p.n_targets for per in plan for p in per), "record_kind": "diff token", "records": DIFF_FILE,
+                      "vocabulary_sha256": vocabulary},
+                corpus=corpus.facts(),
+                versions=versions(),
+            )
+            write_manifest(run_dir, manifest)
+            _compare_passes(config, pair, spec, docs, plan, run_dir, runner, progress)
+        finally:
+            pair.close()
+    merge_parts(run_dir, DIFF_SCHEMA, DIFF_RECORDS)
+    manifest.status = "complete"
+    manifest.timing = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
+    write_manifest(run_dir, manifest)
+    return manifest
+
+
+def plan_windows(n_tokens: int, config: DiffConfig) -> list[windows.Pass]:
+    """The passes of one document: disjoint chunks, or sliding windows when stride < window."""
+    n = min(n_tokens, config.max_tokens or n_tokens)
+    if config.stride == config.window:
+        return windows.chunked(n, config.window)
+    return windows.sliding(n, config.window, config.stride)
+
+
+def check_pair(pair: ModelPair, window: int) -> str:
+    """Refuse what a KL cannot be computed for: two vocabularies (sizes, BOS, or the bytes of any
+    token), or a window beyond a model's context. Returns the shared token table's sha256."""
+    ref, cand = pair.ref, pair.cand
+    for scorer in (ref, cand):
+        needed = window + (1 if scorer.info.uses_bos else 0)
+        if needed > scorer.info.n_ctx_train:
+            raise UserError(f"--window {window} needs {needed} tokens per pass, beyond {scorer.name}'s training context of {scorer.info.n_ctx_train}")
+    if ref.info.vocab_size != cand.info.vocab_size or ref.info.bos_id != cand.info.bos_id:
+        raise UserError(f"{ref.name} and {cand.name} have different vocabularies ({ref.info.vocab_size} and {cand.info.vocab_size} tokens, "
+                        f"BOS {ref.info.bos_id} and {cand.info.bos_id}); a KL divergence needs one vocabulary")
+    digest = hashlib.sha256()
+    for token in range(ref.info.vocab_size):
+        piece = ref.token_bytes(token)
+        if piece != cand.token_bytes(token):
+            raise UserError(f"{ref.name} and {cand.name} have different vocabularies (token {token} is {piece!r} "
+                            f"and {cand.token_bytes(token)!r}); a KL divergence needs one vocabulary")
+        digest.update(len(piece).to_bytes(4, "little") + piece)
+    return digest.hexdigest()
+
+
+def _compare_passes(config: DiffConfig, pair: ModelPair, spec: PairSpec, docs: list[TokenizedText], plan: list[list[windows.Pass]],
+                    run_dir: Path, runner, progress: bool) -> None:
+    done = done_passes(run_dir, DIFF_RECORDS)
+    flat = [p for per in plan for p in per]
+    total = sum(p.n_targets for p in flat)
+    already = sum(p.n_targets for i, p in enumerate(flat) if i in done)
+    sink = RowSink(run_dir, DIFF_SCHEMA)
+    task = DiffTask(config.top_k, config.reverse, config.block_rows)
+    work = Work(task, one_per_unit(_jobs(docs, plan, done)), lambda job: work_item(pair.ref.info, job[1], job[2]), lambda job: job[2].n_input)
+    try:
+        with terminate_as_interrupt(), progress_bar(progress, total, already) as advance:
+            for (index, tt, p), scores in runner.stream(pair, spec, work):
+                _append_rows(sink.columns, index, tt, p, scores)
+                advance(p.n_targets, f"{tt.text.text_id} · {p.window_id}")
+                sink.unit_done()
+    finally:
+        sink.flush()
+
+
+def _jobs(docs: list[TokenizedText], plan: list[list[windows.Pass]], done: set) -> Iterator[Job]:
+    index = 0
+    for tt, passes in zip(docs, plan):
+        for p in passes:
+            if index not in done:
+                yield index, tt, p
+            index += 1
+
+
+def _append_rows(out: dict[str, list], pass_index: int, tt: TokenizedText, p: windows.Pass, scores: DiffScores) -> None:
+    targets = np.arange(p.target_start, p.target_end)
+    n = len(targets)
+    out["pass_index"].extend([pass_index] * n)
+    out["text_id"].extend([tt.text.text_id] * n)
+    out["window_id"].extend([p.window_id] * n)
+    out["context_len"].extend(p.context_lens().tolist())
+    out["target_pos"].extend(targets.tolist())
+    out["char_start"].extend(tt.char_starts[targets].tolist())
+    out["char_end"].extend(tt.char_ends[targets].tolist())
+    out["target_id"].extend(tt.ids[targets].tolist())
+    out["kl"].extend(scores.kl.tolist())
+    out["kl_reverse"].extend(None if np.isnan(x) else x for x in scores.kl_reverse.tolist())
+    out["ref_top1"].extend(scores.ref_top1.tolist())
+    out["cand_top1"].extend(scores.cand_top1.tolist())
+    out["same_top1"].extend((scores.ref_top1 == scores.cand_top1).tolist())
+    out["ref_rank"].extend(scores.ref_rank.tolist())
+    out["cand_rank"].extend(scores.cand_rank.tolist())
+    out["ref_logprob"].extend(scores.ref_logprob.tolist())
+    out["cand_logprob"].extend(scores.cand_logprob.tolist())
+    out["delta_p"].extend((np.exp(scores.cand_logprob) - np.exp(scores.ref_logprob)).tolist())
+    out["topk_overlap"].extend(scores.topk_overlap.tolist())

@@ -1,0 +1,155 @@
+"""Summaries of diff records, by context-position bucket: pure functions of the records.
+
+Per bucket (tokens whose context length lies in [lo, hi)) and over all tokens:
+- mean KL(P_ref || P_cand) with a BCa interval over windows (or whole documents, when there
+  are enough of them to resample), and its percentiles and maximum as `llama-perplexity
+  --kl-divergence` reports them (linear interpolation between order statistics);
+- same-top-1 % (the two argmaxes agree) with its interval;
+- paper 001's perplexity ratio CAND/REF, exp of the token-weighted mean difference of
+  per-window mean log-loss, with its interval on the log scale (`ci`) and exponentiated
+  (`display_ci`);
+- mean and RMS of dP = P_cand(target) - P_ref(target), and the mean top-k overlap.
+
+Every interval is `stats.paired.paired_bca` of a per-window mean weighted by the window's
+tokens in the bucket, so the point estimate is the plain token mean.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ctxeval.errors import UserError
+from ctxeval.stats.paired import PairedEstimate, paired_bca
+
+PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
+MIN_CLUSTERS = 10  # documents needed before whole documents are the resampling unit
+FIRST_BUCKET = 512
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """How intervals are drawn."""
+
+    replicates: int = 2000
+    seed: int = 0
+    confidence: float = 0.95
+
+
+def bucket_edges(window: int, edges: tuple[int, ...] | None = None) -> list[int]:
+    """Bucket edges of context lengths: `edges` as given (closed by the window), or 0, 512,
+    1K, 2K, ... doubling up to the window."""
+    if edges:
+        if list(edges) != sorted(set(edges)) or edges[0] != 0:
+            raise UserError(f"--buckets must start at 0 and increase, got {','.join(map(str, edges))}")
+        if edges[-1] >= window:
+            raise UserError(f"--buckets edges must lie below --window {window}, got {edges[-1]}")
+        return [*edges, window]
+    out = [0]
+    hi = FIRST_BUCKET
+    while hi < window:
+        out.append(hi)
+        hi *= 2
+    return [*out, window]
+
+
+def bucket_label(lo: int, hi: int) -> str:
+    return f"{_short(lo)}–{_short(hi)}"
+
+
+def _short(n: int) -> str:
+    return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+def summarize(records: pd.DataFrame, edges: list[int], bootstrap: Bootstrap = Bootstrap()) -> dict:
+    """All tokens and each bucket: the fields described in the module docstring."""
+    if records.empty:
+        raise UserError("the diff has no scored tokens")
+    cells = [{"bucket": "all", "lo": 0, "hi": edges[-1], **summarize_tokens(records, bootstrap)}]
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        part = records[(records["context_len"] >= lo) & (records["context_len"] < hi)]
+        cells.append({"bucket": bucket_label(lo, hi), "lo": lo, "hi": hi, **(summarize_tokens(part, bootstrap) if len(part) else {"tokens": 0})})
+    return {"all": cells[0], "buckets": cells[1:]}
+
+
+def summarize_tokens(records: pd.DataFrame, bootstrap: Bootstrap) -> dict:
+    """The summary of one set of token records (one bucket)."""
+    per_window = _window_table(records)
+    n_documents = int(per_window["text_id"].nunique())
+    clusters = per_window["text_id"].to_numpy() if n_documents >= MIN_CLUSTERS else None
+    tokens = per_window["tokens"].to_numpy(dtype=float)
+
+    def interval(column: str) -> PairedEstimate:
+        return paired_bca(per_window[column].to_numpy(), tokens, bootstrap.replicates, bootstrap.seed, bootstrap.confidence, clusters)
+
+    kl_values = records["kl"].to_numpy()
+    kl = interval("kl")
+    same = interval("same_top1")
+    ratio = interval("delta_loss")
+    dp = interval("delta_p")
+    out = {
+        "tokens": len(records),
+        "windows": len(per_window),
+        "documents": n_documents,
+        "resampling_unit": "document" if clusters is not None else "window",
+        "kl": {"mean": kl.estimate, "ci": [kl.low, kl.high], **percentiles(kl_values), "degenerate": kl.degenerate},
+        "same_top1": {"percent": 100 * same.estimate, "ci": [100 * same.low, 100 * same.high], "degenerate": same.degenerate},
+        "ppl_ratio": ppl_ratio(ratio, records),
+        "delta_p": {"mean": dp.estimate, "ci": [dp.low, dp.high], "rms": float(np.sqrt(np.mean(records["delta_p"].to_numpy() ** 2)))},
+        "topk_overlap": float(records["topk_overlap"].mean()),
+    }
+    if records["kl_reverse"].notna().all():
+        rev = interval("kl_reverse")
+        out["kl_reverse"] = {"mean": rev.estimate, "ci": [rev.low, rev.high], **percentiles(records["kl_reverse"].to_numpy()), "degenerate": rev.degenerate}
+    return out
+
+
+def percentiles(values: np.ndarray) -> dict[str, float]:
+    """Median, 90/95/99/99.9 % points and the maximum (`p99_9` for 99.9 %)."""
+    points = np.percentile(values, PERCENTILES)
+    out = {f"p{p:g}".replace(".", "_"): float(v) for p, v in zip(PERCENTILES, points)}
+    return out | {"max": float(np.max(values))}
+
+
+def ppl_ratio(estimate: PairedEstimate, records: pd.DataFrame) -> dict:
+    """Paper 001's primary fields for CAND against REF (ratio > 1: CAND's perplexity is higher)."""
+    out = {
+        "ratio": math.exp(estimate.estimate),
+        "ci": [estimate.low, estimate.high],
+        "display_ci": [math.exp(estimate.low), math.exp(estimate.high)],
+        "delta_log_nll": estimate.estimate,
+        "ppl_ref": math.exp(-float(records["ref_logprob"].mean())),
+        "ppl_cand": math.exp(-float(records["cand_logprob"].mean())),
+        "degenerate": estimate.degenerate,
+    }
+    check_ratio_invariants(out)
+    return out
+
+
+def check_ratio_invariants(ratio: dict) -> None:
+    """The paired-evaluation note's runtime contract; a violation is a bug."""
+    for log_bound, shown in zip(ratio["ci"], ratio["display_ci"]):
+        if not math.isclose(math.exp(log_bound), shown, rel_tol=1e-12):
+            raise AssertionError("display_ci != exp(ci)")
+    if ratio["degenerate"] and ratio["ci"][0] != ratio["ci"][1]:
+        raise AssertionError("degenerate deltas must collapse the interval")
+    if not ratio["ci"][0] <= ratio["delta_log_nll"] <= ratio["ci"][1]:
+        raise AssertionError("the point estimate lies outside its interval")
+
+
+def _window_table(records: pd.DataFrame) -> pd.DataFrame:
+    """Per window: tokens and the mean of each per-token quantity (delta_loss = CAND's log-loss
+    minus REF's), in plan order."""
+    frame = records.assign(
+        delta_loss=records["ref_logprob"] - records["cand_logprob"],
+        same_top1=records["same_top1"].astype(float),
+    )
+    columns = ["kl", "same_top1", "delta_loss", "delta_p", "kl_reverse"]
+    grouped = frame.groupby("pass_index", sort=True)
+    table = grouped[columns].mean()
+    table["tokens"] = grouped.size()
+    table["text_id"] = grouped["text_id"].first()
+    return table.reset_index()

@@ -1,0 +1,290 @@
+"""`ctxeval diff` without a model: the per-token numerics against a float64 full-softmax
+reference, lockstep over differently cut blocks, summaries against hand computation, gates
+and model options."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import log_softmax
+
+from ctxeval.backends.logits import score_block
+from ctxeval.backends.model_options import LlamaCppOptions, split_spec
+from ctxeval.modeldiff.divergence import compare_block
+from ctxeval.modeldiff.pair import lockstep
+from ctxeval.modeldiff.report import gate, render_markdown
+from ctxeval.modeldiff.summary import Bootstrap, bucket_edges, percentiles, summarize
+from ctxeval.errors import UserError
+
+
+def _logits(n: int, vocab: int, seed: int, scale: float = 4.0) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal((n, vocab)) * scale).astype(np.float32)
+
+
+def _naive_kl(z: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """KL(softmax z || softmax w) per row, float64 full softmax."""
+    a, b = log_softmax(z.astype(np.float64), axis=1), log_softmax(w.astype(np.float64), axis=1)
+    return (np.exp(a) * (a - b)).sum(axis=1)
+
+
+@pytest.mark.parametrize("vocab", [1000, 262144])
+def test_kl_matches_a_float64_full_softmax_reference_within_1e_6(vocab):
+    z = _logits(40, vocab, 0)
+    w = (z + np.random.default_rng(1).standard_normal(z.shape) * 0.5 + 2.0).astype(np.float32)  # a shift of 2 changes nothing
+    targets = np.random.default_rng(2).integers(0, vocab, 40)
+    d = compare_block(z, w, targets, 10, reverse=True)
+    np.testing.assert_allclose(d.kl, _naive_kl(z, w), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(d.kl_reverse, _naive_kl(w, z), rtol=0, atol=1e-6)
+    assert (d.kl > 0).all() and (d.kl_reverse > 0).all()
+
+
+def test_kl_of_far_apart_distributions_keeps_the_mass_where_p_underflows():
+    """A token REF gives ~e^-150 (0 in float32) and CAND most of the mass: the term that
+    carries it must not vanish or overflow."""
+    z = _logits(4, 5000, 3)
+    w = z.copy()
+    z[:, 7] = z.max(axis=1) - 150.0
+    w[:, 7] = w.max(axis=1) + 5.0
+    d = compare_block(z, w, np.zeros(4, dtype=np.int64), 5, reverse=True)
+    np.testing.assert_allclose(d.kl, _naive_kl(z, w), rtol=1e-7, atol=1e-6)
+    np.testing.assert_allclose(d.kl_reverse, _naive_kl(w, z), rtol=1e-7, atol=1e-6)
+
+
+def test_identical_logits_give_exactly_zero_and_full_agreement():
+    z = _logits(33, 3000, 4)
+    d = compare_block(z, z.copy(), np.arange(33), 8, reverse=True)
+    assert (d.kl == 0.0).all() and (d.kl_reverse == 0.0).all()
+    assert (d.ref_top1 == d.cand_top1).all() and (d.topk_overlap == 1.0).all()
+    assert (d.ref_logprob == d.cand_logprob).all() and (d.ref_rank == d.cand_rank).all()
+
+
+def test_nearly_identical_logits_never_give_a_negative_kl():
+    z = _logits(64, 20000, 5, scale=8.0)
+    w = z.copy()
+    w[:, ::97] = np.nextafter(w[:, ::97], np.float32(np.inf))  # one-ulp changes
+    d = compare_block(z, w, np.zeros(64, dtype=np.int64), 4, reverse=True)
+    assert (d.kl >= 0).all() and (d.kl_reverse >= 0).all()
+    np.testing.assert_allclose(d.kl, _naive_kl(z, w), rtol=0, atol=1e-9)
+
+
+def test_target_ranks_logprobs_and_top1_match_the_scoring_path_and_a_naive_top_k():
+    z, w = _logits(20, 2048, 6), _logits(20, 2048, 7)
+    targets = np.random.default_rng(8).integers(0, 2048, 20)
+    d = compare_block(z, w, targets, 16)
+    for logits, logprob, rank, top1 in ((z, d.ref_logprob, d.ref_rank, d.ref_top1), (w, d.cand_logprob, d.cand_rank, d.cand_top1)):
+        scores = score_block(logits, targets, 1)
+        np.testing.assert_allclose(logprob, scores.logprob, rtol=0, atol=1e-9)
+        np.testing.assert_array_equal(rank, scores.rank)
+        np.testing.assert_array_equal(top1, np.argmax(logits, axis=1))
+    naive = [len(set(np.argsort(-a)[:16]) & set(np.argsort(-b)[:16])) / 16 for a, b in zip(z, w)]
+    np.testing.assert_allclose(d.topk_overlap, naive)
+
+
+def test_lockstep_over_differently_cut_blocks_equals_one_block():
+    z, w = _logits(50, 700, 9), _logits(50, 700, 10)
+    targets = np.arange(50)
+    whole = compare_block(z, w, targets, 5, reverse=True)
+
+    def blocks(x: np.ndarray, cuts: list[int]):
+        bounds = [0, *cuts, len(x)]
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            yield x[lo:hi].copy()
+
+    stepped = lockstep(blocks(z, [7, 8, 30]), blocks(w, [20, 21, 49]), targets, 5, True)
+    for field in ("kl", "kl_reverse", "ref_rank", "cand_rank", "ref_logprob", "cand_logprob", "topk_overlap"):
+        np.testing.assert_array_equal(getattr(stepped, field), getattr(whole, field))
+    with pytest.raises(ValueError, match="fewer logit rows"):
+        lockstep(blocks(z[:40], [10]), blocks(w, [25]), targets, 5, False)
+
+
+def _records(seed: int = 0, windows: int = 12, per_window: int = 64) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = windows * per_window
+    ref_lp = -rng.exponential(3.0, n)
+    cand_lp = ref_lp - rng.normal(0.02, 0.1, n)
+    return pd.DataFrame({
+        "pass_index": np.repeat(np.arange(windows), per_window),
+        "text_id": np.repeat([f"doc{i // 3}" for i in range(windows)], per_window),
+        "context_len": np.tile(np.arange(per_window), windows),
+        "kl": rng.exponential(0.03, n),
+        "kl_reverse": rng.exponential(0.03, n),
+        "same_top1": rng.random(n) < 0.9,
+        "ref_logprob": ref_lp,
+        "cand_logprob": cand_lp,
+        "delta_p": np.exp(cand_lp) - np.exp(ref_lp),
+        "topk_overlap": rng.random(n),
+    })
+
+
+def test_summary_point_estimates_are_the_token_means_by_bucket():
+    rec = _records()
+    s = summarize(rec, [0, 16, 64], Bootstrap(replicates=300))
+    head = rec[rec.context_len < 16]
+    cell = s["buckets"][0]
+    assert cell["bucket"] == "0–16" and cell["tokens"] == len(head)
+    assert cell["kl"]["mean"] == pytest.approx(head.kl.mean(), rel=1e-12)
+    assert cell["kl"]["ci"][0] <= cell["kl"]["mean"] <= cell["kl"]["ci"][1]
+    assert cell["same_top1"]["percent"] == pytest.approx(100 * head.same_top1.mean(), rel=1e-12)
+    ratio = np.exp((head.ref_logprob - head.cand_logprob).mean())
+    assert cell["ppl_ratio"]["ratio"] == pytest.approx(ratio, rel=1e-12)
+    assert cell["ppl_ratio"]["display_ci"] == pytest.approx(np.exp(cell["ppl_ratio"]["ci"]), rel=1e-12)
+    assert cell["ppl_ratio"]["ppl_cand"] / cell["ppl_ratio"]["ppl_ref"] == pytest.approx(ratio, rel=1e-12)
+    assert s["all"]["kl"]["p99_9"] == pytest.approx(np.percentile(rec.kl, 99.9))
+    assert s["all"]["kl"]["max"] == rec.kl.max()
+    assert s["all"]["kl_reverse"]["mean"] == pytest.approx(rec.kl_reverse.mean(), rel=1e-12)
+    assert s["all"]["resampling_unit"] == "window"  # 4 documents are too few to resample
+
+
+def test_percentiles_follow_linear_interpolation():
+    values = np.arange(1001, dtype=float)
+    p = percentiles(values)
+    assert (p["p50"], p["p90"], p["p99"], p["p99_9"], p["max"]) == pytest.approx((500.0, 900.0, 990.0, 999.0, 1000.0), rel=1e-12)
+
+
+def test_identical_models_summarise_to_degenerate_zero_intervals():
+    rec = _records()
+    rec = rec.assign(kl=0.0, kl_reverse=0.0, same_top1=True, cand_logprob=rec.ref_logprob, delta_p=0.0)
+    s = summarize(rec, [0, 64], Bootstrap(replicates=200))["all"]
+    assert s["kl"]["ci"] == [0.0, 0.0] and s["kl"]["degenerate"]
+    assert s["same_top1"]["ci"] == [100.0, 100.0]
+    assert s["ppl_ratio"]["display_ci"] == [1.0, 1.0]
+
+
+def test_bucket_edges_double_from_512_up_to_the_window():
+    assert bucket_edges(512) == [0, 512]
+    assert bucket_edges(3000) == [0, 512, 1024, 2048, 3000]
+    assert bucket_edges(8192) == [0, 512, 1024, 2048, 4096, 8192]
+    assert bucket_edges(512, (0, 128, 256)) == [0, 128, 256, 512]
+    for bad in ((0, 256, 128), (64, 128), (0, 512)):
+        with pytest.raises(UserError):
+            bucket_edges(512, bad)
+
+
+def test_gates_judge_the_unfavourable_interval_bound():
+    s = summarize(_records(), [0, 64], Bootstrap(replicates=300))
+    kl, same = s["all"]["kl"], s["all"]["same_top1"]
+    assert gate(s, "dev", None, None) == []
+    assert gate(s, "dev", kl["ci"][1] * 1.01, same["ci"][0] * 0.99) == []
+    failures = gate(s, "dev", kl["mean"], same["percent"])
+    assert len(failures) == 2 and "--max-kl" in failures[0] and "--min-same-top" in failures[1]
+    assert any("below the minimum of 100 / 20000" in f for f in gate(s, "release", None, None))
+    report = {"ref": {"name": "a"}, "cand": {"name": "b"}, "summary": s, "gates": {"profile": "dev", "max_kl": None, "min_same_top": None, "failures": []},
+              "settings": {"window": 64, "stride": 64, "confidence": 0.95, "replicates": 300, "seed": 0}}
+    assert "| all | 768 |" in render_markdown(report)
+
+
+def test_model_options_parse_and_refuse_bad_values():
+    assert split_spec("gemma-3-270m") == ("gemma-3-270m", {})
+    base, options = split_spec("x.gguf?type_k=q8_0&type_v=q4_0&flash_attn=1&rope_freq_scale=0.5")
+    assert base == "x.gguf"
+    parsed = LlamaCppOptions.parse(options, "x")
+    assert parsed == LlamaCppOptions("q8_0", "q4_0", True, 0.5, None)
+    for spec, message in (
+        ("m?type_k=q9", "choose one of"),
+        ("m?colour=red", "unknown model option 'colour'"),
+        ("m?type_v=q8_0", "needs flash attention"),
+        ("m?flash_attn=yes", "must be 0 or 1"),
+        ("m?rope_freq_scale=-1", "must be positive"),
+        ("m?type_k", "not key=value"),
+        ("m?type_k=q8_0&type_k=f16", "given twice"),
+    ):
+        with pytest.raises(UserError, match=message):
+            LlamaCppOptions.parse(split_spec(spec)[1], spec)
+
+
+# --- the whole command on tiny random-weight transformers models (no GGUF) ---------------------
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from ctxeval.data.texts import load_text
+    from tests.hf_tiny import tiny_llama_dir
+
+    root, text = tmp_path_factory.mktemp("tiny"), load_text("demo").content[:20000]
+    return {
+        "a": tiny_llama_dir(root / "a", text, seed=0, max_positions=256),
+        "b": tiny_llama_dir(root / "b", text, seed=1, max_positions=256),  # same tokenizer, other weights
+        "other_vocab": tiny_llama_dir(root / "c", text, vocab_size=600),
+    }
+
+
+def test_hf_pair_records_match_the_models_own_float64_softmax(tmp_path, tiny):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from ctxeval import api
+    from ctxeval.data.texts import load_text
+    from ctxeval.modeldiff.run import DIFF_FILE
+
+    result = api.diff(f"hf:{tiny['a']}", f"hf:{tiny['b']}", ["demo"], window=64, stride=32, max_tokens=200, reverse=True, block_rows=7,
+                      out=tmp_path / "d", bootstrap=api.Bootstrap(replicates=200))
+    rec = pd.read_parquet(tmp_path / "d" / DIFF_FILE)
+    assert rec.target_pos.tolist() == list(range(200)) and (rec.kl > 0).all() and (rec.kl_reverse > 0).all()
+    from transformers import AutoTokenizer
+
+    ids = AutoTokenizer.from_pretrained(str(tiny["a"]))(load_text("demo").content, add_special_tokens=False)["input_ids"]
+    first = rec[rec.pass_index == 0]  # the first window: BOS + tokens 0..62 predict tokens 0..63
+    inputs = torch.as_tensor([[AutoTokenizer.from_pretrained(str(tiny["a"])).bos_token_id, *ids[:63]]])
+    log_probs = []
+    for name in ("a", "b"):
+        with torch.inference_mode():
+            logits = AutoModelForCausalLM.from_pretrained(str(tiny[name])).eval()(input_ids=inputs).logits[0].double()
+        log_probs.append(torch.log_softmax(logits, dim=1).numpy())
+    a, b = log_probs
+    np.testing.assert_allclose(first.kl, (np.exp(a) * (a - b)).sum(axis=1), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(first.kl_reverse, (np.exp(b) * (b - a)).sum(axis=1), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(first.ref_logprob, a[np.arange(64), ids[:64]], rtol=0, atol=1e-5)
+    np.testing.assert_array_equal(first.same_top1, a.argmax(axis=1) == b.argmax(axis=1))
+    assert result.report["summary"]["all"]["tokens"] == 200
+
+
+def test_hf_dtype_option_names_the_candidate_and_gives_nonnegative_kl(tmp_path, tiny):
+    from ctxeval import api
+
+    result = api.diff(f"hf:{tiny['a']}", f"hf:{tiny['a']}?dtype=bfloat16", ["demo"], window=32, max_tokens=64, out=tmp_path / "d",
+                      bootstrap=api.Bootstrap(replicates=200))
+    assert result.report["cand"]["name"] == "hf:a?dtype=bfloat16"
+    rec = pd.read_parquet(tmp_path / "d" / "diff_records.parquet")
+    assert (rec.kl >= 0).all() and rec.kl.max() > 0
+
+
+def test_hf_refusals_are_one_line_exit_code_2(tmp_path, tiny):
+    from tests.conftest import run_cli
+
+    for cand, window, message in ((f"hf:{tiny['other_vocab']}", "32", "different vocabularies"),
+                                  (f"hf:{tiny['b']}", "300", "training context of 256"),
+                                  (f"hf:{tiny['b']}?type_k=q8_0", "32", "unknown model option 'type_k'")):
+        r = run_cli("diff", f"hf:{tiny['a']}", cand, "demo", "--window", window, "--quiet", "--out", str(tmp_path / "x"))
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and message in r.stderr, r.stderr
+
+
+
+def test_key_tokens_of_a_context_gain_run_restrict_the_summary(tmp_path, tiny):
+    from ctxeval import api
+    from ctxeval.probes.context_gain import gain_table
+    from ctxeval.records import read_records
+
+    gain = api.context_gain(["demo"], models=[f"hf:{tiny['a']}"], window=64, short=8, max_tokens=192, alpha=0.0, beta=-6.0, replicates=200, out=tmp_path / "g")
+    table = gain_table(read_records(gain.run_dir), "hf:a", "demo")
+    expected = set(table.loc[(table.gain > 0.0) & (table.logprob_long > -6.0), "target_pos"])
+    assert 0 < len(expected) < len(table)
+    result = api.diff(f"hf:{tiny['a']}", f"hf:{tiny['b']}", ["demo"], window=64, max_tokens=192, key_tokens=gain.run_dir,
+                      out=tmp_path / "d", bootstrap=api.Bootstrap(replicates=200))
+    key = result.report["summary"]["key_tokens"]
+    assert key["evaluator"] == "hf:a" and key["tokens"] == len(expected) == key["all"]["tokens"]
+    rec = pd.read_parquet(tmp_path / "d" / "diff_records.parquet")
+    assert key["all"]["kl"]["mean"] == pytest.approx(rec[rec.target_pos.isin(expected)].kl.mean(), rel=1e-12)
+    assert "Key tokens of" in result.markdown
+
+
+def test_what_a_ray_worker_receives_pickles():
+    import pickle
+
+    from ctxeval.executors.spec import ScorerSpec
+    from ctxeval.modeldiff.pair import DiffTask, PairSpec
+
+    spec = PairSpec(ScorerSpec("gemma-3-270m", 2), ScorerSpec("x.gguf?type_k=q8_0&type_v=q8_0&flash_attn=1", 2))
+    task = DiffTask(10, True, 128)
+    assert pickle.loads(pickle.dumps(spec)) == spec and pickle.loads(pickle.dumps(task)) == task
+    assert spec.per_server() == [spec]

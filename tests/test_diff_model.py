@@ -1,0 +1,125 @@
+"""`ctxeval diff` with the embedded model: identity, a requantized candidate against a float64
+full-softmax reference computed from the same logits, a KV-cache candidate that is killed and
+resumed, and the refusals (two vocabularies, a window beyond the context, a bad option)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from scipy.special import log_softmax
+
+from ctxeval import api
+from ctxeval.backends.model_files import embedded_model_path
+from ctxeval.backends.quantize import requantize
+from ctxeval.backends.registry import load_scorer
+from ctxeval.data.texts import DEMO_TEXT_NAME, load_text
+from ctxeval.modeldiff.run import DIFF_FILE
+from ctxeval.records import STOP_AFTER_PASSES_ENV
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.model
+KV_Q8 = "gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1"
+
+
+@pytest.fixture(scope="module")
+def q8_gguf(tmp_path_factory):
+    """The embedded Q4_K_M model requantized to Q8_0 by llama.cpp's quantizer."""
+    return requantize(embedded_model_path(), tmp_path_factory.mktemp("quant") / "gemma-q8_0.gguf", "q8_0")
+
+
+def _records(run_dir) -> pd.DataFrame:
+    return pq.read_table(run_dir / DIFF_FILE).to_pandas()
+
+
+def test_the_same_model_as_ref_and_cand_gives_exactly_zero_kl_and_full_agreement(tmp_path):
+    r = run_cli("diff", "gemma-3-270m", "gemma-3-270m", "demo", "--window", "64", "--max-tokens", "128", "--reverse-kl", "--replicates", "200", "--quiet", "--out", str(tmp_path / "d"))
+    assert r.returncode == 0, r.stderr
+    rec = _records(tmp_path / "d")
+    assert len(rec) == 128 and rec.target_pos.tolist() == list(range(128))
+    assert (rec.kl == 0.0).all() and (rec.kl_reverse == 0.0).all()
+    assert rec.same_top1.all() and (rec.ref_logprob == rec.cand_logprob).all() and (rec.topk_overlap == 1.0).all()
+    report = json.loads((tmp_path / "d" / "diff.json").read_text())["summary"]["all"]
+    assert report["same_top1"]["percent"] == 100.0 and report["kl"]["max"] == 0.0
+    assert report["ppl_ratio"]["display_ci"] == [1.0, 1.0]
+
+
+def test_a_requantized_candidate_matches_a_float64_reference_from_the_same_logits(tmp_path, q8_gguf):
+    result = api.diff("gemma-3-270m", str(q8_gguf), [DEMO_TEXT_NAME], window=40, max_tokens=80, reverse=True, top_k=5,
+                      block_rows=16, out=tmp_path / "d", bootstrap=api.Bootstrap(replicates=200))
+    rec = _records(result.run_dir)
+    assert len(rec) == 80 and (rec.kl >= 0).all() and (rec.kl_reverse >= 0).all()
+    assert rec.kl.max() > 0  # the quantization changes the distribution
+    ref, cand = load_scorer("gemma-3-270m"), load_scorer(str(q8_gguf))
+    try:
+        tokens = np.asarray(ref.tokenize(load_text(DEMO_TEXT_NAME).content), dtype=np.int32)[:40]
+        input_ids = np.concatenate([[ref.info.bos_id], tokens[:-1]]).astype(np.int32)
+        positions = np.arange(40)
+        z = np.concatenate([b.copy() for b in ref.logit_blocks(input_ids, positions, 512)])
+        w = np.concatenate([b.copy() for b in cand.logit_blocks(input_ids, positions, 512)])
+        ref_scores = ref.score(input_ids, positions, tokens, 1, (1.0,))
+    finally:
+        ref.close()
+        cand.close()
+    a, b = log_softmax(z.astype(np.float64), axis=1), log_softmax(w.astype(np.float64), axis=1)
+    first = rec[rec.pass_index == 0]
+    np.testing.assert_allclose(first.kl, (np.exp(a) * (a - b)).sum(axis=1), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(first.kl_reverse, (np.exp(b) * (b - a)).sum(axis=1), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(first.ref_logprob, a[positions, tokens], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(first.cand_logprob, b[positions, tokens], rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(first.ref_top1, z.argmax(axis=1))
+    np.testing.assert_array_equal(first.cand_top1, w.argmax(axis=1))
+    # blocks of 16 rows (decode batches of 16) and the scoring path's one 512-token batch agree
+    np.testing.assert_allclose(first.ref_logprob, ref_scores.logprob, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(first.ref_rank, ref_scores.rank)
+
+
+def test_a_killed_kv_cache_diff_resumes_to_identical_records(tmp_path):
+    args = ["diff", "gemma-3-270m", KV_Q8, "demo", "--window", "32", "--max-tokens", "128", "--replicates", "200", "--quiet"]
+    env = dict(os.environ, **{STOP_AFTER_PASSES_ENV: "2"})
+    killed = subprocess.run([sys.executable, "-m", "ctxeval.cli", *args, "--out", str(tmp_path / "k")], capture_output=True, text=True, env=env, timeout=900)
+    assert killed.returncode == 130, killed.stderr
+    assert sorted(pq.read_table(tmp_path / "k" / "parts", columns=["pass_index"]).column(0).unique().to_pylist()) == [0, 1]
+    resumed = run_cli(*args, "--out", str(tmp_path / "k"))
+    assert resumed.returncode == 0, resumed.stderr
+    clean = run_cli(*args, "--out", str(tmp_path / "c"))
+    assert clean.returncode == 0, clean.stderr
+    a, b = _records(tmp_path / "k"), _records(tmp_path / "c")
+    pd.testing.assert_frame_equal(a, b)
+    assert (a.kl >= 0).all() and a.kl.max() > 0
+    assert json.loads((tmp_path / "k" / "diff.json").read_text())["summary"] == json.loads((tmp_path / "c" / "diff.json").read_text())["summary"]
+    manifest = json.loads((tmp_path / "k" / "manifest.json").read_text())
+    assert manifest["timing"]["resumed"] is True and manifest["models"][1]["details"]["kv_cache_type"] == "q8_0"
+
+
+def test_gates_fail_with_exit_code_1(tmp_path, q8_gguf):
+    r = run_cli("diff", "gemma-3-270m", str(q8_gguf), "demo", "--window", "32", "--max-tokens", "64", "--replicates", "200", "--max-kl", "0", "--quiet", "--out", str(tmp_path / "g"))
+    assert r.returncode == 1, r.stderr
+    assert "dev gate failed: upper CI bound of the mean KL" in r.stderr
+
+
+def test_two_vocabularies_are_refused_in_one_line(tmp_path):
+    from tests.hf_tiny import tiny_llama_dir
+
+    model = tiny_llama_dir(tmp_path / "tiny", "a small text for a small tokenizer " * 50, vocab_size=300)
+    r = run_cli("diff", "gemma-3-270m", f"hf:{model}", "demo", "--window", "32", "--quiet", "--out", str(tmp_path / "v"))
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "different vocabularies" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("cand", "window", "message"),
+    [("gemma-3-270m", "40000", "beyond gemma-3-270m's training context of 32768"),
+     ("gemma-3-270m?colour=red", "32", "unknown model option 'colour'"),
+     ("gemma-3-270m?type_v=q4_0", "32", "needs flash attention")],
+)
+def test_bad_diff_input_is_one_line_and_exit_code_2(tmp_path, cand, window, message):
+    r = run_cli("diff", "gemma-3-270m", cand, "demo", "--window", window, "--quiet", "--out", str(tmp_path / "x"))
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and message in r.stderr, r.stderr
