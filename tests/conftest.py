@@ -11,7 +11,8 @@ import pytest
 
 from tests import model_guard
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# the project's shared data beside the checkout; CTXEVAL_SHARED_DATA overrides, as for the package
+SHARED_DATA = Path(os.environ.get("CTXEVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 FIXTURES = Path(__file__).parent / "fixtures"
 
 

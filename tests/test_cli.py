@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from ctxeval.records import STOP_AFTER_PASSES_ENV
+from ctxeval.pipeline.records import STOP_AFTER_PASSES_ENV
 
 from .conftest import FIXTURES, run_cli
 

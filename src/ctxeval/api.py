@@ -10,18 +10,18 @@ from typing import Any
 
 import pandas as pd
 
-from ctxeval import windows
+from ctxeval.pipeline import windows
 from ctxeval.backends.openai_options import DEFAULT_CACHE, OpenAIOptions, dry_run_table
 from ctxeval.backends.registry import ModelEntry, list_models, refuse_api_models
 from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
 from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
 from ctxeval.errors import UserError
-from ctxeval.executors import ExecutorOptions
+from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.metrics.rank import alpha_key
-from ctxeval.manifest import Manifest, read_manifest
+from ctxeval.pipeline.manifest import Manifest
 from ctxeval.pairing import pair_windows
-from ctxeval.planning import ContextGainPlanner, ScorePlanner, SweepPlanner
+from ctxeval.pipeline.planning import ContextGainPlanner, ScorePlanner, SweepPlanner
 from ctxeval.probes.gain_report import ContextGainResult, KeyTokenSettings, write_context_gain
 from ctxeval.probes.probe_report import write_probe_report
 from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
@@ -31,10 +31,11 @@ from ctxeval.qa import commands as qa_commands
 from ctxeval.qa.methods import parse_methods
 from ctxeval.explorer import DEFAULT_TOP_K_SHOWN, write_report as write_html_report
 from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, window_table, write_report
-from ctxeval.report.outputs import RunResult, compute, load_run, write_outputs
+from ctxeval.report.outputs import RunResult, compute, load_run, token_run_manifest, write_outputs
 from ctxeval.report.summary import window_metrics
 from ctxeval.report.trends import metric_names, trend_table, variance_table, write_trends
-from ctxeval.run import execute
+from ctxeval.pipeline.engine import estimate, run
+from ctxeval.scoring import Finish, ScoringRun, scoring_spec
 
 __all__ = ["sweep", "score", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "leval", "leval_corr", "judge", "report", "RunResult", "Comparison", "Report", "MetricConfig", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]
 
@@ -114,7 +115,7 @@ def sweep(
     thesis_targets = n_compare * gen_tokens if exhaustive else n_compare
 
     planner = SweepPlanner(lengths, n_compare, seed, repeats, modes, thesis_targets, gen_tokens)
-    return execute(config, loaded, list(models), _out_dir(out, "sweep", config), planner, progress, n_threads, openai, dry_run, input_facts=loaded.facts(), executor=executor)
+    return _run_scoring(config, loaded, list(models), planner, _out_dir(out, "sweep", config), progress, n_threads, openai, dry_run, executor)
 
 
 def score(
@@ -182,7 +183,7 @@ def score(
     )
 
     planner = ScorePlanner(method, window, stride, head or "full", max_tokens)
-    return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads, openai, dry_run, input_facts=loaded.facts(), executor=executor)
+    return _run_scoring(config, loaded, [model], planner, _out_dir(out, "score", config), progress, n_threads, openai, dry_run, executor)
 
 
 def context_gain(
@@ -248,7 +249,7 @@ def context_gain(
         evaluator_name = manifest.model_names[model_specs.index(evaluator_spec)]
         return write_context_gain(run_dir, manifest, KeyTokenSettings(evaluator_name, alpha, beta, block, replicates, seed))
 
-    return execute(config, loaded, model_specs, _out_dir(out, "context-gain", config), planner, progress, n_threads, finish=finish, input_facts=loaded.facts(), executor=executor)
+    return _run_scoring(config, loaded, model_specs, planner, _out_dir(out, "context-gain", config), progress, n_threads, None, False, executor, finish)
 
 
 def retrieval(
@@ -306,8 +307,8 @@ def report(runs: Sequence[str | Path], out: str | Path = "report.html", top_k_sh
 
 
 def run_metrics(run_dir: str | Path) -> MetricConfig:
-    """The metric settings a run was made with."""
-    return read_manifest(Path(run_dir)).metrics
+    """The metric settings a token-scoring run was made with."""
+    return token_run_manifest(Path(run_dir)).metrics
 
 
 def summary(run_dir: str | Path, metrics: MetricConfig | None = None, write: bool = False) -> RunResult:
@@ -460,6 +461,17 @@ def serve(model: str = DEFAULT_MODEL, host: str = "127.0.0.1", port: int = 8000,
     from ctxeval.serve import serve as run_server
 
     run_server(model, host, port, n_ctx, n_threads)
+
+
+def _run_scoring(config: RunConfig, texts: Corpus, model_specs: list[str], planner, out: Path, progress: bool, n_threads: int | None,
+                 openai: OpenAIOptions | None, dry_run: bool, executor: ExecutorOptions | None, finish: Finish = write_outputs) -> Any:
+    """A scoring run through the engine (or, with `dry_run`, what it would send to API models).
+    Passes a backend fails to score are left out of the records, listed in the manifest, and
+    reported by raising `IncompleteRun`; a re-run retries them."""
+    task = ScoringRun(config, texts, model_specs, planner, finish, n_threads=n_threads, openai_options=openai, input_facts=texts.facts())
+    if dry_run:
+        return estimate(task, out, task.estimate)
+    return run(task, scoring_spec(config), out, executor=executor, progress=progress)
 
 
 def _methods(methods: str | Sequence[str]) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ import typer
 from ctxeval import api
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig
 from ctxeval.api import DEFAULT_CACHE, CorpusOptions, ExecutorOptions, OpenAIOptions, RunResult, dry_run_table
-from ctxeval.errors import UserError
+from ctxeval.errors import EXIT_INCOMPLETE, EXIT_USER_ERROR, IncompleteRun, UserError
 
 app = typer.Typer(
     help="Measure how well language models use long contexts: perplexity, rank-based perplexity, context-length sweeps.",
@@ -551,11 +551,14 @@ def serve(
 
 
 def main() -> None:
-    """Entry point: user errors become one line on stderr and exit code 2."""
+    """Entry point: user errors become one line on stderr and exit code 2; a run whose work
+    partly failed, one line and exit code 3 (re-running the same command retries that work)."""
     try:
         code = app(standalone_mode=False)
     except UserError as exc:
         _fail(str(exc))
+    except IncompleteRun as exc:
+        _fail(str(exc), EXIT_INCOMPLETE)
     except KeyboardInterrupt:
         _interrupted()
     except Exception as exc:
@@ -573,9 +576,9 @@ def main() -> None:
         sys.exit(code)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = EXIT_USER_ERROR) -> None:
     print(f"ctxeval: error: {message}", file=sys.stderr)
-    sys.exit(2)
+    sys.exit(code)
 
 
 def _interrupted() -> None:

@@ -11,8 +11,8 @@ import pandas as pd
 
 from ctxeval.config import MetricConfig
 from ctxeval.errors import UserError
-from ctxeval.manifest import Manifest, read_manifest
-from ctxeval.records import RECORDS_FILE, read_records
+from ctxeval.pipeline.manifest import Manifest, read_manifest
+from ctxeval.pipeline.records import RECORDS_FILE, TOKEN_COMMANDS, read_records
 from ctxeval.report.corpus_summary import corpus_summary
 from ctxeval.report.plots import plot_scores
 from ctxeval.report.summary import approx_vs_exact, summarize
@@ -46,9 +46,18 @@ class RunResult:
         return files
 
 
-def load_run(run_dir: Path) -> tuple[Manifest, pd.DataFrame]:
-    """Manifest and records of a complete run, or a UserError saying why not."""
+def token_run_manifest(run_dir: Path) -> Manifest:
+    """The manifest of a run with token records (sweep, score, context-gain), or a UserError
+    naming the command that wrote the directory instead."""
     manifest = read_manifest(run_dir)
+    if manifest.command not in TOKEN_COMMANDS:
+        raise UserError(f"{run_dir} holds a {manifest.command or 'unknown'} run; this command reads {', '.join(TOKEN_COMMANDS)} runs")
+    return manifest
+
+
+def load_run(run_dir: Path) -> tuple[Manifest, pd.DataFrame]:
+    """Manifest and records of a complete token-scoring run, or a UserError saying why not."""
+    manifest = token_run_manifest(run_dir)
     if manifest.status != "complete" or not (Path(run_dir) / RECORDS_FILE).is_file():
         raise UserError(f"the run in {run_dir} is not complete; re-run its command to finish it")
     return manifest, read_records(run_dir)
