@@ -216,3 +216,17 @@ def test_exactly_one_module_writes_manifests():
     assert {"ctxeval.api", "ctxeval.judge", "ctxeval.qa.passes", "ctxeval.probes.retrieval_run"} <= _calls("run")  # every task runs through the engine
     assert _calls("write_manifest") == {"ctxeval.pipeline.engine"}
     assert _calls("existing_manifest") == {"ctxeval.pipeline.engine"}
+
+
+def test_api_options_are_keyword_only():
+    """An API function takes its inputs positionally (at most three: runs, files, an output) and
+    every option by name, so an option added or reordered never shifts another."""
+    import inspect
+
+    from ctxeval import api
+
+    functions = [getattr(api, name) for name in api.__all__ if inspect.isfunction(getattr(api, name))]
+    assert len(functions) >= 14
+    for function in functions:
+        positional = [p for p in inspect.signature(function).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        assert len(positional) <= 3, (function.__name__, [p.name for p in positional])

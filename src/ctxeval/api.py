@@ -42,6 +42,7 @@ __all__ = ["sweep", "score", "context_gain", "retrieval", "probe_report", "summa
 
 def sweep(
     texts: Sequence[str | Path] = (DEMO_TEXT_NAME,),
+    *,
     models: Sequence[str] = (DEFAULT_MODEL,),
     lengths: Sequence[int] = DEFAULT_LENGTHS,
     n_compare: int = 30,
@@ -120,6 +121,7 @@ def sweep(
 
 def score(
     text: str | Path,
+    *,
     method: str = "chunked",
     window: int = 1024,
     stride: int | None = None,
@@ -188,6 +190,7 @@ def score(
 
 def context_gain(
     texts: Sequence[str | Path],
+    *,
     models: Sequence[str] = (DEFAULT_MODEL,),
     window: int = 2048,
     short: int = 128,
@@ -253,6 +256,7 @@ def context_gain(
 
 
 def retrieval(
+    *,
     variant: str = "cat",
     lines: Sequence[int] | None = (20, 50, 100),
     depths: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0),
@@ -294,13 +298,13 @@ def retrieval(
     return run_retrieval(config, run_dir, progress, n_threads, executor)
 
 
-def probe_report(runs: Sequence[str | Path], out: str | Path) -> str:
+def probe_report(runs: Sequence[str | Path], *, out: str | Path) -> str:
     """Side-by-side Markdown report (and JSON, plot) over sweep/score, context-gain and retrieval runs."""
     _, markdown = write_probe_report([Path(r) for r in runs], Path(out))
     return markdown
 
 
-def report(runs: Sequence[str | Path], out: str | Path = "report.html", top_k_shown: int = DEFAULT_TOP_K_SHOWN) -> Path:
+def report(runs: Sequence[str | Path], out: str | Path = "report.html", *, top_k_shown: int = DEFAULT_TOP_K_SHOWN) -> Path:
     """One offline HTML file over any mix of finished runs: headers, headline numbers, charts
     and a per-token explorer (`top_k_shown` alternatives per token are embedded)."""
     return write_html_report([Path(r) for r in runs], Path(out), top_k_shown)
@@ -311,7 +315,7 @@ def run_metrics(run_dir: str | Path) -> MetricConfig:
     return token_run_manifest(Path(run_dir)).metrics
 
 
-def summary(run_dir: str | Path, metrics: MetricConfig | None = None, write: bool = False) -> RunResult:
+def summary(run_dir: str | Path, *, metrics: MetricConfig | None = None, write: bool = False) -> RunResult:
     """Recompute a finished run's summaries, optionally with other metric settings."""
     manifest, records = load_run(Path(run_dir))
     metrics = metrics or manifest.metrics
@@ -335,6 +339,7 @@ def compare(
     run_a: str | Path,
     run_b: str | Path,
     out: str | Path,
+    *,
     replicates: int = 2000,
     seed: int = 0,
     cluster_by_text: bool | None = None,
@@ -375,7 +380,7 @@ def compare(
     return Comparison(report, Path(out), failures, markdown)
 
 
-def trends(run_dir: str | Path, out: str | Path | None = None, outlier_sd: float = 2.0) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+def trends(run_dir: str | Path, *, out: str | Path | None = None, outlier_sd: float = 2.0) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """Slopes of every metric against context length (raw and log2), with SE, p-value and CI,
     and the spread across repeated starts with flagged outliers. Writes trends.json/.md."""
     if outlier_sd <= 0:
@@ -405,7 +410,7 @@ class Report:
     notes: tuple[str, ...] = ()
 
 
-def leval(predictions: str | Path, out: str | Path = Path("runs/leval"), variant: str = "leval", tokenize: str = "plain", progress: bool = False) -> Report:
+def leval(predictions: str | Path, *, out: str | Path = Path("runs/leval"), variant: str = "leval", tokenize: str = "plain", progress: bool = False) -> Report:
     """L-Eval metrics of prediction files (exact match, F1 or ROUGE, ΔL); writes scores.json/.md."""
     from ctxeval.leval.report import SCORES_JSON, SCORES_MD, markdown, run_leval
 
@@ -414,7 +419,7 @@ def leval(predictions: str | Path, out: str | Path = Path("runs/leval"), variant
     return Report(result, markdown(result), (out / SCORES_JSON, out / SCORES_MD), tuple(result.notes()))
 
 
-def leval_corr(metrics: Sequence[str], human: str | Path, column: str | None = None, out: str | Path | None = None) -> Report:
+def leval_corr(metrics: Sequence[str], human: str | Path, *, column: str | None = None, out: str | Path | None = None) -> Report:
     """Kendall τ-b between each metric's model ranking and the human ranking (`value`: the correlations)."""
     from ctxeval.leval.corr import CORR_JSON, CORR_MD, run_corr
 
@@ -422,7 +427,7 @@ def leval_corr(metrics: Sequence[str], human: str | Path, column: str | None = N
     return Report(correlations, text, (Path(out) / CORR_JSON, Path(out) / CORR_MD) if out is not None else ())
 
 
-def judge(predictions: str | Path, base_predictions: str | Path, judge_model: str = "openai:gpt-4", openai: OpenAIOptions | None = None,
+def judge(predictions: str | Path, base_predictions: str | Path, *, judge_model: str = "openai:gpt-4", openai: OpenAIOptions | None = None,
           max_tokens: int = 2048, limit: int | None = None, out: str | Path = Path("runs/judge"), questions: str = "auto",
           executor: ExecutorOptions | None = None) -> Report:
     """Pairwise LLM judge (L-Eval's prompt, both answer orders); `value` is judge.json's content.
@@ -434,7 +439,7 @@ def judge(predictions: str | Path, base_predictions: str | Path, judge_model: st
     return Report(report, markdown(report), (out / "judge.json", out / "judge.md"))
 
 
-def pplqa(answers: str = "mt-bench", methods: str | Sequence[str] = ("pplqa",), out: str | Path | None = None, model: str = DEFAULT_MODEL,
+def pplqa(answers: str = "mt-bench", *, methods: str | Sequence[str] = ("pplqa",), out: str | Path | None = None, model: str = DEFAULT_MODEL,
           limit: int | None = None, qa_scope: str = "all", aspect: str | None = None, reference: str | None = "auto", seed: int = 0,
           progress: bool = False, n_threads: int | None = None, tau: str = "a", executor: ExecutorOptions | None = None) -> Report:
     """Rank each question's answers by PPLqa (and optionally the baselines); `value` is pplqa.json's content."""
@@ -444,7 +449,7 @@ def pplqa(answers: str = "mt-bench", methods: str | Sequence[str] = ("pplqa",), 
     return Report(result, markdown(result))
 
 
-def meta_eval(dataset: str, methods: str | Sequence[str] = ("pplqa", "gptscore", "geval", "geval_weighted"), out: str | Path | None = None,
+def meta_eval(dataset: str, *, methods: str | Sequence[str] = ("pplqa", "gptscore", "geval", "geval_weighted"), out: str | Path | None = None,
               model: str = DEFAULT_MODEL, limit: int | None = None, qa_scope: str = "all", aspect: str = "coherence", ties: str = "drop",
               replicates: int = 2000, seed: int = 0, progress: bool = False, n_threads: int | None = None,
               executor: ExecutorOptions | None = None) -> Report:
