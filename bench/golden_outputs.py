@@ -14,9 +14,9 @@ tests, the embedded model (gemma-3-270m), the shared data folder (CTXEVAL_SHARED
 need it) and, for `judge`, a scripted OpenAI-compatible server on 127.0.0.1 (tests/servers).
 
 `compare` prints one row per file: identical (bytes equal), or the same after dropping what
-changes from run to run — manifest `timing`, `created`, `versions`, the output folder's
-absolute path, and Parquet files compared by content — or different (with the keys that
-differ for JSON). Exit code 1 when any file differs or is missing on one side.
+changes from run to run — manifest `timing`, `created`, `versions`, the output folder's and the
+checkout's absolute paths, creation times and timings embedded in text (the HTML report), and Parquet files
+compared by content — or different (with the keys that differ for JSON). Exit code 1 when any file differs or is missing on one side.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -106,8 +107,11 @@ def run(out: Path, only: list[str] | None) -> int:
     return 1 if failed else 0
 
 
+_CHECKOUT = re.compile(rb"/[^\"\s]*?/tests/fixtures/")  # the input text, in whichever checkout ran
+
+
 def _normalised_text(data: bytes, root: Path) -> bytes:
-    return data.replace(str(root).encode(), ROOT_TOKEN.encode())
+    return _CHECKOUT.sub(b"<CHECKOUT>/tests/fixtures/", data.replace(str(root).encode(), ROOT_TOKEN.encode()))
 
 
 def _strip(value: object) -> object:
@@ -131,6 +135,19 @@ def _json_diff(a: object, b: object, path: str = "") -> list[str]:
     return [path.rstrip(".") or "(value)"]
 
 
+_TIMES = [
+    (re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z"), b"<TIME>"),  # manifests' `created`
+    (re.compile(rb'(&#34;|&quot;|\\?")(seconds[a-z_]*|[a-z_]+_seconds)(&#34;|&quot;|\\?")\s*:\s*[0-9.]+'), rb"\1\2\3: <S>"),  # timings
+]
+
+
+def _masked(data: bytes) -> bytes:
+    """Text with creation times and timings replaced (an HTML report embeds manifests)."""
+    for pattern, replacement in _TIMES:
+        data = pattern.sub(replacement, data)
+    return data
+
+
 def _cli_text(data: bytes) -> bytes:
     """CLI output without the lines that report time spent."""
     return b"\n".join(line for line in data.split(b"\n") if b"seconds" not in line)
@@ -143,7 +160,7 @@ def compare_file(a: Path, b: Path, root_a: Path, root_b: Path) -> tuple[str, str
         return "identical", ""
     na, nb = _normalised_text(da, root_a), _normalised_text(db, root_b)
     if na == nb:
-        return "identical", "after the output path"
+        return "identical", "after the output and checkout paths"
     if a.suffix == ".parquet":
         import pyarrow.parquet as pq
 
@@ -155,6 +172,8 @@ def compare_file(a: Path, b: Path, root_a: Path, root_b: Path) -> tuple[str, str
         return "DIFFERENT", ", ".join(_json_diff(_strip(ja), _strip(jb))[:6])
     if a.parent.name == "_cli" and _cli_text(na) == _cli_text(nb):
         return "identical", "apart from timing lines"
+    if _masked(na) == _masked(nb):
+        return "identical", "apart from embedded times and timings"
     return "DIFFERENT", f"{len(da)} vs {len(db)} bytes"
 
 

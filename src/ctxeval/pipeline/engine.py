@@ -117,8 +117,8 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions
         models = [s.load() for s in load_specs]
         for model in reversed(models):
             stack.callback(model.close)
-        out.mkdir(parents=True, exist_ok=True)
         plan = task.plan(models, done_passes(out, task.records))
+        out.mkdir(parents=True, exist_ok=True)
         manifest = Manifest(command=spec.command, run_id=spec.run_id, config=spec.config, models=[m.describe() for m in models],
                             created=(previous.created if previous else None) or now(), versions=versions(), **plan.manifest)
         write_manifest(out, manifest)
