@@ -138,6 +138,7 @@ def _json_diff(a: object, b: object, path: str = "") -> list[str]:
 _TIMES = [
     (re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z"), b"<TIME>"),  # manifests' `created`
     (re.compile(rb'(&#34;|&quot;|\\?")(seconds[a-z_]*|[a-z_]+_seconds)(&#34;|&quot;|\\?")\s*:\s*[0-9.]+'), rb"\1\2\3: <S>"),  # timings
+    (re.compile(rb"took [0-9.]+ s\b"), b"took <S> s"),  # timings in Markdown
 ]
 
 
