@@ -84,10 +84,10 @@ def arm_plan_streaming(corpus: Path, n: int) -> int:
 
 def arm_plan_naive(corpus: Path, n: int) -> int:
     """The executor before corpora: all texts loaded, all tokenized, then planned."""
-    from ctxeval import windows
+    from ctxeval.pipeline import windows
     from ctxeval.backends.registry import load_scorer
     from ctxeval.data.texts import Text
-    from ctxeval.tokens import tokenize
+    from ctxeval.pipeline.tokens import tokenize
     import hashlib
 
     texts = []

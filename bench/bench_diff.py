@@ -37,9 +37,9 @@ def peak_rss_mb() -> float:
 def windows(scorer, text_path: Path, n_tokens: int, window: int) -> list:
     """Work items of the first `n_tokens` tokens in disjoint windows, as `ctxeval diff` plans them."""
     from ctxeval.data.texts import load_text
-    from ctxeval.executors.work import work_item
-    from ctxeval.tokens import tokenize
-    from ctxeval.windows import chunked
+    from ctxeval.pipeline.executors.work import work_item
+    from ctxeval.pipeline.tokens import tokenize
+    from ctxeval.pipeline.windows import chunked
 
     text = load_text(str(text_path))
     tt = tokenize(scorer, text)

@@ -21,7 +21,7 @@ import ray
 from ctxeval import api
 from ctxeval.server.launch import spawn_server
 from ctxeval.backends.openai_options import OpenAIOptions
-from ctxeval.executors import ExecutorOptions
+from ctxeval.pipeline.executors import ExecutorOptions
 
 
 def main() -> None:

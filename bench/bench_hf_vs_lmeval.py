@@ -77,7 +77,7 @@ def prepare(args: argparse.Namespace) -> dict:
 
     from ctxeval.backends.registry import load_scorer
     from ctxeval.data.texts import load_text
-    from ctxeval.tokens import tokenize
+    from ctxeval.pipeline.tokens import tokenize
 
     threads = args.threads or torch.get_num_threads()
     scorer = load_scorer("hf:gemma-3-270m", n_threads=threads)

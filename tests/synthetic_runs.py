@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from ctxeval.pieces import write_pieces
-from ctxeval.records import BASE_SCHEMA, PartWriter, merge_parts
-from ctxeval.manifest import Manifest, write_manifest
+from ctxeval.pipeline.records import BASE_SCHEMA, PartWriter, merge_parts
+from ctxeval.pipeline.manifest import Manifest, write_manifest
 
 XSS = ["<script>alert(1)</script>", '" onmouseover="alert(1)', "</script>", "{{ }}"]
 VOCAB = XSS + [" the", " cat", " sat", "\n", "\t", "Hello", " &amp;", "\u2028", " on", " mat", ".", " a", " dog", " ran"]

@@ -9,9 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from ctxeval import api, windows
+from ctxeval import api
+from ctxeval.pipeline import windows
 from ctxeval.data.texts import Text, load_text
-from ctxeval.tokens import tokenize, tokenized_from_pieces
+from ctxeval.pipeline.tokens import tokenize, tokenized_from_pieces
 
 
 def spans(text: str, pieces: list[str]):

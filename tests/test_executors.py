@@ -24,10 +24,10 @@ from ctxeval.server.launch import spawn_server
 from ctxeval import api
 from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.errors import UserError
-from ctxeval.executors import ExecutorOptions, Work, open_executor
-from ctxeval.executors.work import one_per_unit
-from ctxeval.executors.ray import KILL_WORKER_AFTER_ENV, interleaved
-from ctxeval.records import STOP_AFTER_PASSES_ENV
+from ctxeval.pipeline.executors import ExecutorOptions, Work, open_executor
+from ctxeval.pipeline.executors.work import one_per_unit
+from ctxeval.pipeline.executors.ray import KILL_WORKER_AFTER_ENV, interleaved
+from ctxeval.pipeline.records import STOP_AFTER_PASSES_ENV
 
 from .conftest import run_cli
 

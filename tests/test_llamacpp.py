@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ctxeval.data.texts import load_text
-from ctxeval.tokens import tokenize
+from ctxeval.pipeline.tokens import tokenize
 
 from .conftest import FIXTURES
 

@@ -13,7 +13,7 @@ import pytest
 from ctxeval import api
 from ctxeval.config import MetricConfig
 from ctxeval.errors import UserError
-from ctxeval.manifest import MANIFEST_FILE, MANIFEST_VERSION, Manifest, read_manifest, write_manifest
+from ctxeval.pipeline.manifest import MANIFEST_FILE, MANIFEST_VERSION, Manifest, read_manifest, write_manifest
 
 V1_RUN = Path(__file__).parent / "fixtures" / "run-v1"
 

@@ -20,7 +20,7 @@ from ctxeval.backends.openai_options import OpenAIOptions, RetryPolicy
 from ctxeval.backends.request_cache import RequestCache
 from ctxeval.data.texts import load_text
 from ctxeval.errors import UserError
-from ctxeval.run import IncompleteRun
+from ctxeval.errors import IncompleteRun
 from ctxeval.server.launch import spawn_server
 from tests.conftest import FIXTURES, run_cli
 from tests.servers.fault_proxy import FaultProxy

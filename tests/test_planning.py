@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ctxeval import windows
+from ctxeval.pipeline import windows
 from ctxeval.backends.base import ModelInfo
 from ctxeval.data.texts import Text
 from ctxeval.errors import UserError
-from ctxeval.planning import ContextGainPlanner, ScorePlanner, SweepPlanner, check_context
-from ctxeval.tokens import tokenized_from_pieces
+from ctxeval.pipeline.planning import ContextGainPlanner, ScorePlanner, SweepPlanner, check_context
+from ctxeval.pipeline.tokens import tokenized_from_pieces
 
 TEXT = Text("t", "t", "the cat sat on the mat and then the dog sat on the log", "ab" * 32)
 

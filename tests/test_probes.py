@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ctxeval import windows
+from ctxeval.pipeline import windows
 from ctxeval.data.texts import Text
 from ctxeval.errors import UserError
 from ctxeval.probes.context_gain import gain_table, summarize_text
@@ -17,7 +17,7 @@ from ctxeval.probes.keytokens import key_token_mask, merge_spans, tokens_within
 from ctxeval.probes.retrieval import extract_value
 from ctxeval.probes.retrieval_data import make_case
 from ctxeval.probes.retrieval_run import read_cases, lines_for_tokens
-from ctxeval.tokens import tokenized_from_pieces
+from ctxeval.pipeline.tokens import tokenized_from_pieces
 
 
 @pytest.mark.parametrize("k, stride", [(3, 1), (3, 2), (4, 4), (1, 1)])

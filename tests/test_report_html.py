@@ -17,7 +17,7 @@ import pytest
 
 from ctxeval import api
 from ctxeval.probes.keytokens import key_token_mask
-from ctxeval.records import read_records
+from ctxeval.pipeline.records import read_records
 from ctxeval.explorer.data import load_runs
 from ctxeval.explorer.pairs import all_pairs
 from ctxeval.explorer.render import script_json

@@ -1,4 +1,5 @@
-"""Structure of the package: no import cycles, and a registry that imports no backend."""
+"""Structure of the package: no import cycles, the layers (engine, tasks, report, face) import
+only downwards, one module writes manifests, and a registry that imports no backend."""
 
 from __future__ import annotations
 
@@ -85,8 +86,8 @@ def test_cycle_finder_finds_a_planted_cycle_and_accepts_a_dag():
 
 def test_graph_sees_known_edges():
     graph = import_graph()
-    assert "ctxeval.manifest" in graph["ctxeval.run"]
-    assert "ctxeval.windows" in graph["ctxeval.planning"]  # `from ctxeval import windows`
+    assert "ctxeval.pipeline.engine" in graph["ctxeval.scoring"]
+    assert "ctxeval.pipeline.windows" in graph["ctxeval.pipeline.planning"]  # `from ctxeval.pipeline import windows`
     assert "ctxeval.backends.model_files" in graph["ctxeval.backends.llamacpp"]
 
 
@@ -157,3 +158,75 @@ def test_cli_imports_only_the_api_config_and_errors():
 def test_cli_reads_back_no_file():
     source = (SRC / "cli.py").read_text()
     assert "read_text" not in source and "open(" not in source
+
+
+# The layers, bottom up: metrics/stats (pure functions); the engine (pipeline/: run lifecycle,
+# manifest, records, planners, executors); the tasks (one per command family); report/explorer
+# (files and tables); the face (api, cli, serve).
+ENGINE = ("ctxeval.pipeline",)
+TASKS = ("ctxeval.scoring", "ctxeval.judge", "ctxeval.probes", "ctxeval.qa", "ctxeval.leval")
+REPORT = ("ctxeval.report", "ctxeval.explorer")
+FACE = ("ctxeval.api", "ctxeval.cli", "ctxeval.serve", "ctxeval.server")
+
+
+def _in(module: str, layer: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in layer)
+
+
+def _imports_of(layer: tuple[str, ...]) -> dict[str, set[str]]:
+    return {m: imported for m, imported in import_graph(deferred=True).items() if _in(m, layer)}
+
+
+def test_layer_checks_see_every_layer():
+    assert set(_imports_of(ENGINE)) >= {"ctxeval.pipeline.engine", "ctxeval.pipeline.manifest", "ctxeval.pipeline.executors.work"}
+    assert set(_imports_of(TASKS)) >= {"ctxeval.scoring", "ctxeval.judge", "ctxeval.probes.retrieval_run", "ctxeval.qa.passes"}
+
+
+def test_engine_imports_no_task_report_or_face():
+    bad = {m: sorted(i for i in imported if _in(i, TASKS + REPORT + FACE)) for m, imported in _imports_of(ENGINE).items()}
+    assert {m: b for m, b in bad.items() if b} == {}
+
+
+def test_tasks_import_no_face():
+    bad = {m: sorted(i for i in imported if _in(i, FACE)) for m, imported in _imports_of(TASKS).items()}
+    assert {m: b for m, b in bad.items() if b} == {}
+
+
+def test_metrics_and_stats_import_nothing_above_them():
+    allowed = ("ctxeval.metrics", "ctxeval.stats", "ctxeval.errors")
+    bad = {m: sorted(i for i in imported if not _in(i, allowed)) for m, imported in _imports_of(("ctxeval.metrics", "ctxeval.stats")).items()}
+    assert {m: b for m, b in bad.items() if b} == {}
+
+
+def _calls(name: str) -> set[str]:
+    """Modules whose code calls a function named `name`."""
+    found = set()
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+                if called == name:
+                    found.add(_module_name(path))
+    return found
+
+
+def test_exactly_one_module_writes_manifests():
+    """The engine reads and writes every run's manifest (through manifest.py); no task does."""
+    assert {"ctxeval.api", "ctxeval.judge", "ctxeval.qa.passes", "ctxeval.probes.retrieval_run"} <= _calls("run")  # every task runs through the engine
+    assert _calls("write_manifest") == {"ctxeval.pipeline.engine"}
+    assert _calls("existing_manifest") == {"ctxeval.pipeline.engine"}
+
+
+def test_api_options_are_keyword_only():
+    """An API function takes its inputs positionally (at most three: runs, files, an output) and
+    every option by name, so an option added or reordered never shifts another."""
+    import inspect
+
+    from ctxeval import api
+
+    functions = [getattr(api, name) for name in api.__all__ if inspect.isfunction(getattr(api, name))]
+    assert len(functions) >= 14
+    for function in functions:
+        positional = [p for p in inspect.signature(function).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        assert len(positional) <= 3, (function.__name__, [p.name for p in positional])

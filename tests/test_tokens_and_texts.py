@@ -7,7 +7,7 @@ import pytest
 
 from ctxeval.data.texts import Text, demo_text_path, load_text
 from ctxeval.errors import UserError
-from ctxeval.tokens import tokenized_from_pieces
+from ctxeval.pipeline.tokens import tokenized_from_pieces
 
 
 def make_text(content: str) -> Text:

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from ctxeval import api, windows
+from ctxeval import api
+from ctxeval.pipeline import windows
 from ctxeval.errors import UserError
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from ctxeval import windows
+from ctxeval.pipeline import windows
 from ctxeval.backends.openai_options import DEFAULT_CACHE, OpenAIOptions, dry_run_table
 from ctxeval.backends.registry import ModelEntry, list_models, refuse_api_models
 from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
@@ -19,11 +19,11 @@ from ctxeval.data.texts import DEMO_TEXT_NAME
 from ctxeval.modeldiff.command import DiffResult, diff
 from ctxeval.modeldiff.summary import Bootstrap
 from ctxeval.errors import UserError
-from ctxeval.executors import ExecutorOptions
+from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.metrics.rank import alpha_key
-from ctxeval.manifest import SCORING_COMMANDS, Manifest, read_manifest, require_command
+from ctxeval.pipeline.manifest import SCORING_COMMANDS, Manifest, read_manifest, require_command
 from ctxeval.pairing import pair_windows
-from ctxeval.planning import ContextGainPlanner, ScorePlanner, SweepPlanner
+from ctxeval.pipeline.planning import ContextGainPlanner, ScorePlanner, SweepPlanner
 from ctxeval.probes.gain_report import ContextGainResult, KeyTokenSettings, write_context_gain
 from ctxeval.probes.probe_report import write_probe_report
 from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
@@ -38,14 +38,16 @@ from ctxeval.server.settings import server_settings
 from ctxeval.report.summary import window_metrics
 from ctxeval.report.tables import markdown_tables
 from ctxeval.report.trends import metric_names, trend_table, variance_table, write_trends
-from ctxeval.run import execute
 from ctxeval.stats.paired import RESAMPLE_SCHEMES
+from ctxeval.pipeline.engine import estimate, run
+from ctxeval.scoring import Finish, ScoringRun, scoring_spec
 
 __all__ = ["sweep", "score", "diff", "DiffResult", "Bootstrap", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "leval", "leval_corr", "judge", "report", "RunResult", "Comparison", "Report", "MetricConfig", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]
 
 
 def sweep(
     texts: Sequence[str | Path] = (DEMO_TEXT_NAME,),
+    *,
     models: Sequence[str] = (DEFAULT_MODEL,),
     lengths: Sequence[int] = DEFAULT_LENGTHS,
     n_compare: int = 30,
@@ -119,11 +121,12 @@ def sweep(
     thesis_targets = n_compare * gen_tokens if exhaustive else n_compare
 
     planner = SweepPlanner(lengths, n_compare, seed, repeats, modes, thesis_targets, gen_tokens)
-    return execute(config, loaded, list(models), _out_dir(out, "sweep", config), planner, progress, n_threads, openai, dry_run, input_facts=loaded.facts(), executor=executor)
+    return _run_scoring(config, loaded, list(models), planner, _out_dir(out, "sweep", config), progress, n_threads, openai, dry_run, executor)
 
 
 def score(
     texts: str | Path | Sequence[str | Path],
+    *,
     method: str = "chunked",
     window: int = 1024,
     stride: int | None = None,
@@ -187,11 +190,12 @@ def score(
     )
 
     planner = ScorePlanner(method, window, stride, head or "full", max_tokens)
-    return execute(config, loaded, [model], _out_dir(out, "score", config), planner, progress, n_threads, openai, dry_run, input_facts=loaded.facts(), executor=executor)
+    return _run_scoring(config, loaded, [model], planner, _out_dir(out, "score", config), progress, n_threads, openai, dry_run, executor)
 
 
 def context_gain(
     texts: Sequence[str | Path],
+    *,
     models: Sequence[str] = (DEFAULT_MODEL,),
     window: int = 2048,
     short: int = 128,
@@ -253,10 +257,11 @@ def context_gain(
         evaluator_name = manifest.model_names[model_specs.index(evaluator_spec)]
         return write_context_gain(run_dir, manifest, KeyTokenSettings(evaluator_name, alpha, beta, block, replicates, seed))
 
-    return execute(config, loaded, model_specs, _out_dir(out, "context-gain", config), planner, progress, n_threads, finish=finish, input_facts=loaded.facts(), executor=executor)
+    return _run_scoring(config, loaded, model_specs, planner, _out_dir(out, "context-gain", config), progress, n_threads, None, False, executor, finish)
 
 
 def retrieval(
+    *,
     variant: str = "cat",
     lines: Sequence[int] | None = (20, 50, 100),
     depths: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0),
@@ -298,13 +303,13 @@ def retrieval(
     return run_retrieval(config, run_dir, progress, n_threads, executor)
 
 
-def probe_report(runs: Sequence[str | Path], out: str | Path) -> str:
+def probe_report(runs: Sequence[str | Path], *, out: str | Path) -> str:
     """Side-by-side Markdown report (and JSON, plot) over sweep/score, context-gain and retrieval runs."""
     _, markdown = write_probe_report([Path(r) for r in runs], Path(out))
     return markdown
 
 
-def report(runs: Sequence[str | Path], out: str | Path = "report.html", top_k_shown: int = DEFAULT_TOP_K_SHOWN) -> Path:
+def report(runs: Sequence[str | Path], out: str | Path = "report.html", *, top_k_shown: int = DEFAULT_TOP_K_SHOWN) -> Path:
     """One offline HTML file over any mix of finished runs: headers, headline numbers, charts
     and a per-token explorer (`top_k_shown` alternatives per token are embedded)."""
     return write_html_report([Path(r) for r in runs], Path(out), top_k_shown)
@@ -315,7 +320,7 @@ def run_metrics(run_dir: str | Path) -> MetricConfig:
     return require_command(read_manifest(Path(run_dir)), Path(run_dir), "summary", SCORING_COMMANDS).metrics
 
 
-def summary(run_dir: str | Path, metrics: MetricConfig | None = None, write: bool = False, thesis: bool = False) -> RunResult:
+def summary(run_dir: str | Path, *, metrics: MetricConfig | None = None, write: bool = False, thesis: bool = False) -> RunResult:
     """Recompute a finished run's summaries, optionally with other metric settings; `thesis`:
     `tables` holds only the thesis's tables (Table 1, Table 2 and Appendix A's rows, whose
     "PPL" is the approximate perplexity). `write` always writes the full tables."""
@@ -342,6 +347,7 @@ def compare(
     run_a: str | Path,
     run_b: str | Path,
     out: str | Path,
+    *,
     replicates: int = 2000,
     seed: int = 0,
     cluster_by_text: bool | None = None,
@@ -389,7 +395,7 @@ def compare(
     return Comparison(report, Path(out), failures, markdown)
 
 
-def trends(run_dir: str | Path, out: str | Path | None = None, outlier_sd: float = 2.0) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+def trends(run_dir: str | Path, *, out: str | Path | None = None, outlier_sd: float = 2.0) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """Slopes of every metric against context length (raw and log2), with SE, p-value and CI,
     and the spread across repeated starts with flagged outliers. Writes trends.json/.md."""
     if outlier_sd <= 0:
@@ -419,7 +425,7 @@ class Report:
     notes: tuple[str, ...] = ()
 
 
-def leval(predictions: str | Path, out: str | Path = Path("runs/leval"), variant: str = "leval", tokenize: str = "plain", progress: bool = False) -> Report:
+def leval(predictions: str | Path, *, out: str | Path = Path("runs/leval"), variant: str = "leval", tokenize: str = "plain", progress: bool = False) -> Report:
     """L-Eval metrics of prediction files (exact match, F1 or ROUGE, ΔL); writes scores.json/.md."""
     from ctxeval.leval.report import SCORES_JSON, SCORES_MD, markdown, run_leval
 
@@ -428,7 +434,7 @@ def leval(predictions: str | Path, out: str | Path = Path("runs/leval"), variant
     return Report(result, markdown(result), (out / SCORES_JSON, out / SCORES_MD), tuple(result.notes()))
 
 
-def leval_corr(metrics: Sequence[str], human: str | Path, column: str | None = None, out: str | Path | None = None) -> Report:
+def leval_corr(metrics: Sequence[str], human: str | Path, *, column: str | None = None, out: str | Path | None = None) -> Report:
     """Kendall τ-b between each metric's model ranking and the human ranking (`value`: the correlations)."""
     from ctxeval.leval.corr import CORR_JSON, CORR_MD, run_corr
 
@@ -436,7 +442,7 @@ def leval_corr(metrics: Sequence[str], human: str | Path, column: str | None = N
     return Report(correlations, text, (Path(out) / CORR_JSON, Path(out) / CORR_MD) if out is not None else ())
 
 
-def judge(predictions: str | Path, base_predictions: str | Path, judge_model: str = "openai:gpt-4", openai: OpenAIOptions | None = None,
+def judge(predictions: str | Path, base_predictions: str | Path, *, judge_model: str = "openai:gpt-4", openai: OpenAIOptions | None = None,
           max_tokens: int = 2048, limit: int | None = None, out: str | Path = Path("runs/judge"), questions: str = "auto",
           executor: ExecutorOptions | None = None) -> Report:
     """Pairwise LLM judge (L-Eval's prompt, both answer orders); `value` is judge.json's content.
@@ -448,7 +454,7 @@ def judge(predictions: str | Path, base_predictions: str | Path, judge_model: st
     return Report(report, markdown(report), (out / "judge.json", out / "judge.md"))
 
 
-def pplqa(answers: str = "mt-bench", methods: str | Sequence[str] = ("pplqa",), out: str | Path | None = None, model: str = DEFAULT_MODEL,
+def pplqa(answers: str = "mt-bench", *, methods: str | Sequence[str] = ("pplqa",), out: str | Path | None = None, model: str = DEFAULT_MODEL,
           limit: int | None = None, qa_scope: str = "all", aspect: str | None = None, reference: str | None = "auto", seed: int = 0,
           progress: bool = False, n_threads: int | None = None, tau: str = "a", executor: ExecutorOptions | None = None) -> Report:
     """Rank each question's answers by PPLqa (and optionally the baselines); `value` is pplqa.json's content."""
@@ -458,7 +464,7 @@ def pplqa(answers: str = "mt-bench", methods: str | Sequence[str] = ("pplqa",), 
     return Report(result, markdown(result))
 
 
-def meta_eval(dataset: str, methods: str | Sequence[str] = ("pplqa", "gptscore", "geval", "geval_weighted"), out: str | Path | None = None,
+def meta_eval(dataset: str, *, methods: str | Sequence[str] = ("pplqa", "gptscore", "geval", "geval_weighted"), out: str | Path | None = None,
               model: str = DEFAULT_MODEL, limit: int | None = None, qa_scope: str = "all", aspect: str = "coherence", ties: str | None = None,
               replicates: int = 2000, seed: int = 0, progress: bool = False, n_threads: int | None = None,
               executor: ExecutorOptions | None = None) -> Report:
@@ -478,6 +484,17 @@ def serve(model: str = DEFAULT_MODEL, *, chat_template: str | Path | None = None
     from ctxeval.server.launch import serve as run_server
 
     run_server(server_settings(model, chat_template, api_key_env, **options))
+
+
+def _run_scoring(config: RunConfig, texts: Corpus, model_specs: list[str], planner, out: Path, progress: bool, n_threads: int | None,
+                 openai: OpenAIOptions | None, dry_run: bool, executor: ExecutorOptions | None, finish: Finish = write_outputs) -> Any:
+    """A scoring run through the engine (or, with `dry_run`, what it would send to API models).
+    Passes a backend fails to score are left out of the records, listed in the manifest, and
+    reported by raising `IncompleteRun`; a re-run retries them."""
+    task = ScoringRun(config, texts, model_specs, planner, finish, n_threads=n_threads, openai_options=openai, input_facts=texts.facts())
+    if dry_run:
+        return estimate(task, out, task.estimate)
+    return run(task, scoring_spec(config), out, executor=executor, progress=progress)
 
 
 def _methods(methods: str | Sequence[str]) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ import typer
 from ctxeval import api
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig
 from ctxeval.api import DEFAULT_CACHE, CorpusOptions, ExecutorOptions, OpenAIOptions, RunResult, dry_run_table
-from ctxeval.errors import UserError
+from ctxeval.errors import EXIT_INCOMPLETE, EXIT_USER_ERROR, IncompleteRun, UserError
 
 app = typer.Typer(
     help="Measure how well language models use long contexts: perplexity, rank-based perplexity, context-length sweeps.",
@@ -340,7 +340,7 @@ def summary(
         approx_k if approx_k is not None else stored.approx_k,
         penalty if penalty is not None else stored.penalty,
     )
-    result = api.summary(run_dir, metrics, write=write, thesis=thesis)
+    result = api.summary(run_dir, metrics=metrics, write=write, thesis=thesis)
     typer.echo(result.tables)
 
 
@@ -364,7 +364,9 @@ def compare(
     nan_windows: Annotated[str, typer.Option("--nan-windows", help="Windows with a NaN loss in either run (e.g. API targets outside the top-k): exclude (listed in the report; fails ci/release) or error.")] = "exclude",
 ) -> None:
     """Paired comparison of two runs over the same windows: perplexity ratio B/A with a BCa interval."""
-    result = api.compare(run_a, run_b, out, replicates, seed, cluster_by_text, profile, min_windows, min_tokens, max_ratio, model_a, model_b, context_mode_a, context_mode_b, nan_windows, resample=resample)
+    result = api.compare(run_a, run_b, out, replicates=replicates, seed=seed, cluster_by_text=cluster_by_text, profile=profile, min_windows=min_windows,
+                         min_tokens=min_tokens, max_ratio=max_ratio, model_a=model_a, model_b=model_b, context_mode_a=context_mode_a,
+                         context_mode_b=context_mode_b, nan_windows=nan_windows, resample=resample)
     typer.echo(result.markdown)
     typer.echo(f"report: {result.out / 'compare.json'}, {result.out / 'compare.md'}")
     if result.failures:
@@ -380,7 +382,7 @@ def trends(
     outlier_sd: Annotated[float, typer.Option("--outlier-sd", help="Flag a window more than this many SDs from the mean of the other windows at its length.")] = 2.0,
 ) -> None:
     """Slope of every metric against context length (raw and log2) with SE, p-value and CI; spread across repeats."""
-    _, _, markdown = api.trends(run_dir, out, outlier_sd)
+    _, _, markdown = api.trends(run_dir, out=out, outlier_sd=outlier_sd)
     typer.echo(markdown)
 
 
@@ -449,7 +451,7 @@ def retrieval(
     """Line-retrieval test: accuracy of greedy exact match and mean rank of the right answer's first token,
     per (lines x depth), with heatmaps. Keys and values are made-up words and numbers, seen only in their line."""
     result = api.retrieval(
-        variant, _ints(lines, "--lines"), _floats(depths, "--depths"), samples, model or [DEFAULT_MODEL], seed, out,
+        variant=variant, lines=_ints(lines, "--lines"), depths=_floats(depths, "--depths"), samples=samples, models=model or [DEFAULT_MODEL], seed=seed, out=out,
         progress=not quiet, n_threads=threads, tokens=_ints(tokens, "--tokens") if tokens else None,
         executor=_executor(executor, workers, address, threads_per_worker, 0.0),
     )
@@ -466,7 +468,7 @@ def probe_report(
 ) -> None:
     """One report per model, side by side: perplexity and rank scores by context, context gain, LongPPL and
     retrieval accuracy/rank — does a lower perplexity come with better use of long context?"""
-    markdown = api.probe_report(runs, out)
+    markdown = api.probe_report(runs, out=out)
     typer.echo(markdown)
     typer.echo(f"report: {out / 'probe_report.md'}, {out / 'probe_report.json'}, plot: {out / 'probe_report.png'}")
 
@@ -479,7 +481,7 @@ def report(
 ) -> None:
     """One offline, self-contained HTML report: run headers, headline numbers with intervals, charts and a
     per-token explorer (colour by logprob, rank bucket, probability vs top-1, context gain, key tokens, A−B)."""
-    path = api.report(runs, out, top_k_shown)
+    path = api.report(runs, out, top_k_shown=top_k_shown)
     typer.echo(f"report: {path} ({path.stat().st_size / 1e6:.2f} MB)")
 
 
@@ -500,7 +502,7 @@ def leval(
     quiet: QuietOpt = False,
 ) -> None:
     """L-Eval metrics of model answers: exact match (exam tasks), F1 or ROUGE-1/2/L, and ΔL."""
-    report = api.leval(predictions, out, variant, tokenize, progress=not quiet)
+    report = api.leval(predictions, out=out, variant=variant, tokenize=tokenize, progress=not quiet)
     if not quiet:
         typer.echo(report.markdown)
     for note in report.notes:
@@ -516,7 +518,7 @@ def leval_corr(
     out: Annotated[Optional[Path], typer.Option("--out", help="Also write corr.json and corr.md here.")] = None,
 ) -> None:
     """Kendall τ-b between each metric's model ranking and the human ranking (L-Eval Figure 2)."""
-    typer.echo(api.leval_corr(metrics, human, column, out).markdown)
+    typer.echo(api.leval_corr(metrics, human, column=column, out=out).markdown)
 
 
 @app.command()
@@ -538,7 +540,7 @@ def judge(
 ) -> None:
     """Pairwise LLM judge (L-Eval's prompt, both answer orders): win rate of a model's answers over a base model's."""
     options = _openai_options(base_url, api_key_env, concurrency, cache)
-    report = api.judge(predictions, base_predictions, judge_model, options, max_tokens, limit, out, questions, executor=_executor(executor, workers, address, 1, 0.0))
+    report = api.judge(predictions, base_predictions, judge_model=judge_model, openai=options, max_tokens=max_tokens, limit=limit, out=out, questions=questions, executor=_executor(executor, workers, address, 1, 0.0))
     typer.echo(report.markdown + f"report: {', '.join(str(f) for f in report.files)}")
 
 
@@ -562,7 +564,8 @@ def meta_eval(
     threads_per_worker: ThreadsPerWorkerOpt = 1,
 ) -> None:
     """Which answer-quality method agrees with human pairwise labels (PPLqa paper, Table 3)."""
-    report = api.meta_eval(dataset, methods, out, model, limit, qa_scope, aspect, ties, replicates, seed, not quiet, threads,
+    report = api.meta_eval(dataset, methods=methods, out=out, model=model, limit=limit, qa_scope=qa_scope, aspect=aspect, ties=ties, replicates=replicates, seed=seed,
+                           progress=not quiet, n_threads=threads,
                            executor=_executor(executor, workers, address, threads_per_worker, 0.0))
     if not quiet:
         typer.echo(report.markdown)
@@ -588,7 +591,8 @@ def pplqa(
     threads_per_worker: ThreadsPerWorkerOpt = 1,
 ) -> None:
     """PPLqa = |PPL(question + answer) - PPL(answer)| (lower is better); ranks each question's answers."""
-    report = api.pplqa(answers, methods, out, model, limit, qa_scope, aspect, reference, seed, not quiet, threads, tau=tau,
+    report = api.pplqa(answers, methods=methods, out=out, model=model, limit=limit, qa_scope=qa_scope, aspect=aspect, reference=reference, seed=seed,
+                       progress=not quiet, n_threads=threads, tau=tau,
                        executor=_executor(executor, workers, address, threads_per_worker, 0.0))
     if not quiet:
         typer.echo(report.markdown)
@@ -623,11 +627,14 @@ def serve(
 
 
 def main() -> None:
-    """Entry point: user errors become one line on stderr and exit code 2."""
+    """Entry point: user errors become one line on stderr and exit code 2; a run whose work
+    partly failed, one line and exit code 3 (re-running the same command retries that work)."""
     try:
         code = app(standalone_mode=False)
     except UserError as exc:
         _fail(str(exc))
+    except IncompleteRun as exc:
+        _fail(str(exc), EXIT_INCOMPLETE)
     except KeyboardInterrupt:
         _interrupted()
     except Exception as exc:
@@ -645,9 +652,9 @@ def main() -> None:
         sys.exit(code)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = EXIT_USER_ERROR) -> None:
     print(f"ctxeval: error: {message}", file=sys.stderr)
-    sys.exit(2)
+    sys.exit(code)
 
 
 def _interrupted() -> None:

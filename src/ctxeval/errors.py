@@ -1,4 +1,8 @@
-"""The one exception type a user can cause; the CLI turns it into one line and exit code 2."""
+"""What goes wrong, and the CLI's exit code for each: a user error (bad input: one line, exit
+code 2) and a run whose work partly failed (`IncompleteRun`: one line, exit code 3)."""
+
+EXIT_USER_ERROR = 2
+EXIT_INCOMPLETE = 3
 
 
 class UserError(Exception):
@@ -11,3 +15,10 @@ class ScoringFailed(Exception):
     The run records it as failed, scores everything else, reports it and exits non-zero; a
     re-run retries it. It is never scored silently.
     """
+
+
+class IncompleteRun(Exception):
+    """Some work of a run failed (e.g. API requests that failed after their retries): the
+    records hold everything else, the manifest says `incomplete` and lists the failures, and a
+    re-run of the same command retries only them. Exit code EXIT_INCOMPLETE, distinct from
+    user errors."""

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
@@ -33,11 +32,11 @@ import pyarrow.parquet as pq
 from ctxeval.backends.model_files import file_sha256
 from ctxeval.config import config_id
 from ctxeval.errors import ScoringFailed, UserError
-from ctxeval.executors import ExecutorOptions, ModelSpec, Work, open_executor
-from ctxeval.executors.work import one_per_unit
-from ctxeval.manifest import Manifest, existing_manifest, now, write_manifest
-from ctxeval.records import RecordKind, RowSink, done_passes, merge_parts
-from ctxeval.run import add_counts, terminate_as_interrupt, versions
+from ctxeval.pipeline.engine import Plan, RunSpec, run
+from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work
+from ctxeval.pipeline.executors.work import one_per_unit
+from ctxeval.pipeline.manifest import Manifest
+from ctxeval.pipeline.records import RecordKind, append_row
 
 # L-Eval's "pair-v2" judge prompt (Evaluation/llm_eval.py), used for its GPT-4 judged tasks
 SYSTEM_PROMPT = (
@@ -64,6 +63,7 @@ USER_TEMPLATE = (
 VERDICTS = RecordKind("verdicts.parquet", "job_index", ("job_index",))
 VERDICT_SCHEMA = pa.schema([("job_index", pa.int32()), ("query", pa.string()), ("order", pa.string()), ("outcome", pa.string()), ("raw", pa.string())])
 ORDERS = ("model_first", "base_first")
+JudgeJob = tuple[int, "Pair", str]  # (request index, the pair, the answer order)
 
 
 class ChatGenerator(Protocol):
@@ -76,6 +76,8 @@ class ChatGenerator(Protocol):
     remote: bool
 
     def chat(self, messages: list[dict[str, str]]) -> str: ...
+
+    def describe(self) -> dict: ...
 
     def usage(self) -> dict: ...
 
@@ -141,41 +143,47 @@ def outcome(judgment: str, order: str) -> str:
     return "error" if winner == "error" else "tie" if winner == "tie" else "win" if winner == model_letter else "loss"
 
 
-@dataclass
-class Judged:
-    """Two verdicts per pair in input order, the requests that failed, and what they cost."""
+class JudgeRun:
+    """Both answer orders of every pair as a task of the engine. Answered requests are records
+    (a re-run asks only the rest); failed ones are error verdicts in the report, listed in the
+    manifest and not recorded, so a re-run retries them."""
 
-    verdicts: list[Verdict]
-    failed: list[dict]
-    usage: dict
+    records = VERDICTS
+    schema = VERDICT_SCHEMA
+    unit = "requests"
+    finish_incomplete = True  # the report counts failed requests as errors
 
+    def __init__(self, load_spec: ModelSpec, pairs: Sequence[Pair], write: Callable[[list[Verdict]], dict]) -> None:
+        self.load_spec = load_spec
+        self.jobs = [(2 * i + k, pair, order) for i, pair in enumerate(pairs) for k, order in enumerate(ORDERS)]
+        self.write = write
 
-def judge_pairs(judge: ChatGenerator, load_spec: ModelSpec, pairs: Sequence[Pair], out: Path, executor: ExecutorOptions | None = None) -> Judged:
-    """Both answer orders of every pair. Answered requests are records in `out` (a re-run asks
-    only the rest); failed ones are error verdicts, not recorded, so a re-run retries them."""
-    jobs = [(2 * i + k, pair, order) for i, pair in enumerate(pairs) for k, order in enumerate(ORDERS)]
-    done = done_passes(out, VERDICTS)
-    failed: dict[int, Verdict] = {}
-    sink = RowSink(out, VERDICT_SCHEMA)
-    pending = [j for j in jobs if j[0] not in done]
-    work = Work(JudgeTask(), one_per_unit(pending), lambda job: judge_messages(job[1], job[2]), lambda job: len(job[1].model_answer) + len(job[1].base_answer))
-    usage: dict = {}  # of the executor's own connections (other servers, Ray actors)
-    if pending:  # (a Ray executor would start a cluster for nothing)
-        with open_executor(executor) as runner, terminate_as_interrupt():
-            try:
-                for (index, pair, order), result in runner.stream(judge, load_spec, work):
-                    if isinstance(result, ScoringFailed):
-                        failed[index] = Verdict(pair.query, order, "error", f"request failed: {result}")
-                    else:
-                        sink.add({"job_index": index, "query": pair.query, "order": order, "outcome": outcome(result, order), "raw": result})
-            finally:
-                sink.flush()
-                for other in runner.worker_usage.get(judge.name, []):
-                    usage = add_counts(usage, other)
-    merge_parts(out, VERDICT_SCHEMA, VERDICTS)
-    recorded = {r["job_index"]: Verdict(r["query"], r["order"], r["outcome"], r["raw"]) for r in pq.read_table(out / VERDICTS.file).to_pylist()}
-    verdicts = [recorded[i] if i in recorded else failed[i] for i, _, _ in jobs]
-    return Judged(verdicts, [{"job_index": i, **asdict(v)} for i, v in sorted(failed.items())], add_counts(usage, judge.usage()))
+    def load_specs(self) -> list[ModelSpec]:
+        return [self.load_spec]
+
+    def plan(self, models: list[ChatGenerator], done: set) -> Plan:
+        pending = [j for j in self.jobs if j[0] not in done]
+        work = Work(JudgeTask(), one_per_unit(pending), lambda job: judge_messages(job[1], job[2]), lambda job: len(job[1].model_answer) + len(job[1].base_answer))
+        manifest = {"plan": {"requests": len(self.jobs), "record_kind": "judge verdict", "records": VERDICTS.file}}
+        return Plan([work], manifest, units=len(self.jobs), noun="requests", total=len(self.jobs), already=len(self.jobs) - len(pending))
+
+    def record(self, model: ChatGenerator, job: JudgeJob, result: object, columns: dict[str, list]) -> dict | None:
+        index, pair, order = job
+        if isinstance(result, ScoringFailed):
+            return {"job_index": index, "query": pair.query, "order": order, "error": str(result)}
+        append_row(columns, {"job_index": index, "query": pair.query, "order": order, "outcome": outcome(result, order), "raw": result})
+        return None
+
+    def progress(self, model: ChatGenerator, job: JudgeJob) -> tuple[int, str]:
+        return 1, f"{model.name} · {job[2]}"
+
+    def model_done(self, run_dir: Path, model: ChatGenerator) -> None:
+        """Nothing to keep from the loaded model."""
+
+    def finish(self, run_dir: Path, manifest: Manifest) -> dict:
+        recorded = {r["job_index"]: Verdict(r["query"], r["order"], r["outcome"], r["raw"]) for r in pq.read_table(run_dir / VERDICTS.file).to_pylist()}
+        failed = {f["job_index"]: Verdict(f["query"], f["order"], "error", f"request failed: {f['error']}") for f in manifest.failed_passes or []}
+        return self.write([recorded[i] if i in recorded else failed[i] for i, _, _ in self.jobs])
 
 
 def win_rate(verdicts: Sequence[Verdict]) -> dict[str, float | int]:
@@ -274,11 +282,11 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_judge(judge: ChatGenerator, load_spec: ModelSpec, judge_name: str, predictions: Path, base_predictions: Path, out: Path,
+def run_judge(load_spec: ModelSpec, judge_name: str, predictions: Path, base_predictions: Path, out: Path,
               limit: int | None = None, questions: str = "auto", executor: ExecutorOptions | None = None, max_tokens: int | None = None) -> dict:
     """Judge a model's L-Eval predictions against a base model's on a question set (`auto`: the
     one L-Eval uses for this judge); write and return the report. A run directory holds one
-    configuration (files, judge, question set, limit), as scoring runs do."""
+    configuration (files, judge, question set, limit), as for every command."""
     if questions == "auto":
         questions = leval_question_set(judge_name)
     model, model_rows = read_predictions(predictions)
@@ -291,21 +299,9 @@ def run_judge(judge: ChatGenerator, load_spec: ModelSpec, judge_name: str, predi
         pairs = pairs[:limit]
     config = {"predictions": file_sha256(Path(predictions)), "base_predictions": file_sha256(Path(base_predictions)), "judge": judge_name,
               "questions": questions, "limit": limit, "max_tokens": max_tokens, "prompt": "L-Eval pair-v2"}
-    run_id = config_id(config)
-    previous = existing_manifest(out, run_id, "judge run")
-    out.mkdir(parents=True, exist_ok=True)
-    manifest = Manifest(command="judge", run_id=run_id, config=config, models=[{"name": judge_name, "backend": "openai-chat"}],
-                        created=(previous.created if previous else None) or now(),
-                        plan={"requests": 2 * len(pairs), "record_kind": "judge verdict", "records": VERDICTS.file}, versions=versions())
-    write_manifest(out, manifest)
-    started = time.time()
-    judged = judge_pairs(judge, load_spec, pairs, out, executor)
-    manifest.status = "incomplete" if judged.failed else "complete"
-    manifest.failed_passes = judged.failed or None
-    manifest.api_usage = {judge_name: judged.usage}
-    manifest.timing = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
-    write_manifest(out, manifest)
-    return write_results(out, model, base, judge_name, questions, judged.verdicts, len(considered) - len(pairs) if limit is None else 0)
+    unmatched = len(considered) - len(pairs) if limit is None else 0
+    task = JudgeRun(load_spec, pairs, lambda verdicts: write_results(out, model, base, judge_name, questions, verdicts, unmatched))
+    return run(task, RunSpec("judge", config_id(config), config, "judge run"), out, executor=executor)
 
 
 def run_api_judge(predictions: Path, base_predictions: Path, judge_model: str, options, max_tokens: int, limit: int | None,
@@ -320,8 +316,4 @@ def run_api_judge(predictions: Path, base_predictions: Path, judge_model: str, o
     from ctxeval.backends.openai_chat import ChatSpec
 
     spec = ChatSpec(judge_model[len("openai:"):], options, max_tokens)
-    chat = spec.load()
-    try:
-        return run_judge(chat, spec, judge_model, predictions, base_predictions, out, limit, questions, executor, max_tokens)
-    finally:
-        chat.close()
+    return run_judge(spec, judge_model, predictions, base_predictions, out, limit, questions, executor, max_tokens)

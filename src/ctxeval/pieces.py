@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ctxeval.records import PARTS_DIR, RECORDS_FILE
+from ctxeval.pipeline.records import PARTS_DIR, RECORDS_FILE
 
 PIECES_FILE = "pieces.parquet"
 SCHEMA = pa.schema([("model", pa.string()), ("token_id", pa.int32()), ("piece", pa.string())])

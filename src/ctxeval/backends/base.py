@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -175,6 +175,10 @@ class ScorerBase(ABC):
     def estimate_thesis(self, length: int, n_targets: int, n_compare: int, exhaustive: bool) -> tuple[int, int, int]:
         """Upper bounds (requests, prompt tokens, completion tokens) of one thesis pass."""
         raise UserError(f"{self.info.name}: this backend cannot estimate requests: it sends none")
+
+    def describe(self) -> dict:
+        """The model's identity and what its backend can measure, as a run manifest records them."""
+        return asdict(self.info) | {"capabilities": asdict(self.capabilities)}
 
     def usage(self) -> dict:
         """Requests and tokens this scorer sent since it was loaded (empty for a backend that sends none)."""

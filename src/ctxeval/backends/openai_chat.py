@@ -39,6 +39,10 @@ class OpenAIChat:
     def name(self) -> str:
         return f"openai:{self.model}"
 
+    def describe(self) -> dict:
+        """The chat model as a run manifest records it."""
+        return {"name": self.name, "backend": "openai-chat", "max_tokens": self.max_tokens, "temperature": self.temperature}
+
     def usage(self) -> dict:
         """Requests and tokens this client sent."""
         return self.client.usage.as_dict()

@@ -23,7 +23,7 @@ import pandas as pd
 from ctxeval.errors import UserError
 from ctxeval.probes.context_gain import LONG_METHOD, gain_by_distance, gain_table
 from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask, merge_spans, tokens_within
-from ctxeval.manifest import read_manifest
+from ctxeval.pipeline.manifest import read_manifest
 from ctxeval.pieces import read_pieces
 from ctxeval.report.outputs import compute, load_run
 

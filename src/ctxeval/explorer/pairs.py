@@ -14,7 +14,7 @@ import pandas as pd
 
 from ctxeval.config import MetricConfig
 from ctxeval.errors import UserError
-from ctxeval.manifest import Manifest
+from ctxeval.pipeline.manifest import Manifest
 from ctxeval.metrics.rank import alpha_key
 from ctxeval.pairing import pair_windows
 from ctxeval.report.compare import build_report, window_table

@@ -12,10 +12,11 @@ from ctxeval.backends.registry import refuse_api_models
 from ctxeval.data.corpus import CorpusOptions, open_corpus
 from ctxeval.modeldiff.keytokens import key_token_mask
 from ctxeval.modeldiff.report import gate, write_report
-from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, run_diff
+from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, DiffRun
+from ctxeval.pipeline.engine import run
 from ctxeval.modeldiff.summary import Bootstrap, bucket_edges, summarize
 from ctxeval.errors import UserError
-from ctxeval.executors import ExecutorOptions
+from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.report.compare import PROFILES
 
 DEFAULT_TOP_K = 10
@@ -86,7 +87,8 @@ def diff(
     loaded = open_corpus(texts, corpus)
     config = DiffConfig(ref, cand, tuple(r.sha256 for r in loaded.refs), tuple(r.text_id for r in loaded.refs), window, stride, max_tokens, top_k, reverse, block_rows)
     run_dir = Path(out) if out is not None else Path("runs") / f"diff-{config.run_id()[:8]}"
-    manifest = run_diff(config, loaded, run_dir, progress, n_threads, executor)
+    task = DiffRun(config, loaded, n_threads)
+    manifest = run(task, task.spec(), run_dir, executor=executor, progress=progress)
     records = pq.read_table(run_dir / DIFF_FILE).to_pandas()
     summary = summarize(records, edges, bootstrap)
     if key_tokens is not None:

@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.errors import UserError
-from ctxeval.manifest import read_manifest
+from ctxeval.pipeline.manifest import read_manifest
 from ctxeval.probes.context_gain import gain_table, key_spans
 from ctxeval.probes.gain_report import SUMMARY_JSON
 from ctxeval.probes.keytokens import tokens_within
-from ctxeval.records import read_records
+from ctxeval.pipeline.records import read_records
 
 
 def key_token_mask(records: pd.DataFrame, texts: list[dict], gain_run: Path) -> tuple[np.ndarray, dict]:

@@ -17,8 +17,8 @@ import numpy as np
 
 from ctxeval.backends.base import ScorerBase
 from ctxeval.modeldiff.divergence import DiffScores, compare_block
-from ctxeval.executors.spec import ScorerSpec
-from ctxeval.executors.work import WorkItem
+from ctxeval.pipeline.executors.spec import ScorerSpec
+from ctxeval.pipeline.executors.work import WorkItem
 
 
 class ModelPair:
@@ -34,6 +34,9 @@ class ModelPair:
     @property
     def name(self) -> str:
         return f"{self.ref.name} vs {self.cand.name}"
+
+    def describe(self) -> dict:
+        return {"name": self.name, "ref": self.ref.describe(), "cand": self.cand.describe()}
 
     def usage(self) -> dict:
         return {}

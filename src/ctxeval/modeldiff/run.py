@@ -9,7 +9,6 @@ uninterrupted one. No logits are kept: each record holds the per-token compariso
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,18 +16,18 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ctxeval import windows
+from ctxeval.pipeline import windows
 from ctxeval.config import config_id
 from ctxeval.data.corpus import Corpus
 from ctxeval.modeldiff.divergence import DiffScores
 from ctxeval.modeldiff.pair import DiffTask, ModelPair, PairSpec
 from ctxeval.errors import UserError
-from ctxeval.executors import ExecutorOptions, ScorerSpec, Work, open_executor
-from ctxeval.executors.work import Job, one_per_unit, work_item
-from ctxeval.manifest import Manifest, existing_manifest, now, write_manifest
-from ctxeval.records import RecordKind, RowSink, done_passes, merge_parts
-from ctxeval.run import model_entries, progress_bar, terminate_as_interrupt, versions
-from ctxeval.tokens import TokenizedText, tokenize
+from ctxeval.pipeline.engine import Plan, RunSpec
+from ctxeval.pipeline.executors import ScorerSpec, Work
+from ctxeval.pipeline.executors.work import Job, one_per_unit, work_item
+from ctxeval.pipeline.manifest import Manifest
+from ctxeval.pipeline.records import RecordKind
+from ctxeval.pipeline.tokens import TokenizedText, tokenize
 
 DIFF_FILE = "diff_records.parquet"
 DIFF_RECORDS = RecordKind(DIFF_FILE, "pass_index", ("pass_index", "target_pos"))
@@ -78,44 +77,61 @@ class DiffConfig:
         return config_id(asdict(self))
 
 
-def run_diff(config: DiffConfig, corpus: Corpus, run_dir: Path, progress: bool = False, n_threads: int | None = None,
-             executor: ExecutorOptions | None = None) -> Manifest:
-    """Compare every missing pass and merge the records; a complete run is returned as it is."""
-    run_dir = Path(run_dir)
-    previous = existing_manifest(run_dir, config.run_id(), "diff")
-    if previous is not None and previous.status == "complete":
-        return previous
-    (executor or ExecutorOptions()).check()
-    spec = PairSpec(ScorerSpec(config.ref, n_threads), ScorerSpec(config.cand, n_threads))
-    started = time.time()
-    with open_executor(executor) as runner:
-        runner.warm(spec)
-        pair = spec.load()
-        try:
-            vocabulary = check_pair(pair, config.window)
-            docs = [tokenize(pair.ref, text) for text in corpus]
-            plan = [plan_windows(len(tt), config) for tt in docs]
-            run_dir.mkdir(parents=True, exist_ok=True)
-            manifest = Manifest(
-                command="diff", run_id=config.run_id(), config=asdict(config), models=model_entries([pair.ref, pair.cand]),
-                created=(previous.created if previous else None) or now(),
-                texts=[{"text_id": tt.text.text_id, "source": tt.text.source, "sha256": tt.text.sha256, "n_tokens": len(tt)} for tt in docs],
-                bos="every pass starts with the models' BOS token when they use one; BOS is never counted as context and never scored",
-                rank_convention="rank = 1 + number of vocabulary entries with a strictly larger logit",
-                plan={"passes": sum(map(len, plan)), "targets": sum(p.n_targets for per in plan for p in per), "record_kind": "diff token", "records": DIFF_FILE,
-                      "vocabulary_sha256": vocabulary},
-                corpus=corpus.facts(),
-                versions=versions(),
-            )
-            write_manifest(run_dir, manifest)
-            _compare_passes(config, pair, spec, docs, plan, run_dir, runner, progress)
-        finally:
-            pair.close()
-    merge_parts(run_dir, DIFF_SCHEMA, DIFF_RECORDS)
-    manifest.status = "complete"
-    manifest.timing = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
-    write_manifest(run_dir, manifest)
-    return manifest
+class DiffRun:
+    """A diff as a task of the engine (`pipeline.engine.run`): one worker model, the pair;
+    windows planned on REF's tokenization once the vocabularies are checked equal; one record
+    per scored token; `finish` returns the manifest (the command summarizes the records)."""
+
+    records = DIFF_RECORDS
+    schema = DIFF_SCHEMA
+    unit = "tokens"
+    finish_incomplete = False
+
+    def __init__(self, config: DiffConfig, corpus: Corpus, n_threads: int | None = None) -> None:
+        self.config = config
+        self.corpus = corpus
+        self._spec = PairSpec(ScorerSpec(config.ref, n_threads), ScorerSpec(config.cand, n_threads))
+
+    def spec(self) -> RunSpec:
+        return RunSpec("diff", self.config.run_id(), asdict(self.config), "diff")
+
+    def load_specs(self) -> list[PairSpec]:
+        return [self._spec]
+
+    def plan(self, models: list[ModelPair], done: set) -> Plan:
+        (pair,) = models
+        config = self.config
+        vocabulary = check_pair(pair, config.window)
+        docs = [tokenize(pair.ref, text) for text in self.corpus]
+        plan = [plan_windows(len(tt), config) for tt in docs]
+        flat = [p for per in plan for p in per]
+        task = DiffTask(config.top_k, config.reverse, config.block_rows)
+        work = Work(task, one_per_unit(_jobs(docs, plan, done)), lambda job: work_item(pair.ref.info, job[1], job[2]), lambda job: job[2].n_input)
+        manifest = {
+            "models": [pair.ref.describe(), pair.cand.describe()],
+            "texts": [{"text_id": tt.text.text_id, "source": tt.text.source, "sha256": tt.text.sha256, "n_tokens": len(tt)} for tt in docs],
+            "bos": "every pass starts with the models' BOS token when they use one; BOS is never counted as context and never scored",
+            "rank_convention": "rank = 1 + number of vocabulary entries with a strictly larger logit",
+            "plan": {"passes": len(flat), "targets": sum(p.n_targets for p in flat), "record_kind": "diff token", "records": DIFF_FILE,
+                     "vocabulary_sha256": vocabulary},
+            "corpus": self.corpus.facts(),
+        }
+        return Plan([work], manifest, units=len(flat), noun="passes", total=sum(p.n_targets for p in flat),
+                    already=sum(p.n_targets for i, p in enumerate(flat) if i in done))
+
+    def record(self, model: ModelPair, job: Job, result: DiffScores, columns: dict[str, list]) -> None:
+        index, tt, p = job
+        _append_rows(columns, index, tt, p, result)
+
+    def progress(self, model: ModelPair, job: Job) -> tuple[int, str]:
+        _, tt, p = job
+        return p.n_targets, f"{tt.text.text_id} · {p.window_id}"
+
+    def model_done(self, run_dir: Path, model: ModelPair) -> None:
+        """Nothing to keep from the loaded model."""
+
+    def finish(self, run_dir: Path, manifest: Manifest) -> Manifest:
+        return manifest
 
 
 def plan_windows(n_tokens: int, config: DiffConfig) -> list[windows.Pass]:
@@ -145,25 +161,6 @@ def check_pair(pair: ModelPair, window: int) -> str:
                             f"and {cand.token_bytes(token)!r}); a KL divergence needs one vocabulary")
         digest.update(len(piece).to_bytes(4, "little") + piece)
     return digest.hexdigest()
-
-
-def _compare_passes(config: DiffConfig, pair: ModelPair, spec: PairSpec, docs: list[TokenizedText], plan: list[list[windows.Pass]],
-                    run_dir: Path, runner, progress: bool) -> None:
-    done = done_passes(run_dir, DIFF_RECORDS)
-    flat = [p for per in plan for p in per]
-    total = sum(p.n_targets for p in flat)
-    already = sum(p.n_targets for i, p in enumerate(flat) if i in done)
-    sink = RowSink(run_dir, DIFF_SCHEMA)
-    task = DiffTask(config.top_k, config.reverse, config.block_rows)
-    work = Work(task, one_per_unit(_jobs(docs, plan, done)), lambda job: work_item(pair.ref.info, job[1], job[2]), lambda job: job[2].n_input)
-    try:
-        with terminate_as_interrupt(), progress_bar(progress, total, already) as advance:
-            for (index, tt, p), scores in runner.stream(pair, spec, work):
-                _append_rows(sink.columns, index, tt, p, scores)
-                advance(p.n_targets, f"{tt.text.text_id} · {p.window_id}")
-                sink.unit_done()
-    finally:
-        sink.flush()
 
 
 def _jobs(docs: list[TokenizedText], plan: list[list[windows.Pass]], done: set) -> Iterator[Job]:

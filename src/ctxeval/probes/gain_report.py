@@ -12,9 +12,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ctxeval.manifest import Manifest  # noqa: E402
+from ctxeval.pipeline.manifest import Manifest  # noqa: E402
 from ctxeval.probes.context_gain import gain_by_distance, gain_table, key_spans, summarize_text  # noqa: E402
-from ctxeval.records import read_records  # noqa: E402
+from ctxeval.pipeline.records import read_records  # noqa: E402
 from ctxeval.report.outputs import json_rows  # noqa: E402
 
 SUMMARY_JSON = "summary.json"

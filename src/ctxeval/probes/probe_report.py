@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ctxeval.errors import UserError  # noqa: E402
-from ctxeval.manifest import SCORING_COMMANDS, read_manifest, require_command  # noqa: E402
+from ctxeval.pipeline.manifest import SCORING_COMMANDS, read_manifest, require_command  # noqa: E402
 from ctxeval.report.outputs import compute, load_run  # noqa: E402
 
 REPORT_MD = "probe_report.md"

@@ -11,7 +11,6 @@ decides the cases, as for scoring runs.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -26,15 +25,15 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from ctxeval.backends.base import Scorer  # noqa: E402
 from ctxeval.errors import UserError  # noqa: E402
-from ctxeval.executors import ExecutorOptions, ScorerSpec, Work, open_executor  # noqa: E402
-from ctxeval.executors.work import one_per_unit  # noqa: E402
+from ctxeval.pipeline.engine import Plan, RunSpec, run  # noqa: E402
+from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec, Work  # noqa: E402
+from ctxeval.pipeline.executors.work import one_per_unit  # noqa: E402
 from ctxeval.config import config_id  # noqa: E402
-from ctxeval.manifest import Manifest, existing_manifest, write_manifest  # noqa: E402
+from ctxeval.pipeline.manifest import Manifest  # noqa: E402
 from ctxeval.probes.retrieval import CaseSpec, RetrievalTask  # noqa: E402
 from ctxeval.probes.retrieval_data import N_EXAMPLES, make_case  # noqa: E402
-from ctxeval.records import RecordKind, RowSink, done_passes, merge_parts  # noqa: E402
+from ctxeval.pipeline.records import RecordKind, append_row  # noqa: E402
 from ctxeval.report.outputs import json_rows  # noqa: E402
-from ctxeval.run import model_entries, progress_bar, terminate_as_interrupt, versions  # noqa: E402
 
 CASES_FILE = "cases.parquet"
 LEGACY_CASES_FILE = "cases.jsonl"  # the case records of older run directories, still read
@@ -100,33 +99,52 @@ class RetrievalResult:
 CaseJob = tuple[int, int | None, CaseSpec]  # (case index in the plan, token target, case)
 
 
+class RetrievalRun:
+    """The retrieval grid as a task of the engine: one record per (model, lines, depth, sample) case."""
+
+    records = CASES
+    schema = CASE_SCHEMA
+    unit = "cases"
+    finish_incomplete = False
+
+    def __init__(self, config: RetrievalConfig, n_threads: int | None = None) -> None:
+        self.config = config
+        self._specs = [ScorerSpec(spec, n_threads) for spec in config.models]
+
+    def load_specs(self) -> list[ScorerSpec]:
+        return self._specs
+
+    def plan(self, models: list[Scorer], done: set) -> Plan:
+        config = self.config
+        sizes = {s.info.name: record_sizes(s, config) for s in models}
+        plans = _plan_cases(config, [s.info.name for s in models], sizes)
+        task = RetrievalTask(config.variant, config.seed)
+        work = [Work(task, one_per_unit([job for job in plan if job[0] not in done]), lambda job: job[2], lambda job: job[2].lines) for plan in plans]
+        manifest = {"lines_for_tokens": {name: {str(t): n for t, n in size} for name, size in sizes.items()} if config.tokens else None,
+                    "plan": {"cases": sum(len(p) for p in plans), "record_kind": "retrieval case", "records": CASES_FILE}}
+        total = sum(len(p) for p in plans)
+        return Plan(work, manifest, units=total, noun="cases", total=total, already=sum(job[0] in done for plan in plans for job in plan))
+
+    def record(self, model: Scorer, job: CaseJob, result: object, columns: dict[str, list]) -> None:
+        index, target, _ = job
+        append_row(columns, {"case_index": index, "tokens_target": target, **result})
+
+    def progress(self, model: Scorer, job: CaseJob) -> tuple[int, str]:
+        case = job[2]
+        return 1, f"{model.info.name} · {case.lines} lines · depth {case.depth:g}"
+
+    def model_done(self, run_dir: Path, model: Scorer) -> None:
+        """Nothing to keep from the loaded model."""
+
+    def finish(self, run_dir: Path, manifest: Manifest) -> RetrievalResult:
+        return write_results(run_dir, self.config)
+
+
 def run_retrieval(config: RetrievalConfig, run_dir: Path, progress: bool = True, n_threads: int | None = None,
                   executor: ExecutorOptions | None = None) -> RetrievalResult:
     """Score every (model, lines, depth, sample) case not yet recorded, then summarise."""
-    run_dir = Path(run_dir)
-    previous = existing_manifest(run_dir, config.run_id())
-    if previous is None or previous.status != "complete":
-        (executor or ExecutorOptions()).check()
-        load_specs = [ScorerSpec(spec, n_threads) for spec in config.models]
-        scorers = [s.load() for s in load_specs]
-        sizes = {s.info.name: record_sizes(s, config) for s in scorers}
-        plans = _plan_cases(config, [s.info.name for s in scorers], sizes)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        manifest = Manifest(
-            command="retrieval", run_id=config.run_id(), config=asdict(config), models=model_entries(scorers),
-            lines_for_tokens={name: {str(t): n for t, n in size} for name, size in sizes.items()} if config.tokens else None,
-            plan={"cases": sum(len(p) for p in plans), "record_kind": "retrieval case", "records": CASES_FILE},
-            versions=versions(),
-        )
-        write_manifest(run_dir, manifest)
-        done = done_passes(run_dir, CASES)
-        started = time.time()
-        _score_cases(config, scorers, load_specs, plans, done, run_dir, progress, executor)
-        merge_parts(run_dir, CASE_SCHEMA, CASES)
-        manifest.status = "complete"
-        manifest.timing = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
-        write_manifest(run_dir, manifest)
-    return write_results(run_dir, config)
+    spec = RunSpec("retrieval", config.run_id(), asdict(config))
+    return run(RetrievalRun(config, n_threads), spec, Path(run_dir), executor=executor, progress=progress)
 
 
 def _plan_cases(config: RetrievalConfig, names: list[str], sizes: dict[str, list[tuple[int | None, int]]]) -> list[list[CaseJob]]:
@@ -137,25 +155,6 @@ def _plan_cases(config: RetrievalConfig, names: list[str], sizes: dict[str, list
         plans.append([(index + i, t, case) for i, (t, case) in enumerate(grid)])
         index += len(grid)
     return plans
-
-
-def _score_cases(config: RetrievalConfig, scorers: list[Scorer], load_specs: list[ScorerSpec], plans: list[list[CaseJob]], done: set,
-                 run_dir: Path, progress: bool, executor: ExecutorOptions | None) -> None:
-    """Run the missing cases through the executor; the driver writes their records in parts."""
-    sink = RowSink(run_dir, CASE_SCHEMA)
-    total = sum(len(p) for p in plans)
-    already = sum(job[0] in done for plan in plans for job in plan)
-    task = RetrievalTask(config.variant, config.seed)
-    with open_executor(executor) as runner, terminate_as_interrupt(), progress_bar(progress, total, already, unit="cases") as advance:
-        for scorer, load_spec, plan in zip(scorers, load_specs, plans):
-            work = Work(task, one_per_unit([job for job in plan if job[0] not in done]), lambda job: job[2], lambda job: job[2].lines)
-            try:
-                for (index, target, case), row in runner.stream(scorer, load_spec, work):
-                    advance(1, f"{scorer.info.name} · {case.lines} lines · depth {case.depth:g}")
-                    sink.add({"case_index": index, "tokens_target": target, **row})
-            finally:
-                sink.flush()
-                scorer.close()
 
 
 def record_sizes(scorer: Scorer, config: RetrievalConfig) -> list[tuple[int | None, int]]:

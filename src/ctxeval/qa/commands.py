@@ -10,7 +10,7 @@ from ctxeval.backends.registry import refuse_api_models
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.data.pairwise import load_dataset
 from ctxeval.errors import UserError
-from ctxeval.executors import ExecutorOptions, ScorerSpec
+from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.qa.meta_eval import run_meta_eval
 from ctxeval.qa.methods import MethodConfig
 from ctxeval.stats.agreement import TAU_VARIANTS
@@ -39,12 +39,7 @@ def meta_eval(
             raise UserError("--limit must be a positive number of items")
         data = replace(data, items=data.items[:limit])
     out_dir = Path(out) if out is not None else Path("runs") / f"meta-eval-{re.sub(r'[^A-Za-z0-9_.-]+', '_', data.name)}"
-    load_spec = _evaluator_spec(model, n_threads)
-    scorer = load_spec.load()
-    try:
-        return run_meta_eval(scorer, load_spec, data, config, out_dir, replicates, seed, progress, executor)
-    finally:
-        scorer.close()
+    return run_meta_eval(_evaluator_spec(model, n_threads), data, config, out_dir, replicates, seed, progress, executor)
 
 
 def pplqa(
@@ -92,12 +87,7 @@ def pplqa(
     elif reference not in (None, "auto", "none"):
         ref, note = _read_reference(Path(reference)), {"description": f"scores from {reference} (higher = better)"}
     out_dir = Path(out) if out is not None else Path("runs") / "pplqa"
-    load_spec = _evaluator_spec(model, n_threads)
-    scorer = load_spec.load()
-    try:
-        return rank_answers(scorer, load_spec, questions, config, out_dir, ref, note, seed, progress, tau, executor)
-    finally:
-        scorer.close()
+    return rank_answers(_evaluator_spec(model, n_threads), questions, config, out_dir, ref, note, seed, progress, tau, executor)
 
 
 def _evaluator_spec(model: str, n_threads: int | None) -> ScorerSpec:

@@ -15,11 +15,9 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ctxeval.backends.base import Scorer
 from ctxeval.data.pairwise import PairDataset
-from ctxeval.executors import ExecutorOptions, ScorerSpec
+from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.metrics.qa import pick_winner
-from ctxeval.qa.evaluator import Evaluator
 from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, answer_passes, score_answer
 from ctxeval.qa.passes import PassRecords, run_passes
 from ctxeval.report.meta_eval import markdown_table
@@ -69,7 +67,6 @@ def evaluate_picks(rows: list[dict], methods: tuple[str, ...], replicates: int, 
 
 
 def run_meta_eval(
-    scorer: Scorer,
     load_spec: ScorerSpec,
     dataset: PairDataset,
     config: MethodConfig,
@@ -83,13 +80,13 @@ def run_meta_eval(
     started = time.time()
     requests = [r for it in dataset.items for a in (it.answer_1, it.answer_2) for r in answer_passes(it.question, a, config)]
     run_config = {"dataset": dataset.name, "items": len(dataset.items), "method_config": asdict(config), "model": load_spec.spec}
-    records = run_passes(Evaluator(scorer), load_spec, requests, out_dir, "meta-eval", run_config, progress, executor)
+    records = run_passes(load_spec, requests, out_dir, "meta-eval", run_config, progress, executor)
     rows = score_items(records, dataset, config)
     scoring_seconds = time.time() - started
     result = {
         "dataset": {"name": dataset.name, "source": dataset.source, "items": len(rows), "tie_policy": dataset.tie_policy, "ties_dropped": dataset.ties_dropped, **dataset.notes,
                     "labels": {str(l): sum(r["label"] == l for r in rows) for l in sorted({r["label"] for r in rows})}},
-        "evaluator": {"name": scorer.info.name, "backend": scorer.info.backend, "sha256": scorer.info.sha256},
+        "evaluator": {"name": records.info.name, "backend": records.info.backend, "sha256": records.info.sha256},
         "config": asdict(config),
         "bootstrap": {"method": "percentile", "replicates": replicates, "seed": seed, "confidence": 0.95, "unit": "item"},
         "methods": evaluate_picks(rows, config.methods, replicates, seed),

@@ -21,11 +21,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from ctxeval.backends.base import Scorer
 from ctxeval.data.mt_bench import RankingQuestion
-from ctxeval.executors import ExecutorOptions, ScorerSpec
+from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.metrics.qa import rank_scores
-from ctxeval.qa.evaluator import Evaluator
 from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, answer_passes, score_answer
 from ctxeval.qa.passes import run_passes
 from ctxeval.stats.agreement import BASELINE_DRAWS, EXACT_BASELINE_MAX_ITEMS, per_item_tau, random_ranking_baseline
@@ -67,7 +65,6 @@ def _baseline_method(sizes: list[int], seed: int) -> str:
 
 
 def rank_answers(
-    scorer: Scorer,
     load_spec: ScorerSpec,
     questions: list[RankingQuestion],
     config: MethodConfig,
@@ -83,7 +80,7 @@ def rank_answers(
     started = time.time()
     requests = [r for q in questions for a in q.answers.values() for r in answer_passes(q.question, a, config)]
     run_config = {"questions": [q.question_id for q in questions], "method_config": asdict(config), "model": load_spec.spec}
-    records = run_passes(Evaluator(scorer), load_spec, requests, out_dir, "pplqa", run_config, progress, executor)
+    records = run_passes(load_spec, requests, out_dir, "pplqa", run_config, progress, executor)
     rows: list[dict] = []
     for q in questions:
         q_rows = [{"question_id": q.question_id, "model": model, **score_answer(records, q.question, answer, config)} for model, answer in q.answers.items()]
@@ -109,7 +106,7 @@ def rank_answers(
         agreement[f"{a} vs {b}"] = tau_summary(items, tau, seed)
     mean_rank = {m: {model: float(np.mean([r[f"{m}_rank"] for r in rows if r["model"] == model])) for model in dict.fromkeys(r["model"] for r in rows)} for m in config.methods}
     result = {
-        "evaluator": {"name": scorer.info.name, "backend": scorer.info.backend, "sha256": scorer.info.sha256},
+        "evaluator": {"name": records.info.name, "backend": records.info.backend, "sha256": records.info.sha256},
         "config": asdict(config),
         "questions": len(by_q),
         "answers": len(rows),

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ctxeval.config import MetricConfig
 from ctxeval.errors import UserError
-from ctxeval.manifest import Manifest
+from ctxeval.pipeline.manifest import Manifest
 from ctxeval.pairing import KEY, Pairing
 from ctxeval.report.summary import window_metrics
 from ctxeval.stats.paired import paired_bca, weighted_mean

@@ -12,8 +12,8 @@ import pandas as pd
 
 from ctxeval.config import MetricConfig
 from ctxeval.errors import UserError
-from ctxeval.manifest import SCORING_COMMANDS, Manifest, read_manifest, require_command
-from ctxeval.records import RECORDS_FILE, read_records
+from ctxeval.pipeline.manifest import SCORING_COMMANDS, Manifest, read_manifest, require_command
+from ctxeval.pipeline.records import RECORDS_FILE, read_records
 from ctxeval.report.corpus_summary import corpus_summary
 from ctxeval.report.plots import plot_scores
 from ctxeval.report.summary import approx_vs_exact, summarize

@@ -10,7 +10,7 @@ import pandas as pd
 from ctxeval.config import MetricConfig
 from ctxeval.metrics import perplexity as ppl
 from ctxeval.metrics.rank import rank_scores, token_scores
-from ctxeval.records import temperature_column
+from ctxeval.pipeline.records import temperature_column
 from ctxeval.stats.trends import mean_interval
 
 GROUP_KEYS = ["model", "text_id", "method", "context_mode", "nominal_len"]

@@ -101,8 +101,8 @@ class PartWriter:
 
 class RowSink:
     """Finished records buffered column by column and written as a part every FLUSH_SECONDS and
-    when flushed, so a kill loses only the last seconds. A unit of work adds its one row (`add`),
-    or fills `columns` itself (token records: a row per target) and then calls `unit_done`."""
+    when flushed, so a kill loses only the last seconds. A unit of work fills `columns` (one row,
+    `append_row`, or a row per target for token records), then `unit_done` is called."""
 
     def __init__(self, run_dir: Path, schema: pa.Schema) -> None:
         self.writer = PartWriter(run_dir, schema)
@@ -110,11 +110,6 @@ class RowSink:
         self.added = 0  # units of work done by this invocation
         self._last_flush = time.monotonic()
         self._stop_after = int(os.environ.get(STOP_AFTER_PASSES_ENV, "0")) or None
-
-    def add(self, row: dict) -> None:
-        for name, values in self.columns.items():
-            values.append(row[name])
-        self.unit_done()
 
     def unit_done(self) -> None:
         """One more unit of work is in `columns` (or failed, adding none): flush when due."""
@@ -130,6 +125,12 @@ class RowSink:
             for values in self.columns.values():
                 values.clear()
         self._last_flush = time.monotonic()
+
+
+def append_row(columns: dict[str, list], row: dict) -> None:
+    """Append one record (a value for every column) to a sink's columns."""
+    for name, values in columns.items():
+        values.append(row[name])
 
 
 def done_passes(run_dir: Path, kind: RecordKind = TOKENS) -> set:

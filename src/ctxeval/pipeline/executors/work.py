@@ -18,8 +18,8 @@ import numpy as np
 from ctxeval.backends.base import ModelInfo, ScorerBase
 from ctxeval.config import RunConfig
 from ctxeval.errors import ScoringFailed, UserError
-from ctxeval.tokens import TokenizedText
-from ctxeval.windows import Pass
+from ctxeval.pipeline.tokens import TokenizedText
+from ctxeval.pipeline.windows import Pass
 
 MAX_BATCH_PASSES = 64
 

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
 
-from ctxeval.executors.spec import ModelSpec, WorkerModel
-from ctxeval.executors.work import J, Work
+from ctxeval.pipeline.executors.spec import ModelSpec, WorkerModel
+from ctxeval.pipeline.executors.work import J, Work
 
 
 class LocalExecutor:

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-from ctxeval.executors.spec import EXECUTORS, ExecutorOptions, ModelSpec, ScorerSpec, WorkerModel
-from ctxeval.executors.work import J, Work
+from ctxeval.pipeline.executors.spec import EXECUTORS, ExecutorOptions, ModelSpec, ScorerSpec, WorkerModel
+from ctxeval.pipeline.executors.work import J, Work
 
 __all__ = ["EXECUTORS", "Executor", "ExecutorOptions", "ModelSpec", "ScorerSpec", "Work", "WorkerModel", "open_executor"]
 
@@ -36,11 +36,11 @@ def open_executor(options: ExecutorOptions | None) -> Iterator[Executor]:
     options = options or ExecutorOptions()
     options.check()
     if options.kind == "local":
-        from ctxeval.executors.local import LocalExecutor
+        from ctxeval.pipeline.executors.local import LocalExecutor
 
         executor: Executor = LocalExecutor()
     else:
-        from ctxeval.executors.ray import RayExecutor
+        from ctxeval.pipeline.executors.ray import RayExecutor
 
         executor = RayExecutor(options)
     try:

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 from ctxeval.backends.base import ModelInfo, Scorer
 from ctxeval.data.texts import Text
 from ctxeval.errors import UserError
-from ctxeval.tokens import TokenizedText, tokenize
-from ctxeval.windows import Pass
+from ctxeval.pipeline.tokens import TokenizedText, tokenize
+from ctxeval.pipeline.windows import Pass
 
 HOLD_TOKENS = 4_000_000  # about 150 MB of token arrays kept from planning for the executor
 

@@ -46,6 +46,10 @@ class WorkerModel(Protocol):
     concurrency: int  # requests it can usefully have in flight at once (1 for a local model)
     remote: bool  # it sends requests to a server (so `usage` says something)
 
+    def describe(self) -> dict:
+        """The model as a run manifest records it."""
+        ...
+
     def usage(self) -> dict: ...
 
     def close(self) -> None: ...

@@ -14,8 +14,8 @@ from collections import Counter, deque
 from collections.abc import Iterator
 
 from ctxeval.errors import UserError
-from ctxeval.executors.spec import ExecutorOptions, ModelSpec, WorkerModel
-from ctxeval.executors.work import J, Task, Work
+from ctxeval.pipeline.executors.spec import ExecutorOptions, ModelSpec, WorkerModel
+from ctxeval.pipeline.executors.work import J, Task, Work
 
 IN_FLIGHT_PER_WORKER = 2  # a queued unit keeps an actor busy while the driver writes results
 MAX_ATTEMPTS = 3  # a unit whose actor died this many times ends the run

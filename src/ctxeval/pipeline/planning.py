@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ctxeval import windows
+from ctxeval.pipeline import windows
 from ctxeval.backends.base import ModelInfo
 from ctxeval.data.texts import Text
 from ctxeval.errors import UserError
-from ctxeval.tokens import TokenizedText
-from ctxeval.windows import Pass
+from ctxeval.pipeline.tokens import TokenizedText
+from ctxeval.pipeline.windows import Pass
 
 Plan = list[list[list[Pass]]]
 

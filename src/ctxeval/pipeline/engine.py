@@ -1,0 +1,258 @@
+"""The engine: the one run lifecycle every model-backed command goes through.
+
+`run(task, spec, out)` is the only code that reads and writes a run directory's manifest. For
+every command (sweep, score, context-gain, retrieval, pplqa, meta-eval, judge) it:
+
+1. refuses a run directory made with another configuration (`spec.run_id` differs), and
+   returns the task's outputs at once for a finished run of the same configuration;
+2. opens the executor (SIGTERM is treated like Ctrl-C, so finished work is flushed), loads the
+   task's models and lets the task plan its work, skipping work already recorded;
+3. writes the manifest (`created` kept from the first session), streams the work through the
+   executor and sinks each result as records (atomic Parquet parts);
+4. records what API models used, in this session (`api_usage`) and over every session of the
+   directory (`api_usage_total`), and the session's timing;
+5. merges the parts in plan order and sets `status`: `complete`, or `incomplete` when some work
+   failed (listed in `failed_passes`; `IncompleteRun` is raised, the CLI exits with
+   `EXIT_INCOMPLETE`, and a re-run of the same command retries only that work);
+6. calls the task's `finish`, which writes the outputs (`model_done` before, once per model
+   whose work is recorded, lets a task keep what only the loaded model knows).
+
+A task (`RunTask`) supplies what differs: record kind and schema, models, the plan, how a
+result becomes records, and the finisher. The engine imports no task and no report code.
+"""
+
+from __future__ import annotations
+
+import platform
+import signal
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+import pyarrow as pa
+
+from ctxeval.errors import IncompleteRun
+from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work, WorkerModel, open_executor
+from ctxeval.pipeline.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, write_manifest
+from ctxeval.pipeline.records import RecordKind, RowSink, done_passes, merge_parts
+
+R = TypeVar("R", covariant=True)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """A run's identity: the command, the hash of what decides its records, and the
+    configuration as the manifest stores it. `what` names the run in a refusal."""
+
+    command: str
+    run_id: str
+    config: dict[str, Any]
+    what: str = "run"
+
+
+@dataclass
+class Plan:
+    """What a task will run: one `Work` per model (in model order; jobs already recorded left
+    out), the manifest fields the plan decides, and progress totals."""
+
+    work: list[Work]
+    manifest: dict[str, Any] = field(default_factory=dict)
+    units: int = 0  # units of work in the whole plan (for the failure message)
+    noun: str = "units of work"  # what they are called ("passes", "cases", "requests")
+    total: int = 0  # progress total, in the task's `unit`
+    already: int = 0  # of which already recorded
+
+
+class RunTask(Protocol, Generic[R]):
+    """One command family's part of a run (see the module docstring)."""
+
+    records: RecordKind  # the record kind the task writes
+    schema: pa.Schema  # its columns
+    unit: str  # what the progress bar counts ("tokens", "cases", "passes", "requests")
+    # write the outputs even when some work failed (the judge reports failed requests as errors)
+    finish_incomplete: bool
+
+    def load_specs(self) -> Sequence[ModelSpec]:
+        """The models the run needs, loaded by the engine in this order."""
+        ...
+
+    def plan(self, models: list[WorkerModel], done: set) -> Plan:
+        """The work still to do (`done`: keys of the records already on disk)."""
+        ...
+
+    def record(self, model: WorkerModel, job: Any, result: object, columns: dict[str, list]) -> dict | None:
+        """Append the records of one finished job to `columns`; or, for failed work, return
+        what the manifest lists about it (with an `error` text) and append nothing."""
+        ...
+
+    def progress(self, model: WorkerModel, job: Any) -> tuple[int, str]:
+        """How far one job advances the progress bar, and its label."""
+        ...
+
+    def model_done(self, run_dir: Path, model: WorkerModel) -> None:
+        """Called once a model's work is recorded, while the model is still loaded (scoring
+        runs keep its token pieces); most tasks do nothing."""
+        ...
+
+    def finish(self, run_dir: Path, manifest: Manifest) -> R:
+        """Write the outputs of a run whose records are merged; return the command's result."""
+        ...
+
+
+def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions | None = None, progress: bool = False) -> R:
+    """Run `task` into `out` (resuming what an earlier session left) and return its result."""
+    out = Path(out)
+    previous = existing_manifest(out, spec.run_id, spec.what)
+    if previous is not None and previous.status == "complete":
+        return task.finish(out, previous)
+    started = time.time()
+    options = executor or ExecutorOptions()
+    options.check()
+    load_specs = list(task.load_specs())
+    failures: list[dict] = []
+    usage: dict[str, dict] = {}
+    with ExitStack() as stack:
+        # the executor first: its workers start loading the first model while the driver loads
+        # and plans (and Ray installs its own SIGTERM handler when it connects)
+        runner = stack.enter_context(open_executor(options))
+        runner.warm(load_specs[0])
+        models = [s.load() for s in load_specs]
+        for model in reversed(models):
+            stack.callback(model.close)
+        plan = task.plan(models, done_passes(out, task.records))
+        out.mkdir(parents=True, exist_ok=True)
+        # a task whose one worker model holds several models (diff's pair) names them in its plan
+        fields = {"models": [m.describe() for m in models]} | plan.manifest
+        manifest = Manifest(command=spec.command, run_id=spec.run_id, config=spec.config,
+                            created=(previous.created if previous else None) or now(), versions=versions(), **fields)
+        write_manifest(out, manifest)
+        sink = RowSink(out, task.schema)
+        with terminate_as_interrupt(), progress_bar(progress, plan.total, plan.already, task.unit) as advance:
+            for model, load_spec, work in zip(models, load_specs, plan.work):
+                try:
+                    for job, result in runner.stream(model, load_spec, work):
+                        failure = task.record(model, job, result, sink.columns)
+                        if failure is None:
+                            sink.unit_done()
+                        else:
+                            failures.append(failure)
+                        advance(*task.progress(model, job))
+                    sink.flush()
+                    task.model_done(out, model)
+                finally:
+                    sink.flush()
+                    if model.remote:
+                        usage[model.name] = _session_usage(model, runner.worker_usage.get(model.name, []))
+    _record_usage(manifest, usage, (previous.api_usage_total if previous else None) or {})
+    manifest.timing = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
+    manifest.failed_passes = failures or None
+    if failures and not task.finish_incomplete:
+        manifest.status = "incomplete"
+        write_manifest(out, manifest)
+        raise _incomplete(failures, plan, out)
+    merge_parts(out, task.schema, task.records)
+    manifest.status = "incomplete" if failures else "complete"
+    write_manifest(out, manifest)
+    result = task.finish(out, manifest)
+    if failures:
+        raise _incomplete(failures, plan, out)
+    return result
+
+
+def estimate(task: RunTask, out: Path, what: Callable[[list[WorkerModel], Plan], dict]) -> dict:
+    """A dry run: load the models and plan (work already recorded in `out` left out), then
+    return `what` of the plan; nothing is sent to a model and nothing is written."""
+    out = Path(out)
+    models = [s.load() for s in task.load_specs()]
+    try:
+        return what(models, task.plan(models, done_passes(out, task.records) if out.exists() else set()))
+    finally:
+        for model in models:
+            model.close()
+
+
+def _incomplete(failures: list[dict], plan: Plan, out: Path) -> IncompleteRun:
+    return IncompleteRun(
+        f"{len(failures)} of {plan.units} {plan.noun} failed and were not recorded "
+        f"(first: {failures[0]['error']}); see failed_passes in {out / MANIFEST_FILE}; re-run the same command to retry them"
+    )
+
+
+def _session_usage(model: WorkerModel, worker_usage: list[dict]) -> dict:
+    """Requests and tokens one API model used in this session: the driver's connection and
+    its executor's workers' together (cache hits are free)."""
+    total = model.usage()
+    for other in worker_usage:
+        total = add_counts(total, other)
+    return total
+
+
+def _record_usage(manifest: Manifest, usage: dict[str, dict], earlier: dict) -> None:
+    """`api_usage` (this session) and `api_usage_total` (every session of this run directory)."""
+    if usage:
+        manifest.api_usage = usage
+        manifest.api_usage_total = {name: add_counts(earlier.get(name, {}), session) for name, session in usage.items()}
+
+
+def add_counts(a: dict, b: dict) -> dict:
+    """Sum of two usage records (numbers added, nested counts too; other values from `b`)."""
+    out = dict(a)
+    for key, value in b.items():
+        if isinstance(value, dict):
+            out[key] = add_counts(a.get(key, {}) if isinstance(a.get(key), dict) else {}, value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and isinstance(a.get(key), (int, float)):
+            out[key] = a[key] + value
+        else:
+            out[key] = value
+    return out
+
+
+def versions() -> dict[str, str]:
+    """The software a run was made with, as its manifest records it."""
+    versions = {"python": platform.python_version(), "platform": platform.platform()}
+    for package in ("ctxeval", "llama-cpp-python", "numpy", "pyarrow", "pandas"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM (`kill`) like Ctrl-C, so finished work is flushed before exiting."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def progress_bar(enabled: bool, total: int, already: int, unit: str = "tokens") -> Iterator[Callable[[int, str], None]]:
+    """A rich progress bar on stderr (or nothing); yields advance(n, label)."""
+    if not enabled:
+        yield lambda n, label: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(), TimeRemainingColumn()]
+    with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
+        bar_task = bar.add_task("running", total=total, completed=already)
+
+        def advance(n: int, label: str) -> None:
+            bar.update(bar_task, advance=n, description=label)
+
+        yield advance
