@@ -71,6 +71,7 @@ class _SquaresTask:
     n: int
     failing: frozenset[int] = frozenset()
     ran: list[int] = field(default_factory=list)
+    models_done: list[str] = field(default_factory=list)
     records = SQUARES
     schema = pa.schema([("job", pa.int32()), ("square", pa.int64())])
     unit = "jobs"
@@ -94,6 +95,9 @@ class _SquaresTask:
     def progress(self, model: _Counter, job: int) -> tuple[int, str]:
         return 1, str(job)
 
+    def model_done(self, run_dir: Path, model: _Counter) -> None:
+        self.models_done.append(model.name)
+
     def finish(self, run_dir: Path, manifest: Manifest) -> list[int]:
         return pq.read_table(run_dir / SQUARES.file).column("square").to_pylist()
 
@@ -108,8 +112,9 @@ def test_a_run_records_its_work_and_a_finished_run_is_not_run_again(tmp_path):
     manifest = read_manifest(tmp_path)
     assert manifest.status == "complete" and manifest.command == "squares" and manifest.config == {"n": 4}
     assert manifest.models == [{"name": "counter", "backend": "test"}] and manifest.plan == {"jobs": 4}
+    assert task.models_done == ["counter"]  # once, after the model's work was recorded
     again = _SquaresTask(4)
-    assert run(again, _spec(4), tmp_path) == [0, 1, 4, 9] and again.ran == []
+    assert run(again, _spec(4), tmp_path) == [0, 1, 4, 9] and again.ran == [] and again.models_done == []
 
 
 def test_another_configuration_is_refused(tmp_path):

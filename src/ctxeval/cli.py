@@ -303,7 +303,7 @@ def diff(
 ) -> None:
     """How much CAND's next-token distributions differ from REF's on the same windows: KL, same-top-1, PPL ratio, by context position."""
     result = api.diff(
-        ref, cand, text, window, stride=stride, max_tokens=max_tokens, top_k=top_k, reverse=reverse_kl,
+        ref, cand, text, window=window, stride=stride, max_tokens=max_tokens, top_k=top_k, reverse=reverse_kl,
         buckets=_ints(buckets, "--buckets") if buckets else None, out=out, progress=not quiet, n_threads=threads,
         profile=profile, max_kl=max_kl, min_same_top=min_same_top, min_windows=min_windows, min_tokens=min_tokens,
         bootstrap=api.Bootstrap(replicates, seed), block_rows=block_rows, key_tokens=key_tokens,

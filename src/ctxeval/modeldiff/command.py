@@ -39,6 +39,7 @@ def diff(
     ref: str,
     cand: str,
     texts: Sequence[str | Path],
+    *,
     window: int,
     stride: int | None = None,
     max_tokens: int | None = None,
