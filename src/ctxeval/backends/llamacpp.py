@@ -247,21 +247,12 @@ class LlamaCppScorer(ScorerBase):
         top_k: int,
         temperatures: tuple[float, ...],
     ) -> BlockScores:
-        output_positions = np.asarray(output_positions)
-        if np.any(np.diff(output_positions) <= 0):
-            raise ValueError("output positions must be strictly increasing")
-        self.prepare(len(input_ids))
-        self._lib.llama_memory_clear(self._lib.llama_get_memory(self._ctx.ctx), True)
-        wanted = np.zeros(len(input_ids), dtype=np.int8)
-        wanted[output_positions] = 1
         target_ids = np.asarray(target_ids)
         parts: list[BlockScores] = []
         done = 0
-        positions = np.arange(len(input_ids))
-        for n_out in self._decode(self._ctx, self._batch, input_ids, positions, np.zeros_like(positions), wanted):
-            if n_out:
-                parts.append(score_block(self._logits(self._ctx, n_out), target_ids[done : done + n_out], top_k, temperatures))
-                done += n_out
+        for logits in self.logit_blocks(input_ids, output_positions, self._n_batch):
+            parts.append(score_block(logits, target_ids[done : done + len(logits)], top_k, temperatures))
+            done += len(logits)
         return BlockScores.concat(parts)
 
     def score_with_next(

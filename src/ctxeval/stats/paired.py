@@ -135,29 +135,26 @@ def paired_bca(
 
 
 def ratio_replicates(num: np.ndarray, den: np.ndarray, replicates: int, seed: int) -> np.ndarray:
-    """Bootstrap replicates of sum(num) / sum(den) over units drawn uniformly with replacement;
-    the index matrix is drawn in batches of about 2M entries so memory stays bounded."""
-    n_units = len(num)
-    rng = np.random.default_rng(seed)
-    boot = np.empty(replicates)
-    batch = max(1, 2_000_000 // n_units)
-    for lo in range(0, replicates, batch):
-        hi = min(lo + batch, replicates)
-        idx = rng.integers(0, n_units, size=(hi - lo, n_units))
-        boot[lo:hi] = num[idx].sum(axis=1) / den[idx].sum(axis=1)
-    return boot
+    """Bootstrap replicates of sum(num) / sum(den) over units drawn uniformly with replacement."""
+    return _replicates(len(num), replicates, seed, lambda rng, shape: rng.integers(0, len(num), size=shape),
+                       lambda idx: num[idx].sum(axis=1) / den[idx].sum(axis=1))
 
 
 def token_replicates(means: np.ndarray, weights: np.ndarray, replicates: int, seed: int) -> np.ndarray:
     """Bootstrap replicates of the plain mean of `means` over n units drawn with replacement
-    with probabilities `weights` (summing to 1), in batches like `ratio_replicates`. Each
-    replicate row is one `Generator.choice(n, n, p=weights)` call's worth of draws."""
-    n_units = len(means)
+    with probabilities `weights` (summing to 1). Each replicate row is one
+    `Generator.choice(n, n, p=weights)` call's worth of draws."""
+    return _replicates(len(means), replicates, seed, lambda rng, shape: rng.choice(len(means), size=shape, p=weights),
+                       lambda idx: means[idx].mean(axis=1))
+
+
+def _replicates(n_units: int, replicates: int, seed: int, draw, statistic) -> np.ndarray:
+    """`statistic` of each row of unit indices `draw` gives; the index matrix is drawn in batches
+    of about 2M entries so memory stays bounded (the same draws as one call per batch)."""
     rng = np.random.default_rng(seed)
     boot = np.empty(replicates)
     batch = max(1, 2_000_000 // n_units)
     for lo in range(0, replicates, batch):
         hi = min(lo + batch, replicates)
-        idx = rng.choice(n_units, size=(hi - lo, n_units), p=weights)
-        boot[lo:hi] = means[idx].mean(axis=1)
+        boot[lo:hi] = statistic(draw(rng, (hi - lo, n_units)))
     return boot
