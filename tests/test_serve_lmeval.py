@@ -126,3 +126,45 @@ def test_lm_eval_local_completions_equals_ctxeval_scoring(gemma, lm_eval_env, to
     assert len(per_document) == 2
     for sample, expected in zip(rolling[:2], per_document):
         assert float(np.ravel(sample["resps"][0])[0]) == pytest.approx(expected, abs=TOLERANCE)
+
+
+@pytest.fixture(scope="module")
+def hf_gemma_module():
+    pytest.importorskip("lm_eval")
+    from ctxeval.backends.registry import load_scorer
+
+    scorer = load_scorer("hf:gemma-3-270m")
+    yield scorer
+    scorer.close()
+
+
+HF_TOLERANCE = 0.01  # nats per document (≤ 70 tokens): lm-eval's float32 log-softmax vs ctxeval's blocked one; measured ≤ 1e-3
+
+
+@pytest.mark.model
+def test_lm_eval_hf_rolling_scores_a_second_bos_by_default(hf_gemma_module):
+    """lm-eval's `hf` backend on the converted checkpoint: prefix token = BOS, and its default
+    tok_encode adds Gemma's BOS too, so the first window reads [BOS, BOS, text] and scores
+    [BOS, text]: log p(BOS | BOS) (about −17.8 nats) plus the text after a doubled BOS. With add_bos_token=False it
+    scores exactly `ctxeval score`'s window: BOS, then the text, BOS never scored."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
+
+    scorer = hf_gemma_module
+    bos = scorer.info.bos_id
+    texts = _documents()[:2]
+    requests = [Instance(request_type="loglikelihood_rolling", doc={}, arguments=(t,), idx=0) for t in texts]
+    for add_bos_token in (None, False):
+        lm = HFLM(pretrained=str(scorer.info.path), device="cpu", dtype="float32", batch_size=2, max_length=MAX_LENGTH, add_bos_token=add_bos_token)
+        assert lm.prefix_token_id == bos == 2
+        got = lm.loglikelihood_rolling(requests, disable_tqdm=True)
+        for text, ll in zip(texts, got):
+            tokens = scorer.tokenize(text)
+            encoded = lm.tok_encode(text)
+            assert encoded == ([bos] + tokens if add_bos_token is None else tokens)
+            windows = [make_disjoint_window(w) for w in get_rolling_token_windows(encoded, lm.prefix_token_id, MAX_LENGTH, 1)]
+            assert windows == [([bos], encoded)]  # one window: the prefix token, then every encoded token scored
+            expected = _sum_logprob(scorer, [bos] + encoded, 1)
+            assert float(ll) == pytest.approx(expected, abs=HF_TOLERANCE)
+        del lm
