@@ -239,6 +239,130 @@ def test_hf_pair_records_match_the_models_own_float64_softmax(tmp_path, tiny):
     assert result.report["summary"]["all"]["tokens"] == 200
 
 
+def _first_window_log_softmax(tiny, n: int) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The demo's token ids and both tiny models' float64 log-softmax on the first window
+    (BOS + tokens 0..n-2 predict tokens 0..n-1)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ctxeval.data.texts import load_text
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny["a"]))
+    ids = tokenizer(load_text("demo").content, add_special_tokens=False)["input_ids"]
+    inputs = torch.as_tensor([[tokenizer.bos_token_id, *ids[: n - 1]]])
+    out = []
+    for name in ("a", "b"):
+        with torch.inference_mode():
+            logits = AutoModelForCausalLM.from_pretrained(str(tiny[name])).eval()(input_ids=inputs).logits[0].double()
+        out.append(torch.log_softmax(logits, dim=1).numpy())
+    return ids, *out
+
+
+def test_hf_pair_top_k_columns_match_a_naive_top_k_of_the_float64_softmax(tmp_path, tiny):
+    from ctxeval import api
+    from ctxeval.modeldiff.run import DIFF_FILE
+
+    k = 7
+    api.diff(f"hf:{tiny['a']}", f"hf:{tiny['b']}", ["demo"], window=48, max_tokens=96, top_k=k, block_rows=5, out=tmp_path / "d",
+             bootstrap=api.Bootstrap(replicates=200))
+    rec = pd.read_parquet(tmp_path / "d" / DIFF_FILE)
+    first = rec[rec.pass_index == 0]
+    _, a, b = _first_window_log_softmax(tiny, 48)
+    for side, lp in (("ref", a), ("cand", b)):
+        naive = np.argsort(-lp, axis=1, kind="stable")[:, :k]  # most likely first, ties: lowest id
+        got_ids = np.stack(first[f"{side}_topk_ids"].to_numpy())
+        np.testing.assert_array_equal(got_ids, naive)
+        np.testing.assert_allclose(np.stack(first[f"{side}_topk_logprobs"].to_numpy()), np.take_along_axis(lp, naive, axis=1), rtol=0, atol=1e-5)
+        np.testing.assert_array_equal(got_ids[:, 0], first[f"{side}_top1"])
+    overlap = [len(set(r) & set(c)) / k for r, c in zip(rec.ref_topk_ids, rec.cand_topk_ids)]
+    np.testing.assert_array_equal(rec.topk_overlap, overlap)
+    assert all(len(x) == k for c in ("ref_topk_ids", "ref_topk_logprobs", "cand_topk_ids", "cand_topk_logprobs") for x in rec[c])
+
+
+def _page_data(html: str) -> dict:
+    """The page's embedded JSON, its typed columns decoded as the browser decodes them."""
+    import base64
+    import json
+    import re
+
+    data = json.loads(re.search(r'<script type="application/json" id="ctxeval-data">(.*?)</script>', html, re.S).group(1))
+    types = {"i4": ("target_id", "context_len", "ref_rank", "cand_rank", "ref_top1", "cand_top1", "ref_topk_ids", "cand_topk_ids"),
+             "f8": ("kl", "ref_logprob", "cand_logprob", "delta_p"), "f4": ("ref_topk_lp", "cand_topk_lp"), "u1": ("key",)}
+    dtype = {name: t for t, names in types.items() for name in names}
+    data["tokens"] = {name: np.frombuffer(base64.b64decode(v), dtype=np.dtype(dtype[name]).newbyteorder("<")) for name, v in data["tokens"].items()}
+    return data
+
+
+def test_diff_report_html_holds_the_records_pieces_and_summary(tmp_path, tiny):
+    from ctxeval import api
+    from ctxeval.pieces import read_pieces
+    from ctxeval.modeldiff.run import DIFF_FILE
+
+    k = 4
+    result = api.diff(f"hf:{tiny['a']}", f"hf:{tiny['b']}", ["demo"], window=64, stride=32, max_tokens=160, top_k=k, buckets=[0, 16, 40],
+                      out=tmp_path / "d", bootstrap=api.Bootstrap(replicates=200))
+    html = result.files()["html"].read_text()
+    rec = pd.read_parquet(tmp_path / "d" / DIFF_FILE)
+    data = _page_data(html)
+    t = data["tokens"]
+    assert data["n"] == len(rec) and data["k"] == k and "key" not in t
+    for name in ("target_id", "context_len", "kl", "ref_logprob", "cand_logprob", "ref_rank", "cand_rank", "ref_top1", "cand_top1", "delta_p"):
+        np.testing.assert_array_equal(t[name], rec[name].to_numpy(), err_msg=name)
+    for side in ("ref", "cand"):
+        np.testing.assert_array_equal(t[f"{side}_topk_ids"].reshape(-1, k), np.stack(rec[f"{side}_topk_ids"].to_numpy()))
+        np.testing.assert_array_equal(t[f"{side}_topk_lp"].reshape(-1, k), np.stack(rec[f"{side}_topk_logprobs"].to_numpy()))
+    windows = data["windows"]
+    assert windows["start"] == [int(rec.index[rec.pass_index == p][0]) for p in sorted(rec.pass_index.unique())]
+    assert windows["mean_kl"] == pytest.approx(rec.groupby("pass_index").kl.mean().tolist(), rel=1e-12)
+    assert windows["flips"] == (~rec.same_top1).groupby(rec.pass_index).sum().tolist()
+    # every id the page shows has its piece (REF's token table), and the pieces of the targets are the text
+    pieces = read_pieces(tmp_path / "d", "hf:a")
+    shown = set(rec.target_id) | set(rec.ref_top1) | set(rec.cand_top1) | {i for c in ("ref_topk_ids", "cand_topk_ids") for x in rec[c] for i in x}
+    assert data["vocab"] == {str(i): pieces[i] for i in shown}
+    from ctxeval.data.texts import load_text
+
+    text = load_text("demo").content
+    plain = [(s, e, i) for s, e, i in zip(rec.char_start, rec.char_end, rec.target_id) if "\ufffd" not in pieces[i]]
+    assert plain and all(pieces[i] == text[s:e] for s, e, i in plain)
+    # the summary table and one point (with its interval) per non-empty bucket in each chart
+    summary = result.report["summary"]
+    for cell in [summary["all"], *summary["buckets"]]:
+        assert f"{cell['kl']['mean']:.5f}" in html and f"{cell['same_top1']['percent']:.2f}" in html
+    assert html.count("<circle") == 2 * len(summary["buckets"]) == 6
+    assert "by context position (95 % interval)" in html
+
+
+def test_an_earlier_diff_without_top_k_still_summarises_and_an_unfinished_one_is_refused(tmp_path, tiny):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from ctxeval import api
+    from ctxeval.modeldiff.run import DIFF_FILE, TOPK_COLUMNS
+
+    args = (f"hf:{tiny['a']}", f"hf:{tiny['b']}", ["demo"])
+    options = dict(window=32, max_tokens=96, out=tmp_path / "d", bootstrap=api.Bootstrap(replicates=200))
+    first = api.diff(*args, **options)
+    # a finished run written before the top-k columns and pieces existed
+    old = pq.read_table(tmp_path / "d" / DIFF_FILE).drop_columns(list(TOPK_COLUMNS))
+    pq.write_table(old, tmp_path / "d" / DIFF_FILE)
+    for name in ("pieces.parquet", "report.html"):
+        (tmp_path / "d" / name).unlink()
+    again = api.diff(*args, **options)
+    assert again.report["summary"] == first.report["summary"]
+    html = again.files()["html"].read_text()
+    assert 'id="card-no-topk"' in html and _page_data(html)["k"] == 0
+    assert (tmp_path / "d" / "pieces.parquet").is_file()
+    # an unfinished one: its part files lack the columns, and merging would mix two schemas
+    (tmp_path / "d" / "parts").mkdir()
+    pq.write_table(old.filter(pq.read_table(tmp_path / "d" / DIFF_FILE).column("pass_index").to_numpy() == 0), tmp_path / "d" / "parts" / "part-00001.parquet")
+    (tmp_path / "d" / DIFF_FILE).unlink()
+    manifest = json.loads((tmp_path / "d" / "manifest.json").read_text())
+    (tmp_path / "d" / "manifest.json").write_text(json.dumps(manifest | {"status": "running"}))
+    with pytest.raises(UserError, match="unfinished diff records with other columns"):
+        api.diff(*args, **options)
+
+
 def test_hf_dtype_option_names_the_candidate_and_gives_nonnegative_kl(tmp_path, tiny):
     from ctxeval import api
 
@@ -276,6 +400,9 @@ def test_key_tokens_of_a_context_gain_run_restrict_the_summary(tmp_path, tiny):
     rec = pd.read_parquet(tmp_path / "d" / "diff_records.parquet")
     assert key["all"]["kl"]["mean"] == pytest.approx(rec[rec.target_pos.isin(expected)].kl.mean(), rel=1e-12)
     assert "Key tokens of" in result.markdown
+    html = result.files()["html"].read_text()
+    assert _page_data(html)["tokens"]["key"].tolist() == rec.target_pos.isin(expected).astype(int).tolist()
+    assert html.count("<title>key tokens</title>") == 2  # a series in each chart
 
 
 def test_what_a_ray_worker_receives_pickles():

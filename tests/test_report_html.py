@@ -349,3 +349,84 @@ def test_filters_and_screenshot(page, runs, tmp_path):
     page.screenshot(path=str(shot), full_page=True)
     print(f"screenshot: {shot}")
     assert shot.stat().st_size > 10_000
+
+
+# ---- the report of `ctxeval diff` (tiny random-weight transformers models, no GGUF) ----
+KL_RED = (178, 24, 43)
+
+
+def expected_kl_colour(kl: float) -> tuple[int, int, int]:
+    """docs/diff.md's scale: white at or below 1e-4 nats, full red from 10 nats, log10 between."""
+    t = 0.0 if kl <= 0 else min(1.0, max(0.0, (math.log10(kl) + 4) / 5))
+    return mix(WHITE, KL_RED, t)
+
+
+@pytest.fixture(scope="module")
+def diff_run(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from ctxeval.data.texts import load_text
+    from ctxeval.pieces import read_pieces
+    from tests.hf_tiny import tiny_llama_dir
+
+    root, text = tmp_path_factory.mktemp("diff"), load_text("demo").content[:20000]
+    a = tiny_llama_dir(root / "a", text, seed=0, max_positions=256)
+    b = tiny_llama_dir(root / "b", text, seed=1, max_positions=256)
+    result = api.diff(f"hf:{a}", f"hf:{b}", ["demo"], window=48, max_tokens=96, top_k=5, out=root / "d", bootstrap=api.Bootstrap(replicates=200))
+    records = pd.read_parquet(root / "d" / "diff_records.parquet")
+    return {"html": result.files()["html"], "records": records, "pieces": read_pieces(root / "d", "hf:a")}
+
+
+@pytest.fixture
+def diff_page(browser, diff_run):
+    page = browser.new_page()
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(diff_run["html"].as_uri())
+    page.wait_for_function("window.ctxevalDiff !== undefined")
+    yield page
+    assert errors == [], errors
+    page.close()
+
+
+def test_diff_tokens_are_coloured_by_kl_and_flips_marked(diff_page, diff_run):
+    records = diff_run["records"]
+    for w, window_id in enumerate(dict.fromkeys(records["window_id"])):
+        diff_page.evaluate(f"window.ctxevalDiff.selectWindow({w})")
+        rows = records[records["window_id"] == window_id]
+        assert token_colours(diff_page) == [expected_kl_colour(kl) for kl in rows["kl"]]
+        flips = diff_page.eval_on_selector_all("#tokens .tok", "els => els.map(e => e.classList.contains('flip'))")
+        assert flips == (~rows["same_top1"]).tolist()
+    assert "top-1 flipped" in diff_page.inner_text("#legend") and "≥10" in diff_page.inner_text("#legend")
+
+
+def test_diff_card_shows_both_models_top_k_side_by_side(diff_page, diff_run):
+    records, pieces = diff_run["records"], diff_run["pieces"]
+    for i, use_click in ((0, False), (7, True), (30, False)):
+        diff_page.keyboard.press("Escape")
+        if use_click:
+            diff_page.click(f"#tokens .tok[data-i='{i}']")
+            assert diff_page.evaluate("document.activeElement.dataset.i") == str(i)
+        else:
+            diff_page.hover(f"#tokens .tok[data-i='{i}']")
+        assert diff_page.is_visible("#card")
+        row = records.iloc[i]
+        assert diff_page.text_content("#card-token") == visible(pieces[row["target_id"]])
+        assert diff_page.inner_text("#card-id") == str(row["target_id"])
+        assert diff_page.inner_text("#card-ctx") == str(row["context_len"])
+        assert diff_page.inner_text("#card-kl") == f"{row['kl']:.6f} nats"
+        assert diff_page.inner_text("#card-dp") == f"{row['delta_p']:+.6f}"
+        for side in ("ref", "cand"):
+            lp = row[f"{side}_logprob"]
+            assert diff_page.inner_text(f"#card-{side}-logprob") == f"{lp:.3f}"
+            assert diff_page.inner_text(f"#card-{side}-prob") == percent(math.exp(lp))
+            assert diff_page.inner_text(f"#card-{side}-rank") == str(row[f"{side}_rank"])
+            top1 = row[f"{side}_top1"]
+            assert diff_page.text_content(f"#card-{side}-top1") == f"{visible(pieces[top1])} (id {top1})"
+            items = diff_page.eval_on_selector_all(f"#card-{side}-topk li", "els => els.map(e => [Number(e.dataset.id), e.textContent])")
+            assert [x[0] for x in items] == list(row[f"{side}_topk_ids"])
+            for (token_id, text), tlp in zip(items, row[f"{side}_topk_logprobs"]):
+                assert text == f"{visible(pieces[token_id])} {percent(math.exp(float(tlp)))}"
+        # the two columns sit side by side: REF's list left of CAND's, on the same line
+        ref_box, cand_box = (diff_page.locator(f"#card-{s}-topk").bounding_box() for s in ("ref", "cand"))
+        assert ref_box["x"] + ref_box["width"] <= cand_box["x"] and abs(ref_box["y"] - cand_box["y"]) < 1

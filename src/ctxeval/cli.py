@@ -275,7 +275,7 @@ def diff(
     window: Annotated[int, typer.Option("--window", help="Window W: tokens per pass (BOS not counted).")] = 512,
     stride: Annotated[Optional[int], typer.Option("--stride", help="Stride S < W: sliding windows, each token scored once (default: disjoint chunks).")] = None,
     max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Compare only the first N tokens of each document.")] = None,
-    top_k: Annotated[int, typer.Option("--top-k", help="k of the recorded top-k overlap.")] = 10,
+    top_k: Annotated[int, typer.Option("--top-k", help="k of each model's recorded top-k (ids and log-probabilities, side by side in report.html's token card) and of their overlap.")] = 10,
     reverse_kl: Annotated[bool, typer.Option("--reverse-kl", help="Also record KL(P_cand || P_ref).")] = False,
     buckets: Annotated[Optional[str], typer.Option("--buckets", help="Comma-separated context-length bucket edges from 0 (default 0,512,1024,2048,... up to the window).")] = None,
     profile: Annotated[str, typer.Option("--profile", help="dev: gate only on --max-kl / --min-same-top; ci / release: also need at least 20 / 100 windows and 2000 / 20000 tokens. A failed gate exits with code 1.")] = "dev",
@@ -301,7 +301,9 @@ def diff(
     address: AddressOpt = None,
     threads_per_worker: ThreadsPerWorkerOpt = 1,
 ) -> None:
-    """How much CAND's next-token distributions differ from REF's on the same windows: KL, same-top-1, PPL ratio, by context position."""
+    """How much CAND's next-token distributions differ from REF's on the same windows: KL, same-top-1, PPL ratio, by context position.
+
+    Writes diff_records.parquet (one row per scored token), diff.json and diff.md (summaries) and report.html (tokens coloured by KL, both models' top-k per token, charts by context position) into the run directory."""
     result = api.diff(
         ref, cand, text, window=window, stride=stride, max_tokens=max_tokens, top_k=top_k, reverse=reverse_kl,
         buckets=_ints(buckets, "--buckets") if buckets else None, out=out, progress=not quiet, n_threads=threads,
@@ -313,7 +315,7 @@ def diff(
     if not quiet:
         typer.echo(result.markdown)
     files = result.files()
-    typer.echo(f"records: {files['records']}; report: {files['report']}, {files['markdown']}")
+    typer.echo(f"records: {files['records']}; report: {files['report']}, {files['markdown']}, {files['html']}")
     if result.failures:
         for failure in result.failures:
             print(f"ctxeval: {profile} gate failed: {failure}", file=sys.stderr)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from ctxeval.errors import UserError
 from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN
-from ctxeval.explorer.render import render_report
+from ctxeval.explorer.render import render_report, write_atomic
 
 __all__ = ["write_report", "DEFAULT_TOP_K_SHOWN"]
 
@@ -20,8 +19,4 @@ def write_report(run_dirs: list[Path], out: Path, top_k_shown: int = DEFAULT_TOP
     out = Path(out)
     if out.is_dir():
         raise UserError(f"--out {out} is a directory; give a file name such as report.html")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    os.replace(tmp, out)
-    return out
+    return write_atomic(out, html)

@@ -42,8 +42,10 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return [v for v in np.arange(math.ceil(lo / step) * step, hi + step / 2, step).tolist()]
 
 
-def line_chart(title: str, xlabel: str, ylabel: str, series: list[Series], log2_x: bool = True, zero_line: bool = False) -> str:
-    """Points joined by lines, with vertical interval bars where `lo`/`hi` are given."""
+def line_chart(title: str, xlabel: str, ylabel: str, series: list[Series], log2_x: bool = True, zero_line: bool = False,
+               x_labels: dict[float, str] | None = None) -> str:
+    """Points joined by lines, with vertical interval bars where `lo`/`hi` are given; x ticks
+    at the points' x, labelled with the value or `x_labels[x]`."""
     svg = _svg(title)
     xs = [x for s in series for x in s.x]
     ys = [v for s in series for v in (s.y + (s.lo or []) + (s.hi or [])) if v is not None and math.isfinite(v)]
@@ -68,7 +70,7 @@ def line_chart(title: str, xlabel: str, ylabel: str, series: list[Series], log2_
         ET.SubElement(axes, "line", {"x1": str(LEFT), "x2": str(W - RIGHT), "y1": f"{py(v):.1f}", "y2": f"{py(v):.1f}", "class": "grid"})
         ET.SubElement(axes, "text", {"x": str(LEFT - 4), "y": f"{py(v) + 3:.1f}", "text-anchor": "end"}).text = f"{v:.4g}"
     for v in sorted(set(xs)):
-        ET.SubElement(axes, "text", {"x": f"{px(v):.1f}", "y": str(H - BOTTOM + 14), "text-anchor": "middle"}).text = f"{v:g}"
+        ET.SubElement(axes, "text", {"x": f"{px(v):.1f}", "y": str(H - BOTTOM + 14), "text-anchor": "middle"}).text = (x_labels or {}).get(v, f"{v:g}")
     if zero_line and y0 < 0 < y1:
         ET.SubElement(axes, "line", {"x1": str(LEFT), "x2": str(W - RIGHT), "y1": f"{py(0):.1f}", "y2": f"{py(0):.1f}", "class": "zero"})
     ET.SubElement(axes, "text", {"x": str((LEFT + W - RIGHT) / 2), "y": str(H - 8), "text-anchor": "middle"}).text = xlabel

@@ -10,12 +10,8 @@
   const RANK_COLOURS = [[140, 220, 140], [200, 240, 160], [255, 236, 140], [255, 170, 140], [210, 160, 230]];
   const RANK_LABELS = ["1", "≤10", "≤100", "≤1000", ">1000"];
   const $ = (id) => document.getElementById(id);
+  const { decode, clamp, mix, css, visible, fmt, pct, signed } = ctxevalCommon;
 
-  function decode(b64, Type) {
-    const bin = atob(b64), bytes = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    return new Type(bytes.buffer);
-  }
   const TYPES = { target_id: Int32Array, logprob: Float64Array, rank: Int32Array, greedy_id: Int32Array, context_len: Int32Array, topk_ids: Int32Array, topk_lp: Float32Array, gain: Float32Array, key: Uint8Array };
   const cols = new Map();  // arm index -> decoded columns, decoded when first needed
   function columns(a) {
@@ -33,8 +29,6 @@
   }
 
   // ---- colours (docs/report.md states the same formulas) ----
-  const clamp = (x, lo, hi) => Math.min(hi, Math.max(lo, x));
-  const mix = (a, b, t) => [0, 1, 2].map((i) => Math.round(a[i] + (b[i] - a[i]) * t));
   const diverging = (t, pos, neg) => (t >= 0 ? mix(WHITE, pos, t) : mix(WHITE, neg, -t));
   function bucket(rank) { return rank === 1 ? 0 : rank <= 10 ? 1 : rank <= 100 ? 2 : rank <= 1000 ? 3 : 4; }
   function top1(c, arm, i) {
@@ -65,7 +59,6 @@
     }
     return NA;
   }
-  const css = (rgb) => `rgb(${rgb[0]}, ${rgb[1]}, ${rgb[2]})`;
   const LEGENDS = {
     logprob: "white: log p = 0 → red: log p ≤ −10",
     rank: RANK_LABELS.map((l) => "rank " + l).join(" · "),
@@ -85,10 +78,6 @@
   function tokenText(arm, id) {
     const t = DATA.arms[arm].vocab[String(id)];
     return t === undefined ? "#" + id : t;
-  }
-  function visible(text) {
-    const out = text.replace(/ /g, "␣").replace(/\t/g, "⇥").replace(/\r/g, "␍").replace(/\n/g, "⏎");
-    return out === "" ? "∅" : out;
   }
   function windowText(arm, w) {
     const win = DATA.arms[arm].windows, c = columns(arm);
@@ -205,15 +194,7 @@
   }
 
   // ---- card, focus, keys ----
-  // numbers for people: log-probabilities and nats with 3 decimals, probabilities as percentages,
-  // ranks as integers with their GLTR bucket
-  const fmt = (x, d) => (Number.isFinite(x) ? x.toFixed(d) : "—");
-  function pct(p) {
-    if (!Number.isFinite(p)) return "—";
-    const v = 100 * p;
-    return (v >= 10 ? v.toFixed(1) : v >= 0.1 ? v.toFixed(2) : v >= 0.001 ? v.toPrecision(2) : v > 0 ? "<0.001" : "0") + " %";
-  }
-  const signed = (x) => (Number.isFinite(x) ? (x > 0 ? "+" : "") + x.toFixed(3) : "—");
+  // numbers for people (common.js), ranks as integers with their GLTR bucket
   function modeValue(mode, v) {
     switch (mode) {
       case "logprob": return fmt(v, 3);

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -24,11 +25,25 @@ def script_json(value: object) -> Markup:
     return Markup(json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).translate(_SCRIPT_SAFE))
 
 
-def _static(name: str) -> str:
+def write_atomic(out: Path, html: str) -> Path:
+    """Write a page through a temporary file and a rename: never a half-written report."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(html, encoding="utf-8")
+    os.replace(tmp, out)
+    return out
+
+
+def static(name: str) -> str:
     return resources.files("ctxeval.explorer").joinpath(name).read_text(encoding="utf-8")
 
 
-def _environment() -> jinja2.Environment:
+def page_js(name: str) -> Markup:
+    """A page's script: the shared helpers (`common.js`), then the page's own, in one element."""
+    return Markup(static("common.js") + "\n" + static(name))
+
+
+def environment() -> jinja2.Environment:
     return jinja2.Environment(loader=jinja2.PackageLoader("ctxeval.explorer", "."), autoescape=True, undefined=jinja2.StrictUndefined)
 
 
@@ -99,13 +114,13 @@ def render_report(run_dirs: list[Path], top_k_shown: int = DEFAULT_TOP_K_SHOWN) 
         {"label": f"B {p.b.run} · {p.b.model} vs A {p.a.run} · {p.a.model}", "ratio": p.overall["primary_metric"]["ratio"], "ci": p.overall["primary_metric"]["display_ci"], "windows": p.overall["dataset"]["windows"]["stats"]["compared_windows"]}
         for p in pairs
     ]
-    template = _environment().get_template("report.html.j2")
+    template = environment().get_template("report.html.j2")
     return template.render(
         views=views,
         charts=chart_list,
         compare_rows=compare_rows,
         n_tokens=sum(len(a.records) for a in arms),
         data=script_json(payload(arms, pairs, top_k_shown)),
-        css=Markup(_static("report.css")),
-        js=Markup(_static("explorer.js")),
+        css=Markup(static("report.css")),
+        js=page_js("explorer.js"),
     )

@@ -12,10 +12,11 @@ from ctxeval.backends.registry import refuse_api_models
 from ctxeval.data.corpus import CorpusOptions, open_corpus
 from ctxeval.modeldiff.keytokens import key_token_mask
 from ctxeval.modeldiff.report import gate, write_report
-from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, DiffRun
+from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, DiffRun, check_parts_schema
 from ctxeval.pipeline.engine import run
 from ctxeval.modeldiff.summary import Bootstrap, bucket_edges, summarize
 from ctxeval.errors import UserError
+from ctxeval.explorer.diffpage import REPORT_HTML, write_diff_html
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.report.compare import PROFILES
 
@@ -24,7 +25,8 @@ DEFAULT_TOP_K = 10
 
 @dataclass
 class DiffResult:
-    """A finished diff: its directory, the report (diff.json's content), diff.md, gate failures."""
+    """A finished diff: its directory, the report (diff.json's content), diff.md, gate failures
+    (report.html beside them)."""
 
     run_dir: Path
     report: dict
@@ -32,7 +34,7 @@ class DiffResult:
     failures: list[str]
 
     def files(self) -> dict[str, Path]:
-        return {"records": self.run_dir / DIFF_FILE, "report": self.run_dir / "diff.json", "markdown": self.run_dir / "diff.md"}
+        return {"records": self.run_dir / DIFF_FILE, "report": self.run_dir / "diff.json", "markdown": self.run_dir / "diff.md", "html": self.run_dir / REPORT_HTML}
 
 
 def diff(
@@ -89,9 +91,11 @@ def diff(
     config = DiffConfig(ref, cand, tuple(r.sha256 for r in loaded.refs), tuple(r.text_id for r in loaded.refs), window, stride, max_tokens, top_k, reverse, block_rows)
     run_dir = Path(out) if out is not None else Path("runs") / f"diff-{config.run_id()[:8]}"
     task = DiffRun(config, loaded, n_threads)
+    check_parts_schema(run_dir)
     manifest = run(task, task.spec(), run_dir, executor=executor, progress=progress)
     records = pq.read_table(run_dir / DIFF_FILE).to_pandas()
     summary = summarize(records, edges, bootstrap)
+    mask = None
     if key_tokens is not None:
         mask, picked = key_token_mask(records, manifest.texts or [], Path(key_tokens))
         summary["key_tokens"] = picked | (summarize(records[mask], edges, bootstrap) if mask.any() else {})
@@ -115,4 +119,5 @@ def diff(
         "gates": {"profile": profile, "max_kl": max_kl, "min_same_top": min_same_top, "failures": failures},
     }
     markdown = write_report(report, run_dir)
+    write_diff_html(run_dir, report, records, mask)
     return DiffResult(run_dir, report, markdown, failures)

@@ -3,7 +3,8 @@ vocabulary, one block of rows at a time.
 
 For each row (one scored target) of REF logits z and CAND logits w: KL(P_ref || P_cand) (and
 optionally the reverse), each model's top-1 token, the target's rank and log-probability under
-each, and the overlap of the two top-k sets. No [positions x vocab] array is ever built for both
+each, each model's top-k ids with their log-probabilities (what the HTML report's card shows),
+and the overlap of the two top-k sets. No [positions x vocab] array is ever built for both
 models: the caller hands over one block of rows of each (a view of a backend's buffer), and the
 work is split in small row groups over threads (NumPy releases the GIL).
 
@@ -40,6 +41,10 @@ class DiffScores:
     ref_logprob: np.ndarray  # float64 [n], log P_ref(target)
     cand_logprob: np.ndarray  # float64 [n]
     topk_overlap: np.ndarray  # float64 [n], |top-k(REF) & top-k(CAND)| / k
+    ref_topk_ids: np.ndarray  # int32 [n, k], REF's k most likely ids, most likely first (ties: lowest id)
+    ref_topk_logprobs: np.ndarray  # float32 [n, k], their log-probabilities under REF
+    cand_topk_ids: np.ndarray  # int32 [n, k]
+    cand_topk_logprobs: np.ndarray  # float32 [n, k]
 
     @staticmethod
     def concat(parts: list[DiffScores]) -> DiffScores:
@@ -120,8 +125,8 @@ def _compare_rows(ref: np.ndarray, cand: np.ndarray, targets: np.ndarray, top_k:
         kl_reverse = np.full(n, np.nan)
     ref_target = ref[rows, targets]
     cand_target = cand[rows, targets]
-    ref_ids, _ = _top_k(ref, top_k)
-    cand_ids, _ = _top_k(cand, top_k)
+    ref_ids, ref_vals = _top_k(ref, top_k)
+    cand_ids, cand_vals = _top_k(cand, top_k)
     overlap = np.array([len(np.intersect1d(a, b, assume_unique=True)) for a, b in zip(ref_ids, cand_ids)], dtype=np.float64) / top_k
     return DiffScores(
         kl=kl,
@@ -133,4 +138,8 @@ def _compare_rows(ref: np.ndarray, cand: np.ndarray, targets: np.ndarray, top_k:
         ref_logprob=ref_target.astype(np.float64) - p.lse,
         cand_logprob=cand_target.astype(np.float64) - q.lse,
         topk_overlap=overlap,
+        ref_topk_ids=ref_ids.astype(np.int32),
+        ref_topk_logprobs=(ref_vals.astype(np.float64) - p.lse[:, None]).astype(np.float32),
+        cand_topk_ids=cand_ids.astype(np.int32),
+        cand_topk_logprobs=(cand_vals.astype(np.float64) - q.lse[:, None]).astype(np.float32),
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ctxeval.pipeline import windows
 from ctxeval.config import config_id
@@ -26,7 +27,8 @@ from ctxeval.pipeline.engine import Plan, RunSpec
 from ctxeval.pipeline.executors import ScorerSpec, Work
 from ctxeval.pipeline.executors.work import Job, one_per_unit, work_item
 from ctxeval.pipeline.manifest import Manifest
-from ctxeval.pipeline.records import RecordKind
+from ctxeval.pieces import has_pieces, record_ids, write_pieces
+from ctxeval.pipeline.records import PARTS_DIR, RecordKind
 from ctxeval.pipeline.tokens import TokenizedText, tokenize
 
 DIFF_FILE = "diff_records.parquet"
@@ -52,8 +54,14 @@ DIFF_SCHEMA = pa.schema(
         ("cand_logprob", pa.float64()),
         ("delta_p", pa.float64()),  # P_cand(target) - P_ref(target)
         ("topk_overlap", pa.float64()),
+        ("ref_topk_ids", pa.list_(pa.int32())),  # REF's top-k ids, most likely first
+        ("ref_topk_logprobs", pa.list_(pa.float32())),
+        ("cand_topk_ids", pa.list_(pa.int32())),
+        ("cand_topk_logprobs", pa.list_(pa.float32())),
     ]
 )
+TOPK_COLUMNS = ("ref_topk_ids", "ref_topk_logprobs", "cand_topk_ids", "cand_topk_logprobs")
+PIECE_COLUMNS = ("target_id", "ref_top1", "cand_top1", "ref_topk_ids", "cand_topk_ids")
 DEFAULT_BLOCK_ROWS = 128
 
 
@@ -128,10 +136,27 @@ class DiffRun:
         return p.n_targets, f"{tt.text.text_id} · {p.window_id}"
 
     def model_done(self, run_dir: Path, model: ModelPair) -> None:
-        """Nothing to keep from the loaded model."""
+        """Keep the text of every token id the records mention (pieces.parquet, under REF's
+        name: the two models' token tables are byte-identical, `check_pair`)."""
+        write_pieces(run_dir, model.ref.info.name, model.ref.token_bytes, record_ids(run_dir, kind=DIFF_RECORDS, columns=PIECE_COLUMNS))
 
     def finish(self, run_dir: Path, manifest: Manifest) -> Manifest:
+        if not has_pieces(run_dir):  # a complete run written without them: REF's tokenizer, nothing scored
+            ref = self._spec.ref.load()
+            try:
+                write_pieces(run_dir, ref.info.name, ref.token_bytes, record_ids(run_dir, kind=DIFF_RECORDS, columns=PIECE_COLUMNS))
+            finally:
+                ref.close()
         return manifest
+
+
+def check_parts_schema(run_dir: Path) -> None:
+    """Refuse to resume into part files written with other columns (an earlier ctxeval's
+    records lack the top-k columns): merged, they would mix two schemas."""
+    for part in sorted((Path(run_dir) / PARTS_DIR).glob("part-*.parquet")):
+        if pq.read_schema(part).names != DIFF_SCHEMA.names:
+            raise UserError(f"{run_dir} holds unfinished diff records with other columns (an earlier ctxeval); "
+                            "finish it with that version, or remove the directory to start again")
 
 
 def plan_windows(n_tokens: int, config: DiffConfig) -> list[windows.Pass]:
@@ -194,3 +219,5 @@ def _append_rows(out: dict[str, list], pass_index: int, tt: TokenizedText, p: wi
     out["cand_logprob"].extend(scores.cand_logprob.tolist())
     out["delta_p"].extend((np.exp(scores.cand_logprob) - np.exp(scores.ref_logprob)).tolist())
     out["topk_overlap"].extend(scores.topk_overlap.tolist())
+    for column in TOPK_COLUMNS:
+        out[column].extend(getattr(scores, column).tolist())

@@ -1,0 +1,26 @@
+// Helpers shared by the report pages (explorer.js, diff.js): decoding the embedded columns,
+// colours, and numbers and token texts written for people (docs/report.md gives the formats).
+"use strict";
+const ctxevalCommon = (function () {
+  function decode(b64, Type) {
+    const bin = atob(b64), bytes = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    return new Type(bytes.buffer);
+  }
+  const clamp = (x, lo, hi) => Math.min(hi, Math.max(lo, x));
+  const mix = (a, b, t) => [0, 1, 2].map((i) => Math.round(a[i] + (b[i] - a[i]) * t));
+  const css = (rgb) => `rgb(${rgb[0]}, ${rgb[1]}, ${rgb[2]})`;
+  function visible(text) {
+    const out = text.replace(/ /g, "␣").replace(/\t/g, "⇥").replace(/\r/g, "␍").replace(/\n/g, "⏎");
+    return out === "" ? "∅" : out;
+  }
+  // log-probabilities and nats with 3 decimals, probabilities as percentages
+  const fmt = (x, d) => (Number.isFinite(x) ? x.toFixed(d) : "—");
+  function pct(p) {
+    if (!Number.isFinite(p)) return "—";
+    const v = 100 * p;
+    return (v >= 10 ? v.toFixed(1) : v >= 0.1 ? v.toFixed(2) : v >= 0.001 ? v.toPrecision(2) : v > 0 ? "<0.001" : "0") + " %";
+  }
+  const signed = (x, d = 3) => (Number.isFinite(x) ? (x > 0 ? "+" : "") + x.toFixed(d) : "—");
+  return { decode, clamp, mix, css, visible, fmt, pct, signed };
+})();

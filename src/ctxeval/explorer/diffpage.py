@@ -1,0 +1,130 @@
+"""The HTML report of a diff (`report.html` in its run directory): every window's tokens
+coloured by KL(P_ref || P_cand), a card per token with both models' numbers and their top-k side
+by side, and mean KL and same-top-1 % by context position with their intervals.
+
+Built from the explorer's parts: the JSON embedding and base64 typed columns of `render`/`data`,
+the SVG line chart of `charts`, the shared CSS and JS helpers (`report.css`, `common.js`); only
+the page's own layout (`diff.html.j2`) and token view (`diff.js`) are its own. Token texts come
+from the run's `pieces.parquet` (REF's pieces; the two models share one token table), an id
+without a piece shows as `#id`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from markupsafe import Markup
+
+from ctxeval.explorer import charts
+from ctxeval.explorer.data import b64
+from ctxeval.explorer.render import environment, page_js, script_json, static, write_atomic
+from ctxeval.pieces import read_pieces
+
+REPORT_HTML = "report.html"
+TOPK_COLUMNS = ("ref_topk_ids", "ref_topk_logprobs", "cand_topk_ids", "cand_topk_logprobs")
+
+
+def write_diff_html(run_dir: Path, report: dict, records: pd.DataFrame, key: np.ndarray | None = None) -> Path:
+    """Render the page of a finished diff into `run_dir/report.html` atomically. `key`: the
+    records that are key tokens (`--key-tokens`), marked on the page."""
+    return write_atomic(Path(run_dir) / REPORT_HTML, render_diff(Path(run_dir), report, records, key))
+
+
+def render_diff(run_dir: Path, report: dict, records: pd.DataFrame, key: np.ndarray | None = None) -> str:
+    summary = report["summary"]
+    cells = [summary["all"], *summary["buckets"]]
+    key_summary = summary.get("key_tokens")
+    key_cells = [key_summary["all"], *key_summary["buckets"]] if key_summary and key_summary["tokens"] else []
+    data = diff_payload(records, read_pieces(run_dir, report["ref"]["name"]), key)
+    data |= {"ref": report["ref"]["name"], "cand": report["cand"]["name"]}
+    template = environment().get_template("diff.html.j2")
+    return template.render(
+        report=report,
+        cells=cells,
+        key_summary=key_summary,
+        key_cells=key_cells,
+        charts=position_charts(summary),
+        has_topk=data["k"] > 0,
+        data=script_json(data),
+        css=Markup(static("report.css")),
+        js=page_js("diff.js"),
+    )
+
+
+def position_charts(summary: dict) -> list[Markup]:
+    """Mean KL and same-top-1 % per context-position bucket with their intervals: all tokens,
+    and the key tokens where the diff has them."""
+    buckets = summary["buckets"]
+    labels = {float(i): b["bucket"] for i, b in enumerate(buckets)}
+    parts = [("all tokens", buckets)]
+    key = summary.get("key_tokens")
+    if key and key["tokens"]:
+        parts.append(("key tokens", key["buckets"]))
+    out = []
+    for title, ylabel, value in (("mean KL(P_ref ‖ P_cand) by context position (95 % interval)", "mean KL (nats)", _kl),
+                                 ("same top-1 by context position (95 % interval)", "same top-1 (%)", _same)):
+        series = []
+        for name, cells in parts:
+            points = [value(c) if c["tokens"] else (float("nan"),) * 3 for c in cells]
+            series.append(charts.Series(name, list(labels), [p[0] for p in points], [p[1] for p in points], [p[2] for p in points]))
+        out.append(Markup(charts.line_chart(title, "context length of the target (tokens)", ylabel, series, log2_x=False, x_labels=labels)))
+    return out
+
+
+def _kl(cell: dict) -> tuple[float, float, float]:
+    return cell["kl"]["mean"], *cell["kl"]["ci"]
+
+
+def _same(cell: dict) -> tuple[float, float, float]:
+    return cell["same_top1"]["percent"], *cell["same_top1"]["ci"]
+
+
+def diff_payload(records: pd.DataFrame, pieces: dict[int, str], key: np.ndarray | None = None) -> dict:
+    """The page's data: windows (one entry per pass, in plan order) and one typed array per
+    per-token field; top-k as flat [n * k] arrays (k = 0 for records without them)."""
+    r = records
+    passes = r["pass_index"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, passes[1:] != passes[:-1]]) if len(r) else np.zeros(0, dtype=np.int64)
+    counts = np.diff(np.r_[starts, len(r)])
+    first = r.iloc[starts]
+    kl = r["kl"].to_numpy(dtype=np.float64)
+    flips = ~r["same_top1"].to_numpy(dtype=bool)
+    has_topk = all(c in r for c in TOPK_COLUMNS) and len(r) > 0
+    k = len(r["ref_topk_ids"].iloc[0]) if has_topk else 0
+    topk = {c: np.stack([np.asarray(x) for x in r[c]]) if k else np.zeros((len(r), 0)) for c in TOPK_COLUMNS}
+    tokens = {
+        "target_id": b64(r["target_id"].to_numpy(), "i4"),
+        "context_len": b64(r["context_len"].to_numpy(), "i4"),
+        "kl": b64(kl, "f8"),
+        "ref_logprob": b64(r["ref_logprob"].to_numpy(), "f8"),
+        "cand_logprob": b64(r["cand_logprob"].to_numpy(), "f8"),
+        "ref_rank": b64(r["ref_rank"].to_numpy(), "i4"),
+        "cand_rank": b64(r["cand_rank"].to_numpy(), "i4"),
+        "ref_top1": b64(r["ref_top1"].to_numpy(), "i4"),
+        "cand_top1": b64(r["cand_top1"].to_numpy(), "i4"),
+        "delta_p": b64(r["delta_p"].to_numpy(), "f8"),
+        "ref_topk_ids": b64(topk["ref_topk_ids"].ravel(), "i4"),
+        "ref_topk_lp": b64(topk["ref_topk_logprobs"].ravel(), "f4"),
+        "cand_topk_ids": b64(topk["cand_topk_ids"].ravel(), "i4"),
+        "cand_topk_lp": b64(topk["cand_topk_logprobs"].ravel(), "f4"),
+    }
+    if key is not None:
+        tokens["key"] = b64(key.astype(np.uint8), "u1")
+    shown = np.unique(np.concatenate([r[c].to_numpy(dtype=np.int64) for c in ("target_id", "ref_top1", "cand_top1")]
+                                     + [topk[c].ravel().astype(np.int64) for c in ("ref_topk_ids", "cand_topk_ids")]))
+    return {
+        "n": int(len(r)),
+        "k": int(k),
+        "vocab": {str(i): pieces[int(i)] for i in shown if int(i) in pieces},
+        "windows": {
+            "id": first["window_id"].tolist(),
+            "text_id": first["text_id"].tolist(),
+            "start": starts.astype(int).tolist(),
+            "count": counts.astype(int).tolist(),
+            "mean_kl": [float(kl[s : s + n].mean()) for s, n in zip(starts, counts)],
+            "flips": [int(flips[s : s + n].sum()) for s, n in zip(starts, counts)],
+        },
+        "tokens": tokens,
+    }
