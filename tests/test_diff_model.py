@@ -45,6 +45,8 @@ def test_the_same_model_as_ref_and_cand_gives_exactly_zero_kl_and_full_agreement
     assert len(rec) == 128 and rec.target_pos.tolist() == list(range(128))
     assert (rec.kl == 0.0).all() and (rec.kl_reverse == 0.0).all()
     assert rec.same_top1.all() and (rec.ref_logprob == rec.cand_logprob).all() and (rec.topk_overlap == 1.0).all()
+    for column in ("topk_ids", "topk_logprobs"):
+        assert all((x == y).all() for x, y in zip(rec[f"ref_{column}"], rec[f"cand_{column}"]))
     report = json.loads((tmp_path / "d" / "diff.json").read_text())["summary"]["all"]
     assert report["same_top1"]["percent"] == 100.0 and report["kl"]["max"] == 0.0
     assert report["ppl_ratio"]["display_ci"] == [1.0, 1.0]
@@ -75,6 +77,10 @@ def test_a_requantized_candidate_matches_a_float64_reference_from_the_same_logit
     np.testing.assert_allclose(first.cand_logprob, b[positions, tokens], rtol=0, atol=1e-6)
     np.testing.assert_array_equal(first.ref_top1, z.argmax(axis=1))
     np.testing.assert_array_equal(first.cand_top1, w.argmax(axis=1))
+    for side, lp in (("ref", a), ("cand", b)):  # a naive top-5 of the float64 softmax (ties: lowest id)
+        naive = np.argsort(-lp, axis=1, kind="stable")[:, :5]
+        np.testing.assert_array_equal(np.stack(first[f"{side}_topk_ids"].to_numpy()), naive)
+        np.testing.assert_allclose(np.stack(first[f"{side}_topk_logprobs"].to_numpy()), np.take_along_axis(lp, naive, axis=1), rtol=0, atol=1e-5)
     # blocks of 16 rows (decode batches of 16) and the scoring path's one 512-token batch agree
     np.testing.assert_allclose(first.ref_logprob, ref_scores.logprob, rtol=0, atol=1e-6)
     np.testing.assert_array_equal(first.ref_rank, ref_scores.rank)
@@ -94,6 +100,8 @@ def test_a_killed_kv_cache_diff_resumes_to_identical_records(tmp_path):
     pd.testing.assert_frame_equal(a, b)
     assert (a.kl >= 0).all() and a.kl.max() > 0
     assert json.loads((tmp_path / "k" / "diff.json").read_text())["summary"] == json.loads((tmp_path / "c" / "diff.json").read_text())["summary"]
+    assert (tmp_path / "k" / "report.html").read_text() == (tmp_path / "c" / "report.html").read_text()
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "k" / "pieces.parquet"), pd.read_parquet(tmp_path / "c" / "pieces.parquet"))
     manifest = json.loads((tmp_path / "k" / "manifest.json").read_text())
     assert manifest["timing"]["resumed"] is True and manifest["models"][1]["details"]["kv_cache_type"] == "q8_0"
 
