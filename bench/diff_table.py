@@ -1,20 +1,23 @@
 """The table of docs/diff.md: the embedded Gemma 3 270M (Q4_K_M) as REF against candidates
 that need no download (llama.cpp requantizations of it, and KV-cache quantization), on the
-first N tokens of WikiText-2 test in disjoint windows, by context-position bucket.
+first N tokens of WikiText-2 test in disjoint windows, by context-position bucket, and on the
+key tokens a context-gain run of REF picks (`--key-short K`: LongPPL's rule, short context K).
 
-    .venv/bin/python bench/diff_table.py [--tokens 4096] [--window 512] [--buckets 0,128,256] [--out runs/diff-table] [--text FILE]
+    .venv/bin/python bench/diff_table.py [--tokens 4096] [--window 512] [--buckets 0,128,256] [--out runs/diff-table] [--text FILE] [--key-short 512]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import ctxeval
 from ctxeval.backends.model_files import embedded_model_path
 from ctxeval.backends.quantize import requantize
 
-WIKITEXT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikitext2" / "wiki.test.raw"
+SHARED = Path(os.environ.get("CTXEVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+WIKITEXT = SHARED / "wikitext2" / "wiki.test.raw"
 REQUANTIZED = ("q8_0", "q4_0", "q3_k_m", "q2_k")
 # a quantized V cache needs flash attention, which alone moves scores (docs/numerics.md): FA with
 # the f16 cache separates the two
@@ -30,7 +33,12 @@ def main() -> None:
     parser.add_argument("--buckets", default="0,128,256")
     parser.add_argument("--out", type=Path, default=Path("runs/diff-table"))
     parser.add_argument("--only", default=None, help="comma-separated candidate labels to run")
+    parser.add_argument("--key-short", type=int, default=None, help="also summarise over REF's key tokens, short context K")
     args = parser.parse_args()
+    gain_run = None
+    if args.key_short:
+        gain_run = args.out / f"context-gain-short{args.key_short}"
+        ctxeval.context_gain([str(args.text)], window=args.window, short=args.key_short, max_tokens=args.tokens, out=gain_run)
     candidates = {}
     for file_type in REQUANTIZED:
         path = args.out / "gguf" / f"gemma-3-270m-{file_type}.gguf"
@@ -45,9 +53,13 @@ def main() -> None:
     print("|---|---|---:|---|---:|---:|---|---|")
     for label, spec in candidates.items():
         result = ctxeval.diff("gemma-3-270m", spec, [str(args.text)], window=args.window, max_tokens=args.tokens, buckets=edges,
-                              out=args.out / label.replace(" ", "-"), progress=False)
+                              out=args.out / label.replace(" ", "-"), key_tokens=gain_run, progress=False)
         summary = result.report["summary"]
-        for cell in [summary["all"], *summary["buckets"]]:
+        cells = [summary["all"], *summary["buckets"]]
+        key = summary.get("key_tokens", {})
+        if "all" in key:
+            cells.append(key["all"] | {"bucket": "key tokens"})
+        for cell in cells:
             kl, same, ratio = cell["kl"], cell["same_top1"], cell["ppl_ratio"]
             print(f"| {label} | {cell['bucket']} | {cell['tokens']} | {kl['mean']:.4f} [{kl['ci'][0]:.4f}, {kl['ci'][1]:.4f}] | {kl['p99']:.3f} | {kl['max']:.3f} | "
                   f"{same['percent']:.1f} [{same['ci'][0]:.1f}, {same['ci'][1]:.1f}] | {ratio['ratio']:.4f} [{ratio['display_ci'][0]:.4f}, {ratio['display_ci'][1]:.4f}] |", flush=True)

@@ -133,7 +133,22 @@ def test_summary_point_estimates_are_the_token_means_by_bucket():
     assert s["all"]["kl"]["p99_9"] == pytest.approx(np.percentile(rec.kl, 99.9))
     assert s["all"]["kl"]["max"] == rec.kl.max()
     assert s["all"]["kl_reverse"]["mean"] == pytest.approx(rec.kl_reverse.mean(), rel=1e-12)
-    assert s["all"]["resampling_unit"] == "window"  # 4 documents are too few to resample
+    # compare's rule: from 3 documents whole documents are resampled, with a warning below 7
+    assert (s["all"]["resampling_unit"], s["all"]["resampling_units"]) == ("document", 4)
+    assert "fewer than 7 documents" in s["all"]["warning"]
+
+
+def test_one_window_says_it_has_no_interval_instead_of_a_zero_width_one():
+    rec = _records()
+    one = rec[rec.pass_index == rec.pass_index.iloc[0]]
+    s = summarize(one, [0, 16, 64], Bootstrap(replicates=300))
+    cell = s["all"]
+    assert (cell["windows"], cell["resampling_unit"], cell["interval_method"]) == (1, "window", "collapsed")
+    assert "single resampling unit" in cell["interval_note"]
+    report = {"ref": {"name": "a"}, "cand": {"name": "b"}, "summary": s,
+              "settings": {"window": 64, "stride": 64, "confidence": 0.95, "replicates": 300, "seed": 0},
+              "gates": {"failures": [], "profile": "dev", "max_kl": None, "min_same_top": None}}
+    assert "No interval: a single resampling unit" in render_markdown(report)
 
 
 def test_percentiles_follow_linear_interpolation():

@@ -62,7 +62,12 @@ def render_markdown(report: dict) -> str:
             lines += ["", *_table([key["all"], *key["buckets"]])]
     overall = report["summary"]["all"]
     lines += ["", f"PPL REF {overall['ppl_ratio']['ppl_ref']:.3f}, CAND {overall['ppl_ratio']['ppl_cand']:.3f}; "
-              f"{overall['windows']} windows of {overall['documents']} documents; intervals resample {overall['resampling_unit']}s."]
+              f"{overall['windows']} windows of {overall['documents']} documents; intervals resample {overall['resampling_unit']}s "
+              f"({overall['resampling_reason']})."]
+    if overall["warning"]:
+        lines.append(f"Warning: {overall['warning']}.")
+    if overall["interval_method"] == "collapsed":
+        lines.append(f"No interval: {overall['interval_note']} (the bounds shown equal the estimate).")
     if "kl_reverse" in overall:
         rev = overall["kl_reverse"]
         lines.append(f"Reverse KL(P_cand ‖ P_ref): mean {rev['mean']:.5f} [{rev['ci'][0]:.5f}, {rev['ci'][1]:.5f}], p99 {rev['p99']:.4f}, max {rev['max']:.4f}.")

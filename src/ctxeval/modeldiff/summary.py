@@ -11,7 +11,10 @@ Per bucket (tokens whose context length lies in [lo, hi)) and over all tokens:
 - mean and RMS of dP = P_cand(target) - P_ref(target), and the mean top-k overlap.
 
 Every interval is `stats.paired.paired_bca` of a per-window mean weighted by the window's
-tokens in the bucket, so the point estimate is the plain token mean.
+tokens in the bucket, so the point estimate is the plain token mean. Windows or whole
+documents are resampled by the rule `compare` uses (`report.compare.resampling_unit`, measured
+by bench/bench_compare_coverage.py), and the summary says which, why, and when the interval is
+known to under-cover or could not be drawn (one window).
 """
 
 from __future__ import annotations
@@ -23,10 +26,10 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.errors import UserError
+from ctxeval.report.compare import resampling_unit
 from ctxeval.stats.paired import PairedEstimate, paired_bca
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
-MIN_CLUSTERS = 10  # documents needed before whole documents are the resampling unit
 FIRST_BUCKET = 512
 
 
@@ -79,7 +82,8 @@ def summarize_tokens(records: pd.DataFrame, bootstrap: Bootstrap) -> dict:
     """The summary of one set of token records (one bucket)."""
     per_window = _window_table(records)
     n_documents = int(per_window["text_id"].nunique())
-    clusters = per_window["text_id"].to_numpy() if n_documents >= MIN_CLUSTERS else None
+    by_document, reason, warning = resampling_unit(n_documents, None)
+    clusters = per_window["text_id"].to_numpy() if by_document else None
     tokens = per_window["tokens"].to_numpy(dtype=float)
 
     def interval(column: str) -> PairedEstimate:
@@ -94,7 +98,13 @@ def summarize_tokens(records: pd.DataFrame, bootstrap: Bootstrap) -> dict:
         "tokens": len(records),
         "windows": len(per_window),
         "documents": n_documents,
-        "resampling_unit": "document" if clusters is not None else "window",
+        "resampling_unit": "document" if by_document else "window",
+        "resampling_units": kl.units,
+        "resampling_reason": reason,
+        "warning": warning,
+        # one window is "degenerate" to the bootstrap (one difference, all equal); say why
+        "interval_method": "collapsed" if kl.units < 2 else kl.method,
+        "interval_note": "a single resampling unit; no interval can be estimated" if kl.units < 2 else kl.reason,
         "kl": {"mean": kl.estimate, "ci": [kl.low, kl.high], **percentiles(kl_values), "degenerate": kl.degenerate},
         "same_top1": {"percent": 100 * same.estimate, "ci": [100 * same.low, 100 * same.high], "degenerate": same.degenerate},
         "ppl_ratio": ppl_ratio(ratio, records),
