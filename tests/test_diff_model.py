@@ -85,14 +85,16 @@ def test_the_embedded_gguf_in_llamacpp_and_in_transformers_pair_and_match_a_floa
 
 def _matches_a_float64_reference(first, ref_spec: str, cand_spec: str, n: int):
     """Check the records of a diff's first window of `n` tokens of the demo text against a
-    float64 full softmax of both models' own logits; returns REF's scoring-path scores."""
+    float64 full softmax of both models' own logits, in the diff's blocks of 16 rows (an hf
+    model's head in blocks of 512 moves a float32 log-probability by up to 4e-6); returns REF's
+    scoring-path scores."""
     ref, cand = load_scorer(ref_spec), load_scorer(cand_spec)
     try:
         tokens = np.asarray(ref.tokenize(load_text(DEMO_TEXT_NAME).content), dtype=np.int32)[:n]
         input_ids = np.concatenate([[ref.info.bos_id], tokens[:-1]]).astype(np.int32)
         positions = np.arange(n)
-        z = np.concatenate([b.copy() for b in ref.logit_blocks(input_ids, positions, 512)])
-        w = np.concatenate([b.copy() for b in cand.logit_blocks(input_ids, positions, 512)])
+        z = np.concatenate([b.copy() for b in ref.logit_blocks(input_ids, positions, 16)])
+        w = np.concatenate([b.copy() for b in cand.logit_blocks(input_ids, positions, 16)])
         ref_scores = ref.score(input_ids, positions, tokens, 1, (1.0,))
     finally:
         ref.close()
