@@ -1,6 +1,7 @@
 """The table of docs/diff.md: the embedded Gemma 3 270M (Q4_K_M) as REF against candidates
 that need no download (llama.cpp requantizations of it, and KV-cache quantization), on the
-first N tokens of WikiText-2 test in disjoint windows, by context-position bucket.
+first N tokens of WikiText-2 test in disjoint windows, by context-position bucket; and the same
+weights in transformers (`hf:gemma-3-270m`) against llama.cpp.
 
     .venv/bin/python bench/diff_table.py [--tokens 4096] [--window 512] [--buckets 0,128,256] [--out runs/diff-table] [--text FILE]
 """
@@ -20,6 +21,9 @@ REQUANTIZED = ("q8_0", "q4_0", "q3_k_m", "q2_k")
 # the f16 cache separates the two
 KV = {"FA KV f16": "gemma-3-270m?flash_attn=1", "FA KV q8_0": "gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1",
       "FA KV q4_0": "gemma-3-270m?type_k=q4_0&type_v=q4_0&flash_attn=1"}
+# one backend against the other on the same Q4_K_M weights: label -> (REF, CAND)
+BACKENDS = {"hf:gemma-3-270m": ("gemma-3-270m", "hf:gemma-3-270m"),
+            "hf:gemma-3-270m vs f32 KV": ("gemma-3-270m?type_k=f32&type_v=f32", "hf:gemma-3-270m")}
 
 
 def main() -> None:
@@ -36,15 +40,15 @@ def main() -> None:
         path = args.out / "gguf" / f"gemma-3-270m-{file_type}.gguf"
         if not path.is_file():
             requantize(embedded_model_path(), path, file_type)
-        candidates[f"requantized {file_type.upper()}"] = str(path)
-    candidates |= KV
+        candidates[f"requantized {file_type.upper()}"] = ("gemma-3-270m", str(path))
+    candidates |= {label: ("gemma-3-270m", spec) for label, spec in KV.items()} | BACKENDS
     if args.only:
         candidates = {k: v for k, v in candidates.items() if k in args.only.split(",")}
     edges = [int(e) for e in args.buckets.split(",")]
     print("| CAND | context | tokens | mean KL [95 % CI] | p99 KL | max KL | same top-1 % [95 % CI] | PPL ratio [95 % CI] |")
     print("|---|---|---:|---|---:|---:|---|---|")
-    for label, spec in candidates.items():
-        result = ctxeval.diff("gemma-3-270m", spec, [str(args.text)], window=args.window, max_tokens=args.tokens, buckets=edges,
+    for label, (ref, cand) in candidates.items():
+        result = ctxeval.diff(ref, cand, [str(args.text)], window=args.window, max_tokens=args.tokens, buckets=edges,
                               out=args.out / label.replace(" ", "-"), progress=False)
         summary = result.report["summary"]
         for cell in [summary["all"], *summary["buckets"]]:
