@@ -221,6 +221,7 @@ def tiny(tmp_path_factory):
         "a": tiny_llama_dir(root / "a", text, seed=0, max_positions=256),
         "b": tiny_llama_dir(root / "b", text, seed=1, max_positions=256),  # same tokenizer, other weights
         "other_vocab": tiny_llama_dir(root / "c", text, vocab_size=600),
+        "other_tokens": tiny_llama_dir(root / "e", load_text("demo").content[20000:40000], max_positions=256),  # 1,024 other tokens
     }
 
 
@@ -391,7 +392,8 @@ def test_hf_dtype_option_names_the_candidate_and_gives_nonnegative_kl(tmp_path, 
 def test_hf_refusals_are_one_line_exit_code_2(tmp_path, tiny):
     from tests.conftest import run_cli
 
-    for cand, window, message in ((f"hf:{tiny['other_vocab']}", "32", "different vocabularies"),
+    for cand, window, message in ((f"hf:{tiny['other_vocab']}", "32", "different vocabularies (1024 and 600 tokens"),
+                                  (f"hf:{tiny['other_tokens']}", "32", "different vocabularies (token "),
                                   (f"hf:{tiny['b']}", "300", "training context of 256"),
                                   (f"hf:{tiny['b']}?type_k=q8_0", "32", "unknown model option 'type_k'")):
         r = run_cli("diff", f"hf:{tiny['a']}", cand, "demo", "--window", window, "--quiet", "--out", str(tmp_path / "x"))

@@ -1,6 +1,7 @@
-"""`ctxeval diff` with the embedded model: identity, a requantized candidate against a float64
-full-softmax reference computed from the same logits, a KV-cache candidate that is killed and
-resumed, and the refusals (two vocabularies, a window beyond the context, a bad option)."""
+"""`ctxeval diff` with the embedded model: identity, a requantized candidate and the same GGUF
+in transformers against a float64 full-softmax reference computed from the same logits, a
+KV-cache candidate that is killed and resumed, and the refusals (two vocabularies, a window
+beyond the context, a bad option)."""
 
 from __future__ import annotations
 
@@ -58,19 +59,49 @@ def test_a_requantized_candidate_matches_a_float64_reference_from_the_same_logit
     rec = _records(result.run_dir)
     assert len(rec) == 80 and (rec.kl >= 0).all() and (rec.kl_reverse >= 0).all()
     assert rec.kl.max() > 0  # the quantization changes the distribution
-    ref, cand = load_scorer("gemma-3-270m"), load_scorer(str(q8_gguf))
+    ref_scores = _matches_a_float64_reference(rec[rec.pass_index == 0], "gemma-3-270m", str(q8_gguf), 40)
+    # blocks of 16 rows (decode batches of 16) and the scoring path's one 512-token batch agree
+    np.testing.assert_allclose(rec[rec.pass_index == 0].ref_logprob, ref_scores.logprob, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(rec[rec.pass_index == 0].ref_rank, ref_scores.rank)
+
+
+def test_the_embedded_gguf_in_llamacpp_and_in_transformers_pair_and_match_a_float64_reference(tmp_path):
+    """One backend against the other on the same Q4_K_M weights (llama.cpp's quantized kernels,
+    transformers' float32 expansion of them): one vocabulary, though llama.cpp gives a control
+    token no bytes in running text and transformers its text."""
+    result = api.diff("gemma-3-270m", "hf:gemma-3-270m", [DEMO_TEXT_NAME], window=40, max_tokens=40, reverse=True, top_k=5,
+                      block_rows=16, out=tmp_path / "d", bootstrap=api.Bootstrap(replicates=200))
+    rec = _records(result.run_dir)
+    assert len(rec) == 40 and (rec.kl >= 0).all() and (rec.kl_reverse >= 0).all() and rec.kl.max() > 0
+    assert rec.same_top1.mean() > 0.8 and (rec.delta_p.abs() < 0.5).all()  # the same model, differently computed
+    assert result.report["summary"]["all"]["kl"]["mean"] < 0.05
+    _matches_a_float64_reference(rec, "gemma-3-270m", "hf:gemma-3-270m", 40)
+    ref, cand = load_scorer("gemma-3-270m"), load_scorer("hf:gemma-3-270m")
     try:
-        tokens = np.asarray(ref.tokenize(load_text(DEMO_TEXT_NAME).content), dtype=np.int32)[:40]
+        assert (ref.token_bytes(0), cand.token_bytes(0)) == (b"", b"<pad>")
+        assert ref.token_text(0) == cand.token_text(0) == b"<pad>" and ref.info.bos_id == cand.info.bos_id == 2
+    finally:
+        ref.close()
+        cand.close()
+
+
+def _matches_a_float64_reference(first, ref_spec: str, cand_spec: str, n: int):
+    """Check the records of a diff's first window of `n` tokens of the demo text against a
+    float64 full softmax of both models' own logits, in the diff's blocks of 16 rows (an hf
+    model's head in blocks of 512 moves a float32 log-probability by up to 4e-6); returns REF's
+    scoring-path scores."""
+    ref, cand = load_scorer(ref_spec), load_scorer(cand_spec)
+    try:
+        tokens = np.asarray(ref.tokenize(load_text(DEMO_TEXT_NAME).content), dtype=np.int32)[:n]
         input_ids = np.concatenate([[ref.info.bos_id], tokens[:-1]]).astype(np.int32)
-        positions = np.arange(40)
-        z = np.concatenate([b.copy() for b in ref.logit_blocks(input_ids, positions, 512)])
-        w = np.concatenate([b.copy() for b in cand.logit_blocks(input_ids, positions, 512)])
+        positions = np.arange(n)
+        z = np.concatenate([b.copy() for b in ref.logit_blocks(input_ids, positions, 16)])
+        w = np.concatenate([b.copy() for b in cand.logit_blocks(input_ids, positions, 16)])
         ref_scores = ref.score(input_ids, positions, tokens, 1, (1.0,))
     finally:
         ref.close()
         cand.close()
     a, b = log_softmax(z.astype(np.float64), axis=1), log_softmax(w.astype(np.float64), axis=1)
-    first = rec[rec.pass_index == 0]
     np.testing.assert_allclose(first.kl, (np.exp(a) * (a - b)).sum(axis=1), rtol=0, atol=1e-6)
     np.testing.assert_allclose(first.kl_reverse, (np.exp(b) * (b - a)).sum(axis=1), rtol=0, atol=1e-6)
     np.testing.assert_allclose(first.ref_logprob, a[positions, tokens], rtol=0, atol=1e-6)
@@ -81,9 +112,7 @@ def test_a_requantized_candidate_matches_a_float64_reference_from_the_same_logit
         naive = np.argsort(-lp, axis=1, kind="stable")[:, :5]
         np.testing.assert_array_equal(np.stack(first[f"{side}_topk_ids"].to_numpy()), naive)
         np.testing.assert_allclose(np.stack(first[f"{side}_topk_logprobs"].to_numpy()), np.take_along_axis(lp, naive, axis=1), rtol=0, atol=1e-5)
-    # blocks of 16 rows (decode batches of 16) and the scoring path's one 512-token batch agree
-    np.testing.assert_allclose(first.ref_logprob, ref_scores.logprob, rtol=0, atol=1e-6)
-    np.testing.assert_array_equal(first.ref_rank, ref_scores.rank)
+    return ref_scores
 
 
 def test_a_killed_kv_cache_diff_resumes_to_identical_records(tmp_path):

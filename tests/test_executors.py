@@ -258,3 +258,75 @@ def test_warmed_actors_serve_their_model_and_free_the_cpus_of_others(ray_address
         assert dict(runner.stream(_Tagger("a"), _TagSpec("a"), work(1))) == {0: "a:0"}  # one of the two warmed actors used
         runner.warm(_TagSpec("a"))
         assert dict(runner.stream(_Tagger("b"), _TagSpec("b"), work(5))) == {i: f"b:{i}" for i in range(5)}
+
+
+# --- diff: one worker holds REF and CAND --------------------------------------------------------
+
+DIFF_ARGS = {"window": 64, "stride": 32, "max_tokens": 200, "reverse": True, "block_rows": 7}
+DIFF_CLI = ["--window", "64", "--stride", "32", "--max-tokens", "200", "--reverse-kl", "--block-rows", "7", "--replicates", "200", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def tiny_pair(tmp_path_factory) -> tuple[str, str]:
+    """REF and CAND: two random-weight transformers models sharing one tokenizer."""
+    pytest.importorskip("transformers")
+    from ctxeval.data.texts import load_text
+    from tests.hf_tiny import tiny_llama_dir
+
+    root, text = tmp_path_factory.mktemp("tiny"), load_text("demo").content[:20000]
+    return tuple(f"hf:{tiny_llama_dir(root / name, text, seed=seed, max_positions=256)}" for name, seed in (("a", 0), ("b", 1)))
+
+
+@pytest.fixture(scope="module")
+def local_diff(tiny_pair, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("local") / "diff"
+    api.diff(*tiny_pair, ["demo"], **DIFF_ARGS, out=out, n_threads=1, bootstrap=api.Bootstrap(replicates=200))
+    return out
+
+
+def _same_diff(a: Path, b: Path) -> None:
+    """Bit-identical diff records (every column, every row, plan order) and identical summaries."""
+    records = [pq.read_table(run / "diff_records.parquet").to_pandas() for run in (a, b)]
+    pd.testing.assert_frame_equal(*records, check_exact=True)
+    assert json.loads((a / "diff.json").read_text())["summary"] == json.loads((b / "diff.json").read_text())["summary"]
+    assert json.loads((a / "manifest.json").read_text())["run_id"] == json.loads((b / "manifest.json").read_text())["run_id"]
+
+
+def test_diff_on_ray_gives_the_local_records(ray_address, tiny_pair, local_diff, tmp_path):
+    result = api.diff(*tiny_pair, ["demo"], **DIFF_ARGS, out=tmp_path / "ray", executor=RAY2, bootstrap=api.Bootstrap(replicates=200))
+    _same_diff(local_diff, result.run_dir)
+    records = pq.read_table(result.run_dir / "diff_records.parquet").to_pandas()
+    assert records.target_pos.tolist() == list(range(200)) and (records.kl > 0).all()
+
+
+def test_a_diff_whose_ray_worker_is_killed_gives_the_local_records(ray_address, tiny_pair, local_diff, tmp_path, monkeypatch):
+    monkeypatch.setenv(KILL_WORKER_AFTER_ENV, "1")  # ray.kill on a busy actor (and its pair) after one pass came back
+    result = api.diff(*tiny_pair, ["demo"], **DIFF_ARGS, out=tmp_path / "ray", executor=RAY2, bootstrap=api.Bootstrap(replicates=200))
+    _same_diff(local_diff, result.run_dir)
+
+
+def test_a_killed_diff_driver_resumes_on_ray_to_the_local_records(ray_address, tiny_pair, local_diff, tmp_path):
+    out = tmp_path / "killed"
+    args = ["diff", *tiny_pair, "demo", *DIFF_CLI, "--executor", "ray", "--workers", "2", "--address", ray_address, "--out", str(out)]
+    killed = run_cli(*args, env={STOP_AFTER_PASSES_ENV: "2"})
+    assert killed.returncode == 130, killed.stderr
+    assert not (out / "diff_records.parquet").exists()
+    assert len(pq.read_table(out / "parts", columns=["pass_index"]).column(0).unique()) == 2  # any 2 passes, each whole
+    resumed = run_cli(*args)
+    assert resumed.returncode == 0, resumed.stderr
+    _same_diff(local_diff, out)
+    assert json.loads((out / "manifest.json").read_text())["timing"]["resumed"] is True
+
+
+@pytest.mark.model
+def test_a_kv_cache_diff_of_gemma_on_ray_gives_the_local_records(ray_address, tmp_path, monkeypatch):
+    args = {"window": 32, "max_tokens": 128, "bootstrap": api.Bootstrap(replicates=200)}
+    kv_q8 = "gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1"
+    api.diff("gemma-3-270m", kv_q8, ["demo"], **args, out=tmp_path / "local", n_threads=1)
+    api.diff("gemma-3-270m", kv_q8, ["demo"], **args, out=tmp_path / "ray", executor=RAY2)
+    _same_diff(tmp_path / "local", tmp_path / "ray")
+    monkeypatch.setenv(KILL_WORKER_AFTER_ENV, "1")
+    api.diff("gemma-3-270m", kv_q8, ["demo"], **args, out=tmp_path / "killed", executor=RAY2)
+    _same_diff(tmp_path / "local", tmp_path / "killed")
+    records = pq.read_table(tmp_path / "ray" / "diff_records.parquet").to_pandas()
+    assert len(records) == 128 and (records.kl >= 0).all() and records.kl.max() > 0

@@ -80,6 +80,12 @@ class ScorerBase(ABC):
     def token_bytes(self, token_id: int) -> bytes:
         """The exact UTF-8 bytes a token stands for in running text."""
 
+    def token_text(self, token_id: int) -> bytes:
+        """The token as its vocabulary spells it: `token_bytes`, except that a control token
+        is its text (`<pad>`, `<unused0>`) where llama.cpp gives it no bytes in running text.
+        Two models share a vocabulary when this agrees for every token id."""
+        return self.token_bytes(token_id)
+
     @abstractmethod
     def score(
         self,

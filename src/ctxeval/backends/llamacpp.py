@@ -143,10 +143,18 @@ class LlamaCppScorer(ScorerBase):
         return self._vocab_model.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
     def token_bytes(self, token_id: int) -> bytes:
+        return self._piece(token_id, special=False)
+
+    def token_text(self, token_id: int) -> bytes:
+        return self._piece(token_id, special=True)
+
+    def _piece(self, token_id: int, special: bool) -> bytes:
+        """llama.cpp's piece of a token; `special`: a control token as its text (`<bos>`)
+        rather than the empty piece it is in running text."""
         size = 64
         while True:
             buf = ctypes.create_string_buffer(size)
-            n = self._lib.llama_token_to_piece(self._vocab, token_id, buf, size, 0, False)
+            n = self._lib.llama_token_to_piece(self._vocab, token_id, buf, size, 0, special)
             if n >= 0:
                 return buf.raw[:n]
             size = -n
@@ -168,9 +176,7 @@ class LlamaCppScorer(ScorerBase):
 
     def _special_text(self, token_id: int) -> str:
         """A special token as text (`<bos>`), not the empty piece it is in running text."""
-        buf = ctypes.create_string_buffer(256)
-        n = self._lib.llama_token_to_piece(self._vocab, token_id, buf, 256, 0, True)
-        return buf.raw[: max(n, 0)].decode("utf-8", errors="replace")
+        return self.token_text(token_id).decode("utf-8", errors="replace")
 
     # --- inference -------------------------------------------------------------------------
     def prepare(self, max_input_len: int) -> None:

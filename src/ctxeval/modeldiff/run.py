@@ -168,8 +168,9 @@ def plan_windows(n_tokens: int, config: DiffConfig) -> list[windows.Pass]:
 
 
 def check_pair(pair: ModelPair, window: int) -> str:
-    """Refuse what a KL cannot be computed for: two vocabularies (sizes, BOS, or the bytes of any
-    token), or a window beyond a model's context. Returns the shared token table's sha256."""
+    """Refuse what a KL cannot be computed for: two vocabularies (sizes, BOS, or the text of any
+    token, control tokens spelled out: llama.cpp gives them no bytes in running text, transformers
+    their text), or a window beyond a model's context. Returns the shared token table's sha256."""
     ref, cand = pair.ref, pair.cand
     for scorer in (ref, cand):
         needed = window + (1 if scorer.info.uses_bos else 0)
@@ -180,10 +181,10 @@ def check_pair(pair: ModelPair, window: int) -> str:
                         f"BOS {ref.info.bos_id} and {cand.info.bos_id}); a KL divergence needs one vocabulary")
     digest = hashlib.sha256()
     for token in range(ref.info.vocab_size):
-        piece = ref.token_bytes(token)
-        if piece != cand.token_bytes(token):
+        piece = ref.token_text(token)
+        if piece != cand.token_text(token):
             raise UserError(f"{ref.name} and {cand.name} have different vocabularies (token {token} is {piece!r} "
-                            f"and {cand.token_bytes(token)!r}); a KL divergence needs one vocabulary")
+                            f"and {cand.token_text(token)!r}); a KL divergence needs one vocabulary")
         digest.update(len(piece).to_bytes(4, "little") + piece)
     return digest.hexdigest()
 
