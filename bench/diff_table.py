@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import ctxeval
+from ctxeval import api
 from ctxeval.backends.model_files import embedded_model_path
 from ctxeval.backends.quantize import requantize
 
@@ -43,7 +44,7 @@ def main() -> None:
     if args.key_short:
         gain_run = args.out / f"context-gain-short{args.key_short}"
         # short passes move by K: short contexts of K to 2K - 1 tokens (context-gain's --short-stride)
-        ctxeval.context_gain([str(args.text)], window=args.window, short=args.key_short, short_stride=args.key_short,
+        api.context_gain([str(args.text)], window=args.window, short=args.key_short, short_stride=args.key_short,
                              max_tokens=args.tokens, out=gain_run)
     candidates = {}
     for file_type in REQUANTIZED:

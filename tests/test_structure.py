@@ -164,7 +164,7 @@ def test_cli_reads_back_no_file():
 # manifest, records, planners, executors); the tasks (one per command family); report/explorer
 # (files and tables); the face (api, cli, serve).
 ENGINE = ("ctxeval.pipeline",)
-TASKS = ("ctxeval.scoring", "ctxeval.judge", "ctxeval.probes", "ctxeval.qa", "ctxeval.leval")
+TASKS = ("ctxeval.scoring", "ctxeval.judge", "ctxeval.probes", "ctxeval.qa", "ctxeval.leval", "ctxeval.modeldiff")
 REPORT = ("ctxeval.report", "ctxeval.explorer")
 FACE = ("ctxeval.api", "ctxeval.cli", "ctxeval.serve", "ctxeval.server")
 
@@ -179,7 +179,7 @@ def _imports_of(layer: tuple[str, ...]) -> dict[str, set[str]]:
 
 def test_layer_checks_see_every_layer():
     assert set(_imports_of(ENGINE)) >= {"ctxeval.pipeline.engine", "ctxeval.pipeline.manifest", "ctxeval.pipeline.executors.work"}
-    assert set(_imports_of(TASKS)) >= {"ctxeval.scoring", "ctxeval.judge", "ctxeval.probes.retrieval_run", "ctxeval.qa.passes"}
+    assert set(_imports_of(TASKS)) >= {"ctxeval.scoring", "ctxeval.judge", "ctxeval.probes.retrieval_run", "ctxeval.qa.passes", "ctxeval.modeldiff.run"}
 
 
 def test_engine_imports_no_task_report_or_face():

@@ -20,10 +20,11 @@ from markupsafe import Markup
 from ctxeval.explorer import charts
 from ctxeval.explorer.data import b64
 from ctxeval.explorer.render import environment, page_js, script_json, static, write_atomic
-from ctxeval.modeldiff.run import TOPK_COLUMNS
 from ctxeval.pieces import read_pieces
 
 REPORT_HTML = "report.html"
+# the records' top-k columns (modeldiff/run.py writes them; runs from before them lack them)
+TOPK_COLUMNS = ("ref_topk_ids", "ref_topk_logprobs", "cand_topk_ids", "cand_topk_logprobs")
 
 
 def write_diff_html(run_dir: Path, report: dict, records: pd.DataFrame, key: np.ndarray | None = None) -> Path:
