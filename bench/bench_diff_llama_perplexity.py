@@ -20,6 +20,7 @@ each used and each side's wall time, then deletes the base-logits file.
 from __future__ import annotations
 
 import argparse
+import os
 import importlib.metadata
 import json
 import math
@@ -39,7 +40,8 @@ from ctxeval.backends.model_files import embedded_model_path
 from ctxeval.backends.quantize import requantize
 
 CACHE = Path.home() / ".cache" / "ctxeval"
-WIKITEXT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikitext2" / "wiki.test.raw"
+SHARED = Path(os.environ.get("CTXEVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+WIKITEXT = SHARED / "wikitext2" / "wiki.test.raw"
 N_CTX = 512
 FIRST = N_CTX // 2  # llama-perplexity scores logits FIRST .. N_CTX-2 of each chunk
 SCORED_PER_CHUNK = N_CTX - 1 - FIRST
