@@ -20,10 +20,10 @@ each used and each side's wall time, then deletes the base-logits file.
 from __future__ import annotations
 
 import argparse
-import os
 import importlib.metadata
 import json
 import math
+import os
 import re
 import subprocess
 import sys
