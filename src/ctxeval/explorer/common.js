@@ -22,5 +22,20 @@ const ctxevalCommon = (function () {
     return (v >= 10 ? v.toFixed(1) : v >= 0.1 ? v.toFixed(2) : v >= 0.001 ? v.toPrecision(2) : v > 0 ? "<0.001" : "0") + " %";
   }
   const signed = (x, d = 3) => (Number.isFinite(x) ? (x > 0 ? "+" : "") + x.toFixed(d) : "—");
-  return { decode, clamp, mix, css, visible, fmt, pct, signed };
+  // the token card opens below its token, kept inside the viewport
+  function placeCard(card, span) {
+    const r = span.getBoundingClientRect();
+    card.hidden = false;
+    card.style.left = `${Math.max(0, Math.min(window.scrollX + r.left, window.scrollX + document.documentElement.clientWidth - card.offsetWidth - 8))}px`;
+    card.style.top = `${window.scrollY + r.bottom + 4}px`;
+  }
+  // roving tabindex: only the focused token of `container` is in the tab order
+  function focusTokenIn(container, i) {
+    const span = container.querySelector(`.tok[data-i="${i}"]`);
+    if (!span) return;
+    for (const s of container.querySelectorAll(".tok[tabindex='0']")) s.tabIndex = -1;
+    span.tabIndex = 0;
+    span.focus();
+  }
+  return { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn };
 })();

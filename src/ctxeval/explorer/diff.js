@@ -3,7 +3,7 @@
 // through textContent, never innerHTML. Windows and tokens are drawn on demand, a page at a time.
 "use strict";
 (function () {
-  const { decode, clamp, mix, css, visible, fmt, pct, signed } = ctxevalCommon;
+  const { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn } = ctxevalCommon;
   const DATA = JSON.parse(document.getElementById("ctxeval-data").textContent);
   const WINDOWS_PER_PAGE = 50, TOKENS_PER_PAGE = 2000, WORST_SHOWN = 10;
   const WHITE = [255, 255, 255], KL_RED = [178, 24, 43];
@@ -171,18 +171,9 @@
       $(`card-${side}-top1`).textContent = `${visible(tokenText(top1))} (id ${top1})`;
       if (K > 0) topkList($(`card-${side}-topk`), C[`${side}_topk_ids`], C[`${side}_topk_lp`], i, target);
     }
-    const card = $("card"), r = span.getBoundingClientRect();
-    card.hidden = false;
-    card.style.left = `${Math.max(0, Math.min(window.scrollX + r.left, window.scrollX + document.documentElement.clientWidth - card.offsetWidth - 8))}px`;
-    card.style.top = `${window.scrollY + r.bottom + 4}px`;
+    placeCard($("card"), span);
   }
-  function focusToken(i) {
-    const span = $("tokens").querySelector(`.tok[data-i="${i}"]`);
-    if (!span) return;
-    for (const s of $("tokens").querySelectorAll(".tok[tabindex='0']")) s.tabIndex = -1;
-    span.tabIndex = 0;
-    span.focus();
-  }
+  function focusToken(i) { focusTokenIn($("tokens"), i); }
   function jumpTo(i) {
     const page = Math.floor((i - W.start[state.current]) / TOKENS_PER_PAGE);
     if (page !== state.tokenPage) { state.tokenPage = page; renderTokens(); }

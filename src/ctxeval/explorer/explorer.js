@@ -10,7 +10,7 @@
   const RANK_COLOURS = [[140, 220, 140], [200, 240, 160], [255, 236, 140], [255, 170, 140], [210, 160, 230]];
   const RANK_LABELS = ["1", "≤10", "≤100", "≤1000", ">1000"];
   const $ = (id) => document.getElementById(id);
-  const { decode, clamp, mix, css, visible, fmt, pct, signed } = ctxevalCommon;
+  const { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn } = ctxevalCommon;
 
   const TYPES = { target_id: Int32Array, logprob: Float64Array, rank: Int32Array, greedy_id: Int32Array, context_len: Int32Array, topk_ids: Int32Array, topk_lp: Float32Array, gain: Float32Array, key: Uint8Array };
   const cols = new Map();  // arm index -> decoded columns, decoded when first needed
@@ -225,18 +225,9 @@
       if (id === c.target_id[i]) li.className = "is-target";
       list.appendChild(li);
     }
-    const card = $("card"), r = span.getBoundingClientRect();
-    card.hidden = false;
-    card.style.left = `${Math.min(window.scrollX + r.left, window.scrollX + document.documentElement.clientWidth - card.offsetWidth - 8)}px`;
-    card.style.top = `${window.scrollY + r.bottom + 4}px`;
+    placeCard($("card"), span);
   }
-  function focusToken(i) {
-    const span = $("tokens").querySelector(`.tok[data-i="${i}"]`);
-    if (!span) return;
-    for (const s of $("tokens").querySelectorAll(".tok[tabindex='0']")) s.tabIndex = -1;
-    span.tabIndex = 0;
-    span.focus();
-  }
+  function focusToken(i) { focusTokenIn($("tokens"), i); }
   function jumpTo(i) {
     const [arm, w] = state.current, start = DATA.arms[arm].windows.start[w];
     const page = Math.floor((i - start) / TOKENS_PER_PAGE);
