@@ -37,5 +37,11 @@ const ctxevalCommon = (function () {
     span.tabIndex = 0;
     span.focus();
   }
-  return { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn };
+  // hovering or focusing a token shows its card; leaving the tokens hides it unless one has focus
+  function wireTokenCard(tokens, card, showCard) {
+    tokens.addEventListener("mouseover", (e) => { if (e.target.classList.contains("tok")) showCard(e.target); });
+    tokens.addEventListener("focusin", (e) => { if (e.target.classList.contains("tok")) showCard(e.target); });
+    tokens.addEventListener("mouseleave", () => { if (!tokens.contains(document.activeElement)) card.hidden = true; });
+  }
+  return { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn, wireTokenCard };
 })();

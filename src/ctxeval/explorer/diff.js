@@ -3,7 +3,7 @@
 // through textContent, never innerHTML. Windows and tokens are drawn on demand, a page at a time.
 "use strict";
 (function () {
-  const { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn } = ctxevalCommon;
+  const { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn, wireTokenCard } = ctxevalCommon;
   const DATA = JSON.parse(document.getElementById("ctxeval-data").textContent);
   const WINDOWS_PER_PAGE = 50, TOKENS_PER_PAGE = 2000, WORST_SHOWN = 10;
   const WHITE = [255, 255, 255], KL_RED = [178, 24, 43];
@@ -205,10 +205,8 @@
     else if (e.key === "Escape") $("card").hidden = true;
   });
   const tokens = $("tokens");
-  tokens.addEventListener("mouseover", (e) => { if (e.target.classList.contains("tok")) showCard(e.target); });
-  tokens.addEventListener("focusin", (e) => { if (e.target.classList.contains("tok")) showCard(e.target); });
+  wireTokenCard(tokens, $("card"), showCard);
   tokens.addEventListener("click", (e) => { if (e.target.classList.contains("tok")) focusToken(Number(e.target.dataset.i)); });
-  tokens.addEventListener("mouseleave", () => { if (!tokens.contains(document.activeElement)) $("card").hidden = true; });
 
   $("f-text").addEventListener("input", filterWindows);
   $("w-prev").addEventListener("click", () => { state.page -= 1; renderWindowList(); });

@@ -10,7 +10,7 @@
   const RANK_COLOURS = [[140, 220, 140], [200, 240, 160], [255, 236, 140], [255, 170, 140], [210, 160, 230]];
   const RANK_LABELS = ["1", "≤10", "≤100", "≤1000", ">1000"];
   const $ = (id) => document.getElementById(id);
-  const { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn } = ctxevalCommon;
+  const { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn, wireTokenCard } = ctxevalCommon;
 
   const TYPES = { target_id: Int32Array, logprob: Float64Array, rank: Int32Array, greedy_id: Int32Array, context_len: Int32Array, topk_ids: Int32Array, topk_lp: Float32Array, gain: Float32Array, key: Uint8Array };
   const cols = new Map();  // arm index -> decoded columns, decoded when first needed
@@ -261,9 +261,7 @@
     else if (e.key === "Escape") $("card").hidden = true;
   });
   const tokens = $("tokens");
-  tokens.addEventListener("mouseover", (e) => { if (e.target.classList.contains("tok")) showCard(e.target); });
-  tokens.addEventListener("focusin", (e) => { if (e.target.classList.contains("tok")) showCard(e.target); });
-  tokens.addEventListener("mouseleave", () => { if (!tokens.contains(document.activeElement)) $("card").hidden = true; });
+  wireTokenCard(tokens, $("card"), showCard);
 
   // ---- controls ----
   function option(select, value, label) {
