@@ -123,6 +123,20 @@ def test_another_configuration_is_refused(tmp_path):
         run(_SquaresTask(4), _spec(4), tmp_path)
 
 
+def test_resuming_into_records_with_other_columns_is_refused_before_any_work(tmp_path):
+    """Part files of another version's schema would be read with this one's, nulls filling the
+    missing columns: every task is refused before a model runs."""
+    task = _SquaresTask(3, failing=frozenset({2}))
+    with pytest.raises(IncompleteRun):
+        run(task, _spec(3), tmp_path)  # records for jobs 0 and 1, status incomplete
+    (tmp_path / "parts").mkdir(exist_ok=True)
+    pq.write_table(pa.table({"job": pa.array([2], pa.int32())}), tmp_path / "parts" / "part-99999.parquet")
+    again = _SquaresTask(3)
+    with pytest.raises(UserError, match="unfinished run records with other columns"):
+        run(again, _spec(3), tmp_path)
+    assert again.ran == []
+
+
 def test_failed_work_is_incomplete_then_retried_and_created_and_usage_totals_kept(tmp_path):
     with pytest.raises(IncompleteRun, match="1 of 5 jobs failed .*job 3 failed"):
         run(_SquaresTask(5, frozenset({3})), _spec(5), tmp_path)

@@ -12,7 +12,7 @@ from ctxeval.backends.registry import refuse_api_models
 from ctxeval.data.corpus import CorpusOptions, open_corpus
 from ctxeval.modeldiff.keytokens import key_token_mask
 from ctxeval.modeldiff.report import gate, write_report
-from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, DiffRun, check_parts_schema
+from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, DiffRun
 from ctxeval.pipeline.engine import run
 from ctxeval.modeldiff.summary import Bootstrap, bucket_edges, summarize
 from ctxeval.errors import UserError
@@ -91,7 +91,6 @@ def diff(
     config = DiffConfig(ref, cand, tuple(r.sha256 for r in loaded.refs), tuple(r.text_id for r in loaded.refs), window, stride, max_tokens, top_k, reverse, block_rows)
     run_dir = Path(out) if out is not None else Path("runs") / f"diff-{config.run_id()[:8]}"
     task = DiffRun(config, loaded, n_threads)
-    check_parts_schema(run_dir)
     manifest = run(task, task.spec(), run_dir, executor=executor, progress=progress)
     records = pq.read_table(run_dir / DIFF_FILE).to_pandas()
     summary = summarize(records, edges, bootstrap)

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ctxeval.pipeline import windows
 from ctxeval.config import config_id
@@ -28,7 +27,7 @@ from ctxeval.pipeline.executors import ScorerSpec, Work
 from ctxeval.pipeline.executors.work import Job, one_per_unit, work_item
 from ctxeval.pipeline.manifest import Manifest
 from ctxeval.pieces import has_pieces, record_ids, write_pieces
-from ctxeval.pipeline.records import PARTS_DIR, RecordKind
+from ctxeval.pipeline.records import RecordKind
 from ctxeval.pipeline.tokens import TokenizedText, tokenize
 
 DIFF_FILE = "diff_records.parquet"
@@ -148,15 +147,6 @@ class DiffRun:
             finally:
                 ref.close()
         return manifest
-
-
-def check_parts_schema(run_dir: Path) -> None:
-    """Refuse to resume into part files written with other columns (an earlier ctxeval's
-    records lack the top-k columns): merged, they would mix two schemas."""
-    for part in sorted((Path(run_dir) / PARTS_DIR).glob("part-*.parquet")):
-        if pq.read_schema(part).names != DIFF_SCHEMA.names:
-            raise UserError(f"{run_dir} holds unfinished diff records with other columns (an earlier ctxeval); "
-                            "finish it with that version, or remove the directory to start again")
 
 
 def plan_windows(n_tokens: int, config: DiffConfig) -> list[windows.Pass]:

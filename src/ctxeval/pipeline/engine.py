@@ -38,7 +38,7 @@ import pyarrow as pa
 from ctxeval.errors import IncompleteRun
 from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work, WorkerModel, open_executor
 from ctxeval.pipeline.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, write_manifest
-from ctxeval.pipeline.records import RecordKind, RowSink, done_passes, merge_parts
+from ctxeval.pipeline.records import RecordKind, RowSink, check_resumable, done_passes, merge_parts
 
 R = TypeVar("R", covariant=True)
 
@@ -109,6 +109,7 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions
     previous = existing_manifest(out, spec.run_id, spec.what)
     if previous is not None and previous.status == "complete":
         return task.finish(out, previous)
+    check_resumable(out, task.schema, task.records, spec.what)
     started = time.time()
     options = executor or ExecutorOptions()
     options.check()

@@ -21,6 +21,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ctxeval.errors import UserError
+
 RECORDS_FILE = "records.parquet"
 PARTS_DIR = "parts"
 FLUSH_SECONDS = 2.0
@@ -143,6 +145,19 @@ def done_passes(run_dir: Path, kind: RecordKind = TOKENS) -> set:
     for path in files:
         done.update(pq.read_table(path, columns=[kind.key]).column(0).unique().to_pylist())
     return done
+
+
+def check_resumable(run_dir: Path, schema: pa.Schema, kind: RecordKind, what: str) -> None:
+    """Refuse to resume into records written with other columns (by another ctxeval version):
+    `merge_parts` would read them with this run's schema, filling the missing columns with
+    nulls, and mix two schemas in one file."""
+    sources = sorted((run_dir / PARTS_DIR).glob("part-*.parquet"))
+    if (run_dir / kind.file).is_file():
+        sources.append(run_dir / kind.file)
+    for path in sources:
+        if pq.read_schema(path).names != schema.names:
+            raise UserError(f"{run_dir} holds unfinished {what} records with other columns (an earlier ctxeval); "
+                            "finish it with that version, or remove the directory to start again")
 
 
 def merge_parts(run_dir: Path, schema: pa.Schema, kind: RecordKind = TOKENS) -> pa.Table:
