@@ -21,6 +21,7 @@ from ctxeval.config import config_id
 from ctxeval.data.corpus import Corpus
 from ctxeval.modeldiff.divergence import DiffScores
 from ctxeval.modeldiff.pair import DiffTask, ModelPair, PairSpec
+from ctxeval.backends.base import ScorerBase
 from ctxeval.errors import UserError
 from ctxeval.pipeline.engine import Plan, RunSpec
 from ctxeval.pipeline.executors import ScorerSpec, Work
@@ -137,13 +138,13 @@ class DiffRun:
     def model_done(self, run_dir: Path, model: ModelPair) -> None:
         """Keep the text of every token id the records mention (pieces.parquet, under REF's
         name: the two models' token tables are byte-identical, `check_pair`)."""
-        write_pieces(run_dir, model.ref.info.name, model.ref.token_bytes, record_ids(run_dir, kind=DIFF_RECORDS, columns=PIECE_COLUMNS))
+        _write_ref_pieces(run_dir, model.ref)
 
     def finish(self, run_dir: Path, manifest: Manifest) -> Manifest:
         if not has_pieces(run_dir):  # a complete run written without them: REF's tokenizer, nothing scored
             ref = self._spec.ref.load()
             try:
-                write_pieces(run_dir, ref.info.name, ref.token_bytes, record_ids(run_dir, kind=DIFF_RECORDS, columns=PIECE_COLUMNS))
+                _write_ref_pieces(run_dir, ref)
             finally:
                 ref.close()
         return manifest
@@ -177,6 +178,10 @@ def check_pair(pair: ModelPair, window: int) -> str:
                             f"and {cand.token_text(token)!r}); a KL divergence needs one vocabulary")
         digest.update(len(piece).to_bytes(4, "little") + piece)
     return digest.hexdigest()
+
+
+def _write_ref_pieces(run_dir: Path, ref: ScorerBase) -> None:
+    write_pieces(run_dir, ref.info.name, ref.token_bytes, record_ids(run_dir, kind=DIFF_RECORDS, columns=PIECE_COLUMNS))
 
 
 def _jobs(docs: list[TokenizedText], plan: list[list[windows.Pass]], done: set) -> Iterator[Job]:
