@@ -242,12 +242,16 @@ def _vocab(arm: Arm, topk_ids: np.ndarray) -> dict[int, str]:
     return vocab | dict(zip(r["target_id"].astype(int).tolist(), r["target_text"].tolist()))
 
 
+def runs_of(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start index and length of each run of equal consecutive `keys` (one window's tokens)."""
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, dtype=np.int64)
+    return starts, np.diff(np.r_[starts, len(keys)])
+
+
 def arm_payload(arm: Arm, top_k_shown: int) -> dict:
     """Columnar data of one arm: windows (one entry per window) and tokens (one array per field)."""
     r = arm.records
-    window_ids = r["window_id"].to_numpy()
-    starts = np.flatnonzero(np.r_[True, window_ids[1:] != window_ids[:-1]]) if len(r) else np.zeros(0, dtype=np.int64)
-    counts = np.diff(np.r_[starts, len(r)])
+    starts, counts = runs_of(r["window_id"].to_numpy())
     first = r.iloc[starts]
     k = min(top_k_shown, min((len(x) for x in r["topk_ids"]), default=0))
     topk_ids = np.stack([np.asarray(x[:k], dtype=np.int32) for x in r["topk_ids"]]) if k else np.zeros((len(r), 0), np.int32)

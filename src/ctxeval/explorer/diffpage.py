@@ -18,7 +18,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from ctxeval.explorer import charts
-from ctxeval.explorer.data import b64
+from ctxeval.explorer.data import b64, runs_of
 from ctxeval.explorer.render import environment, page_js, script_json, static, write_atomic
 from ctxeval.pieces import read_pieces
 
@@ -86,9 +86,7 @@ def diff_payload(records: pd.DataFrame, pieces: dict[int, str], key: np.ndarray 
     """The page's data: windows (one entry per pass, in plan order) and one typed array per
     per-token field; top-k as flat [n * k] arrays (k = 0 for records without them)."""
     r = records
-    passes = r["pass_index"].to_numpy()
-    starts = np.flatnonzero(np.r_[True, passes[1:] != passes[:-1]]) if len(r) else np.zeros(0, dtype=np.int64)
-    counts = np.diff(np.r_[starts, len(r)])
+    starts, counts = runs_of(r["pass_index"].to_numpy())
     first = r.iloc[starts]
     kl = r["kl"].to_numpy(dtype=np.float64)
     flips = ~r["same_top1"].to_numpy(dtype=bool)
