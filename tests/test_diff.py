@@ -240,24 +240,49 @@ def test_hf_pair_records_match_the_models_own_float64_softmax(tmp_path, tiny):
     from transformers import AutoTokenizer
 
     ids = AutoTokenizer.from_pretrained(str(tiny["a"]))(load_text("demo").content, add_special_tokens=False)["input_ids"]
-    first = rec[rec.pass_index == 0]  # the first window: BOS + tokens 0..62 predict tokens 0..63
-    inputs = torch.as_tensor([[AutoTokenizer.from_pretrained(str(tiny["a"])).bos_token_id, *ids[:63]]])
+    first = rec[rec.pass_index == 0]  # the first window: BOS + tokens 0..63 decoded, rows 0..63 predict tokens 0..63
+    inputs = torch.as_tensor([[AutoTokenizer.from_pretrained(str(tiny["a"])).bos_token_id, *ids[:64]]])
     log_probs = []
     for name in ("a", "b"):
         with torch.inference_mode():
-            logits = AutoModelForCausalLM.from_pretrained(str(tiny[name])).eval()(input_ids=inputs).logits[0].double()
+            logits = AutoModelForCausalLM.from_pretrained(str(tiny[name])).eval()(input_ids=inputs).logits[0, :64].double()
         log_probs.append(torch.log_softmax(logits, dim=1).numpy())
     a, b = log_probs
-    np.testing.assert_allclose(first.kl, (np.exp(a) * (a - b)).sum(axis=1), rtol=0, atol=1e-6)
-    np.testing.assert_allclose(first.kl_reverse, (np.exp(b) * (b - a)).sum(axis=1), rtol=0, atol=1e-6)
-    np.testing.assert_allclose(first.ref_logprob, a[np.arange(64), ids[:64]], rtol=0, atol=1e-5)
-    np.testing.assert_array_equal(first.same_top1, a.argmax(axis=1) == b.argmax(axis=1))
+    # two float32 paths (blocks of 7 output rows vs one forward): relative bounds (docs/numerics.md)
+    np.testing.assert_allclose(first.kl, (np.exp(a) * (a - b)).sum(axis=1), **FLOAT32_PATHS)
+    np.testing.assert_allclose(first.kl_reverse, (np.exp(b) * (b - a)).sum(axis=1), **FLOAT32_PATHS)
+    np.testing.assert_allclose(first.ref_logprob, a[np.arange(64), ids[:64]], **FLOAT32_PATHS)
+    # argmaxes compared where both top-1 margins exceed the paths' rounding (a near-tie may flip)
+    margins = [np.diff(-np.sort(-x, axis=1)[:, :2], axis=1)[:, 0] for x in (a, b)]
+    clear = (-margins[0] > 1e-4) & (-margins[1] > 1e-4)
+    np.testing.assert_array_equal(first.same_top1[clear], (a.argmax(axis=1) == b.argmax(axis=1))[clear])
+    assert clear.mean() > 0.9
     assert result.report["summary"]["all"]["tokens"] == 200
+
+
+# Two float32 numeric paths (a forward in blocks of output rows vs one forward; another CPU's
+# kernels) agree to float32 rounding relative to the values compared, not to a fixed number of
+# nats: KL values near 8.8 nats differed by up to 4.6e-6 (relative 7.6e-7) on an AMD EPYC with
+# AVX-512 (docs/numerics.md). rtol 1e-5 is 13x that; atol covers values near 0.
+FLOAT32_PATHS = {"rtol": 1e-5, "atol": 1e-6}
+
+
+def assert_same_top_k(got_ids: np.ndarray, got_logprobs: np.ndarray, log_softmax: np.ndarray) -> None:
+    """The recorded top-k against a naive float64 sort of `log_softmax`, robust to near-ties that
+    another float32 path may order the other way: the recorded values are the reference's
+    values at the recorded ids, in descending order, and equal the reference's k largest."""
+    k = got_ids.shape[1]
+    at_got = np.take_along_axis(log_softmax, got_ids, axis=1)
+    np.testing.assert_allclose(got_logprobs, at_got, **FLOAT32_PATHS)
+    assert np.all(np.diff(got_logprobs, axis=1) <= 0)
+    largest = -np.sort(-log_softmax, axis=1)[:, :k]
+    np.testing.assert_allclose(at_got, largest, **FLOAT32_PATHS)
+    assert all(len(set(row)) == k for row in got_ids.tolist())
 
 
 def _first_window_log_softmax(tiny, n: int) -> tuple[list[int], np.ndarray, np.ndarray]:
     """The demo's token ids and both tiny models' float64 log-softmax on the first window
-    (BOS + tokens 0..n-2 predict tokens 0..n-1)."""
+    (BOS + tokens 0..n-1 decoded, as ctxeval decodes a window; rows 0..n-1 predict tokens 0..n-1)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -265,11 +290,11 @@ def _first_window_log_softmax(tiny, n: int) -> tuple[list[int], np.ndarray, np.n
 
     tokenizer = AutoTokenizer.from_pretrained(str(tiny["a"]))
     ids = tokenizer(load_text("demo").content, add_special_tokens=False)["input_ids"]
-    inputs = torch.as_tensor([[tokenizer.bos_token_id, *ids[: n - 1]]])
+    inputs = torch.as_tensor([[tokenizer.bos_token_id, *ids[:n]]])
     out = []
     for name in ("a", "b"):
         with torch.inference_mode():
-            logits = AutoModelForCausalLM.from_pretrained(str(tiny[name])).eval()(input_ids=inputs).logits[0].double()
+            logits = AutoModelForCausalLM.from_pretrained(str(tiny[name])).eval()(input_ids=inputs).logits[0, :n].double()
         out.append(torch.log_softmax(logits, dim=1).numpy())
     return ids, *out
 
@@ -285,10 +310,8 @@ def test_hf_pair_top_k_columns_match_a_naive_top_k_of_the_float64_softmax(tmp_pa
     first = rec[rec.pass_index == 0]
     _, a, b = _first_window_log_softmax(tiny, 48)
     for side, lp in (("ref", a), ("cand", b)):
-        naive = np.argsort(-lp, axis=1, kind="stable")[:, :k]  # most likely first, ties: lowest id
         got_ids = np.stack(first[f"{side}_topk_ids"].to_numpy())
-        np.testing.assert_array_equal(got_ids, naive)
-        np.testing.assert_allclose(np.stack(first[f"{side}_topk_logprobs"].to_numpy()), np.take_along_axis(lp, naive, axis=1), rtol=0, atol=1e-5)
+        assert_same_top_k(got_ids, np.stack(first[f"{side}_topk_logprobs"].to_numpy()), lp)
         np.testing.assert_array_equal(got_ids[:, 0], first[f"{side}_top1"])
     overlap = [len(set(r) & set(c)) / k for r, c in zip(rec.ref_topk_ids, rec.cand_topk_ids)]
     np.testing.assert_array_equal(rec.topk_overlap, overlap)

@@ -93,16 +93,18 @@ def test_string_prompt_gets_bos_and_equals_the_token_id_prompt(served, reference
 
 @pytest.mark.model
 def test_one_greedy_token_and_generation(served, gemma):
-    """max_tokens 1 at temperature 0 (lm-eval's loglikelihood request) appends the argmax after
-    the prompt's scoring pass, which stays `score`'s; longer completions are the backend's own
-    greedy generation."""
+    """max_tokens 1 at temperature 0 (lm-eval's loglikelihood request) reads the argmax from the
+    row at the prompt's last token, inside the prompt's one decode, whose scores stay `score`'s;
+    longer completions are the backend's own greedy generation."""
     client, _ = served
     ids = [gemma.info.bos_id, *gemma.tokenize("The capital of France is")]
     one = client.post("/v1/completions", json={"prompt": ids, "max_tokens": 1, "temperature": 0, "echo": True, "logprobs": 3}).json()["choices"][0]
     arr = np.asarray(ids)
-    scores, after = gemma.score_with_next(arr[:-1], np.arange(len(ids) - 1), arr[1:], ids[-1], 3, (1.0,))
-    alone = gemma.score(arr[:-1], np.arange(len(ids) - 1), arr[1:], 3, (1.0,))
-    np.testing.assert_array_equal(scores.logprob, alone.logprob)  # reading one more token leaves the pass as it was
+    with_greedy = gemma.score(arr, np.arange(len(ids)), np.append(arr[1:], 0), 3, (1.0,))
+    scores, after = with_greedy.logprob[:-1], with_greedy.rows(len(ids) - 1, len(ids))
+    alone = gemma.score(arr, np.arange(len(ids) - 1), arr[1:], 3, (1.0,))
+    # one more output row leaves the decode as it was, up to float32 rounding of the output layer
+    np.testing.assert_allclose(scores, alone.logprob, atol=1e-6, rtol=0)
     np.testing.assert_allclose(one["logprobs"]["token_logprobs"][1:-1], alone.logprob, atol=TOLERANCE, rtol=0)
     assert one["logprobs"]["tokens"][-1] == gemma.token_bytes(int(after.greedy_id[0])).decode()
     assert one["logprobs"]["token_logprobs"][-1] == pytest.approx(float(after.topk_logprobs[0, 0]), abs=TOLERANCE)

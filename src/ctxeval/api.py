@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +16,9 @@ from ctxeval.backends.registry import ModelEntry, list_models, refuse_api_models
 from ctxeval.config import DEFAULT_LENGTHS, DEFAULT_MODEL, DEFAULT_TOP_K, MetricConfig, RunConfig
 from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
-from ctxeval.modeldiff.command import DiffResult, diff
-from ctxeval.modeldiff.summary import Bootstrap
+from ctxeval.modeldiff.command import DiffResult, diff, measure_noise_floor
+from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_line, write_floor
+from ctxeval.modeldiff.summary import Bootstrap, bucket_edges
 from ctxeval.errors import UserError
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.metrics.rank import alpha_key
@@ -42,7 +43,7 @@ from ctxeval.stats.paired import RESAMPLE_SCHEMES
 from ctxeval.pipeline.engine import estimate, run
 from ctxeval.scoring import Finish, ScoringRun, scoring_spec
 
-__all__ = ["sweep", "score", "diff", "DiffResult", "Bootstrap", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "leval", "leval_corr", "judge", "report", "RunResult", "Comparison", "Report", "MetricConfig", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]
+__all__ = ["sweep", "score", "diff", "DiffResult", "Bootstrap", "NoiseFloor", "floor_line", "context_gain", "retrieval", "probe_report", "summary", "compare", "trends", "run_metrics", "models", "pplqa", "meta_eval", "leval", "leval_corr", "judge", "report", "RunResult", "Comparison", "Report", "MetricConfig", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]
 
 
 def sweep(
@@ -145,8 +146,12 @@ def score(
     head: str | None = None,
     corpus: CorpusOptions = CorpusOptions(),
     executor: ExecutorOptions | None = None,
+    noise_floor: NoiseFloor | None = None,
 ) -> RunResult | dict:
     """Score whole texts (or their first `max_tokens` tokens) with `chunked`, `sliding` or `fixed` windows.
+
+    `noise_floor`: afterwards, a seeded sample of the windows scored again with the model on a
+    second numeric path and compared token by token (noise_floor.json, `modeldiff/noise_floor.py`).
 
     `texts`: one input or several, as for `sweep`; each may be a text file or a corpus (a folder,
     JSON lines or Parquet file; see `corpus`). Every document is scored the same way, one at a time.
@@ -170,6 +175,10 @@ def score(
         raise UserError(f"--max-tokens must be a positive integer, got {max_tokens}")
     _check_common(top_k, temperatures, metrics)
     _check_backend_options([model], device, dtype)
+    if noise_floor is not None:
+        if method == "fixed":
+            raise UserError("--noise-floor re-scores chunked or sliding windows, not --method fixed")
+        refuse_api_models([model, noise_floor.second_spec(model)], "--noise-floor", "the full next-token distribution")
     loaded = _load_texts([texts] if isinstance(texts, (str, Path)) else texts, corpus)
     config = RunConfig(
         command="score",
@@ -190,7 +199,14 @@ def score(
     )
 
     planner = ScorePlanner(method, window, stride, head or "full", max_tokens)
-    return _run_scoring(config, loaded, [model], planner, _out_dir(out, "score", config), progress, n_threads, openai, dry_run, executor)
+    result = _run_scoring(config, loaded, [model], planner, _out_dir(out, "score", config), progress, n_threads, openai, dry_run, executor)
+    if noise_floor is None or not isinstance(result, RunResult):
+        return result
+    floor = measure_noise_floor(model, noise_floor, list(texts) if not isinstance(texts, (str, Path)) else [texts], window=window, stride=stride,
+                                max_tokens=max_tokens, edges=bucket_edges(window, None), out=floor_dir(result.run_dir), n_threads=n_threads,
+                                corpus=corpus, executor=executor, progress=progress)
+    write_floor(result.run_dir, floor)
+    return replace(result, noise_floor=floor)
 
 
 def context_gain(

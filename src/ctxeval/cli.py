@@ -230,7 +230,9 @@ def score(
     id_field: IdFieldOpt = None,
     max_docs: MaxDocsOpt = None,
     sample: SampleOpt = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of --sample.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of --sample and of --noise-floor's windows.")] = 0,
+    noise_floor: Annotated[Optional[str], typer.Option("--noise-floor", help="Re-score a seeded sample of the windows with the model on a second numeric path and compare token by token: model options added to the model ('?flash_attn=1', '?n_batch=7', '?threads=1') or a model spec on the same weights ('hf:gemma-3-270m'). Reports max |delta logprob|, rank changes, top-1 flips and the KL between the paths: the floor below which a difference is numerics, not the model.")] = None,
+    noise_windows: Annotated[int, typer.Option("--noise-windows", help="Windows in --noise-floor's seeded sample (seed: --seed).")] = 8,
     skip_bad: SkipBadOpt = False,
     executor: ExecutorOpt = "local",
     workers: WorkersOpt = 1,
@@ -260,11 +262,14 @@ def score(
         head=head,
         corpus=_corpus_options(glob, text_field, id_field, max_docs, sample, seed, skip_bad),
         executor=_executor(executor, workers, address, threads_per_worker, gpus_per_worker),
+        noise_floor=api.NoiseFloor(noise_floor, noise_windows, seed) if noise_floor is not None else None,
     )
     if dry_run:
         typer.echo(dry_run_table(result, price_in, price_out))
         return
     _report(result, quiet)
+    if result.noise_floor is not None:
+        typer.echo(api.floor_line(result.noise_floor))
 
 
 @app.command()
@@ -284,7 +289,9 @@ def diff(
     min_windows: Annotated[Optional[int], typer.Option("--min-windows", help="Override the profile's minimum windows.")] = None,
     min_tokens: Annotated[Optional[int], typer.Option("--min-tokens", help="Override the profile's minimum tokens.")] = None,
     replicates: Annotated[int, typer.Option("--replicates", help="Bootstrap replicates.")] = 2000,
-    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (and --sample's).")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (and --sample's and --noise-floor's).")] = 0,
+    noise_floor: Annotated[Optional[str], typer.Option("--noise-floor", help="Re-score a seeded sample of the windows with REF on a second numeric path and compare token by token: model options added to the model ('?flash_attn=1', '?n_batch=7', '?threads=1') or a model spec on the same weights ('hf:gemma-3-270m'). Reports max |delta logprob|, rank changes, top-1 flips and the KL between the paths: the floor below which a difference is numerics, not the model.")] = None,
+    noise_windows: Annotated[int, typer.Option("--noise-windows", help="Windows in --noise-floor's seeded sample (seed: --seed).")] = 8,
     block_rows: Annotated[int, typer.Option("--block-rows", help="Logit rows per block of each model (memory: 2 x rows x vocab floats).")] = 128,
     key_tokens: Annotated[Optional[Path], typer.Option("--key-tokens", help="A finished context-gain run over the same texts: also summarise over its evaluator's key tokens.")] = None,
     out: OutOpt = None,
@@ -311,6 +318,7 @@ def diff(
         bootstrap=api.Bootstrap(replicates, seed), block_rows=block_rows, key_tokens=key_tokens,
         corpus=_corpus_options(glob, text_field, id_field, max_docs, sample, seed, skip_bad),
         executor=_executor(executor, workers, address, threads_per_worker, 0.0),
+        noise_floor=api.NoiseFloor(noise_floor, noise_windows, seed) if noise_floor is not None else None,
     )
     if not quiet:
         typer.echo(result.markdown)

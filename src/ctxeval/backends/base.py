@@ -96,31 +96,14 @@ class ScorerBase(ABC):
         temperatures: tuple[float, ...],
     ) -> BlockScores:
         """One forward pass over `input_ids`; row i scores `target_ids[i]` from the logits
-        at input position `output_positions[i]` (the position of the token before it)."""
+        at input position `output_positions[i]` (the position of the token before it). The
+        planners pass whole windows (the last target is the last input token), as llama.cpp's
+        own tools decode them."""
 
     def score_batch(self, passes: Sequence[PassInput], top_k: int, temperatures: tuple[float, ...]) -> list[BlockScores]:
         """Scores of several passes; by default one `score` each (a backend with `batches`
         runs equal-length passes together)."""
         return [self.score(*p, top_k, temperatures) for p in passes]
-
-    def score_with_next(
-        self,
-        input_ids: np.ndarray,
-        output_positions: np.ndarray,
-        target_ids: np.ndarray,
-        next_id: int,
-        top_k: int,
-        temperatures: tuple[float, ...],
-    ) -> tuple[BlockScores, BlockScores]:
-        """`score` of the pass, then the distribution after `input_ids + [next_id]` (one row, its
-        target a placeholder 0: read its greedy token and top-k). The pass's scores are exactly
-        `score`'s, whatever the next token costs (a server answering "echo the prompt's scores
-        and one more token"). By default a second pass; a backend may read the one more token
-        after the pass it has just decoded."""
-        scores = self.score(input_ids, output_positions, target_ids, top_k, temperatures)
-        full = np.append(np.asarray(input_ids), next_id)
-        after = self.score(full, np.array([len(full) - 1]), np.array([0]), max(top_k, 1), temperatures)
-        return scores, after
 
     def score_thesis(
         self,

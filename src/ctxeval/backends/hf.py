@@ -212,7 +212,7 @@ class HFScorer(ScorerBase):
             parts = [self._score_rows(rows[lo : lo + block], targets[lo : lo + block], top_k, temperatures) for lo in range(0, len(targets), block)]
         scores = BlockScores.concat(parts)
         bounds = np.cumsum([0] + [len(p[2]) for p in passes])
-        return [BlockScores(*(getattr(scores, f)[a:b] for f in BlockScores.__dataclass_fields__)) for a, b in zip(bounds[:-1], bounds[1:])]
+        return [scores.rows(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
 
     def logit_blocks(self, input_ids: np.ndarray, output_positions: np.ndarray, max_rows: int) -> Iterator[np.ndarray]:
         """One forward pass; the head runs on `max_rows` output rows at a time and each block

@@ -88,8 +88,8 @@ class LlamaCppScorer(ScorerBase):
         self._lib = llama_cpp
         self._extra_bufts = not _amx_build(llama_cpp)
         self._path = path
-        self._n_threads = n_threads or os.cpu_count() or 1
-        self._n_batch = n_batch
+        self._n_threads = options.threads or n_threads or os.cpu_count() or 1
+        self._n_batch = options.n_batch or n_batch
         self._pack_tokens = pack_tokens
         self._options = options
         self.batches = pack_tokens > 0  # packing is off by default (docs/gpu.md: it moves scores)
@@ -120,7 +120,7 @@ class LlamaCppScorer(ScorerBase):
                 "n_params": int(llama_cpp.llama_model_n_params(model)),
                 "llama_cpp_python": llama_cpp.__version__,
                 "n_threads": self._n_threads,
-                "n_batch": n_batch,
+                "n_batch": self._n_batch,
                 "pack_tokens": pack_tokens,
                 "pack_max_sequences": MAX_PACK_SEQS,
                 "extra_buffer_types": self._extra_bufts,
@@ -261,25 +261,6 @@ class LlamaCppScorer(ScorerBase):
             done += len(logits)
         return BlockScores.concat(parts)
 
-    def score_with_next(
-        self,
-        input_ids: np.ndarray,
-        output_positions: np.ndarray,
-        target_ids: np.ndarray,
-        next_id: int,
-        top_k: int,
-        temperatures: tuple[float, ...],
-    ) -> tuple[BlockScores, BlockScores]:
-        """`score`, then `next_id` decoded alone after the pass's tokens (still in the KV cache),
-        so the pass is the same decode as `score`'s and the one more token costs one token."""
-        self.prepare(len(input_ids) + 1)  # before `score`: growing the context would drop its cache
-        scores = self.score(input_ids, output_positions, target_ids, top_k, temperatures)
-        position = np.array([len(input_ids)])
-        for _ in self._decode(self._ctx, self._batch, np.array([next_id]), position, np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int8)):
-            pass
-        after = score_block(self._logits(self._ctx, 1), np.array([0]), max(top_k, 1), temperatures)
-        return scores, after
-
     def logit_blocks(self, input_ids: np.ndarray, output_positions: np.ndarray, max_rows: int) -> Iterator[np.ndarray]:
         """Logits of the output positions straight from llama.cpp's output buffer: the input is
         decoded `min(max_rows, n_batch)` tokens at a time, so a block never holds more rows than
@@ -334,7 +315,7 @@ class LlamaCppScorer(ScorerBase):
                 done += n_out
         scores = BlockScores.concat(parts)
         bounds = np.cumsum([0] + [len(p[2]) for p in passes])
-        return [BlockScores(*(getattr(scores, f)[a:b] for f in BlockScores.__dataclass_fields__)) for a, b in zip(bounds[:-1], bounds[1:])]
+        return [scores.rows(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
 
     def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = 0.0, seed: int | None = None) -> list[int]:
         """Continuation of `input_ids`: at temperature 0 the argmax at every step (ties to the

@@ -40,6 +40,10 @@ class BlockScores:
     def concat(parts: list[BlockScores]) -> BlockScores:
         return BlockScores(*(np.concatenate([getattr(p, f) for p in parts]) for f in BlockScores.__dataclass_fields__))
 
+    def rows(self, start: int, stop: int) -> BlockScores:
+        """Rows `start:stop` (one pass of a batch, or the greedy row after a prompt)."""
+        return BlockScores(*(getattr(self, f)[start:stop] for f in BlockScores.__dataclass_fields__))
+
 
 _POOL: ThreadPoolExecutor | None = None
 

@@ -3,7 +3,9 @@ second file: `gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1` is the embedded
 quantized KV cache, `hf:gemma-3-270m?dtype=bfloat16` its transformers copy in bf16.
 
 llama.cpp models (the embedded one, .gguf paths): `type_k`, `type_v` (KV-cache types),
-`flash_attn` (0/1; a quantized V cache needs it), `rope_freq_scale`, `rope_freq_base`.
+`flash_attn` (0/1; a quantized V cache needs it), `rope_freq_scale`, `rope_freq_base`, and the
+decode's shape: `n_batch` (tokens per decode) and `threads` (a second numeric path for
+`--noise-floor`).
 hf: models: `dtype`, `device` (as --dtype / --device, for one model of a pair).
 """
 
@@ -15,7 +17,7 @@ from ctxeval.errors import UserError
 
 KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 _UNQUANTIZED = ("f32", "f16", "bf16")
-LLAMACPP_KEYS = ("type_k", "type_v", "flash_attn", "rope_freq_scale", "rope_freq_base")
+LLAMACPP_KEYS = ("type_k", "type_v", "flash_attn", "rope_freq_scale", "rope_freq_base", "n_batch", "threads")
 HF_KEYS = ("dtype", "device")
 
 
@@ -50,6 +52,8 @@ class LlamaCppOptions:
     flash_attn: bool = False
     rope_freq_scale: float | None = None
     rope_freq_base: float | None = None
+    n_batch: int | None = None  # tokens per decode (None: the scorer's default)
+    threads: int | None = None  # None: the --threads of the command
 
     @staticmethod
     def parse(options: dict[str, str], spec: str) -> LlamaCppOptions:
@@ -68,7 +72,13 @@ class LlamaCppOptions:
                     raise UserError(f"model option {key} of {spec!r} expects a number, got {options[key]!r}") from None
                 if not floats[key] > 0:
                     raise UserError(f"model option {key} of {spec!r} must be positive, got {options[key]}")
-        parsed = LlamaCppOptions(options.get("type_k", "f16"), options.get("type_v", "f16"), options.get("flash_attn") == "1", **floats)
+        ints: dict[str, int] = {}
+        for key in ("n_batch", "threads"):
+            if key in options:
+                if not options[key].isdigit() or int(options[key]) < 1:
+                    raise UserError(f"model option {key} of {spec!r} must be a positive integer, got {options[key]!r}")
+                ints[key] = int(options[key])
+        parsed = LlamaCppOptions(options.get("type_k", "f16"), options.get("type_v", "f16"), options.get("flash_attn") == "1", **floats, **ints)
         if parsed.type_v not in _UNQUANTIZED and not parsed.flash_attn:
             raise UserError(f"{spec!r}: llama.cpp needs flash attention for a quantized V cache; add flash_attn=1")
         return parsed

@@ -149,23 +149,25 @@ class OpenAIScorer(ScorerBase):
         return ScheduledScores(_block(comparisons, top_k), np.array([c.context_len for c in comparisons], dtype=np.int64))
 
     def _sequence(self, input_ids, output_positions, target_ids) -> tuple[np.ndarray, np.ndarray]:
-        """The pass's text tokens (BOS dropped, last target appended) and the targets' indices into it."""
+        """The pass's text tokens (BOS dropped, the last target appended when the input stops
+        before it) and the targets' indices into it."""
         n_bos = 1 if self.info.uses_bos else 0
         text_ids = np.asarray(input_ids[n_bos:], dtype=np.int64)
         targets = np.asarray(output_positions) - n_bos + 1
-        full = np.concatenate([text_ids, np.asarray(target_ids[-1:], dtype=np.int64)])
+        full = text_ids if len(text_ids) > targets[-1] else np.concatenate([text_ids, np.asarray(target_ids[-1:], dtype=np.int64)])
         if not np.array_equal(full[targets], np.asarray(target_ids)):
             raise ValueError("targets disagree with the input tokens")
         return full, targets
 
     def estimate(self, n_input: int, n_targets: int) -> tuple[int, int, int]:
         """Upper bounds (requests, prompt tokens, completion tokens) of one pass, sent nothing."""
-        prompt_tokens = n_input + 1  # + BOS or the chat template's first token (a lower bound for chat)
+        # `n_input`: the whole window; + BOS or the chat template's first token (a lower bound for chat)
         if (self._mode or "prompt") == "prompt":
-            return 1, prompt_tokens + 1, 1
-        # worst case: every generated token differs from the reference, one request per target
+            return 1, n_input + 1, 1
+        # worst case: every generated token differs from the reference, one request per target,
+        # the longest sending the window without its last target
         per_request = min(self.options.tokens_per_request, n_targets)
-        return n_targets, n_targets * prompt_tokens + n_targets * (n_targets - 1) // 2, n_targets * per_request
+        return n_targets, n_targets * n_input + n_targets * (n_targets - 1) // 2, n_targets * per_request
 
     def estimate_thesis(self, length: int, n_targets: int, n_compare: int, exhaustive: bool) -> tuple[int, int, int]:
         """Upper bounds of one thesis pass: every request sends L tokens (+ BOS or the chat

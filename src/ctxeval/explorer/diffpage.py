@@ -46,7 +46,7 @@ def render_diff(run_dir: Path, report: dict, records: pd.DataFrame, key: np.ndar
         cells=cells,
         key_summary=key_summary,
         key_cells=key_cells,
-        charts=position_charts(summary),
+        charts=position_charts(summary, report.get("noise_floor")),
         has_topk=data["k"] > 0,
         data=script_json(data),
         css=Markup(static("report.css")),
@@ -54,15 +54,18 @@ def render_diff(run_dir: Path, report: dict, records: pd.DataFrame, key: np.ndar
     )
 
 
-def position_charts(summary: dict) -> list[Markup]:
+def position_charts(summary: dict, noise_floor: dict | None = None) -> list[Markup]:
     """Mean KL and same-top-1 % per context-position bucket with their intervals: all tokens,
-    and the key tokens where the diff has them."""
+    the key tokens where the diff has them, and the noise floor (REF on a second numeric path)
+    where it was measured: what lies on or below it is numerics, not the model."""
     buckets = summary["buckets"]
     labels = {float(i): b["bucket"] for i, b in enumerate(buckets)}
     parts = [("all tokens", buckets)]
     key = summary.get("key_tokens")
     if key and key["tokens"]:
         parts.append(("key tokens", key["buckets"]))
+    if noise_floor is not None:
+        parts.append((f"noise floor ({noise_floor['cand']})", noise_floor["buckets"]))
     out = []
     for title, ylabel, value in (("mean KL(P_ref ‖ P_cand) by context position (95 % interval)", "mean KL (nats)", _kl),
                                  ("same top-1 by context position (95 % interval)", "same top-1 (%)", _same)):

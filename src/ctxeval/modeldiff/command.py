@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 from ctxeval.backends.registry import refuse_api_models
 from ctxeval.data.corpus import CorpusOptions, open_corpus
 from ctxeval.modeldiff.keytokens import key_token_mask
+from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_summary
 from ctxeval.modeldiff.report import gate, write_report
 from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, DiffRun
 from ctxeval.pipeline.engine import run
@@ -61,12 +62,16 @@ def diff(
     key_tokens: str | Path | None = None,
     corpus: CorpusOptions = CorpusOptions(),
     executor: ExecutorOptions | None = None,
+    noise_floor: NoiseFloor | None = None,
 ) -> DiffResult:
     """Compare CAND's next-token distributions with REF's on the same windows of `texts`.
 
     `key_tokens`: a finished context-gain run over the same texts; the summaries are also given
-    over its evaluator's key tokens (by character span)."""
+    over its evaluator's key tokens (by character span). `noise_floor`: REF on a second numeric
+    path, on a seeded sample of the windows (`modeldiff/noise_floor.py`), drawn under the KL."""
     refuse_api_models([ref, cand], "diff", "the full next-token distribution")
+    if noise_floor is not None:
+        refuse_api_models([noise_floor.second_spec(ref)], "--noise-floor", "the full next-token distribution")
     if window < 2:
         raise UserError(f"--window must be at least 2, got {window}")
     stride = window if stride is None else stride
@@ -98,6 +103,10 @@ def diff(
     if key_tokens is not None:
         mask, picked = key_token_mask(records, manifest.texts or [], Path(key_tokens))
         summary["key_tokens"] = picked | (summarize(records[mask], edges, bootstrap) if mask.any() else {})
+    floor = None
+    if noise_floor is not None:
+        floor = measure_noise_floor(ref, noise_floor, texts, window=window, stride=stride, max_tokens=max_tokens, edges=edges, out=floor_dir(run_dir),
+                                    block_rows=block_rows, bootstrap=bootstrap, n_threads=n_threads, corpus=corpus, executor=executor, progress=progress)
     failures = gate(summary, profile, max_kl, min_same_top, min_windows, min_tokens)
     ref_entry, cand_entry = manifest.models
     report = {
@@ -117,6 +126,39 @@ def diff(
         "summary": summary,
         "gates": {"profile": profile, "max_kl": max_kl, "min_same_top": min_same_top, "failures": failures},
     }
+    if floor is not None:
+        report["noise_floor"] = floor
     markdown = write_report(report, run_dir)
     write_diff_html(run_dir, report, records, mask)
     return DiffResult(run_dir, report, markdown, failures)
+
+
+def measure_noise_floor(
+    model: str,
+    floor: NoiseFloor,
+    texts: Sequence[str | Path],
+    *,
+    window: int,
+    stride: int | None,
+    max_tokens: int | None,
+    edges: list[int],
+    out: Path,
+    block_rows: int = DEFAULT_BLOCK_ROWS,
+    bootstrap: Bootstrap = Bootstrap(),
+    n_threads: int | None = None,
+    corpus: CorpusOptions = CorpusOptions(),
+    executor: ExecutorOptions | None = None,
+    progress: bool = False,
+) -> dict:
+    """`model` against itself on `floor`'s second numeric path, on a seeded sample of the
+    windows a run with these options scores (a diff run in `out`, resumed like any other)."""
+    second = floor.second_spec(model)
+    refuse_api_models([model, second], "--noise-floor", "the full next-token distribution")
+    loaded = open_corpus(texts, corpus)
+    stride = window if stride is None else stride
+    config = DiffConfig(model, second, tuple(r.sha256 for r in loaded.refs), tuple(r.text_id for r in loaded.refs), window, stride, max_tokens,
+                        DEFAULT_TOP_K, False, block_rows, sample_windows=floor.windows, sample_seed=floor.seed)
+    task = DiffRun(config, loaded, n_threads)
+    run(task, task.spec(), out, executor=executor, progress=progress)
+    records = pq.read_table(out / DIFF_FILE).to_pandas()
+    return floor_summary(records, model, second, summarize(records, edges, bootstrap))

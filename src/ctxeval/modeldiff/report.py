@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ctxeval.report.compare import PROFILES
+from ctxeval.modeldiff.noise_floor import floor_line
 
 DIFF_JSON = "diff.json"
 DIFF_MD = "diff.md"
@@ -71,6 +72,10 @@ def render_markdown(report: dict) -> str:
     if "kl_reverse" in overall:
         rev = overall["kl_reverse"]
         lines.append(f"Reverse KL(P_cand ‖ P_ref): mean {rev['mean']:.5f} [{rev['ci'][0]:.5f}, {rev['ci'][1]:.5f}], p99 {rev['p99']:.4f}, max {rev['max']:.4f}.")
+    if "noise_floor" in report:
+        floor = report["noise_floor"]
+        below = " The mean KL is within the noise floor: this difference is numerics, not the model." if overall["kl"]["mean"] <= floor["kl_mean"] else ""
+        lines += ["", f"Noise floor: {floor_line(floor)}.{below}"]
     gates = report["gates"]
     if gates["failures"]:
         lines.append(f"Gates ({gates['profile']}) failed: " + "; ".join(gates["failures"]) + ".")

@@ -80,9 +80,14 @@ class DiffConfig:
     reverse: bool  # also KL(P_cand || P_ref)
     block_rows: int  # logit rows per block (decode batch of llama.cpp models)
     command: str = "diff"
+    sample_windows: int = 0  # > 0: a seeded sample of that many windows (a noise floor), else all
+    sample_seed: int = 0
 
     def run_id(self) -> str:
-        return config_id(asdict(self))
+        config = asdict(self)
+        if not self.sample_windows:  # a diff of every window keeps the id it had without sampling
+            del config["sample_windows"], config["sample_seed"]
+        return config_id(config)
 
 
 class DiffRun:
@@ -111,7 +116,7 @@ class DiffRun:
         config = self.config
         vocabulary = check_pair(pair, config.window)
         docs = [tokenize(pair.ref, text) for text in self.corpus]
-        plan = [plan_windows(len(tt), config) for tt in docs]
+        plan = sample_windows([plan_windows(len(tt), config) for tt in docs], config.sample_windows, config.sample_seed)
         flat = [p for per in plan for p in per]
         task = DiffTask(config.top_k, config.reverse, config.block_rows)
         work = Work(task, one_per_unit(_jobs(docs, plan, done)), lambda job: work_item(pair.ref.info, job[1], job[2]), lambda job: job[2].n_input)
@@ -156,6 +161,20 @@ def plan_windows(n_tokens: int, config: DiffConfig) -> list[windows.Pass]:
     if config.stride == config.window:
         return windows.chunked(n, config.window)
     return windows.sliding(n, config.window, config.stride)
+
+
+def sample_windows(plan: list[list[windows.Pass]], n: int, seed: int) -> list[list[windows.Pass]]:
+    """A seeded sample of `n` windows over all documents, in plan order (all when n is 0 or
+    at least the number of windows); the same seed and plan always give the same sample."""
+    flat = [(d, p) for d, passes in enumerate(plan) for p in passes]
+    if not n or n >= len(flat):
+        return plan
+    picked = np.sort(np.random.default_rng(seed).choice(len(flat), size=n, replace=False))
+    out: list[list[windows.Pass]] = [[] for _ in plan]
+    for i in picked:
+        d, p = flat[i]
+        out[d].append(p)
+    return out
 
 
 def check_pair(pair: ModelPair, window: int) -> str:

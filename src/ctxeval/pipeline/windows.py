@@ -42,8 +42,10 @@ class Pass:
 
     @property
     def n_input(self) -> int:
-        """Text tokens fed to the model (BOS not included)."""
-        return self.target_end - 1 - self.context_start
+        """Text tokens fed to the model (BOS not included): the whole window, its last target
+        too, because llama.cpp rounds a batch's rows by the batch's length and its own tools
+        decode whole windows (docs/numerics.md)."""
+        return self.target_end - self.context_start
 
     def context_lens(self) -> np.ndarray:
         return np.arange(self.target_start, self.target_end) - self.context_start

@@ -37,6 +37,7 @@ class RunResult:
     summary: pd.DataFrame
     approx_vs_exact: pd.DataFrame
     tables: str = ""  # the Markdown tables (what tables.md holds once written)
+    noise_floor: dict | None = None  # `--noise-floor`: the model on a second numeric path (noise_floor.json)
 
     def files(self) -> dict[str, Path]:
         """The run's files, by role."""

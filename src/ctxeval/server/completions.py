@@ -2,15 +2,15 @@
 
 Prompt log-probabilities come from one scoring pass per prompt, computed by the backend's
 exact full-vocabulary scorer (so `rank` is exact however far down the vocabulary a token is):
-the pass reads the prompt's first n - 1 tokens and scores tokens 2..n, exactly as `ctxeval
-score` scores a window. The first token has no log-probability (null), as in OpenAI's format.
+the pass decodes the whole prompt and scores tokens 2..n, exactly as `ctxeval score` scores a
+window (and as llama.cpp's own tools decode it). The first token has no log-probability (null),
+as in OpenAI's format.
 
 One greedy token (`max_tokens: 1`, `temperature: 0`, what lm-eval's loglikelihood requests
-ask for) is read after that same pass: the n-th token is decoded alone after it
-(`score_with_next`), so the prompt's numbers stay those of `ctxeval score` (llama.cpp rounds a
-row differently when the batch around it has another length). Longer or sampled completions
-run the backend's generation (one token per decode), and their log-probabilities are scored on
-that same kernel path (`score_stepwise`).
+ask for) is read from that same decode: the row at the prompt's last token, so the prompt's
+numbers stay those of `ctxeval score` (llama.cpp rounds a row differently when the batch around
+it has another length). Longer or sampled completions run the backend's generation (one token
+per decode), and their log-probabilities are scored on that same kernel path (`score_stepwise`).
 """
 
 from __future__ import annotations
@@ -61,18 +61,17 @@ async def complete(request: CompletionRequest, model: ServedModel) -> dict:
         raise ApiError(400, f"max_tokens: {model.info.name} cannot generate more than one greedy token (temperature 0) on this backend", "max_tokens")
 
     scores: list[tuple[BlockScores | None, BlockScores | None]] = [(None, None)] * len(ids_list)
-    passes, next_ids, owners = [], [], []
+    passes, owners = [], []
     for i, ids in enumerate(ids_list):
-        pass_, next_id = _pass(ids, one_step, want_prompt)
+        pass_ = _pass(ids, one_step, want_prompt)
         if pass_ is not None:
             passes.append(pass_)
-            next_ids.append(next_id)
             owners.append(i)
     if passes:
         top_k = max(k, request.prompt_logprobs or 0, 1 if one_step else 0)
-        for i, (s, after), next_id in zip(owners, await model.run(ScoreJob(passes, next_ids, top_k)), next_ids):
-            # a one-token prompt has no prompt scores: its pass's only row is the next token
-            scores[i] = (s, after) if next_id is not None or not one_step else (None, s)
+        for i, (s, after) in zip(owners, await model.run(ScoreJob(passes, [one_step] * len(passes), top_k))):
+            # a one-token prompt has no prompt scores: its pass's only row is the greedy one
+            scores[i] = (s if len(ids_list[i]) > 1 else None, after)
 
     choices, completion_tokens = [], 0
     for index, (prompt, ids, (s, after)) in enumerate(zip(prompts, ids_list, scores)):
@@ -104,13 +103,15 @@ def _prompts(prompt) -> list:
 
 
 def _pass(ids: list[int], one_step: bool, want_prompt: bool):
-    """The scoring pass a prompt needs (module docstring) and the token to read after it, or None."""
+    """The scoring pass a prompt needs (module docstring), or None: the whole prompt decoded,
+    tokens 2..n scored, and for one greedy token one more row at the last token (its target a
+    placeholder)."""
     arr = np.asarray(ids, dtype=np.int64)
-    if len(arr) > 1 and (one_step or want_prompt):
-        return (arr[:-1], np.arange(len(arr) - 1), arr[1:]), int(arr[-1]) if one_step else None
-    if one_step:  # a one-token prompt: one row after it, its target a placeholder
-        return (arr, np.array([0]), np.array([0])), None
-    return None, None
+    if one_step:
+        return arr, np.arange(len(arr)), np.append(arr[1:], 0)
+    if len(arr) > 1 and want_prompt:
+        return arr, np.arange(len(arr) - 1), arr[1:]
+    return None
 
 
 def _row(s: BlockScores, i: int, target: int, k: int) -> Token:

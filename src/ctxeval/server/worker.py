@@ -31,12 +31,13 @@ class QueueFull(Exception):
 
 @dataclass
 class ScoreJob:
-    """Passes of one request, scored with at least `top_k` alternatives per row; a pass with a
-    `next_ids` entry also reads that token after it (`score_with_next`). The result: per pass,
-    (scores, the distribution after the next token or None)."""
+    """Passes of one request, scored with at least `top_k` alternatives per row; a pass whose
+    `greedy_after` is set has one more row, at its last input token, whose target is a
+    placeholder: the distribution after the input (its greedy token). The result: per pass,
+    (scores, that distribution or None)."""
 
     passes: list[PassInput]
-    next_ids: list[int | None]
+    greedy_after: list[bool]
     top_k: int
     future: Future = field(default_factory=Future)
 
@@ -109,7 +110,7 @@ class ModelWorker:
 
     def _score(self, group: list[ScoreJob]) -> None:
         top_k = max(j.top_k for j in group)
-        items = [(p, n) for j in group for p, n in zip(j.passes, j.next_ids)]
+        items = [(p, g) for j in group for p, g in zip(j.passes, j.greedy_after)]
         try:
             scores = self._score_items(items, top_k)
         except Exception as exc:  # noqa: BLE001 - it reaches the request; in a group, each job is retried alone
@@ -125,33 +126,17 @@ class ModelWorker:
             start += len(j.passes)
 
 
-    def _score_items(self, items: list[tuple[PassInput, int | None]], top_k: int) -> list[tuple[BlockScores, BlockScores | None]]:
-        """(scores, distribution after the next token) per pass. A scorer that batches reads the
-        next token inside the pass (one more input token, one more row), so the group stays one
-        `score_batch`; llama.cpp reads it after the pass (`score_with_next`), which keeps the
-        pass's batch shape, and with it `ctxeval score`'s numbers."""
-        batched = [i for i, (_, n) in enumerate(items) if n is None or self.scorer.batches]
-        passes = [_with_next(*items[i]) for i in batched]
-        scores: list = [None] * len(items)
-        for i, s in zip(batched, self.scorer.score_batch(passes, top_k, (1.0,)) if passes else []):
-            scores[i] = (s, None) if items[i][1] is None else _split_last(s)
-        for i, (p, n) in enumerate(items):
-            if scores[i] is None:
-                scores[i] = self.scorer.score_with_next(*p, n, top_k, (1.0,))
-        return scores
-
-
-def _with_next(p: PassInput, next_id: int | None) -> PassInput:
-    """The pass with `next_id` read after its input and one more row (a placeholder target 0)."""
-    if next_id is None:
-        return p
-    input_ids, positions, targets = p
-    return np.append(input_ids, next_id), np.append(positions, len(input_ids)), np.append(targets, 0)
+    def _score_items(self, items: list[tuple[PassInput, bool]], top_k: int) -> list[tuple[BlockScores, BlockScores | None]]:
+        """(scores, distribution after the input) per pass, all in one `score_batch`. The greedy
+        row sits inside its pass's one decode of the whole input, so the prompt's numbers are
+        `ctxeval score`'s (llama.cpp rounds a row by the length of the batch around it)."""
+        scores = self.scorer.score_batch([p for p, _ in items], top_k, (1.0,))
+        return [_split_last(s) if greedy else (s, None) for s, (_, greedy) in zip(scores, items)]
 
 
 def _split_last(s: BlockScores) -> tuple[BlockScores, BlockScores]:
-    fields = BlockScores.__dataclass_fields__
-    return BlockScores(*(getattr(s, f)[:-1] for f in fields)), BlockScores(*(getattr(s, f)[-1:] for f in fields))
+    n = len(s.logprob)
+    return s.rows(0, n - 1), s.rows(n - 1, n)
 
 
 def _settle(future: Future, compute: Callable[[], object]) -> None:

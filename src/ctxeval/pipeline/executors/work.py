@@ -96,8 +96,10 @@ def units(scorer: ScorerBase, jobs: Iterable[Job]) -> Iterator[list[Job]]:
 
 
 def work_item(info: ModelInfo, tt: TokenizedText, p: Pass) -> WorkItem:
-    """Input ids (BOS first when the model uses one), scored positions and target ids of a pass."""
-    text_ids = tt.ids[p.context_start : p.target_end - 1]
+    """Input ids (BOS first when the model uses one), scored positions and target ids of a pass.
+    The input is the whole window, its last target included (`Pass.n_input`): the model decodes
+    exactly what llama.cpp's own tools decode, so every target's numbers equal theirs."""
+    text_ids = tt.ids[p.context_start : p.target_end]
     bos = [info.bos_id] if info.uses_bos else []
     if not bos and p.target_start == p.context_start:
         raise UserError(f"{info.name} has no BOS token, so a target with no context cannot be scored; use --method fixed --head skip or a sweep")

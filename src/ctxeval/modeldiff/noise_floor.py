@@ -1,0 +1,91 @@
+"""The numerics noise floor: the same model on a second numeric path, on a seeded sample of windows.
+
+llama.cpp and torch pick kernels by CPU, batch shape, flash attention and dtype, so one model
+scored twice on two paths differs in the last digits, and near-tied argmaxes flip
+(docs/numerics.md). A `diff` or `compare` result no larger than that difference says nothing
+about the model. `noise_floor` re-scores a seeded sample of the run's windows with the model on
+a second path (`?flash_attn=1`, `?n_batch=7`, `hf:` on the same weights …) through `diff`'s own
+lockstep comparison, so the floor is in the same units as a diff: max and mean |Δ log-probability|,
+rank changes, top-1 flips, and the KL between the two paths, overall and by context position.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ctxeval.backends.model_options import split_spec
+from ctxeval.errors import UserError
+
+NOISE_DIR = "noise_floor"  # the floor's own diff run, inside the run it belongs to
+NOISE_JSON = "noise_floor.json"  # the floor's numbers, beside the run's other outputs
+DEFAULT_NOISE_WINDOWS = 8
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """A second numeric path and how many windows to re-score on it. `path` is either model
+    options added to the run's model spec (`?flash_attn=1`, `?n_batch=7`) or a whole model spec
+    for the same weights (`hf:gemma-3-270m`)."""
+
+    path: str
+    windows: int = DEFAULT_NOISE_WINDOWS
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.path or self.path == "?":
+            raise UserError("--noise-floor needs a second numeric path: model options such as '?flash_attn=1' or a model spec")
+        if self.windows < 1:
+            raise UserError(f"--noise-windows must be a positive integer, got {self.windows}")
+
+    def second_spec(self, model: str) -> str:
+        """The model spec of the second path: `model` with the options added, or `path` itself."""
+        if not self.path.startswith("?"):
+            return self.path
+        base, options = split_spec(model)
+        _, added = split_spec(f"x{self.path}")
+        merged = {**options, **added}
+        second = base + "?" + "&".join(f"{k}={v}" for k, v in merged.items())
+        if merged == options:
+            raise UserError(f"--noise-floor {self.path!r} leaves {model!r} on the same numeric path; name an option that changes it")
+        return second
+
+
+def floor_summary(records: pd.DataFrame, ref: str, cand: str, summary: dict) -> dict:
+    """The floor's numbers from its diff records and that diff's summary (by-position KL cells)."""
+    delta = (records["cand_logprob"] - records["ref_logprob"]).abs()
+    return {
+        "ref": ref,
+        "cand": cand,
+        "windows": int(records["pass_index"].nunique()),
+        "tokens": int(len(records)),
+        "max_abs_logprob_diff": float(delta.max()),
+        "mean_abs_logprob_diff": float(delta.mean()),
+        "rank_changes_pct": float(100 * (records["ref_rank"] != records["cand_rank"]).mean()),
+        "top1_flips_pct": float(100 * (~records["same_top1"].astype(bool)).mean()),
+        "kl_mean": float(records["kl"].mean()),
+        "kl_max": float(records["kl"].max()),
+        "buckets": summary["buckets"],
+    }
+
+
+def floor_line(floor: dict) -> str:
+    """One line for the CLI and the Markdown reports."""
+    return (f"noise floor ({floor['cand']} vs {floor['ref']}, {floor['windows']} windows, {floor['tokens']} tokens): "
+            f"max |Δ logprob| {floor['max_abs_logprob_diff']:.4g}, mean {floor['mean_abs_logprob_diff']:.3g}, "
+            f"rank changed {floor['rank_changes_pct']:.1f} %, top-1 flipped {floor['top1_flips_pct']:.2f} %, "
+            f"KL mean {floor['kl_mean']:.3g} (max {floor['kl_max']:.3g}) nats")
+
+
+def floor_dir(run_dir: Path) -> Path:
+    return Path(run_dir) / NOISE_DIR
+
+
+def write_floor(run_dir: Path, floor: dict) -> Path:
+    """noise_floor.json of a `score` run (a diff keeps its floor in diff.json)."""
+    path = Path(run_dir) / NOISE_JSON
+    path.write_text(json.dumps(floor, indent=2, default=float))
+    return path
