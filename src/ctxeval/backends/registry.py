@@ -63,6 +63,17 @@ def refuse_api_models(specs: list[str] | tuple[str, ...], command: str, needs: s
                             "use a local model (a .gguf path or hf:MODEL)")
 
 
+def check_options(spec: str) -> str:
+    """`spec` with its model options checked as `load_scorer` checks them, without loading
+    anything (a bad second path is refused before a long first run)."""
+    base, options = split_spec(spec)
+    if spec.startswith("hf:"):
+        hf_options(options, spec)
+    elif not spec.startswith("openai:"):
+        LlamaCppOptions.parse(options, spec)
+    return spec
+
+
 def load_scorer(spec: str, n_threads: int | None = None, device: str | None = None, dtype: str | None = None, openai_options=None) -> Scorer:
     """A scorer for `spec`: `gemma-3-270m` (the embedded default), a path to a .gguf file,
     `hf:gemma-3-270m` / `hf:DIR` (transformers; `device` and `dtype` apply to it only), or

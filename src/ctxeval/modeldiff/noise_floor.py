@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from ctxeval.backends.model_options import split_spec
+from ctxeval.backends.registry import check_options
 from ctxeval.errors import UserError
 
 NOISE_DIR = "noise_floor"  # the floor's own diff run, inside the run it belongs to
@@ -44,14 +45,14 @@ class NoiseFloor:
     def second_spec(self, model: str) -> str:
         """The model spec of the second path: `model` with the options added, or `path` itself."""
         if not self.path.startswith("?"):
-            return self.path
+            return check_options(self.path)
         base, options = split_spec(model)
         _, added = split_spec(f"x{self.path}")
         merged = {**options, **added}
         second = base + "?" + "&".join(f"{k}={v}" for k, v in merged.items())
         if merged == options:
             raise UserError(f"--noise-floor {self.path!r} leaves {model!r} on the same numeric path; name an option that changes it")
-        return second
+        return check_options(second)
 
 
 def floor_summary(records: pd.DataFrame, ref: str, cand: str, summary: dict) -> dict:
