@@ -1,6 +1,7 @@
 """ctxeval diff against llama.cpp's `llama-perplexity --kl-divergence` on the same tokens.
 
     .venv/bin/python bench/bench_diff_llama_perplexity.py [--chunks 48] [--cand q8_0,q4_0] [--threads 2] [--out runs/diff-llama-perplexity]
+                                                          [--token-windows 512,500,83,37] [--token-check-only]
 
 llama-perplexity (built here from the pinned llama-cpp-python sdist, cached under
 ~/.cache/ctxeval) tokenizes the whole text with BOS, cuts chunks of 512 tokens whose first token
@@ -14,7 +15,9 @@ attention (`-fa off`; ctxeval's default) on the same number of threads.
 
 REF is the embedded Gemma 3 270M (Q4_K_M), CAND its requantization by llama.cpp's quantizer.
 The bench checks that both sides scored the same token ids, prints both sides' numbers, the disk
-each used and each side's wall time, then deletes the base-logits file.
+each used and each side's wall time, then deletes the base-logits file. First it checks token for
+token that ctxeval's windows (whole-window decodes) equal llama-cpp-python's own `eval` of the same
+windows, at lengths that are and are not multiples of llama.cpp's row tiles.
 """
 
 from __future__ import annotations
@@ -194,6 +197,42 @@ def compare(label: str, cand: Path, args: argparse.Namespace, binary: Path, base
           f"{llama_seconds:.1f} s; ctxeval diff {diff_seconds:.1f} s; ctxeval / llama-perplexity = {diff_seconds / llama_seconds:.2f}", flush=True)
 
 
+def token_agreement(text: Path, window_lengths: tuple[int, ...], n_windows: int, threads: int) -> None:
+    """Every target of ctxeval's windows against llama-cpp-python's own `eval` of the same window
+    (BOS + the window's tokens, all logits; what llama-perplexity decodes for a chunk), token for
+    token, beside the decode of the window's first n - 1 tokens (where a batch's last rows round
+    differently when the window's length is not a multiple of llama.cpp's row tiles)."""
+    import llama_cpp
+
+    from ctxeval.backends.llamacpp import load_llama_without_amx_buffers
+    from ctxeval.backends.registry import load_scorer
+
+    scorer = load_scorer("gemma-3-270m", n_threads=threads)
+    ids = np.asarray(scorer.tokenize(text.read_bytes()[:200_000].decode("utf-8", errors="ignore")), dtype=np.int32)
+    load_llama_without_amx_buffers(llama_cpp)
+    llm = llama_cpp.Llama(model_path=str(embedded_model_path()), n_ctx=max(window_lengths) + 1, n_batch=512, logits_all=True,
+                          flash_attn=False, n_threads=threads, verbose=False)
+    print(f"\n## Token for token: ctxeval vs llama-cpp-python's eval of the same window ({n_windows} windows per length)\n")
+    print("| window | targets | whole window: max abs diff | whole window: targets > 1e-6 | first n-1 tokens: max abs diff | first n-1: targets > 1e-6 |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for n in window_lengths:
+        whole, short = [], []
+        for k in range(n_windows):
+            win = ids[k * n : (k + 1) * n]
+            full = np.concatenate([[scorer.info.bos_id], win]).astype(np.int32)
+            llm.reset()
+            llm.eval(full.tolist())
+            z = np.array(llm.scores[:n], dtype=np.float64)
+            z -= z.max(axis=1, keepdims=True)
+            reference = (z - np.log(np.exp(z).sum(axis=1, keepdims=True)))[np.arange(n), win]
+            whole.append(np.abs(scorer.score(full, np.arange(n), win, 1, (1.0,)).logprob - reference))
+            short.append(np.abs(scorer.score(full[:-1], np.arange(n), win, 1, (1.0,)).logprob - reference))
+        w, s = np.concatenate(whole), np.concatenate(short)
+        print(f"| {n} | {len(w)} | {w.max():.2e} | {int((w > 1e-6).sum())} | {s.max():.2e} | {int((s > 1e-6).sum())} |", flush=True)
+    llm.close()
+    scorer.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=48, help="chunks of 512 tokens (the base-logits file takes 134 MB each)")
@@ -204,7 +243,12 @@ def main() -> None:
     parser.add_argument("--logits-dir", type=Path, default=CACHE, help="where the base-logits file is written (and deleted)")
     parser.add_argument("--jobs", type=int, default=2, help="build jobs")
     parser.add_argument("--build-only", action="store_true")
+    parser.add_argument("--token-windows", default="512,500,83,37", help="window lengths of the token-for-token check against llama-cpp-python's eval")
+    parser.add_argument("--token-check-only", action="store_true", help="only the token-for-token check (no llama-perplexity build)")
     args = parser.parse_args()
+    token_agreement(args.text, tuple(int(x) for x in args.token_windows.split(",")), 4, args.threads)
+    if args.token_check_only:
+        return
     version = importlib.metadata.version("llama-cpp-python")
     binary, seconds = build_llama_perplexity(version, args.jobs)
     print(f"llama-perplexity of llama-cpp-python {version}: {binary} ({f'built in {seconds:.0f} s' if seconds else 'cached'})")
