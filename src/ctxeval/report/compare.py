@@ -21,7 +21,7 @@ PROFILES = {"dev": None, "ci": {"min_windows": 20, "min_tokens": 2000}, "release
 
 # From bench/bench_compare_coverage.py's grid (documents x windows per document x document
 # effect; docs/design.md): from MIN_CLUSTERS documents on, the cluster bootstrap's worst-case
-# coverage beats the window bootstrap's (with 2 documents: 36 % against 55 %), so compare
+# coverage beats the window bootstrap's (with 2 documents: 49 % against 55 %), so compare
 # resamples documents by default; below RELIABLE_CLUSTERS documents its coverage fell under 85 %
 # in some cell, and the report says so.
 MIN_CLUSTERS = 3
