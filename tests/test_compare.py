@@ -136,13 +136,41 @@ def test_degenerate_is_all_differences_equal_and_collapses_to_their_mean():
     same = build_report(pair_windows(a, a.assign(loss=a["loss"] + 0.25)), ("A", "B"), 500, 0, None, ["avg"])
     summary = same["dataset"]["windows"]["stats"]["paired_delta_summary"]
     assert summary["degenerate"] is True and same["primary_metric"]["ci"] == [summary["mean"], summary["mean"]] == [0.25, 0.25]
-    assert same["dataset"]["windows"]["stats"]["bootstrap"]["method"] == "degenerate"
-    assert "Degenerate: all paired differences are equal" in render_markdown(same)
+    assert same["primary_metric"]["interval"] == summary["interval"] == "degenerate"
+    assert "Degenerate: all paired differences are equal; the interval is collapsed to the point." in render_markdown(same)
     # one document forced into a cluster bootstrap: no interval, but the differences vary
     single = build_report(pair_windows(a, a.assign(loss=a["loss"] + [0.1, 0.2, 0.1, 0.2, 0.1, 0.3])), ("A", "B"), 500, 0, True, ["avg"])
     summary = single["dataset"]["windows"]["stats"]["paired_delta_summary"]
-    assert summary["degenerate"] is False and "single resampling unit" in summary["reason"]
-    assert "No interval: a single resampling unit" in render_markdown(single)
+    assert (summary["degenerate"], summary["interval"], single["primary_metric"]["ci"], single["primary_metric"]["display_ci"]) == (False, "none", None, None)
+    assert "\nno interval (one document): a single resampling unit has no spread to resample.\n" in render_markdown(single)
+
+
+def test_differences_equal_within_rounding_are_degenerate_without_tripping_the_contract():
+    # exactly 0.7 in 3 windows, whose mean is 0.6999999999999998; and loss + 0.7 - loss, which
+    # is 0.7 to within a rounding step in each window
+    exact = scored(3, np.zeros(3))
+    shifted = scored(5, np.array([2.1, 3.3, 1.7, 2.9, 0.4]))
+    for a, b in ((exact, exact.assign(loss=0.7)), (shifted, shifted.assign(loss=shifted["loss"] + 0.7))):
+        pairing = pair_windows(a, b)
+        delta = pairing.paired["loss_b"].to_numpy() - pairing.paired["loss_a"].to_numpy()
+        assert np.mean(delta) != 0.7 or np.ptp(delta) > 0
+        report = build_report(pairing, ("A", "B"), 500, 0, None, ["avg"])
+        pm, summary = report["primary_metric"], report["dataset"]["windows"]["stats"]["paired_delta_summary"]
+        assert (pm["interval"], summary["degenerate"], report["invariants"]["holds"]) == ("degenerate", True, True)
+        assert pm["ci"] == [pm["delta_log_nll"]] * 2 and pm["delta_log_nll"] == pytest.approx(0.7, rel=1e-12)
+        assert "Degenerate: all paired differences are equal; the interval is collapsed to the point." in render_markdown(report)
+
+
+def test_one_window_has_no_interval_and_the_report_says_so():
+    a = scored(1, np.array([2.0]))
+    report = build_report(pair_windows(a, a.assign(loss=2.47289)), ("A", "B"), 500, 0, None, ["avg"])
+    pm, summary = report["primary_metric"], report["dataset"]["windows"]["stats"]["paired_delta_summary"]
+    assert (pm["interval"], pm["ci"], pm["display_ci"], summary["degenerate"]) == ("none", None, None, False)
+    assert report["secondary_metrics"]["avg"]["ci"] is None and report["secondary_metrics"]["avg"]["interval"] == "none"
+    md = render_markdown(report)
+    assert f"**Perplexity ratio B/A = {math.exp(0.47289):.4f}**, 95 % CI no interval (PPL A" in md and "Δ log-NLL +0.47289, CI no interval)" in md
+    assert "\nno interval (one window): a single resampling unit has no spread to resample.\n" in md and "[1.6047, 1.6047]" not in md
+    assert gate(report, "dev", 2.0) == ["--max-ratio 2 cannot be checked: no interval (one window): a single resampling unit has no spread to resample"]
 
 
 def two_texts(delta_second=0.1, n=8):

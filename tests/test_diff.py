@@ -143,12 +143,37 @@ def test_one_window_says_it_has_no_interval_instead_of_a_zero_width_one():
     one = rec[rec.pass_index == rec.pass_index.iloc[0]]
     s = summarize(one, [0, 16, 64], Bootstrap(replicates=300))
     cell = s["all"]
-    assert (cell["windows"], cell["resampling_unit"], cell["interval_method"]) == (1, "window", "collapsed")
-    assert "single resampling unit" in cell["interval_note"]
+    assert (cell["windows"], cell["resampling_unit"], cell["interval"]) == (1, "window", "none")
+    assert cell["interval_note"] == "no interval (one window): a single resampling unit has no spread to resample"
+    for name in ("kl", "same_top1", "ppl_ratio", "delta_p", "kl_reverse"):
+        assert (cell[name]["interval"], cell[name]["degenerate"], cell[name]["ci"]) == ("none", False, None), name
+    assert cell["ppl_ratio"]["display_ci"] is None
     report = {"ref": {"name": "a"}, "cand": {"name": "b"}, "summary": s,
               "settings": {"window": 64, "stride": 64, "confidence": 0.95, "replicates": 300, "seed": 0},
               "gates": {"failures": [], "profile": "dev", "max_kl": None, "min_same_top": None}}
-    assert "No interval: a single resampling unit" in render_markdown(report)
+    md = render_markdown(report)
+    assert "\nNo interval (one window): a single resampling unit has no spread to resample.\n" in md and "Degenerate" not in md
+    row = next(line for line in md.splitlines() if line.startswith("| all |"))
+    assert row.count("| no interval |") == 3 and "[" not in row
+    assert gate(s, "dev", 0.1, None) == ["--max-kl 0.1 cannot be checked: no interval (one window): a single resampling unit has no spread to resample"]
+
+
+def test_the_diff_page_prints_no_interval_for_one_window():
+    from markupsafe import Markup
+
+    from ctxeval.explorer.diffpage import position_charts
+    from ctxeval.explorer.render import environment
+
+    rec = _records()
+    s = summarize(rec[rec.pass_index == 0], [0, 16, 64], Bootstrap(replicates=300))
+    report = {"ref": {"name": "a", "path": "a.gguf", "sha": "0", "sha256": "0"}, "cand": {"name": "b", "path": "b.gguf", "sha": "1", "sha256": "1"}, "summary": s, "run_id": "r",
+              "settings": {"window": 64, "stride": 64, "confidence": 0.95, "replicates": 300, "seed": 0, "max_tokens": None, "top_k": 0},
+              "gates": {"failures": [], "profile": "dev", "max_kl": None, "min_same_top": None}}
+    html = environment().get_template("diff.html.j2").render(
+        report=report, cells=[s["all"], *s["buckets"]], key_summary=None, key_cells=[], charts=position_charts(s),
+        has_topk=False, data=Markup("{}"), css=Markup(""), js=Markup(""))
+    row = next(line for line in html.splitlines() if "<td>all</td>" in line)
+    assert row.count(">no interval<") == 3 and "[" not in row
 
 
 def test_percentiles_follow_linear_interpolation():
@@ -161,7 +186,7 @@ def test_identical_models_summarise_to_degenerate_zero_intervals():
     rec = _records()
     rec = rec.assign(kl=0.0, kl_reverse=0.0, same_top1=True, cand_logprob=rec.ref_logprob, delta_p=0.0)
     s = summarize(rec, [0, 64], Bootstrap(replicates=200))["all"]
-    assert s["kl"]["ci"] == [0.0, 0.0] and s["kl"]["degenerate"]
+    assert s["kl"]["ci"] == [0.0, 0.0] and s["kl"]["degenerate"] and s["kl"]["interval"] == "degenerate" and s["interval"] == "bca"
     assert s["same_top1"]["ci"] == [100.0, 100.0]
     assert s["ppl_ratio"]["display_ci"] == [1.0, 1.0]
 

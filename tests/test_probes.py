@@ -13,6 +13,7 @@ from ctxeval.pipeline import windows
 from ctxeval.data.texts import Text
 from ctxeval.errors import UserError
 from ctxeval.probes.context_gain import gain_table, summarize_text
+from ctxeval.probes.gain_report import render_markdown as gain_render_markdown
 from ctxeval.probes.keytokens import key_token_mask, merge_spans, tokens_within
 from ctxeval.probes.retrieval import extract_value
 from ctxeval.probes.retrieval_data import make_case
@@ -125,6 +126,25 @@ def test_gain_summary_against_hand_computed_values():
     assert s["longppl_short"] == pytest.approx(math.exp(2.55))
     assert s["ppl_ratio_long_over_short"] == pytest.approx(math.exp(-5.3 / 6))
     assert s["mean_gain_ci"][0] <= s["mean_gain"] <= s["mean_gain_ci"][1]
+
+
+def test_one_block_of_varying_gains_has_no_interval_and_is_not_degenerate():
+    # all 6 targets in one block of 256: per-token gains 0 ... 2.4 differ, one resampling unit
+    long_rows = [("chunked", i, i, lp, 1, 2 * i, 2 * i + 2, 2) for i, lp in enumerate([-1.0, -2.0, -0.5, -0.2, -3.0, -0.1])]
+    short_rows = [("truncated", 3, 2, -2.6, 5, 6, 8, 2), ("truncated", 4, 2, -3.5, 9, 8, 10, 2), ("truncated", 5, 2, -2.5, 7, 10, 12, 2)]
+    table = gain_table(_records(long_rows + short_rows), "m", "t")
+    s = summarize_text(table, np.zeros((0, 2), dtype=np.int64), block=256, replicates=200, seed=0)
+    assert (s["ci"]["interval"], s["ci"]["degenerate"], s["ci"]["units"]) == ("none", False, 1)
+    assert s["ci"]["reason"] == "no interval (one block of 256 targets): a single resampling unit has no spread to resample"
+    assert s["mean_gain_ci"] is None and s["ppl_ratio_ci"] is None and s["ci"]["low"] is None and s["ci"]["high"] is None
+    assert s["ppl_ratio_long_over_short"] == pytest.approx(math.exp(-5.3 / 6))
+    json.dumps(s, allow_nan=False)  # no NaN bounds in summary.json
+    summary = {"window": 8, "short": 2, "short_stride": 1, "key_tokens": {"evaluator": "m", "alpha": 2.0, "beta": -2.0},
+               "texts": {"t": {"by_model": {"m": s}}}}
+    md = gain_render_markdown(summary, pd.DataFrame({"n": [6]}))
+    row = next(line for line in md.splitlines() if line.startswith("| t | m |"))
+    assert f"| {math.exp(-5.3 / 6):.4f} no interval (one block of 256 targets): a single resampling unit has no spread to resample |" in row
+    assert "all paired differences are equal" not in md
 
 
 def test_retrieval_records_are_deterministic_and_the_answer_occurs_once():

@@ -148,6 +148,11 @@ def _interval(lo: float, hi: float) -> str:
     return "" if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{lo:.4g}, {hi:.4g}]"
 
 
+def _bounds(bounds: list[float] | None) -> str:
+    """A paired estimate's interval, or "no interval" where there is none (one window/document)."""
+    return "no interval" if bounds is None else _interval(*bounds)
+
+
 def _lm_view(path: Path, label: str, kind: str, first_arm: int) -> tuple[RunView, list[Arm]]:
     typed, records = load_run(path, "report")
     summary = compute(path, typed, records, typed.metrics).summary
@@ -189,8 +194,7 @@ def _gain_view(path: Path, label: str, first_arm: int) -> tuple[RunView, list[Ar
     view.gain_by_distance = pd.concat(distance, ignore_index=True)
     for text_id, entry in summary.get("texts", {}).items():
         for model, s in entry.get("by_model", {}).items():
-            lo, hi = s["ppl_ratio_ci"]
-            view.headline.append({"label": f"PPL long/short {model} · {text_id}", "value": f"{s['ppl_ratio_long_over_short']:.4f}", "interval": _interval(lo, hi)})
+            view.headline.append({"label": f"PPL long/short {model} · {text_id}", "value": f"{s['ppl_ratio_long_over_short']:.4f}", "interval": _bounds(s["ppl_ratio_ci"])})
             if s.get("longppl") is not None:
                 view.headline.append({"label": f"LongPPL {model} · {text_id}", "value": f"{s['longppl']:.4g}", "interval": ""})
     return view, arms
@@ -215,9 +219,9 @@ def _compare_view(path: Path, label: str) -> RunView:
     report = json.loads((path / "compare.json").read_text())
     pm = report["primary_metric"]
     view = RunView(label, path, "compare", None, {"command": "compare", "runs": f"A {report['runs']['a']} · B {report['runs']['b']}", "profile": report.get("profile", "")}, compare=report)
-    view.headline.append({"label": "PPL ratio B/A", "value": f"{pm['ratio']:.4f}", "interval": _interval(*pm["display_ci"])})
+    view.headline.append({"label": "PPL ratio B/A", "value": f"{pm['ratio']:.4f}", "interval": _bounds(pm["display_ci"])})
     for name, m in report.get("secondary_metrics", {}).items():
-        view.headline.append({"label": f"{name} B − A", "value": f"{m['difference']:+.4f}", "interval": _interval(*m["ci"])})
+        view.headline.append({"label": f"{name} B − A", "value": f"{m['difference']:+.4f}", "interval": _bounds(m["ci"])})
     return view
 
 

@@ -78,11 +78,11 @@ def position_charts(summary: dict, noise_floor: dict | None = None) -> list[Mark
 
 
 def _kl(cell: dict) -> tuple[float, float, float]:
-    return cell["kl"]["mean"], *cell["kl"]["ci"]
+    return cell["kl"]["mean"], *(cell["kl"]["ci"] or (float("nan"),) * 2)
 
 
 def _same(cell: dict) -> tuple[float, float, float]:
-    return cell["same_top1"]["percent"], *cell["same_top1"]["ci"]
+    return cell["same_top1"]["percent"], *(cell["same_top1"]["ci"] or (float("nan"),) * 2)
 
 
 def diff_payload(records: pd.DataFrame, pieces: dict[int, str], key: np.ndarray | None = None) -> dict:

@@ -61,7 +61,7 @@ def pair_arms(a: Arm, b: Arm) -> ArmPair | None:
             continue
         report = build_report(part, labels, COMPARE_REPLICATES, COMPARE_SEED, False, scores)
         pm = report["primary_metric"]
-        rows.append({"nominal_len": int(length), "windows": len(part.paired), "ratio": pm["ratio"], "lo": pm["display_ci"][0], "hi": pm["display_ci"][1]})
+        rows.append({"nominal_len": int(length), "windows": len(part.paired), "ratio": pm["ratio"], **dict(zip(("lo", "hi"), pm["display_ci"] or (float("nan"),) * 2))})
     return ArmPair(a, b, token_delta(a, b, pairing.paired), overall, pd.DataFrame(rows))
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ctxeval.report.compare import PROFILES
 from ctxeval.modeldiff.noise_floor import floor_line
+from ctxeval.report.compare import PROFILES, interval_text
 
 DIFF_JSON = "diff.json"
 DIFF_MD = "diff.md"
@@ -25,9 +25,12 @@ def gate(summary: dict, profile: str, max_kl: float | None, min_same_top: float 
         min_tokens = limits["min_tokens"] if min_tokens is None else min_tokens
         if overall["windows"] < min_windows or overall["tokens"] < min_tokens:
             failures.append(f"{overall['windows']} windows / {overall['tokens']} tokens compared, below the minimum of {min_windows} / {min_tokens}")
-    if max_kl is not None and overall["kl"]["ci"][1] > max_kl:
+    for flag, limit, metric in (("--max-kl", max_kl, "kl"), ("--min-same-top", min_same_top, "same_top1")):
+        if limit is not None and overall[metric]["ci"] is None:
+            failures.append(f"{flag} {limit:g} cannot be checked: {overall[metric]['reason']}")
+    if max_kl is not None and overall["kl"]["ci"] is not None and overall["kl"]["ci"][1] > max_kl:
         failures.append(f"upper CI bound of the mean KL {overall['kl']['ci'][1]:.6f} exceeds --max-kl {max_kl:g}")
-    if min_same_top is not None and overall["same_top1"]["ci"][0] < min_same_top:
+    if min_same_top is not None and overall["same_top1"]["ci"] is not None and overall["same_top1"]["ci"][0] < min_same_top:
         failures.append(f"lower CI bound of same-top-1 {overall['same_top1']['ci'][0]:.2f} % is below --min-same-top {min_same_top:g} %")
     return failures
 
@@ -67,11 +70,14 @@ def render_markdown(report: dict) -> str:
               f"({overall['resampling_reason']})."]
     if overall["warning"]:
         lines.append(f"Warning: {overall['warning']}.")
-    if overall["interval_method"] == "collapsed":
-        lines.append(f"No interval: {overall['interval_note']} (the bounds shown equal the estimate).")
+    if overall["interval"] == "none":
+        lines.append(f"{overall['interval_note'][0].upper()}{overall['interval_note'][1:]}.")
+    degenerate = [name for name in ("kl", "same_top1", "ppl_ratio", "delta_p") if overall[name]["degenerate"]]
+    if degenerate:
+        lines.append(f"Degenerate ({', '.join(degenerate)}): all window means are equal; the interval is collapsed to the point.")
     if "kl_reverse" in overall:
         rev = overall["kl_reverse"]
-        lines.append(f"Reverse KL(P_cand ‖ P_ref): mean {rev['mean']:.5f} [{rev['ci'][0]:.5f}, {rev['ci'][1]:.5f}], p99 {rev['p99']:.4f}, max {rev['max']:.4f}.")
+        lines.append(f"Reverse KL(P_cand ‖ P_ref): mean {rev['mean']:.5f} {interval_text(rev['ci'], '.5f')}, p99 {rev['p99']:.4f}, max {rev['max']:.4f}.")
     if "noise_floor" in report:
         floor = report["noise_floor"]
         below = " The mean KL is within the noise floor: this difference is numerics, not the model." if overall["kl"]["mean"] <= floor["kl_mean"] else ""
@@ -95,8 +101,8 @@ def _table(cells: list[dict]) -> list[str]:
             continue
         kl, same, ratio = cell["kl"], cell["same_top1"], cell["ppl_ratio"]
         lines.append(
-            f"| {cell['bucket']} | {cell['tokens']} | {kl['mean']:.5f} | [{kl['ci'][0]:.5f}, {kl['ci'][1]:.5f}] | {kl['p50']:.5f} | {kl['p99']:.4f} | "
-            f"{kl['p99_9']:.4f} | {kl['max']:.4f} | {same['percent']:.2f} | [{same['ci'][0]:.2f}, {same['ci'][1]:.2f}] | {ratio['ratio']:.4f} | "
-            f"[{ratio['display_ci'][0]:.4f}, {ratio['display_ci'][1]:.4f}] | {cell['delta_p']['mean']:+.5f} | {cell['topk_overlap']:.3f} |"
+            f"| {cell['bucket']} | {cell['tokens']} | {kl['mean']:.5f} | {interval_text(kl['ci'], '.5f')} | {kl['p50']:.5f} | {kl['p99']:.4f} | "
+            f"{kl['p99_9']:.4f} | {kl['max']:.4f} | {same['percent']:.2f} | {interval_text(same['ci'], '.2f')} | {ratio['ratio']:.4f} | "
+            f"{interval_text(ratio['display_ci'], '.4f')} | {cell['delta_p']['mean']:+.5f} | {cell['topk_overlap']:.3f} |"
         )
     return lines

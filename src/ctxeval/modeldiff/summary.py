@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.errors import UserError
-from ctxeval.report.compare import resampling_unit
-from ctxeval.stats.paired import PairedEstimate, paired_bca
+from ctxeval.report.compare import log_and_display, resampling_unit
+from ctxeval.stats.paired import PairedEstimate, all_equal, paired_bca
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
 FIRST_BUCKET = 512
@@ -102,19 +102,26 @@ def summarize_tokens(records: pd.DataFrame, bootstrap: Bootstrap) -> dict:
         "resampling_units": kl.units,
         "resampling_reason": reason,
         "warning": warning,
-        # one window is "degenerate" to the bootstrap (one difference, all equal); say why
-        "interval_method": "collapsed" if kl.units < 2 else kl.method,
-        "interval_note": "a single resampling unit; no interval can be estimated" if kl.units < 2 else kl.reason,
-        "kl": {"mean": kl.estimate, "ci": [kl.low, kl.high], **percentiles(kl_values), "degenerate": kl.degenerate},
-        "same_top1": {"percent": 100 * same.estimate, "ci": [100 * same.low, 100 * same.high], "degenerate": same.degenerate},
+        # "none" with a single resampling unit (one window, or one document resampled); each
+        # metric's own "interval" may also be "degenerate" (all its window means equal)
+        "interval": "none" if kl.units < 2 else "bca",
+        "interval_note": kl.reason if kl.units < 2 else None,
+        "kl": {"mean": kl.estimate, "ci": kl.bounds, **percentiles(kl_values), **status(kl)},
+        "same_top1": {"percent": 100 * same.estimate, "ci": None if same.bounds is None else [100 * same.low, 100 * same.high], **status(same)},
         "ppl_ratio": ppl_ratio(ratio, records),
-        "delta_p": {"mean": dp.estimate, "ci": [dp.low, dp.high], "rms": float(np.sqrt(np.mean(records["delta_p"].to_numpy() ** 2)))},
+        "delta_p": {"mean": dp.estimate, "ci": dp.bounds, "rms": float(np.sqrt(np.mean(records["delta_p"].to_numpy() ** 2))), **status(dp)},
         "topk_overlap": float(records["topk_overlap"].mean()),
     }
     if records["kl_reverse"].notna().all():
         rev = interval("kl_reverse")
-        out["kl_reverse"] = {"mean": rev.estimate, "ci": [rev.low, rev.high], **percentiles(records["kl_reverse"].to_numpy()), "degenerate": rev.degenerate}
+        out["kl_reverse"] = {"mean": rev.estimate, "ci": rev.bounds, **percentiles(records["kl_reverse"].to_numpy()), **status(rev)}
     return out
+
+
+def status(estimate: PairedEstimate) -> dict:
+    """How an interval came out: "bca", "degenerate" (all window means equal, collapsed to
+    the point) or "none" (no interval, and why)."""
+    return {"interval": estimate.interval, "degenerate": estimate.degenerate, "reason": estimate.reason}
 
 
 def percentiles(values: np.ndarray) -> dict[str, float]:
@@ -126,25 +133,31 @@ def percentiles(values: np.ndarray) -> dict[str, float]:
 
 def ppl_ratio(estimate: PairedEstimate, records: pd.DataFrame) -> dict:
     """Paper 001's primary fields for CAND against REF (ratio > 1: CAND's perplexity is higher)."""
+    ci, display_ci = log_and_display(estimate)
     out = {
         "ratio": math.exp(estimate.estimate),
-        "ci": [estimate.low, estimate.high],
-        "display_ci": [math.exp(estimate.low), math.exp(estimate.high)],
+        "ci": ci,
+        "display_ci": display_ci,
         "delta_log_nll": estimate.estimate,
         "ppl_ref": math.exp(-float(records["ref_logprob"].mean())),
         "ppl_cand": math.exp(-float(records["cand_logprob"].mean())),
-        "degenerate": estimate.degenerate,
+        **status(estimate),
     }
     check_ratio_invariants(out)
     return out
 
 
 def check_ratio_invariants(ratio: dict) -> None:
-    """The paired-evaluation note's runtime contract; a violation is a bug."""
+    """The paired-evaluation note's runtime contract; a violation is a bug. No interval is
+    None, never a zero-width one."""
+    if (ratio["ci"] is None) != (ratio["interval"] == "none") or (ratio["display_ci"] is None) != (ratio["ci"] is None):
+        raise AssertionError("an estimate without an interval must have neither ci nor display_ci")
+    if ratio["ci"] is None:
+        return
     for log_bound, shown in zip(ratio["ci"], ratio["display_ci"]):
         if not math.isclose(math.exp(log_bound), shown, rel_tol=1e-12):
             raise AssertionError("display_ci != exp(ci)")
-    if ratio["degenerate"] and ratio["ci"][0] != ratio["ci"][1]:
+    if ratio["degenerate"] and not (ratio["ci"][0] == ratio["ci"][1] and all_equal([ratio["ci"][0], ratio["delta_log_nll"]])):
         raise AssertionError("degenerate deltas must collapse the interval")
     if not ratio["ci"][0] <= ratio["delta_log_nll"] <= ratio["ci"][1]:
         raise AssertionError("the point estimate lies outside its interval")

@@ -68,7 +68,8 @@ def summarize_text(table: pd.DataFrame, spans: np.ndarray, block: int, replicate
     _, unit_index = np.unique(units, return_inverse=True)
     unit_tokens = np.bincount(unit_index).astype(np.float64)
     unit_gain = np.bincount(unit_index, weights=gain) / unit_tokens
-    ci = paired_bca(unit_gain, unit_tokens, replicates=replicates, seed=seed)
+    ci = paired_bca(unit_gain, unit_tokens, replicates=replicates, seed=seed, unit=f"block of {block} targets")
+    bounds = ci.bounds
     quantiles = np.quantile(gain[distant], GAIN_QUANTILES) if distant.any() else [math.nan] * len(GAIN_QUANTILES)
     return {
         "n_tokens": int(len(table)),
@@ -78,10 +79,11 @@ def summarize_text(table: pd.DataFrame, spans: np.ndarray, block: int, replicate
         "bpb_long": float(-long_lp.sum() / math.log(2) / n_bytes),
         "bpb_short": float(-short_lp.sum() / math.log(2) / n_bytes),
         "mean_gain": float(gain.mean()),
-        "mean_gain_ci": [ci.low, ci.high],
+        "mean_gain_ci": bounds,
         "ppl_ratio_long_over_short": math.exp(-ci.estimate),
-        "ppl_ratio_ci": [math.exp(-ci.high), math.exp(-ci.low)],
-        "ci": asdict(ci) | {"unit": f"blocks of {block} targets"},
+        "ppl_ratio_ci": None if bounds is None else [math.exp(-bounds[1]), math.exp(-bounds[0])],
+        # no interval: low/high null (JSON has no NaN)
+        "ci": asdict(ci) | {"unit": f"blocks of {block} targets"} | ({"low": None, "high": None} if bounds is None else {}),
         "mean_gain_distant": float(gain[distant].mean()) if distant.any() else None,
         "share_gain_positive_distant": float((gain[distant] > 0).mean()) if distant.any() else None,
         "gain_quantiles_distant": {f"p{round(q * 100)}": _finite(v) for q, v in zip(GAIN_QUANTILES, quantiles)},

@@ -16,6 +16,7 @@ from ctxeval.pipeline.manifest import Manifest  # noqa: E402
 from ctxeval.probes.context_gain import gain_by_distance, gain_table, key_spans, summarize_text  # noqa: E402
 from ctxeval.pipeline.records import read_records  # noqa: E402
 from ctxeval.report.outputs import json_rows  # noqa: E402
+from ctxeval.report.compare import interval_text  # noqa: E402
 
 SUMMARY_JSON = "summary.json"
 DISTANCE_CSV = "gain_by_distance.csv"
@@ -104,8 +105,10 @@ def render_markdown(summary: dict, by_distance: pd.DataFrame) -> str:
     ]
     for text_id, entry in summary["texts"].items():
         for model, s in entry["by_model"].items():
-            lo, hi = s["ppl_ratio_ci"]
-            interval = f"no interval: {s['ci']['reason']}" if s["ci"]["reason"] else f"[{lo:.4f}, {hi:.4f}]"
+            # "no interval (one block of N targets): ...", never a zero-width interval
+            interval = s["ci"]["reason"] if s["ppl_ratio_ci"] is None else interval_text(s["ppl_ratio_ci"], ".4f")
+            if s["ci"]["degenerate"]:
+                interval += f" (degenerate: {s['ci']['reason']})"
             lines.append(
                 f"| {text_id} | {model} | {s['n_tokens']} | {s['ppl_long']:.3f} | {s['ppl_short']:.3f} | "
                 f"{s['ppl_ratio_long_over_short']:.4f} {interval} | {s['mean_gain']:+.4f} | "

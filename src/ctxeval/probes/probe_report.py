@@ -148,7 +148,7 @@ def _gain_rows(run_dir: Path) -> pd.DataFrame:
         for model, s in entry["by_model"].items():
             rows.append({"run": str(run_dir), "model": model, "text_id": text_id, "window": summary["window"], "short": summary["short"],
                          "n": s["n_tokens"], "ppl_long": s["ppl_long"], "ppl_short": s["ppl_short"], "mean_gain": s["mean_gain"],
-                         "gain_ci_low": s["mean_gain_ci"][0], "gain_ci_high": s["mean_gain_ci"][1],
+                         **dict(zip(("gain_ci_low", "gain_ci_high"), s["mean_gain_ci"] or (None, None))),
                          "key_fraction": s["key_fraction"], "longppl": s["longppl"], "evaluator": summary["key_tokens"]["evaluator"]})
     return pd.DataFrame(rows)
 

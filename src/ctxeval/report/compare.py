@@ -15,13 +15,13 @@ from ctxeval.errors import UserError
 from ctxeval.pipeline.manifest import Manifest
 from ctxeval.pairing import KEY, Pairing
 from ctxeval.report.summary import window_metrics
-from ctxeval.stats.paired import paired_bca, weighted_mean
+from ctxeval.stats.paired import PairedEstimate, all_equal, paired_bca, weighted_mean
 
 PROFILES = {"dev": None, "ci": {"min_windows": 20, "min_tokens": 2000}, "release": {"min_windows": 100, "min_tokens": 20000}}
 
 # From bench/bench_compare_coverage.py's grid (documents x windows per document x document
 # effect; docs/design.md): from MIN_CLUSTERS documents on, the cluster bootstrap's worst-case
-# coverage beats the window bootstrap's (with 2 documents: 36 % against 55 %), so compare
+# coverage beats the window bootstrap's (with 2 documents: 49 % against 55 %), so compare
 # resamples documents by default; below RELIABLE_CLUSTERS documents its coverage fell under 85 %
 # in some cell, and the report says so.
 MIN_CLUSTERS = 3
@@ -133,6 +133,7 @@ def build_report(
     delta = p["loss_b"].to_numpy() - p["loss_a"].to_numpy()
     clusters = p["text_sha256"].to_numpy() if by_text else None
     primary = paired_bca(delta, tokens, replicates, seed, clusters=clusters, resample=resample)
+    ci, display_ci = log_and_display(primary)
     halves = _halves(p["position_a"].to_numpy(), pairing.n_a)
     report = {
         "runs": {"a": runs[0], "b": runs[1]},
@@ -140,8 +141,9 @@ def build_report(
             "kind": "ppl_ratio",
             "definition": "exp(sum_i t_i (loss_i(B) - loss_i(A)) / sum_i t_i), loss = mean per-token NLL of window i, t_i = its tokens",
             "ratio": math.exp(primary.estimate),
-            "ci": [primary.low, primary.high],
-            "display_ci": [math.exp(primary.low), math.exp(primary.high)],
+            "ci": ci,
+            "display_ci": display_ci,
+            "interval": primary.interval,
             "delta_log_nll": primary.estimate,
             "preview": math.exp(weighted_mean(p["loss_a"].to_numpy(), tokens)),
             "final": math.exp(weighted_mean(p["loss_b"].to_numpy(), tokens)),
@@ -171,6 +173,7 @@ def build_report(
                         "mean": float(np.mean(delta)),
                         "std": float(delta.std(ddof=1)) if len(delta) > 1 else 0.0,
                         "degenerate": bool(primary.degenerate),
+                        "interval": primary.interval,
                         "reason": primary.reason,
                     },
                     "bootstrap": {
@@ -225,37 +228,54 @@ def _halves(position_a: np.ndarray, n_a: int) -> dict[str, np.ndarray]:
     return {"first_half": first, "second_half": ~first}
 
 
+def log_and_display(est: PairedEstimate) -> tuple[list[float] | None, list[float] | None]:
+    """The interval on the log scale and exponentiated; None for both when there is none."""
+    bounds = est.bounds
+    return bounds, None if bounds is None else [math.exp(bounds[0]), math.exp(bounds[1])]
+
+
+def interval_text(bounds: list[float] | None, fmt: str) -> str:
+    """'[low, high]' in `fmt`, or 'no interval' (never a zero-width interval for a missing one)."""
+    return "no interval" if bounds is None else f"[{bounds[0]:{fmt}}, {bounds[1]:{fmt}}]"
+
+
 def _half(delta: np.ndarray, tokens: np.ndarray, replicates: int, seed: int, clusters, resample: str) -> dict | None:
     if len(delta) == 0:
         return None
     if clusters is not None and len(np.unique(clusters)) < MIN_CLUSTERS:
         clusters = None  # the half holds too few documents to resample them
     est = paired_bca(delta, tokens, replicates, seed, clusters=clusters, resample=resample)
-    return {"ratio": math.exp(est.estimate), "ci": [est.low, est.high], "display_ci": [math.exp(est.low), math.exp(est.high)], "windows": len(delta), "degenerate": est.degenerate}
+    ci, display_ci = log_and_display(est)
+    return {"ratio": math.exp(est.estimate), "ci": ci, "display_ci": display_ci, "windows": len(delta), "interval": est.interval, "degenerate": est.degenerate, "reason": est.reason}
 
 
 def _difference(delta: np.ndarray, tokens: np.ndarray, replicates: int, seed: int, clusters, resample: str) -> dict:
     est = paired_bca(delta, tokens, replicates, seed, clusters=clusters, resample=resample)
-    return {"difference": est.estimate, "ci": [est.low, est.high], "degenerate": est.degenerate, "definition": "token-weighted mean score of B minus that of A"}
+    return {"difference": est.estimate, "ci": est.bounds, "interval": est.interval, "degenerate": est.degenerate, "reason": est.reason,
+            "definition": "token-weighted mean score of B minus that of A"}
 
 
 def check_invariants(report: dict, delta: np.ndarray) -> list[str]:
     """The runtime contract of the paired-evaluation note. Returns the data's violations
     (pairing below 1.0, overlapping windows), in every profile; raises AssertionError on a
     violation only a bug can cause (display_ci != exp(ci), a degenerate interval not collapsed
-    to [mean, mean], the estimate outside its interval)."""
+    to [mean, mean], the estimate outside its interval, a zero-width interval for none).
+    "Equal" is within float rounding: the token-weighted mean of 0.7 may be 0.6999999999999998."""
     pm = report["primary_metric"]
-    for log_bound, shown in zip(pm["ci"], pm["display_ci"]):
-        if not math.isclose(math.exp(log_bound), shown, rel_tol=1e-12):
-            raise AssertionError("display_ci != exp(ci)")
     stats = report["dataset"]["windows"]["stats"]
     summary = stats["paired_delta_summary"]
-    if summary["degenerate"] != bool(np.ptp(delta) == 0.0):
+    if summary["degenerate"] != (len(delta) > 1 and all_equal(delta)):
         raise AssertionError("degenerate must mean that all paired differences are equal")
-    if summary["degenerate"] and pm["ci"] != [summary["mean"], summary["mean"]]:
-        raise AssertionError("degenerate deltas must collapse the interval to [mean, mean]")
-    if not pm["ci"][0] <= pm["delta_log_nll"] <= pm["ci"][1]:
-        raise AssertionError("the point estimate lies outside its interval")
+    if (pm["ci"] is None) != (pm["interval"] == "none") or (pm["display_ci"] is None) != (pm["ci"] is None):
+        raise AssertionError("an estimate without an interval must have neither ci nor display_ci")
+    if pm["ci"] is not None:
+        for log_bound, shown in zip(pm["ci"], pm["display_ci"]):
+            if not math.isclose(math.exp(log_bound), shown, rel_tol=1e-12):
+                raise AssertionError("display_ci != exp(ci)")
+        if summary["degenerate"] and not (pm["ci"] == [pm["delta_log_nll"]] * 2 and all_equal([pm["delta_log_nll"], summary["mean"]])):
+            raise AssertionError("degenerate deltas must collapse the interval to [mean, mean]")
+        if not pm["ci"][0] <= pm["delta_log_nll"] <= pm["ci"][1]:
+            raise AssertionError("the point estimate lies outside its interval")
     violations = []
     if stats["window_match_fraction"] != 1.0:
         violations.append(f"window_match_fraction is {stats['window_match_fraction']:.4f}, not 1.0 ({stats['paired_windows']} of {stats['windows_a']} / {stats['windows_b']} windows paired)")
@@ -287,7 +307,9 @@ def gate(report: dict, profile: str, max_ratio: float | None) -> list[str]:
         for arm, cov in (("preview (A)", preview), ("final (B)", final)):
             if not cov["minima_met"]:
                 failures.append(f"{arm}: {cov['compared_windows']} windows / {cov['compared_tokens']} tokens compared, below the minimum of {cov['min_windows']} / {cov['min_tokens']}")
-    if max_ratio is not None and report["primary_metric"]["display_ci"][1] > max_ratio:
+    if max_ratio is not None and report["primary_metric"]["display_ci"] is None:
+        failures.append(f"--max-ratio {max_ratio:g} cannot be checked: {report['dataset']['windows']['stats']['paired_delta_summary']['reason']}")
+    elif max_ratio is not None and report["primary_metric"]["display_ci"][1] > max_ratio:
         failures.append(f"upper CI bound of the perplexity ratio {report['primary_metric']['display_ci'][1]:.4f} exceeds --max-ratio {max_ratio:g}")
     return failures
 
@@ -313,8 +335,8 @@ def render_markdown(report: dict) -> str:
         f"A: `{report['runs']['a']}`  ",
         f"B: `{report['runs']['b']}`",
         "",
-        f"**Perplexity ratio B/A = {pm['ratio']:.4f}**, {100 * bs['confidence']:.0f} % CI [{pm['display_ci'][0]:.4f}, {pm['display_ci'][1]:.4f}] "
-        f"(PPL A {pm['preview']:.3f}, B {pm['final']:.3f}; Δ log-NLL {pm['delta_log_nll']:+.5f}, CI [{pm['ci'][0]:+.5f}, {pm['ci'][1]:+.5f}])",
+        f"**Perplexity ratio B/A = {pm['ratio']:.4f}**, {100 * bs['confidence']:.0f} % CI {interval_text(pm['display_ci'], '.4f')} "
+        f"(PPL A {pm['preview']:.3f}, B {pm['final']:.3f}; Δ log-NLL {pm['delta_log_nll']:+.5f}, CI {interval_text(pm['ci'], '+.5f')})",
         "",
         "| arm | run windows | run tokens | compared windows | compared tokens | PPL | minima (windows / tokens) |",
         "|---|---:|---:|---:|---:|---:|---|",
@@ -326,10 +348,10 @@ def render_markdown(report: dict) -> str:
     lines += ["", "| drift: half of A's run order | windows | ratio B/A | CI |", "|---|---:|---:|---|"]
     for name, h in pm["drift"].items():
         if h:
-            lines.append(f"| {name.replace('_', ' ')} | {h['windows']} | {h['ratio']:.4f} | [{h['display_ci'][0]:.4f}, {h['display_ci'][1]:.4f}] |")
+            lines.append(f"| {name.replace('_', ' ')} | {h['windows']} | {h['ratio']:.4f} | {interval_text(h['display_ci'], '.4f')} |")
     lines += ["", "| rank score | B − A | CI |", "|---|---:|---|"]
     for name, m in report["secondary_metrics"].items():
-        lines.append(f"| {name} | {m['difference']:+.4f} | [{m['ci'][0]:+.4f}, {m['ci'][1]:+.4f}] |")
+        lines.append(f"| {name} | {m['difference']:+.4f} | {interval_text(m['ci'], '+.4f')} |")
     lines += [
         "",
         f"Pairing: {st['paired_documents']} documents paired (A {st['documents_a']}, B {st['documents_b']}); "
@@ -350,6 +372,6 @@ def render_markdown(report: dict) -> str:
         ids = ", ".join(f"{_label(w)} (NaN in {w['nan_in']})" for w in excluded["windows"])
         lines.append(f"Excluded: {excluded['count']} paired windows whose {excluded['reason']}: {ids}.")
     if st["paired_delta_summary"]["reason"]:
-        label = "Degenerate" if st["paired_delta_summary"]["degenerate"] else "No interval"
-        lines.append(f"{label}: {st['paired_delta_summary']['reason']}.")
+        label = "Degenerate: " if st["paired_delta_summary"]["degenerate"] else ""
+        lines.append(f"{label}{st['paired_delta_summary']['reason']}.")
     return "\n".join(lines) + "\n"

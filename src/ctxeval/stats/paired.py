@@ -11,29 +11,48 @@ spread; both have theta as their expectation:
   the plain mean of the drawn units' d (paper 001's "resampled with weights proportional to
   t_i").
 
+A replicate is a function of the draw's multiplicities c_i only: sums are taken as
+sum_i c_i * x_i in unit order, and theta is the same function at c_i = 1. So a replicate that
+draws every unit once equals theta to the last bit, whatever order it drew them in; summing
+in draw order (or theta over windows, replicates over documents) would put it one rounding
+step beside theta, and with 2-3 units, where such replicates are common, that moves the bias
+correction z0 from 0 to about +-0.7.
+
 `bench/bench_compare_coverage.py` measures the coverage of both. The bias correction z0 is the
 mid-rank of theta among the replicates; the acceleration comes from the jackknife of the ratio
 of sums ("windows") or from the influence values of the token-weighted distribution
 ("tokens"), as in Efron & Tibshirani 14.3/15.4 (`scipy.stats.bootstrap(method="BCa")`).
-All-equal differences are degenerate (paper 001): the interval collapses to [d, d].
+
+Three outcomes, in `PairedEstimate.interval`:
+- "bca": the interval;
+- "degenerate" (paper 001): all paired differences are equal (within float rounding), and
+  the interval is collapsed to the point [theta, theta];
+- "none": fewer than two resampling units (one window, one document): there is nothing to
+  resample, so there is no interval (bounds NaN), never a zero-width one.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtr, ndtri
 
 RESAMPLE_SCHEMES = ("windows", "tokens")
+INTERVALS = ("bca", "degenerate", "none")
+# relative tolerance of "equal within float rounding" (differences, and a bound against theta)
+ROUNDING = 1e-12
 
 
 @dataclass(frozen=True)
 class PairedEstimate:
     """A paired estimate with its interval and the bootstrap facts that produced it.
 
-    `degenerate` is paper 001's flag (all paired differences equal); `reason` says why the
-    interval was collapsed to the point, for that or any other cause (a single resampling unit)."""
+    `interval` is "bca", "degenerate" or "none" (see the module docstring); `degenerate` is
+    paper 001's flag (interval == "degenerate"); `reason` says why there is no BCa interval.
+    With "none", `low` and `high` are NaN."""
 
     estimate: float
     low: float
@@ -41,19 +60,47 @@ class PairedEstimate:
     confidence: float
     replicates: int
     seed: int
-    method: str  # "BCa", "BCa-cluster", "degenerate" or "collapsed"
+    method: str  # "BCa" or "BCa-cluster": the bootstrap that was (or would have been) run
     resample: str  # "windows" or "tokens"
     units: int  # resampling units: windows, or clusters
     z0: float | None
     acceleration: float | None
+    interval: str  # "bca", "degenerate" or "none"
     degenerate: bool
     reason: str | None
+
+    @property
+    def bounds(self) -> list[float] | None:
+        """[low, high], or None when there is no interval."""
+        return None if self.interval == "none" else [self.low, self.high]
+
+
+def all_equal(values: np.ndarray) -> bool:
+    """Whether all values are equal within float rounding, relative to their magnitude (a
+    difference computed as 0.7 in one window and 0.7000000000000001 in another is equal)."""
+    values = np.asarray(values, dtype=np.float64)
+    return bool(np.ptp(values) <= ROUNDING * max(1.0, float(np.max(np.abs(values)))))
 
 
 def weighted_mean(delta: np.ndarray, tokens: np.ndarray) -> float:
     """sum(t * d) / sum(t): the token-weighted mean difference."""
     delta, tokens = np.asarray(delta, dtype=np.float64), np.asarray(tokens, dtype=np.float64)
     return float((tokens * delta).sum() / tokens.sum())
+
+
+def bca_levels(z0: float, accel: float, confidence: float) -> tuple[float, float]:
+    """Percentile levels (in [0, 1]) of the BCa bounds: Phi(z0 + w / (1 - a w)), w = z0 + z.
+
+    The map w -> w / (1 - a w) rises to a pole at w = 1/a; past it the formula wraps round to
+    the other tail (a lower bound's level would land above the upper's). The monotone
+    continuation past the pole is the tail the pole runs to: level 1 for w > 0, 0 for w < 0."""
+    alpha = (1.0 - confidence) / 2.0
+    levels = []
+    for z in (ndtri(alpha), ndtri(1.0 - alpha)):
+        w = z0 + z
+        denom = 1.0 - accel * w
+        levels.append(float(ndtr(z0 + w / denom)) if denom > 0 else (1.0 if w > 0 else 0.0))
+    return levels[0], levels[1]
 
 
 def paired_bca(
@@ -64,11 +111,13 @@ def paired_bca(
     confidence: float = 0.95,
     clusters: np.ndarray | None = None,
     resample: str = "windows",
+    unit: str | None = None,
 ) -> PairedEstimate:
     """BCa interval of the token-weighted mean of `delta`.
 
     `clusters` (one label per window) switches to a cluster bootstrap: whole clusters are the
-    resampling units. `resample` picks the scheme (see the module docstring)."""
+    resampling units. `resample` picks the scheme (see the module docstring). `unit` names a
+    resampling unit in the reason of "none" (default "window", or "document" with clusters)."""
     delta = np.asarray(delta, dtype=np.float64)
     tokens = np.asarray(tokens, dtype=np.float64)
     if delta.ndim != 1 or delta.shape != tokens.shape:
@@ -84,25 +133,26 @@ def paired_bca(
     # per-unit sums: a unit is a window, or a cluster of windows
     if clusters is None:
         num, den = tokens * delta, tokens
-        method = "BCa"
+        method, unit = "BCa", unit or "window"
     else:
         _, index = np.unique(np.asarray(clusters), return_inverse=True)
         num = np.bincount(index, weights=tokens * delta)
         den = np.bincount(index, weights=tokens)
-        method = "BCa-cluster"
+        method, unit = "BCa-cluster", unit or "document"
     n_units = len(num)
+    theta = float(_ratio(np.ones((1, n_units)), num, den)[0])
 
-    def collapsed(theta: float, method: str, reason: str, degenerate: bool = False, accel: float | None = None) -> PairedEstimate:
+    def without(interval: str, reason: str, z0: float | None = None, accel: float | None = None) -> PairedEstimate:
+        bound = theta if interval == "degenerate" else math.nan
         return PairedEstimate(
-            estimate=theta, low=theta, high=theta, confidence=confidence, replicates=replicates, seed=seed, method=method,
-            resample=resample, units=n_units, z0=None, acceleration=accel, degenerate=degenerate, reason=reason,
+            estimate=theta, low=bound, high=bound, confidence=confidence, replicates=replicates, seed=seed, method=method,
+            resample=resample, units=n_units, z0=z0, acceleration=accel, interval=interval, degenerate=interval == "degenerate", reason=reason,
         )
 
-    if np.ptp(delta) == 0.0:
-        return collapsed(float(delta[0]), "degenerate", "all paired differences are equal; the interval is collapsed to the point", degenerate=True)
-    theta = weighted_mean(delta, tokens)
+    if len(delta) > 1 and all_equal(delta):
+        return without("degenerate", "all paired differences are equal; the interval is collapsed to the point")
     if n_units < 2:
-        return collapsed(theta, "collapsed", "a single resampling unit; no interval can be estimated")
+        return without("none", f"no interval (one {unit}): a single resampling unit has no spread to resample")
     if resample == "windows":
         boot = ratio_replicates(num, den, replicates, seed)
         # acceleration: jackknife of the same ratio-of-sums statistic
@@ -115,46 +165,65 @@ def paired_bca(
         boot = token_replicates(means, weights, replicates, seed)
         # acceleration: skewness of the influence values u_i = d_i - theta under the
         # distribution with masses p_i, for a mean of n draws (equals the jackknife formula
-        # above when every p_i = 1/n)
+        # above when every p_i = 1/n); unbounded when a low-weight unit has an extreme d,
+        # which is where bca_levels' pole matters
         u = means - theta
         denom = np.sqrt(n_units) * np.sum(weights * u**2) ** 1.5
         accel = float(np.sum(weights * u**3) / (6.0 * denom)) if denom > 0 else 0.0
     # bias correction: mid-rank of theta among the replicates
     z0 = float(ndtri((np.sum(boot < theta) + np.sum(boot <= theta)) / (2.0 * replicates)))
-    if not np.isfinite(z0):
-        return collapsed(theta, "collapsed", "every bootstrap replicate fell on one side of the estimate", accel=accel)
-    alpha = (1.0 - confidence) / 2.0
-    levels = []
-    for z in (ndtri(alpha), ndtri(1.0 - alpha)):
-        levels.append(float(ndtr(z0 + (z0 + z) / (1.0 - accel * (z0 + z)))))
-    low, high = np.percentile(boot, [100.0 * levels[0], 100.0 * levels[1]])
+    # |z0| >= z_(1-alpha/2): more than 1 - alpha/2 of the replicates lie on one side of theta
+    # (an atom of replicates that almost never draw a low-weight unit), and every BCa level then
+    # lies on that side too, so the "interval" would exclude its own estimate
+    edge = float(ndtri(1.0 - (1.0 - confidence) / 2.0))
+    if not abs(z0) < edge:
+        share = max(np.mean(boot < theta), np.mean(boot > theta))
+        return without("none", f"no interval: {100 * share:.1f} % of the bootstrap replicates fell on one side of the estimate, "
+                               f"more than a {100 * confidence:g} % BCa interval can correct for (too few or too unequal resampling units)", z0=z0, accel=accel)
+    low, high = (float(b) for b in np.percentile(boot, [100.0 * level for level in bca_levels(z0, accel, confidence)]))
+    # a bound beside theta by float rounding only is theta
+    tolerance = ROUNDING * max(1.0, abs(theta))
+    low = theta if theta < low <= theta + tolerance else low
+    high = theta if theta - tolerance <= high < theta else high
     return PairedEstimate(
-        estimate=theta, low=float(low), high=float(high), confidence=confidence, replicates=replicates, seed=seed, method=method,
-        resample=resample, units=n_units, z0=z0, acceleration=accel, degenerate=False, reason=None,
+        estimate=theta, low=low, high=high, confidence=confidence, replicates=replicates, seed=seed, method=method,
+        resample=resample, units=n_units, z0=z0, acceleration=accel, interval="bca", degenerate=False, reason=None,
     )
 
 
 def ratio_replicates(num: np.ndarray, den: np.ndarray, replicates: int, seed: int) -> np.ndarray:
     """Bootstrap replicates of sum(num) / sum(den) over units drawn uniformly with replacement."""
+    num, den = np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64)
     return _replicates(len(num), replicates, seed, lambda rng, shape: rng.integers(0, len(num), size=shape),
-                       lambda idx: num[idx].sum(axis=1) / den[idx].sum(axis=1))
+                       lambda counts: _ratio(counts, num, den))
 
 
 def token_replicates(means: np.ndarray, weights: np.ndarray, replicates: int, seed: int) -> np.ndarray:
     """Bootstrap replicates of the plain mean of `means` over n units drawn with replacement
     with probabilities `weights` (summing to 1). Each replicate row is one
     `Generator.choice(n, n, p=weights)` call's worth of draws."""
-    return _replicates(len(means), replicates, seed, lambda rng, shape: rng.choice(len(means), size=shape, p=weights),
-                       lambda idx: means[idx].mean(axis=1))
+    means = np.asarray(means, dtype=np.float64)
+    n = len(means)
+    return _replicates(n, replicates, seed, lambda rng, shape: rng.choice(n, size=shape, p=weights),
+                       lambda counts: (counts * means).sum(axis=1) / n)
 
 
-def _replicates(n_units: int, replicates: int, seed: int, draw, statistic) -> np.ndarray:
-    """`statistic` of each row of unit indices `draw` gives; the index matrix is drawn in batches
-    of about 2M entries so memory stays bounded (the same draws as one call per batch)."""
+def _ratio(counts: np.ndarray, num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """sum_i c_i num_i / sum_i c_i den_i per row of multiplicities, summed in unit order."""
+    return (counts * num).sum(axis=1) / (counts * den).sum(axis=1)
+
+
+def _replicates(n_units: int, replicates: int, seed: int, draw: Callable, statistic: Callable) -> np.ndarray:
+    """`statistic` of each row of multiplicities (how often each unit was drawn) of the unit
+    indices `draw` gives; the index matrix is drawn in batches of about 2M entries so memory
+    stays bounded (the same draws as one call per batch)."""
     rng = np.random.default_rng(seed)
     boot = np.empty(replicates)
     batch = max(1, 2_000_000 // n_units)
     for lo in range(0, replicates, batch):
         hi = min(lo + batch, replicates)
-        boot[lo:hi] = statistic(draw(rng, (hi - lo, n_units)))
+        idx = draw(rng, (hi - lo, n_units))
+        rows = np.arange(hi - lo)[:, None] * n_units
+        counts = np.bincount((idx + rows).ravel(), minlength=(hi - lo) * n_units).reshape(hi - lo, n_units)
+        boot[lo:hi] = statistic(counts.astype(np.float64))
     return boot
