@@ -22,8 +22,6 @@ from typing import Any
 
 # CPU flags (as /proc/cpuinfo spells them) that pick kernels in llama.cpp and PyTorch
 KERNEL_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "avx512vbmi", "amx_tile", "amx_int8", "amx_bf16")
-# fields a difference in which is only a label, not arithmetic
-_NOT_ARITHMETIC = ("notes",)
 
 
 @dataclass(frozen=True)
@@ -96,7 +94,7 @@ def instruction_set(path: NumericPath) -> str | None:
 
 def differences(a: NumericPath, b: NumericPath) -> list[str]:
     """Names of the fields in which two numeric paths differ (empty: the same path)."""
-    return [f.name for f in fields(NumericPath) if f.name not in _NOT_ARITHMETIC and getattr(a, f.name) != getattr(b, f.name)]
+    return [f.name for f in fields(NumericPath) if getattr(a, f.name) != getattr(b, f.name)]
 
 
 def numeric_path(description: dict[str, Any], executor: str = "local", threads_per_worker: int | None = None) -> NumericPath:

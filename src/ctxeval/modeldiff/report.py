@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ctxeval.report.compare import PROFILES
+from ctxeval.report.numerics import markdown_lines
 
 DIFF_JSON = "diff.json"
 DIFF_MD = "diff.md"
@@ -76,6 +77,7 @@ def render_markdown(report: dict) -> str:
         lines.append(f"Gates ({gates['profile']}) failed: " + "; ".join(gates["failures"]) + ".")
     elif gates["profile"] != "dev" or gates["max_kl"] is not None or gates["min_same_top"] is not None:
         lines.append(f"Gates ({gates['profile']}) passed.")
+    lines += markdown_lines(report.get("numerics"))
     return "\n".join(lines) + "\n"
 
 
