@@ -100,7 +100,8 @@ def pair_numerics(a: tuple[NumericPath | None, Fingerprint | None], b: tuple[Num
 
 def compare_numerics(manifest_a: Manifest, model_a: str, manifest_b: Manifest, model_b: str) -> dict[str, Any]:
     """`pair_numerics` of the models two runs' arms compare (A and B)."""
-    return pair_numerics(arm(manifest_a, manifest_a.model_names.index(model_a)), arm(manifest_b, manifest_b.model_names.index(model_b)), ("A", "B"))
+    return pair_numerics((manifest_a.numeric_path(model_a), manifest_a.fingerprint(model_a)),
+                         (manifest_b.numeric_path(model_b), manifest_b.fingerprint(model_b)), ("A", "B"))
 
 
 def markdown_lines(numerics: dict[str, Any] | None) -> list[str]:
