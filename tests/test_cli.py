@@ -186,7 +186,11 @@ def test_interrupted_run_resumes_to_identical_results(tmp_path):
     sa = json.loads((tmp_path / "killed" / "summary.json").read_text())
     sb = json.loads((tmp_path / "clean" / "summary.json").read_text())
     assert sa == sb
-    assert json.loads((tmp_path / "killed" / "manifest.json").read_text())["timing"]["resumed"] is True
+    killed_manifest = json.loads((tmp_path / "killed" / "manifest.json").read_text())
+    assert killed_manifest["timing"]["resumed"] is True
+    # the fingerprint of the resumed run equals the uninterrupted one's (records hashed in plan order)
+    clean_manifest = json.loads((tmp_path / "clean" / "manifest.json").read_text())
+    assert killed_manifest["fingerprints"] == clean_manifest["fingerprints"] and killed_manifest["fingerprints"][0]["tokens"] == len(a)
 
 
 @pytest.mark.model

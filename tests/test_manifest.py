@@ -33,7 +33,7 @@ def test_round_trip_through_disk_keeps_every_field(tmp_path):
     m = _manifest(status="incomplete", failed_passes=[{"pass_index": 3}], api_usage={"m1": {"requests": np.int64(2)}}, timing={"resumed": True})
     write_manifest(tmp_path, m)
     back = read_manifest(tmp_path)
-    assert back.version == MANIFEST_VERSION == 2
+    assert back.version == MANIFEST_VERSION == 3
     assert back.status == "incomplete" and back.failed_passes == [{"pass_index": 3}]
     assert back.api_usage == {"m1": {"requests": 2}} and back.timing == {"resumed": True}
     assert back == Manifest.from_json(json.loads((tmp_path / MANIFEST_FILE).read_text()))
@@ -44,7 +44,7 @@ def test_started_is_written_as_running_and_unset_fields_are_left_out(tmp_path):
     write_manifest(tmp_path, _manifest())
     on_disk = json.loads((tmp_path / MANIFEST_FILE).read_text())
     assert on_disk["status"] == "running"  # as every earlier version wrote it
-    assert on_disk["version"] == 2 and on_disk["command"] == "score"
+    assert on_disk["version"] == 3 and on_disk["command"] == "score"
     assert "timing" not in on_disk and "failed_passes" not in on_disk and "extra" not in on_disk
     assert read_manifest(tmp_path).status == "started"
 
@@ -127,3 +127,30 @@ def test_the_tables_a_result_carries_are_the_tables_written(tmp_path):
     result = api.summary(run, write=True)
     assert result.tables and (run / "tables.md").read_text() == result.tables
     assert result.files()["tables"] == run / "tables.md" and result.files()["records"].is_file()
+
+
+def test_version_3_keeps_typed_numeric_paths_and_fingerprints(tmp_path):
+    from ctxeval.backends.numeric_path import NumericPath
+    from ctxeval.pipeline.fingerprint import Fingerprint
+
+    paths = [NumericPath("llamacpp", {"llama-cpp-python": "0.3.36"}, "cpu", "AMD EPYC", ("avx2",), ("AVX2",), None, "Q4_K_M", 512, False, "f16", 2),
+             NumericPath("openai", device="remote", processor="http://h/v1", model="m2")]
+    prints = [Fingerprint("m1", 3, "ab" * 32, {"t": "cd" * 32}), Fingerprint("m2", 3, "ef" * 32, {"t": "ef" * 32})]
+    write_manifest(tmp_path, _manifest(numeric_paths=paths, fingerprints=prints))
+    on_disk = json.loads((tmp_path / MANIFEST_FILE).read_text())
+    assert on_disk["numeric_paths"][0]["cpu_flags"] == ["avx2"] and on_disk["fingerprints"][1]["sha256"] == "ef" * 32
+    back = read_manifest(tmp_path)
+    assert back.numeric_paths == paths and back.fingerprints == prints
+    assert back.numeric_path("m2") == paths[1] and back.fingerprint("m1") == prints[0] and back.fingerprint("m3") is None
+
+
+def test_a_version_2_manifest_reads_without_numeric_paths_or_fingerprints():
+    m = Manifest.from_json({"version": 2, "command": "score", "run_id": "r", "config": {}, "models": [{"name": "m"}]})
+    assert m.version == 2 and m.numeric_paths is None and m.fingerprints is None and m.numeric_path("m") is None
+
+
+def test_a_manifest_of_a_later_version_is_refused_in_one_line_naming_it(tmp_path):
+    (tmp_path / MANIFEST_FILE).write_text(json.dumps({"version": MANIFEST_VERSION + 1, "command": "score", "run_id": "r", "config": {}, "models": []}))
+    with pytest.raises(UserError, match=f"manifest version {MANIFEST_VERSION + 1} is newer than this ctxeval reads") as err:
+        read_manifest(tmp_path)
+    assert "\n" not in str(err.value)

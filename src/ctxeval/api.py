@@ -34,6 +34,7 @@ from ctxeval.qa import commands as qa_commands
 from ctxeval.qa.methods import parse_methods
 from ctxeval.explorer import DEFAULT_TOP_K_SHOWN, write_report as write_html_report
 from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, resolve_minima, window_table, write_report
+from ctxeval.report.numerics import compare_numerics, run_markdown
 from ctxeval.report.outputs import RunResult, compute, load_run, write_outputs
 from ctxeval.server.settings import server_settings
 from ctxeval.report.summary import window_metrics
@@ -345,7 +346,7 @@ def summary(run_dir: str | Path, *, metrics: MetricConfig | None = None, write: 
     _check_metrics(metrics)
     result = write_outputs(Path(run_dir), manifest, metrics) if write else compute(Path(run_dir), manifest, records, metrics)
     if thesis:
-        result.tables = markdown_tables(result.summary, metrics, result.approx_vs_exact, thesis=True)
+        result.tables = markdown_tables(result.summary, metrics, result.approx_vs_exact, thesis=True) + "\n" + run_markdown(manifest)
     return result
 
 
@@ -405,6 +406,7 @@ def compare(
     minima = resolve_minima(profile, min_windows, min_tokens)
     report = build_report(pairing, (str(run_a), str(run_b)), replicates, seed, cluster_by_text, scores, nan_windows, resample, minima)
     report["profile"] = profile
+    report["numerics"] = compare_numerics(manifest_a, model_a or records_a["model"].iloc[0], manifest_b, model_b or records_b["model"].iloc[0])
     failures = gate(report, profile, max_ratio)
     report["gates"] = {"passed": not failures, "failures": failures}
     markdown = write_report(report, Path(out))

@@ -23,8 +23,9 @@ import pandas as pd
 from ctxeval.errors import UserError
 from ctxeval.probes.context_gain import LONG_METHOD, gain_by_distance, gain_table
 from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask, merge_spans, tokens_within
-from ctxeval.pipeline.manifest import read_manifest
+from ctxeval.pipeline.manifest import Manifest, read_manifest
 from ctxeval.pieces import read_pieces
+from ctxeval.report.numerics import run_lines
 from ctxeval.report.outputs import compute, load_run
 
 TOKEN_KINDS = ("sweep", "score", "context-gain")
@@ -133,6 +134,7 @@ def header(manifest: dict, kind: str) -> dict:
         "seed": config.get("seed", ""),
         "top_k": config.get("top_k", ""),
         "version": manifest.get("versions", {}).get("ctxeval", ""),
+        "numerics": "; ".join(run_lines(Manifest.from_json(manifest))),
     }
 
 
@@ -218,7 +220,9 @@ def _retrieval_view(path: Path, label: str) -> RunView:
 def _compare_view(path: Path, label: str) -> RunView:
     report = json.loads((path / "compare.json").read_text())
     pm = report["primary_metric"]
-    view = RunView(label, path, "compare", None, {"command": "compare", "runs": f"A {report['runs']['a']} · B {report['runs']['b']}", "profile": report.get("profile", "")}, compare=report)
+    numerics = report.get("numerics")
+    notes = "; ".join(numerics["lines"]) + ". " + " ".join(numerics["notes"]) if numerics else ""
+    view = RunView(label, path, "compare", None, {"command": "compare", "runs": f"A {report['runs']['a']} · B {report['runs']['b']}", "profile": report.get("profile", ""), "numerics": notes}, compare=report)
     view.headline.append({"label": "PPL ratio B/A", "value": f"{pm['ratio']:.4f}", "interval": _bounds(pm["display_ci"])})
     for name, m in report.get("secondary_metrics", {}).items():
         view.headline.append({"label": f"{name} B − A", "value": f"{m['difference']:+.4f}", "interval": _bounds(m["ci"])})

@@ -20,6 +20,7 @@ from ctxeval.errors import UserError
 from ctxeval.explorer.diffpage import REPORT_HTML, write_diff_html
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.report.compare import PROFILES
+from ctxeval.report.numerics import arm, pair_numerics
 
 DEFAULT_TOP_K = 10
 
@@ -125,6 +126,7 @@ def diff(
         },
         "summary": summary,
         "gates": {"profile": profile, "max_kl": max_kl, "min_same_top": min_same_top, "failures": failures},
+        "numerics": pair_numerics(arm(manifest, 0), arm(manifest, 1), ("REF", "CAND")),
     }
     if floor is not None:
         report["noise_floor"] = floor

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ctxeval.modeldiff.noise_floor import floor_line
 from ctxeval.report.compare import PROFILES, interval_text
+from ctxeval.report.numerics import markdown_lines
 
 DIFF_JSON = "diff.json"
 DIFF_MD = "diff.md"
@@ -87,6 +88,7 @@ def render_markdown(report: dict) -> str:
         lines.append(f"Gates ({gates['profile']}) failed: " + "; ".join(gates["failures"]) + ".")
     elif gates["profile"] != "dev" or gates["max_kl"] is not None or gates["min_same_top"] is not None:
         lines.append(f"Gates ({gates['profile']}) passed.")
+    lines += markdown_lines(report.get("numerics"))
     return "\n".join(lines) + "\n"
 
 

@@ -26,13 +26,16 @@ from ctxeval.errors import UserError
 from ctxeval.pipeline.engine import Plan, RunSpec
 from ctxeval.pipeline.executors import ScorerSpec, Work
 from ctxeval.pipeline.executors.work import Job, one_per_unit, work_item
+from ctxeval.pipeline.fingerprint import FingerprintColumns
 from ctxeval.pipeline.manifest import Manifest
 from ctxeval.pieces import has_pieces, record_ids, write_pieces
 from ctxeval.pipeline.records import RecordKind
 from ctxeval.pipeline.tokens import TokenizedText, tokenize
 
 DIFF_FILE = "diff_records.parquet"
-DIFF_RECORDS = RecordKind(DIFF_FILE, "pass_index", ("pass_index", "target_pos"))
+# fingerprints: REF's and CAND's scores of the same tokens, in the manifest's model order
+DIFF_FINGERPRINTS = (FingerprintColumns("ref_logprob", "ref_rank", None), FingerprintColumns("cand_logprob", "cand_rank", None))
+DIFF_RECORDS = RecordKind(DIFF_FILE, "pass_index", ("pass_index", "target_pos"), DIFF_FINGERPRINTS)
 DIFF_SCHEMA = pa.schema(
     [
         ("pass_index", pa.int32()),

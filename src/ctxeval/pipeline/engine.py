@@ -14,6 +14,8 @@ every command (sweep, score, context-gain, retrieval, pplqa, meta-eval, judge) i
 5. merges the parts in plan order and sets `status`: `complete`, or `incomplete` when some work
    failed (listed in `failed_passes`; `IncompleteRun` is raised, the CLI exits with
    `EXIT_INCOMPLETE`, and a re-run of the same command retries only that work);
+   For token records, one fingerprint per model (pipeline/fingerprint.py) joins the manifest;
+   every manifest records each model's numeric path (backends/numeric_path.py);
 6. calls the task's `finish`, which writes the outputs (`model_done` before, once per model
    whose work is recorded, lets a task keep what only the loaded model knows).
 
@@ -35,8 +37,10 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import pyarrow as pa
 
+from ctxeval.backends.numeric_path import numeric_path
 from ctxeval.errors import IncompleteRun
 from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work, WorkerModel, open_executor
+from ctxeval.pipeline.fingerprint import run_fingerprints
 from ctxeval.pipeline.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, write_manifest
 from ctxeval.pipeline.records import RecordKind, RowSink, check_resumable, done_passes, merge_parts
 
@@ -128,7 +132,8 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions
         out.mkdir(parents=True, exist_ok=True)
         # a task whose one worker model holds several models (diff's pair) names them in its plan
         fields = {"models": [m.describe() for m in models]} | plan.manifest
-        manifest = Manifest(command=spec.command, run_id=spec.run_id, config=spec.config,
+        paths = [numeric_path(m, options.kind, options.threads_per_worker) for m in fields["models"]]
+        manifest = Manifest(command=spec.command, run_id=spec.run_id, config=spec.config, numeric_paths=paths,
                             created=(previous.created if previous else None) or now(), versions=versions(), **fields)
         write_manifest(out, manifest)
         sink = RowSink(out, task.schema)
@@ -155,7 +160,9 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions
         manifest.status = "incomplete"
         write_manifest(out, manifest)
         raise _incomplete(failures, plan, out)
-    merge_parts(out, task.schema, task.records)
+    table = merge_parts(out, task.schema, task.records)
+    if task.records.fingerprint:
+        manifest.fingerprints = run_fingerprints(table, task.records.fingerprint, task.records.order, manifest.model_names)
     manifest.status = "incomplete" if failures else "complete"
     write_manifest(out, manifest)
     result = task.finish(out, manifest)

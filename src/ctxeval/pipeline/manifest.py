@@ -5,7 +5,11 @@ by earlier ctxeval versions and scripts:
 
 - version 1 (no `version` key; `ctxeval_manifest: 1`): scoring runs kept `command` inside
   `config` only, retrieval runs at the top;
-- version 2 (this module): `version` and `command` always at the top.
+- version 2: `version` and `command` always at the top;
+- version 3 (this module): `numeric_paths` (one `NumericPath` per model, in model order: how its
+  numbers were computed) and `fingerprints` (one `Fingerprint` per model of a token-record run:
+  a hash of its exact scores, pipeline/fingerprint.py). Earlier versions read with both None;
+  a later version is refused in one line naming it.
 
 The `started` status is spelled `running` on disk, as every version has written it, so tools
 that poll a run directory keep working. Keys this module does not know are kept as they are.
@@ -22,11 +26,13 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ctxeval.backends.numeric_path import NumericPath
 from ctxeval.config import MetricConfig
 from ctxeval.errors import UserError
+from ctxeval.pipeline.fingerprint import Fingerprint
 
 MANIFEST_FILE = "manifest.json"
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
 Status = Literal["started", "complete", "incomplete"]
 
 _STATUS_ON_DISK: dict[str, str] = {"started": "running", "complete": "complete", "incomplete": "incomplete"}
@@ -59,6 +65,8 @@ class Manifest:
     api_usage_total: dict[str, dict] | None = None
     timing: dict[str, Any] | None = None
     failed_passes: list[dict[str, Any]] | None = None
+    numeric_paths: list[NumericPath] | None = None  # one per model, in `models` order (version 3)
+    fingerprints: list[Fingerprint] | None = None  # one per model of a token-record run, once finished (version 3)
     extra: dict[str, Any] = field(default_factory=dict)  # keys unknown to this version, kept
 
     @property
@@ -83,6 +91,15 @@ class Manifest:
         """Vocabulary size of each model (the full-vocabulary rank cutoff)."""
         return {m["name"]: m["vocab_size"] for m in self.models}
 
+    def numeric_path(self, model: str) -> NumericPath | None:
+        """The numeric path of a model of this run (None: not recorded, a manifest before version 3)."""
+        paths = dict(zip(self.model_names, self.numeric_paths or []))
+        return paths.get(model)
+
+    def fingerprint(self, model: str) -> Fingerprint | None:
+        """The fingerprint of a model's records (None: not recorded)."""
+        return {f.model: f for f in self.fingerprints or []}.get(model)
+
     @property
     def text_ids(self) -> list[str]:
         return [t["text_id"] for t in self.texts or []]
@@ -101,6 +118,8 @@ class Manifest:
             value = getattr(self, f.name)
             if f.name == "status":
                 value = _STATUS_ON_DISK[value]
+            elif f.name in _TYPED_LISTS and value is not None:
+                value = [item.to_json() for item in value]
             if value is not None:
                 out[f.name] = value
         return out | self.extra
@@ -110,6 +129,11 @@ class Manifest:
         """A manifest from its JSON object, of this version or an earlier one."""
         data = dict(data)
         version = int(data.pop("version", 1))
+        if version > MANIFEST_VERSION:
+            raise NewerManifest(f"manifest version {version} is newer than this ctxeval reads (up to {MANIFEST_VERSION}); upgrade ctxeval")
+        for key, kind in _TYPED_LISTS.items():
+            if data.get(key) is not None:
+                data[key] = [kind.from_json(item) for item in data[key]]
         for key in _LEGACY_KEYS:
             data.pop(key, None)
         config = data.get("config") or {}
@@ -127,6 +151,13 @@ class Manifest:
         return self.to_json()[key]
 
 
+_TYPED_LISTS: dict[str, Any] = {"numeric_paths": NumericPath, "fingerprints": Fingerprint}
+
+
+class NewerManifest(ValueError):
+    """A manifest written by a later ctxeval, whose fields this one cannot vouch for."""
+
+
 def now() -> str:
     """Creation time as manifests record it (UTC, seconds)."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -139,6 +170,8 @@ def read_manifest(run_dir: Path) -> Manifest:
         raise UserError(f"{run_dir} is not a ctxeval run directory (no {MANIFEST_FILE})")
     try:
         return Manifest.from_json(json.loads(path.read_text()))
+    except NewerManifest as exc:
+        raise UserError(f"{path}: {exc}") from None
     except (json.JSONDecodeError, ValueError, TypeError, AttributeError):
         raise UserError(f"{path} is not a valid ctxeval manifest") from None
 

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ctxeval.errors import UserError
+from ctxeval.pipeline.fingerprint import FingerprintColumns
 
 RECORDS_FILE = "records.parquet"
 PARTS_DIR = "parts"
@@ -59,14 +60,16 @@ BASE_SCHEMA = pa.schema(
 @dataclass(frozen=True)
 class RecordKind:
     """One kind of record: its merged file, the column that identifies a unit of work (what
-    resume skips), and the plan order it is sorted into."""
+    resume skips), the plan order it is sorted into, and, for scored tokens, where each model's
+    values are (what the run's fingerprints hash: pipeline/fingerprint.py; none for other kinds)."""
 
     file: str
     key: str
     order: tuple[str, ...]
+    fingerprint: tuple[FingerprintColumns, ...] = ()
 
 
-TOKENS = RecordKind(RECORDS_FILE, "pass_index", ("pass_index", "target_pos"))
+TOKENS = RecordKind(RECORDS_FILE, "pass_index", ("pass_index", "target_pos"), (FingerprintColumns(),))
 
 
 def temperature_column(temperature: float) -> str:

@@ -14,6 +14,7 @@ from ctxeval.config import MetricConfig
 from ctxeval.errors import UserError
 from ctxeval.pipeline.manifest import Manifest
 from ctxeval.pairing import KEY, Pairing
+from ctxeval.report.numerics import markdown_lines
 from ctxeval.report.summary import window_metrics
 from ctxeval.stats.paired import PairedEstimate, all_equal, paired_bca, weighted_mean
 
@@ -374,4 +375,5 @@ def render_markdown(report: dict) -> str:
     if st["paired_delta_summary"]["reason"]:
         label = "Degenerate: " if st["paired_delta_summary"]["degenerate"] else ""
         lines.append(f"{label}{st['paired_delta_summary']['reason']}.")
+    lines += markdown_lines(report.get("numerics"))
     return "\n".join(lines) + "\n"

@@ -15,6 +15,7 @@ from ctxeval.errors import UserError
 from ctxeval.pipeline.manifest import SCORING_COMMANDS, Manifest, read_manifest, require_command
 from ctxeval.pipeline.records import RECORDS_FILE, read_records
 from ctxeval.report.corpus_summary import corpus_summary
+from ctxeval.report.numerics import run_json, run_markdown
 from ctxeval.report.plots import plot_scores
 from ctxeval.report.summary import approx_vs_exact, summarize
 from ctxeval.report.tables import markdown_tables
@@ -68,6 +69,7 @@ def write_outputs(run_dir: Path, manifest: Manifest, metrics: MetricConfig) -> R
         "metrics": asdict(metrics),
         "groups": json_rows(result.summary),
         "approx_vs_exact": json_rows(result.approx_vs_exact),
+        "numerics": run_json(manifest),
     }
     (run_dir / SUMMARY_JSON).write_text(json.dumps(payload, indent=2))
     (run_dir / TABLES_MD).write_text(result.tables)
@@ -86,7 +88,7 @@ def compute(run_dir: Path, manifest: Manifest, records: pd.DataFrame, metrics: M
         raise UserError(f"--approx-k {metrics.approx_k} exceeds the top-k stored by this run ({manifest.top_k})")
     summary = summarize(records, metrics, manifest.vocab_sizes, manifest.temperatures)
     versus = approx_vs_exact(records)
-    return RunResult(run_dir, manifest, records, summary, versus, markdown_tables(summary, metrics, versus))
+    return RunResult(run_dir, manifest, records, summary, versus, markdown_tables(summary, metrics, versus) + "\n" + run_markdown(manifest))
 
 
 def json_rows(df: pd.DataFrame) -> list[dict]:
