@@ -50,8 +50,8 @@ def test_sweep_starts_every_model_at_a_shared_token_boundary():
 
 def test_sweep_refuses_a_length_beyond_the_training_context():
     planner = SweepPlanner(lengths=(8,), n_compare=3, seed=0, repeats=1, modes=("approx",), thesis_targets=3)
-    # approx: L + n_c - 1 = 10 tokens, plus BOS = 11 > 10
-    with pytest.raises(UserError, match="needs 11 tokens per pass, beyond w's training context of 10"):
+    # approx: the whole window, L + n_c = 11 tokens, plus BOS = 12 > 10
+    with pytest.raises(UserError, match="needs 12 tokens per pass, beyond w's training context of 10"):
         planner([_info("w", n_ctx=10)], [[_words()]])
 
 
@@ -75,7 +75,11 @@ def test_context_gain_plans_long_then_short_passes_per_model_and_text():
     assert facts["short"] == "last 2..2 tokens of the same context"
 
 
-def test_check_context_counts_bos():
-    check_context([_info("a", n_ctx=5, bos=None)], 5, "x")
+def test_check_context_counts_the_whole_window_and_bos():
+    plan = [[windows.chunked(20, 5)]]  # windows of 5 tokens, each decoded whole
+    check_context([_info("a", n_ctx=5, bos=None)], plan, "x")
     with pytest.raises(UserError, match="needs 6 tokens"):
-        check_context([_info("a", n_ctx=5)], 5, "x")
+        check_context([_info("a", n_ctx=5)], plan, "x")
+    fixed = [[windows.fixed(20, 5)]]  # exactly 5 tokens of context, then the target: 6 tokens
+    with pytest.raises(UserError, match="needs 6 tokens"):
+        check_context([_info("a", n_ctx=5, bos=None)], fixed, "x")

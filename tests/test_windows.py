@@ -55,8 +55,8 @@ def test_fixed_default_is_paper_p2_and_covers_the_chunked_tokens(n, w):
     lens = {int(t): int(c) for p in passes for t, c in zip(range(p.target_start, p.target_end), p.context_lens())}
     assert lens == naive_p2_context_lens(n, w)
     assert scored_positions(passes).tolist() == scored_positions(windows.chunked(n, w)).tolist() == list(range(n))
-    # every context is the tokens right before the target
-    assert all(p.target_end - 1 - p.context_start == p.n_input for p in passes)
+    # every context is the tokens right before the target; the model decodes the whole window
+    assert all(p.target_end - p.context_start == p.n_input for p in passes)
 
 
 def test_fixed_head_is_the_first_chunk_and_later_targets_see_exactly_l_tokens():
@@ -119,7 +119,7 @@ def test_sweep_approx_is_one_pass_with_growing_context():
     (p,) = windows.sweep(char_starts, [16], 5, {(16, 0): 10}, "approx")
     assert (p.context_start, p.target_start, p.target_end) == (10, 26, 31)
     assert p.context_lens().tolist() == [16, 17, 18, 19, 20]
-    assert p.n_input == 20
+    assert p.n_input == 21  # the whole window: 16 tokens of context and the 5 targets
 
 
 def test_sweep_thesis_pass_bounds_the_targets_the_protocol_may_reach():
