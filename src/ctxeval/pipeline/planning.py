@@ -22,14 +22,20 @@ from ctxeval.pipeline.windows import Pass
 Plan = list[list[list[Pass]]]
 
 
+def check_tokens(infos: list[ModelInfo], window_tokens: int, what: str) -> None:
+    """Refuse a window of `window_tokens` text tokens (decoded whole, BOS first) longer than a
+    model's training context."""
+    for info in infos:
+        needed = window_tokens + (1 if info.uses_bos else 0)
+        if needed > info.n_ctx_train:
+            raise UserError(f"{what} needs {needed} tokens per pass, beyond {info.name}'s training context of {info.n_ctx_train}")
+
+
 def check_context(infos: list[ModelInfo], plan: Plan, what: str) -> None:
     """Refuse passes longer than a model's training context: the whole window (`Pass.n_input`)
     and BOS, as the model decodes them."""
     for info, per_text in zip(infos, plan):
-        longest = max((p.n_input for passes in per_text for p in passes), default=0)
-        needed = longest + (1 if info.uses_bos else 0)
-        if needed > info.n_ctx_train:
-            raise UserError(f"{what} needs {needed} tokens per pass, beyond {info.name}'s training context of {info.n_ctx_train}")
+        check_tokens([info], max((p.n_input for passes in per_text for p in passes), default=0), what)
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,9 @@ class SweepPlanner:
     gen_tokens: int = 1
 
     def __call__(self, infos: list[ModelInfo], tokenized: list[list[TokenizedText]]) -> tuple[Plan, dict[str, Any]]:
+        # before the texts' lengths: the longest whole window (exact: L + its target; approx: L + n_c)
+        longest = max(self.lengths) + (self.n_compare if "approx" in self.modes else 1) + (min(self.gen_tokens, self.thesis_targets) - 1)
+        check_tokens(infos, longest, f"context length {max(self.lengths)}")
         starts: dict[str, dict[str, int]] = {}
         plan: Plan = [[[] for _ in tokenized[0]] for _ in tokenized]
         for ti, text in enumerate(tt.text for tt in tokenized[0]):
