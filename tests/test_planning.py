@@ -76,10 +76,12 @@ def test_context_gain_plans_long_then_short_passes_per_model_and_text():
 
 
 def test_check_context_counts_the_whole_window_and_bos():
-    plan = [[windows.chunked(20, 5)]]  # windows of 5 tokens, each decoded whole
-    check_context([_info("a", n_ctx=5, bos=None)], plan, "x")
+    check_context([_info("a", n_ctx=5, bos=None)], 5, "x")
     with pytest.raises(UserError, match="needs 6 tokens"):
-        check_context([_info("a", n_ctx=5)], plan, "x")
-    fixed = [[windows.fixed(20, 5)]]  # exactly 5 tokens of context, then the target: 6 tokens
-    with pytest.raises(UserError, match="needs 6 tokens"):
-        check_context([_info("a", n_ctx=5, bos=None)], fixed, "x")
+        check_context([_info("a", n_ctx=5)], 5, "x")
+    # fixed windows decode W tokens of context and the target
+    with pytest.raises(UserError, match="--window 5 needs 7 tokens"):
+        ScorePlanner("fixed", 5)([_info("a", n_ctx=6)], [[_words()]])
+    ScorePlanner("chunked", 5)([_info("a", n_ctx=6)], [[_words()]])
+
+

@@ -64,9 +64,10 @@ def _run_lm_eval(url: str, tasks: Path, tokenized: bool) -> dict:
 
 
 def _sum_logprob(scorer, ids: list[int], n_context: int) -> float:
-    """ctxeval's scorer on one window: log-probability of ids[n_context:] after ids[:n_context]."""
+    """ctxeval's scorer on one window, decoded whole as ctxeval's passes are: log-probability of
+    ids[n_context:] after ids[:n_context]."""
     ids_arr = np.asarray(ids, dtype=np.int64)
-    scores = scorer.score(ids_arr[:-1], np.arange(n_context - 1, len(ids) - 1), ids_arr[n_context:], 1, (1.0,))
+    scores = scorer.score(ids_arr, np.arange(n_context - 1, len(ids) - 1), ids_arr[n_context:], 1, (1.0,))
     return float(scores.logprob.sum())
 
 

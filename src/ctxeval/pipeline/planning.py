@@ -22,20 +22,14 @@ from ctxeval.pipeline.windows import Pass
 Plan = list[list[list[Pass]]]
 
 
-def check_tokens(infos: list[ModelInfo], window_tokens: int, what: str) -> None:
-    """Refuse a window of `window_tokens` text tokens (decoded whole, BOS first) longer than a
-    model's training context."""
+def check_context(infos: list[ModelInfo], window_tokens: int, what: str) -> None:
+    """Refuse a window of `window_tokens` text tokens, decoded whole with BOS first
+    (`Pass.n_input`), longer than a model's training context. Checked on the options, before
+    the texts' lengths, so a too-long request is refused even on a short text."""
     for info in infos:
         needed = window_tokens + (1 if info.uses_bos else 0)
         if needed > info.n_ctx_train:
             raise UserError(f"{what} needs {needed} tokens per pass, beyond {info.name}'s training context of {info.n_ctx_train}")
-
-
-def check_context(infos: list[ModelInfo], plan: Plan, what: str) -> None:
-    """Refuse passes longer than a model's training context: the whole window (`Pass.n_input`)
-    and BOS, as the model decodes them."""
-    for info, per_text in zip(infos, plan):
-        check_tokens([info], max((p.n_input for passes in per_text for p in passes), default=0), what)
 
 
 @dataclass(frozen=True)
@@ -55,7 +49,7 @@ class SweepPlanner:
     def __call__(self, infos: list[ModelInfo], tokenized: list[list[TokenizedText]]) -> tuple[Plan, dict[str, Any]]:
         # before the texts' lengths: the longest whole window (exact: L + its target; approx: L + n_c)
         longest = max(self.lengths) + (self.n_compare if "approx" in self.modes else 1) + (min(self.gen_tokens, self.thesis_targets) - 1)
-        check_tokens(infos, longest, f"context length {max(self.lengths)}")
+        check_context(infos, longest, f"context length {max(self.lengths)}")
         starts: dict[str, dict[str, int]] = {}
         plan: Plan = [[[] for _ in tokenized[0]] for _ in tokenized]
         for ti, text in enumerate(tt.text for tt in tokenized[0]):
@@ -64,7 +58,6 @@ class SweepPlanner:
             for mi, per_model in enumerate(tokenized):
                 for mode in self.modes:
                     plan[mi][ti].extend(windows.sweep(per_model[ti].char_starts, self.lengths, self.n_compare, start_chars, mode, self.thesis_targets))
-        check_context(infos, plan, f"context length {max(self.lengths)}")
         return plan, {"start_chars": starts}
 
     def start_chars(self, text: Text, per_model: list[TokenizedText]) -> dict[tuple[int, int], int]:
@@ -90,6 +83,8 @@ class ScorePlanner:
     max_tokens: int | None = None
 
     def __call__(self, infos: list[ModelInfo], tokenized: list[list[TokenizedText]]) -> tuple[Plan, dict[str, Any]]:
+        # fixed: W tokens of context and the target; chunked and sliding: windows of W
+        check_context(infos, self.window + (1 if self.method == "fixed" else 0), f"--window {self.window}")
         n_tokens = len(tokenized[0][0])
         if self.max_tokens is not None:
             n_tokens = min(n_tokens, self.max_tokens)
@@ -99,7 +94,6 @@ class ScorePlanner:
             passes = windows.sliding(n_tokens, self.window, self.stride)
         else:
             passes = windows.fixed(n_tokens, self.window, self.head)
-        check_context(infos, [[passes]], f"--window {self.window}")
         return [[passes]], {"n_tokens_scored_from": n_tokens}
 
 
@@ -114,6 +108,7 @@ class ContextGainPlanner:
     max_tokens: int | None = None
 
     def __call__(self, infos: list[ModelInfo], tokenized: list[list[TokenizedText]]) -> tuple[Plan, dict[str, Any]]:
+        check_context(infos, self.window, f"--window {self.window}")
         plan: Plan = []
         for per_model in tokenized:
             per_text = []
@@ -122,5 +117,4 @@ class ContextGainPlanner:
                 long_passes = windows.chunked(n_tokens, self.window)
                 per_text.append(long_passes + windows.truncated(long_passes, self.short, self.stride))
             plan.append(per_text)
-        check_context(infos, plan, f"--window {self.window}")
         return plan, {"long": f"chunked, window {self.window}", "short": f"last {self.short}..{self.short + self.stride - 1} tokens of the same context"}
