@@ -21,6 +21,7 @@ from .conftest import FIXTURES, run_cli
 REQUIRED_COLUMNS = {
     "model", "text_id", "window_id", "context_len", "target_pos", "char_start", "char_end",
     "target_id", "target_text", "logprob", "rank", "greedy_id", "topk_ids", "topk_logprobs",
+    "topk_returned",
 }
 
 
