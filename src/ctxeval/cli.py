@@ -366,7 +366,7 @@ def compare(
     nan_windows: Annotated[str, typer.Option("--nan-windows", help="Windows with a NaN loss in either run (e.g. API targets outside the top-k): exclude (listed in the report; fails ci/release) or error.")] = "exclude",
 ) -> None:
     """Paired comparison of two runs over the same windows: perplexity ratio B/A with a BCa interval."""
-    result = api.compare(run_a, run_b, out, replicates=replicates, seed=seed, cluster_by_text=cluster_by_text, profile=profile, min_windows=min_windows,
+    result = api.compare(run_a, run_b, out=out, replicates=replicates, seed=seed, cluster_by_text=cluster_by_text, profile=profile, min_windows=min_windows,
                          min_tokens=min_tokens, max_ratio=max_ratio, model_a=model_a, model_b=model_b, context_mode_a=context_mode_a,
                          context_mode_b=context_mode_b, nan_windows=nan_windows, resample=resample)
     typer.echo(result.markdown)
@@ -483,7 +483,7 @@ def report(
 ) -> None:
     """One offline, self-contained HTML report: run headers, headline numbers with intervals, charts and a
     per-token explorer (colour by logprob, rank bucket, probability vs top-1, context gain, key tokens, A−B)."""
-    path = api.report(runs, out, top_k_shown=top_k_shown)
+    path = api.report(runs, out=out, top_k_shown=top_k_shown)
     typer.echo(f"report: {path} ({path.stat().st_size / 1e6:.2f} MB)")
 
 
