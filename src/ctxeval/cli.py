@@ -21,7 +21,7 @@ app = typer.Typer(
 )
 
 _LENGTHS_HELP = "Comma-separated context lengths in tokens."
-CutoffOpt = Annotated[str, typer.Option("--cutoff", help="Rank cutoff l of the rank scores: a positive integer, or 'full' for the whole vocabulary.")]
+CutoffOpt = Annotated[str, typer.Option("--cutoff", help="Rank cutoff l of the rank scores: a positive integer, or 'full' for the whole vocabulary (a rank an API read from a shorter top-k list is scored with l = that list's length).")]
 AlphasOpt = Annotated[str, typer.Option("--alphas", help="Comma-separated alphas of the non-linear score e^(-alpha (r-1)).")]
 ApproxKOpt = Annotated[int, typer.Option("--approx-k", help="k of the approximate perplexity (an API's top-k).")]
 PenaltyOpt = Annotated[float, typer.Option("--penalty", help="Penalty subtracted from log p_k for tokens outside the top-k.")]
