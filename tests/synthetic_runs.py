@@ -53,6 +53,7 @@ def _rows(ids, starts, ends, positions, ranks, contexts, rng, shift, fixed: dict
             "context_len": int(ctx), "target_pos": int(p), "char_start": int(starts[p]), "char_end": int(ends[p]),
             "n_bytes": len(VOCAB[target].encode()), "target_id": target, "target_text": VOCAB[target], "logprob": logprob,
             "rank": int(rk), "greedy_id": topk[0], "topk_ids": topk, "topk_logprobs": topk_lp.tolist(),
+            "topk_returned": None,  # exact ranks over the full vocabulary
         }
         for k, v in row.items():
             columns[k].append(v)

@@ -21,6 +21,7 @@ from .conftest import FIXTURES, run_cli
 REQUIRED_COLUMNS = {
     "model", "text_id", "window_id", "context_len", "target_pos", "char_start", "char_end",
     "target_id", "target_text", "logprob", "rank", "greedy_id", "topk_ids", "topk_logprobs",
+    "topk_returned",
 }
 
 
@@ -261,3 +262,21 @@ def test_bad_input_gives_one_line_and_exit_code_2(bad_files, tmp_path, args, mes
     assert lines[0].startswith("ctxeval: error:") and message in lines[0], lines[0]
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "out" / "records.parquet").exists()
+
+
+def test_refusals_name_the_kind_of_run_found(tmp_path):
+    """`diff --out` at a meta-eval run names the meta-eval run (not "a diff with a different
+    configuration"), and `--key-tokens` at a retrieval run names the retrieval run (not "not a
+    finished context-gain run"); both before any model loads: one line, exit 2."""
+    from .synthetic_runs import write_answer_quality_run, write_retrieval_run
+
+    meta = write_answer_quality_run(tmp_path / "meta", "meta-eval")
+    retrieval = write_retrieval_run(tmp_path / "ret", "m")
+    cases = [
+        (["--out", str(meta)], f"{meta} holds a meta-eval run, not a diff run; choose another --out or remove it"),
+        (["--key-tokens", str(retrieval), "--out", str(tmp_path / "d")], f"--key-tokens {retrieval}: a retrieval run, not a context-gain run"),
+    ]
+    for args, message in cases:
+        r = run_cli("diff", "gemma-3-270m", "gemma-3-270m", "demo", *args)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and message in r.stderr, r.stderr
+    assert not (tmp_path / "d").exists()

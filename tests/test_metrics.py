@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ctxeval.metrics import perplexity as ppl
-from ctxeval.metrics.rank import linear_scores, nonlinear_scores, rank_scores, reciprocal_scores
+from ctxeval.metrics.rank import linear_scores, nonlinear_scores, rank_scores, ranking_lengths, reciprocal_scores, short_lists
 
 
 def test_perplexity_and_nll_by_hand():
@@ -108,3 +108,33 @@ def test_top1_accuracy():
 def test_empty_inputs_give_nan_not_errors():
     assert math.isnan(ppl.nll(np.array([])))
     assert math.isnan(rank_scores(np.array([], dtype=int), 20, (0.1,))["avg"])
+
+
+def test_rank_from_a_short_list_uses_the_returned_length_as_l():
+    """Thesis eq. 4: l is the number of log-probabilities received. A server returned 5 when 20
+    were asked and the target is 3rd: lin = (5 - 3 + 1) / 5 = 0.6 (not (20 - 3 + 1) / 20 = 0.9),
+    rp = 1/3, a0.1 = e^-0.2 = 0.81873, a0.3 = e^-0.6 = 0.54881, AVG = (0.6 + 0.33333 + 0.81873
+    + 0.54881) / 4 = 0.57522 (not 0.65022 with l = 20)."""
+    l = ranking_lengths(20, np.array([5.0]))
+    assert l.tolist() == [5]
+    scores = rank_scores(np.array([3]), l, (0.1, 0.3))
+    assert scores["lin"] == pytest.approx(0.6)
+    assert scores["rp"] == pytest.approx(1 / 3)
+    assert scores["a0.1"] == pytest.approx(0.81873, abs=1e-5) and scores["a0.3"] == pytest.approx(0.54881, abs=1e-5)
+    assert scores["avg"] == pytest.approx(0.57522, abs=1e-5)
+    # the same target scored with the cutoff as l gives the numbers a short list must not give
+    assert rank_scores(np.array([3]), 20, (0.1, 0.3))["lin"] == pytest.approx(0.9)
+    assert rank_scores(np.array([3]), 20, (0.1, 0.3))["avg"] == pytest.approx(0.65022, abs=1e-5)
+
+
+def test_ranking_lengths_mix_lists_and_full_vocabulary_ranks():
+    """Per target l = min(cutoff, returned); NaN (a rank over the full vocabulary) keeps the
+    cutoff. Cutoff 10: lists of 5, 20, none, 0 -> l = 5, 10, 10, 0; rank 6 in the 5-list is
+    outside (0), rank 6 in the 20-list scores (10 - 6 + 1) / 10 = 0.5, rank 6 exact the same,
+    and an empty list ranks nothing. Two targets had a list shorter than the cutoff (5 and 0)."""
+    returned = np.array([5.0, 20.0, np.nan, 0.0])
+    l = ranking_lengths(10, returned)
+    assert l.tolist() == [5, 10, 10, 0]
+    assert linear_scores(np.array([6, 6, 6, np.nan]), l).tolist() == pytest.approx([0.0, 0.5, 0.5, 0.0])
+    assert short_lists(10, returned) == 2
+    assert ranking_lengths(10, np.array([np.nan, np.nan])) == 10 and short_lists(10, None) == 0

@@ -244,8 +244,19 @@ def test_rank_from_top_k():
     assert _echo_rank(-1.0, [-1.0, -2.0], 3).rank == 1  # ties count for the target
     beyond = _echo_rank(-3.0, [-0.5, -1.0, -2.0], 3)  # all k others more probable
     assert beyond.rank is None and beyond.topk == [-0.5, -1.0, -2.0]
-    # the whole top-k came back (k - 1 others): the own token is its k-th, even below them all
-    assert _echo_rank(-9.0, [-1.0, -1.5], 3).rank == 3
+    # k - 1 others above the own token: a whole top-k whose k-th is the own token, or k - 1
+    # merged entries with the own token added behind them; the response cannot tell, so unknown
+    # (the unreturned mass 1 - e^-1 - e^-1.5 - e^-9 = 0.41 could hold a token above e^-9)
+    assert _echo_rank(-9.0, [-1.0, -1.5], 3).rank is None
+
+
+def test_target_appended_behind_19_alternatives_is_unranked_not_20th():
+    """k = 20, 19 alternatives -1.0 ... -2.8 and the target added by the server at -10 behind
+    them: rank unknown (s_i = 0), not 20 (lin 1/20, rp 1/20 inside the cutoff); the ranking kept
+    is the 19 alternatives, so the thesis's l for this position is 19."""
+    alternatives = [-1.0 - i / 10 for i in range(19)]
+    c = _echo_rank(-10.0, alternatives, 20)
+    assert c.rank is None and len(c.topk) == 19 and c.topk[-1] == pytest.approx(-2.8)
 
 
 def test_fewer_than_k_returned_and_target_below_them_is_unranked():
@@ -307,6 +318,43 @@ def test_echo_hand_case_end_to_end_scores(tmp_path):
     for name in ("lin", "rp", "a0.1", "a0.3", "avg", "top1"):
         assert row[name] == 0.0, name
     assert row["approx_ppl"] == pytest.approx(math.exp(5.7)) and row["ppl"] == pytest.approx(math.exp(10.0))
+
+
+def test_short_lists_end_to_end_score_with_the_returned_length(tmp_path):
+    """Two targets through a prompt-path sweep with --top-logprobs 20 and cutoff 20:
+    ' c' is 3rd of the 5 entries the server returned (l = 5): lin (5 - 3 + 1) / 5 = 0.6,
+    AVG (0.6 + 1/3 + e^-0.2 + e^-0.6) / 4 = 0.57522 (l = 20 gave 0.9 and 0.65022);
+    ' d' is added by the server at -10 behind 19 alternatives -1.0 ... -2.8: rank unknown,
+    scores 0 (rank 20 gave lin and rp 1/20). Group: lin 0.3, AVG 0.28761; approximate
+    log p of ' d' = -2.8 - 3, so approx PPL e^((1.0 + 5.8) / 2) = e^3.4; exact PPL e^5.5.
+    Both targets' lists are shorter than the cutoff: n_short_list 2."""
+    text = tmp_path / "four.txt"
+    text.write_text("a b c d")
+    script = _tokenizer_script([1, 2, 3, 4], ["a", " b", " c", " d"])
+    top_c = {"t0": -0.5, "t1": -0.8, " c": -1.0, "t3": -1.5, "t4": -2.0}
+    top_d = {f"u{i}": -1.0 - i / 10 for i in range(19)} | {" d": -10.0}
+    script["/v1/completions"] = [{"choices": [{"text": "a b c d e", "logprobs": {
+        "tokens": ["a", " b", " c", " d", " e"], "token_logprobs": [None, -0.5, -1.0, -10.0, -0.1],
+        "top_logprobs": [None, {" b": -0.5}, top_c, top_d, {" e": -0.1}]}}], "usage": {"prompt_tokens": 4, "completion_tokens": 1}}]
+    server = ScriptedServer(script)
+    try:
+        options = OpenAIOptions(base_url=server.url, mode="prompt", cache=None, top_logprobs=20)
+        result = api.sweep(texts=[text], models=["openai:s"], openai=options, lengths=[2], n_compare=2, context_mode="approx", out=tmp_path / "run")
+    finally:
+        server.close()
+    recs = result.records
+    assert recs.target_text.tolist() == [" c", " d"]
+    assert recs["rank"].iloc[0] == 3 and pd.isna(recs["rank"].iloc[1])
+    assert recs["topk_returned"].tolist() == [5, 19]
+    row = result.summary.iloc[0]
+    avg_c = (0.6 + 1 / 3 + math.exp(-0.2) + math.exp(-0.6)) / 4
+    assert avg_c == pytest.approx(0.57522, abs=1e-5)
+    assert row["lin"] == pytest.approx(0.3) and row["rp"] == pytest.approx(1 / 6)
+    assert row["avg"] == pytest.approx(avg_c / 2) and row["avg"] == pytest.approx(0.28761, abs=1e-5)
+    assert row["approx_ppl"] == pytest.approx(math.exp(3.4)) and row["ppl"] == pytest.approx(math.exp(5.5))
+    assert row["n_short_list"] == 2
+    tables = (tmp_path / "run" / "tables.md").read_text()
+    assert "2 of 2 targets were ranked in a top-k list the server returned shorter than the cutoff" in tables
 
 
 def test_retry_after_header():

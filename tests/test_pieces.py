@@ -15,7 +15,7 @@ def _row(pass_index: int, model: str, target: int, greedy: int, topk: list[int])
     return {"pass_index": pass_index, "model": model, "text_id": "t", "method": "sweep", "context_mode": "exact", "nominal_len": 1,
             "repeat": 0, "window_id": "w", "context_len": 1, "target_pos": 1, "char_start": 0, "char_end": 1, "n_bytes": 1,
             "target_id": target, "target_text": "x", "logprob": -1.0, "rank": 1, "greedy_id": greedy, "topk_ids": topk,
-            "topk_logprobs": [-1.0] * len(topk)}
+            "topk_logprobs": [-1.0] * len(topk), "topk_returned": None}
 
 
 def test_ids_of_targets_greedy_and_top_k_per_model_from_parts_and_merged_file(tmp_path):

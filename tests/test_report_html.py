@@ -79,7 +79,7 @@ def runs(tmp_path_factory):
     a = write_run(root / "a", HOSTILE_MODEL, [8, 16, 32], 10, repeats=3)
     b = write_run(root / "b", "tiny-b", [8, 16, 32], 10, repeats=3, shift=0.3)
     gain = write_gain_run(root / "gain", "tiny-gain")
-    out = api.report([a, b, gain], root / "report.html")
+    out = api.report([a, b, gain], out=root / "report.html")
     return {"a": a, "b": b, "gain": gain, "html": out, "root": root}
 
 
@@ -151,7 +151,7 @@ def test_token_differences_average_to_compares_delta(runs, tmp_path):
     _, arms = load_runs([runs["a"], runs["b"]])
     (pair,) = all_pairs(arms)
     assert np.isfinite(pair.delta).all()
-    compared = api.compare(runs["a"], runs["b"], tmp_path / "cmp").report["primary_metric"]
+    compared = api.compare(runs["a"], runs["b"], out=tmp_path / "cmp").report["primary_metric"]
     assert pair.delta.mean() == pytest.approx(compared["delta_log_nll"], abs=1e-12)
     assert pair.overall["primary_metric"]["ratio"] == pytest.approx(compared["ratio"], rel=1e-12)
     assert pair.overall["primary_metric"]["display_ci"] == pytest.approx(compared["display_ci"], rel=1e-12)
@@ -430,3 +430,26 @@ def test_diff_card_shows_both_models_top_k_side_by_side(diff_page, diff_run):
         # the two columns sit side by side: REF's list left of CAND's, on the same line
         ref_box, cand_box = (diff_page.locator(f"#card-{s}-topk").bounding_box() for s in ("ref", "cand"))
         assert ref_box["x"] + ref_box["width"] <= cand_box["x"] and abs(ref_box["y"] - cand_box["y"]) < 1
+
+
+def test_compare_headline_formats_estimate_and_bounds_alike(tmp_path):
+    """A ratio 1.0077 with CI [1.0004, 1.0164] reads "1.0077 [1.0004, 1.0164]" (4 decimals for
+    both, not "[1, 1.016]"); a rank-score difference +0.0023 with CI [-0.0000518, 0.005293] reads
+    "+0.0023 [-0.0001, +0.0053]" (signed, 4 decimals, not "[-5.18e-05, 0.005293]")."""
+    from ctxeval.explorer.data import _compare_view
+
+    report = {"runs": {"a": "A", "b": "B"}, "profile": "dev",
+              "primary_metric": {"ratio": 1.00771, "display_ci": [1.00041, 1.01638]},
+              "secondary_metrics": {"avg": {"difference": 0.00231, "ci": [-5.18e-05, 0.005293]}}}
+    (tmp_path / "compare.json").write_text(json.dumps(report))
+    headline = _compare_view(tmp_path, "cmp").headline
+    assert [(h["value"], h["interval"]) for h in headline] == [("1.0077", "[1.0004, 1.0164]"), ("+0.0023", "[-0.0001, +0.0053]")]
+
+
+@pytest.mark.parametrize(("method", "stride", "shown"), [("chunked", 0, "chunked window 512"), ("fixed", 0, "fixed window 512"),
+                                                         ("sliding", 128, "sliding window 512 stride 128")])
+def test_score_header_names_a_stride_only_for_sliding_windows(method, stride, shown):
+    """Chunked and fixed windows have no stride (their config records 0): the header shows none."""
+    from ctxeval.explorer.data import header
+
+    assert header({"config": {"method": method, "window": 512, "stride": stride}}, "score")["windows"] == shown

@@ -219,8 +219,9 @@ def test_exactly_one_module_writes_manifests():
 
 
 def test_api_options_are_keyword_only():
-    """An API function takes its inputs positionally (at most three: runs, files, an output) and
-    every option by name, so an option added or reordered never shifts another."""
+    """An API function takes its inputs positionally (at most three: runs, models, files) and
+    every option by name, the output directory included (`compare(a, b, out=...)`), so an
+    option added or reordered never shifts another."""
     import inspect
 
     from ctxeval import api
@@ -230,3 +231,4 @@ def test_api_options_are_keyword_only():
     for function in functions:
         positional = [p for p in inspect.signature(function).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         assert len(positional) <= 3, (function.__name__, [p.name for p in positional])
+        assert "out" not in [p.name for p in positional], function.__name__

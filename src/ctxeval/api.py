@@ -326,7 +326,7 @@ def probe_report(runs: Sequence[str | Path], *, out: str | Path) -> str:
     return markdown
 
 
-def report(runs: Sequence[str | Path], out: str | Path = "report.html", *, top_k_shown: int = DEFAULT_TOP_K_SHOWN) -> Path:
+def report(runs: Sequence[str | Path], *, out: str | Path = "report.html", top_k_shown: int = DEFAULT_TOP_K_SHOWN) -> Path:
     """One offline HTML file over any mix of finished runs: headers, headline numbers, charts
     and a per-token explorer (`top_k_shown` alternatives per token are embedded)."""
     return write_html_report([Path(r) for r in runs], Path(out), top_k_shown)
@@ -363,8 +363,8 @@ class Comparison:
 def compare(
     run_a: str | Path,
     run_b: str | Path,
-    out: str | Path,
     *,
+    out: str | Path,
     replicates: int = 2000,
     seed: int = 0,
     cluster_by_text: bool | None = None,

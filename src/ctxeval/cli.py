@@ -21,7 +21,7 @@ app = typer.Typer(
 )
 
 _LENGTHS_HELP = "Comma-separated context lengths in tokens."
-CutoffOpt = Annotated[str, typer.Option("--cutoff", help="Rank cutoff l of the rank scores: a positive integer, or 'full' for the whole vocabulary.")]
+CutoffOpt = Annotated[str, typer.Option("--cutoff", help="Rank cutoff l of the rank scores: a positive integer, or 'full' for the whole vocabulary (a rank an API read from a shorter top-k list is scored with l = that list's length).")]
 AlphasOpt = Annotated[str, typer.Option("--alphas", help="Comma-separated alphas of the non-linear score e^(-alpha (r-1)).")]
 ApproxKOpt = Annotated[int, typer.Option("--approx-k", help="k of the approximate perplexity (an API's top-k).")]
 PenaltyOpt = Annotated[float, typer.Option("--penalty", help="Penalty subtracted from log p_k for tokens outside the top-k.")]
@@ -374,7 +374,7 @@ def compare(
     nan_windows: Annotated[str, typer.Option("--nan-windows", help="Windows with a NaN loss in either run (e.g. API targets outside the top-k): exclude (listed in the report; fails ci/release) or error.")] = "exclude",
 ) -> None:
     """Paired comparison of two runs over the same windows: perplexity ratio B/A with a BCa interval."""
-    result = api.compare(run_a, run_b, out, replicates=replicates, seed=seed, cluster_by_text=cluster_by_text, profile=profile, min_windows=min_windows,
+    result = api.compare(run_a, run_b, out=out, replicates=replicates, seed=seed, cluster_by_text=cluster_by_text, profile=profile, min_windows=min_windows,
                          min_tokens=min_tokens, max_ratio=max_ratio, model_a=model_a, model_b=model_b, context_mode_a=context_mode_a,
                          context_mode_b=context_mode_b, nan_windows=nan_windows, resample=resample)
     typer.echo(result.markdown)
@@ -491,7 +491,7 @@ def report(
 ) -> None:
     """One offline, self-contained HTML report: run headers, headline numbers with intervals, charts and a
     per-token explorer (colour by logprob, rank bucket, probability vs top-1, context gain, key tokens, A−B)."""
-    path = api.report(runs, out, top_k_shown=top_k_shown)
+    path = api.report(runs, out=out, top_k_shown=top_k_shown)
     typer.echo(f"report: {path} ({path.stat().st_size / 1e6:.2f} MB)")
 
 

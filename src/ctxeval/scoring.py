@@ -168,6 +168,7 @@ def _append_rows(scorer: Scorer, config: RunConfig, tt: TokenizedText, p: Pass, 
     out["greedy_id"].extend(scores.greedy_id.tolist())
     out["topk_ids"].extend(scores.topk_ids.tolist())
     out["topk_logprobs"].extend(scores.topk_logprobs.tolist())
+    out["topk_returned"].extend(n if n >= 0 else None for n in scores.listed.tolist())
     for j, t in enumerate(config.temperatures):
         if t != 1.0:
             out[temperature_column(t)].extend(scores.temp_logprobs[:, j].tolist())

@@ -35,6 +35,9 @@ class BlockScores:
     topk_ids: np.ndarray  # int32 [n, k]
     topk_logprobs: np.ndarray  # float32 [n, k]
     temp_logprobs: np.ndarray  # float64 [n, len(temperatures)]
+    # int32 [n]: length of the returned top-k list a rank was read from (an API's; thesis eq. 4
+    # scores it with l = that length), -1 where the rank is over the full vocabulary
+    listed: np.ndarray
 
     @staticmethod
     def concat(parts: list[BlockScores]) -> BlockScores:
@@ -97,6 +100,7 @@ def _score_rows(logits: np.ndarray, targets: np.ndarray, top_k: int, temperature
         topk_ids=topk_ids[:, :top_k].astype(np.int32),
         topk_logprobs=(topk_vals[:, :top_k] - lse[:, None]).astype(np.float32),
         temp_logprobs=temp_logprobs,
+        listed=np.full(n, -1, dtype=np.int32),
     )
 
 

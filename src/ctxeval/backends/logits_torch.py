@@ -57,6 +57,7 @@ def score_block_device(logits, targets, top_k: int, temperatures: tuple[float, .
         topk_ids=topk_ids[:, :top_k].astype(np.int32),
         topk_logprobs=(topk_vals[:, :top_k] - lse[:, None]).astype(np.float32),
         temp_logprobs=temp_logprobs,
+        listed=np.full(n, -1, dtype=np.int32),
     )
 
 

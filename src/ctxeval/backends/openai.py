@@ -1,8 +1,9 @@
 """Models behind an OpenAI-compatible HTTP API (OpenAI, vLLM, llama.cpp servers).
 
 Such an API never shows the full next-token distribution, only the top-k log-probabilities
-of tokens it returns, so ranks beyond k are unknown (`None` in the records) and the rank
-scores are exact only for cutoffs <= k (see docs/openai.md). Three paths:
+of tokens it returns, so ranks beyond k are unknown (`None` in the records), and each record
+keeps how many alternatives the list held (`topk_returned`): the rank scores use l = that
+length where it is below the cutoff, as the thesis's eq. 4 does (see docs/openai.md). Three paths:
 
 - `prompt`: /v1/completions with `echo` and `logprobs`: the log-probability and top-k of
   every prompt token, so every target of a window in one request. Exact log-probabilities;
@@ -55,7 +56,8 @@ class Comparison:
     context_len: int
     logprob: float  # NaN: the reference was not among the returned tokens
     rank: int | None
-    topk: list[float]
+    topk: list[float]  # the returned ranking, most probable first; its length is the thesis's l
+    exact: bool = False  # `rank` is over the whole vocabulary (vLLM's prompt_logprobs), not the list
 
 
 @dataclass
@@ -223,7 +225,9 @@ class OpenAIScorer(ScorerBase):
             others = [float(v) for s, v in top.items() if s != tokens[lead + t]]  # the prompt token's own entry is added by the server
             ranking, inside = _ranking(float(lp), others, self.options.top_logprobs)
             comparison = _compare(float(lp), ranking, inside, int(t), int(t))
-            comparison.rank = _exact_rank(prompt_logprobs, lead + int(t), int(full[t])) or comparison.rank
+            exact = _exact_rank(prompt_logprobs, lead + int(t), int(full[t]))
+            if exact is not None:
+                comparison.rank, comparison.exact = exact, True
             out.append(comparison)
         return out
 
@@ -324,16 +328,19 @@ def _ranking(own: float, others: list[float], k: int) -> tuple[list[float], bool
     it is outside the top-k (OpenAI: "as well the chosen tokens"); `others` are the remaining
     entries. Servers that key the top-k by string (llama-cpp-python) merge tokens with equal
     strings, so fewer than k can come back, and then an own token below all of them may have
-    been added rather than ranked: with k = 20, 18 others and the own token below them all, its
-    rank is unknown (paper 000, eqs. 4-10: s_i = 0, log p_l - 3). The own token is ranked when
-    fewer than k others are more probable and the returned list provably reaches it: another
-    entry is at most as probable, or k - 1 others came back (the whole top-k), or the
-    probability of everything not returned is below its own (no unreturned token can outrank
-    it; only when the returned values sum to at most 1, i.e. are probabilities of distinct tokens).
+    been added rather than ranked: 19 others and the own token at -10 below them all is either
+    a whole top-20 whose 20th is the own token or 19 merged entries with the own token added,
+    and the response cannot tell which (vLLM lists an added token among the alternatives too),
+    so its rank is unknown (paper 000, eqs. 4-10: s_i = 0, log p_l - 3). The own token is ranked
+    when fewer than k others are more probable and the returned list provably reaches it:
+    another entry is at most as probable, or the probability of everything not returned is
+    below its own (no unreturned token can outrank it; only when the returned values sum to at
+    most 1, i.e. are probabilities of distinct tokens). The ranking's length is the thesis's l
+    for this position (eq. 4), which `_block` records.
     """
     above = sum(1 for v in others if v > own)
     listed = math.fsum(math.exp(v) for v in [own, *others])
-    reached = any(v <= own for v in others) or len(others) >= k - 1 or (listed <= 1.0 and 1.0 - listed < math.exp(own))
+    reached = any(v <= own for v in others) or (listed <= 1.0 and 1.0 - listed < math.exp(own))
     inside = above < k and reached
     return sorted([*others, own] if inside else others, reverse=True)[:k], inside
 
@@ -370,6 +377,8 @@ def _token_bytes(entry: dict) -> bytes:
 
 
 def _block(comparisons: list[Comparison], top_k: int) -> BlockScores:
+    """The comparisons as a block; `listed` is each ranking's whole length (before the run's
+    --top-k cuts what the records keep), or -1 for a rank over the whole vocabulary."""
     n = len(comparisons)
     topk = np.full((n, top_k), np.nan, dtype=np.float32)
     for i, c in enumerate(comparisons):
@@ -383,6 +392,7 @@ def _block(comparisons: list[Comparison], top_k: int) -> BlockScores:
         topk_ids=np.full((n, top_k), -1, dtype=np.int32),
         topk_logprobs=topk,
         temp_logprobs=logprob[:, None],
+        listed=np.array([-1 if c.exact else len(c.topk) for c in comparisons], dtype=np.int32),
     )
 
 

@@ -115,8 +115,9 @@ def header(manifest: dict, kind: str) -> dict:
     bos = [f"{m.get('name')}: BOS id {m['bos_id']}" if m.get("bos_id") is not None else f"{m.get('name')}: no BOS" for m in models]
     if kind in ("sweep",):
         windows = f"lengths {', '.join(str(x) for x in config.get('lengths', []))}; n_c {config.get('n_compare')}; repeats {config.get('repeats')}; modes {', '.join(config.get('context_modes', []))}"
-    elif kind == "score":
-        windows = f"{config.get('method')} window {config.get('window')} stride {config.get('stride')}"
+    elif kind == "score":  # a stride exists only for sliding windows (chunked and fixed record 0)
+        stride = f" stride {config.get('stride')}" if config.get("method") == "sliding" else ""
+        windows = f"{config.get('method')} window {config.get('window')}{stride}"
     elif kind == "context-gain":
         windows = f"chunked window {config.get('window')} vs last {config.get('short')} tokens (stride {config.get('stride')})"
     else:
@@ -146,13 +147,16 @@ def _tokenizer(model: dict, config: dict) -> str:
     return f"{model.get('name')}: the {model.get('backend')} model's own tokenizer"
 
 
-def _interval(lo: float, hi: float) -> str:
-    return "" if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{lo:.4g}, {hi:.4g}]"
+def _interval(lo: float, hi: float, fmt: str) -> str:
+    """The bounds in the format of the value they bracket (`fmt`), so estimate and bounds read
+    alike: "1.0077 [1.0004, 1.0164]", "+0.0023 [-0.0001, +0.0053]"."""
+    return "" if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{lo:{fmt}}, {hi:{fmt}}]"
 
 
-def _bounds(bounds: list[float] | None) -> str:
-    """A paired estimate's interval, or "no interval" where there is none (one window/document)."""
-    return "no interval" if bounds is None else _interval(*bounds)
+def _bounds(bounds: list[float] | None, fmt: str) -> str:
+    """A paired estimate's interval in the value's format, or "no interval" where there is none
+    (one window/document)."""
+    return "no interval" if bounds is None else _interval(*bounds, fmt)
 
 
 def _lm_view(path: Path, label: str, kind: str, first_arm: int) -> tuple[RunView, list[Arm]]:
@@ -162,8 +166,8 @@ def _lm_view(path: Path, label: str, kind: str, first_arm: int) -> tuple[RunView
     view = RunView(label, path, kind, manifest, header(manifest, kind), summary=summary)
     for _, row in summary.iterrows():
         where = f"{row['model']} · {row['text_id']} · {row['method']} {row['context_mode']} L={row['nominal_len']}"
-        view.headline.append({"label": f"PPL (exact) {where}", "value": f"{row['ppl']:.4g}", "interval": _interval(row["ppl_lo"], row["ppl_hi"])})
-        view.headline.append({"label": f"AVG {where}", "value": f"{row['avg']:.4f}", "interval": _interval(row["avg_lo"], row["avg_hi"])})
+        view.headline.append({"label": f"PPL (exact) {where}", "value": f"{row['ppl']:.4g}", "interval": _interval(row["ppl_lo"], row["ppl_hi"], ".4g")})
+        view.headline.append({"label": f"AVG {where}", "value": f"{row['avg']:.4f}", "interval": _interval(row["avg_lo"], row["avg_hi"], ".4f")})
     arms = [Arm(first_arm + i, label, path, kind, model, manifest, part.reset_index(drop=True)) for i, (model, part) in enumerate(records.groupby("model", sort=False))]
     return view, arms
 
@@ -196,7 +200,7 @@ def _gain_view(path: Path, label: str, first_arm: int) -> tuple[RunView, list[Ar
     view.gain_by_distance = pd.concat(distance, ignore_index=True)
     for text_id, entry in summary.get("texts", {}).items():
         for model, s in entry.get("by_model", {}).items():
-            view.headline.append({"label": f"PPL long/short {model} · {text_id}", "value": f"{s['ppl_ratio_long_over_short']:.4f}", "interval": _bounds(s["ppl_ratio_ci"])})
+            view.headline.append({"label": f"PPL long/short {model} · {text_id}", "value": f"{s['ppl_ratio_long_over_short']:.4f}", "interval": _bounds(s["ppl_ratio_ci"], ".4f")})
             if s.get("longppl") is not None:
                 view.headline.append({"label": f"LongPPL {model} · {text_id}", "value": f"{s['longppl']:.4g}", "interval": ""})
     return view, arms
@@ -223,9 +227,9 @@ def _compare_view(path: Path, label: str) -> RunView:
     numerics = report.get("numerics")
     notes = "; ".join(numerics["lines"]) + ". " + " ".join(numerics["notes"]) if numerics else ""
     view = RunView(label, path, "compare", None, {"command": "compare", "runs": f"A {report['runs']['a']} · B {report['runs']['b']}", "profile": report.get("profile", ""), "numerics": notes}, compare=report)
-    view.headline.append({"label": "PPL ratio B/A", "value": f"{pm['ratio']:.4f}", "interval": _bounds(pm["display_ci"])})
+    view.headline.append({"label": "PPL ratio B/A", "value": f"{pm['ratio']:.4f}", "interval": _bounds(pm["display_ci"], ".4f")})
     for name, m in report.get("secondary_metrics", {}).items():
-        view.headline.append({"label": f"{name} B − A", "value": f"{m['difference']:+.4f}", "interval": _bounds(m["ci"])})
+        view.headline.append({"label": f"{name} B − A", "value": f"{m['difference']:+.4f}", "interval": _bounds(m["ci"], "+.4f")})
     return view
 
 

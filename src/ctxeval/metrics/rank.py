@@ -1,7 +1,10 @@
 """Rank-based scores of the thesis (section 3.1.1): each in [0, 1], 1 for a target ranked first.
 
 `cutoff` is l, the length of the ranking: a target ranked beyond it scores 0. The thesis used
-l = 20 (the API's top-20); `None` means the full vocabulary (l = vocab size).
+l = 20 (the API's top-20); `None` means the full vocabulary (l = vocab size). Eq. 4 defines l as
+the number of log-probabilities received, so a target whose rank was read from a shorter list
+(an API that returned 5 alternatives when 20 were asked) is scored with l = that length: a
+cutoff may be one l per target (`ranking_lengths`).
 """
 
 from __future__ import annotations
@@ -12,32 +15,56 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def _ranks_and_mask(ranks: np.ndarray, cutoff: int) -> tuple[np.ndarray, np.ndarray]:
+Cutoff = int | np.ndarray  # l, for all targets or one per target
+
+
+def ranking_lengths(cutoff: int, returned: np.ndarray | None) -> Cutoff:
+    """l per target: the cutoff, or the length of the list the target's rank was read from where
+    that is shorter (eq. 4: l is the number of log-probabilities received). `returned` holds
+    that length per target, NaN where the rank is over the full vocabulary (no list); an empty
+    list (0) ranks nothing."""
+    if returned is None:
+        return cutoff
+    returned = np.asarray(returned, dtype=np.float64)
+    if not np.isfinite(returned).any():
+        return cutoff
+    return np.fmin(returned, cutoff).astype(np.int64)  # fmin: NaN (no list) gives the cutoff
+
+
+def short_lists(cutoff: int, returned: np.ndarray | None) -> int:
+    """How many targets were scored with an l below the cutoff: their server returned fewer
+    alternatives than the cutoff (what a summary reports beside the scores)."""
+    if returned is None:
+        return 0
+    return int(np.sum(np.asarray(returned, dtype=np.float64) < cutoff))  # NaN (no list) compares False
+
+
+def _ranks_and_mask(ranks: np.ndarray, cutoff: Cutoff) -> tuple[np.ndarray, np.ndarray]:
     ranks = np.asarray(ranks, dtype=np.float64)
     if np.any(ranks < 1):
         raise ValueError("ranks are 1-based")
     return ranks, ranks <= cutoff
 
 
-def linear_scores(ranks: np.ndarray, cutoff: int) -> np.ndarray:
+def linear_scores(ranks: np.ndarray, cutoff: Cutoff) -> np.ndarray:
     """s_i = (l - r_i + 1) / l inside the ranking, else 0 (eq. 4)."""
     r, inside = _ranks_and_mask(ranks, cutoff)
-    return np.where(inside, (cutoff - r + 1) / cutoff, 0.0)
+    return np.where(inside, (cutoff - r + 1) / np.maximum(cutoff, 1), 0.0)  # l = 0 (empty list): nothing inside
 
 
-def reciprocal_scores(ranks: np.ndarray, cutoff: int) -> np.ndarray:
+def reciprocal_scores(ranks: np.ndarray, cutoff: Cutoff) -> np.ndarray:
     """s_i = 1 / r_i inside the ranking, else 0 (eq. 6)."""
     r, inside = _ranks_and_mask(ranks, cutoff)
     return np.where(inside, 1.0 / r, 0.0)
 
 
-def nonlinear_scores(ranks: np.ndarray, cutoff: int, alpha: float) -> np.ndarray:
+def nonlinear_scores(ranks: np.ndarray, cutoff: Cutoff, alpha: float) -> np.ndarray:
     """s_i = exp(-alpha (r_i - 1)) inside the ranking, else 0 (eq. 8)."""
     r, inside = _ranks_and_mask(ranks, cutoff)
     return np.where(inside, np.exp(-alpha * (r - 1)), 0.0)
 
 
-def token_scores(ranks: np.ndarray, cutoff: int, alphas: Sequence[float]) -> dict[str, np.ndarray]:
+def token_scores(ranks: np.ndarray, cutoff: Cutoff, alphas: Sequence[float]) -> dict[str, np.ndarray]:
     """Per target, every score that enters the thesis's AVG: `lin`, `rp` and `a<alpha>` per alpha
     (with alphas (0.1, 0.3) the thesis's four scores); the one place that list is defined."""
     scores = {"lin": linear_scores(ranks, cutoff), "rp": reciprocal_scores(ranks, cutoff)}
@@ -46,7 +73,7 @@ def token_scores(ranks: np.ndarray, cutoff: int, alphas: Sequence[float]) -> dic
     return scores
 
 
-def rank_scores(ranks: np.ndarray, cutoff: int, alphas: Sequence[float]) -> dict[str, float]:
+def rank_scores(ranks: np.ndarray, cutoff: Cutoff, alphas: Sequence[float]) -> dict[str, float]:
     """Mean of each of `token_scores`, and their average (the thesis's AVG).
 
     Keys: `lin`, `rp`, `a<alpha>` per alpha (e.g. `a0.1`), `avg` = mean of all of them, which

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 
 from ctxeval.backends.registry import refuse_api_models
 from ctxeval.data.corpus import CorpusOptions, open_corpus
-from ctxeval.modeldiff.keytokens import key_token_mask
+from ctxeval.modeldiff.keytokens import check_gain_run, key_token_mask
 from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_summary
 from ctxeval.modeldiff.report import gate, write_report
 from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, DiffRun
@@ -93,6 +93,8 @@ def diff(
     if bootstrap.replicates < 100:
         raise UserError(f"--replicates must be at least 100, got {bootstrap.replicates}")
     edges = bucket_edges(window, tuple(buckets) if buckets else None)
+    if key_tokens is not None:
+        check_gain_run(Path(key_tokens))
     loaded = open_corpus(texts, corpus)
     config = DiffConfig(ref, cand, tuple(r.sha256 for r in loaded.refs), tuple(r.text_id for r in loaded.refs), window, stride, max_tokens, top_k, reverse, block_rows)
     run_dir = Path(out) if out is not None else Path("runs") / f"diff-{config.run_id()[:8]}"

@@ -11,22 +11,32 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.errors import UserError
-from ctxeval.pipeline.manifest import read_manifest
+from ctxeval.pipeline.manifest import Manifest, read_manifest
 from ctxeval.probes.context_gain import gain_table, key_spans
 from ctxeval.probes.gain_report import SUMMARY_JSON
 from ctxeval.probes.keytokens import tokens_within
 from ctxeval.pipeline.records import read_records
 
 
+def check_gain_run(gain_run: Path) -> Manifest:
+    """The manifest of `gain_run` if it is a finished context-gain run, else one line naming
+    what it is (checked before a diff starts, so a wrong --key-tokens costs no model work)."""
+    try:
+        manifest = read_manifest(gain_run)
+    except UserError as exc:
+        raise UserError(f"--key-tokens {exc}") from None
+    if manifest.command != "context-gain":
+        raise UserError(f"--key-tokens {gain_run}: a {manifest.command} run, not a context-gain run")
+    if not (gain_run / SUMMARY_JSON).is_file():
+        raise UserError(f"--key-tokens {gain_run}: an unfinished context-gain run (no {SUMMARY_JSON})")
+    return manifest
+
+
 def key_token_mask(records: pd.DataFrame, texts: list[dict], gain_run: Path) -> tuple[np.ndarray, dict]:
     """True for each diff record that is a key token of the finished context-gain run
     `gain_run` (texts matched by content hash), and what picked them."""
     gain_run = Path(gain_run)
-    if not (gain_run / SUMMARY_JSON).is_file():
-        raise UserError(f"--key-tokens {gain_run}: not a finished context-gain run (no {SUMMARY_JSON})")
-    manifest = read_manifest(gain_run)
-    if manifest.command != "context-gain":
-        raise UserError(f"--key-tokens {gain_run}: a {manifest.command} run, not a context-gain run")
+    manifest = check_gain_run(gain_run)
     rule = json.loads((gain_run / SUMMARY_JSON).read_text())["key_tokens"]
     gain_records = read_records(gain_run)
     gain_ids = {t["sha256"]: t["text_id"] for t in manifest.texts or [] if "skipped" not in t}

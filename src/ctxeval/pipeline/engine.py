@@ -110,7 +110,7 @@ class RunTask(Protocol, Generic[R]):
 def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions | None = None, progress: bool = False) -> R:
     """Run `task` into `out` (resuming what an earlier session left) and return its result."""
     out = Path(out)
-    previous = existing_manifest(out, spec.run_id, spec.what)
+    previous = existing_manifest(out, spec.run_id, spec.what, spec.command)
     if previous is not None and previous.status == "complete":
         return task.finish(out, previous)
     check_resumable(out, task.schema, task.records, spec.what)

@@ -185,13 +185,18 @@ def require_command(manifest: Manifest, run_dir: Path, reader: str, accepted: Co
     return manifest
 
 
-def existing_manifest(run_dir: Path, run_id: str | None = None, what: str = "run") -> Manifest | None:
+def existing_manifest(run_dir: Path, run_id: str | None = None, what: str = "run", command: str | None = None) -> Manifest | None:
     """The manifest a run directory already holds (a resumed or repeated run), None for a new
-    one. With `run_id`, a directory of another configuration is refused rather than mixed in."""
+    one. With `run_id`, a directory of another configuration is refused rather than mixed in;
+    the refusal names the kind of run found there when it is not `command`'s, so a user who
+    pointed --out at another command's run reads what is there, not "another configuration"."""
     if not (Path(run_dir) / MANIFEST_FILE).exists():
         return None
     previous = read_manifest(run_dir)
     if run_id is not None and previous.run_id != run_id:
+        if command is not None and previous.command != command:
+            found = f"a {previous.command} run" if previous.command else "a run of an unknown kind"
+            raise UserError(f"{run_dir} holds {found}, not a {command} run; choose another --out or remove it")
         raise UserError(f"{run_dir} holds a {what} with a different configuration; choose another --out or remove it")
     return previous
 

@@ -53,6 +53,10 @@ BASE_SCHEMA = pa.schema(
         ("greedy_id", pa.int32()),
         ("topk_ids", pa.list_(pa.int32())),
         ("topk_logprobs", pa.list_(pa.float32())),
+        # an API's rank: how many alternatives the server returned in the list it was read from
+        # (rank scores use l = this where it is below the cutoff, thesis eq. 4); null: the rank
+        # is over the full vocabulary
+        ("topk_returned", pa.int32()),
     ]
 )
 

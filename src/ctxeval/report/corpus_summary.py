@@ -14,7 +14,7 @@ import math
 import pandas as pd
 
 from ctxeval.config import MetricConfig
-from ctxeval.report.summary import group_metrics, token_values
+from ctxeval.report.summary import group_metrics, n_short_lists, token_values
 from ctxeval.stats.cluster import cluster_bootstrap
 
 CORPUS_KEYS = ["model", "method", "context_mode", "nominal_len"]
@@ -29,7 +29,7 @@ def corpus_summary(
     seed: int = 0,
 ) -> pd.DataFrame:
     """One row per model × method × context mode × length over all documents: tokens,
-    documents, windows, token-weighted metrics and `<metric>_lo`/`_hi` by document bootstrap."""
+    documents, windows, targets scored from short top-k lists, token-weighted metrics and `<metric>_lo`/`_hi` by document bootstrap."""
     rows = []
     for key, group in records.groupby(CORPUS_KEYS, sort=True):
         row = dict(zip(CORPUS_KEYS, key))
@@ -37,6 +37,7 @@ def corpus_summary(
         row["n"] = len(group)
         row["n_documents"] = int(group["text_id"].nunique())
         row["n_windows"] = int(group.groupby(["text_id", "repeat", "window_id"]).ngroups)
+        row["n_short_list"] = n_short_lists(group, metrics, vocab_sizes[key[0]])
         row.update(group_metrics(group, metrics, vocab_sizes[key[0]], temperatures))
         for name, values in token_values(group, metrics, vocab_sizes[key[0]]).items():
             interval = cluster_bootstrap(values, documents, replicates, seed)

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ctxeval.config import MetricConfig
 from ctxeval.metrics import perplexity as ppl
-from ctxeval.metrics.rank import rank_scores, token_scores
+from ctxeval.metrics.rank import Cutoff, ranking_lengths, rank_scores, short_lists, token_scores
 from ctxeval.pipeline.records import temperature_column
 from ctxeval.stats.trends import mean_interval
 
@@ -17,11 +17,27 @@ GROUP_KEYS = ["model", "text_id", "method", "context_mode", "nominal_len"]
 INTERVAL_METRICS = ("avg", "rp", "ppl", "approx_ppl")  # the plotted ones
 
 
+def _returned(df: pd.DataFrame) -> np.ndarray | None:
+    """Per target, the length of the top-k list an API returned its rank from (NaN: a rank over
+    the full vocabulary); None for records written before the column existed."""
+    return df["topk_returned"].to_numpy(dtype=float) if "topk_returned" in df.columns else None
+
+
+def cutoffs(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int) -> Cutoff:
+    """l of the rank scores per target: the run's cutoff, or a shorter list's length (eq. 4)."""
+    return ranking_lengths(metrics.cutoff or vocab_size, _returned(df))
+
+
+def n_short_lists(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int) -> int:
+    """Targets whose rank scores used a list shorter than the cutoff (see metrics.rank.short_lists)."""
+    return short_lists(metrics.cutoff or vocab_size, _returned(df))
+
+
 def group_metrics(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int, temperatures: tuple[float, ...]) -> dict[str, float]:
     """All scalar metrics of one set of token records."""
     logprobs = df["logprob"].to_numpy()
     ranks = df["rank"].to_numpy()
-    cutoff = metrics.cutoff or vocab_size
+    cutoff = cutoffs(df, metrics, vocab_size)
     out = {"nll": ppl.nll(logprobs), "ppl": ppl.perplexity(logprobs)}
     out["bpb"] = ppl.bits_per_byte(logprobs, df["n_bytes"].to_numpy())
     out.update(rank_scores(ranks, cutoff, metrics.alphas))
@@ -38,7 +54,7 @@ def token_values(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int) -> di
     """Per target, the value whose mean gives each of INTERVAL_METRICS: scores for `avg` and
     `rp`, NLL for `ppl` and approximate NLL for `approx_ppl` (their perplexity is exp(mean))."""
     logprobs, ranks = df["logprob"].to_numpy(dtype=float), df["rank"].to_numpy(dtype=float)
-    scores = token_scores(ranks, metrics.cutoff or vocab_size, metrics.alphas)
+    scores = token_scores(ranks, cutoffs(df, metrics, vocab_size), metrics.alphas)
     topk = np.stack(df["topk_logprobs"].to_numpy())
     return {
         "avg": np.mean(list(scores.values()), axis=0),
@@ -77,7 +93,8 @@ def window_metrics(records: pd.DataFrame, metrics: MetricConfig, vocab_sizes: di
 def summarize(
     records: pd.DataFrame, metrics: MetricConfig, vocab_sizes: dict[str, int], temperatures: tuple[float, ...]
 ) -> pd.DataFrame:
-    """One row per group: token count, window count, each metric over all tokens of the group
+    """One row per group: token count, window count, how many targets' rank scores used a list
+    shorter than the cutoff (`n_short_list`), each metric over all tokens of the group
     (token-weighted) and its SD over the group's windows (NaN with fewer than two windows), and
     95 % intervals of the plotted metrics (`intervals`)."""
     windows_of = dict(tuple(window_metrics(records, metrics, vocab_sizes, temperatures).groupby(GROUP_KEYS, sort=False)))
@@ -87,6 +104,7 @@ def summarize(
         row["n"] = len(group)
         windows = windows_of[key]
         row["n_windows"] = len(windows)
+        row["n_short_list"] = n_short_lists(group, metrics, vocab_sizes[key[0]])
         overall = group_metrics(group, metrics, vocab_sizes[key[0]], temperatures)
         for name, value in overall.items():
             row[name] = value

@@ -73,6 +73,10 @@ def markdown_tables(summary: pd.DataFrame, metrics: MetricConfig, approx_vs_exac
         f"gets log p_l - {metrics.penalty:g}), which the thesis's tables call \"PPL\"; {PPL_LABEL}: exp of the mean "
         "negative log-likelihood of every target (thesis eq. 2).\n",
     ]
+    short = int(summary["n_short_list"].sum()) if "n_short_list" in summary.columns else 0
+    if short:
+        parts.append(f"{short} of {int(summary['n'].sum())} targets were ranked in a top-k list the server returned shorter "
+                     f"than the cutoff; their rank scores use l = the returned length (thesis eq. 4), per row in `n_short_list`.\n")
     tables = [("Average rank-based score AVG (thesis Table 1)", "avg"), (f"Approximate perplexity (thesis Table 2): {approx}", "approx_ppl")]
     if not thesis:
         tables.append((f"Exact perplexity (not in the thesis's tables): {PPL_LABEL}", "ppl"))
