@@ -16,6 +16,7 @@ from ctxeval.modeldiff.pair import lockstep
 from ctxeval.modeldiff.report import gate, render_markdown
 from ctxeval.modeldiff.summary import Bootstrap, bucket_edges, percentiles, summarize
 from ctxeval.errors import UserError
+from tests.numeric_paths import FLOAT32_PATHS, assert_same_top_k, top1_margin
 
 
 def _logits(n: int, vocab: int, seed: int, scale: float = 4.0) -> np.ndarray:
@@ -278,31 +279,10 @@ def test_hf_pair_records_match_the_models_own_float64_softmax(tmp_path, tiny):
     np.testing.assert_allclose(first.kl_reverse, (np.exp(b) * (b - a)).sum(axis=1), **FLOAT32_PATHS)
     np.testing.assert_allclose(first.ref_logprob, a[np.arange(64), ids[:64]], **FLOAT32_PATHS)
     # argmaxes compared where both top-1 margins exceed the paths' rounding (a near-tie may flip)
-    margins = [np.diff(-np.sort(-x, axis=1)[:, :2], axis=1)[:, 0] for x in (a, b)]
-    clear = (-margins[0] > 1e-4) & (-margins[1] > 1e-4)
+    clear = (top1_margin(a) > 1e-4) & (top1_margin(b) > 1e-4)
     np.testing.assert_array_equal(first.same_top1[clear], (a.argmax(axis=1) == b.argmax(axis=1))[clear])
     assert clear.mean() > 0.9
     assert result.report["summary"]["all"]["tokens"] == 200
-
-
-# Two float32 numeric paths (a forward in blocks of output rows vs one forward; another CPU's
-# kernels) agree to float32 rounding relative to the values compared, not to a fixed number of
-# nats: KL values near 8.8 nats differed by up to 4.6e-6 (relative 7.6e-7) on an AMD EPYC with
-# AVX-512 (docs/numerics.md). rtol 1e-5 is 13x that; atol covers values near 0.
-FLOAT32_PATHS = {"rtol": 1e-5, "atol": 1e-6}
-
-
-def assert_same_top_k(got_ids: np.ndarray, got_logprobs: np.ndarray, log_softmax: np.ndarray) -> None:
-    """The recorded top-k against a naive float64 sort of `log_softmax`, robust to near-ties that
-    another float32 path may order the other way: the recorded values are the reference's
-    values at the recorded ids, in descending order, and equal the reference's k largest."""
-    k = got_ids.shape[1]
-    at_got = np.take_along_axis(log_softmax, got_ids, axis=1)
-    np.testing.assert_allclose(got_logprobs, at_got, **FLOAT32_PATHS)
-    assert np.all(np.diff(got_logprobs, axis=1) <= 0)
-    largest = -np.sort(-log_softmax, axis=1)[:, :k]
-    np.testing.assert_allclose(at_got, largest, **FLOAT32_PATHS)
-    assert all(len(set(row)) == k for row in got_ids.tolist())
 
 
 def _first_window_log_softmax(tiny, n: int) -> tuple[list[int], np.ndarray, np.ndarray]:

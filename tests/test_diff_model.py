@@ -60,7 +60,8 @@ def test_a_requantized_candidate_matches_a_float64_reference_from_the_same_logit
     assert len(rec) == 80 and (rec.kl >= 0).all() and (rec.kl_reverse >= 0).all()
     assert rec.kl.max() > 0  # the quantization changes the distribution
     ref_scores = _matches_a_float64_reference(rec[rec.pass_index == 0], "gemma-3-270m", str(q8_gguf), 40)
-    # blocks of 16 rows (decode batches of 16) and the scoring path's one 512-token batch agree
+    # decode batches of 16 and of 512: bit-equal on Intel AMX, AMD AVX-512 and AMD AVX2
+    # (docs/numerics.md, test_llamacpp.py::test_scores_do_not_depend_on_the_batch_size)
     np.testing.assert_allclose(rec[rec.pass_index == 0].ref_logprob, ref_scores.logprob, rtol=0, atol=1e-6)
     np.testing.assert_array_equal(rec[rec.pass_index == 0].ref_rank, ref_scores.rank)
 
@@ -87,13 +88,15 @@ def test_the_embedded_gguf_in_llamacpp_and_in_transformers_pair_and_match_a_floa
 
 def _matches_a_float64_reference(first, ref_spec: str, cand_spec: str, n: int):
     """Check the records of a diff's first window of `n` tokens of the demo text against a
-    float64 full softmax of both models' own logits, in the diff's blocks of 16 rows (an hf
-    model's head in blocks of 512 moves a float32 log-probability by up to 4e-6); returns REF's
-    scoring-path scores."""
+    float64 full softmax of both models' own logits, from the diff's own computation: the same
+    input (BOS + the window's n tokens, as the diff decodes a window) in the same blocks of 16
+    rows (an hf model's head in blocks of 512 moves a float32 log-probability by up to 4e-6, a
+    decode of one token fewer moves llama.cpp's last rows), so the logits are the same floats and
+    a fixed 1e-6 bound holds; returns REF's scoring-path scores (decode batches of 512)."""
     ref, cand = load_scorer(ref_spec), load_scorer(cand_spec)
     try:
         tokens = np.asarray(ref.tokenize(load_text(DEMO_TEXT_NAME).content), dtype=np.int32)[:n]
-        input_ids = np.concatenate([[ref.info.bos_id], tokens[:-1]]).astype(np.int32)
+        input_ids = np.concatenate([[ref.info.bos_id], tokens]).astype(np.int32)
         positions = np.arange(n)
         z = np.concatenate([b.copy() for b in ref.logit_blocks(input_ids, positions, 16)])
         w = np.concatenate([b.copy() for b in cand.logit_blocks(input_ids, positions, 16)])
