@@ -452,4 +452,5 @@ def test_score_header_names_a_stride_only_for_sliding_windows(method, stride, sh
     """Chunked and fixed windows have no stride (their config records 0): the header shows none."""
     from ctxeval.explorer.data import header
 
-    assert header({"config": {"method": method, "window": 512, "stride": stride}}, "score")["windows"] == shown
+    manifest = {"run_id": "r", "models": [], "config": {"method": method, "window": 512, "stride": stride}}
+    assert header(manifest, "score")["windows"] == shown
