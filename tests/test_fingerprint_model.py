@@ -38,10 +38,10 @@ def test_identical_runs_have_equal_fingerprints_and_flash_attention_changes_it(r
 
 @pytest.mark.model
 def test_compare_says_bit_identical_or_names_the_differing_path_and_document(runs, tmp_path):
-    same = api.compare(runs / "a", runs / "b", tmp_path / "same", replicates=200)
+    same = api.compare(runs / "a", runs / "b", out=tmp_path / "same", replicates=200)
     assert same.report["numerics"]["bit_identical"] is True and same.report["numerics"]["differing_fields"] == []
     assert "The records of A and B are bit-identical" in same.markdown
-    other = api.compare(runs / "a", runs / "flash", tmp_path / "flash", replicates=200)
+    other = api.compare(runs / "a", runs / "flash", out=tmp_path / "flash", replicates=200)
     numerics = json.loads((tmp_path / "flash" / "compare.json").read_text())["numerics"]
     assert numerics["differing_fields"] == ["flash_attention"] and numerics["bit_identical"] is False
     assert numerics["differing_documents"] == ["demo"]
