@@ -203,9 +203,9 @@ def score(
     result = _run_scoring(config, loaded, [model], planner, _out_dir(out, "score", config), progress, n_threads, openai, dry_run, executor)
     if noise_floor is None or not isinstance(result, RunResult):
         return result
-    floor = measure_noise_floor(model, noise_floor, list(texts) if not isinstance(texts, (str, Path)) else [texts], window=window, stride=stride,
-                                max_tokens=max_tokens, edges=bucket_edges(window, None), out=floor_dir(result.run_dir), n_threads=n_threads,
-                                corpus=corpus, executor=executor, progress=progress)
+    floor = measure_noise_floor(model, noise_floor, loaded, window=window, stride=stride, max_tokens=max_tokens,
+                                edges=bucket_edges(window, None), out=floor_dir(result.run_dir), n_threads=n_threads,
+                                executor=executor, progress=progress)
     write_floor(result.run_dir, floor)
     return replace(result, noise_floor=floor)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from ctxeval.backends.registry import refuse_api_models
-from ctxeval.data.corpus import CorpusOptions, open_corpus
+from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
 from ctxeval.modeldiff.keytokens import check_gain_run, key_token_mask
 from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_summary
 from ctxeval.modeldiff.report import gate, write_report
@@ -108,8 +108,8 @@ def diff(
         summary["key_tokens"] = picked | (summarize(records[mask], edges, bootstrap) if mask.any() else {})
     floor = None
     if noise_floor is not None:
-        floor = measure_noise_floor(ref, noise_floor, texts, window=window, stride=stride, max_tokens=max_tokens, edges=edges, out=floor_dir(run_dir),
-                                    block_rows=block_rows, bootstrap=bootstrap, n_threads=n_threads, corpus=corpus, executor=executor, progress=progress)
+        floor = measure_noise_floor(ref, noise_floor, loaded, window=window, stride=stride, max_tokens=max_tokens, edges=edges, out=floor_dir(run_dir),
+                                    block_rows=block_rows, bootstrap=bootstrap, n_threads=n_threads, executor=executor, progress=progress)
     failures = gate(summary, profile, max_kl, min_same_top, min_windows, min_tokens)
     ref_entry, cand_entry = manifest.models
     report = {
@@ -140,7 +140,7 @@ def diff(
 def measure_noise_floor(
     model: str,
     floor: NoiseFloor,
-    texts: Sequence[str | Path],
+    loaded: Corpus,
     *,
     window: int,
     stride: int | None,
@@ -150,15 +150,13 @@ def measure_noise_floor(
     block_rows: int = DEFAULT_BLOCK_ROWS,
     bootstrap: Bootstrap = Bootstrap(),
     n_threads: int | None = None,
-    corpus: CorpusOptions = CorpusOptions(),
     executor: ExecutorOptions | None = None,
     progress: bool = False,
 ) -> dict:
     """`model` against itself on `floor`'s second numeric path, on a seeded sample of the
-    windows a run with these options scores (a diff run in `out`, resumed like any other)."""
+    windows a run with these options scores over the `loaded` texts (a diff run in `out`,
+    resumed like any other). The callers refuse API models before their own run."""
     second = floor.second_spec(model)
-    refuse_api_models([model, second], "--noise-floor", "the full next-token distribution")
-    loaded = open_corpus(texts, corpus)
     stride = window if stride is None else stride
     config = DiffConfig(model, second, tuple(r.sha256 for r in loaded.refs), tuple(r.text_id for r in loaded.refs), window, stride, max_tokens,
                         DEFAULT_TOP_K, False, block_rows, sample_windows=floor.windows, sample_seed=floor.seed)
