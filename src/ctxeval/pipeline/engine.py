@@ -16,8 +16,9 @@ every command (sweep, score, context-gain, retrieval, pplqa, meta-eval, judge) i
    `EXIT_INCOMPLETE`, and a re-run of the same command retries only that work);
    For token records, one fingerprint per model (pipeline/fingerprint.py) joins the manifest;
    every manifest records each model's numeric path (backends/numeric_path.py);
-6. calls the task's `finish`, which writes the outputs (`model_done` before, once per model
-   whose work is recorded, lets a task keep what only the loaded model knows).
+6. calls the task's `finish`, which returns the command's `Result`, and writes it
+   (results/base.py); `model_done`, called once per model whose work is recorded, lets a task
+   keep what only the loaded model knows.
 
 A task (`RunTask`) supplies what differs: record kind and schema, models, the plan, how a
 result becomes records, and the finisher. The engine imports no task and no report code.
@@ -43,6 +44,7 @@ from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work, WorkerM
 from ctxeval.pipeline.fingerprint import run_fingerprints
 from ctxeval.pipeline.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, write_manifest
 from ctxeval.pipeline.records import RecordKind, RowSink, check_resumable, done_passes, merge_parts
+from ctxeval.results.base import Result, write_result
 
 R = TypeVar("R", covariant=True)
 
@@ -103,7 +105,7 @@ class RunTask(Protocol, Generic[R]):
         ...
 
     def finish(self, run_dir: Path, manifest: Manifest) -> R:
-        """Write the outputs of a run whose records are merged; return the command's result."""
+        """The command's result of a run whose records are merged (the engine writes it)."""
         ...
 
 
@@ -112,7 +114,7 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions
     out = Path(out)
     previous = existing_manifest(out, spec.run_id, spec.what, spec.command)
     if previous is not None and previous.status == "complete":
-        return task.finish(out, previous)
+        return _finished(task, out, previous, spec.command)
     check_resumable(out, task.schema, task.records, spec.what)
     started = time.time()
     options = executor or ExecutorOptions()
@@ -165,9 +167,17 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions
         manifest.fingerprints = run_fingerprints(table, task.records.fingerprint, task.records.order, manifest.model_names)
     manifest.status = "incomplete" if failures else "complete"
     write_manifest(out, manifest)
-    result = task.finish(out, manifest)
+    result = _finished(task, out, manifest, spec.command)
     if failures:
         raise _incomplete(failures, plan, out)
+    return result
+
+
+def _finished(task: RunTask[R], out: Path, manifest: Manifest, command: str) -> R:
+    """The task's result of a run whose records are merged, written into the run directory."""
+    result = task.finish(out, manifest)
+    if isinstance(result, Result):  # transitional: every finisher returns a Result once all kinds are typed
+        write_result(out, result, command)
     return result
 
 
