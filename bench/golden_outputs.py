@@ -60,7 +60,7 @@ def commands(out: Path, shared: Path, judge_url: str) -> list[tuple[str, list[st
         ("compare", ["compare", o("sweep-exact"), o("sweep-both"), "--context-mode-b", "exact", "--replicates", "200", "--out", o("compare")]),
         ("trends", ["trends", o("sweep-exact"), "--out", o("trends")]),
         ("diff", ["diff", "gemma-3-270m", "gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1", text, "--window", "64", "--max-tokens", "192", "--replicates", "200", "--noise-floor", "?n_batch=7", "--noise-windows", "2", "--quiet", "--out", o("diff")]),
-        ("score-noise", ["score", text, "--method", "chunked", "--window", "64", "--max-tokens", "128", "--top-k", "5", "--noise-floor", "?n_batch=7", "--noise-windows", "2", "--quiet", "--out", o("score-noise")]),
+        ("score-noise", ["score", text, "--method", "chunked", "--window", "64", "--max-tokens", "128", "--top-k", "5", "--approx-k", "5", "--noise-floor", "?n_batch=7", "--noise-windows", "2", "--quiet", "--out", o("score-noise")]),
         ("context-gain", ["context-gain", text, "--window", "64", "--short", "16", "--max-tokens", "192", "--replicates", "200", "--block", "16", "--quiet", "--out", o("context-gain")]),
         ("retrieval", ["retrieval", "--lines", "5,8", "--depths", "0,1", "--samples", "1", "--quiet", "--out", o("retrieval")]),
         ("probe-report", ["probe-report", o("sweep-exact"), o("context-gain"), o("retrieval"), "--out", o("probe-report")]),
