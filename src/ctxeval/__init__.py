@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["sweep", "score", "diff", "summary", "compare", "models", "report", "RunResult", "Comparison", "MetricConfig"]
+__all__ = ["sweep", "score", "diff", "summary", "compare", "trends", "context_gain", "retrieval", "probe_report", "report", "models", "leval",
+           "leval_corr", "judge", "meta_eval", "pplqa", "serve", "run_metrics", "RunResult", "Comparison", "DiffResult", "Report", "MetricConfig",
+           "Bootstrap", "NoiseFloor", "floor_line", "CorpusOptions", "ExecutorOptions", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]
 
 if TYPE_CHECKING:
-    from ctxeval.api import Comparison, MetricConfig, RunResult, compare, diff, models, report, score, summary, sweep
+    from ctxeval.api import *  # noqa: F403
 
 
 def __getattr__(name: str) -> Any:

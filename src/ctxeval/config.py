@@ -6,6 +6,9 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 
+from ctxeval.errors import UserError
+from ctxeval.options import comma_floats, non_negative, option, positive
+
 DEFAULT_MODEL = "gemma-3-270m"
 DEFAULT_LENGTHS = (32, 64, 128, 256, 512, 1024, 2048, 4096)
 DEFAULT_TOP_K = 20
@@ -16,14 +19,26 @@ def config_id(config: dict) -> str:
     """A run id: a short hash of the configuration that decides a run's records."""
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
+def parse_cutoff(value: str, flag: str) -> int | None:
+    """A rank cutoff as typed: a positive integer, or 'full' (None: the whole vocabulary)."""
+    if value.strip().lower() == "full":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise UserError(f"{flag} expects a positive integer or 'full', got {value!r}") from None
+
+
 @dataclass(frozen=True)
 class MetricConfig:
     """How records become scores; changing it never needs a new model run."""
 
-    cutoff: int | None = 20  # l of the rank scores; None = full vocabulary
-    alphas: tuple[float, ...] = (0.1, 0.3)
-    approx_k: int = 20  # top-k an API would return, for the approximate perplexity
-    penalty: float = 3.0  # thesis eq. 10
+    cutoff: int | None = option("--cutoff", "Rank cutoff l of the rank scores: a positive integer, or 'full' for the whole vocabulary (a rank an API read from a shorter top-k list is scored with l = that list's length).",
+                                20, cli_type=str, shown="20", to_value=lambda v: parse_cutoff(v, "--cutoff"), check=positive)  # None = full vocabulary
+    alphas: tuple[float, ...] = option("--alphas", "Comma-separated alphas of the non-linear score e^(-alpha (r-1)).", (0.1, 0.3),
+                                       cli_type=str, shown="0.1,0.3", to_value=comma_floats("--alphas"), check=lambda a: "must be positive" if any(x <= 0 for x in a) else None)
+    approx_k: int = option("--approx-k", "k of the approximate perplexity (an API's top-k).", 20, check=positive)  # top-k an API would return
+    penalty: float = option("--penalty", "Penalty subtracted from log p_k for tokens outside the top-k.", 3.0, check=non_negative)  # thesis eq. 10
 
     @staticmethod
     def from_dict(stored: dict) -> MetricConfig:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Optional
+
+from ctxeval.options import option
 
 DEFAULT_CACHE = Path.home() / ".cache" / "ctxeval" / "api-cache.sqlite"
 
@@ -29,17 +32,20 @@ DEFAULT_GEN_TOKENS = 10  # tokens per generation request outside a thesis sweep 
 class OpenAIOptions:
     """How to reach and use an OpenAI-compatible server. Only `identity()` decides records."""
 
-    base_url: str = "http://127.0.0.1:8000"
-    api_key_env: str = "OPENAI_API_KEY"
-    mode: str = "auto"
-    tokenizer: str | None = None  # a local .gguf whose vocabulary the server's model uses
-    top_logprobs: int = 20  # OpenAI chat allows at most 20
-    gen_tokens: int | None = None  # tokens per generation request (generate/chat); None: see tokens_per_request
-    temperature: float = 1.0  # sampling temperature of generate/chat (decides reuse)
+    # `--base-url` repeated: the first reaches the model, the others are `fanout` (from_cli)
+    base_url: str = option("--base-url", "openai models: the server's base URL (default http://127.0.0.1:8000). Repeat for several servers of the same model: passes are dealt across them.",
+                           "http://127.0.0.1:8000", cli_type=Optional[list[str]], shown=None)
+    api_key_env: str = option("--api-key-env", "openai models: environment variable holding the API key (never stored).", "OPENAI_API_KEY")
+    mode: str = option("--api-mode", "openai models: auto (probe), prompt (echo+logprobs), generate (completions, thesis reuse) or chat (chat completions, thesis reuse).", "auto")
+    tokenizer: str | None = option("--tokenizer", "openai models: a GGUF (gemma-3-270m or .gguf path) with the served model's vocabulary; default: the server's tokenize endpoint.", None)
+    top_logprobs: int = option("--top-logprobs", "openai models: top-k log-probabilities to request (chat: at most 20).", 20)  # OpenAI chat allows at most 20
+    gen_tokens: int | None = option("--gen-tokens", "openai generate/chat: tokens requested per request (reused while the sampled tokens equal the text). Default: n_c with --context-mode thesis, else 10.", None)
+    temperature: float = option("--api-temperature", "openai generate/chat: sampling temperature.", 1.0)  # decides reuse
     seed: int = 0
     system_prompt: str = SYSTEM_PROMPT
-    concurrency: int = 4
-    cache: str | None = str(DEFAULT_CACHE)  # None: no cache
+    concurrency: int = option("--concurrency", "openai models: requests in flight at once.", 4)
+    cache: str | None = option("--cache", "openai models: SQLite request cache ('none' to disable). Default ~/.cache/ctxeval/api-cache.sqlite.", str(DEFAULT_CACHE),
+                               cli_type=Optional[str], shown=None, to_value=lambda v: str(DEFAULT_CACHE) if v is None else (None if v.strip().lower() == "none" else v))
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     # more servers of the same model (`--base-url` repeated): the executor deals passes across
     # base_url and these; they serve the same records, so they are not part of identity()
@@ -48,6 +54,13 @@ class OpenAIOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_url", server_root(self.base_url))  # both URL forms: one run id, one cache key
         object.__setattr__(self, "fanout", tuple(server_root(u) for u in self.fanout))
+
+    @classmethod
+    def from_cli(cls, values: dict) -> OpenAIOptions:
+        """The options from flags: the first --base-url reaches the model, the others are
+        servers of the same model that work is dealt across."""
+        first, *others = values.pop("base_url") or [cls.base_url]
+        return cls(base_url=first, fanout=tuple(others), **values)
 
     def per_server(self) -> list[OpenAIOptions]:
         """These options once per server, each reaching one of them."""

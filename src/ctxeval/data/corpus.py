@@ -22,6 +22,7 @@ import numpy as np
 
 from ctxeval.data.texts import DEMO_TEXT_NAME, Text, demo_text_path, load_text
 from ctxeval.errors import UserError
+from ctxeval.options import option, shared
 
 JSONL_SUFFIXES = (".jsonl", ".json")
 PARQUET_SUFFIXES = (".parquet",)
@@ -32,13 +33,13 @@ _PARQUET_BATCH_ROWS = 64
 class CorpusOptions:
     """How corpus inputs are read and which of their documents are used."""
 
-    glob: str = "*.txt"  # files of a folder, matched recursively
-    text_field: str = "text"  # JSON lines / Parquet: the field holding the document
-    id_field: str | None = None  # JSON lines / Parquet: the id field (default: file stem and row index)
-    max_docs: int | None = None  # the first N documents
-    sample: int | None = None  # then a seeded sample of N of them (file order kept)
-    seed: int = 0
-    skip_bad: bool = False  # skip bad documents (and count them) instead of refusing the corpus
+    glob: str = option("--glob", "Corpus folders: files to read, matched recursively (document id: path below the folder).", "*.txt")
+    text_field: str = option("--text-field", "JSONL/Parquet corpora: the field holding each document's text.", "text")
+    id_field: str | None = option("--id-field", "JSONL/Parquet corpora: the field holding each document's id (default: <file stem>:<row>).", None)
+    max_docs: int | None = option("--max-docs", "Use only the first N documents of the corpus.", None)
+    sample: int | None = option("--sample", "Use a seeded random sample of N documents (after --max-docs; seed: --seed).", None)
+    seed: int = field(default=0, metadata=shared("seed"))  # the command's --seed
+    skip_bad: bool = option("--skip-bad", "Skip bad documents (malformed line, missing field, empty, not UTF-8) and count them in the manifest, instead of stopping.", False)
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,16 @@ rank changes, top-1 flips, and the KL between the two paths, overall and by cont
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 import pandas as pd
 
 from ctxeval.backends.model_options import split_spec
 from ctxeval.backends.registry import check_options
 from ctxeval.errors import UserError
+from ctxeval.options import option, shared
 
 NOISE_DIR = "noise_floor"  # the floor's own diff run, inside the run it belongs to
 NOISE_JSON = "noise_floor.json"  # the floor's numbers, beside the run's other outputs
@@ -32,9 +34,9 @@ class NoiseFloor:
     options added to the run's model spec (`?flash_attn=1`, `?n_batch=7`) or a whole model spec
     for the same weights (`hf:gemma-3-270m`)."""
 
-    path: str
-    windows: int = DEFAULT_NOISE_WINDOWS
-    seed: int = 0
+    path: str = option("--noise-floor", "Re-score a seeded sample of the windows with the model (diff: REF) on a second numeric path and compare token by token: model options added to the model ('?flash_attn=1', '?n_batch=7', '?threads=1') or a model spec on the same weights ('hf:gemma-3-270m'). Reports max |delta logprob|, rank changes, top-1 flips and the KL between the paths: the floor below which a difference is numerics, not the model.", shown=None, cli_type=Optional[str])
+    windows: int = option("--noise-windows", "Windows in --noise-floor's seeded sample (seed: --seed).", DEFAULT_NOISE_WINDOWS)
+    seed: int = field(default=0, metadata=shared("seed"))  # the command's --seed
 
     def __post_init__(self) -> None:
         if not self.path or self.path == "?":

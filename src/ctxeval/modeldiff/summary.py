@@ -20,13 +20,15 @@ known to under-cover or could not be drawn (one window).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from ctxeval.errors import UserError
+from ctxeval.options import shared
 from ctxeval.report.compare import log_and_display, resampling_unit
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_SEED, replicates_option
 from ctxeval.stats.paired import PairedEstimate, all_equal, paired_bca
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
@@ -37,9 +39,9 @@ FIRST_BUCKET = 512
 class Bootstrap:
     """How intervals are drawn."""
 
-    replicates: int = 2000
-    seed: int = 0
-    confidence: float = 0.95
+    replicates: int = replicates_option()
+    seed: int = field(default=DEFAULT_SEED, metadata=shared("seed"))  # the command's --seed
+    confidence: float = DEFAULT_CONFIDENCE
 
 
 def bucket_edges(window: int, edges: tuple[int, ...] | None = None) -> list[int]:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES
 from ctxeval.stats.agreement import accuracy, f1_per_label, mcc
 
 
@@ -30,9 +31,9 @@ def bootstrap_classification(
     y_pred: Sequence[int],
     labels: Sequence[int],
     all_labels: Sequence[int],
-    replicates: int = 2000,
+    replicates: int = DEFAULT_REPLICATES,
     seed: int = 0,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> dict[str, tuple[float, float]]:
     """(low, high) percentile interval of every metric of `classification_metrics`."""
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)

@@ -38,6 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES
 from scipy.special import ndtr, ndtri
 
 RESAMPLE_SCHEMES = ("windows", "tokens")
@@ -106,9 +108,9 @@ def bca_levels(z0: float, accel: float, confidence: float) -> tuple[float, float
 def paired_bca(
     delta: np.ndarray,
     tokens: np.ndarray,
-    replicates: int = 2000,
+    replicates: int = DEFAULT_REPLICATES,
     seed: int = 0,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     clusters: np.ndarray | None = None,
     resample: str = "windows",
     unit: str | None = None,

@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES
 from scipy import stats
 
 
-def slope(x: np.ndarray, y: np.ndarray, confidence: float = 0.95) -> dict[str, float]:
+def slope(x: np.ndarray, y: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, float]:
     """Least-squares slope of y on x with its standard error, two-sided p-value (H0: slope 0,
     t with n-2 degrees of freedom, as in the thesis's appendix C) and a t confidence interval.
     With fewer than three points the uncertainty is undefined (NaN)."""
@@ -45,7 +47,7 @@ def loo_outliers(values: np.ndarray, k: float = 2.0) -> np.ndarray:
     return flags
 
 
-def mean_interval(values: np.ndarray, windows: np.ndarray, confidence: float = 0.95, replicates: int = 2000, seed: int = 0) -> tuple[float, float, str]:
+def mean_interval(values: np.ndarray, windows: np.ndarray, confidence: float = DEFAULT_CONFIDENCE, replicates: int = DEFAULT_REPLICATES, seed: int = 0) -> tuple[float, float, str]:
     """(low, high, kind) interval of the mean of per-target `values` at one context length.
 
     With several windows (repeated starts) the noise that matters is where the start fell: a t

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from ctxeval.backends.base import ScorerBase
 from ctxeval.errors import UserError
+from ctxeval.options import option
 
 EXECUTORS = ("local", "ray")
 
@@ -17,11 +18,11 @@ EXECUTORS = ("local", "ray")
 class ExecutorOptions:
     """Where passes run. None of it decides records, so none of it is part of the run id."""
 
-    kind: str = "local"
-    workers: int = 1  # ray: actors per model, each with its own loaded scorer
-    address: str | None = None  # ray: an existing cluster (None: RAY_ADDRESS, else start one on 127.0.0.1)
-    threads_per_worker: int = 1  # ray: CPU threads (and CPUs reserved) per actor
-    gpus_per_worker: float = 0.0  # ray: GPUs reserved per actor (hf: models with --device cuda)
+    kind: str = option("--executor", "Where passes run: local (this process, default) or ray (Ray actors, each holding a loaded model; records are the same).", "local")
+    workers: int = option("--workers", "--executor ray: actors per model.", 1)
+    address: str | None = option("--address", "--executor ray: the cluster's address (default: RAY_ADDRESS, else start a local cluster on 127.0.0.1).", None)
+    threads_per_worker: int = option("--threads-per-worker", "--executor ray: CPU threads (and CPUs reserved) per actor.", 1)
+    gpus_per_worker: float = option("--gpus-per-worker", "--executor ray: GPUs reserved per actor (hf: models with --device cuda).", 0.0)
 
     def check(self) -> None:
         """Refuse impossible settings with one clear line."""

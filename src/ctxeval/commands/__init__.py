@@ -1,0 +1,12 @@
+"""The registry of commands: each family module declares its `COMMANDS` (spec, run, echo); the
+CLI, the API and the docs are built from this one mapping, in this order."""
+
+from __future__ import annotations
+
+from ctxeval.commands import answers, compare, diff, probes, scoring, tools
+from ctxeval.commands.base import Command
+
+_ORDER = ("sweep", "score", "diff", "summary", "compare", "trends", "context-gain", "retrieval", "probe-report", "report", "models", "leval", "leval-corr",
+          "judge", "meta-eval", "pplqa", "serve")
+_ALL = {c.name: c for module in (scoring, diff, compare, probes, tools, answers) for c in module.COMMANDS}
+COMMANDS: dict[str, Command] = {name: _ALL[name] for name in _ORDER}

@@ -1,0 +1,181 @@
+"""pplqa, meta-eval, leval, leval-corr and judge: the quality of answers, by likelihood, by
+reference metrics and by an LLM judge, and how each agrees with people."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxeval.backends.openai_options import OpenAIOptions
+from ctxeval.commands import common
+from ctxeval.commands.base import Command
+from ctxeval.commands.diff import QuietDisplay, quiet_progress
+from ctxeval.config import DEFAULT_MODEL
+from ctxeval.options import argument, group, option
+from ctxeval.pipeline.executors import ExecutorOptions
+from ctxeval.qa import commands as qa_commands
+from ctxeval.qa.methods import parse_methods
+
+_EVALUATOR = f"Evaluator: {DEFAULT_MODEL} (embedded default), a .gguf path or hf:MODEL (not openai:, whose APIs return no log-probability for an answer's first token)."
+_EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a report command computed (`value`: the command's own result), the Markdown it
+    wrote, its files, and notes worth a warning; the CLI prints these and reads nothing back."""
+
+    value: Any
+    markdown: str
+    files: tuple[Path, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PplqaSpec:
+    """PPLqa = |PPL(question + answer) - PPL(answer)| (lower is better); ranks each question's answers."""
+
+    answers: str = argument("mt-bench (shared turn-1 answers of 6 models) or a JSONL file of {question_id, question, model, answer}.", "mt-bench")
+    methods: str | tuple[str, ...] = option("--methods", "Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted.", "pplqa", cli_type=str)
+    out: Path | None = common.out()
+    model: str = option("--model", _EVALUATOR, DEFAULT_MODEL)
+    limit: int | None = option("--limit", "Only the first N questions.", None)
+    qa_scope: str = option("--qa-scope", "PPL(q+a) over all tokens, or over the answer tokens only.", "all")
+    aspect: str | None = option("--aspect", "Score inside this aspect prompt (the paper's 'with prompt' variant), e.g. coherence.", None)
+    reference: str | None = option("--reference", "auto (MT-Bench: LLMBar human votes), none, or a CSV question_id,model,score.", "auto")
+    seed: int = common.seed("Seed of the random-ranking baseline (Monte Carlo above 8 answers).")
+    tau: str = option("--tau", "Per-question Kendall tau: a (the paper's eq. 4; a constant ranking counts 0) or b (tau-b; constant rankings skipped).", "a")
+    n_threads: int | None = common.threads()
+    progress: bool = common.progress()
+    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+
+
+@dataclass(frozen=True)
+class MetaEvalSpec:
+    """Which answer-quality method agrees with human pairwise labels (PPLqa paper, Table 3)."""
+
+    dataset: str = option("--dataset", "llmbar:NAME (e.g. llmbar:MT-Bench) or pandalm (from the folder CTXEVAL_SHARED_DATA names), or the path of an LLMBar, PandaLM or MT-Bench human-judgment file (.json, .jsonl, .parquet).")
+    methods: str | tuple[str, ...] = option("--methods", "Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted, pplqa+prompt, gptscore+prompt.", "pplqa,gptscore,geval,geval_weighted", cli_type=str)
+    out: Path | None = common.out()
+    model: str = option("--model", _EVALUATOR, DEFAULT_MODEL)
+    limit: int | None = option("--limit", "Only the first N items.", None)
+    qa_scope: str = option("--qa-scope", "PPL(q+a) over all tokens, or over the answer tokens only.", "all")
+    aspect: str = option("--aspect", "Aspect prompt for G-Eval and the +prompt variants.", "coherence")
+    ties: str | None = option("--ties", "Human ties: drop, or keep as label 0 (a third class). Default: keep for MT-Bench human judgments (as the PPLqa paper's Table 3), drop for PandaLM.", None)
+    replicates: int = common.replicates("Bootstrap replicates for the intervals.")
+    seed: int = common.seed("Bootstrap seed.")
+    n_threads: int | None = common.threads()
+    progress: bool = common.progress()
+    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+
+
+@dataclass(frozen=True)
+class LevalSpec:
+    """L-Eval metrics of model answers: exact match (exam tasks), F1 or ROUGE-1/2/L, and ΔL."""
+
+    predictions: Path = option("--predictions", "A prediction file or a folder of <model>/<task>.pred.jsonl (L-Eval layout).")
+    out: Path = common.out("Where to write scores.json and scores.md.", Path("runs/leval"))
+    variant: str = option("--variant", "leval: L-Eval's F1 and rouge-score ROUGE; longbench: LongBench's (rouge package; jieba for Chinese with --tokenize unicode).", "leval")
+    tokenize: str = option("--tokenize", "plain: every row by the variant's English tokenizer, as L-Eval's f1.py/rouge.py (reproduces its numbers); unicode: rows mainly in Chinese or another non-Latin script by characters/Unicode words (leval) or jieba (longbench).", "plain")
+    progress: bool = common.progress()
+
+
+@dataclass(frozen=True)
+class LevalCorrSpec:
+    """Kendall τ-b between each metric's model ranking and the human ranking (L-Eval Figure 2)."""
+
+    metrics: tuple[str, ...] = argument("[LABEL=]PATH: a scores.json of `ctxeval leval` (or its folder), or a CSV/JSON model × metric table (e.g. judge win rates).", cli_type=list[str], to_value=tuple)
+    human: Path = option("--human", "Human scores per model: CSV with a 'model' column, or JSON {model: score}.")
+    column: str | None = option("--column", "Score column of the human table when it has several.", None)
+    out: Path | None = common.out("Also write corr.json and corr.md here.")
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """Pairwise LLM judge (L-Eval's prompt, both answer orders): win rate of a model's answers over a base model's."""
+
+    predictions: Path = argument("The judged model's L-Eval predictions (*.pred.jsonl: query, gt, <model>_pred).")
+    base_predictions: Path = argument("The base model's predictions for the same questions.")
+    judge_model: str = option("--judge-model", "Judge as openai:MODEL (chat completions).", "openai:gpt-4")
+    openai: OpenAIOptions = group(OpenAIOptions, only=("base_url", "api_key_env", "concurrency", "cache"))
+    max_tokens: int = option("--max-tokens", "Judge answer length (L-Eval: 2048).", 2048)
+    limit: int | None = option("--limit", "Judge only the first N paired questions.", None)
+    questions: str = option("--questions", "Rows judged: auto (L-Eval's set for the judge: turbo for GPT-3.5, else gpt4), gpt4 (96 'LLM' rows), turbo (181 'LLM' and 'human' rows) or file (as L-Eval's llm_eval.py reads the file).", "auto")
+    out: Path = common.out("Directory for judge.json, judge.md and the verdict records (a re-run resumes).", Path("runs/judge"))
+    executor: ExecutorOptions = group(ExecutorOptions, only=("kind", "workers", "address"))
+
+
+def _methods(methods: str | Sequence[str]) -> tuple[str, ...]:
+    return parse_methods(methods) if isinstance(methods, str) else tuple(methods)
+
+
+def run_pplqa(spec: PplqaSpec) -> Report:
+    """Rank each question's answers by PPLqa (and optionally the baselines); `value` is pplqa.json's content."""
+    from ctxeval.qa.ranking import markdown
+
+    result = qa_commands.pplqa(spec.answers, _methods(spec.methods), spec.out, spec.model, spec.limit, spec.qa_scope, spec.aspect, spec.reference, spec.seed,
+                               spec.progress, spec.n_threads, tau=spec.tau, executor=spec.executor)
+    return Report(result, markdown(result))
+
+
+def run_meta_eval(spec: MetaEvalSpec) -> Report:
+    """Meta-evaluate answer-quality methods against a pairwise dataset's human labels; `value` is the result JSON.
+    `ties`: drop or keep human ties; None keeps the dataset layout's own policy (data/pairwise.py)."""
+    from ctxeval.report.meta_eval import markdown_table
+
+    result = qa_commands.meta_eval(spec.dataset, _methods(spec.methods), spec.out, spec.model, spec.limit, spec.qa_scope, spec.aspect, spec.ties, spec.replicates,
+                                   spec.seed, spec.progress, spec.n_threads, spec.executor)
+    return Report(result, markdown_table(result))
+
+
+def run_leval(spec: LevalSpec) -> Report:
+    """L-Eval metrics of prediction files (exact match, F1 or ROUGE, ΔL); writes scores.json/.md."""
+    from ctxeval.leval.report import SCORES_JSON, SCORES_MD, markdown, run_leval as score_predictions
+
+    out = Path(spec.out)
+    result = score_predictions(Path(spec.predictions), out, spec.variant, progress=spec.progress, tokenize=spec.tokenize)
+    return Report(result, markdown(result), (out / SCORES_JSON, out / SCORES_MD), tuple(result.notes()))
+
+
+def run_leval_corr(spec: LevalCorrSpec) -> Report:
+    """Kendall τ-b between each metric's model ranking and the human ranking (`value`: the correlations)."""
+    from ctxeval.leval.corr import CORR_JSON, CORR_MD, run_corr
+
+    out = Path(spec.out) if spec.out is not None else None
+    correlations, text = run_corr(Path(spec.human), list(spec.metrics), spec.column, out)
+    return Report(correlations, text, (out / CORR_JSON, out / CORR_MD) if out is not None else ())
+
+
+def run_judge(spec: JudgeSpec) -> Report:
+    """Pairwise LLM judge (L-Eval's prompt, both answer orders); `value` is judge.json's content.
+    Verdicts are records in `out`: a re-run of the same command resumes."""
+    from ctxeval.judge import markdown, run_api_judge
+
+    out = Path(spec.out)
+    report = run_api_judge(Path(spec.predictions), Path(spec.base_predictions), spec.judge_model, spec.openai, spec.max_tokens, spec.limit, out, spec.questions, spec.executor)
+    return Report(report, markdown(report), (out / "judge.json", out / "judge.md"))
+
+
+def _echo_markdown(result: Report, spec: Any, display: QuietDisplay | None) -> str:
+    return "" if display is not None and display.quiet else result.markdown
+
+
+def _echo_leval(result: Report, spec: LevalSpec, display: QuietDisplay) -> str:
+    import sys
+
+    for note in result.notes:
+        print(f"ctxeval: note: {note}", file=sys.stderr)
+    lines = [] if display.quiet else [result.markdown]
+    return "\n".join([*lines, f"scores: {', '.join(str(f) for f in result.files)}"])
+
+
+COMMANDS = (
+    Command("pplqa", PplqaSpec, run_pplqa, _echo_markdown, QuietDisplay, quiet_progress, inputs=("answers",)),
+    Command("meta-eval", MetaEvalSpec, run_meta_eval, _echo_markdown, QuietDisplay, quiet_progress),
+    Command("leval", LevalSpec, run_leval, _echo_leval, QuietDisplay, quiet_progress, inputs=("predictions",)),
+    Command("leval-corr", LevalCorrSpec, run_leval_corr, lambda result, spec, display: result.markdown, inputs=("metrics", "human")),
+    Command("judge", JudgeSpec, run_judge, lambda result, spec, display: result.markdown + f"report: {', '.join(str(f) for f in result.files)}",
+            inputs=("predictions", "base_predictions")),
+)

@@ -1,0 +1,91 @@
+"""Options several commands share, each declared once here (a function, since a dataclass field
+cannot be shared): its flag, help, default and check. A command that needs another default or
+a help text of its own says so where it uses it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K
+from ctxeval.options import at_least, comma_floats, option, positive, python_only
+from ctxeval.stats.defaults import DEFAULT_SEED, replicates_option
+
+TEXT_INPUTS = "UTF-8 text files ('demo' for the bundled excerpt), corpus folders, .jsonl/.json or .parquet corpora."
+MODEL_FORMS = f"{DEFAULT_MODEL} (embedded default), a .gguf path, hf:{DEFAULT_MODEL} or hf:DIR."
+
+
+def to_tuple(value: Any) -> tuple:
+    return tuple(value or ())
+
+
+def models(help: str) -> Any:
+    """--model repeated: several models on the same work."""
+    return option("--model", help, (DEFAULT_MODEL,), cli_type=Optional[list[str]], shown=None,
+                  to_value=lambda v: tuple(v) if v else (DEFAULT_MODEL,), check=_some("must name at least one model"))
+
+
+def model(help: str = MODEL_FORMS) -> Any:
+    return option("--model", help, DEFAULT_MODEL)
+
+
+def seed(help: str) -> Any:
+    return option("--seed", help, DEFAULT_SEED)
+
+
+def replicates(help: str = "Bootstrap replicates.") -> Any:
+    return replicates_option(help)
+
+
+def top_k(help: str = "How many top tokens (ids, logprobs) to store per target.", default: int = DEFAULT_TOP_K) -> Any:
+    return option("--top-k", help, default, check=positive)
+
+
+def temperatures() -> Any:
+    return option("--temperatures", "Comma-separated temperatures at which to also compute log-probabilities (1 is always included).", (1.0,),
+                  cli_type=str, shown="1", to_value=comma_floats("--temperatures"), check=_positive_numbers)
+
+
+def max_tokens(help: str, low: int = 1) -> Any:
+    return option("--max-tokens", help, None, check=at_least(low) if low > 1 else positive)
+
+
+def out(help: str = "Run directory. Default: runs/<command>-<run id>. Re-running the same command resumes it.", default: Path | None = None) -> Any:
+    return option("--out", help, default, cli_type=Optional[Path] if default is None else Path)
+
+
+def threads() -> Any:
+    return option("--threads", "CPU threads for the model (default: all cores).", None, check=positive)
+
+
+def device() -> Any:
+    return option("--device", "hf: models only: cpu (default), cuda or mps.", None)
+
+
+def dtype() -> Any:
+    return option("--dtype", "hf: models only: float32 (default), bfloat16, float16 or float64 (slow reference).", None)
+
+
+def progress() -> Any:
+    """Python callers ask for a progress bar; the CLI shows one unless --quiet."""
+    return python_only(False)
+
+
+def dry_run() -> Any:
+    return option("--dry-run", "Print the requests and tokens the run would send to API models, send nothing.", False)
+
+
+def quiet() -> Any:
+    return option("--quiet", "No progress bar and no tables.", False)
+
+
+def _positive_numbers(values: tuple[float, ...]) -> str | None:
+    bad = [v for v in values if v <= 0]
+    return f"must be positive, got {', '.join(f'{t:g}' for t in values)}" if bad else None
+
+
+def _some(message: str) -> Any:
+    def check(values: tuple) -> str | None:
+        return None if values else message
+    return check
+

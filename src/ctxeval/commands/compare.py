@@ -1,0 +1,117 @@
+"""compare and trends: post-hoc statistics over finished scoring runs."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxeval.commands import common
+from ctxeval.commands.base import Command
+from ctxeval.metrics.rank import alpha_key
+from ctxeval.options import argument, greater_than_zero, one_of, option
+from ctxeval.pairing import pair_windows
+from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, resolve_minima, window_table, write_report
+from ctxeval.report.numerics import compare_numerics
+from ctxeval.report.outputs import load_run
+from ctxeval.report.summary import window_metrics
+from ctxeval.report.trends import metric_names, trend_table, variance_table, write_trends
+from ctxeval.errors import UserError
+from ctxeval.stats.paired import RESAMPLE_SCHEMES
+
+
+@dataclass(frozen=True)
+class CompareSpec:
+    """Paired comparison of two runs over the same windows: perplexity ratio B/A with a BCa interval."""
+
+    run_a: Path = argument("Run A (the baseline).")
+    run_b: Path = argument("Run B (compared against A).")
+    out: Path = common.out("Directory for compare.json and compare.md.", Path("runs/compare"))
+    replicates: int = common.replicates()
+    seed: int = common.seed("Bootstrap seed.")
+    cluster_by_text: bool | None = option("--cluster-by-text", "Resample whole texts (documents) instead of windows. Default: by document when at least 3 documents are compared, by window otherwise (the reason is in the report).",
+                                          None, negative="--no-cluster-by-text")
+    resample: str = option("--resample", "Bootstrap scheme: windows (draw units uniformly, ratio of sums; default) or tokens (draw them with probability proportional to their tokens, plain mean of the drawn differences: paper 001's wording).",
+                           "windows", check=one_of(RESAMPLE_SCHEMES))
+    profile: str = option("--profile", "dev: report everything; ci / release: exit code 1 unless pairing is complete, A and B (preview and final arm) hold equal window counts, token counts agree, windows do not overlap, no window was excluded and each arm meets the minimum windows/tokens.",
+                          "dev", check=one_of(tuple(PROFILES)))
+    min_windows: int | None = option("--min-windows", "Override the profile's minimum compared windows per arm (ci 20, release 100; dev: recorded, not gated).", None)
+    min_tokens: int | None = option("--min-tokens", "Override the profile's minimum compared tokens per arm (ci 2000, release 20000; dev: recorded, not gated).", None)
+    max_ratio: float | None = option("--max-ratio", "Fail (exit 1) if the upper CI bound of the perplexity ratio B/A exceeds this.", None)
+    model_a: str | None = option("--model-a", "Model of run A to use, if it holds several.", None)
+    model_b: str | None = option("--model-b", "Model of run B to use, if it holds several.", None)
+    context_mode_a: str | None = option("--context-mode-a", "Context mode of run A to use (exact/approx/window/capped).", None)
+    context_mode_b: str | None = option("--context-mode-b", "Context mode of run B to use.", None)
+    nan_windows: str = option("--nan-windows", "Windows with a NaN loss in either run (e.g. API targets outside the top-k): exclude (listed in the report; fails ci/release) or error.",
+                              "exclude", check=one_of(NAN_POLICIES))
+
+
+@dataclass(frozen=True)
+class TrendsSpec:
+    """Slope of every metric against context length (raw and log2) with SE, p-value and CI; spread across repeats."""
+
+    run_dir: Path = argument("A finished run directory.")
+    out: Path | None = common.out("Where to write trends.json/.md (default: the run directory).")
+    outlier_sd: float = option("--outlier-sd", "Flag a window more than this many SDs from the mean of the other windows at its length.", 2.0, check=greater_than_zero)
+
+
+@dataclass
+class Comparison:
+    """A paired comparison: the report, where it was written, and why a profile failed it."""
+
+    report: dict
+    out: Path
+    failures: list[str]
+    markdown: str = ""  # what compare.md holds
+
+
+def run_compare(spec: CompareSpec) -> Comparison:
+    """Is B worse than A, by how much, how sure are we: the paired perplexity ratio over the
+    windows both runs scored, with a BCa interval, and the same for the rank scores. Windows
+    with a NaN loss in either arm are left out and listed (`nan_windows="error"` refuses them).
+    `cluster_by_text` None (default) resamples whole documents when at least
+    `report.compare.MIN_CLUSTERS` are compared, windows otherwise. `resample` "windows" draws
+    units uniformly (ratio of sums); "tokens" draws them with probability ∝ their tokens and
+    averages their Δ (paper 001's wording; covers less when windows differ, docs/design.md)."""
+    manifest_a, records_a = load_run(Path(spec.run_a), "compare")
+    manifest_b, records_b = load_run(Path(spec.run_b), "compare")
+    metrics = manifest_a.metrics
+    a = window_table(records_a, manifest_a, metrics, spec.model_a, spec.context_mode_a, "A")
+    b = window_table(records_b, manifest_b, metrics, spec.model_b, spec.context_mode_b, "B")
+    pairing = pair_windows(a, b)
+    if pairing.paired.empty:
+        raise UserError("the two runs share no windows: they scored different texts, lengths, repeats or spans")
+    scores = ["lin", "rp", *(alpha_key(x) for x in metrics.alphas), "avg"]
+    minima = resolve_minima(spec.profile, spec.min_windows, spec.min_tokens)
+    report = build_report(pairing, (str(spec.run_a), str(spec.run_b)), spec.replicates, spec.seed, spec.cluster_by_text, scores, spec.nan_windows, spec.resample, minima)
+    report["profile"] = spec.profile
+    report["numerics"] = compare_numerics(manifest_a, spec.model_a or records_a["model"].iloc[0], manifest_b, spec.model_b or records_b["model"].iloc[0])
+    failures = gate(report, spec.profile, spec.max_ratio)
+    report["gates"] = {"passed": not failures, "failures": failures}
+    markdown = write_report(report, Path(spec.out))
+    return Comparison(report, Path(spec.out), failures, markdown)
+
+
+def run_trends(spec: TrendsSpec) -> tuple[Any, Any, str]:
+    """Slopes of every metric against context length (raw and log2), with SE, p-value and CI,
+    and the spread across repeated starts with flagged outliers. Writes trends.json/.md."""
+    manifest, records = load_run(Path(spec.run_dir), "trends")
+    metrics = manifest.metrics
+    per_window = window_metrics(records, metrics, manifest.vocab_sizes, manifest.temperatures)
+    names = metric_names(metrics.alphas)
+    trend, variance = trend_table(per_window, names), variance_table(per_window, names, spec.outlier_sd)
+    markdown = write_trends(Path(spec.out) if spec.out is not None else Path(spec.run_dir), trend, variance, spec.outlier_sd)
+    return trend, variance, markdown
+
+
+def _echo_compare(result: Comparison, spec: CompareSpec, display: None) -> tuple[str, int]:
+    for failure in result.failures:
+        print(f"ctxeval: {spec.profile} gate failed: {failure}", file=sys.stderr)
+    return f"{result.markdown}\nreport: {result.out / 'compare.json'}, {result.out / 'compare.md'}", 1 if result.failures else 0
+
+
+COMMANDS = (
+    Command("compare", CompareSpec, run_compare, _echo_compare, inputs=("run_a", "run_b")),
+    Command("trends", TrendsSpec, run_trends, lambda result, spec, display: result[2], inputs=("run_dir",)),
+)

@@ -1,0 +1,91 @@
+"""diff: how far a candidate model's next-token distributions are from a reference's."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Optional
+
+from ctxeval.commands import common
+from ctxeval.commands.base import Command
+from ctxeval.config import DEFAULT_MODEL
+from ctxeval.data.corpus import CorpusOptions
+from ctxeval.modeldiff.command import DEFAULT_TOP_K as DIFF_TOP_K, diff
+from ctxeval.modeldiff.noise_floor import NoiseFloor
+from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS
+from ctxeval.modeldiff.summary import Bootstrap
+from ctxeval.options import argument, at_least, comma_ints, group, non_negative, one_of, option, positive
+from ctxeval.pipeline.executors import ExecutorOptions
+from ctxeval.report.compare import PROFILES
+
+
+@dataclass(frozen=True)
+class DiffSpec:
+    """How much CAND's next-token distributions differ from REF's on the same windows: KL, same-top-1, PPL ratio, by context position.
+
+    Writes diff_records.parquet (one row per scored token), diff.json and diff.md (summaries) and report.html (tokens coloured by KL, both models' top-k per token, charts by context position) into the run directory."""
+
+    ref: str = argument(f"REF model: {DEFAULT_MODEL}, a .gguf path or hf:MODEL, with options as MODEL?key=value&... (docs/diff.md).")
+    cand: str = argument("CAND model, same forms; e.g. gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1 or a requantized .gguf.")
+    texts: tuple[str, ...] = argument("UTF-8 text files ('demo' for the bundled excerpt) or corpora: folders, .jsonl/.json or .parquet.", cli_type=list[str], to_value=tuple)
+    window: int = option("--window", "Window W: tokens per pass (BOS not counted).", 512, check=at_least(2))
+    stride: int | None = option("--stride", "Stride S < W: sliding windows, each token scored once (default: disjoint chunks).", None)
+    max_tokens: int | None = common.max_tokens("Compare only the first N tokens of each document.")
+    top_k: int = common.top_k("k of each model's recorded top-k (ids and log-probabilities, side by side in report.html's token card) and of their overlap.", DIFF_TOP_K)
+    reverse: bool = option("--reverse-kl", "Also record KL(P_cand || P_ref).", False)
+    buckets: tuple[int, ...] | None = option("--buckets", "Comma-separated context-length bucket edges from 0 (default 0,512,1024,2048,... up to the window).", None,
+                                             cli_type=Optional[str], to_value=lambda v: comma_ints("--buckets")(v) if v else None)
+    profile: str = option("--profile", "dev: gate only on --max-kl / --min-same-top; ci / release: also need at least 20 / 100 windows and 2000 / 20000 tokens. A failed gate exits with code 1.",
+                          "dev", check=one_of(tuple(PROFILES)))
+    max_kl: float | None = option("--max-kl", "Fail (exit 1) if the upper CI bound of the mean KL exceeds this (nats).", None, check=non_negative)
+    min_same_top: float | None = option("--min-same-top", "Fail (exit 1) if the lower CI bound of same-top-1 is below this percentage.", None,
+                                        check=lambda v: None if 0 <= v <= 100 else f"is a percentage within 0..100, got {v:g}")
+    min_windows: int | None = option("--min-windows", "Override the profile's minimum windows.", None)
+    min_tokens: int | None = option("--min-tokens", "Override the profile's minimum tokens.", None)
+    bootstrap: Bootstrap = group(Bootstrap)
+    seed: int = common.seed("Bootstrap seed (and --sample's and --noise-floor's).")
+    noise_floor: NoiseFloor | None = group(NoiseFloor, optional=True)
+    block_rows: int = option("--block-rows", "Logit rows per block of each model (memory: 2 x rows x vocab floats).", DEFAULT_BLOCK_ROWS, check=positive)
+    key_tokens: Path | None = option("--key-tokens", "A finished context-gain run over the same texts: also summarise over its evaluator's key tokens.", None)
+    out: Path | None = common.out()
+    progress: bool = common.progress()
+    n_threads: int | None = common.threads()
+    corpus: CorpusOptions = group(CorpusOptions)
+    executor: ExecutorOptions = group(ExecutorOptions, only=("kind", "workers", "address", "threads_per_worker"))
+
+    def check(self) -> None:
+        stride = self.window if self.stride is None else self.stride
+        if not 1 <= stride <= self.window:
+            from ctxeval.options import fail
+
+            raise fail(DiffSpec, "stride", f"must be within 1..--window ({self.window}), got {stride}")
+
+
+@dataclass(frozen=True)
+class QuietDisplay:
+    quiet: bool = common.quiet()
+
+
+def run_diff(spec: DiffSpec) -> Any:
+    return diff(spec.ref, spec.cand, spec.texts, window=spec.window, stride=spec.stride, max_tokens=spec.max_tokens, top_k=spec.top_k, reverse=spec.reverse,
+                buckets=spec.buckets, out=spec.out, progress=spec.progress, n_threads=spec.n_threads, profile=spec.profile, max_kl=spec.max_kl,
+                min_same_top=spec.min_same_top, min_windows=spec.min_windows, min_tokens=spec.min_tokens, bootstrap=spec.bootstrap,
+                block_rows=spec.block_rows, key_tokens=spec.key_tokens, corpus=spec.corpus, executor=spec.executor, noise_floor=spec.noise_floor)
+
+
+def _echo(result: Any, spec: DiffSpec, display: QuietDisplay) -> tuple[str, int]:
+    files = result.files()
+    lines = [] if display.quiet else [result.markdown]
+    lines.append(f"records: {files['records']}; report: {files['report']}, {files['markdown']}, {files['html']}")
+    for failure in result.failures:
+        print(f"ctxeval: {spec.profile} gate failed: {failure}", file=sys.stderr)
+    return "\n".join(lines), 1 if result.failures else 0
+
+
+def quiet_progress(spec: Any, display: QuietDisplay) -> Any:
+    """The CLI shows progress unless --quiet."""
+    return replace(spec, progress=not display.quiet)
+
+
+COMMANDS = (Command("diff", DiffSpec, run_diff, _echo, QuietDisplay, quiet_progress, inputs=("ref", "cand", "texts")),)

@@ -1,0 +1,172 @@
+"""context-gain, retrieval and probe-report: does a model use distant context?"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from ctxeval.backends.registry import refuse_api_models
+from ctxeval.commands import common
+from ctxeval.commands.base import Command
+from ctxeval.commands.diff import QuietDisplay, quiet_progress
+from ctxeval.commands.scoring import out_dir, run_scoring
+from ctxeval.config import DEFAULT_MODEL, RunConfig
+from ctxeval.data.corpus import CorpusOptions, open_corpus
+from ctxeval.options import argument, comma_floats, comma_ints, fail, group, one_of, option, positive
+from ctxeval.pipeline.executors import ExecutorOptions
+from ctxeval.pipeline.manifest import Manifest
+from ctxeval.pipeline.planning import ContextGainPlanner
+from ctxeval.probes.gain_report import ContextGainResult, KeyTokenSettings, write_context_gain
+from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
+from ctxeval.probes.probe_report import write_probe_report
+from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
+from ctxeval.probes.retrieval_run import RetrievalConfig, RetrievalResult, run_retrieval
+from ctxeval.config import MetricConfig
+
+_LOCAL_MODELS = f"Model(s): {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat for several."
+_EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
+
+
+@dataclass(frozen=True)
+class ContextGainSpec:
+    """Does the model use distant context? Perplexity with the full context (chunked, window W) vs only
+    the last k tokens, the per-token gain g = log p_long - log p_short with a paired BCa interval, gain
+    by distance, and LongPPL: perplexity over key tokens (g > alpha and log p_long > beta; LongPPL's
+    defaults alpha 2, beta -2), the tokens that need long context."""
+
+    texts: tuple[str, ...] = argument(common.TEXT_INPUTS, cli_type=list[str], to_value=tuple)
+    window: int = option("--window", "W: long context. Chunks of W tokens; each target sees every token before it in its chunk.", 2048, check=positive)
+    short: int = option("--short", "k: short context. Targets are re-scored with only about the last k tokens of their long context.", 128, check=positive)
+    short_stride: int | None = option("--short-stride", "Targets per short pass (default k/4): short contexts lie between k and k + stride - 1 tokens; 1 = exactly k (slowest).", None, check=positive)
+    models: tuple[str, ...] = common.models(f"Model(s) to probe: {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat for several.")
+    evaluator: str | None = option("--evaluator", "Model that picks the key tokens for LongPPL (default: the first --model); added to the run if not one of them. Key tokens reach other models as character spans.", None)
+    alpha: float = option("--alpha", "LongPPL: a key token gains more than alpha nats from distant context (g = log p_long - log p_short > alpha).", DEFAULT_ALPHA)
+    beta: float = option("--beta", "LongPPL: ... and the long context predicts it well (log p_long > beta).", DEFAULT_BETA)
+    max_tokens: int | None = common.max_tokens("Score only the first N tokens of each text.", low=2)
+    block: int = option("--block", "Bootstrap unit: blocks of this many consecutive targets.", 256, check=positive)
+    replicates: int = common.replicates("Bootstrap replicates of the paired interval.")
+    top_k: int = common.top_k()
+    out: Path | None = common.out()
+    progress: bool = common.progress()
+    n_threads: int | None = common.threads()
+    corpus: CorpusOptions = group(CorpusOptions)
+    seed: int = common.seed("Seed of --sample and of the bootstrap.")
+    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+
+
+@dataclass(frozen=True)
+class RetrievalSpec:
+    """Line-retrieval test: accuracy of greedy exact match and mean rank of the right answer's first token,
+    per (lines x depth), with heatmaps. Keys and values are made-up words and numbers, seen only in their line."""
+
+    variant: str = option("--variant", "cat: 'A person named <key> has a cat. His cat's name is <value>.' with 3 in-context examples (paper 002, A.2); register: LongChat's 'line <key>: REGISTER_CONTENT is <value>'.",
+                          "cat", check=one_of(VARIANTS))
+    lines: tuple[int, ...] = option("--lines", "Comma-separated numbers of record lines (about 25 tokens per cat line, 22 per register line with Gemma).", (20, 50, 100),
+                                    cli_type=str, shown="20,50,100", to_value=comma_ints("--lines"))
+    tokens: tuple[int, ...] | None = option("--tokens", "Comma-separated prompt sizes in tokens (e.g. 1024,2048,4096), instead of --lines: each model gets the most lines that fit.", None,
+                                            cli_type=Optional[str], to_value=lambda v: comma_ints("--tokens")(v) if v else None)
+    depths: tuple[float, ...] = option("--depths", "Comma-separated depths in [0, 1] of the queried line within the record.", (0.0, 0.25, 0.5, 0.75, 1.0),
+                                       cli_type=str, shown="0,0.25,0.5,0.75,1", to_value=comma_floats("--depths"),
+                                       check=lambda d: None if d and min(d) >= 0 and max(d) <= 1 else "must be numbers between 0 and 1")
+    samples: int = option("--samples", "Seeded records per (lines, depth) cell.", 3, check=positive)
+    models: tuple[str, ...] = common.models(_LOCAL_MODELS)
+    seed: int = common.seed("Seed of the records.")
+    out: Path | None = common.out()
+    progress: bool = common.progress()
+    n_threads: int | None = common.threads()
+    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+
+    def check(self) -> None:
+        if self.tokens:
+            if min(self.tokens) < 1:
+                raise fail(RetrievalSpec, "tokens", "must be positive integers")
+        elif not self.lines or min(self.lines) < N_EXAMPLES + 1:
+            raise fail(RetrievalSpec, "lines", f"must be integers of at least {N_EXAMPLES + 1}")
+
+
+@dataclass(frozen=True)
+class ProbeReportSpec:
+    """One report per model, side by side: perplexity and rank scores by context, context gain, LongPPL and
+    retrieval accuracy/rank — does a lower perplexity come with better use of long context?"""
+
+    runs: tuple[Path, ...] = argument("Finished run directories: sweep/score, context-gain and retrieval runs, of one or more models.", cli_type=list[Path], to_value=tuple)
+    out: Path = common.out("Directory for probe_report.md/.json and probe_report.png.", Path("runs/probe-report"))
+
+
+def run_context_gain(spec: ContextGainSpec) -> ContextGainResult:
+    """Score every target with its full context inside chunks of `window` tokens and with only
+    about the last `short` tokens; report both perplexities, the per-token gain, its paired
+    interval, gain by distance, and LongPPL over the key tokens an evaluator model picks.
+
+    `short_stride` (default short // 4) trades cost for exactness: short contexts lie between
+    `short` and `short + short_stride - 1` tokens; 1 makes them exactly `short`."""
+    stride = spec.short_stride if spec.short_stride is not None else max(1, spec.short // 4)
+    model_specs = list(dict.fromkeys(spec.models))
+    evaluator_spec = spec.evaluator or model_specs[0]
+    if evaluator_spec not in model_specs:
+        model_specs.append(evaluator_spec)
+    refuse_api_models(model_specs, "context-gain", "the log-probability of each chunk's first token given only BOS")
+    loaded = open_corpus(spec.texts, spec.corpus)
+    config = RunConfig(
+        command="context-gain",
+        texts=tuple(r.sha256 for r in loaded.refs),
+        text_ids=tuple(r.text_id for r in loaded.refs),
+        models=tuple(model_specs),
+        top_k=spec.top_k,
+        method="chunked",
+        window=spec.window,
+        stride=stride,
+        short=spec.short,
+        max_tokens=spec.max_tokens,
+    )
+    planner = ContextGainPlanner(spec.window, spec.short, stride, spec.max_tokens)
+
+    def finish(run_dir: Path, manifest: Manifest, _metrics: MetricConfig) -> ContextGainResult:
+        evaluator_name = manifest.model_names[model_specs.index(evaluator_spec)]
+        return write_context_gain(run_dir, manifest, KeyTokenSettings(evaluator_name, spec.alpha, spec.beta, spec.block, spec.replicates, spec.seed))
+
+    return run_scoring(config, loaded, model_specs, planner, out_dir(spec.out, "context-gain", config), spec, None, finish)
+
+
+def run_retrieval_probe(spec: RetrievalSpec) -> RetrievalResult:
+    """Line retrieval (paper 002 appendix A.2 `cat`, or LongChat's `register`): records of `lines`
+    key-value lines (or, with `tokens`, of as many lines as fit each model's prompt of that many
+    tokens), the queried line at each depth, `samples` seeded records per cell; greedy exact
+    match (what greedy generation produces) and the rank of the right answer, per cell."""
+    token_targets = tuple(sorted(set(spec.tokens))) if spec.tokens else ()
+    lines = () if spec.tokens else tuple(sorted(set(spec.lines)))
+    refuse_api_models(list(spec.models), "retrieval", "the rank of the answer's first token over the whole vocabulary")
+    config = RetrievalConfig(spec.variant, lines, tuple(sorted(set(spec.depths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), tokens=token_targets)
+    run_dir = Path(spec.out) if spec.out is not None else Path("runs") / f"retrieval-{config.run_id()[:8]}"
+    return run_retrieval(config, run_dir, spec.progress, spec.n_threads, spec.executor)
+
+
+def run_probe_report(spec: ProbeReportSpec) -> str:
+    """Side-by-side Markdown report (and JSON, plot) over sweep/score, context-gain and retrieval runs."""
+    _, markdown = write_probe_report([Path(r) for r in spec.runs], Path(spec.out))
+    return markdown
+
+
+def _echo_gain(result: ContextGainResult, spec: ContextGainSpec, display: QuietDisplay) -> str:
+    files = result.files()
+    lines = [] if display.quiet else [result.markdown]
+    return "\n".join([*lines, f"summary: {files['summary']}, {files['report']}, plot: {files['plot']}"])
+
+
+def _echo_retrieval(result: RetrievalResult, spec: RetrievalSpec, display: QuietDisplay) -> str:
+    files = result.files()
+    lines = [] if display.quiet else [result.markdown]
+    return "\n".join([*lines, f"results: {files['results']}, cases: {files['cases']}, heatmap: {files['heatmap']}"])
+
+
+def _echo_probe_report(markdown: Any, spec: ProbeReportSpec, display: None) -> str:
+    out = Path(spec.out)
+    return f"{markdown}\nreport: {out / 'probe_report.md'}, {out / 'probe_report.json'}, plot: {out / 'probe_report.png'}"
+
+
+COMMANDS = (
+    Command("context-gain", ContextGainSpec, run_context_gain, _echo_gain, QuietDisplay, quiet_progress, inputs=("texts",)),
+    Command("retrieval", RetrievalSpec, run_retrieval_probe, _echo_retrieval, QuietDisplay, quiet_progress, api_name="retrieval"),
+    Command("probe-report", ProbeReportSpec, run_probe_report, _echo_probe_report, inputs=("runs",)),
+)

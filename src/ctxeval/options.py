@@ -1,0 +1,213 @@
+"""Options declared once: a command's spec is a frozen dataclass whose fields carry their face.
+
+A spec (commands/) or an option group (corpus, executor, metric, openai options) is a frozen
+dataclass. Each field carries its face in its metadata: the CLI flag, the help
+text, how a CLI value becomes the field's value (comma lists, 'full', 'none') and a check. A field
+may hold a group (another dataclass whose fields carry their own flags: corpus, executor, metric,
+openai options), which the CLI flattens into flags and Python callers pass as one object.
+
+The CLI (cli.py) and the API (api.py) are both built from the specs (commands/registry.py), so a
+default, a help text and a check live in exactly one place. A bad value raises `SpecError`,
+which names the field as the caller knows it: `--n-compare` on the CLI, `n_compare=` in Python.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
+
+from ctxeval.errors import UserError
+
+Check = Callable[[Any], "str | None"]
+
+
+class _Same:
+    """`Flag.shown` when --help shows the field's own default."""
+
+    def __repr__(self) -> str:
+        return "SAME"
+
+
+SAME: Any = _Same()
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How a field appears on the command line. `flag` "" makes it a positional argument;
+    `cli_type` is what typer parses when it differs from the field's type (a comma list is a
+    str); `to_value` turns the parsed value into the field's; `shown` is the default --help
+    shows when the field's default is not what a user types; `check` returns what is wrong
+    with a value ("must be positive, got 0") or None."""
+
+    flag: str
+    help: str
+    cli_type: Any = None
+    to_value: Callable[[Any], Any] | None = None
+    shown: Any = SAME
+    check: Check | None = None
+    negative: str = ""  # the off switch of a boolean pair ("--non-exhaustive")
+
+    @property
+    def positional(self) -> bool:
+        return not self.flag
+
+
+class SpecError(UserError):
+    """A bad value of one field; the message names it the way its caller spells it: the problem
+    follows the name ("--window must be ...") or holds it as {name} ("unknown {name} 'x'")."""
+
+    def __init__(self, path: tuple[str, ...], flag: str, problem: str) -> None:
+        self.path, self.flag, self.problem = path, flag, problem
+        super().__init__(self._message(flag or path[-1]))
+
+    def _message(self, name: str) -> str:
+        return self.problem.format(name=name) if "{name}" in self.problem else f"{name} {self.problem}"
+
+    def for_python(self) -> UserError:
+        return UserError(self._message(f"{'.'.join(self.path)}="))
+
+
+def option(flag: str, help: str, default: Any = MISSING, *, default_factory: Callable[[], Any] | Any = MISSING, cli_type: Any = None,
+           to_value: Callable[[Any], Any] | None = None, shown: Any = SAME, check: Check | None = None, negative: str = "") -> Any:
+    """A spec field with its CLI face (see `Flag`)."""
+    meta = {"flag": Flag(flag, help, cli_type, to_value, shown, check, negative)}
+    if default_factory is not MISSING:
+        return field(default_factory=default_factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def argument(help: str, default: Any = MISSING, *, cli_type: Any = None, to_value: Callable[[Any], Any] | None = None, shown: Any = SAME,
+             check: Check | None = None) -> Any:
+    """A positional spec field (the inputs of a command)."""
+    return option("", help, default, cli_type=cli_type, to_value=to_value, shown=shown, check=check)
+
+
+def python_only(default: Any = MISSING, *, default_factory: Callable[[], Any] | Any = MISSING) -> Any:
+    """A field Python callers set and the CLI derives (e.g. `progress`, from --quiet)."""
+    if default_factory is not MISSING:
+        return field(default_factory=default_factory, metadata={"python_only": True})
+    return field(default=default, metadata={"python_only": True})
+
+
+def group(cls: type, *, optional: bool = False, only: tuple[str, ...] | None = None) -> Any:
+    """A field holding a group of options. `optional`: None unless the CLI gives the group's
+    first flag (a noise floor is measured only with --noise-floor); `only`: the group's fields
+    this command offers on the CLI (the others keep their defaults)."""
+    meta = {"group": cls, "optional": optional, "only": only}
+    if optional:
+        return field(default=None, metadata=meta)
+    return field(default_factory=cls, metadata=meta)
+
+
+def shared(name: str) -> dict[str, str]:
+    """Metadata of a group field that takes the command's own field `name` on the CLI (the
+    corpus's sampling seed is the command's --seed)."""
+    return {"shared": name}
+
+
+def flag_of(spec_cls: type, path: tuple[str, ...]) -> str:
+    """The CLI flag of a (possibly nested) field."""
+    cls = spec_cls
+    for name in path:
+        f = {f.name: f for f in fields(cls)}[name]
+        if "group" in f.metadata:
+            cls = f.metadata["group"]
+        else:
+            flag: Flag | None = f.metadata.get("flag")
+            return flag.flag if flag and flag.flag else name.upper()
+    return ""
+
+
+def check_spec(spec: Any, path: tuple[str, ...] = ()) -> None:
+    """Run every field's check, then the spec's own `check()` (rules across fields)."""
+    for f in fields(spec):
+        value = getattr(spec, f.name)
+        flag: Flag | None = f.metadata.get("flag")
+        if flag is not None and flag.check is not None and value is not None:
+            problem = flag.check(value)
+            if problem:
+                raise SpecError((*path, f.name), flag.flag, problem)
+        if "group" in f.metadata and value is not None:
+            check_spec(value, (*path, f.name))
+    own = getattr(type(spec), "check", None)
+    if own is not None:
+        own(spec)
+
+
+def fail(spec_cls: type, name: str, problem: str) -> SpecError:
+    """The error of a rule across fields, naming `name` (a dotted path for a group's field)."""
+    path = tuple(name.split("."))
+    return SpecError(path, flag_of(spec_cls, path), problem)
+
+
+# -- reusable checks and converters ---------------------------------------------------------
+
+def positive(value: Any) -> str | None:
+    values = value if isinstance(value, (tuple, list)) else (value,)
+    bad = next((v for v in values if v < 1), None)
+    return None if bad is None else f"must be a positive integer, got {bad}"
+
+
+def at_least(low: float, what: str = "") -> Check:
+    def check(value: Any) -> str | None:
+        return None if value >= low else f"must be at least {low:g}{what}, got {value}"
+    return check
+
+
+def non_negative(value: float) -> str | None:
+    return None if value >= 0 else f"must not be negative, got {value}"
+
+
+def greater_than_zero(value: float) -> str | None:
+    return None if value > 0 else f"must be positive, got {value}"
+
+
+def one_of(choices: Sequence[str]) -> Check:
+    def check(value: Any) -> str | None:
+        return None if value in choices else f"unknown {{name}} {value!r}; choose one of {', '.join(choices)}"
+    return check
+
+
+def comma_ints(flag: str) -> Callable[[str], tuple[int, ...]]:
+    def parse(value: str) -> tuple[int, ...]:
+        try:
+            return tuple(int(v) for v in value.split(",") if v.strip())
+        except ValueError:
+            raise UserError(f"{flag} expects comma-separated integers, got {value!r}") from None
+    return parse
+
+
+def comma_floats(flag: str) -> Callable[[str], tuple[float, ...]]:
+    def parse(value: str) -> tuple[float, ...]:
+        try:
+            return tuple(float(v) for v in value.split(",") if v.strip())
+        except ValueError:
+            raise UserError(f"{flag} expects comma-separated numbers, got {value!r}") from None
+    return parse
+
+
+def joined(values: Sequence[Any]) -> str:
+    """A sequence default as --help shows it ("32,64,128")."""
+    return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+
+
+def flat_fields(spec_cls: type, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], dataclasses.Field]]:
+    """Every (path, field) of a spec with a CLI face, groups flattened, in declaration order."""
+    out = []
+    for f in fields(spec_cls):
+        if "group" in f.metadata:
+            only = f.metadata["only"]
+            out += [(p, g) for p, g in flat_fields(f.metadata["group"], (*path, f.name)) if only is None or p[len(path) + 1] in only]
+        elif "flag" in f.metadata:
+            out.append(((*path, f.name), f))
+    return out
+
+
+def field_default(f: dataclasses.Field) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:  # type: ignore[misc]
+        return f.default_factory()  # type: ignore[misc]
+    return MISSING
