@@ -149,10 +149,26 @@ def test_backend_class_imports_the_backend_on_demand():
     assert seen == [False, True, "OpenAIScorer"]
 
 
-def test_cli_imports_only_the_api_config_and_errors():
-    """Everything the CLI does is an API call (no internal module imported, at any level)."""
+def test_cli_imports_only_the_command_registry():
+    """The CLI is built from the command specs: it imports the registry, the option metadata
+    and the errors it reports, and no module that does work (at any level)."""
     graph = import_graph(deferred=True)
-    assert graph["ctxeval.cli"] == {"ctxeval.api", "ctxeval.config", "ctxeval.errors"}
+    assert graph["ctxeval.cli"] == {"ctxeval.commands", "ctxeval.commands.base", "ctxeval.errors", "ctxeval.options"}
+
+
+def test_api_is_built_from_the_registry_too():
+    """The API declares no option: every public function is a command of the registry, whose
+    parameters are its spec's fields."""
+    import inspect
+    from dataclasses import fields
+
+    from ctxeval import api
+    from ctxeval.commands import COMMANDS
+
+    for command in COMMANDS.values():
+        function = getattr(api, command.function_name)
+        assert list(inspect.signature(function).parameters) == sorted((f.name for f in fields(command.spec)), key=lambda n: n not in command.inputs)
+    assert "def " not in "".join(line for line in (SRC / "api.py").read_text().splitlines() if "Parameter(" in line)
 
 
 def test_cli_reads_back_no_file():
@@ -165,6 +181,7 @@ def test_cli_reads_back_no_file():
 # (files and tables); the face (api, cli, serve).
 ENGINE = ("ctxeval.pipeline",)
 TASKS = ("ctxeval.scoring", "ctxeval.judge", "ctxeval.probes", "ctxeval.qa", "ctxeval.leval", "ctxeval.modeldiff")
+COMMANDS = ("ctxeval.commands",)  # the specs: options, checks, what a command runs and prints
 REPORT = ("ctxeval.report", "ctxeval.explorer")
 FACE = ("ctxeval.api", "ctxeval.cli", "ctxeval.serve", "ctxeval.server")
 
@@ -182,18 +199,23 @@ def test_layer_checks_see_every_layer():
     assert set(_imports_of(TASKS)) >= {"ctxeval.scoring", "ctxeval.judge", "ctxeval.probes.retrieval_run", "ctxeval.qa.passes", "ctxeval.modeldiff.run"}
 
 
-def test_engine_imports_no_task_report_or_face():
-    bad = {m: sorted(i for i in imported if _in(i, TASKS + REPORT + FACE)) for m, imported in _imports_of(ENGINE).items()}
+def test_engine_imports_no_command_task_report_or_face():
+    bad = {m: sorted(i for i in imported if _in(i, COMMANDS + TASKS + REPORT + FACE)) for m, imported in _imports_of(ENGINE).items()}
     assert {m: b for m, b in bad.items() if b} == {}
 
 
-def test_tasks_import_no_face():
-    bad = {m: sorted(i for i in imported if _in(i, FACE)) for m, imported in _imports_of(TASKS).items()}
+def test_tasks_import_no_command_or_face():
+    bad = {m: sorted(i for i in imported if _in(i, COMMANDS + FACE)) for m, imported in _imports_of(TASKS).items()}
+    assert {m: b for m, b in bad.items() if b} == {}
+
+
+def test_commands_import_no_cli_or_api():
+    bad = {m: sorted(i for i in imported if _in(i, ("ctxeval.api", "ctxeval.cli"))) for m, imported in _imports_of(COMMANDS).items()}
     assert {m: b for m, b in bad.items() if b} == {}
 
 
 def test_metrics_and_stats_import_nothing_above_them():
-    allowed = ("ctxeval.metrics", "ctxeval.stats", "ctxeval.errors")
+    allowed = ("ctxeval.metrics", "ctxeval.stats", "ctxeval.errors", "ctxeval.options")
     bad = {m: sorted(i for i in imported if not _in(i, allowed)) for m, imported in _imports_of(("ctxeval.metrics", "ctxeval.stats")).items()}
     assert {m: b for m, b in bad.items() if b} == {}
 
@@ -213,7 +235,7 @@ def _calls(name: str) -> set[str]:
 
 def test_exactly_one_module_writes_manifests():
     """The engine reads and writes every run's manifest (through manifest.py); no task does."""
-    assert {"ctxeval.api", "ctxeval.judge", "ctxeval.qa.passes", "ctxeval.probes.retrieval_run"} <= _calls("run")  # every task runs through the engine
+    assert {"ctxeval.commands.scoring", "ctxeval.judge", "ctxeval.qa.passes", "ctxeval.probes.retrieval_run"} <= _calls("run")  # every task runs through the engine
     assert _calls("write_manifest") == {"ctxeval.pipeline.engine"}
     assert _calls("existing_manifest") == {"ctxeval.pipeline.engine"}
 

@@ -76,6 +76,11 @@ def write_result(out: str | Path, result: Result, command: str) -> Path:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     header = out / RESULT_FILE
+    if header.is_file():
+        found = read_header(out)
+        if found["kind"] != result.KIND:
+            raise UserError(f"{out} holds a {found['kind']} result" + (f" (from `ctxeval {found['command']}`)" if found["command"] else "")
+                            + f", not a {result.KIND} result; choose another --out or remove it")
     header.unlink(missing_ok=True)  # no stale header while the files are rewritten
     result.write_files(out)
     payload = {"kind": result.KIND, "version": result.VERSION, "command": command, "files": list(result.files()), "ctxeval": _version()}
