@@ -20,13 +20,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _flag_declarations(tree: ast.AST) -> list[str]:
-    """Flags declared with a help text: calls whose first argument is a '--flag' string and that
-    pass `help=` (typer.Option, a spec's option(...))."""
+    """Flags declared with a help text: `typer.Option("--x", help=...)` or a spec field's
+    `option("--x", "help", ...)`."""
     flags = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) \
-                and node.args[0].value.startswith("--") and any(k.arg == "help" for k in node.keywords):
-            flags.append(node.args[0].value.split("/")[0])
+                and node.args[0].value.startswith("--"):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id if isinstance(node.func, ast.Name) else ""
+            if name in ("Option", "option"):
+                flags.append(node.args[0].value.split("/")[0])
     return flags
 
 

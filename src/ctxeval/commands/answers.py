@@ -22,6 +22,14 @@ _EVALUATOR = f"Evaluator: {DEFAULT_MODEL} (embedded default), a .gguf path or hf
 _EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
 
 
+def _evaluator() -> Any:
+    return option("--model", _EVALUATOR, DEFAULT_MODEL)
+
+
+def _qa_scope() -> Any:
+    return option("--qa-scope", "PPL(q+a) over all tokens, or over the answer tokens only.", "all")
+
+
 @dataclass(frozen=True)
 class Report:
     """What a report command computed (`value`: the command's own result), the Markdown it
@@ -40,9 +48,9 @@ class PplqaSpec:
     answers: str = argument("mt-bench (shared turn-1 answers of 6 models) or a JSONL file of {question_id, question, model, answer}.", "mt-bench")
     methods: str | tuple[str, ...] = option("--methods", "Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted.", "pplqa", cli_type=str)
     out: Path | None = common.out()
-    model: str = option("--model", _EVALUATOR, DEFAULT_MODEL)
+    model: str = _evaluator()
     limit: int | None = option("--limit", "Only the first N questions.", None)
-    qa_scope: str = option("--qa-scope", "PPL(q+a) over all tokens, or over the answer tokens only.", "all")
+    qa_scope: str = _qa_scope()
     aspect: str | None = option("--aspect", "Score inside this aspect prompt (the paper's 'with prompt' variant), e.g. coherence.", None)
     reference: str | None = option("--reference", "auto (MT-Bench: LLMBar human votes), none, or a CSV question_id,model,score.", "auto")
     seed: int = common.seed("Seed of the random-ranking baseline (Monte Carlo above 8 answers).")
@@ -59,9 +67,9 @@ class MetaEvalSpec:
     dataset: str = option("--dataset", "llmbar:NAME (e.g. llmbar:MT-Bench) or pandalm (from the folder CTXEVAL_SHARED_DATA names), or the path of an LLMBar, PandaLM or MT-Bench human-judgment file (.json, .jsonl, .parquet).")
     methods: str | tuple[str, ...] = option("--methods", "Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted, pplqa+prompt, gptscore+prompt.", "pplqa,gptscore,geval,geval_weighted", cli_type=str)
     out: Path | None = common.out()
-    model: str = option("--model", _EVALUATOR, DEFAULT_MODEL)
+    model: str = _evaluator()
     limit: int | None = option("--limit", "Only the first N items.", None)
-    qa_scope: str = option("--qa-scope", "PPL(q+a) over all tokens, or over the answer tokens only.", "all")
+    qa_scope: str = _qa_scope()
     aspect: str = option("--aspect", "Aspect prompt for G-Eval and the +prompt variants.", "coherence")
     ties: str | None = option("--ties", "Human ties: drop, or keep as label 0 (a third class). Default: keep for MT-Bench human judgments (as the PPLqa paper's Table 3), drop for PandaLM.", None)
     replicates: int = common.replicates("Bootstrap replicates for the intervals.")
@@ -174,8 +182,10 @@ def _echo_leval(result: Report, spec: LevalSpec, display: QuietDisplay) -> str:
 COMMANDS = (
     Command("pplqa", PplqaSpec, run_pplqa, _echo_markdown, QuietDisplay, quiet_progress, inputs=("answers",)),
     Command("meta-eval", MetaEvalSpec, run_meta_eval, _echo_markdown, QuietDisplay, quiet_progress),
-    Command("leval", LevalSpec, run_leval, _echo_leval, QuietDisplay, quiet_progress, inputs=("predictions",)),
-    Command("leval-corr", LevalCorrSpec, run_leval_corr, lambda result, spec, display: result.markdown, inputs=("metrics", "human")),
+    Command("leval", LevalSpec, run_leval, _echo_leval, QuietDisplay, quiet_progress, inputs=("predictions",),
+            posthoc=lambda spec: (spec.out, (spec.predictions,))),
+    Command("leval-corr", LevalCorrSpec, run_leval_corr, lambda result, spec, display: result.markdown, inputs=("metrics", "human"),
+            posthoc=lambda spec: (spec.out, (*spec.metrics, spec.human))),
     Command("judge", JudgeSpec, run_judge, lambda result, spec, display: result.markdown + f"report: {', '.join(str(f) for f in result.files)}",
             inputs=("predictions", "base_predictions")),
 )

@@ -8,11 +8,15 @@ and api.py the Python functions, so neither declares an option of its own.
 from __future__ import annotations
 
 import inspect
+import json
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from ctxeval.options import check_spec
+from ctxeval.pipeline.engine import check_posthoc_out, record_posthoc
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,9 @@ class Command:
     cli_spec: Callable[[Any, Any], Any] | None = None
     api_name: str = ""  # the Python function's name (default: the name with - as _)
     inputs: tuple[str, ...] = ()  # fields a Python caller may pass positionally (the command's inputs)
+    # a command that loads no model and writes a folder (compare, trends, ...): the folder and
+    # the outputs it reads, for the manifest the engine records there; None for the others
+    posthoc: Callable[[Any], "tuple[Path | None, tuple]"] | None = None
 
     @property
     def function_name(self) -> str:
@@ -42,6 +49,19 @@ class Command:
 
 
 def execute(command: Command, spec: Any) -> Any:
-    """Check the spec (every field, then the rules across fields) and run the command."""
+    """Check the spec (every field, then the rules across fields) and run the command; a
+    post-hoc command's folder gets its manifest (what it read, with which settings)."""
     check_spec(spec)
-    return command.run(spec)
+    out, inputs = command.posthoc(spec) if command.posthoc is not None else (None, ())
+    if out is not None:
+        check_posthoc_out(out, command.name)
+    started = time.time()
+    result = command.run(spec)
+    if out is not None:
+        record_posthoc(out, command.name, spec_config(spec), inputs, time.time() - started)
+    return result
+
+
+def spec_config(spec: Any) -> dict[str, Any]:
+    """A spec as a manifest stores it (paths as text)."""
+    return json.loads(json.dumps(asdict(spec), default=str))

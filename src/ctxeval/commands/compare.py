@@ -52,7 +52,7 @@ class TrendsSpec:
     """Slope of every metric against context length (raw and log2) with SE, p-value and CI; spread across repeats."""
 
     run_dir: Path = argument("A finished run directory.")
-    out: Path | None = common.out("Where to write trends.json/.md (default: the run directory).")
+    out: Path | None = common.out("Where to write trends.json/.md (default: the run directory's trends/ folder).")
     outlier_sd: float = option("--outlier-sd", "Flag a window more than this many SDs from the mean of the other windows at its length.", 2.0, check=greater_than_zero)
 
 
@@ -101,8 +101,13 @@ def run_trends(spec: TrendsSpec) -> tuple[Any, Any, str]:
     per_window = window_metrics(records, metrics, manifest.vocab_sizes, manifest.temperatures)
     names = metric_names(metrics.alphas)
     trend, variance = trend_table(per_window, names), variance_table(per_window, names, spec.outlier_sd)
-    markdown = write_trends(Path(spec.out) if spec.out is not None else Path(spec.run_dir), trend, variance, spec.outlier_sd)
+    markdown = write_trends(trends_dir(spec), trend, variance, spec.outlier_sd)
     return trend, variance, markdown
+
+
+def trends_dir(spec: TrendsSpec) -> Path:
+    """Trends go to a folder of their own (by default inside the run they read)."""
+    return Path(spec.out) if spec.out is not None else Path(spec.run_dir) / "trends"
 
 
 def _echo_compare(result: Comparison, spec: CompareSpec, display: None) -> tuple[str, int]:
@@ -112,6 +117,6 @@ def _echo_compare(result: Comparison, spec: CompareSpec, display: None) -> tuple
 
 
 COMMANDS = (
-    Command("compare", CompareSpec, run_compare, _echo_compare, inputs=("run_a", "run_b")),
-    Command("trends", TrendsSpec, run_trends, lambda result, spec, display: result[2], inputs=("run_dir",)),
+    Command("compare", CompareSpec, run_compare, _echo_compare, inputs=("run_a", "run_b"), posthoc=lambda spec: (spec.out, (spec.run_a, spec.run_b))),
+    Command("trends", TrendsSpec, run_trends, lambda result, spec, display: result[2], inputs=("run_dir",), posthoc=lambda spec: (trends_dir(spec), (spec.run_dir,))),
 )

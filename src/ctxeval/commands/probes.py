@@ -168,5 +168,5 @@ def _echo_probe_report(markdown: Any, spec: ProbeReportSpec, display: None) -> s
 COMMANDS = (
     Command("context-gain", ContextGainSpec, run_context_gain, _echo_gain, QuietDisplay, quiet_progress, inputs=("texts",)),
     Command("retrieval", RetrievalSpec, run_retrieval_probe, _echo_retrieval, QuietDisplay, quiet_progress, api_name="retrieval"),
-    Command("probe-report", ProbeReportSpec, run_probe_report, _echo_probe_report, inputs=("runs",)),
+    Command("probe-report", ProbeReportSpec, run_probe_report, _echo_probe_report, inputs=("runs",), posthoc=lambda spec: (spec.out, spec.runs)),
 )

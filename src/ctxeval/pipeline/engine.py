@@ -39,7 +39,8 @@ from typing import Any, Generic, Protocol, TypeVar
 import pyarrow as pa
 
 from ctxeval.backends.numeric_path import numeric_path
-from ctxeval.errors import IncompleteRun
+from ctxeval.config import config_id
+from ctxeval.errors import IncompleteRun, UserError
 from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work, WorkerModel, open_executor
 from ctxeval.pipeline.fingerprint import run_fingerprints
 from ctxeval.pipeline.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, write_manifest
@@ -179,6 +180,26 @@ def _finished(task: RunTask[R], out: Path, manifest: Manifest, command: str) -> 
     if isinstance(result, Result):  # transitional: every finisher returns a Result once all kinds are typed
         write_result(out, result, command)
     return result
+
+
+def record_posthoc(out: Path, command: str, config: dict[str, Any], inputs: Sequence[str | Path], seconds: float) -> None:
+    """The manifest of a command that computes from finished outputs and loads no model
+    (compare, trends, probe-report, leval, leval-corr): what it read and with which settings,
+    so its folder says what it is like every run directory."""
+    out = Path(out)
+    check_posthoc_out(out, command)
+    manifest = Manifest(command=command, run_id=config_id(config), config=config, models=[], status="complete",
+                        created=now(), versions=versions(), plan={"inputs": [str(p) for p in inputs]}, timing={"seconds_this_session": round(seconds, 2)})
+    out.mkdir(parents=True, exist_ok=True)
+    write_manifest(out, manifest)
+
+
+def check_posthoc_out(out: Path, command: str) -> None:
+    """Refuse, before any work, a folder holding another command's run (as `run` does)."""
+    previous = existing_manifest(Path(out))
+    if previous is not None and previous.command != command:
+        found = f"a {previous.command} run" if previous.command else "a run of an unknown kind"
+        raise UserError(f"{out} holds {found}, not a {command} output; choose another --out or remove it")
 
 
 def estimate(task: RunTask, out: Path, what: Callable[[list[WorkerModel], Plan], dict]) -> dict:
