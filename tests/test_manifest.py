@@ -126,7 +126,7 @@ def test_the_tables_a_result_carries_are_the_tables_written(tmp_path):
     shutil.copytree(V1_RUN, run)
     result = api.summary(run, write=True)
     assert result.tables and (run / "tables.md").read_text() == result.tables
-    assert result.files()["tables"] == run / "tables.md" and result.files()["records"].is_file()
+    assert result.paths()["tables"] == run / "tables.md" and result.paths()["records"].is_file()
 
 
 def test_version_3_keeps_typed_numeric_paths_and_fingerprints(tmp_path):

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from ctxeval.errors import UserError
-from ctxeval.modeldiff.noise_floor import NOISE_JSON, NoiseFloor, floor_dir, floor_summary
+from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_summary
+from ctxeval.results.scoring import NOISE_JSON
 from ctxeval.modeldiff.run import sample_windows
 from ctxeval.pipeline import windows
 

@@ -28,7 +28,7 @@ from ctxeval.modeldiff.summary import Bootstrap
 from ctxeval.options import SpecError
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.pipeline.manifest import SCORING_COMMANDS, read_manifest, require_command
-from ctxeval.report.outputs import RunResult
+from ctxeval.results.scoring import RunResult
 
 
 def run_metrics(run_dir: str | Path) -> MetricConfig:

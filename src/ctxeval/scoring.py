@@ -3,8 +3,8 @@
 The planner turns the models and the texts as tokenized by each ([model][text]) into passes
 ([model][text][pass]) and facts about the plan for the manifest (plan_stream.Planner), one
 document at a time; each scored pass becomes token records (one row per target), and the
-finisher the command supplies (summaries and tables, or the context-gain report) writes the
-outputs. The run directory's identity is the run id (a hash of everything that decides the
+finisher the command supplies builds its result (the scoring summaries, or the context-gain
+report), which the engine writes. The run directory's identity is the run id (a hash of everything that decides the
 records): re-running the same command into the same directory scores only the missing passes.
 """
 
@@ -41,8 +41,8 @@ def scoring_spec(config: RunConfig) -> RunSpec:
 
 
 class ScoringRun:
-    """Score every planned pass of every model; `finish` writes the outputs and returns the
-    result. `texts` is read again for each pass over it (a list, or a lazy `Corpus`): planning
+    """Score every planned pass of every model; `finish` returns the command's result (the
+    engine writes it). `texts` is read again for each pass over it (a list, or a lazy `Corpus`): planning
     and scoring hold one document at a time (plan_stream). `input_facts` (a corpus's options
     and skipped bad documents) go into the manifest as `corpus`."""
 

@@ -17,7 +17,7 @@ from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
 from ctxeval.errors import UserError
 from ctxeval.modeldiff.command import measure_noise_floor
-from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_line, write_floor
+from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_line
 from ctxeval.modeldiff.summary import bucket_edges
 from ctxeval.options import argument, check_spec, comma_floats, comma_ints, fail, group, joined, one_of, option, positive, python_only
 from ctxeval.pipeline import windows
@@ -25,8 +25,10 @@ from ctxeval.pipeline.engine import estimate, run
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.pipeline.planning import ScorePlanner, SweepPlanner
 from ctxeval.report.numerics import run_markdown
-from ctxeval.report.outputs import RunResult, compute, load_run, write_outputs
+from ctxeval.report.outputs import load_run
 from ctxeval.report.tables import markdown_tables
+from ctxeval.results.base import write_result
+from ctxeval.results.scoring import RunResult, scoring_result, stored_noise_floor
 from ctxeval.scoring import Finish, ScoringRun, scoring_spec
 
 _THESIS = ("exact", "approx", "both", "thesis")
@@ -229,8 +231,9 @@ def run_score(spec: ScoreSpec) -> RunResult | dict:
     floor = measure_noise_floor(spec.model, spec.noise_floor, loaded, window=spec.window, stride=spec.stride, max_tokens=spec.max_tokens,
                                 edges=bucket_edges(spec.window, None), out=floor_dir(result.run_dir), n_threads=spec.n_threads,
                                 executor=spec.executor, progress=spec.progress)
-    write_floor(result.run_dir, floor)
-    return replace(result, noise_floor=floor)
+    result = replace(result, noise_floor=floor)
+    write_result(result.run_dir, result, "score")
+    return result
 
 
 def run_summary(spec: SummarySpec) -> RunResult:
@@ -241,14 +244,17 @@ def run_summary(spec: SummarySpec) -> RunResult:
     manifest, records = load_run(run_dir, "summary")
     metrics = spec.settings(manifest.metrics)
     check_spec(metrics, ("metrics",))
-    result = write_outputs(run_dir, manifest, metrics) if spec.write else compute(run_dir, manifest, records, metrics)
+    result = scoring_result(run_dir, manifest, metrics, records, corpus=spec.write)
+    if spec.write:
+        result = replace(result, noise_floor=stored_noise_floor(run_dir))
+        write_result(run_dir, result, "summary")
     if spec.thesis:
-        result.tables = markdown_tables(result.summary, metrics, result.approx_vs_exact, thesis=True) + "\n" + run_markdown(manifest)
+        result = replace(result, tables=markdown_tables(result.summary, metrics, result.approx_vs_exact, thesis=True) + "\n" + run_markdown(manifest))
     return result
 
 
 def run_scoring(config: RunConfig, texts: Corpus, model_specs: list[str], planner: Any, out: Path, spec: Any, openai: OpenAIOptions | None,
-                finish: Finish = write_outputs) -> Any:
+                finish: Finish = scoring_result) -> Any:
     """A scoring run through the engine (or, with `dry_run`, what it would send to API models).
     Passes a backend fails to score are left out of the records, listed in the manifest, and
     reported by raising `IncompleteRun`; a re-run retries them."""
@@ -298,7 +304,7 @@ def _echo_scoring(result: Any, spec: Any, display: ScoringDisplay) -> str:
     if spec.dry_run:
         return dry_run_table(result, display.price_in, display.price_out)
     lines = [] if display.quiet else [result.tables]
-    files = result.files()
+    files = result.paths()
     corpus = result.manifest.corpus or {}
     if corpus.get("skipped_documents") or corpus.get("bad_documents"):
         lines.append(f"documents: {corpus['documents']} read, {corpus['bad_documents']} bad skipped, {corpus['skipped_documents']} skipped by the plan (see manifest.json)")

@@ -11,7 +11,6 @@ rank changes, top-1 flips, and the KL between the two paths, overall and by cont
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -24,7 +23,6 @@ from ctxeval.errors import UserError
 from ctxeval.options import option, shared
 
 NOISE_DIR = "noise_floor"  # the floor's own diff run, inside the run it belongs to
-NOISE_JSON = "noise_floor.json"  # the floor's numbers, beside the run's other outputs
 DEFAULT_NOISE_WINDOWS = 8
 
 
@@ -85,10 +83,3 @@ def floor_line(floor: dict) -> str:
 
 def floor_dir(run_dir: Path) -> Path:
     return Path(run_dir) / NOISE_DIR
-
-
-def write_floor(run_dir: Path, floor: dict) -> Path:
-    """noise_floor.json of a `score` run (a diff keeps its floor in diff.json)."""
-    path = Path(run_dir) / NOISE_JSON
-    path.write_text(json.dumps(floor, indent=2, default=float))
-    return path
