@@ -1,5 +1,5 @@
 """Tiny finished runs written through the library's own writers (PartWriter, merge_parts,
-write_manifest) with the real record schema, so report tests and the benchmark need no model.
+write_manifest, write_result) with the real record schema, so report tests and the benchmark need no model.
 
 The vocabulary holds hostile texts (`<script>`, an attribute break-out, `</script>`, `{{ }}`,
 U+2028) next to ordinary words and whitespace, so every page built from these runs is an
@@ -17,6 +17,8 @@ import numpy as np
 from ctxeval.pieces import write_pieces
 from ctxeval.pipeline.records import BASE_SCHEMA, PartWriter, merge_parts
 from ctxeval.pipeline.manifest import Manifest, write_manifest
+from ctxeval.results.base import write_result
+from ctxeval.results.scoring import scoring_result
 
 XSS = ["<script>alert(1)</script>", '" onmouseover="alert(1)', "</script>", "{{ }}"]
 VOCAB = XSS + [" the", " cat", " sat", "\n", "\t", "Hello", " &amp;", "\u2028", " on", " mat", ".", " a", " dog", " ran"]
@@ -139,7 +141,9 @@ def write_run(run_dir: Path, model: str, lengths: list[int], n_compare: int, rep
         write_pieces(run_dir, model, synthetic_piece)
     merge_parts(run_dir, BASE_SCHEMA)
     config = {"command": command, "lengths": lengths, "n_compare": n_compare, "seed": seed, "repeats": repeats, "context_modes": ["exact"]}
-    write_manifest(run_dir, Manifest.from_json(_manifest(model, _text(ids), n_text, config)))
+    manifest = Manifest.from_json(_manifest(model, _text(ids), n_text, config))
+    write_manifest(run_dir, manifest)
+    write_result(run_dir, scoring_result(run_dir, manifest, manifest.metrics), command)
     return run_dir
 
 

@@ -437,12 +437,12 @@ def test_compare_headline_formats_estimate_and_bounds_alike(tmp_path):
     both, not "[1, 1.016]"); a rank-score difference +0.0023 with CI [-0.0000518, 0.005293] reads
     "+0.0023 [-0.0001, +0.0053]" (signed, 4 decimals, not "[-5.18e-05, 0.005293]")."""
     from ctxeval.explorer.data import _compare_view
+    from ctxeval.results.comparison import Comparison
 
     report = {"runs": {"a": "A", "b": "B"}, "profile": "dev",
               "primary_metric": {"ratio": 1.00771, "display_ci": [1.00041, 1.01638]},
               "secondary_metrics": {"avg": {"difference": 0.00231, "ci": [-5.18e-05, 0.005293]}}}
-    (tmp_path / "compare.json").write_text(json.dumps(report))
-    headline = _compare_view(tmp_path, "cmp").headline
+    headline = _compare_view(Comparison(report, tmp_path, []), "cmp").headline
     assert [(h["value"], h["interval"]) for h in headline] == [("1.0077", "[1.0004, 1.0164]"), ("+0.0023", "[-0.0001, +0.0053]")]
 
 

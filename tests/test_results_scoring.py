@@ -52,6 +52,7 @@ def test_a_noise_floor_is_part_of_the_result(tmp_path):
 
 def test_a_run_without_a_header_is_refused_in_one_line(tmp_path):
     run = write_run(tmp_path / "run", "tiny", [8], 6)
+    (run / RESULT_FILE).unlink()  # as a ctxeval before output headers left it
     with pytest.raises(UserError, match="no result.json") as error:
         read_result(run, reader="report", kinds=(RunResult,))
     assert "\n" not in str(error.value)

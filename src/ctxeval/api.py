@@ -19,7 +19,6 @@ from ctxeval.backends.openai_options import DEFAULT_CACHE, OpenAIOptions, dry_ru
 from ctxeval.commands import COMMANDS
 from ctxeval.commands.answers import Report
 from ctxeval.commands.base import Command, execute
-from ctxeval.commands.compare import Comparison
 from ctxeval.config import MetricConfig
 from ctxeval.data.corpus import CorpusOptions
 from ctxeval.modeldiff.command import DiffResult
@@ -28,6 +27,7 @@ from ctxeval.modeldiff.summary import Bootstrap
 from ctxeval.options import SpecError
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.pipeline.manifest import SCORING_COMMANDS, read_manifest, require_command
+from ctxeval.results.comparison import Comparison
 from ctxeval.results.scoring import RunResult
 
 

@@ -5,19 +5,21 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.metrics.rank import alpha_key
 from ctxeval.options import argument, greater_than_zero, one_of, option
 from ctxeval.pairing import pair_windows
-from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, resolve_minima, window_table, write_report
+from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, resolve_minima, window_table
 from ctxeval.report.numerics import compare_numerics
 from ctxeval.report.outputs import load_run
 from ctxeval.report.summary import window_metrics
-from ctxeval.report.trends import metric_names, trend_table, variance_table, write_trends
+from ctxeval.report.trends import metric_names, trend_table, variance_table
 from ctxeval.errors import UserError
+from ctxeval.results.base import write_result
+from ctxeval.results.comparison import COMPARE_JSON, COMPARE_MD, Comparison
+from ctxeval.results.trends import Trends
 from ctxeval.stats.paired import RESAMPLE_SCHEMES
 
 
@@ -56,16 +58,6 @@ class TrendsSpec:
     outlier_sd: float = option("--outlier-sd", "Flag a window more than this many SDs from the mean of the other windows at its length.", 2.0, check=greater_than_zero)
 
 
-@dataclass
-class Comparison:
-    """A paired comparison: the report, where it was written, and why a profile failed it."""
-
-    report: dict
-    out: Path
-    failures: list[str]
-    markdown: str = ""  # what compare.md holds
-
-
 def run_compare(spec: CompareSpec) -> Comparison:
     """Is B worse than A, by how much, how sure are we: the paired perplexity ratio over the
     windows both runs scored, with a BCa interval, and the same for the rank scores. Windows
@@ -89,20 +81,21 @@ def run_compare(spec: CompareSpec) -> Comparison:
     report["numerics"] = compare_numerics(manifest_a, spec.model_a or records_a["model"].iloc[0], manifest_b, spec.model_b or records_b["model"].iloc[0])
     failures = gate(report, spec.profile, spec.max_ratio)
     report["gates"] = {"passed": not failures, "failures": failures}
-    markdown = write_report(report, Path(spec.out))
-    return Comparison(report, Path(spec.out), failures, markdown)
+    result = Comparison.of(report, Path(spec.out))
+    write_result(result.out, result, "compare")
+    return result
 
 
-def run_trends(spec: TrendsSpec) -> tuple[Any, Any, str]:
+def run_trends(spec: TrendsSpec) -> Trends:
     """Slopes of every metric against context length (raw and log2), with SE, p-value and CI,
     and the spread across repeated starts with flagged outliers. Writes trends.json/.md."""
     manifest, records = load_run(Path(spec.run_dir), "trends")
     metrics = manifest.metrics
     per_window = window_metrics(records, metrics, manifest.vocab_sizes, manifest.temperatures)
     names = metric_names(metrics.alphas)
-    trend, variance = trend_table(per_window, names), variance_table(per_window, names, spec.outlier_sd)
-    markdown = write_trends(trends_dir(spec), trend, variance, spec.outlier_sd)
-    return trend, variance, markdown
+    result = Trends.of(trend_table(per_window, names), variance_table(per_window, names, spec.outlier_sd), spec.outlier_sd, trends_dir(spec))
+    write_result(result.out, result, "trends")
+    return result
 
 
 def trends_dir(spec: TrendsSpec) -> Path:
@@ -113,10 +106,10 @@ def trends_dir(spec: TrendsSpec) -> Path:
 def _echo_compare(result: Comparison, spec: CompareSpec, display: None) -> tuple[str, int]:
     for failure in result.failures:
         print(f"ctxeval: {spec.profile} gate failed: {failure}", file=sys.stderr)
-    return f"{result.markdown}\nreport: {result.out / 'compare.json'}, {result.out / 'compare.md'}", 1 if result.failures else 0
+    return f"{result.markdown}\nreport: {result.out / COMPARE_JSON}, {result.out / COMPARE_MD}", 1 if result.failures else 0
 
 
 COMMANDS = (
     Command("compare", CompareSpec, run_compare, _echo_compare, inputs=("run_a", "run_b"), posthoc=lambda spec: (spec.out, (spec.run_a, spec.run_b))),
-    Command("trends", TrendsSpec, run_trends, lambda result, spec, display: result[2], inputs=("run_dir",), posthoc=lambda spec: (trends_dir(spec), (spec.run_dir,))),
+    Command("trends", TrendsSpec, run_trends, lambda result, spec, display: result.markdown, inputs=("run_dir",), posthoc=lambda spec: (trends_dir(spec), (spec.run_dir,))),
 )

@@ -26,7 +26,10 @@ from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask
 from ctxeval.pipeline.manifest import Manifest, read_manifest
 from ctxeval.pieces import read_pieces
 from ctxeval.report.numerics import run_lines
-from ctxeval.report.outputs import compute, load_run
+from ctxeval.report.outputs import load_run, require_complete
+from ctxeval.results.base import RESULT_FILE, read_header, read_result
+from ctxeval.results.comparison import Comparison
+from ctxeval.results.scoring import RunResult
 
 TOKEN_KINDS = ("sweep", "score", "context-gain")
 DEFAULT_TOP_K_SHOWN = 10
@@ -60,16 +63,17 @@ class RunView:
     summary: pd.DataFrame | None = None  # sweep/score: summarize()'s rows
     gain_by_distance: pd.DataFrame | None = None
     retrieval_cells: pd.DataFrame | None = None
-    compare: dict | None = None  # a compare directory's compare.json
+    compare: dict | None = None  # a compare folder's report
 
 
 def run_kind(path: Path) -> str:
-    """The command that wrote a run directory: its manifest's, or `compare` for a compare output."""
+    """What an output folder holds: its result's kind where the page reads the result
+    (`scoring`, `comparison`), else the command its manifest names."""
+    if (path / RESULT_FILE).is_file() and read_header(path)["kind"] in ("scoring", "comparison"):
+        return read_header(path)["kind"]
     if (path / "manifest.json").is_file():
         return read_manifest(path).command or "unknown"
-    if (path / "compare.json").is_file():
-        return "compare"
-    raise UserError(f"{path} is not a ctxeval run directory (no manifest.json or compare.json)")
+    raise UserError(f"{path} is not a ctxeval output folder (no {RESULT_FILE} or manifest.json)")
 
 
 def load_runs(paths: list[Path]) -> tuple[list[RunView], list[Arm]]:
@@ -83,10 +87,10 @@ def load_runs(paths: list[Path]) -> tuple[list[RunView], list[Arm]]:
             raise UserError(f"{path} is not a directory")
         label = _unique(path.name or str(path), labels)
         kind = run_kind(path)
-        if kind == "compare":
-            views.append(_compare_view(path, label))
-        elif kind in ("sweep", "score"):
-            view, run_arms = _lm_view(path, label, kind, len(arms))
+        if kind in ("comparison", "compare"):  # a compare folder without a header is refused
+            views.append(_compare_view(read_result(path, reader="report", kinds=(Comparison,)), label))
+        elif kind in ("scoring", "sweep", "score"):  # as is a scoring run without one
+            view, run_arms = _lm_view(read_result(path, reader="report", kinds=(RunResult,)), label, len(arms))
             views.append(view)
             arms += run_arms
         elif kind == "context-gain":
@@ -159,10 +163,10 @@ def _bounds(bounds: list[float] | None, fmt: str) -> str:
     return "no interval" if bounds is None else _interval(*bounds, fmt)
 
 
-def _lm_view(path: Path, label: str, kind: str, first_arm: int) -> tuple[RunView, list[Arm]]:
-    typed, records = load_run(path, "report")
-    summary = compute(path, typed, records, typed.metrics).summary
-    manifest = typed.to_json()  # the page shows the manifest as written
+def _lm_view(result: RunResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
+    path, records, summary, kind = result.run_dir, result.records, result.summary, result.manifest.command
+    require_complete(path, result.manifest)
+    manifest = result.manifest.to_json()  # the page shows the manifest as written
     view = RunView(label, path, kind, manifest, header(manifest, kind), summary=summary)
     for _, row in summary.iterrows():
         where = f"{row['model']} · {row['text_id']} · {row['method']} {row['context_mode']} L={row['nominal_len']}"
@@ -221,8 +225,8 @@ def _retrieval_view(path: Path, label: str) -> RunView:
     return view
 
 
-def _compare_view(path: Path, label: str) -> RunView:
-    report = json.loads((path / "compare.json").read_text())
+def _compare_view(result: Comparison, label: str) -> RunView:
+    path, report = result.out, result.report
     pm = report["primary_metric"]
     numerics = report.get("numerics")
     notes = "; ".join(numerics["lines"]) + ". " + " ".join(numerics["notes"]) if numerics else ""

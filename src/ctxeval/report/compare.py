@@ -1,11 +1,10 @@
-"""The paired-comparison report (`compare.json`, `compare.md`): fields of the paired-evaluation
-note, invariants checked on write, and the gates of the ci/release profiles."""
+"""The paired-comparison report (`compare.json`, `compare.md`, written by results/comparison.py):
+fields of the paired-evaluation note, invariants checked on write, and the gates of the
+ci/release profiles."""
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -313,15 +312,6 @@ def gate(report: dict, profile: str, max_ratio: float | None) -> list[str]:
     elif max_ratio is not None and report["primary_metric"]["display_ci"][1] > max_ratio:
         failures.append(f"upper CI bound of the perplexity ratio {report['primary_metric']['display_ci'][1]:.4f} exceeds --max-ratio {max_ratio:g}")
     return failures
-
-
-def write_report(report: dict, out: Path) -> str:
-    """Write compare.json and compare.md; returns the Markdown."""
-    out.mkdir(parents=True, exist_ok=True)
-    markdown = render_markdown(report)
-    (out / "compare.json").write_text(json.dumps(report, indent=2, default=float))
-    (out / "compare.md").write_text(markdown)
-    return markdown
 
 
 def render_markdown(report: dict) -> str:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ctxeval.metrics.rank import alpha_key
-from ctxeval.report.outputs import json_rows
 from ctxeval.stats.trends import loo_outliers, slope
 
 SERIES = ["model", "text_id", "method", "context_mode"]
@@ -66,22 +63,17 @@ def variance_table(per_window: pd.DataFrame, names: list[str], k: float) -> pd.D
     return pd.DataFrame(rows)
 
 
-def write_trends(out: Path, trends: pd.DataFrame, variance: pd.DataFrame, k: float) -> str:
-    """Write trends.json and trends.md; return the Markdown."""
-    out.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "outlier_rule": f"a window is flagged when it lies more than {k:g} SD from the mean of the other windows at its length (leave-one-out; needs >= 3 windows)",
-        "trends": json_rows(trends),
-        "variance": json_rows(variance),
-    }
-    (out / "trends.json").write_text(json.dumps(payload, indent=2))
+def outlier_rule(k: float) -> str:
+    """The outlier rule in words, as trends.json and trends.md state it."""
+    return f"a window is flagged when it lies more than {k:g} SD from the mean of the other windows at its length (leave-one-out; needs >= 3 windows)"
+
+
+def render_trends(trends: pd.DataFrame, variance: pd.DataFrame, rule: str) -> str:
+    """trends.md: the slopes of the headline metrics, then the spread across repeats."""
     shown = trends[trends["metric"].isin(["avg", "ppl", "approx_ppl"])]
     cols = SERIES + ["metric", "x", "slope", "stderr", "p_value", "ci_low", "ci_high", "n"]
     md = ["# Trends over context length", "", f"`{ALL_TEXTS}`: one fit over the windows of every text (the thesis's combined slopes).", "", shown[cols].to_markdown(index=False, floatfmt=".4g"), ""]
     spread = variance[variance["metric"].isin(["avg", "ppl"])].copy()
     spread["outliers"] = spread["outliers"].map(lambda w: ", ".join(w))
-    md += ["# Spread across repeats", "", payload["outlier_rule"] + ".", "", spread.to_markdown(index=False, floatfmt=".4g"), ""]
-    text = "\n".join(md)
-    (out / "trends.md").write_text(text)
-    return text
-
+    md += ["# Spread across repeats", "", rule + ".", "", spread.to_markdown(index=False, floatfmt=".4g"), ""]
+    return "\n".join(md)
