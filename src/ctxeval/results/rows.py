@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
-    """The DataFrame `json_rows` wrote (null read back as NaN in numeric columns)."""
-    return pd.DataFrame(rows).fillna(value=math.nan) if rows else pd.DataFrame()
+    """The DataFrame `json_rows` wrote (null read back as NaN in numeric columns; integer
+    columns come back as int64)."""
+    return pd.DataFrame(rows) if rows else pd.DataFrame()

@@ -9,7 +9,7 @@ as read where it was built, so a reader needs no second trip to the run director
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -44,7 +44,7 @@ class RunResult(Result):
 
     run_dir: Path
     manifest: Manifest
-    records: pd.DataFrame
+    records: pd.DataFrame = field(repr=False)  # the run's records, as loaded where the result was built
     summary: pd.DataFrame
     approx_vs_exact: pd.DataFrame
     metrics: MetricConfig  # the settings the summaries were computed with
