@@ -18,7 +18,7 @@ import pytest
 from ctxeval.data.corpus import CorpusOptions, open_corpus
 from ctxeval.errors import UserError
 from ctxeval.pairing import pair_windows
-from ctxeval.pipeline.plan_stream import merge_facts
+from ctxeval.scoring.plan_stream import merge_facts
 from ctxeval.report.compare import build_report
 from ctxeval.pipeline.records import STOP_AFTER_PASSES_ENV
 from ctxeval.stats.cluster import cluster_bootstrap

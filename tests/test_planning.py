@@ -9,7 +9,7 @@ from ctxeval.pipeline import windows
 from ctxeval.backends.base import ModelInfo
 from ctxeval.data.texts import Text
 from ctxeval.errors import UserError
-from ctxeval.pipeline.planning import ContextGainPlanner, ScorePlanner, SweepPlanner, check_context
+from ctxeval.scoring.planning import ContextGainPlanner, ScorePlanner, SweepPlanner, check_context
 from ctxeval.pipeline.tokens import tokenized_from_pieces
 
 TEXT = Text("t", "t", "the cat sat on the mat and then the dog sat on the log", "ab" * 32)

@@ -87,8 +87,8 @@ def test_cycle_finder_finds_a_planted_cycle_and_accepts_a_dag():
 
 def test_graph_sees_known_edges():
     graph = import_graph()
-    assert "ctxeval.pipeline.engine" in graph["ctxeval.scoring"]
-    assert "ctxeval.pipeline.windows" in graph["ctxeval.pipeline.planning"]  # `from ctxeval.pipeline import windows`
+    assert "ctxeval.pipeline.engine" in graph["ctxeval.scoring.run"]
+    assert "ctxeval.pipeline.windows" in graph["ctxeval.scoring.planning"]  # `from ctxeval.pipeline import windows`
     assert "ctxeval.backends.model_files" in graph["ctxeval.backends.llamacpp"]
 
 
@@ -203,7 +203,7 @@ def _imports_of(layer: tuple[str, ...]) -> dict[str, set[str]]:
 
 def test_layer_checks_see_every_layer():
     assert set(_imports_of(ENGINE)) >= {"ctxeval.pipeline.engine", "ctxeval.pipeline.manifest", "ctxeval.pipeline.executors.work"}
-    assert set(_imports_of(TASKS)) >= {"ctxeval.scoring", "ctxeval.judge", "ctxeval.probes.retrieval_run", "ctxeval.qa.passes", "ctxeval.modeldiff.run"}
+    assert set(_imports_of(TASKS)) >= {"ctxeval.scoring.run", "ctxeval.judge", "ctxeval.probes.retrieval_run", "ctxeval.qa.passes", "ctxeval.modeldiff.run"}
 
 
 def test_engine_imports_no_command_task_report_or_face():

@@ -16,7 +16,7 @@ from ctxeval.data.corpus import CorpusOptions, open_corpus
 from ctxeval.options import argument, comma_floats, comma_ints, fail, group, one_of, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.pipeline.manifest import Manifest
-from ctxeval.pipeline.planning import ContextGainPlanner
+from ctxeval.scoring.planning import ContextGainPlanner
 from ctxeval.probes.gain_report import ContextGainResult, KeyTokenSettings, write_context_gain
 from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
 from ctxeval.probes.probe_report import write_probe_report

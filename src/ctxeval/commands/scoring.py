@@ -23,7 +23,7 @@ from ctxeval.options import argument, check_spec, comma_floats, comma_ints, fail
 from ctxeval.pipeline import windows
 from ctxeval.pipeline.engine import estimate, run
 from ctxeval.pipeline.executors import ExecutorOptions
-from ctxeval.pipeline.planning import ScorePlanner, SweepPlanner
+from ctxeval.scoring.planning import ScorePlanner, SweepPlanner
 from ctxeval.report.numerics import run_markdown
 from ctxeval.report.outputs import load_run
 from ctxeval.report.tables import markdown_tables

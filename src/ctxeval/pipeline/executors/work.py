@@ -4,7 +4,8 @@ judge requests are all `Work`, so every model-backed command runs through the sa
 and a job gives the same result wherever it runs.
 
 A task and the items it receives are pickled to Ray actors; the `item` and `cost` functions
-run on the driver only.
+run on the driver only. `work_item` is the model input of a pass (the whole window), shared by
+the token-scoring commands and diff; each family's own tasks live with it (scoring/work.py).
 """
 
 from __future__ import annotations
@@ -15,13 +16,10 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from ctxeval.backends.base import ModelInfo, ScorerBase
-from ctxeval.config import RunConfig
-from ctxeval.errors import ScoringFailed, UserError
+from ctxeval.backends.base import ModelInfo
+from ctxeval.errors import UserError
 from ctxeval.pipeline.tokens import TokenizedText
 from ctxeval.pipeline.windows import Pass
-
-MAX_BATCH_PASSES = 64
 
 J = TypeVar("J")
 Job = tuple[int, TokenizedText, Pass]  # a scoring job: (pass index in the plan, its text, the pass)
@@ -66,35 +64,6 @@ class WorkItem:
         return self.input_ids, self.output_positions, self.target_ids
 
 
-@dataclass(frozen=True)
-class ScoreTask:
-    """Scoring passes: BlockScores (ScheduledScores for a thesis pass) per item."""
-
-    config: RunConfig
-
-    def __call__(self, model: ScorerBase, items: list[WorkItem]) -> list[object]:
-        return score_unit(model, self.config, items)
-
-
-def scoring_work(scorer: ScorerBase, config: RunConfig, jobs: Iterable[Job]) -> Work[Job]:
-    """The scoring passes of one model as work."""
-    return Work(ScoreTask(config), units(scorer, jobs), lambda job: work_item(scorer.info, job[1], job[2]), lambda job: job[2].n_input)
-
-
-def units(scorer: ScorerBase, jobs: Iterable[Job]) -> Iterator[list[Job]]:
-    """Jobs grouped into units of work, lazily (a corpus's jobs arrive one document at a time):
-    for a backend that `batches`, consecutive passes of one text with equal input length (up to
-    MAX_BATCH_PASSES) go to `score_batch` together; every other unit is one pass."""
-    unit: list[Job] = []
-    for job in jobs:
-        if unit and not (scorer.batches and job[1] is unit[0][1] and job[2].n_input == unit[0][2].n_input and len(unit) < MAX_BATCH_PASSES):
-            yield unit
-            unit = []
-        unit.append(job)
-    if unit:
-        yield unit
-
-
 def work_item(info: ModelInfo, tt: TokenizedText, p: Pass) -> WorkItem:
     """Input ids (BOS first when the model uses one), scored positions and target ids of a pass.
     The input is the whole window, its last target included (`Pass.n_input`): the model decodes
@@ -108,19 +77,3 @@ def work_item(info: ModelInfo, tt: TokenizedText, p: Pass) -> WorkItem:
     # the logits at input position j predict the token after it
     output_positions = targets - p.context_start - 1 + len(bos)
     return WorkItem(p.context_mode == "thesis", input_ids, output_positions, tt.ids[targets])
-
-
-def score_unit(scorer: ScorerBase, config: RunConfig, items: list[WorkItem]) -> list[object]:
-    """BlockScores (or ScheduledScores for a thesis pass) per item, in order; a unit the backend
-    fails to score (`ScoringFailed`) gives that failure for each of its items. A thesis pass
-    (API models only: api.sweep refuses others) is scored by the protocol, which decides how
-    many targets and which contexts."""
-    try:
-        if len(items) > 1:
-            return list(scorer.score_batch([w.arrays for w in items], config.top_k, config.temperatures))
-        (w,) = items
-        if w.thesis:
-            return [scorer.score_thesis(*w.arrays, config.top_k, config.temperatures, config.n_compare, config.exhaustive)]
-        return [scorer.score(*w.arrays, config.top_k, config.temperatures)]
-    except ScoringFailed as exc:
-        return [exc] * len(items)

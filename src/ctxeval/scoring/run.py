@@ -25,9 +25,10 @@ from ctxeval.errors import ScoringFailed
 from ctxeval.pieces import has_pieces, write_pieces
 from ctxeval.pipeline.engine import Plan, RunSpec
 from ctxeval.pipeline.executors import ScorerSpec
-from ctxeval.pipeline.executors.work import Job, scoring_work
+from ctxeval.pipeline.executors.work import Job
+from ctxeval.scoring.work import scoring_work
 from ctxeval.pipeline.manifest import Manifest
-from ctxeval.pipeline.plan_stream import Planner, document_jobs, plan_documents
+from ctxeval.scoring.plan_stream import Planner, document_jobs, plan_documents
 from ctxeval.pipeline.records import TOKENS, schema_for, temperature_column
 from ctxeval.pipeline.tokens import TokenizedText
 from ctxeval.pipeline.windows import Pass
