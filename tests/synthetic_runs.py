@@ -104,9 +104,10 @@ def write_gain_run(run_dir: Path, model: str, n_tokens: int = 96, window: int = 
     manifest = Manifest.from_json(_manifest(model, _text(ids), n_tokens, {"command": "context-gain", "window": window, "short": short, "stride": 1, "method": "chunked"}))
     write_manifest(run_dir, manifest)
     if summarise:
-        from ctxeval.probes.gain_report import KeyTokenSettings, write_context_gain
+        from ctxeval.probes.gain_report import KeyTokenSettings
+        from ctxeval.results.context_gain import context_gain_result
 
-        write_context_gain(run_dir, manifest, KeyTokenSettings(model, 2.0, -2.0, 16, 200, seed))
+        write_result(run_dir, context_gain_result(run_dir, manifest, KeyTokenSettings(model, 2.0, -2.0, 16, 200, seed)), "context-gain")
     return run_dir
 
 
@@ -152,7 +153,8 @@ def write_retrieval_run(run_dir: Path, model: str, lines: tuple[int, ...] = (5, 
     results the command writes from them (results.json/.md, heatmap)."""
     from dataclasses import asdict
 
-    from ctxeval.probes.retrieval_run import CASE_SCHEMA, CASES, RetrievalConfig, write_results
+    from ctxeval.probes.retrieval_run import CASE_SCHEMA, CASES, RetrievalConfig
+    from ctxeval.results.retrieval import retrieval_result
 
     run_dir = Path(run_dir)
     config = RetrievalConfig("cat", lines, depths, samples, seed, (model,))
@@ -172,7 +174,7 @@ def write_retrieval_run(run_dir: Path, model: str, lines: tuple[int, ...] = (5, 
     manifest = Manifest(command="retrieval", run_id=config.run_id(), config=asdict(config), models=models, status="complete",
                         plan={"cases": len(grid), "record_kind": "retrieval case", "records": CASES.file})
     write_manifest(run_dir, manifest)
-    write_results(run_dir, config)
+    write_result(run_dir, retrieval_result(run_dir, manifest), "retrieval")
     return run_dir
 
 

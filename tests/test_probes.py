@@ -17,7 +17,8 @@ from ctxeval.probes.gain_report import render_markdown as gain_render_markdown
 from ctxeval.probes.keytokens import key_token_mask, merge_spans, tokens_within
 from ctxeval.probes.retrieval import extract_value
 from ctxeval.probes.retrieval_data import make_case
-from ctxeval.probes.retrieval_run import read_cases, lines_for_tokens
+from ctxeval.probes.retrieval_report import read_cases
+from ctxeval.probes.retrieval_run import lines_for_tokens
 from ctxeval.pipeline.tokens import tokenized_from_pieces
 
 

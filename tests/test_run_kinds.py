@@ -3,13 +3,17 @@ reads the kinds it accepts: real small run directories written by the library's 
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
+
+from ctxeval.results.base import RESULT_FILE
 
 from .conftest import run_cli
 from .synthetic_runs import write_answer_quality_run, write_gain_run, write_retrieval_run, write_run
 
 LM = "sweep/score"
-PROBES = "sweep/score/context-gain/retrieval"
+PROBES = "scoring/context-gain/retrieval"
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +40,6 @@ def runs(tmp_path_factory):
         (["compare", "{context-gain}", "{context-gain}"], "context-gain", "compare", LM),
         (["trends", "{retrieval}"], "retrieval", "trends", LM),
         (["trends", "{meta-eval}"], "meta-eval", "trends", LM),
-        (["probe-report", "{sweep}", "{meta-eval}"], "meta-eval", "probe-report", PROBES),
-        (["probe-report", "{pplqa}"], "pplqa", "probe-report", PROBES),
     ],
 )
 def test_another_commands_run_is_refused_in_one_line(runs, tmp_path, args, wrong, reader, accepted):
@@ -45,6 +47,25 @@ def test_another_commands_run_is_refused_in_one_line(runs, tmp_path, args, wrong
     r = run_cli(*args)
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert r.stderr == f"ctxeval: error: {runs[wrong]} is a {wrong} run; {reader} reads {accepted} runs\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_probe_report_refuses_another_result_in_one_line(runs, tmp_path):
+    first = run_cli("probe-report", str(runs["sweep"]), "--out", str(tmp_path / "probes"))
+    assert first.returncode == 0, first.stderr
+    r = run_cli("probe-report", str(runs["sweep"]), str(tmp_path / "probes"), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stderr == f"ctxeval: error: {tmp_path / 'probes'} holds a probe-report result (from `ctxeval probe-report`); probe-report reads {PROBES} results\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_probe_report_refuses_a_folder_without_a_header_in_one_line(runs, tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(runs["context-gain"], old)
+    (old / RESULT_FILE).unlink()  # as a ctxeval before output headers left it
+    r = run_cli("probe-report", str(old), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stderr.startswith(f"ctxeval: error: {old} has no {RESULT_FILE}") and r.stderr.count("\n") == 1
     assert not (tmp_path / "out").exists()
 
 

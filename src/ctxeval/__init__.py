@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = ["sweep", "score", "diff", "summary", "compare", "trends", "context_gain", "retrieval", "probe_report", "report", "models", "leval",
            "leval_corr", "judge", "meta_eval", "pplqa", "serve", "run_metrics", "RunResult", "Comparison", "DiffResult", "Report", "MetricConfig",
-           "Bootstrap", "NoiseFloor", "floor_line", "CorpusOptions", "ExecutorOptions", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]
+           "Bootstrap", "NoiseFloor", "floor_line", "CorpusOptions", "ExecutorOptions", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table",
+           "ContextGainResult", "RetrievalResult", "ProbeReport"]
 
 if TYPE_CHECKING:
     from ctxeval.api import *  # noqa: F403

@@ -28,6 +28,9 @@ from ctxeval.options import SpecError
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.pipeline.manifest import SCORING_COMMANDS, read_manifest, require_command
 from ctxeval.results.comparison import Comparison
+from ctxeval.results.context_gain import ContextGainResult
+from ctxeval.results.probe_report import ProbeReport
+from ctxeval.results.retrieval import RetrievalResult
 from ctxeval.results.scoring import RunResult
 
 
@@ -92,4 +95,4 @@ _FUNCTIONS = {command.function_name: _function(command) for command in COMMANDS.
 globals().update(_FUNCTIONS)
 
 __all__ = [*_FUNCTIONS, "run_metrics", "RunResult", "Comparison", "DiffResult", "Report", "MetricConfig", "Bootstrap", "NoiseFloor", "floor_line",
-           "CorpusOptions", "ExecutorOptions", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]
+           "CorpusOptions", "ExecutorOptions", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table", "ContextGainResult", "RetrievalResult", "ProbeReport"]

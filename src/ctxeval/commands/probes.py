@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from ctxeval.backends.registry import refuse_api_models
 from ctxeval.commands import common
@@ -17,12 +17,15 @@ from ctxeval.options import argument, comma_floats, comma_ints, fail, group, one
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.pipeline.manifest import Manifest
 from ctxeval.scoring.planning import ContextGainPlanner
-from ctxeval.probes.gain_report import ContextGainResult, KeyTokenSettings, write_context_gain
+from ctxeval.probes.gain_report import KeyTokenSettings
 from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
-from ctxeval.probes.probe_report import write_probe_report
 from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
-from ctxeval.probes.retrieval_run import RetrievalConfig, RetrievalResult, run_retrieval
+from ctxeval.probes.retrieval_run import RetrievalConfig, run_retrieval
 from ctxeval.config import MetricConfig
+from ctxeval.results.base import write_result
+from ctxeval.results.context_gain import ContextGainResult, context_gain_result
+from ctxeval.results.probe_report import ProbeReport, probe_report
+from ctxeval.results.retrieval import RetrievalResult, retrieval_result
 
 _LOCAL_MODELS = f"Model(s): {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat for several."
 _EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
@@ -124,7 +127,7 @@ def run_context_gain(spec: ContextGainSpec) -> ContextGainResult:
 
     def finish(run_dir: Path, manifest: Manifest, _metrics: MetricConfig) -> ContextGainResult:
         evaluator_name = manifest.model_names[model_specs.index(evaluator_spec)]
-        return write_context_gain(run_dir, manifest, KeyTokenSettings(evaluator_name, spec.alpha, spec.beta, spec.block, spec.replicates, spec.seed))
+        return context_gain_result(run_dir, manifest, KeyTokenSettings(evaluator_name, spec.alpha, spec.beta, spec.block, spec.replicates, spec.seed))
 
     return run_scoring(config, loaded, model_specs, planner, out_dir(spec.out, "context-gain", config), spec, None, finish)
 
@@ -139,30 +142,31 @@ def run_retrieval_probe(spec: RetrievalSpec) -> RetrievalResult:
     refuse_api_models(list(spec.models), "retrieval", "the rank of the answer's first token over the whole vocabulary")
     config = RetrievalConfig(spec.variant, lines, tuple(sorted(set(spec.depths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), tokens=token_targets)
     run_dir = Path(spec.out) if spec.out is not None else Path("runs") / f"retrieval-{config.run_id()[:8]}"
-    return run_retrieval(config, run_dir, spec.progress, spec.n_threads, spec.executor)
+    return run_retrieval(config, run_dir, retrieval_result, spec.progress, spec.n_threads, spec.executor)
 
 
-def run_probe_report(spec: ProbeReportSpec) -> str:
+def run_probe_report(spec: ProbeReportSpec) -> ProbeReport:
     """Side-by-side Markdown report (and JSON, plot) over sweep/score, context-gain and retrieval runs."""
-    _, markdown = write_probe_report([Path(r) for r in spec.runs], Path(spec.out))
-    return markdown
+    result = probe_report([Path(r) for r in spec.runs], Path(spec.out))
+    write_result(result.out, result, "probe-report")
+    return result
 
 
 def _echo_gain(result: ContextGainResult, spec: ContextGainSpec, display: QuietDisplay) -> str:
-    files = result.files()
+    files = result.paths()
     lines = [] if display.quiet else [result.markdown]
     return "\n".join([*lines, f"summary: {files['summary']}, {files['report']}, plot: {files['plot']}"])
 
 
 def _echo_retrieval(result: RetrievalResult, spec: RetrievalSpec, display: QuietDisplay) -> str:
-    files = result.files()
+    files = result.paths()
     lines = [] if display.quiet else [result.markdown]
     return "\n".join([*lines, f"results: {files['results']}, cases: {files['cases']}, heatmap: {files['heatmap']}"])
 
 
-def _echo_probe_report(markdown: Any, spec: ProbeReportSpec, display: None) -> str:
-    out = Path(spec.out)
-    return f"{markdown}\nreport: {out / 'probe_report.md'}, {out / 'probe_report.json'}, plot: {out / 'probe_report.png'}"
+def _echo_probe_report(result: ProbeReport, spec: ProbeReportSpec, display: None) -> str:
+    files = result.paths()
+    return f"{result.markdown}\nreport: {files['report']}, {files['json']}, plot: {files['plot']}"
 
 
 COMMANDS = (

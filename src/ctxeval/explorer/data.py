@@ -12,7 +12,6 @@ without that file falls back to the records' own targets, and an id never scored
 from __future__ import annotations
 
 import base64
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,14 +20,15 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.errors import UserError
-from ctxeval.probes.context_gain import LONG_METHOD, gain_by_distance, gain_table
-from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask, merge_spans, tokens_within
+from ctxeval.probes.context_gain import LONG_METHOD
 from ctxeval.pipeline.manifest import Manifest, read_manifest
 from ctxeval.pieces import read_pieces
 from ctxeval.report.numerics import run_lines
-from ctxeval.report.outputs import load_run, require_complete
+from ctxeval.report.outputs import require_complete
 from ctxeval.results.base import RESULT_FILE, read_header, read_result
 from ctxeval.results.comparison import Comparison
+from ctxeval.results.context_gain import ContextGainResult
+from ctxeval.results.retrieval import RetrievalResult
 from ctxeval.results.scoring import RunResult
 
 TOKEN_KINDS = ("sweep", "score", "context-gain")
@@ -68,8 +68,8 @@ class RunView:
 
 def run_kind(path: Path) -> str:
     """What an output folder holds: its result's kind where the page reads the result
-    (`scoring`, `comparison`), else the command its manifest names."""
-    if (path / RESULT_FILE).is_file() and read_header(path)["kind"] in ("scoring", "comparison"):
+    (`scoring`, `comparison`, `context-gain`, `retrieval`), else the command its manifest names."""
+    if (path / RESULT_FILE).is_file() and read_header(path)["kind"] in ("scoring", "comparison", "context-gain", "retrieval"):
         return read_header(path)["kind"]
     if (path / "manifest.json").is_file():
         return read_manifest(path).command or "unknown"
@@ -93,12 +93,12 @@ def load_runs(paths: list[Path]) -> tuple[list[RunView], list[Arm]]:
             view, run_arms = _lm_view(read_result(path, reader="report", kinds=(RunResult,)), label, len(arms))
             views.append(view)
             arms += run_arms
-        elif kind == "context-gain":
-            view, run_arms = _gain_view(path, label, len(arms))
+        elif kind == "context-gain":  # (these too are refused without a header)
+            view, run_arms = _gain_view(read_result(path, reader="report", kinds=(ContextGainResult,)), label, len(arms))
             views.append(view)
             arms += run_arms
         elif kind == "retrieval":
-            views.append(_retrieval_view(path, label))
+            views.append(_retrieval_view(read_result(path, reader="report", kinds=(RetrievalResult,)), label))
         else:
             views.append(_generic_view(path, label, kind))
     return views, arms
@@ -176,52 +176,40 @@ def _lm_view(result: RunResult, label: str, first_arm: int) -> tuple[RunView, li
     return view, arms
 
 
-def _gain_view(path: Path, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
-    typed, records = load_run(path, "report", ("context-gain",))
-    manifest = typed.to_json()
-    summary_path = path / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+def _gain_view(result: ContextGainResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
+    path, records = result.run_dir, result.records
+    require_complete(path, result.manifest)
+    manifest = result.manifest.to_json()
     view = RunView(label, path, "context-gain", manifest, header(manifest, "context-gain"))
-    settings = summary.get("key_tokens", {})
-    evaluator = settings.get("evaluator", manifest["models"][0]["name"])
-    alpha, beta = settings.get("alpha", DEFAULT_ALPHA), settings.get("beta", DEFAULT_BETA)
-    config = manifest["config"]
     arms, distance = [], []
     for i, model in enumerate(dict.fromkeys(records["model"])):
         parts, gains, keys = [], [], []
         for text_id in dict.fromkeys(records["text_id"]):
-            table = gain_table(records, model, text_id)
-            evaluator_table = gain_table(records, evaluator, text_id)
-            spans = merge_spans(*(evaluator_table[c].to_numpy()[key_token_mask(evaluator_table["logprob_long"].to_numpy(), evaluator_table["logprob_short"].to_numpy(), alpha, beta)] for c in ("char_start", "char_end")))
+            table = result.tables[model, text_id].set_index("target_pos")
             long_rows = records[(records["model"] == model) & (records["text_id"] == text_id) & (records["method"] == LONG_METHOD)].sort_values("target_pos", kind="stable")
             parts.append(long_rows)
-            gains.append(table.set_index("target_pos")["gain"].reindex(long_rows["target_pos"]).to_numpy())
-            keys.append(tokens_within(long_rows["char_start"].to_numpy(), long_rows["char_end"].to_numpy(), spans))
-            by_distance = gain_by_distance(table, config["short"], config["window"])
-            by_distance.insert(0, "series", f"{model} · {text_id}")
-            distance.append(by_distance)
+            gains.append(table["gain"].reindex(long_rows["target_pos"]).to_numpy())
+            keys.append(table["key"].reindex(long_rows["target_pos"]).to_numpy(dtype=bool))
+            by_distance = result.by_distance[(result.by_distance["model"] == model) & (result.by_distance["text_id"] == text_id)].drop(columns=["model", "text_id"])
+            distance.append(by_distance.assign(series=f"{model} · {text_id}")[["series", *by_distance.columns]])
         arms.append(Arm(first_arm + i, label, path, "context-gain", model, manifest, pd.concat(parts, ignore_index=True), np.concatenate(gains), np.concatenate(keys)))
     view.gain_by_distance = pd.concat(distance, ignore_index=True)
-    for text_id, entry in summary.get("texts", {}).items():
-        for model, s in entry.get("by_model", {}).items():
+    for text_id, entry in result.summary["texts"].items():
+        for model, s in entry["by_model"].items():
             view.headline.append({"label": f"PPL long/short {model} · {text_id}", "value": f"{s['ppl_ratio_long_over_short']:.4f}", "interval": _bounds(s["ppl_ratio_ci"], ".4f")})
             if s.get("longppl") is not None:
                 view.headline.append({"label": f"LongPPL {model} · {text_id}", "value": f"{s['longppl']:.4g}", "interval": ""})
     return view, arms
 
 
-def _retrieval_view(path: Path, label: str) -> RunView:
-    from ctxeval.probes.retrieval_run import cell_table, read_cases
-
-    manifest = read_manifest(path).to_json()
-    view = RunView(label, path, "retrieval", manifest, header(manifest, "retrieval"))
-    cases = read_cases(path)
-    if len(cases):
-        cells = cell_table(cases)
-        view.retrieval_cells = cells
-        for model, part in cells.groupby("model", sort=False):
-            acc = float((part["accuracy"] * part["n"]).sum() / part["n"].sum())
-            view.headline.append({"label": f"retrieval accuracy {model}", "value": f"{acc:.3f}", "interval": f"{int(part['n'].sum())} cases"})
+def _retrieval_view(result: RetrievalResult, label: str) -> RunView:
+    manifest = result.manifest.to_json()
+    view = RunView(label, result.run_dir, "retrieval", manifest, header(manifest, "retrieval"))
+    cells = result.cells
+    view.retrieval_cells = cells
+    for model, part in cells.groupby("model", sort=False):
+        acc = float((part["accuracy"] * part["n"]).sum() / part["n"].sum())
+        view.headline.append({"label": f"retrieval accuracy {model}", "value": f"{acc:.3f}", "interval": f"{int(part['n'].sum())} cases"})
     return view
 
 

@@ -57,6 +57,16 @@ def key_spans(evaluator_table: pd.DataFrame, alpha: float, beta: float) -> np.nd
     return merge_spans(evaluator_table["char_start"].to_numpy()[mask], evaluator_table["char_end"].to_numpy()[mask])
 
 
+def key_tables(records: pd.DataFrame, models: list[str], texts: list[str], evaluator: str, alpha: float, beta: float) -> tuple[dict[tuple[str, str], pd.DataFrame], dict[str, np.ndarray]]:
+    """Per (model, text), in model order, the gain table with a `key` column (inside one of the
+    evaluator's key spans); and per text, those spans."""
+    tables = {(model, text_id): gain_table(records, model, text_id) for model in models for text_id in texts}
+    spans = {text_id: key_spans(tables[evaluator, text_id], alpha, beta) for text_id in texts}
+    for (model, text_id), table in tables.items():
+        table["key"] = tokens_within(table["char_start"].to_numpy(), table["char_end"].to_numpy(), spans[text_id])
+    return tables, spans
+
+
 def summarize_text(table: pd.DataFrame, spans: np.ndarray, block: int, replicates: int, seed: int) -> dict:
     """ppl_long, ppl_short, mean gain with a paired BCa interval, gain quantiles and LongPPL."""
     long_lp, short_lp, gain = (table[c].to_numpy(dtype=np.float64) for c in ("logprob_long", "logprob_short", "gain"))

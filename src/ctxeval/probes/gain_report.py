@@ -1,8 +1,7 @@
-"""Write a context-gain run's summary.json, gain_by_distance.csv, context_gain.md and plot."""
+"""What a context-gain run reports: its summary (per text and model), the Markdown and the plot."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,18 +9,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ctxeval.pipeline.manifest import Manifest  # noqa: E402
-from ctxeval.probes.context_gain import gain_by_distance, gain_table, key_spans, summarize_text  # noqa: E402
-from ctxeval.pipeline.records import read_records  # noqa: E402
+from ctxeval.probes.context_gain import gain_by_distance, summarize_text  # noqa: E402
 from ctxeval.report.outputs import json_rows  # noqa: E402
 from ctxeval.report.compare import interval_text  # noqa: E402
-
-SUMMARY_JSON = "summary.json"
-DISTANCE_CSV = "gain_by_distance.csv"
-REPORT_MD = "context_gain.md"
-PLOT_FILE = "context_gain.png"
 
 
 @dataclass(frozen=True)
@@ -36,37 +30,19 @@ class KeyTokenSettings:
     seed: int
 
 
-@dataclass
-class ContextGainResult:
-    """A finished context-gain run: per (model, text) summaries and the gain-by-distance table."""
-
-    run_dir: Path
-    manifest: Manifest
-    summary: dict
-    by_distance: pd.DataFrame
-    markdown: str = ""  # what context_gain.md holds
-
-    def files(self) -> dict[str, Path]:
-        """What the run wrote beside its records, by role."""
-        return {"summary": self.run_dir / SUMMARY_JSON, "report": self.run_dir / REPORT_MD, "plot": self.run_dir / PLOT_FILE, "by_distance": self.run_dir / DISTANCE_CSV}
-
-
-def write_context_gain(run_dir: Path, manifest: Manifest, settings: KeyTokenSettings) -> ContextGainResult:
-    """Compute everything from the records and write it; the first model is the primary one."""
-    records = read_records(run_dir)
+def gain_summary(manifest: Manifest, tables: dict[tuple[str, str], pd.DataFrame], spans: dict[str, np.ndarray], settings: KeyTokenSettings) -> tuple[dict, pd.DataFrame]:
+    """summary.json's content and the gain-by-distance table of a run's gain tables (`key_tables`);
+    the first model is the primary one."""
     config = manifest.config
     window, short = config["window"], config["short"]
     models = manifest.model_names
-    texts = [t["text_id"] for t in manifest.texts or [] if "skipped" not in t]  # a corpus document too short for the plan has no records
-    tables = {(model, text_id): gain_table(records, model, text_id) for model in models for text_id in texts}
     per_text: dict[str, dict] = {}
     distance_rows = []
-    for text_id in texts:
-        spans = key_spans(tables[settings.evaluator, text_id], settings.alpha, settings.beta)
+    for text_id in spans:
         by_model = {}
         for model in models:
             table = tables[model, text_id]
-            by_model[model] = summarize_text(table, spans, settings.block, settings.replicates, settings.seed)
+            by_model[model] = summarize_text(table, spans[text_id], settings.block, settings.replicates, settings.seed)
             distance = gain_by_distance(table, short, window)
             distance.insert(0, "text_id", text_id)
             distance.insert(0, "model", model)
@@ -84,13 +60,7 @@ def write_context_gain(run_dir: Path, manifest: Manifest, settings: KeyTokenSett
         "texts": per_text,
         "gain_by_distance": json_rows(by_distance),
     }
-    run_dir = Path(run_dir)
-    (run_dir / SUMMARY_JSON).write_text(json.dumps(summary, indent=2))
-    by_distance.to_csv(run_dir / DISTANCE_CSV, index=False)
-    markdown = render_markdown(summary, by_distance)
-    (run_dir / REPORT_MD).write_text(markdown)
-    plot_gain(tables, by_distance, run_dir / PLOT_FILE)
-    return ContextGainResult(run_dir, manifest, summary, by_distance, markdown)
+    return summary, by_distance
 
 
 def render_markdown(summary: dict, by_distance: pd.DataFrame) -> str:

@@ -1,8 +1,9 @@
 """One report over several runs: does a lower perplexity come with better use of long context?
 
-Reads finished run directories of any kind — `sweep`/`score` (perplexity and rank scores per
-window), `context-gain` (long vs short context, LongPPL) and `retrieval` — and puts every
-model's numbers side by side, one section per probe plus an at-a-glance table.
+The rows of each kind of run — `sweep`/`score` (perplexity and rank scores per window),
+`context-gain` (long vs short context, LongPPL) and `retrieval` — and what puts every model's
+numbers side by side: one section per probe plus an at-a-glance table, and the plot. The runs
+are read as results by results/probe_report.py.
 """
 
 from __future__ import annotations
@@ -16,32 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ctxeval.errors import UserError  # noqa: E402
-from ctxeval.pipeline.manifest import SCORING_COMMANDS, read_manifest, require_command  # noqa: E402
-from ctxeval.report.outputs import compute, load_run  # noqa: E402
-
-REPORT_MD = "probe_report.md"
-REPORT_JSON = "probe_report.json"
-PLOT_FILE = "probe_report.png"
-PROBE_COMMANDS = (*SCORING_COMMANDS, "context-gain", "retrieval")
-
-
-def collect(run_dirs: list[Path]) -> dict[str, pd.DataFrame]:
-    """The rows of every section, from each run according to its kind."""
-    lm, gain, retrieval = [], [], []
-    for run_dir in run_dirs:
-        kind = require_command(read_manifest(run_dir), run_dir, "probe-report", PROBE_COMMANDS).command
-        if kind in SCORING_COMMANDS:
-            lm.append(_lm_rows(run_dir))
-        elif kind == "context-gain":
-            gain.append(_gain_rows(run_dir))
-        else:
-            retrieval.append(_retrieval_rows(run_dir))
-    return {
-        "language_modelling": pd.concat(lm, ignore_index=True) if lm else pd.DataFrame(),
-        "context_gain": pd.concat(gain, ignore_index=True) if gain else pd.DataFrame(),
-        "retrieval": pd.concat(retrieval, ignore_index=True) if retrieval else pd.DataFrame(),
-    }
+SECTIONS = ("language_modelling", "context_gain", "retrieval")
 
 
 def at_a_glance(sections: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -69,21 +45,6 @@ def at_a_glance(sections: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 "retrieval_mean_rank": float((part["mean_rank"] * weights).sum() / weights.sum()),
             })
     return pd.DataFrame([{"model": m} | values for m, values in rows.items()])
-
-
-def write_probe_report(run_dirs: list[Path], out: Path) -> tuple[dict[str, pd.DataFrame], str]:
-    """Write probe_report.md/.json and probe_report.png into `out`."""
-    if not run_dirs:
-        raise UserError("give at least one run directory")
-    sections = collect([Path(d) for d in run_dirs])
-    glance = at_a_glance(sections)
-    out.mkdir(parents=True, exist_ok=True)
-    markdown = render(glance, sections, run_dirs)
-    (out / REPORT_MD).write_text(markdown)
-    payload = {"runs": [str(d) for d in run_dirs], "at_a_glance": _records(glance)} | {k: _records(v) for k, v in sections.items()}
-    (out / REPORT_JSON).write_text(json.dumps(payload, indent=2))
-    plot(sections, out / PLOT_FILE)
-    return sections | {"at_a_glance": glance}, markdown
 
 
 def render(glance: pd.DataFrame, sections: dict[str, pd.DataFrame], run_dirs: list[Path]) -> str:
@@ -133,34 +94,33 @@ def plot(sections: dict[str, pd.DataFrame], path: Path) -> None:
     plt.close(fig)
 
 
-def _lm_rows(run_dir: Path) -> pd.DataFrame:
-    manifest, records = load_run(run_dir, "probe-report")
-    summary = compute(run_dir, manifest, records, manifest.metrics).summary
+def lm_rows(run: Path, summary: pd.DataFrame) -> pd.DataFrame:
+    """Language-modelling rows of a sweep/score run, from its summary rows."""
     rows = summary[["model", "text_id", "method", "context_mode", "nominal_len", "n", "ppl", "bpb", "avg", "rp", "top1"]].rename(columns={"nominal_len": "context"})
-    rows.insert(0, "run", str(run_dir))
+    rows.insert(0, "run", str(run))
     return rows
 
 
-def _gain_rows(run_dir: Path) -> pd.DataFrame:
-    summary = json.loads((run_dir / "summary.json").read_text())
+def gain_rows(run: Path, summary: dict) -> pd.DataFrame:
+    """Context-gain rows of a context-gain run, from its summary (summary.json's content)."""
     rows = []
     for text_id, entry in summary["texts"].items():
         for model, s in entry["by_model"].items():
-            rows.append({"run": str(run_dir), "model": model, "text_id": text_id, "window": summary["window"], "short": summary["short"],
+            rows.append({"run": str(run), "model": model, "text_id": text_id, "window": summary["window"], "short": summary["short"],
                          "n": s["n_tokens"], "ppl_long": s["ppl_long"], "ppl_short": s["ppl_short"], "mean_gain": s["mean_gain"],
                          **dict(zip(("gain_ci_low", "gain_ci_high"), s["mean_gain_ci"] or (None, None))),
                          "key_fraction": s["key_fraction"], "longppl": s["longppl"], "evaluator": summary["key_tokens"]["evaluator"]})
     return pd.DataFrame(rows)
 
 
-def _retrieval_rows(run_dir: Path) -> pd.DataFrame:
-    results = json.loads((run_dir / "results.json").read_text())
+def retrieval_rows(run: Path, variant: str, cells: pd.DataFrame, models: list[str]) -> pd.DataFrame:
+    """Retrieval rows of a retrieval run: its cells pooled over depths, per model (in `models`
+    order) and record size."""
     rows = []
-    for model, cells in results["by_model"].items():
-        frame = pd.DataFrame(cells)
-        for lines, part in frame.groupby("lines"):
+    for model in models:
+        for lines, part in cells[cells["model"] == model].groupby("lines"):
             n = part["n"].sum()
-            rows.append({"run": str(run_dir), "model": model, "variant": results["variant"], "lines": int(lines),
+            rows.append({"run": str(run), "model": model, "variant": variant, "lines": int(lines),
                          "mean_prompt_tokens": float(part["mean_prompt_tokens"].mean()), "n": int(n),
                          "accuracy": float((part["accuracy"] * part["n"]).sum() / n), "mean_rank": float((part["mean_rank"] * part["n"]).sum() / n),
                          "worst_depth_accuracy": float(part["accuracy"].min())})
@@ -171,5 +131,6 @@ def _table(frame: pd.DataFrame) -> str:
     return frame.to_markdown(index=False, floatfmt=".4g") if not frame.empty else "(nothing)"
 
 
-def _records(frame: pd.DataFrame) -> list[dict]:
+def records(frame: pd.DataFrame) -> list[dict]:
+    """A section's rows as probe_report.json holds them."""
     return json.loads(frame.to_json(orient="records")) if not frame.empty else []

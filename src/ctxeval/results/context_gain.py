@@ -1,0 +1,90 @@
+"""The `context-gain` result: summary.json, gain_by_distance.csv, context_gain.md and the plot.
+
+It holds, beside what those files say, the run's records and, per (model, text), the gain
+table with each target's key-token flag and the evaluator's key spans per text: what the
+explorer pages through and `diff --key-tokens` maps onto its own tokens, so no reader
+recomputes the key tokens from the records by itself.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from ctxeval.pipeline.manifest import Manifest, read_manifest
+from ctxeval.pipeline.records import read_records
+from ctxeval.probes.context_gain import key_tables
+from ctxeval.probes.gain_report import KeyTokenSettings, gain_summary, plot_gain, render_markdown
+from ctxeval.results.base import Result
+from ctxeval.results.rows import frame
+
+SUMMARY_JSON = "summary.json"
+DISTANCE_CSV = "gain_by_distance.csv"
+REPORT_MD = "context_gain.md"
+PLOT_FILE = "context_gain.png"
+
+
+@dataclass
+class ContextGainResult(Result):
+    """A finished context-gain run: per (model, text) summaries and the gain-by-distance table."""
+
+    KIND: ClassVar[str] = "context-gain"
+    VERSION: ClassVar[int] = 1
+    FILES: ClassVar[tuple[str, ...]] = (SUMMARY_JSON, DISTANCE_CSV, REPORT_MD, PLOT_FILE)
+
+    run_dir: Path
+    manifest: Manifest
+    records: pd.DataFrame = field(repr=False)  # the run's records, as loaded where the result was built
+    summary: dict  # what summary.json holds
+    by_distance: pd.DataFrame
+    tables: dict[tuple[str, str], pd.DataFrame] = field(repr=False)  # (model, text) -> gain table with `key`
+    key_spans: dict[str, np.ndarray] = field(repr=False)  # text -> the evaluator's key-token character spans
+    markdown: str = ""  # what context_gain.md holds
+
+    @property
+    def key_tokens(self) -> dict[str, Any]:
+        """How the key tokens were picked: evaluator, alpha, beta (and the rule, in words)."""
+        return self.summary["key_tokens"]
+
+    def paths(self) -> dict[str, Path]:
+        """What the run wrote beside its records, by role."""
+        d = self.run_dir
+        return {"summary": d / SUMMARY_JSON, "report": d / REPORT_MD, "plot": d / PLOT_FILE, "by_distance": d / DISTANCE_CSV}
+
+    def to_json(self) -> dict[str, Any]:
+        return self.summary
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], run_dir: Path, manifest: Manifest, records: pd.DataFrame) -> ContextGainResult:
+        """The result summary.json describes, around the run's manifest and records."""
+        rule = data["key_tokens"]
+        tables, spans = key_tables(records, data["models"], list(data["texts"]), rule["evaluator"], rule["alpha"], rule["beta"])
+        by_distance = frame(data["gain_by_distance"])
+        return cls(Path(run_dir), manifest, records, data, by_distance, tables, spans, render_markdown(data, by_distance))
+
+    def write_files(self, out: Path) -> None:
+        (out / SUMMARY_JSON).write_text(json.dumps(self.summary, indent=2))
+        self.by_distance.to_csv(out / DISTANCE_CSV, index=False)
+        (out / REPORT_MD).write_text(self.markdown)
+        plot_gain(self.tables, self.by_distance, out / PLOT_FILE)
+
+    @classmethod
+    def read_files(cls, out: Path, version: int) -> ContextGainResult:
+        out = Path(out)
+        result = cls.from_json(json.loads((out / SUMMARY_JSON).read_text()), out, read_manifest(out), read_records(out))
+        return replace(result, by_distance=pd.read_csv(out / DISTANCE_CSV), markdown=(out / REPORT_MD).read_text())
+
+
+def context_gain_result(run_dir: Path, manifest: Manifest, settings: KeyTokenSettings) -> ContextGainResult:
+    """A finished run's result: its records' gain tables, key tokens by `settings.evaluator`,
+    summaries with paired intervals, gain by distance and the Markdown."""
+    records = read_records(run_dir)
+    texts = [t["text_id"] for t in manifest.texts or [] if "skipped" not in t]  # a corpus document too short for the plan has no records
+    tables, spans = key_tables(records, manifest.model_names, texts, settings.evaluator, settings.alpha, settings.beta)
+    summary, by_distance = gain_summary(manifest, tables, spans, settings)
+    return ContextGainResult(Path(run_dir), manifest, records, summary, by_distance, tables, spans, render_markdown(summary, by_distance))
