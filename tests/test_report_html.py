@@ -78,7 +78,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     a = write_run(root / "a", HOSTILE_MODEL, [8, 16, 32], 10, repeats=3)
     b = write_run(root / "b", "tiny-b", [8, 16, 32], 10, repeats=3, shift=0.3)
-    gain = write_gain_run(root / "gain", "tiny-gain")
+    gain = write_gain_run(root / "gain", "tiny-gain", summarise=True)
     out = api.report([a, b, gain], out=root / "report.html")
     return {"a": a, "b": b, "gain": gain, "html": out, "root": root}
 
