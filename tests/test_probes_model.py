@@ -154,7 +154,7 @@ def test_retrieval_sized_in_tokens(gemma, tmp_path):
         (["retrieval", "--tokens", "50"], "--tokens 50 is too small"),
         (["context-gain", "demo", "--short", "0"], "--short must be a positive integer"),
         (["context-gain", "demo", "--window", "40000"], "training context"),
-        (["probe-report", "."], "not a ctxeval run directory"),
+        (["probe-report", "."], "is not a ctxeval output folder"),
     ],
 )
 def test_probe_commands_reject_bad_input_with_one_line(args, message, tmp_path):
