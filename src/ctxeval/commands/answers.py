@@ -17,6 +17,7 @@ from ctxeval.options import argument, group, option
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.qa import commands as qa_commands
 from ctxeval.qa.methods import parse_methods
+from ctxeval.results.judge import JudgeResult
 
 _EVALUATOR = f"Evaluator: {DEFAULT_MODEL} (embedded default), a .gguf path or hf:MODEL (not openai:, whose APIs return no log-probability for an answer's first token)."
 _EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
@@ -156,14 +157,13 @@ def run_leval_corr(spec: LevalCorrSpec) -> Report:
     return Report(correlations, text, (out / CORR_JSON, out / CORR_MD) if out is not None else ())
 
 
-def run_judge(spec: JudgeSpec) -> Report:
-    """Pairwise LLM judge (L-Eval's prompt, both answer orders); `value` is judge.json's content.
-    Verdicts are records in `out`: a re-run of the same command resumes."""
-    from ctxeval.judge import markdown, run_api_judge
+def run_judge(spec: JudgeSpec) -> JudgeResult:
+    """Pairwise LLM judge (L-Eval's prompt, both answer orders). Verdicts are records in `out`:
+    a re-run of the same command resumes."""
+    from ctxeval.judge import run_api_judge
 
-    out = Path(spec.out)
-    report = run_api_judge(Path(spec.predictions), Path(spec.base_predictions), spec.judge_model, spec.openai, spec.max_tokens, spec.limit, out, spec.questions, spec.executor)
-    return Report(report, markdown(report), (out / "judge.json", out / "judge.md"))
+    return run_api_judge(Path(spec.predictions), Path(spec.base_predictions), spec.judge_model, spec.openai, spec.max_tokens, spec.limit, Path(spec.out),
+                         spec.questions, spec.executor)
 
 
 def _echo_markdown(result: Report, spec: Any, display: QuietDisplay | None) -> str:
@@ -186,6 +186,6 @@ COMMANDS = (
             posthoc=lambda spec: (spec.out, (spec.predictions,))),
     Command("leval-corr", LevalCorrSpec, run_leval_corr, lambda result, spec, display: result.markdown, inputs=("metrics", "human"),
             posthoc=lambda spec: (spec.out, (*spec.metrics, spec.human))),
-    Command("judge", JudgeSpec, run_judge, lambda result, spec, display: result.markdown + f"report: {', '.join(str(f) for f in result.files)}",
+    Command("judge", JudgeSpec, run_judge, lambda result, spec, display: result.markdown + f"report: {', '.join(str(f) for f in result.paths())}",
             inputs=("predictions", "base_predictions")),
 )
