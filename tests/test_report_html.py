@@ -373,7 +373,7 @@ def diff_run(tmp_path_factory):
     b = tiny_llama_dir(root / "b", text, seed=1, max_positions=256)
     result = api.diff(f"hf:{a}", f"hf:{b}", ["demo"], window=48, max_tokens=96, top_k=5, out=root / "d", bootstrap=api.Bootstrap(replicates=200))
     records = pd.read_parquet(root / "d" / "diff_records.parquet")
-    return {"html": result.files()["html"], "records": records, "pieces": read_pieces(root / "d", "hf:a")}
+    return {"html": result.paths()["html"], "records": records, "pieces": read_pieces(root / "d", "hf:a")}
 
 
 @pytest.fixture

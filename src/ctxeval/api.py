@@ -21,13 +21,14 @@ from ctxeval.commands.answers import Report
 from ctxeval.commands.base import Command, execute
 from ctxeval.config import MetricConfig
 from ctxeval.data.corpus import CorpusOptions
-from ctxeval.modeldiff.command import DiffResult
 from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_line
 from ctxeval.modeldiff.summary import Bootstrap
 from ctxeval.options import SpecError
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.pipeline.manifest import SCORING_COMMANDS, read_manifest, require_command
 from ctxeval.results.comparison import Comparison
+from ctxeval.results.diff import DiffResult
+from ctxeval.results.judge import JudgeResult
 from ctxeval.results.scoring import RunResult
 
 
@@ -91,5 +92,5 @@ def _function(command: Command) -> Callable[..., Any]:
 _FUNCTIONS = {command.function_name: _function(command) for command in COMMANDS.values()}
 globals().update(_FUNCTIONS)
 
-__all__ = [*_FUNCTIONS, "run_metrics", "RunResult", "Comparison", "DiffResult", "Report", "MetricConfig", "Bootstrap", "NoiseFloor", "floor_line",
+__all__ = [*_FUNCTIONS, "run_metrics", "RunResult", "Comparison", "DiffResult", "JudgeResult", "Report", "MetricConfig", "Bootstrap", "NoiseFloor", "floor_line",
            "CorpusOptions", "ExecutorOptions", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]

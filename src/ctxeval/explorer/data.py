@@ -29,6 +29,7 @@ from ctxeval.report.numerics import run_lines
 from ctxeval.report.outputs import load_run, require_complete
 from ctxeval.results.base import RESULT_FILE, read_header, read_result
 from ctxeval.results.comparison import Comparison
+from ctxeval.results.diff import DiffResult
 from ctxeval.results.scoring import RunResult
 
 TOKEN_KINDS = ("sweep", "score", "context-gain")
@@ -99,6 +100,8 @@ def load_runs(paths: list[Path]) -> tuple[list[RunView], list[Arm]]:
             arms += run_arms
         elif kind == "retrieval":
             views.append(_retrieval_view(path, label))
+        elif kind == "diff":  # a diff run without a header is refused
+            views.append(_diff_view(read_result(path, reader="report", kinds=(DiffResult,)), label))
         else:
             views.append(_generic_view(path, label, kind))
     return views, arms
@@ -235,6 +238,12 @@ def _compare_view(result: Comparison, label: str) -> RunView:
     for name, m in report.get("secondary_metrics", {}).items():
         view.headline.append({"label": f"{name} B − A", "value": f"{m['difference']:+.4f}", "interval": _bounds(m["ci"], "+.4f")})
     return view
+
+
+def _diff_view(result: DiffResult, label: str) -> RunView:
+    """A diff: its manifest (its tokens are on its own page, report.html)."""
+    manifest = result.manifest.to_json()
+    return RunView(label, result.run_dir, "diff", manifest, header(manifest, "diff"))
 
 
 def _generic_view(path: Path, label: str, kind: str) -> RunView:
