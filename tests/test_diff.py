@@ -374,6 +374,16 @@ def test_diff_report_html_holds_the_records_pieces_and_summary(tmp_path, tiny):
         assert f"{cell['kl']['mean']:.5f}" in html and f"{cell['same_top1']['percent']:.2f}" in html
     assert html.count("<circle") == 2 * len(summary["buckets"]) == 6
     assert "by context position (95 % interval)" in html
+    # the engine wrote the result: read back, it is the one the command returned
+    import json
+
+    from ctxeval.results.base import read_result
+    from ctxeval.results.diff import DiffResult
+
+    again = read_result(tmp_path / "d", reader="report", kinds=(DiffResult,))
+    assert (again.html, again.markdown, again.failures, again.run_dir) == (html, result.markdown, result.failures, result.run_dir)
+    assert again.report == json.loads(json.dumps(result.report, default=float))
+    assert again.manifest.to_json() == json.loads(json.dumps(result.manifest.to_json()))  # tuples of the config read back as lists
 
 
 def test_an_earlier_diff_without_top_k_still_summarises_and_an_unfinished_one_is_refused(tmp_path, tiny):
