@@ -182,7 +182,7 @@ def test_report_html_holds_no_raw_hostile_text(runs):
     ("args", "message"),
     [
         (["report", "/nonexistent/run"], "is not a directory"),
-        (["report", "{tmp}"], "is not a ctxeval run directory"),
+        (["report", "{tmp}"], "is not a ctxeval output folder"),
         (["report", "{a}", "--out", "{tmp}"], "is a directory"),
         (["report", "{a}", "--top-k-shown", "-1"], "--top-k-shown"),
     ],

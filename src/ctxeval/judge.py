@@ -307,7 +307,10 @@ def run_judge(load_spec: ModelSpec, judge_name: str, predictions: Path, base_pre
 def run_api_judge(predictions: Path, base_predictions: Path, judge_model: str, options, max_tokens: int, limit: int | None,
                   out: Path, questions: str = "auto", executor: ExecutorOptions | None = None) -> JudgeResult:
     """Judge with an `openai:` chat model (the `ctxeval judge` command); returns the result."""
-    if not judge_model.startswith("openai:") or len(judge_model) == len("openai:"):
+    from ctxeval.backends.registry import backend_for
+
+    backend = backend_for(judge_model)
+    if not backend.chat or not backend.target(judge_model):
         raise UserError(f"--judge-model must be openai:MODEL, got {judge_model!r}")
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be a positive integer, got {limit}")
@@ -315,5 +318,5 @@ def run_api_judge(predictions: Path, base_predictions: Path, judge_model: str, o
         raise UserError(f"--questions must be one of {', '.join(QUESTION_CHOICES)}, got {questions!r}")
     from ctxeval.backends.openai_chat import ChatSpec
 
-    spec = ChatSpec(judge_model[len("openai:"):], options, max_tokens)
+    spec = ChatSpec(backend.target(judge_model), options, max_tokens)
     return run_judge(spec, judge_model, predictions, base_predictions, out, limit, questions, executor, max_tokens)
