@@ -17,6 +17,9 @@ from ctxeval.options import argument, group, option
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.qa import commands as qa_commands
 from ctxeval.qa.methods import parse_methods
+from ctxeval.results.base import write_result
+from ctxeval.results.correlations import Correlations
+from ctxeval.results.leval import LevalResult
 
 _EVALUATOR = f"Evaluator: {DEFAULT_MODEL} (embedded default), a .gguf path or hf:MODEL (not openai:, whose APIs return no log-probability for an answer's first token)."
 _EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
@@ -138,22 +141,25 @@ def run_meta_eval(spec: MetaEvalSpec) -> Report:
     return Report(result, markdown_table(result))
 
 
-def run_leval(spec: LevalSpec) -> Report:
+def run_leval(spec: LevalSpec) -> LevalResult:
     """L-Eval metrics of prediction files (exact match, F1 or ROUGE, ΔL); writes scores.json/.md."""
-    from ctxeval.leval.report import SCORES_JSON, SCORES_MD, markdown, run_leval as score_predictions
+    from ctxeval.leval.score import score_predictions
 
-    out = Path(spec.out)
-    result = score_predictions(Path(spec.predictions), out, spec.variant, progress=spec.progress, tokenize=spec.tokenize)
-    return Report(result, markdown(result), (out / SCORES_JSON, out / SCORES_MD), tuple(result.notes()))
+    scores = score_predictions(Path(spec.predictions), spec.variant, spec.progress, spec.tokenize)
+    result = LevalResult.of(scores, Path(spec.out))
+    write_result(spec.out, result, "leval")
+    return result
 
 
-def run_leval_corr(spec: LevalCorrSpec) -> Report:
-    """Kendall τ-b between each metric's model ranking and the human ranking (`value`: the correlations)."""
-    from ctxeval.leval.corr import CORR_JSON, CORR_MD, run_corr
+def run_leval_corr(spec: LevalCorrSpec) -> Correlations:
+    """Kendall τ-b between each metric's model ranking and the human ranking; with `out`, writes corr.json/.md."""
+    from ctxeval.leval.corr import correlate, read_human
 
-    out = Path(spec.out) if spec.out is not None else None
-    correlations, text = run_corr(Path(spec.human), list(spec.metrics), spec.column, out)
-    return Report(correlations, text, (out / CORR_JSON, out / CORR_MD) if out is not None else ())
+    human = read_human(Path(spec.human), spec.column)
+    result = Correlations.of(human, correlate(human, list(spec.metrics)))
+    if spec.out is not None:
+        write_result(spec.out, result, "leval-corr")
+    return result
 
 
 def run_judge(spec: JudgeSpec) -> Report:
@@ -170,13 +176,13 @@ def _echo_markdown(result: Report, spec: Any, display: QuietDisplay | None) -> s
     return "" if display is not None and display.quiet else result.markdown
 
 
-def _echo_leval(result: Report, spec: LevalSpec, display: QuietDisplay) -> str:
+def _echo_leval(result: LevalResult, spec: LevalSpec, display: QuietDisplay) -> str:
     import sys
 
     for note in result.notes:
         print(f"ctxeval: note: {note}", file=sys.stderr)
     lines = [] if display.quiet else [result.markdown]
-    return "\n".join([*lines, f"scores: {', '.join(str(f) for f in result.files)}"])
+    return "\n".join([*lines, f"scores: {', '.join(str(result.out / f) for f in result.files())}"])
 
 
 COMMANDS = (

@@ -1,15 +1,11 @@
-"""Write `ctxeval leval` results: scores.json (the numbers) and scores.md (tables and notes)."""
+"""Render `ctxeval leval` scores: Markdown tables per model × task, per-model averages, notes."""
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
-from ctxeval.leval.score import LevalScores, score_predictions
+from ctxeval.leval.score import LevalScores
 
-SCORES_JSON = "scores.json"
-SCORES_MD = "scores.md"
 COLUMNS = (("exact_match", "EM"), ("f1", "F1"), ("rouge1", "R-1"), ("rouge2", "R-2"), ("rougeL", "R-L"), ("delta_len", "ΔL"))
 
 
@@ -50,12 +46,3 @@ def markdown(result: LevalScores) -> str:
     if notes:
         lines += ["", "## Notes", ""] + [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"
-
-
-def run_leval(predictions: Path, out: Path, variant: str = "leval", progress: bool = True, tokenize: str = "plain") -> LevalScores:
-    """Score the prediction files and write DIR/scores.json and DIR/scores.md."""
-    result = score_predictions(predictions, variant, progress, tokenize)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / SCORES_JSON).write_text(json.dumps(result.as_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    (out / SCORES_MD).write_text(markdown(result), encoding="utf-8")
-    return result
