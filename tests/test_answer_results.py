@@ -15,7 +15,12 @@ from ctxeval.leval.corr import Correlation, metric_tables
 from ctxeval.leval.score import LevalScores, TaskScore
 from ctxeval.results.base import read_result, write_result
 from ctxeval.results.correlations import Correlations
+from ctxeval.explorer.data import load_runs
 from ctxeval.results.leval import LevalResult
+from ctxeval.results.meta_eval import MetaEvalResult
+from ctxeval.results.pplqa import PplqaResult
+
+from .synthetic_runs import answer_quality_result, write_answer_quality_run
 
 
 def _leval(out: Path) -> LevalResult:
@@ -53,4 +58,32 @@ def test_leval_corr_reads_a_leval_result_and_refuses_other_folders(tmp_path):
     (bare / "scores.json").write_text(json.dumps({"m1": {"qa": {"n": 1, "f1": 1.0}}}))
     with pytest.raises(UserError, match="no result.json") as refused:
         metric_tables(str(bare), ["m1"])
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("command", ["pplqa", "meta-eval"])
+def test_answer_quality_round_trip(tmp_path, command):
+    written = read_result(write_answer_quality_run(tmp_path / command, command))
+    kind = PplqaResult if command == "pplqa" else MetaEvalResult
+    built = answer_quality_result(command, written.manifest, written.out)
+    assert isinstance(written, kind) and written.KIND == command
+    table = "scores" if command == "pplqa" else "items"
+    pd.testing.assert_frame_equal(getattr(written, table), getattr(built, table))
+    assert (written.report, written.markdown, written.manifest, written.out) == (built.report, built.markdown, built.manifest, built.out)
+
+
+@pytest.mark.parametrize("command", ["pplqa", "meta-eval"])
+def test_explorer_refuses_an_answer_quality_folder_without_a_header(tmp_path, command):
+    run = write_answer_quality_run(tmp_path / command, command)
+    (run / "result.json").unlink()
+    with pytest.raises(UserError, match="has no result.json") as refused:
+        load_runs([run])
+    assert "\n" not in str(refused.value)
+
+
+def test_a_result_of_another_kind_is_refused(tmp_path):
+    leval = tmp_path / "leval"
+    write_result(leval, _leval(leval), "leval")
+    with pytest.raises(UserError, match="holds a leval result .*report reads pplqa/meta-eval results") as refused:
+        read_result(leval, reader="report", kinds=(PplqaResult, MetaEvalResult))
     assert "\n" not in str(refused.value)

@@ -20,6 +20,8 @@ from ctxeval.qa.methods import parse_methods
 from ctxeval.results.base import write_result
 from ctxeval.results.correlations import Correlations
 from ctxeval.results.leval import LevalResult
+from ctxeval.results.meta_eval import MetaEvalResult
+from ctxeval.results.pplqa import PplqaResult
 
 _EVALUATOR = f"Evaluator: {DEFAULT_MODEL} (embedded default), a .gguf path or hf:MODEL (not openai:, whose APIs return no log-probability for an answer's first token)."
 _EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
@@ -122,23 +124,17 @@ def _methods(methods: str | Sequence[str]) -> tuple[str, ...]:
     return parse_methods(methods) if isinstance(methods, str) else tuple(methods)
 
 
-def run_pplqa(spec: PplqaSpec) -> Report:
-    """Rank each question's answers by PPLqa (and optionally the baselines); `value` is pplqa.json's content."""
-    from ctxeval.qa.ranking import markdown
-
-    result = qa_commands.pplqa(spec.answers, _methods(spec.methods), spec.out, spec.model, spec.limit, spec.qa_scope, spec.aspect, spec.reference, spec.seed,
-                               spec.progress, spec.n_threads, tau=spec.tau, executor=spec.executor)
-    return Report(result, markdown(result))
+def run_pplqa(spec: PplqaSpec) -> PplqaResult:
+    """Rank each question's answers by PPLqa (and optionally the baselines)."""
+    return qa_commands.pplqa(spec.answers, _methods(spec.methods), spec.out, spec.model, spec.limit, spec.qa_scope, spec.aspect, spec.reference, spec.seed,
+                             spec.progress, spec.n_threads, tau=spec.tau, executor=spec.executor)
 
 
-def run_meta_eval(spec: MetaEvalSpec) -> Report:
-    """Meta-evaluate answer-quality methods against a pairwise dataset's human labels; `value` is the result JSON.
+def run_meta_eval(spec: MetaEvalSpec) -> MetaEvalResult:
+    """Meta-evaluate answer-quality methods against a pairwise dataset's human labels.
     `ties`: drop or keep human ties; None keeps the dataset layout's own policy (data/pairwise.py)."""
-    from ctxeval.report.meta_eval import markdown_table
-
-    result = qa_commands.meta_eval(spec.dataset, _methods(spec.methods), spec.out, spec.model, spec.limit, spec.qa_scope, spec.aspect, spec.ties, spec.replicates,
-                                   spec.seed, spec.progress, spec.n_threads, spec.executor)
-    return Report(result, markdown_table(result))
+    return qa_commands.meta_eval(spec.dataset, _methods(spec.methods), spec.out, spec.model, spec.limit, spec.qa_scope, spec.aspect, spec.ties, spec.replicates,
+                                 spec.seed, spec.progress, spec.n_threads, spec.executor)
 
 
 def run_leval(spec: LevalSpec) -> LevalResult:
@@ -172,7 +168,7 @@ def run_judge(spec: JudgeSpec) -> Report:
     return Report(report, markdown(report), (out / "judge.json", out / "judge.md"))
 
 
-def _echo_markdown(result: Report, spec: Any, display: QuietDisplay | None) -> str:
+def _echo_markdown(result: PplqaResult | MetaEvalResult, spec: Any, display: QuietDisplay | None) -> str:
     return "" if display is not None and display.quiet else result.markdown
 
 
