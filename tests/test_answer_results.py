@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 
 from ctxeval.errors import UserError
-from ctxeval.leval.corr import Correlation, metric_tables
+from ctxeval.leval.corr import metric_tables
+from ctxeval.leval.report import leval_result
 from ctxeval.leval.score import LevalScores, TaskScore
 from ctxeval.results.base import read_result, write_result
-from ctxeval.results.correlations import Correlations
+from ctxeval.results.correlations import Correlation, Correlations
 from ctxeval.explorer.data import load_runs
 from ctxeval.results.leval import LevalResult
 from ctxeval.results.meta_eval import MetaEvalResult
@@ -25,7 +26,7 @@ from .synthetic_runs import answer_quality_result, write_answer_quality_run
 
 def _leval(out: Path) -> LevalResult:
     scores = LevalScores({"m1": {"qa": TaskScore(3, {"f1": 41.5}, 2.0, skipped=1)}, "m2": {"exam": TaskScore(2, {"exact_match": 50.0}, None)}}, "leval", "unicode")
-    return LevalResult.of(scores, out)
+    return leval_result(scores, out)
 
 
 def test_leval_round_trip(tmp_path):

@@ -139,10 +139,10 @@ def run_meta_eval(spec: MetaEvalSpec) -> MetaEvalResult:
 
 def run_leval(spec: LevalSpec) -> LevalResult:
     """L-Eval metrics of prediction files (exact match, F1 or ROUGE, ΔL); writes scores.json/.md."""
+    from ctxeval.leval.report import leval_result
     from ctxeval.leval.score import score_predictions
 
-    scores = score_predictions(Path(spec.predictions), spec.variant, spec.progress, spec.tokenize)
-    result = LevalResult.of(scores, Path(spec.out))
+    result = leval_result(score_predictions(Path(spec.predictions), spec.variant, spec.progress, spec.tokenize), Path(spec.out))
     write_result(spec.out, result, "leval")
     return result
 

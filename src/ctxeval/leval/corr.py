@@ -15,22 +15,13 @@ from __future__ import annotations
 import csv
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 from ctxeval.errors import UserError
 from ctxeval.results.base import read_result
+from ctxeval.results.correlations import Correlation
 from ctxeval.results.leval import SCORES_JSON, LevalResult
 from ctxeval.stats.agreement import kendall_tau_b
-
-
-@dataclass(frozen=True)
-class Correlation:
-    metric: str
-    tau: float
-    p_value: float
-    models: tuple[str, ...]
-    tasks: int | None  # tasks averaged (scores.json inputs); None for a plain table
 
 
 def _number(value, where: str) -> float:
@@ -133,13 +124,3 @@ def correlate(human: dict[str, float], sources: list[str]) -> list[Correlation]:
     if not results:
         raise UserError(f"no metric covers two or more of the human-rated models ({', '.join(models)})")
     return results
-
-
-def correlation_markdown(results: list[Correlation], human_models: list[str]) -> str:
-    lines = ["| metric | Kendall τ-b | p | models | tasks |", "|---|---:|---:|---:|---:|"]
-    for r in results:
-        tau = "n/a (constant)" if math.isnan(r.tau) else f"{r.tau:.3f}"
-        p = "" if math.isnan(r.p_value) else f"{r.p_value:.3g}"
-        tasks = "" if r.tasks is None else str(r.tasks)
-        lines.append(f"| {r.metric} | {tau} | {p} | {len(r.models)} of {len(human_models)} | {tasks} |")
-    return "\n".join(lines) + "\n"

@@ -1,10 +1,13 @@
-"""Render `ctxeval leval` scores: Markdown tables per model × task, per-model averages, notes."""
+"""The result of `ctxeval leval` from its scores, and its Markdown: tables per model × task,
+per-model averages, notes."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from ctxeval.leval.score import LevalScores
+from ctxeval.results.leval import LevalResult
 
 COLUMNS = (("exact_match", "EM"), ("f1", "F1"), ("rouge1", "R-1"), ("rouge2", "R-2"), ("rougeL", "R-L"), ("delta_len", "ΔL"))
 
@@ -46,3 +49,8 @@ def markdown(result: LevalScores) -> str:
     if notes:
         lines += ["", "## Notes", ""] + [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"
+
+
+def leval_result(scores: LevalScores, out: Path) -> LevalResult:
+    """What `ctxeval leval` writes into `out`: the numbers, the settings, the notes and the tables."""
+    return LevalResult(scores.as_json(), scores.variant, scores.tokenize, tuple(scores.notes()), Path(out), markdown(scores))

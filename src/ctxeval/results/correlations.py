@@ -9,12 +9,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ctxeval.leval.corr import Correlation, correlation_markdown
 from ctxeval.results.base import Result
 
 CORR_JSON = "corr.json"
 CORR_MD = "corr.md"
 _TITLE = "# Kendall τ-b with the human ranking\n\n"
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """One metric against the human ranking: τ-b, its p-value, the models both rank, the tasks averaged."""
+
+    metric: str
+    tau: float
+    p_value: float
+    models: tuple[str, ...]
+    tasks: int | None  # tasks averaged (scores.json inputs); None for a plain table
 
 
 @dataclass
@@ -57,3 +67,13 @@ def _null(value: float) -> float | None:
 
 def _nan(value: float | None) -> float:
     return math.nan if value is None else value
+
+
+def correlation_markdown(results: list[Correlation], human_models: list[str]) -> str:
+    lines = ["| metric | Kendall τ-b | p | models | tasks |", "|---|---:|---:|---:|---:|"]
+    for r in results:
+        tau = "n/a (constant)" if math.isnan(r.tau) else f"{r.tau:.3f}"
+        p = "" if math.isnan(r.p_value) else f"{r.p_value:.3g}"
+        tasks = "" if r.tasks is None else str(r.tasks)
+        lines.append(f"| {r.metric} | {tau} | {p} | {len(r.models)} of {len(human_models)} | {tasks} |")
+    return "\n".join(lines) + "\n"

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ctxeval.leval.report import markdown
-from ctxeval.leval.score import LevalScores
 from ctxeval.results.base import Result
 
 SCORES_JSON = "scores.json"
@@ -33,10 +31,6 @@ class LevalResult(Result):
     notes: tuple[str, ...]
     out: Path
     markdown: str = ""  # what scores.md holds
-
-    @classmethod
-    def of(cls, scores: LevalScores, out: Path) -> LevalResult:
-        return cls(scores.as_json(), scores.variant, scores.tokenize, tuple(scores.notes()), Path(out), markdown(scores))
 
     def to_json(self) -> dict[str, Any]:
         return self.scores
