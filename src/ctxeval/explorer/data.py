@@ -30,6 +30,8 @@ from ctxeval.report.outputs import load_run, require_complete
 from ctxeval.results.base import RESULT_FILE, read_header, read_result
 from ctxeval.results.comparison import Comparison
 from ctxeval.results.diff import DiffResult
+from ctxeval.results.meta_eval import MetaEvalResult
+from ctxeval.results.pplqa import PplqaResult
 from ctxeval.results.scoring import RunResult
 
 TOKEN_KINDS = ("sweep", "score", "context-gain")
@@ -69,8 +71,8 @@ class RunView:
 
 def run_kind(path: Path) -> str:
     """What an output folder holds: its result's kind where the page reads the result
-    (`scoring`, `comparison`), else the command its manifest names."""
-    if (path / RESULT_FILE).is_file() and read_header(path)["kind"] in ("scoring", "comparison"):
+    (`scoring`, `comparison`, `pplqa`, `meta-eval`), else the command its manifest names."""
+    if (path / RESULT_FILE).is_file() and read_header(path)["kind"] in ("scoring", "comparison", "pplqa", "meta-eval"):
         return read_header(path)["kind"]
     if (path / "manifest.json").is_file():
         return read_manifest(path).command or "unknown"
@@ -102,6 +104,8 @@ def load_runs(paths: list[Path]) -> tuple[list[RunView], list[Arm]]:
             views.append(_retrieval_view(path, label))
         elif kind == "diff":  # a diff run without a header is refused
             views.append(_diff_view(read_result(path, reader="report", kinds=(DiffResult,)), label))
+        elif kind in ("pplqa", "meta-eval"):  # as is an answer-quality run without one
+            views.append(_answers_view(read_result(path, reader="report", kinds=(PplqaResult, MetaEvalResult)), label))
         else:
             views.append(_generic_view(path, label, kind))
     return views, arms
@@ -246,8 +250,14 @@ def _diff_view(result: DiffResult, label: str) -> RunView:
     return RunView(label, result.run_dir, "diff", manifest, header(manifest, "diff"))
 
 
+def _answers_view(result: PplqaResult | MetaEvalResult, label: str) -> RunView:
+    """An answer-quality run (no per-token records): its manifest only."""
+    manifest = result.manifest.to_json()
+    return RunView(label, result.out, result.KIND, manifest, header(manifest, result.KIND))
+
+
 def _generic_view(path: Path, label: str, kind: str) -> RunView:
-    """Runs without per-token records (pplqa, meta-eval, ...): their manifest only."""
+    """Runs without per-token records and without a view of their own: their manifest only."""
     manifest = read_manifest(path).to_json()
     return RunView(label, path, kind, manifest, header(manifest, kind))
 

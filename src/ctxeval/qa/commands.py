@@ -13,6 +13,8 @@ from ctxeval.errors import UserError
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.qa.meta_eval import run_meta_eval
 from ctxeval.qa.methods import MethodConfig
+from ctxeval.results.meta_eval import MetaEvalResult
+from ctxeval.results.pplqa import PplqaResult
 from ctxeval.stats.agreement import TAU_VARIANTS
 
 
@@ -30,7 +32,7 @@ def meta_eval(
     progress: bool = False,
     n_threads: int | None = None,
     executor: ExecutorOptions | None = None,
-) -> dict:
+) -> MetaEvalResult:
     """Meta-evaluate answer-quality methods against the human labels of a pairwise dataset."""
     config = MethodConfig(tuple(methods), qa_scope, aspect)
     data = load_dataset(dataset, ties)
@@ -56,7 +58,7 @@ def pplqa(
     n_threads: int | None = None,
     tau: str = "a",
     executor: ExecutorOptions | None = None,
-) -> dict:
+) -> PplqaResult:
     """Rank each question's answers by PPLqa (and optionally the baselines).
 
     `answers`: `mt-bench` (the shared turn-1 answers of six models) or a JSONL file of
