@@ -15,12 +15,24 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 
-from ctxeval.config import MetricConfig
 from ctxeval.metrics import perplexity as ppl
 from ctxeval.metrics.rank import Cutoff, alpha_key, linear_scores, nonlinear_scores, reciprocal_scores
+
+
+class MetricConfig(Protocol):
+    """The settings the metrics read (`ctxeval.config.MetricConfig`; named here as a protocol so
+    that metrics/ imports nothing above it)."""
+
+    @property
+    def alphas(self) -> tuple[float, ...]: ...
+    @property
+    def approx_k(self) -> int: ...
+    @property
+    def penalty(self) -> float: ...
 
 LAST = 1_000  # the position of a metric that names none: after the others
 
