@@ -11,7 +11,6 @@ from ctxeval.metrics import registry
 from ctxeval.report.plots import plot_scores
 from ctxeval.report.summary import summarize
 from ctxeval.report.tables import markdown_tables, score_columns
-from ctxeval.report.trends import metric_names
 from tests.test_summary import records
 
 TOY = registry.TokenMetric("mean_rank", "MEAN RANK", lambda t: float(np.mean(t.ranks)), False, per_token=lambda t: t.ranks.astype(float),
@@ -43,7 +42,7 @@ def test_a_declared_metric_reaches_summary_tables_trends_and_plot(with_toy, tmp_
     assert score_columns(metrics)[-1] == ("mean_rank", "MEAN RANK")
     assert ("mean_rank", "MEAN RANK") not in score_columns(metrics, thesis=True)
     assert "| MEAN RANK " in markdown_tables(summary, metrics, pd.DataFrame())
-    assert metric_names((0.1,))[-1] == "mean_rank"
+    assert registry.trend_keys(MetricConfig(alphas=(0.1,)))[-1] == "mean_rank"
     assert registry.panel_metrics(metrics)[-1] is TOY
     plot_scores(summary, metrics, tmp_path / "scores.png")  # a fifth panel: a third row
     assert (tmp_path / "scores.png").stat().st_size > 0
@@ -54,7 +53,7 @@ def test_without_the_declaration_no_view_names_it():
     summary = summarize(_records(), metrics, {"m": 100}, (1.0,))
     assert "mean_rank" not in summary.columns
     assert "MEAN RANK" not in markdown_tables(summary, metrics, pd.DataFrame())
-    assert "mean_rank" not in metric_names((0.1,))
+    assert "mean_rank" not in registry.trend_keys(MetricConfig(alphas=(0.1,)))
 
 
 def test_declared_orders_of_each_view():

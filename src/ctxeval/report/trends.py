@@ -7,16 +7,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from ctxeval.config import MetricConfig
-from ctxeval.metrics.registry import trend_keys
 from ctxeval.stats.trends import loo_outliers, slope
 
 SERIES = ["model", "text_id", "method", "context_mode"]
-
-
-def metric_names(alphas: tuple[float, ...]) -> list[str]:
-    """The metrics fitted against length under these alphas (see `registry.trend_keys`)."""
-    return trend_keys(MetricConfig(alphas=alphas))
 
 
 ALL_TEXTS = "(all texts)"
