@@ -16,6 +16,7 @@ from ctxeval.qa.methods import MethodConfig
 from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.results.pplqa import PplqaResult
 from ctxeval.stats.agreement import TAU_VARIANTS
+from ctxeval.stats.defaults import DEFAULT_REPLICATES, DEFAULT_SEED
 
 
 def meta_eval(
@@ -27,8 +28,8 @@ def meta_eval(
     qa_scope: str = "all",
     aspect: str = "coherence",
     ties: str | None = None,
-    replicates: int = 2000,
-    seed: int = 0,
+    replicates: int = DEFAULT_REPLICATES,
+    seed: int = DEFAULT_SEED,
     progress: bool = False,
     n_threads: int | None = None,
     executor: ExecutorOptions | None = None,
@@ -53,7 +54,7 @@ def pplqa(
     qa_scope: str = "all",
     aspect: str | None = None,
     reference: str | None = "auto",
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     progress: bool = False,
     n_threads: int | None = None,
     tau: str = "a",

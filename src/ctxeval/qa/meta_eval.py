@@ -23,6 +23,7 @@ from ctxeval.qa.passes import PassRecords, run_passes
 from ctxeval.pipeline.manifest import Manifest
 from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.stats.bootstrap import bootstrap_classification, classification_metrics
+from ctxeval.stats.defaults import DEFAULT_REPLICATES, DEFAULT_SEED
 
 def score_items(records: PassRecords, dataset: PairDataset, config: MethodConfig) -> list[dict]:
     """Scores of both answers of every item under every method, from the pass records."""
@@ -67,8 +68,8 @@ def run_meta_eval(
     dataset: PairDataset,
     config: MethodConfig,
     out_dir: Path,
-    replicates: int = 2000,
-    seed: int = 0,
+    replicates: int = DEFAULT_REPLICATES,
+    seed: int = DEFAULT_SEED,
     progress: bool = False,
     executor: ExecutorOptions | None = None,
 ) -> MetaEvalResult:

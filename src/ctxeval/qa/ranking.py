@@ -28,6 +28,7 @@ from ctxeval.pipeline.manifest import Manifest
 from ctxeval.qa.passes import PassRecords, run_passes
 from ctxeval.results.pplqa import PplqaResult
 from ctxeval.stats.agreement import BASELINE_DRAWS, EXACT_BASELINE_MAX_ITEMS, per_item_tau, random_ranking_baseline
+from ctxeval.stats.defaults import DEFAULT_SEED
 
 
 def _goodness(method: str, value: float) -> float:
@@ -35,7 +36,7 @@ def _goodness(method: str, value: float) -> float:
     return value if HIGHER_IS_BETTER[method] else -value
 
 
-def tau_summary(items: list[tuple[list[float], list[float]]], variant: str = "a", seed: int = 0) -> dict:
+def tau_summary(items: list[tuple[list[float], list[float]]], variant: str = "a", seed: int = DEFAULT_SEED) -> dict:
     """Mean per-item tau, per-item p-values, a one-sample t-test of the taus against 0, and
     the paper's random baseline averaged over the used items' ranking sizes (a sparse
     reference ranks fewer answers, and the baseline depends strongly on that number)."""
@@ -72,7 +73,7 @@ def rank_answers(
     out_dir: Path,
     reference: dict[str, dict[str, float]] | None = None,
     reference_note: dict | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     progress: bool = False,
     tau: str = "a",
     executor: ExecutorOptions | None = None,

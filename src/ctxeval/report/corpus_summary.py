@@ -17,6 +17,7 @@ from ctxeval.config import MetricConfig
 from ctxeval.metrics import registry
 from ctxeval.report.summary import group_metrics, n_short_lists, token_values
 from ctxeval.stats.cluster import cluster_bootstrap
+from ctxeval.stats.defaults import DEFAULT_REPLICATES, DEFAULT_SEED
 
 CORPUS_KEYS = ["model", "method", "context_mode", "nominal_len"]
 
@@ -26,8 +27,8 @@ def corpus_summary(
     metrics: MetricConfig,
     vocab_sizes: dict[str, int],
     temperatures: tuple[float, ...],
-    replicates: int = 2000,
-    seed: int = 0,
+    replicates: int = DEFAULT_REPLICATES,
+    seed: int = DEFAULT_SEED,
 ) -> pd.DataFrame:
     """One row per model × method × context mode × length over all documents: tokens,
     documents, windows, targets scored from short top-k lists, token-weighted metrics and `<metric>_lo`/`_hi` by document bootstrap."""
