@@ -73,7 +73,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def spawn_server(n_ctx: int = 4096, n_threads: int | None = None, model: str = DEFAULT_MODEL, wait_s: float = 180.0, args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
+def spawn_server(n_ctx: int = ServerSettings.n_ctx, n_threads: int | None = None, model: str = DEFAULT_MODEL, wait_s: float = 180.0, args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
     """Start `ctxeval serve` in a child process on a free loopback port and wait until it
     answers: (process, base URL). A one-machine fleet for tests, benchmarks and trials; the
     caller terminates the process. `args` are further `ctxeval serve` options."""
