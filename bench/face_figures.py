@@ -42,7 +42,8 @@ def _parameter_uses(tree: ast.AST) -> list[str]:
 
 
 def _literal_defaults(tree: ast.AST, path: Path) -> list[tuple[str, object, str]]:
-    """(name, value, where) of numeric literal defaults of parameters and annotated fields."""
+    """(name, value, where) of numeric literal defaults of parameters and annotated fields (a
+    class constant such as a result kind's `VERSION` is its own, not a shared default)."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -51,7 +52,7 @@ def _literal_defaults(tree: ast.AST, path: Path) -> list[tuple[str, object, str]
             for arg, default in pairs:
                 if isinstance(default, ast.Constant) and isinstance(default.value, (int, float)) and not isinstance(default.value, bool):
                     found.append((arg.arg, default.value, f"{path}:{default.lineno}"))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(node.value, ast.Constant) \
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and not node.target.id.isupper() and isinstance(node.value, ast.Constant) \
                 and isinstance(node.value.value, (int, float)) and not isinstance(node.value.value, bool):
             found.append((node.target.id, node.value.value, f"{path}:{node.lineno}"))
     return found

@@ -13,11 +13,15 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ctxeval.pieces import write_pieces
 from ctxeval.pipeline.records import BASE_SCHEMA, PartWriter, merge_parts
 from ctxeval.pipeline.manifest import Manifest, write_manifest
+from ctxeval.qa.meta_eval import evaluate_picks
 from ctxeval.results.base import write_result
+from ctxeval.results.meta_eval import MetaEvalResult
+from ctxeval.results.pplqa import PplqaResult
 from ctxeval.results.scoring import scoring_result
 
 XSS = ["<script>alert(1)</script>", '" onmouseover="alert(1)', "</script>", "{{ }}"]
@@ -179,10 +183,29 @@ def write_retrieval_run(run_dir: Path, model: str, lines: tuple[int, ...] = (5, 
 
 
 def write_answer_quality_run(run_dir: Path, command: str = "meta-eval") -> Path:
-    """The manifest of a finished pplqa/meta-eval run (no per-token records)."""
+    """A finished pplqa/meta-eval run (no per-token records): its manifest and its result."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    config = {"dataset": "fixture", "items": 0, "model": "synthetic"}
-    write_manifest(run_dir, Manifest(command=command, run_id=hashlib.sha256(command.encode()).hexdigest()[:16], config=config,
-                                     models=[{"name": "synthetic", "backend": "synthetic"}], status="complete"))
+    config = {"dataset": "fixture", "items": 2, "model": "synthetic"}
+    manifest = Manifest(command=command, run_id=hashlib.sha256(command.encode()).hexdigest()[:16], config=config,
+                        models=[{"name": "synthetic", "backend": "synthetic"}], status="complete")
+    write_manifest(run_dir, manifest)
+    write_result(run_dir, answer_quality_result(command, manifest, run_dir), command)
     return run_dir
+
+
+def answer_quality_result(command: str, manifest: Manifest, run_dir: Path) -> PplqaResult | MetaEvalResult:
+    """The result of a pplqa or meta-eval run over two answers (or one item) scored by PPLqa."""
+    evaluator = {"name": "synthetic", "backend": "synthetic", "sha256": "0" * 64}
+    config = {"methods": ["pplqa"], "qa_scope": "all", "aspect": "coherence"}
+    if command == "pplqa":
+        scores = pd.DataFrame([{"question_id": "81", "model": m, "pplqa": v, "pplqa:ppl_qa": 2.5, "pplqa:ppl_a": 2.5 + v, "pplqa_rank": r}
+                               for m, v, r in (("a", 0.25, 1.0), ("NA", float("nan"), 2.0))])
+        report = {"evaluator": evaluator, "config": config, "questions": 1, "answers": 2, "mean_rank_per_model": {"pplqa": {"a": 1.0, "NA": 2.0}},
+                  "reference": None, "tau_variant": "a", "agreement": {}, "timing": {"seconds": 0.0, "passes_run_this_session": 0}}
+        return PplqaResult.of(report, scores, manifest, run_dir)
+    rows = [{"item_id": "007", "label": 1, "pplqa_1": 0.5, "pplqa_2": 0.75, "pplqa_pick": 1}, {"item_id": "8", "label": 2, "pplqa_1": 0.5, "pplqa_2": 0.25, "pplqa_pick": 2}]
+    report = {"dataset": {"name": "fixture", "source": "synthetic", "items": 2, "tie_policy": "drop", "ties_dropped": 0, "labels": {"1": 1, "2": 1}},
+              "evaluator": evaluator, "config": config, "bootstrap": {"method": "percentile", "replicates": 20, "seed": 0, "confidence": 0.95, "unit": "item"},
+              "methods": evaluate_picks(rows, ("pplqa",), 20, 0), "timing": {"scoring_seconds": 0.0, "passes_run_this_session": 0, "total_seconds": 0.0}}
+    return MetaEvalResult.of(report, pd.DataFrame(rows), manifest, run_dir)

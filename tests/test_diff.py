@@ -345,7 +345,7 @@ def test_diff_report_html_holds_the_records_pieces_and_summary(tmp_path, tiny):
     k = 4
     result = api.diff(f"hf:{tiny['a']}", f"hf:{tiny['b']}", ["demo"], window=64, stride=32, max_tokens=160, top_k=k, buckets=[0, 16, 40],
                       out=tmp_path / "d", bootstrap=api.Bootstrap(replicates=200))
-    html = result.files()["html"].read_text()
+    html = result.paths()["html"].read_text()
     rec = pd.read_parquet(tmp_path / "d" / DIFF_FILE)
     data = _page_data(html)
     t = data["tokens"]
@@ -374,6 +374,16 @@ def test_diff_report_html_holds_the_records_pieces_and_summary(tmp_path, tiny):
         assert f"{cell['kl']['mean']:.5f}" in html and f"{cell['same_top1']['percent']:.2f}" in html
     assert html.count("<circle") == 2 * len(summary["buckets"]) == 6
     assert "by context position (95 % interval)" in html
+    # the engine wrote the result: read back, it is the one the command returned
+    import json
+
+    from ctxeval.results.base import read_result
+    from ctxeval.results.diff import DiffResult
+
+    again = read_result(tmp_path / "d", reader="report", kinds=(DiffResult,))
+    assert (again.html, again.markdown, again.failures, again.run_dir) == (html, result.markdown, result.failures, result.run_dir)
+    assert again.report == json.loads(json.dumps(result.report, default=float))
+    assert again.manifest.to_json() == json.loads(json.dumps(result.manifest.to_json()))  # tuples of the config read back as lists
 
 
 def test_an_earlier_diff_without_top_k_still_summarises_and_an_unfinished_one_is_refused(tmp_path, tiny):
@@ -394,7 +404,7 @@ def test_an_earlier_diff_without_top_k_still_summarises_and_an_unfinished_one_is
         (tmp_path / "d" / name).unlink()
     again = api.diff(*args, **options)
     assert again.report["summary"] == first.report["summary"]
-    html = again.files()["html"].read_text()
+    html = again.paths()["html"].read_text()
     assert 'id="card-no-topk"' in html and _page_data(html)["k"] == 0
     assert (tmp_path / "d" / "pieces.parquet").is_file()
     # an unfinished one: its part files lack the columns, and merging would mix two schemas
@@ -445,7 +455,7 @@ def test_key_tokens_of_a_context_gain_run_restrict_the_summary(tmp_path, tiny):
     rec = pd.read_parquet(tmp_path / "d" / "diff_records.parquet")
     assert key["all"]["kl"]["mean"] == pytest.approx(rec[rec.target_pos.isin(expected)].kl.mean(), rel=1e-12)
     assert "Key tokens of" in result.markdown
-    html = result.files()["html"].read_text()
+    html = result.paths()["html"].read_text()
     assert _page_data(html)["tokens"]["key"].tolist() == rec.target_pos.isin(expected).astype(int).tolist()
     assert html.count("<title>key tokens</title>") == 2  # a series in each chart
 

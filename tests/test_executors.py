@@ -210,8 +210,8 @@ def test_retrieval_on_ray_gives_the_local_records(ray_address, tmp_path):
 @pytest.mark.model
 def test_pplqa_on_ray_gives_the_local_records(ray_address, tmp_path):
     args = {"limit": 2, "methods": "pplqa,gptscore,geval_weighted"}
-    local = api.pplqa(**args, out=tmp_path / "local", n_threads=1).value
-    ray = api.pplqa(**args, out=tmp_path / "ray", executor=RAY2).value
+    local = api.pplqa(**args, out=tmp_path / "local", n_threads=1).report
+    ray = api.pplqa(**args, out=tmp_path / "ray", executor=RAY2).report
     _same_table(tmp_path / "local", tmp_path / "ray", "passes.parquet")
     assert (tmp_path / "local" / "scores.csv").read_text() == (tmp_path / "ray" / "scores.csv").read_text()
     assert {k: v for k, v in local.items() if k != "timing"} == {k: v for k, v in ray.items() if k != "timing"}

@@ -5,8 +5,18 @@ import math
 import numpy as np
 import pytest
 
+from ctxeval.config import MetricConfig
 from ctxeval.metrics import perplexity as ppl
-from ctxeval.metrics.rank import linear_scores, nonlinear_scores, rank_scores, ranking_lengths, reciprocal_scores, short_lists
+from ctxeval.metrics import registry
+from ctxeval.metrics.rank import linear_scores, nonlinear_scores, ranking_lengths, reciprocal_scores, short_lists
+
+
+def rank_scores(ranks: np.ndarray, cutoff, alphas: tuple[float, ...]) -> dict[str, float]:
+    """The declared rank scores and AVG of targets with these ranks (other columns are dummies)."""
+    n = len(ranks)
+    config = MetricConfig(alphas=alphas, approx_k=1)
+    values = registry.values(registry.tokens(np.zeros(n), np.asarray(ranks), np.ones(n), np.zeros((n, 1)), cutoff, config))
+    return {key: values[key] for key in registry.rank_keys(config)}
 
 
 def test_perplexity_and_nll_by_hand():

@@ -182,7 +182,7 @@ def test_report_html_holds_no_raw_hostile_text(runs):
     ("args", "message"),
     [
         (["report", "/nonexistent/run"], "is not a directory"),
-        (["report", "{tmp}"], "is not a ctxeval run directory"),
+        (["report", "{tmp}"], "is not a ctxeval output folder"),
         (["report", "{a}", "--out", "{tmp}"], "is a directory"),
         (["report", "{a}", "--top-k-shown", "-1"], "--top-k-shown"),
     ],
@@ -373,7 +373,7 @@ def diff_run(tmp_path_factory):
     b = tiny_llama_dir(root / "b", text, seed=1, max_positions=256)
     result = api.diff(f"hf:{a}", f"hf:{b}", ["demo"], window=48, max_tokens=96, top_k=5, out=root / "d", bootstrap=api.Bootstrap(replicates=200))
     records = pd.read_parquet(root / "d" / "diff_records.parquet")
-    return {"html": result.files()["html"], "records": records, "pieces": read_pieces(root / "d", "hf:a")}
+    return {"html": result.paths()["html"], "records": records, "pieces": read_pieces(root / "d", "hf:a")}
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 
 from ctxeval.errors import UserError
 from ctxeval.options import comma_floats, non_negative, option, positive
+from ctxeval.stats.defaults import DEFAULT_SEED
 
 DEFAULT_MODEL = "gemma-3-270m"
 DEFAULT_LENGTHS = (32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -59,7 +60,7 @@ class RunConfig:
     # sweep
     lengths: tuple[int, ...] = ()
     n_compare: int = 0
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     repeats: int = 1
     context_modes: tuple[str, ...] = ()
     exhaustive: bool = False  # thesis context mode: n_c requests instead of n_c comparisons

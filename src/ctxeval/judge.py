@@ -37,6 +37,7 @@ from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.pipeline.manifest import Manifest
 from ctxeval.pipeline.records import RecordKind, append_row
+from ctxeval.results.judge import JudgeResult
 
 # L-Eval's "pair-v2" judge prompt (Evaluation/llm_eval.py), used for its GPT-4 judged tasks
 SYSTEM_PROMPT = (
@@ -146,17 +147,18 @@ def outcome(judgment: str, order: str) -> str:
 class JudgeRun:
     """Both answer orders of every pair as a task of the engine. Answered requests are records
     (a re-run asks only the rest); failed ones are error verdicts in the report, listed in the
-    manifest and not recorded, so a re-run retries them."""
+    manifest and not recorded, so a re-run retries them. `finish` returns what `result` makes of
+    the verdicts, in request order (the engine writes it)."""
 
     records = VERDICTS
     schema = VERDICT_SCHEMA
     unit = "requests"
     finish_incomplete = True  # the report counts failed requests as errors
 
-    def __init__(self, load_spec: ModelSpec, pairs: Sequence[Pair], write: Callable[[list[Verdict]], dict]) -> None:
+    def __init__(self, load_spec: ModelSpec, pairs: Sequence[Pair], result: Callable[[list[Verdict]], JudgeResult]) -> None:
         self.load_spec = load_spec
         self.jobs = [(2 * i + k, pair, order) for i, pair in enumerate(pairs) for k, order in enumerate(ORDERS)]
-        self.write = write
+        self.result = result
 
     def load_specs(self) -> list[ModelSpec]:
         return [self.load_spec]
@@ -180,10 +182,10 @@ class JudgeRun:
     def model_done(self, run_dir: Path, model: ChatGenerator) -> None:
         """Nothing to keep from the loaded model."""
 
-    def finish(self, run_dir: Path, manifest: Manifest) -> dict:
+    def finish(self, run_dir: Path, manifest: Manifest) -> JudgeResult:
         recorded = {r["job_index"]: Verdict(r["query"], r["order"], r["outcome"], r["raw"]) for r in pq.read_table(run_dir / VERDICTS.file).to_pylist()}
         failed = {f["job_index"]: Verdict(f["query"], f["order"], "error", f"request failed: {f['error']}") for f in manifest.failed_passes or []}
-        return self.write([recorded[i] if i in recorded else failed[i] for i, _, _ in self.jobs])
+        return self.result([recorded[i] if i in recorded else failed[i] for i, _, _ in self.jobs])
 
 
 def win_rate(verdicts: Sequence[Verdict]) -> dict[str, float | int]:
@@ -254,15 +256,13 @@ def _describe(questions: str) -> str:
     return f"{questions} ({rows})"
 
 
-def write_results(out: Path, model: str, base: str, judge_name: str, questions: str, verdicts: list[Verdict], unmatched: int) -> dict:
-    """`judge.json` (every verdict and the totals) and `judge.md`."""
+def judge_result(out: Path, model: str, base: str, judge_name: str, questions: str, verdicts: list[Verdict], unmatched: int) -> JudgeResult:
+    """The result of a judge run in `out`: every verdict and the totals, overall and per order."""
     totals = win_rate(verdicts)
     by_order = {order: win_rate([v for v in verdicts if v.order == order]) for order in ("model_first", "base_first")}
     report = {"model": model, "base": base, "judge": judge_name, "prompt": "L-Eval pair-v2", "questions": questions,
               "totals": totals, "by_order": by_order, "unmatched_questions": unmatched, "verdicts": [asdict(v) for v in verdicts]}
-    (out / "judge.json").write_text(json.dumps(report, indent=2, ensure_ascii=False))
-    (out / "judge.md").write_text(markdown(report))
-    return report
+    return JudgeResult(report, Path(out), markdown(report))
 
 
 def markdown(report: dict) -> str:
@@ -283,9 +283,9 @@ def markdown(report: dict) -> str:
 
 
 def run_judge(load_spec: ModelSpec, judge_name: str, predictions: Path, base_predictions: Path, out: Path,
-              limit: int | None = None, questions: str = "auto", executor: ExecutorOptions | None = None, max_tokens: int | None = None) -> dict:
+              limit: int | None = None, questions: str = "auto", executor: ExecutorOptions | None = None, max_tokens: int | None = None) -> JudgeResult:
     """Judge a model's L-Eval predictions against a base model's on a question set (`auto`: the
-    one L-Eval uses for this judge); write and return the report. A run directory holds one
+    one L-Eval uses for this judge); return the result (the engine has written it). A run directory holds one
     configuration (files, judge, question set, limit), as for every command."""
     if questions == "auto":
         questions = leval_question_set(judge_name)
@@ -300,14 +300,17 @@ def run_judge(load_spec: ModelSpec, judge_name: str, predictions: Path, base_pre
     config = {"predictions": file_sha256(Path(predictions)), "base_predictions": file_sha256(Path(base_predictions)), "judge": judge_name,
               "questions": questions, "limit": limit, "max_tokens": max_tokens, "prompt": "L-Eval pair-v2"}
     unmatched = len(considered) - len(pairs) if limit is None else 0
-    task = JudgeRun(load_spec, pairs, lambda verdicts: write_results(out, model, base, judge_name, questions, verdicts, unmatched))
+    task = JudgeRun(load_spec, pairs, lambda verdicts: judge_result(out, model, base, judge_name, questions, verdicts, unmatched))
     return run(task, RunSpec("judge", config_id(config), config, "judge run"), out, executor=executor)
 
 
 def run_api_judge(predictions: Path, base_predictions: Path, judge_model: str, options, max_tokens: int, limit: int | None,
-                  out: Path, questions: str = "auto", executor: ExecutorOptions | None = None) -> dict:
-    """Judge with an `openai:` chat model (the `ctxeval judge` command); returns the report."""
-    if not judge_model.startswith("openai:") or len(judge_model) == len("openai:"):
+                  out: Path, questions: str = "auto", executor: ExecutorOptions | None = None) -> JudgeResult:
+    """Judge with an `openai:` chat model (the `ctxeval judge` command); returns the result."""
+    from ctxeval.backends.registry import backend_for
+
+    backend = backend_for(judge_model)
+    if not backend.chat or not backend.target(judge_model):
         raise UserError(f"--judge-model must be openai:MODEL, got {judge_model!r}")
     if limit is not None and limit < 1:
         raise UserError(f"--limit must be a positive integer, got {limit}")
@@ -315,5 +318,5 @@ def run_api_judge(predictions: Path, base_predictions: Path, judge_model: str, o
         raise UserError(f"--questions must be one of {', '.join(QUESTION_CHOICES)}, got {questions!r}")
     from ctxeval.backends.openai_chat import ChatSpec
 
-    spec = ChatSpec(judge_model[len("openai:"):], options, max_tokens)
+    spec = ChatSpec(backend.target(judge_model), options, max_tokens)
     return run_judge(spec, judge_model, predictions, base_predictions, out, limit, questions, executor, max_tokens)

@@ -20,6 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ctxeval.backends.registry import backend_for
+
 # CPU flags (as /proc/cpuinfo spells them) that pick kernels in llama.cpp and PyTorch
 KERNEL_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "avx512vbmi", "amx_tile", "amx_int8", "amx_bf16")
 
@@ -92,6 +94,11 @@ def instruction_set(path: NumericPath) -> str | None:
     return None
 
 
+def _served_model(name: str) -> str:
+    """The server's name of an API model, from the scorer's name (its `--model` spec)."""
+    return backend_for(name).target(name)
+
+
 def differences(a: NumericPath, b: NumericPath) -> list[str]:
     """Names of the fields in which two numeric paths differ (empty: the same path)."""
     return [f.name for f in fields(NumericPath) if getattr(a, f.name) != getattr(b, f.name)]
@@ -106,7 +113,7 @@ def numeric_path(description: dict[str, Any], executor: str = "local", threads_p
     if backend in ("openai", "openai-chat"):
         api = details.get("api") or {}
         return NumericPath(backend, device="remote", processor=api.get("base_url") or description.get("path") or None,
-                           model=str(description.get("name", "")).removeprefix("openai:") or None)
+                           model=_served_model(str(description.get("name", ""))) or None)
     if backend == "llamacpp":
         features = llama_system_features()
         path = NumericPath(

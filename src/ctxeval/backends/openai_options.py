@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 from ctxeval.options import option
+from ctxeval.stats.defaults import DEFAULT_SEED
 
 DEFAULT_CACHE = Path.home() / ".cache" / "ctxeval" / "api-cache.sqlite"
 
@@ -41,7 +42,7 @@ class OpenAIOptions:
     top_logprobs: int = option("--top-logprobs", "openai models: top-k log-probabilities to request (chat: at most 20).", 20)  # OpenAI chat allows at most 20
     gen_tokens: int | None = option("--gen-tokens", "openai generate/chat: tokens requested per request (reused while the sampled tokens equal the text). Default: n_c with --context-mode thesis, else 10.", None)
     temperature: float = option("--api-temperature", "openai generate/chat: sampling temperature.", 1.0)  # decides reuse
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     system_prompt: str = SYSTEM_PROMPT
     concurrency: int = option("--concurrency", "openai models: requests in flight at once.", 4)
     cache: str | None = option("--cache", "openai models: SQLite request cache ('none' to disable). Default ~/.cache/ctxeval/api-cache.sqlite.", str(DEFAULT_CACHE),

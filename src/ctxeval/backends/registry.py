@@ -1,8 +1,11 @@
 """Turn a `--model` value into a scorer, and list what can be used on this machine.
 
-Backends are registered by dotted path ("module:Class", as lm-eval registers its models) and
-imported only when a model needs them: importing the registry loads no backend, no torch, no
-llama.cpp and no HTTP client, and no backend module needs the registry imported first.
+Each backend is a `Backend` entry: the prefix that names its models (or none: the backend of
+model names and files), its scorer class by dotted path ("module:Class", as lm-eval registers its
+models) and what it can do. Callers ask `backend_for(spec)` what a model can do instead of reading
+its spec. Backends are imported only when a model needs them: importing the registry loads no
+backend, no torch, no llama.cpp and no HTTP client, and no backend module needs the registry
+imported first.
 """
 
 from __future__ import annotations
@@ -20,16 +23,39 @@ from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.errors import UserError
 
-# backend name -> "module:Class", and what to install when its module cannot be imported
-BACKENDS: dict[str, str] = {
-    "llamacpp": "ctxeval.backends.llamacpp:LlamaCppScorer",
-    "hf": "ctxeval.backends.hf:HFScorer",
-    "openai": "ctxeval.backends.openai:OpenAIScorer",
-}
-_INSTALL_HINTS = {
-    "llamacpp": "the llamacpp backend needs llama-cpp-python: pip install llama-cpp-python",
-    "hf": "the hf backend needs torch and transformers: pip install 'ctxeval[hf]'",
-    "openai": "the openai backend needs httpx: pip install 'ctxeval[openai]'",
+@dataclass(frozen=True)
+class Backend:
+    """One backend: how a `--model` spec names it, where its scorer class lives ("module:Class",
+    imported only when a model needs it), and what it can do, which callers ask here instead of
+    reading the spec."""
+
+    name: str
+    loader: str
+    install_hint: str
+    prefix: str | None  # "hf:"; None: the backend of everything no prefix claims (names, files)
+    remote: bool  # a model behind an HTTP API: requests cost money, servers fan out
+    full_distribution: bool  # gives every token's log-probability, not only a top-k
+    takes_device: bool  # honours --device and --dtype
+    tokenizer: bool  # its model can stand in as another backend's tokenizer (--tokenizer)
+    chat: bool  # answers chat completions (a judge)
+
+    def recognises(self, spec: str) -> bool:
+        """Whether `spec` names a model of this backend (the prefixless backend takes any)."""
+        return self.prefix is None or spec.startswith(self.prefix)
+
+    def target(self, spec: str) -> str:
+        """What the backend loads: `spec` without its prefix (options included)."""
+        return spec[len(self.prefix):] if self.prefix is not None and spec.startswith(self.prefix) else spec
+
+
+# in recognition order: prefixed backends first, the prefixless one last
+BACKENDS: dict[str, Backend] = {
+    "hf": Backend("hf", "ctxeval.backends.hf:HFScorer", "the hf backend needs torch and transformers: pip install 'ctxeval[hf]'",
+                  prefix="hf:", remote=False, full_distribution=True, takes_device=True, tokenizer=False, chat=False),
+    "openai": Backend("openai", "ctxeval.backends.openai:OpenAIScorer", "the openai backend needs httpx: pip install 'ctxeval[openai]'",
+                      prefix="openai:", remote=True, full_distribution=False, takes_device=False, tokenizer=False, chat=True),
+    "llamacpp": Backend("llamacpp", "ctxeval.backends.llamacpp:LlamaCppScorer", "the llamacpp backend needs llama-cpp-python: pip install llama-cpp-python",
+                        prefix=None, remote=False, full_distribution=True, takes_device=False, tokenizer=True, chat=False),
 }
 
 
@@ -44,13 +70,19 @@ class ModelEntry:
     note: str
 
 
+def backend_for(spec: str) -> Backend:
+    """The backend that runs the model `spec` names (a `--model` value, options included)."""
+    return next(backend for backend in BACKENDS.values() if backend.recognises(spec))
+
+
 def backend_class(name: str) -> type:
     """The scorer class of backend `name`, imported now (and only now) from its dotted path."""
-    module_name, _, class_name = BACKENDS[name].partition(":")
+    backend = BACKENDS[name]
+    module_name, _, class_name = backend.loader.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError:
-        raise UserError(_INSTALL_HINTS[name]) from None
+        raise UserError(backend.install_hint) from None
     return getattr(module, class_name)
 
 
@@ -58,7 +90,7 @@ def refuse_api_models(specs: list[str] | tuple[str, ...], command: str, needs: s
     """Stop before any request when a command needs what no OpenAI-compatible API returns
     (`needs` says what: a first token's log-probability, the full distribution, ...)."""
     for spec in specs:
-        if spec.startswith("openai:"):
+        if not backend_for(spec).full_distribution:
             raise UserError(f"{command} cannot use {spec}: it needs {needs}, which OpenAI-compatible APIs do not return; "
                             "use a local model (a .gguf path or hf:MODEL)")
 
@@ -66,10 +98,11 @@ def refuse_api_models(specs: list[str] | tuple[str, ...], command: str, needs: s
 def check_options(spec: str) -> str:
     """`spec` with its model options checked as `load_scorer` checks them, without loading
     anything (a bad second path is refused before a long first run)."""
-    base, options = split_spec(spec)
-    if spec.startswith("hf:"):
+    _, options = split_spec(spec)
+    name = backend_for(spec).name
+    if name == "hf":
         hf_options(options, spec)
-    elif not spec.startswith("openai:"):
+    elif name == "llamacpp":
         LlamaCppOptions.parse(options, spec)
     return spec
 
@@ -79,19 +112,24 @@ def load_scorer(spec: str, n_threads: int | None = None, device: str | None = No
     `hf:gemma-3-270m` / `hf:DIR` (transformers; `device` and `dtype` apply to it only), or
     `openai:MODEL` (a model behind an OpenAI-compatible server, reached with `openai_options`).
     A local model's spec may end in options, `?key=value&...` (backends/model_options.py)."""
-    if spec.startswith("hf:"):
-        base, options = split_spec(spec)
-        options = hf_options(options, spec)
-        scorer = _load_hf(base[3:], n_threads, options.get("device", device), options.get("dtype", dtype))
-        if options:  # named apart from the same model without them, as llama.cpp models are
-            scorer.info = replace(scorer.info, name=scorer.info.name + spec[len(base):])
-        return scorer
-    if device is not None or dtype is not None:
+    backend = backend_for(spec)
+    if not backend.takes_device and (device is not None or dtype is not None):
         raise UserError(f"--device and --dtype apply to hf: models only, not {spec}")
-    if spec.startswith("openai:"):
-        if not spec[len("openai:"):]:
-            raise UserError("--model openai:MODEL needs a model name, e.g. openai:gpt-4o")
-        return backend_class("openai")(spec[len("openai:"):], openai_options or OpenAIOptions(), n_threads=n_threads)
+    if backend.name == "hf":
+        return _load_hf_spec(spec, n_threads, device, dtype)
+    if backend.name == "openai":
+        return _load_openai(spec, n_threads, openai_options)
+    return _load_llamacpp(spec, n_threads)
+
+
+def _load_openai(spec: str, n_threads: int | None, openai_options) -> Scorer:
+    model = BACKENDS["openai"].target(spec)
+    if not model:
+        raise UserError("--model openai:MODEL needs a model name, e.g. openai:gpt-4o")
+    return backend_class("openai")(model, openai_options or OpenAIOptions(), n_threads=n_threads)
+
+
+def _load_llamacpp(spec: str, n_threads: int | None) -> Scorer:
     base, options = split_spec(spec)
     llama_options = LlamaCppOptions.parse(options, spec)
     suffix = spec[len(base):]  # the options, as given, name the model apart from its plain file
@@ -103,6 +141,15 @@ def load_scorer(spec: str, n_threads: int | None = None, device: str | None = No
             raise UserError(f"model file not found: {base}")
         return backend_class("llamacpp")(path, path.name + suffix, n_threads=n_threads, options=llama_options)
     raise UserError(f"unknown model {spec!r}: use {DEFAULT_MODEL} or a path to a .gguf file (see `ctxeval models`)")
+
+
+def _load_hf_spec(spec: str, n_threads: int | None, device: str | None, dtype: str | None) -> Scorer:
+    base, options = split_spec(spec)
+    options = hf_options(options, spec)
+    scorer = _load_hf(BACKENDS["hf"].target(base), n_threads, options.get("device", device), options.get("dtype", dtype))
+    if options:  # named apart from the same model without them, as llama.cpp models are
+        scorer.info = replace(scorer.info, name=scorer.info.name + spec[len(base):])
+    return scorer
 
 
 def _load_hf(target: str, n_threads: int | None, device: str | None, dtype: str | None) -> Scorer:

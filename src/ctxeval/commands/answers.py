@@ -17,6 +17,12 @@ from ctxeval.options import argument, group, option
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.qa import commands as qa_commands
 from ctxeval.qa.methods import parse_methods
+from ctxeval.results.judge import JudgeResult
+from ctxeval.results.base import write_result
+from ctxeval.results.correlations import Correlations
+from ctxeval.results.leval import LevalResult
+from ctxeval.results.meta_eval import MetaEvalResult
+from ctxeval.results.pplqa import PplqaResult
 
 _EVALUATOR = f"Evaluator: {DEFAULT_MODEL} (embedded default), a .gguf path or hf:MODEL (not openai:, whose APIs return no log-probability for an answer's first token)."
 _EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
@@ -28,17 +34,6 @@ def _evaluator() -> Any:
 
 def _qa_scope() -> Any:
     return option("--qa-scope", "PPL(q+a) over all tokens, or over the answer tokens only.", "all")
-
-
-@dataclass(frozen=True)
-class Report:
-    """What a report command computed (`value`: the command's own result), the Markdown it
-    wrote, its files, and notes worth a warning; the CLI prints these and reads nothing back."""
-
-    value: Any
-    markdown: str
-    files: tuple[Path, ...] = ()
-    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,64 +114,60 @@ def _methods(methods: str | Sequence[str]) -> tuple[str, ...]:
     return parse_methods(methods) if isinstance(methods, str) else tuple(methods)
 
 
-def run_pplqa(spec: PplqaSpec) -> Report:
-    """Rank each question's answers by PPLqa (and optionally the baselines); `value` is pplqa.json's content."""
-    from ctxeval.qa.ranking import markdown
-
-    result = qa_commands.pplqa(spec.answers, _methods(spec.methods), spec.out, spec.model, spec.limit, spec.qa_scope, spec.aspect, spec.reference, spec.seed,
-                               spec.progress, spec.n_threads, tau=spec.tau, executor=spec.executor)
-    return Report(result, markdown(result))
+def run_pplqa(spec: PplqaSpec) -> PplqaResult:
+    """Rank each question's answers by PPLqa (and optionally the baselines)."""
+    return qa_commands.pplqa(spec.answers, _methods(spec.methods), spec.out, spec.model, spec.limit, spec.qa_scope, spec.aspect, spec.reference, spec.seed,
+                             spec.progress, spec.n_threads, tau=spec.tau, executor=spec.executor)
 
 
-def run_meta_eval(spec: MetaEvalSpec) -> Report:
-    """Meta-evaluate answer-quality methods against a pairwise dataset's human labels; `value` is the result JSON.
+def run_meta_eval(spec: MetaEvalSpec) -> MetaEvalResult:
+    """Meta-evaluate answer-quality methods against a pairwise dataset's human labels.
     `ties`: drop or keep human ties; None keeps the dataset layout's own policy (data/pairwise.py)."""
-    from ctxeval.report.meta_eval import markdown_table
-
-    result = qa_commands.meta_eval(spec.dataset, _methods(spec.methods), spec.out, spec.model, spec.limit, spec.qa_scope, spec.aspect, spec.ties, spec.replicates,
-                                   spec.seed, spec.progress, spec.n_threads, spec.executor)
-    return Report(result, markdown_table(result))
+    return qa_commands.meta_eval(spec.dataset, _methods(spec.methods), spec.out, spec.model, spec.limit, spec.qa_scope, spec.aspect, spec.ties, spec.replicates,
+                                 spec.seed, spec.progress, spec.n_threads, spec.executor)
 
 
-def run_leval(spec: LevalSpec) -> Report:
+def run_leval(spec: LevalSpec) -> LevalResult:
     """L-Eval metrics of prediction files (exact match, F1 or ROUGE, ΔL); writes scores.json/.md."""
-    from ctxeval.leval.report import SCORES_JSON, SCORES_MD, markdown, run_leval as score_predictions
+    from ctxeval.leval.report import leval_result
+    from ctxeval.leval.score import score_predictions
 
-    out = Path(spec.out)
-    result = score_predictions(Path(spec.predictions), out, spec.variant, progress=spec.progress, tokenize=spec.tokenize)
-    return Report(result, markdown(result), (out / SCORES_JSON, out / SCORES_MD), tuple(result.notes()))
-
-
-def run_leval_corr(spec: LevalCorrSpec) -> Report:
-    """Kendall τ-b between each metric's model ranking and the human ranking (`value`: the correlations)."""
-    from ctxeval.leval.corr import CORR_JSON, CORR_MD, run_corr
-
-    out = Path(spec.out) if spec.out is not None else None
-    correlations, text = run_corr(Path(spec.human), list(spec.metrics), spec.column, out)
-    return Report(correlations, text, (out / CORR_JSON, out / CORR_MD) if out is not None else ())
+    result = leval_result(score_predictions(Path(spec.predictions), spec.variant, spec.progress, spec.tokenize), Path(spec.out))
+    write_result(spec.out, result, "leval")
+    return result
 
 
-def run_judge(spec: JudgeSpec) -> Report:
-    """Pairwise LLM judge (L-Eval's prompt, both answer orders); `value` is judge.json's content.
-    Verdicts are records in `out`: a re-run of the same command resumes."""
-    from ctxeval.judge import markdown, run_api_judge
+def run_leval_corr(spec: LevalCorrSpec) -> Correlations:
+    """Kendall τ-b between each metric's model ranking and the human ranking; with `out`, writes corr.json/.md."""
+    from ctxeval.leval.corr import correlate, read_human
 
-    out = Path(spec.out)
-    report = run_api_judge(Path(spec.predictions), Path(spec.base_predictions), spec.judge_model, spec.openai, spec.max_tokens, spec.limit, out, spec.questions, spec.executor)
-    return Report(report, markdown(report), (out / "judge.json", out / "judge.md"))
+    human = read_human(Path(spec.human), spec.column)
+    result = Correlations.of(human, correlate(human, list(spec.metrics)))
+    if spec.out is not None:
+        write_result(spec.out, result, "leval-corr")
+    return result
 
 
-def _echo_markdown(result: Report, spec: Any, display: QuietDisplay | None) -> str:
+def run_judge(spec: JudgeSpec) -> JudgeResult:
+    """Pairwise LLM judge (L-Eval's prompt, both answer orders). Verdicts are records in `out`:
+    a re-run of the same command resumes."""
+    from ctxeval.judge import run_api_judge
+
+    return run_api_judge(Path(spec.predictions), Path(spec.base_predictions), spec.judge_model, spec.openai, spec.max_tokens, spec.limit, Path(spec.out),
+                         spec.questions, spec.executor)
+
+
+def _echo_markdown(result: PplqaResult | MetaEvalResult, spec: Any, display: QuietDisplay | None) -> str:
     return "" if display is not None and display.quiet else result.markdown
 
 
-def _echo_leval(result: Report, spec: LevalSpec, display: QuietDisplay) -> str:
+def _echo_leval(result: LevalResult, spec: LevalSpec, display: QuietDisplay) -> str:
     import sys
 
     for note in result.notes:
         print(f"ctxeval: note: {note}", file=sys.stderr)
     lines = [] if display.quiet else [result.markdown]
-    return "\n".join([*lines, f"scores: {', '.join(str(f) for f in result.files)}"])
+    return "\n".join([*lines, f"scores: {', '.join(str(result.out / f) for f in result.files())}"])
 
 
 COMMANDS = (
@@ -186,6 +177,6 @@ COMMANDS = (
             posthoc=lambda spec: (spec.out, (spec.predictions,))),
     Command("leval-corr", LevalCorrSpec, run_leval_corr, lambda result, spec, display: result.markdown, inputs=("metrics", "human"),
             posthoc=lambda spec: (spec.out, (*spec.metrics, spec.human))),
-    Command("judge", JudgeSpec, run_judge, lambda result, spec, display: result.markdown + f"report: {', '.join(str(f) for f in result.files)}",
+    Command("judge", JudgeSpec, run_judge, lambda result, spec, display: result.markdown + f"report: {', '.join(str(f) for f in result.paths())}",
             inputs=("predictions", "base_predictions")),
 )

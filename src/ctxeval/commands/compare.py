@@ -8,14 +8,14 @@ from pathlib import Path
 
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
-from ctxeval.metrics.rank import alpha_key
+from ctxeval.metrics.registry import rank_keys, trend_keys
 from ctxeval.options import argument, greater_than_zero, one_of, option
 from ctxeval.pairing import pair_windows
 from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, resolve_minima, window_table
 from ctxeval.report.numerics import compare_numerics
 from ctxeval.report.outputs import load_run
 from ctxeval.report.summary import window_metrics
-from ctxeval.report.trends import metric_names, trend_table, variance_table
+from ctxeval.report.trends import trend_table, variance_table
 from ctxeval.errors import UserError
 from ctxeval.results.base import write_result
 from ctxeval.results.comparison import COMPARE_JSON, COMPARE_MD, Comparison
@@ -74,7 +74,7 @@ def run_compare(spec: CompareSpec) -> Comparison:
     pairing = pair_windows(a, b)
     if pairing.paired.empty:
         raise UserError("the two runs share no windows: they scored different texts, lengths, repeats or spans")
-    scores = ["lin", "rp", *(alpha_key(x) for x in metrics.alphas), "avg"]
+    scores = rank_keys(metrics)
     minima = resolve_minima(spec.profile, spec.min_windows, spec.min_tokens)
     report = build_report(pairing, (str(spec.run_a), str(spec.run_b)), spec.replicates, spec.seed, spec.cluster_by_text, scores, spec.nan_windows, spec.resample, minima)
     report["profile"] = spec.profile
@@ -92,7 +92,7 @@ def run_trends(spec: TrendsSpec) -> Trends:
     manifest, records = load_run(Path(spec.run_dir), "trends")
     metrics = manifest.metrics
     per_window = window_metrics(records, metrics, manifest.vocab_sizes, manifest.temperatures)
-    names = metric_names(metrics.alphas)
+    names = trend_keys(metrics)
     result = Trends.of(trend_table(per_window, names), variance_table(per_window, names, spec.outlier_sd), spec.outlier_sd, trends_dir(spec))
     write_result(result.out, result, "trends")
     return result

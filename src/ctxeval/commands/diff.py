@@ -11,13 +11,15 @@ from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.data.corpus import CorpusOptions
+from ctxeval.explorer.diffpage import render_diff
 from ctxeval.modeldiff.command import DEFAULT_TOP_K as DIFF_TOP_K, diff
 from ctxeval.modeldiff.noise_floor import NoiseFloor
-from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS
+from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE
 from ctxeval.modeldiff.summary import Bootstrap
 from ctxeval.options import argument, at_least, comma_ints, group, non_negative, one_of, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.report.compare import PROFILES
+from ctxeval.results.diff import DiffResult
 
 
 @dataclass(frozen=True)
@@ -67,17 +69,18 @@ class QuietDisplay:
     quiet: bool = common.quiet()
 
 
-def run_diff(spec: DiffSpec) -> Any:
-    return diff(spec.ref, spec.cand, spec.texts, window=spec.window, stride=spec.stride, max_tokens=spec.max_tokens, top_k=spec.top_k, reverse=spec.reverse,
+def run_diff(spec: DiffSpec) -> DiffResult:
+    """The diff's result (the engine has written it into the run directory); its page is the explorer's."""
+    return diff(spec.ref, spec.cand, spec.texts, render_page=render_diff, window=spec.window, stride=spec.stride, max_tokens=spec.max_tokens, top_k=spec.top_k, reverse=spec.reverse,
                 buckets=spec.buckets, out=spec.out, progress=spec.progress, n_threads=spec.n_threads, profile=spec.profile, max_kl=spec.max_kl,
                 min_same_top=spec.min_same_top, min_windows=spec.min_windows, min_tokens=spec.min_tokens, bootstrap=spec.bootstrap,
                 block_rows=spec.block_rows, key_tokens=spec.key_tokens, corpus=spec.corpus, executor=spec.executor, noise_floor=spec.noise_floor)
 
 
-def _echo(result: Any, spec: DiffSpec, display: QuietDisplay) -> tuple[str, int]:
-    files = result.files()
+def _echo(result: DiffResult, spec: DiffSpec, display: QuietDisplay) -> tuple[str, int]:
+    files = result.paths()
     lines = [] if display.quiet else [result.markdown]
-    lines.append(f"records: {files['records']}; report: {files['report']}, {files['markdown']}, {files['html']}")
+    lines.append(f"records: {result.run_dir / DIFF_FILE}; report: {files['report']}, {files['markdown']}, {files['html']}")
     for failure in result.failures:
         print(f"ctxeval: {spec.profile} gate failed: {failure}", file=sys.stderr)
     return "\n".join(lines), 1 if result.failures else 0

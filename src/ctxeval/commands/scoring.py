@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ctxeval.backends.openai_options import OpenAIOptions, dry_run_table
-from ctxeval.backends.registry import refuse_api_models
+from ctxeval.backends.registry import backend_for, refuse_api_models
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.config import DEFAULT_LENGTHS, MetricConfig, RunConfig, parse_cutoff
@@ -272,7 +272,7 @@ def out_dir(out: str | Path | None, command: str, config: RunConfig) -> Path:
 def _thesis_options(models: tuple[str, ...], openai: OpenAIOptions, n_compare: int) -> OpenAIOptions:
     """The thesis context mode is the API protocol of paper 000 (section 3.1.2): only for
     `openai:` models on a generation path; `gen_tokens` defaults to n_c as in the thesis."""
-    local = [m for m in models if not m.startswith("openai:")]
+    local = [m for m in models if not backend_for(m).remote]
     if local:
         raise UserError(f"--context-mode thesis is the protocol for API models that only score generated tokens; {local[0]} is not an openai: model (use exact)")
     if openai.mode == "prompt":
@@ -282,7 +282,7 @@ def _thesis_options(models: tuple[str, ...], openai: OpenAIOptions, n_compare: i
 
 def _backend_options(models: Sequence[str], openai: OpenAIOptions | None) -> str:
     """The API options that decide records, when any model is an `openai:` model."""
-    if not any(m.startswith("openai:") for m in models):
+    if not any(backend_for(m).remote for m in models):
         return ""
     return json.dumps((openai or OpenAIOptions()).identity(), sort_keys=True)
 
@@ -296,7 +296,7 @@ def _check_token_scoring(spec: Any) -> None:
     if spec.metrics.approx_k > spec.top_k:
         raise UserError(f"--approx-k ({spec.metrics.approx_k}) cannot exceed --top-k ({spec.top_k})")
     models = spec.models if isinstance(spec, SweepSpec) else (spec.model,)
-    if (spec.device is not None or spec.dtype is not None) and not any(m.startswith("hf:") for m in models):
+    if (spec.device is not None or spec.dtype is not None) and not any(backend_for(m).takes_device for m in models):
         raise UserError("--device and --dtype apply to hf: models only; no hf: model was given")
 
 

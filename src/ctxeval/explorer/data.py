@@ -28,6 +28,9 @@ from ctxeval.report.outputs import require_complete
 from ctxeval.results.base import RESULT_FILE, read_header, read_result
 from ctxeval.results.comparison import Comparison
 from ctxeval.results.context_gain import ContextGainResult
+from ctxeval.results.diff import DiffResult
+from ctxeval.results.meta_eval import MetaEvalResult
+from ctxeval.results.pplqa import PplqaResult
 from ctxeval.results.retrieval import RetrievalResult
 from ctxeval.results.scoring import RunResult
 
@@ -68,8 +71,9 @@ class RunView:
 
 def run_kind(path: Path) -> str:
     """What an output folder holds: its result's kind where the page reads the result
-    (`scoring`, `comparison`, `context-gain`, `retrieval`), else the command its manifest names."""
-    if (path / RESULT_FILE).is_file() and read_header(path)["kind"] in ("scoring", "comparison", "context-gain", "retrieval"):
+    (`scoring`, `comparison`, `context-gain`, `retrieval`, `pplqa`, `meta-eval`), else the
+    command its manifest names."""
+    if (path / RESULT_FILE).is_file() and read_header(path)["kind"] in ("scoring", "comparison", "context-gain", "retrieval", "pplqa", "meta-eval"):
         return read_header(path)["kind"]
     if (path / "manifest.json").is_file():
         return read_manifest(path).command or "unknown"
@@ -99,6 +103,10 @@ def load_runs(paths: list[Path]) -> tuple[list[RunView], list[Arm]]:
             arms += run_arms
         elif kind == "retrieval":
             views.append(_retrieval_view(read_result(path, reader="report", kinds=(RetrievalResult,)), label))
+        elif kind == "diff":  # a diff run without a header is refused
+            views.append(_diff_view(read_result(path, reader="report", kinds=(DiffResult,)), label))
+        elif kind in ("pplqa", "meta-eval"):  # as is an answer-quality run without one
+            views.append(_answers_view(read_result(path, reader="report", kinds=(PplqaResult, MetaEvalResult)), label))
         else:
             views.append(_generic_view(path, label, kind))
     return views, arms
@@ -225,8 +233,20 @@ def _compare_view(result: Comparison, label: str) -> RunView:
     return view
 
 
+def _diff_view(result: DiffResult, label: str) -> RunView:
+    """A diff: its manifest (its tokens are on its own page, report.html)."""
+    manifest = result.manifest.to_json()
+    return RunView(label, result.run_dir, "diff", manifest, header(manifest, "diff"))
+
+
+def _answers_view(result: PplqaResult | MetaEvalResult, label: str) -> RunView:
+    """An answer-quality run (no per-token records): its manifest only."""
+    manifest = result.manifest.to_json()
+    return RunView(label, result.out, result.KIND, manifest, header(manifest, result.KIND))
+
+
 def _generic_view(path: Path, label: str, kind: str) -> RunView:
-    """Runs without per-token records (pplqa, meta-eval, ...): their manifest only."""
+    """Runs without per-token records and without a view of their own: their manifest only."""
     manifest = read_manifest(path).to_json()
     return RunView(label, path, kind, manifest, header(manifest, kind))
 

@@ -1,6 +1,6 @@
-"""The HTML report of a diff (`report.html` in its run directory): every window's tokens
-coloured by KL(P_ref || P_cand), a card per token with both models' numbers and their top-k side
-by side, and mean KL and same-top-1 % by context position with their intervals.
+"""The HTML report of a diff (`report.html` in its run directory; its result writes it): every
+window's tokens coloured by KL(P_ref || P_cand), a card per token with both models' numbers and
+their top-k side by side, and mean KL and same-top-1 % by context position with their intervals.
 
 Built from the explorer's parts: the JSON embedding and base64 typed columns of `render`/`data`,
 the SVG line chart of `charts`, the shared CSS and JS helpers (`report.css`, `common.js`); only
@@ -19,21 +19,16 @@ from markupsafe import Markup
 
 from ctxeval.explorer import charts
 from ctxeval.explorer.data import b64, runs_of
-from ctxeval.explorer.render import environment, page_js, script_json, static, write_atomic
+from ctxeval.explorer.render import environment, page_js, script_json, static
 from ctxeval.pieces import read_pieces
 
-REPORT_HTML = "report.html"
 # the records' top-k columns (modeldiff/run.py writes them; runs from before them lack them)
 TOPK_COLUMNS = ("ref_topk_ids", "ref_topk_logprobs", "cand_topk_ids", "cand_topk_logprobs")
 
 
-def write_diff_html(run_dir: Path, report: dict, records: pd.DataFrame, key: np.ndarray | None = None) -> Path:
-    """Render the page of a finished diff into `run_dir/report.html` atomically. `key`: the
-    records that are key tokens (`--key-tokens`), marked on the page."""
-    return write_atomic(Path(run_dir) / REPORT_HTML, render_diff(Path(run_dir), report, records, key))
-
-
 def render_diff(run_dir: Path, report: dict, records: pd.DataFrame, key: np.ndarray | None = None) -> str:
+    """The page of a finished diff in `run_dir` (its pieces are read there). `key`: the records
+    that are key tokens (`--key-tokens`), marked on the page."""
     summary = report["summary"]
     cells = [summary["all"], *summary["buckets"]]
     key_summary = summary.get("key_tokens")

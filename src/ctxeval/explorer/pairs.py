@@ -15,7 +15,7 @@ import pandas as pd
 from ctxeval.config import MetricConfig
 from ctxeval.errors import UserError
 from ctxeval.pipeline.manifest import Manifest
-from ctxeval.metrics.rank import alpha_key
+from ctxeval.metrics.registry import rank_keys
 from ctxeval.pairing import pair_windows
 from ctxeval.report.compare import build_report, window_table
 from ctxeval.explorer.data import Arm
@@ -51,7 +51,7 @@ def pair_arms(a: Arm, b: Arm) -> ArmPair | None:
     if pairing.paired.empty:
         return None
     metrics = MetricConfig.from_dict(a.manifest["config"]["metrics"])
-    scores = ["lin", "rp", *(alpha_key(x) for x in metrics.alphas), "avg"]
+    scores = rank_keys(metrics)
     labels = (f"{a.run} · {a.model}", f"{b.run} · {b.model}")
     overall = build_report(pairing, labels, COMPARE_REPLICATES, COMPARE_SEED, False, scores)
     rows = []

@@ -3,7 +3,7 @@ ranking and a human ranking (L-Eval's Figure 2: ROUGE-L, F1 and LLM judges again
 human score, with and without length instructions).
 
 Inputs are small tables. Human: CSV with a ``model`` column and a score column, or JSON
-``{model: score}``. Metrics: ``scores.json`` files written by ``ctxeval leval`` (each metric is
+``{model: score}``. Metrics: results of ``ctxeval leval`` (a folder or its ``scores.json``; each metric is
 averaged per model over the tasks that every compared model has), or CSV/JSON tables
 ``model × metric`` (e.g. judge win rates). A ``LABEL=`` before a path prefixes its metric names,
 so "origin=..." and "lie=..." can sit side by side as in the figure. Higher is better on every
@@ -15,24 +15,13 @@ from __future__ import annotations
 import csv
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 from ctxeval.errors import UserError
-from ctxeval.leval.report import SCORES_JSON
+from ctxeval.results.base import read_result
+from ctxeval.results.correlations import Correlation
+from ctxeval.results.leval import SCORES_JSON, LevalResult
 from ctxeval.stats.agreement import kendall_tau_b
-
-CORR_JSON = "corr.json"
-CORR_MD = "corr.md"
-
-
-@dataclass(frozen=True)
-class Correlation:
-    metric: str
-    tau: float
-    p_value: float
-    models: tuple[str, ...]
-    tasks: int | None  # tasks averaged (scores.json inputs); None for a plain table
 
 
 def _number(value, where: str) -> float:
@@ -109,23 +98,10 @@ def metric_tables(source: str, models: list[str]) -> dict[str, tuple[dict[str, f
     if not sep or Path(source).exists():
         label, raw = "", source
     path = Path(raw)
-    if path.is_dir():
-        path = path / SCORES_JSON
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
     prefix = f"{label}:" if label else ""
-    data = None
-    if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{path}: not valid JSON ({exc.msg})") from None
-    is_scores = isinstance(data, dict) and data and all(
-        isinstance(tasks, dict) and tasks and all(isinstance(v, dict) and "n" in v for v in tasks.values())
-        for tasks in data.values()
-    )
-    if is_scores:
-        return {prefix + k: v for k, v in _from_scores_json(data, models).items()}
+    if path.is_dir() or path.name == SCORES_JSON:
+        scores = read_result(path if path.is_dir() else path.parent, reader="leval-corr", kinds=(LevalResult,)).scores
+        return {prefix + k: v for k, v in _from_scores_json(scores, models).items()}
     table = _read_table(path)
     columns = sorted({k for row in table.values() for k in row})
     return {prefix + c: ({m: row[c] for m, row in table.items() if c in row}, None) for c in columns}
@@ -148,30 +124,3 @@ def correlate(human: dict[str, float], sources: list[str]) -> list[Correlation]:
     if not results:
         raise UserError(f"no metric covers two or more of the human-rated models ({', '.join(models)})")
     return results
-
-
-def correlation_markdown(results: list[Correlation], human_models: list[str]) -> str:
-    lines = ["| metric | Kendall τ-b | p | models | tasks |", "|---|---:|---:|---:|---:|"]
-    for r in results:
-        tau = "n/a (constant)" if math.isnan(r.tau) else f"{r.tau:.3f}"
-        p = "" if math.isnan(r.p_value) else f"{r.p_value:.3g}"
-        tasks = "" if r.tasks is None else str(r.tasks)
-        lines.append(f"| {r.metric} | {tau} | {p} | {len(r.models)} of {len(human_models)} | {tasks} |")
-    return "\n".join(lines) + "\n"
-
-
-def run_corr(human_path: Path, sources: list[str], column: str | None, out: Path | None) -> tuple[list[Correlation], str]:
-    """Correlate and, with `out`, write corr.json and corr.md there."""
-    human = read_human(human_path, column)
-    results = correlate(human, sources)
-    text = correlation_markdown(results, sorted(human))
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        rows = [
-            {"metric": r.metric, "tau": None if math.isnan(r.tau) else r.tau,
-             "p_value": None if math.isnan(r.p_value) else r.p_value, "models": list(r.models), "tasks": r.tasks}
-            for r in results
-        ]
-        (out / CORR_JSON).write_text(json.dumps({"human": human, "correlations": rows}, indent=2) + "\n", encoding="utf-8")
-        (out / CORR_MD).write_text("# Kendall τ-b with the human ranking\n\n" + text, encoding="utf-8")
-    return results, text

@@ -1,15 +1,14 @@
-"""Write `ctxeval leval` results: scores.json (the numbers) and scores.md (tables and notes)."""
+"""The result of `ctxeval leval` from its scores, and its Markdown: tables per model × task,
+per-model averages, notes."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
-from ctxeval.leval.score import LevalScores, score_predictions
+from ctxeval.leval.score import LevalScores
+from ctxeval.results.leval import LevalResult
 
-SCORES_JSON = "scores.json"
-SCORES_MD = "scores.md"
 COLUMNS = (("exact_match", "EM"), ("f1", "F1"), ("rouge1", "R-1"), ("rouge2", "R-2"), ("rougeL", "R-L"), ("delta_len", "ΔL"))
 
 
@@ -52,10 +51,6 @@ def markdown(result: LevalScores) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_leval(predictions: Path, out: Path, variant: str = "leval", progress: bool = True, tokenize: str = "plain") -> LevalScores:
-    """Score the prediction files and write DIR/scores.json and DIR/scores.md."""
-    result = score_predictions(predictions, variant, progress, tokenize)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / SCORES_JSON).write_text(json.dumps(result.as_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    (out / SCORES_MD).write_text(markdown(result), encoding="utf-8")
-    return result
+def leval_result(scores: LevalScores, out: Path) -> LevalResult:
+    """What `ctxeval leval` writes into `out`: the numbers, the settings, the notes and the tables."""
+    return LevalResult(scores.as_json(), scores.variant, scores.tokenize, tuple(scores.notes()), Path(out), markdown(scores))

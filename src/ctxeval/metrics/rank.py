@@ -9,9 +9,6 @@ cutoff may be one l per target (`ranking_lengths`).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-
 import numpy as np
 
 
@@ -62,30 +59,6 @@ def nonlinear_scores(ranks: np.ndarray, cutoff: Cutoff, alpha: float) -> np.ndar
     """s_i = exp(-alpha (r_i - 1)) inside the ranking, else 0 (eq. 8)."""
     r, inside = _ranks_and_mask(ranks, cutoff)
     return np.where(inside, np.exp(-alpha * (r - 1)), 0.0)
-
-
-def token_scores(ranks: np.ndarray, cutoff: Cutoff, alphas: Sequence[float]) -> dict[str, np.ndarray]:
-    """Per target, every score that enters the thesis's AVG: `lin`, `rp` and `a<alpha>` per alpha
-    (with alphas (0.1, 0.3) the thesis's four scores); the one place that list is defined."""
-    scores = {"lin": linear_scores(ranks, cutoff), "rp": reciprocal_scores(ranks, cutoff)}
-    for alpha in alphas:
-        scores[alpha_key(alpha)] = nonlinear_scores(ranks, cutoff, alpha)
-    return scores
-
-
-def rank_scores(ranks: np.ndarray, cutoff: Cutoff, alphas: Sequence[float]) -> dict[str, float]:
-    """Mean of each of `token_scores`, and their average (the thesis's AVG).
-
-    Keys: `lin`, `rp`, `a<alpha>` per alpha (e.g. `a0.1`), `avg` = mean of all of them, which
-    with alphas (0.1, 0.3) is the thesis's average of four scores.
-    """
-    ranks = np.asarray(ranks)
-    if ranks.size == 0:
-        keys = ["lin", "rp", *(alpha_key(a) for a in alphas), "avg"]
-        return {k: math.nan for k in keys}
-    scores = {name: float(values.mean()) for name, values in token_scores(ranks, cutoff, alphas).items()}
-    scores["avg"] = float(np.mean(list(scores.values())))
-    return scores
 
 
 def alpha_key(alpha: float) -> str:

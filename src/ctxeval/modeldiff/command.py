@@ -2,41 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 
 from ctxeval.backends.registry import refuse_api_models
 from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
 from ctxeval.modeldiff.keytokens import check_gain_run, key_token_mask
 from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_summary
-from ctxeval.modeldiff.report import gate, write_report
+from ctxeval.modeldiff.report import gate, render_markdown
 from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, DiffRun
 from ctxeval.pipeline.engine import run
 from ctxeval.modeldiff.summary import Bootstrap, bucket_edges, summarize
 from ctxeval.errors import UserError
-from ctxeval.explorer.diffpage import REPORT_HTML, write_diff_html
 from ctxeval.pipeline.executors import ExecutorOptions
+from ctxeval.pipeline.manifest import Manifest
 from ctxeval.report.compare import PROFILES
 from ctxeval.report.numerics import arm, pair_numerics
+from ctxeval.results.diff import DiffResult
 
 DEFAULT_TOP_K = 10
-
-
-@dataclass
-class DiffResult:
-    """A finished diff: its directory, the report (diff.json's content), diff.md, gate failures
-    (report.html beside them)."""
-
-    run_dir: Path
-    report: dict
-    markdown: str
-    failures: list[str]
-
-    def files(self) -> dict[str, Path]:
-        return {"records": self.run_dir / DIFF_FILE, "report": self.run_dir / "diff.json", "markdown": self.run_dir / "diff.md", "html": self.run_dir / REPORT_HTML}
+# renders a finished diff's page (explorer/diffpage.py's `render_diff`, passed by the command so
+# that this package imports no explorer): (run directory, report, records, key-token mask) -> HTML
+RenderPage = Callable[[Path, dict, pd.DataFrame, np.ndarray | None], str]
 
 
 def diff(
@@ -44,6 +35,7 @@ def diff(
     cand: str,
     texts: Sequence[str | Path],
     *,
+    render_page: RenderPage,
     window: int,
     stride: int | None = None,
     max_tokens: int | None = None,
@@ -69,7 +61,8 @@ def diff(
 
     `key_tokens`: a finished context-gain run over the same texts; the summaries are also given
     over its evaluator's key tokens (by character span). `noise_floor`: REF on a second numeric
-    path, on a seeded sample of the windows (`modeldiff/noise_floor.py`), drawn under the KL."""
+    path, on a seeded sample of the windows (`modeldiff/noise_floor.py`), drawn under the KL.
+    The run's finisher summarises and gates the records into the result, which the engine writes."""
     refuse_api_models([ref, cand], "diff", "the full next-token distribution")
     if noise_floor is not None:
         refuse_api_models([noise_floor.second_spec(ref)], "--noise-floor", "the full next-token distribution")
@@ -98,26 +91,39 @@ def diff(
     loaded = open_corpus(texts, corpus)
     config = DiffConfig(ref, cand, tuple(r.sha256 for r in loaded.refs), tuple(r.text_id for r in loaded.refs), window, stride, max_tokens, top_k, reverse, block_rows)
     run_dir = Path(out) if out is not None else Path("runs") / f"diff-{config.run_id()[:8]}"
-    task = DiffRun(config, loaded, n_threads)
-    manifest = run(task, task.spec(), run_dir, executor=executor, progress=progress)
-    records = pq.read_table(run_dir / DIFF_FILE).to_pandas()
-    summary = summarize(records, edges, bootstrap)
-    mask = None
-    if key_tokens is not None:
-        mask, picked = key_token_mask(records, manifest.texts or [], Path(key_tokens))
-        summary["key_tokens"] = picked | (summarize(records[mask], edges, bootstrap) if mask.any() else {})
-    floor = None
-    if noise_floor is not None:
-        floor = measure_noise_floor(ref, noise_floor, loaded, window=window, stride=stride, max_tokens=max_tokens, edges=edges, out=floor_dir(run_dir),
-                                    block_rows=block_rows, bootstrap=bootstrap, n_threads=n_threads, executor=executor, progress=progress)
-    failures = gate(summary, profile, max_kl, min_same_top, min_windows, min_tokens)
+    settings = {"window": window, "stride": stride, "max_tokens": max_tokens, "top_k": top_k, "reverse": reverse, "bucket_edges": edges,
+                "replicates": bootstrap.replicates, "seed": bootstrap.seed, "confidence": bootstrap.confidence}
+
+    def finish(run_dir: Path, manifest: Manifest) -> DiffResult:
+        records = pq.read_table(run_dir / DIFF_FILE).to_pandas()
+        summary = summarize(records, edges, bootstrap)
+        mask = None
+        if key_tokens is not None:
+            mask, picked = key_token_mask(records, manifest.texts or [], Path(key_tokens))
+            summary["key_tokens"] = picked | (summarize(records[mask], edges, bootstrap) if mask.any() else {})
+        floor = None
+        if noise_floor is not None:
+            floor = measure_noise_floor(ref, noise_floor, loaded, window=window, stride=stride, max_tokens=max_tokens, edges=edges, out=floor_dir(run_dir),
+                                        block_rows=block_rows, bootstrap=bootstrap, n_threads=n_threads, executor=executor, progress=progress)
+        failures = gate(summary, profile, max_kl, min_same_top, min_windows, min_tokens)
+        gates = {"profile": profile, "max_kl": max_kl, "min_same_top": min_same_top, "failures": failures}
+        report = diff_report(manifest, settings, summary, gates, floor)
+        return DiffResult(run_dir, manifest, report, render_markdown(report), render_page(run_dir, report, records, mask), failures)
+
+    task = DiffRun(config, loaded, n_threads, finish)
+    return run(task, task.spec(), run_dir, executor=executor, progress=progress)
+
+
+def diff_report(manifest: Manifest, settings: dict, summary: dict, gates: dict, floor: dict | None) -> dict:
+    """diff.json's content: both models, the settings, the definitions, the summaries, the gates,
+    both numeric paths, and the noise floor where one was measured."""
     ref_entry, cand_entry = manifest.models
+    top_k = settings["top_k"]
     report = {
         "ref": {"name": ref_entry["name"], "path": ref_entry["path"], "sha256": ref_entry["sha256"]},
         "cand": {"name": cand_entry["name"], "path": cand_entry["path"], "sha256": cand_entry["sha256"]},
         "run_id": manifest.run_id,
-        "settings": {"window": window, "stride": stride, "max_tokens": max_tokens, "top_k": top_k, "reverse": reverse, "bucket_edges": edges,
-                     "replicates": bootstrap.replicates, "seed": bootstrap.seed, "confidence": bootstrap.confidence},
+        "settings": settings,
         "definitions": {
             "kl": "KL(P_ref || P_cand) = sum_v P_ref(v) log(P_ref(v) / P_cand(v)) over the full vocabulary, nats, per scored token",
             "same_top1": "percent of tokens whose REF and CAND argmax agree",
@@ -127,14 +133,12 @@ def diff(
             "percentiles": "linear interpolation between order statistics (numpy's default)",
         },
         "summary": summary,
-        "gates": {"profile": profile, "max_kl": max_kl, "min_same_top": min_same_top, "failures": failures},
+        "gates": gates,
         "numerics": pair_numerics(arm(manifest, 0), arm(manifest, 1), ("REF", "CAND")),
     }
     if floor is not None:
         report["noise_floor"] = floor
-    markdown = write_report(report, run_dir)
-    write_diff_html(run_dir, report, records, mask)
-    return DiffResult(run_dir, report, markdown, failures)
+    return report
 
 
 def measure_noise_floor(

@@ -1,16 +1,10 @@
-"""The diff report (`diff.json`, `diff.md`) and the gates of the ci/release profiles."""
+"""The diff report's Markdown (`diff.md`; results/diff.py writes it) and the gates of the ci/release profiles."""
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 from ctxeval.modeldiff.noise_floor import floor_line
 from ctxeval.report.compare import PROFILES, interval_text
 from ctxeval.report.numerics import markdown_lines
-
-DIFF_JSON = "diff.json"
-DIFF_MD = "diff.md"
 
 
 def gate(summary: dict, profile: str, max_kl: float | None, min_same_top: float | None,
@@ -36,16 +30,8 @@ def gate(summary: dict, profile: str, max_kl: float | None, min_same_top: float 
     return failures
 
 
-def write_report(report: dict, out: Path) -> str:
-    """Write diff.json and diff.md into `out`; returns the Markdown."""
-    out.mkdir(parents=True, exist_ok=True)
-    markdown = render_markdown(report)
-    (out / DIFF_JSON).write_text(json.dumps(report, indent=2, default=float))
-    (out / DIFF_MD).write_text(markdown)
-    return markdown
-
-
 def render_markdown(report: dict) -> str:
+    """diff.md: the summary tables, the key tokens, the noise floor, the gates and the numeric paths."""
     s = report["settings"]
     conf = f"{100 * s['confidence']:.0f} %"
     lines = [

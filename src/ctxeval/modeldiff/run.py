@@ -9,9 +9,10 @@ uninterrupted one. No logits are kept: each record holds the per-token compariso
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -96,16 +97,19 @@ class DiffConfig:
 class DiffRun:
     """A diff as a task of the engine (`pipeline.engine.run`): one worker model, the pair;
     windows planned on REF's tokenization once the vocabularies are checked equal; one record
-    per scored token; `finish` returns the manifest (the command summarizes the records)."""
+    per scored token. `finish` returns what the `finish` given makes of the run (a diff: its
+    result, which the engine writes), or the manifest without one (a noise floor's run)."""
 
     records = DIFF_RECORDS
     schema = DIFF_SCHEMA
     unit = "tokens"
     finish_incomplete = False
 
-    def __init__(self, config: DiffConfig, corpus: Corpus, n_threads: int | None = None) -> None:
+    def __init__(self, config: DiffConfig, corpus: Corpus, n_threads: int | None = None,
+                 finish: Callable[[Path, Manifest], Any] | None = None) -> None:
         self.config = config
         self.corpus = corpus
+        self._finish = finish
         self._spec = PairSpec(ScorerSpec(config.ref, n_threads), ScorerSpec(config.cand, n_threads))
 
     def spec(self) -> RunSpec:
@@ -148,14 +152,14 @@ class DiffRun:
         name: the two models' token tables are byte-identical, `check_pair`)."""
         _write_ref_pieces(run_dir, model.ref)
 
-    def finish(self, run_dir: Path, manifest: Manifest) -> Manifest:
+    def finish(self, run_dir: Path, manifest: Manifest) -> Any:
         if not has_pieces(run_dir):  # a complete run written without them: REF's tokenizer, nothing scored
             ref = self._spec.ref.load()
             try:
                 _write_ref_pieces(run_dir, ref)
             finally:
                 ref.close()
-        return manifest
+        return manifest if self._finish is None else self._finish(run_dir, manifest)
 
 
 def plan_windows(n_tokens: int, config: DiffConfig) -> list[windows.Pass]:

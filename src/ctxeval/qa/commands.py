@@ -13,7 +13,10 @@ from ctxeval.errors import UserError
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.qa.meta_eval import run_meta_eval
 from ctxeval.qa.methods import MethodConfig
+from ctxeval.results.meta_eval import MetaEvalResult
+from ctxeval.results.pplqa import PplqaResult
 from ctxeval.stats.agreement import TAU_VARIANTS
+from ctxeval.stats.defaults import DEFAULT_REPLICATES, DEFAULT_SEED
 
 
 def meta_eval(
@@ -25,12 +28,12 @@ def meta_eval(
     qa_scope: str = "all",
     aspect: str = "coherence",
     ties: str | None = None,
-    replicates: int = 2000,
-    seed: int = 0,
+    replicates: int = DEFAULT_REPLICATES,
+    seed: int = DEFAULT_SEED,
     progress: bool = False,
     n_threads: int | None = None,
     executor: ExecutorOptions | None = None,
-) -> dict:
+) -> MetaEvalResult:
     """Meta-evaluate answer-quality methods against the human labels of a pairwise dataset."""
     config = MethodConfig(tuple(methods), qa_scope, aspect)
     data = load_dataset(dataset, ties)
@@ -51,12 +54,12 @@ def pplqa(
     qa_scope: str = "all",
     aspect: str | None = None,
     reference: str | None = "auto",
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     progress: bool = False,
     n_threads: int | None = None,
     tau: str = "a",
     executor: ExecutorOptions | None = None,
-) -> dict:
+) -> PplqaResult:
     """Rank each question's answers by PPLqa (and optionally the baselines).
 
     `answers`: `mt-bench` (the shared turn-1 answers of six models) or a JSONL file of

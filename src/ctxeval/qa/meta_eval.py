@@ -2,31 +2,28 @@
 compared with the human labels (the PPLqa paper's Table 3: precision/recall/F1 per label,
 accuracy, MCC), with percentile bootstrap intervals over items.
 
-Outputs in the run directory: `meta_eval.json`, `meta_eval.md`, `items.csv` (scores and picks
-per item), `passes.parquet` (the evaluator passes as records; a re-run with the same model
-resumes, see qa/passes.py) and `manifest.json`.
+Its result (results/meta_eval.py): `meta_eval.json`, `meta_eval.md` and `items.csv` (scores
+and picks per item); the run also holds `passes.parquet` (the evaluator passes as records; a
+re-run with the same model resumes, see qa/passes.py) and `manifest.json`.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import time
 from dataclasses import asdict
 from pathlib import Path
+
+import pandas as pd
 
 from ctxeval.data.pairwise import PairDataset
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.metrics.qa import pick_winner
 from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, answer_passes, score_answer
 from ctxeval.qa.passes import PassRecords, run_passes
-from ctxeval.report.meta_eval import markdown_table
+from ctxeval.pipeline.manifest import Manifest
+from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.stats.bootstrap import bootstrap_classification, classification_metrics
-
-RESULT_JSON = "meta_eval.json"
-RESULT_MD = "meta_eval.md"
-ITEMS_CSV = "items.csv"
-
+from ctxeval.stats.defaults import DEFAULT_REPLICATES, DEFAULT_SEED
 
 def score_items(records: PassRecords, dataset: PairDataset, config: MethodConfig) -> list[dict]:
     """Scores of both answers of every item under every method, from the pass records."""
@@ -71,19 +68,28 @@ def run_meta_eval(
     dataset: PairDataset,
     config: MethodConfig,
     out_dir: Path,
-    replicates: int = 2000,
-    seed: int = 0,
+    replicates: int = DEFAULT_REPLICATES,
+    seed: int = DEFAULT_SEED,
     progress: bool = False,
     executor: ExecutorOptions | None = None,
-) -> dict:
-    """Score, pick, compare with the human labels, and write the results; returns the JSON dict."""
+) -> MetaEvalResult:
+    """Score, pick and compare with the human labels; the result (written by the engine) has the
+    metrics, their Markdown table and the items."""
     started = time.time()
     requests = [r for it in dataset.items for a in (it.answer_1, it.answer_2) for r in answer_passes(it.question, a, config)]
     run_config = {"dataset": dataset.name, "items": len(dataset.items), "method_config": asdict(config), "model": load_spec.spec}
-    records = run_passes(load_spec, requests, out_dir, "meta-eval", run_config, progress, executor)
-    rows = score_items(records, dataset, config)
+
+    def build(records: PassRecords, manifest: Manifest) -> MetaEvalResult:
+        rows = score_items(records, dataset, config)
+        return MetaEvalResult.of(_report(records, dataset, config, rows, replicates, seed, started), pd.DataFrame(rows), manifest, out_dir)
+
+    return run_passes(load_spec, requests, out_dir, "meta-eval", run_config, progress, executor, build)
+
+
+def _report(records: PassRecords, dataset: PairDataset, config: MethodConfig, rows: list[dict], replicates: int, seed: int, started: float) -> dict:
+    """meta_eval.json's content."""
     scoring_seconds = time.time() - started
-    result = {
+    return {
         "dataset": {"name": dataset.name, "source": dataset.source, "items": len(rows), "tie_policy": dataset.tie_policy, "ties_dropped": dataset.ties_dropped, **dataset.notes,
                     "labels": {str(l): sum(r["label"] == l for r in rows) for l in sorted({r["label"] for r in rows})}},
         "evaluator": {"name": records.info.name, "backend": records.info.backend, "sha256": records.info.sha256},
@@ -92,10 +98,3 @@ def run_meta_eval(
         "methods": evaluate_picks(rows, config.methods, replicates, seed),
         "timing": {"scoring_seconds": round(scoring_seconds, 1), "passes_run_this_session": records.run_now, "total_seconds": round(time.time() - started, 1)},
     }
-    (out_dir / RESULT_JSON).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    (out_dir / RESULT_MD).write_text(markdown_table(result), encoding="utf-8")
-    with (out_dir / ITEMS_CSV).open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return result

@@ -4,13 +4,16 @@ Each pass is a record (`QA_PASSES`: one row per pass, keyed by its content hash)
 atomic Parquet parts while the work runs and merged into `passes.parquet` at the end, so an
 interrupted `pplqa` or `meta-eval` loses at most the passes in flight, and a re-run of the same
 command runs only passes not yet recorded. A run directory holds one configuration, as for
-every command (the engine refuses another).
+every command (the engine refuses another). The finisher turns all the records into the
+command's `Result` (its `build`), which the engine writes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,6 +26,9 @@ from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.pipeline.manifest import Manifest
 from ctxeval.pipeline.records import RecordKind, append_row
 from ctxeval.qa.evaluator import Evaluator, PassRequest, QATask
+from ctxeval.results.base import Result
+
+R = TypeVar("R", bound=Result)
 
 PASSES_FILE = "passes.parquet"
 QA_PASSES = RecordKind(PASSES_FILE, "key", ("key",))
@@ -58,18 +64,20 @@ class PassRecords:
         return self.by_key[self.evaluator.key(request)]
 
 
-class QAPassRun:
-    """The evaluator passes of an answer-quality command as a task of the engine."""
+class QAPassRun(Generic[R]):
+    """The evaluator passes of an answer-quality command as a task of the engine; `build`
+    turns the records of all passes (and the run's manifest) into the command's result."""
 
     records = QA_PASSES
     schema = PASS_SCHEMA
     unit = "passes"
     finish_incomplete = False
 
-    def __init__(self, command: str, load_spec: ScorerSpec, requests: list[PassRequest]) -> None:
+    def __init__(self, command: str, load_spec: ScorerSpec, requests: list[PassRequest], build: Callable[[PassRecords, Manifest], R]) -> None:
         self.command = command
         self.load_spec = load_spec
         self.requests = requests
+        self.build = build
         self.evaluator: Evaluator | None = None
         self.run_now = 0
 
@@ -96,12 +104,12 @@ class QAPassRun:
     def model_done(self, run_dir: Path, model: Scorer) -> None:
         """Nothing to keep from the loaded model."""
 
-    def finish(self, run_dir: Path, manifest: Manifest) -> PassRecords:
+    def finish(self, run_dir: Path, manifest: Manifest) -> R:
         if self.evaluator is not None:
-            return self._records(self.evaluator, run_dir)
+            return self.build(self._records(self.evaluator, run_dir), manifest)
         scorer = self.load_spec.load()  # a finished run: the keys need the model's identity and tokenizer
         try:
-            return self._records(Evaluator(scorer), run_dir)
+            return self.build(self._records(Evaluator(scorer), run_dir), manifest)
         finally:
             scorer.close()
 
@@ -111,7 +119,7 @@ class QAPassRun:
 
 
 def run_passes(load_spec: ScorerSpec, requests: list[PassRequest], out_dir: Path, command: str, config: dict,
-               progress: bool, executor: ExecutorOptions | None) -> PassRecords:
-    """Record every request's pass that is not recorded yet, then return all of them."""
+               progress: bool, executor: ExecutorOptions | None, build: Callable[[PassRecords, Manifest], R]) -> R:
+    """Record every request's pass that is not recorded yet, then build the command's result from all of them."""
     spec = RunSpec(command, config_id(config), config)
-    return run(QAPassRun(command, load_spec, requests), spec, out_dir, executor=executor, progress=progress)
+    return run(QAPassRun(command, load_spec, requests, build), spec, out_dir, executor=executor, progress=progress)

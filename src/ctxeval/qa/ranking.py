@@ -3,30 +3,32 @@
 questions (the PPLqa paper's eq. 3; tau-a of eq. 4 by default, tau-b on request), its p-values,
 and the paper's random baseline.
 
-Outputs: `scores.csv` (one row per question x answer: scores and per-question ranks, 1 = best),
-`pplqa.json` and `pplqa.md`, plus `passes.parquet` (the evaluator passes as records; a re-run
-resumes, see qa/passes.py) and `manifest.json`.
+Its result (results/pplqa.py): `scores.csv` (one row per question x answer: scores and
+per-question ranks, 1 = best), `pplqa.json` and `pplqa.md`; the run also holds `passes.parquet`
+(the evaluator passes as records; a re-run resumes, see qa/passes.py) and `manifest.json`.
 """
 
 from __future__ import annotations
 
-import csv
 import itertools
-import json
 import math
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 from ctxeval.data.mt_bench import RankingQuestion
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.metrics.qa import rank_scores
 from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, answer_passes, score_answer
-from ctxeval.qa.passes import run_passes
+from ctxeval.pipeline.manifest import Manifest
+from ctxeval.qa.passes import PassRecords, run_passes
+from ctxeval.results.pplqa import PplqaResult
 from ctxeval.stats.agreement import BASELINE_DRAWS, EXACT_BASELINE_MAX_ITEMS, per_item_tau, random_ranking_baseline
+from ctxeval.stats.defaults import DEFAULT_SEED
 
 
 def _goodness(method: str, value: float) -> float:
@@ -34,7 +36,7 @@ def _goodness(method: str, value: float) -> float:
     return value if HIGHER_IS_BETTER[method] else -value
 
 
-def tau_summary(items: list[tuple[list[float], list[float]]], variant: str = "a", seed: int = 0) -> dict:
+def tau_summary(items: list[tuple[list[float], list[float]]], variant: str = "a", seed: int = DEFAULT_SEED) -> dict:
     """Mean per-item tau, per-item p-values, a one-sample t-test of the taus against 0, and
     the paper's random baseline averaged over the used items' ranking sizes (a sparse
     reference ranks fewer answers, and the baseline depends strongly on that number)."""
@@ -71,16 +73,26 @@ def rank_answers(
     out_dir: Path,
     reference: dict[str, dict[str, float]] | None = None,
     reference_note: dict | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     progress: bool = False,
     tau: str = "a",
     executor: ExecutorOptions | None = None,
-) -> dict:
-    """Score and rank all answers; write scores.csv, pplqa.json and pplqa.md; return the JSON dict."""
+) -> PplqaResult:
+    """Score and rank all answers; the result (written by the engine) has scores.csv, pplqa.json and pplqa.md."""
     started = time.time()
     requests = [r for q in questions for a in q.answers.values() for r in answer_passes(q.question, a, config)]
     run_config = {"questions": [q.question_id for q in questions], "method_config": asdict(config), "model": load_spec.spec}
-    records = run_passes(load_spec, requests, out_dir, "pplqa", run_config, progress, executor)
+
+    def build(records: PassRecords, manifest: Manifest) -> PplqaResult:
+        report, rows = _ranked(records, questions, config, reference, reference_note, seed, tau, started)
+        return PplqaResult.of(report, pd.DataFrame(rows), manifest, out_dir)
+
+    return run_passes(load_spec, requests, out_dir, "pplqa", run_config, progress, executor, build)
+
+
+def _ranked(records: PassRecords, questions: list[RankingQuestion], config: MethodConfig, reference: dict[str, dict[str, float]] | None,
+            reference_note: dict | None, seed: int, tau: str, started: float) -> tuple[dict, list[dict]]:
+    """pplqa.json's content and the rows of scores.csv, from the records of every pass."""
     rows: list[dict] = []
     for q in questions:
         q_rows = [{"question_id": q.question_id, "model": model, **score_answer(records, q.question, answer, config)} for model, answer in q.answers.items()]
@@ -116,36 +128,5 @@ def rank_answers(
         "agreement": agreement,
         "timing": {"seconds": round(time.time() - started, 1), "passes_run_this_session": records.run_now},
     }
-    (out_dir / "pplqa.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    (out_dir / "pplqa.md").write_text(markdown(result), encoding="utf-8")
-    with (out_dir / "scores.csv").open("w", newline="", encoding="utf-8") as f:
-        fields = list(dict.fromkeys(k for r in rows for k in r))
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
-    return result
+    return result, rows
 
-
-TAU_NOTES = {
-    "a": "Kendall tau-a per question (the paper's eq. 4: a tied pair counts 0, a constant ranking gives 0), averaged over questions",
-    "b": "Kendall tau-b per question, averaged over questions; a question with a constant ranking is skipped",
-}
-
-
-def markdown(result: dict) -> str:
-    """Mean rank per model and method, then the tau table."""
-    methods = list(result["mean_rank_per_model"])
-    models = list(next(iter(result["mean_rank_per_model"].values())))
-    lines = [f"# Answer rankings ({result['questions']} questions, {result['answers']} answers, evaluator {result['evaluator']['name']})", "",
-             "Mean rank per model (1 = best):", "", "| model | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
-    for model in models:
-        lines.append(f"| {model} | " + " | ".join(f"{result['mean_rank_per_model'][m][model]:.2f}" for m in methods) + " |")
-    lines += ["", f"{TAU_NOTES[result['tau_variant']]} (p: t-test of the per-question taus against 0):", "",
-              "| comparison | mean tau | questions used | constant ranking | skipped | p | questions with p < 0.05 | random baseline (tau >= 0) |",
-              "|---|---|---|---|---|---|---|---|"]
-    for name, a in result["agreement"].items():
-        lines.append(f"| {name} | {a['mean_tau']:.3f} | {a['items_used']} | {a['items_constant']} | {a['items_skipped']} | {a['p_mean_tau_ttest']:.3g} | "
-                     f"{a['items_p_below_0.05']} | {a['random_baseline_nonnegative']:.3f} |")
-    if result.get("reference"):
-        lines += ["", f"Reference: {result['reference'].get('description', '')}"]
-    return "\n".join(lines) + "\n"

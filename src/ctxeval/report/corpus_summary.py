@@ -14,8 +14,10 @@ import math
 import pandas as pd
 
 from ctxeval.config import MetricConfig
+from ctxeval.metrics import registry
 from ctxeval.report.summary import group_metrics, n_short_lists, token_values
 from ctxeval.stats.cluster import cluster_bootstrap
+from ctxeval.stats.defaults import DEFAULT_REPLICATES, DEFAULT_SEED
 
 CORPUS_KEYS = ["model", "method", "context_mode", "nominal_len"]
 
@@ -25,12 +27,13 @@ def corpus_summary(
     metrics: MetricConfig,
     vocab_sizes: dict[str, int],
     temperatures: tuple[float, ...],
-    replicates: int = 2000,
-    seed: int = 0,
+    replicates: int = DEFAULT_REPLICATES,
+    seed: int = DEFAULT_SEED,
 ) -> pd.DataFrame:
     """One row per model × method × context mode × length over all documents: tokens,
     documents, windows, targets scored from short top-k lists, token-weighted metrics and `<metric>_lo`/`_hi` by document bootstrap."""
     rows = []
+    log_scale = {m.key for m in registry.panel_metrics(metrics) if m.log_scale}
     for key, group in records.groupby(CORPUS_KEYS, sort=True):
         row = dict(zip(CORPUS_KEYS, key))
         documents = group["text_id"].to_numpy()
@@ -42,7 +45,7 @@ def corpus_summary(
         for name, values in token_values(group, metrics, vocab_sizes[key[0]]).items():
             interval = cluster_bootstrap(values, documents, replicates, seed)
             low, high = interval.low, interval.high
-            if name in ("ppl", "approx_ppl"):
+            if name in log_scale:
                 low, high = math.exp(low), math.exp(high)
             row |= {f"{name}_lo": low, f"{name}_hi": high}
         row["interval"] = f"cluster bootstrap over {row['n_documents']} documents"

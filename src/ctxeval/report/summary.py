@@ -9,12 +9,12 @@ import pandas as pd
 
 from ctxeval.config import MetricConfig
 from ctxeval.metrics import perplexity as ppl
-from ctxeval.metrics.rank import Cutoff, ranking_lengths, rank_scores, short_lists, token_scores
+from ctxeval.metrics import registry
+from ctxeval.metrics.rank import Cutoff, ranking_lengths, short_lists
 from ctxeval.pipeline.records import temperature_column
 from ctxeval.stats.trends import mean_interval
 
 GROUP_KEYS = ["model", "text_id", "method", "context_mode", "nominal_len"]
-INTERVAL_METRICS = ("avg", "rp", "ppl", "approx_ppl")  # the plotted ones
 
 
 def _returned(df: pd.DataFrame) -> np.ndarray | None:
@@ -33,17 +33,16 @@ def n_short_lists(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int) -> i
     return short_lists(metrics.cutoff or vocab_size, _returned(df))
 
 
-def group_metrics(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int, temperatures: tuple[float, ...]) -> dict[str, float]:
-    """All scalar metrics of one set of token records."""
-    logprobs = df["logprob"].to_numpy()
-    ranks = df["rank"].to_numpy()
-    cutoff = cutoffs(df, metrics, vocab_size)
-    out = {"nll": ppl.nll(logprobs), "ppl": ppl.perplexity(logprobs)}
-    out["bpb"] = ppl.bits_per_byte(logprobs, df["n_bytes"].to_numpy())
-    out.update(rank_scores(ranks, cutoff, metrics.alphas))
+def tokens(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int) -> registry.Tokens:
+    """The targets of `df` as the declared metrics read them."""
     topk = np.stack(df["topk_logprobs"].to_numpy()) if len(df) else np.empty((0, metrics.approx_k))
-    out["approx_ppl"] = ppl.approx_perplexity(logprobs, ranks, topk, metrics.approx_k, metrics.penalty)
-    out["top1"] = ppl.top1_accuracy(ranks)
+    return registry.tokens(df["logprob"].to_numpy(), df["rank"].to_numpy(), df["n_bytes"].to_numpy(), topk, cutoffs(df, metrics, vocab_size), metrics)
+
+
+def group_metrics(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int, temperatures: tuple[float, ...]) -> dict[str, float]:
+    """All scalar metrics of one set of token records: the declared ones, then the perplexity
+    at each other temperature of the run."""
+    out = registry.values(tokens(df, metrics, vocab_size))
     for t in temperatures:
         if t != 1.0:
             out[f"ppl_t{t:g}"] = ppl.perplexity(df[temperature_column(t)].to_numpy())
@@ -51,26 +50,20 @@ def group_metrics(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int, temp
 
 
 def token_values(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int) -> dict[str, np.ndarray]:
-    """Per target, the value whose mean gives each of INTERVAL_METRICS: scores for `avg` and
-    `rp`, NLL for `ppl` and approximate NLL for `approx_ppl` (their perplexity is exp(mean))."""
-    logprobs, ranks = df["logprob"].to_numpy(dtype=float), df["rank"].to_numpy(dtype=float)
-    scores = token_scores(ranks, cutoffs(df, metrics, vocab_size), metrics.alphas)
-    topk = np.stack(df["topk_logprobs"].to_numpy())
-    return {
-        "avg": np.mean(list(scores.values()), axis=0),
-        "rp": scores["rp"],
-        "ppl": -logprobs,
-        "approx_ppl": -ppl.approx_logprobs(logprobs, ranks, topk, metrics.approx_k, metrics.penalty),
-    }
+    """Per target, the value whose mean gives each plotted metric (`registry.panel_metrics`):
+    its score, or its NLL for a perplexity (which is exp of the mean)."""
+    targets = tokens(df, metrics, vocab_size)
+    return {m.key: m.per_token(targets) for m in registry.panel_metrics(metrics)}
 
 
 def intervals(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int) -> dict[str, float | str]:
-    """`<metric>_lo`/`_hi` of INTERVAL_METRICS for one group (see `mean_interval`), and its kind."""
+    """`<metric>_lo`/`_hi` of the plotted metrics for one group (see `mean_interval`), and its kind."""
     out: dict[str, float | str] = {}
     windows = df["window_id"].to_numpy()
+    log_scale = {m.key for m in registry.panel_metrics(metrics) if m.log_scale}
     for name, values in token_values(df, metrics, vocab_size).items():
         low, high, kind = mean_interval(values, windows)
-        if name in ("ppl", "approx_ppl"):
+        if name in log_scale:
             low, high = math.exp(low), math.exp(high)
         out |= {f"{name}_lo": low, f"{name}_hi": high, "interval": kind}
     return out

@@ -2,7 +2,7 @@
 
 The thesis's rows named "PPL" (Table 2, Appendix A) are its *approximate* perplexity from the
 API's top-20 with penalty 3 (eqs. 9-10); ctxeval's `ppl` is the exact one. Every label says
-which (`ppl_label`, `approx_ppl_label`).
+which (`metrics.registry.PPL_LABEL`, `approx_ppl_label`).
 """
 
 from __future__ import annotations
@@ -10,24 +10,13 @@ from __future__ import annotations
 import pandas as pd
 
 from ctxeval.config import MetricConfig
-from ctxeval.metrics.rank import alpha_key
-
-
-PPL_LABEL = "PPL (exact)"
-
-
-def approx_ppl_label(metrics: MetricConfig) -> str:
-    """What the thesis calls "PPL": e.g. `approx PPL (thesis, top-20, penalty 3)`."""
-    return f"approx PPL (thesis, top-{metrics.approx_k}, penalty {metrics.penalty:g})"
+from ctxeval.metrics.registry import PPL_LABEL, approx_ppl_label, table_metrics
 
 
 def score_columns(metrics: MetricConfig, thesis: bool = False) -> list[tuple[str, str]]:
-    """(summary column, label) of every per-length score, in the thesis's order; `thesis`: only
-    the thesis's Appendix A rows (approx PPL, LIN, RP, A<alpha>, AVG)."""
-    ranks = [("lin", "LIN"), ("rp", "RP"), *((alpha_key(a), f"A{a:g}") for a in metrics.alphas), ("avg", "AVG")]
-    if thesis:
-        return [("approx_ppl", approx_ppl_label(metrics)), *ranks]
-    return [("ppl", PPL_LABEL), ("approx_ppl", approx_ppl_label(metrics)), *ranks, ("top1", "TOP1"), ("bpb", "BPB")]
+    """(summary column, label) of every per-length score, in table order (`registry.table_metrics`);
+    `thesis`: only the thesis's Appendix A rows (approx PPL, LIN, RP, A<alpha>, AVG)."""
+    return [(m.key, m.label_for(metrics)) for m in table_metrics(metrics, thesis)]
 
 
 def _setting(row_keys: tuple) -> str:

@@ -7,14 +7,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from ctxeval.metrics.rank import alpha_key
 from ctxeval.stats.trends import loo_outliers, slope
 
 SERIES = ["model", "text_id", "method", "context_mode"]
-
-
-def metric_names(alphas: tuple[float, ...]) -> list[str]:
-    return ["avg", "lin", "rp", *(alpha_key(a) for a in alphas), "ppl", "approx_ppl", "nll", "bpb", "top1"]
 
 
 ALL_TEXTS = "(all texts)"

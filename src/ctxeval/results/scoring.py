@@ -85,7 +85,7 @@ class RunResult(Result):
         self.summary.to_csv(out / SUMMARY_CSV, index=False)
         (out / SUMMARY_JSON).write_text(json.dumps(self.to_json(), indent=2))
         (out / TABLES_MD).write_text(self.tables)
-        plot_scores(self.summary, out / PLOT_FILE)
+        plot_scores(self.summary, self.metrics, out / PLOT_FILE)
         if self.corpus is not None:
             self.corpus.to_csv(out / CORPUS_CSV, index=False)
             corpus = {"run_id": self.manifest.run_id, "metrics": asdict(self.metrics), "corpus": json_rows(self.corpus)}

@@ -25,10 +25,10 @@ def serve(settings: ServerSettings) -> None:
         from ctxeval.server.app import create_app
     except ImportError:
         raise UserError("ctxeval serve needs FastAPI and uvicorn: pip install 'ctxeval[server]'") from None
-    from ctxeval.backends.registry import load_scorer
+    from ctxeval.backends.registry import backend_for, load_scorer
     from ctxeval.server.model import ServedModel
 
-    if settings.model.startswith("openai:"):
+    if backend_for(settings.model).remote:
         raise UserError(f"ctxeval serve scores with a local model (a .gguf path, {DEFAULT_MODEL} or hf:...), not {settings.model}")
     scorer = load_scorer(settings.model, n_threads=settings.n_threads, device=settings.device, dtype=settings.dtype)
     model = ServedModel(scorer, settings)
@@ -73,7 +73,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def spawn_server(n_ctx: int = 4096, n_threads: int | None = None, model: str = DEFAULT_MODEL, wait_s: float = 180.0, args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
+def spawn_server(n_ctx: int = ServerSettings.n_ctx, n_threads: int | None = None, model: str = DEFAULT_MODEL, wait_s: float = 180.0, args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
     """Start `ctxeval serve` in a child process on a free loopback port and wait until it
     answers: (process, base URL). A one-machine fleet for tests, benchmarks and trials; the
     caller terminates the process. `args` are further `ctxeval serve` options."""

@@ -1,6 +1,7 @@
 """Agreement between a method's judgements and human labels or rankings."""
 
 from __future__ import annotations
+from ctxeval.stats.defaults import DEFAULT_SEED
 
 import itertools
 import math
@@ -107,7 +108,7 @@ def exact_ranking_baseline(n_items: int, keep: str = "nonnegative") -> float:
     return float(_keep(_tau_a_rows(perms, np.arange(n_items)), keep).mean())
 
 
-def monte_carlo_ranking_baseline(n_items: int, keep: str = "nonnegative", samples: int = BASELINE_DRAWS, seed: int = 0) -> float:
+def monte_carlo_ranking_baseline(n_items: int, keep: str = "nonnegative", samples: int = BASELINE_DRAWS, seed: int = DEFAULT_SEED) -> float:
     """The random baseline estimated from `samples` seeded random rankings, as the paper did."""
     _check_baseline(n_items, keep)
     if samples < 1:
@@ -116,7 +117,7 @@ def monte_carlo_ranking_baseline(n_items: int, keep: str = "nonnegative", sample
     return float(_keep(_tau_a_rows(perms, np.arange(n_items)), keep).mean())
 
 
-def random_ranking_baseline(n_items: int, keep: str = "nonnegative", samples: int = BASELINE_DRAWS, seed: int = 0) -> float:
+def random_ranking_baseline(n_items: int, keep: str = "nonnegative", samples: int = BASELINE_DRAWS, seed: int = DEFAULT_SEED) -> float:
     """The PPLqa paper's random baseline: mean tau between two random rankings of n_items
     (no ties) among the draws it keeps. The paper "discard[s] all values less than 0", so tau = 0
     is kept (`keep="nonnegative"`, the default); its 0.31 for four items is exactly 14/45 this

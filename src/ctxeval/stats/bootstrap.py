@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
 from ctxeval.stats.agreement import accuracy, f1_per_label, mcc
 
 
@@ -32,7 +32,7 @@ def bootstrap_classification(
     labels: Sequence[int],
     all_labels: Sequence[int],
     replicates: int = DEFAULT_REPLICATES,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
 ) -> dict[str, tuple[float, float]]:
     """(low, high) percentile interval of every metric of `classification_metrics`."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
 from ctxeval.stats.paired import ratio_replicates
 
 
@@ -32,7 +32,7 @@ class ClusterInterval:
     confidence: float
 
 
-def cluster_bootstrap(values: np.ndarray, clusters: np.ndarray, replicates: int = DEFAULT_REPLICATES, seed: int = 0, confidence: float = DEFAULT_CONFIDENCE) -> ClusterInterval:
+def cluster_bootstrap(values: np.ndarray, clusters: np.ndarray, replicates: int = DEFAULT_REPLICATES, seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE) -> ClusterInterval:
     """Percentile interval of the mean of per-token `values`, resampling whole `clusters`
     (one label per token) uniformly with replacement. Fewer than two clusters, or a non-finite
     value, give NaN bounds (nothing to resample, or nothing to average)."""

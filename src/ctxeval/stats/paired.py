@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
 from scipy.special import ndtr, ndtri
 
 RESAMPLE_SCHEMES = ("windows", "tokens")
@@ -109,7 +109,7 @@ def paired_bca(
     delta: np.ndarray,
     tokens: np.ndarray,
     replicates: int = DEFAULT_REPLICATES,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
     clusters: np.ndarray | None = None,
     resample: str = "windows",

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
 from scipy import stats
 
 
@@ -47,7 +47,7 @@ def loo_outliers(values: np.ndarray, k: float = 2.0) -> np.ndarray:
     return flags
 
 
-def mean_interval(values: np.ndarray, windows: np.ndarray, confidence: float = DEFAULT_CONFIDENCE, replicates: int = DEFAULT_REPLICATES, seed: int = 0) -> tuple[float, float, str]:
+def mean_interval(values: np.ndarray, windows: np.ndarray, confidence: float = DEFAULT_CONFIDENCE, replicates: int = DEFAULT_REPLICATES, seed: int = DEFAULT_SEED) -> tuple[float, float, str]:
     """(low, high, kind) interval of the mean of per-target `values` at one context length.
 
     With several windows (repeated starts) the noise that matters is where the start fell: a t

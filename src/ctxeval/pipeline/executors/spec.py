@@ -76,13 +76,15 @@ class ScorerSpec:
 
     def load(self, n_threads: int | None = None) -> ScorerBase:
         """The scorer, with `n_threads` in place of the spec's own when given."""
-        from ctxeval.backends.registry import load_scorer
+        from ctxeval.backends.registry import backend_for, load_scorer
 
-        hf = {"device": self.device, "dtype": self.dtype} if self.spec.startswith("hf:") else {}
+        hf = {"device": self.device, "dtype": self.dtype} if backend_for(self.spec).takes_device else {}
         return load_scorer(self.spec, n_threads=n_threads or self.n_threads, openai_options=self.openai_options, **hf)
 
     def per_server(self) -> list[ScorerSpec]:
-        """One spec per server of an openai: model given several (`--base-url` repeated), else itself."""
-        if not self.spec.startswith("openai:") or self.openai_options is None or not self.openai_options.fanout:
+        """One spec per server of an API model given several (`--base-url` repeated), else itself."""
+        from ctxeval.backends.registry import backend_for
+
+        if not backend_for(self.spec).remote or self.openai_options is None or not self.openai_options.fanout:
             return [self]
         return [replace(self, openai_options=options) for options in self.openai_options.per_server()]

@@ -1,0 +1,84 @@
+"""The diff and judge results: written once by their `Result`, read back equal through
+`read_result`, and refused in one line where another kind or no header is found."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ctxeval.errors import UserError
+from ctxeval.explorer.data import load_runs
+from ctxeval.judge import Verdict, judge_result
+from ctxeval.pipeline.manifest import Manifest, write_manifest
+from ctxeval.results.base import RESULT_FILE, read_result, write_result
+from ctxeval.results.diff import DiffResult
+from ctxeval.results.judge import JudgeResult
+
+
+def _diff(tmp_path) -> DiffResult:
+    out = tmp_path / "d"
+    out.mkdir()
+    manifest = Manifest(command="diff", run_id="0123abcd", config={"window": 8}, models=[{"name": "ref"}, {"name": "cand"}], status="complete")
+    write_manifest(out, manifest)
+    report = {"ref": {"name": "ref"}, "cand": {"name": "cand"}, "summary": {"all": {"tokens": 3, "kl": {"mean": 0.25, "ci": [0.125, 0.5]}}},
+              "gates": {"profile": "dev", "max_kl": 0.1, "min_same_top": None, "failures": ["upper CI bound of the mean KL 0.500000 exceeds --max-kl 0.1"]}}
+    result = DiffResult(out, manifest, report, "# ctxeval diff\n", "<html>é</html>\n", list(report["gates"]["failures"]))
+    write_result(out, result, "diff")
+    return result
+
+
+def _judge(tmp_path) -> JudgeResult:
+    verdicts = [Verdict("q1", "model_first", "win", "[[A]]"), Verdict("q1", "base_first", "tie", "[[C]] — égal"), Verdict("q2", "model_first", "error", "none")]
+    result = judge_result(tmp_path / "j", "m", "b", "openai:judge", "gpt4", verdicts, 0)
+    (tmp_path / "j").mkdir()
+    write_result(tmp_path / "j", result, "judge")
+    return result
+
+
+def test_a_diff_reads_back_equal(tmp_path):
+    result = _diff(tmp_path)
+    again = read_result(result.run_dir, reader="report", kinds=(DiffResult,))
+    assert (again.run_dir, again.report, again.markdown, again.html, again.failures) == (result.run_dir, result.report, result.markdown, result.html, result.failures)
+    assert again.manifest.to_json() == result.manifest.to_json()
+    assert json.loads((result.run_dir / RESULT_FILE).read_text())["files"] == ["diff.json", "diff.md", "report.html"]
+    assert {p.name for p in result.paths().values()} == set(DiffResult.FILES)
+
+
+def test_a_judge_result_reads_back_equal(tmp_path):
+    result = _judge(tmp_path)
+    assert result.report["totals"]["win_rate"] == pytest.approx(0.75) and "| both orders | 3 | 1 | 0 | 1 | 1 | 0.7500 |" in result.markdown
+    again = read_result(tmp_path / "j", kinds=(JudgeResult,))
+    assert again == result
+    assert [p.read_text() for p in again.paths()] == [json.dumps(result.report, indent=2, ensure_ascii=False), result.markdown]
+
+
+def test_another_kind_is_refused_in_one_line(tmp_path):
+    _diff(tmp_path)
+    _judge(tmp_path)
+    with pytest.raises(UserError, match="holds a diff result \\(from `ctxeval diff`\\); leval-corr reads judge results") as error:
+        read_result(tmp_path / "d", reader="leval-corr", kinds=(JudgeResult,))
+    assert "\n" not in str(error.value)
+    with pytest.raises(UserError, match="holds a judge result \\(from `ctxeval judge`\\); report reads diff results"):
+        read_result(tmp_path / "j", reader="report", kinds=(DiffResult,))
+
+
+@pytest.mark.parametrize("kind", [DiffResult, JudgeResult])
+def test_a_folder_without_a_header_is_refused_in_one_line(tmp_path, kind):
+    folder = _diff(tmp_path).run_dir if kind is DiffResult else _judge(tmp_path).out
+    (folder / RESULT_FILE).unlink()  # as a ctxeval before output headers left it
+    if kind is JudgeResult:
+        write_manifest(folder, Manifest(command="judge", run_id="x", config={}, models=[], status="complete"))
+    with pytest.raises(UserError, match="has no result.json") as error:
+        read_result(folder, reader="report", kinds=(kind,))
+    assert "\n" not in str(error.value)
+
+
+def test_the_report_reads_a_diff_through_its_result(tmp_path):
+    result = _diff(tmp_path)
+    (view,), arms = load_runs([result.run_dir])
+    assert (view.kind, view.manifest, arms) == ("diff", result.manifest.to_json(), [])
+    (result.run_dir / RESULT_FILE).unlink()
+    with pytest.raises(UserError, match="has no result.json") as error:
+        load_runs([result.run_dir])
+    assert "\n" not in str(error.value)
