@@ -82,3 +82,53 @@ def test_probe_report_and_report_read_every_kind_they_name(runs, tmp_path):
     everything = run_cli("report", *(str(d) for d in runs.values()), "--out", str(tmp_path / "report.html"))
     assert everything.returncode == 0, everything.stderr
     assert (tmp_path / "report.html").is_file()
+
+
+def _headerless(runs, tmp_path, kind):
+    """A copy of a run as ctxeval wrote it before output folders carried a header."""
+    import shutil
+
+    old = tmp_path / f"old-{kind}"
+    shutil.copytree(runs[kind], old)
+    (old / "result.json").unlink()
+    return old
+
+
+@pytest.mark.parametrize(("reader", "kind"), [("probe-report", "sweep"), ("probe-report", "context-gain"), ("probe-report", "retrieval"),
+                                              ("report", "sweep"), ("report", "pplqa"), ("report", "meta-eval")])
+def test_a_folder_from_before_headers_is_refused_in_one_line(runs, tmp_path, reader, kind):
+    old = _headerless(runs, tmp_path, kind)
+    out = tmp_path / ("out.html" if reader == "report" else "out")
+    r = run_cli(reader, str(old), "--out", str(out))
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1 and "no result.json" in r.stderr and "re-run the command that made it" in r.stderr, r.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("reader", ["summary", "trends"])
+def test_records_of_a_scoring_run_from_before_headers_still_read(runs, tmp_path, reader):
+    """summary, compare and trends read a scoring run's records and manifest, which did not
+    change: a run written before results carried a header works as it did."""
+    old = _headerless(runs, tmp_path, "sweep")
+    r = run_cli(reader, str(old), *(["--out", str(tmp_path / "t")] if reader == "trends" else []))
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "target"),
+    [
+        (["compare", "{sweep}", "{score}"], "retrieval"),
+        (["trends", "{sweep}"], "pplqa"),
+        (["probe-report", "{sweep}"], "score"),
+    ],
+)
+def test_an_out_holding_another_commands_output_is_refused_before_any_work(runs, tmp_path, args, target):
+    import shutil
+
+    taken = tmp_path / "taken"
+    shutil.copytree(runs[target], taken)
+    before = sorted(p.name for p in taken.iterdir())
+    r = run_cli(*[a.format(**runs) if a.startswith("{") else a for a in args], "--out", str(taken))
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1 and f"holds a {target} run" in r.stderr and "choose another --out" in r.stderr, r.stderr
+    assert sorted(p.name for p in taken.iterdir()) == before
