@@ -177,7 +177,7 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions
 def _finished(task: RunTask[R], out: Path, manifest: Manifest, command: str) -> R:
     """The task's result of a run whose records are merged, written into the run directory."""
     result = task.finish(out, manifest)
-    if isinstance(result, Result):  # transitional: every finisher returns a Result once all kinds are typed
+    if isinstance(result, Result):  # a sub-run (the noise floor's diff, inside its run's folder) returns its manifest: no result of its own
         write_result(out, result, command)
     return result
 
