@@ -261,3 +261,71 @@ def test_api_options_are_keyword_only():
         positional = [p for p in inspect.signature(function).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         assert len(positional) <= 3, (function.__name__, [p.name for p in positional])
         assert "out" not in [p.name for p in positional], function.__name__
+
+
+# -- outputs: one writer and one reader per kind ---------------------------------------------
+
+# modules that write files and are not results: records and manifests (their own typed, versioned
+# writers), the token pieces beside the records, the embedded model's cache, the HTML report
+# (one file, not a folder); every other write goes through a Result's write_files
+NON_RESULT_WRITERS = {"ctxeval.pipeline.records", "ctxeval.pipeline.manifest", "ctxeval.pieces", "ctxeval.backends.hf_embedded", "ctxeval.explorer.render"}
+_WRITE_CALLS = ("write_text", "write_bytes", "to_csv", "to_parquet", "write_table", "dump")
+
+
+def _functions_calling(names: tuple[str, ...]) -> dict[str, set[str]]:
+    """module -> names of its functions that call one of `names` (as a function or method)."""
+    found: dict[str, set[str]] = {}
+    for path in SRC.rglob("*.py"):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.Call):
+                        f = node.func
+                        if (f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None) in names:
+                            found.setdefault(_module_name(path), set()).add(fn.name)
+    return found
+
+
+def test_every_output_file_is_written_by_its_result():
+    """Outside results/, only the named non-result writers write files; a figure renderer
+    (savefig) is called by a Result's write_files only."""
+    writers = {m for m in _functions_calling(_WRITE_CALLS) if not m.startswith("ctxeval.results.")}
+    assert writers <= NON_RESULT_WRITERS, sorted(writers - NON_RESULT_WRITERS)
+    for module, renderers in _functions_calling(("savefig",)).items():
+        for renderer in renderers:
+            callers = _calls(renderer) - {module}
+            assert callers and all(c.startswith("ctxeval.results.") for c in callers), (module, renderer, callers)
+
+
+def test_one_result_class_per_kind_and_every_kind_registered():
+    from ctxeval.results.base import KIND_MODULES, result_class
+
+    for kind, module in KIND_MODULES.items():
+        cls = result_class(kind)
+        assert cls.KIND == kind and cls.__module__ == module and cls.FILES
+
+
+def test_nothing_outside_results_names_another_commands_output_file():
+    """Reading another command's output goes through read_result: no module outside results/
+    spells the name of a file a result owns (the report's default file name aside)."""
+    from ctxeval.results.base import KIND_MODULES, result_class
+
+    owned = {name for kind in KIND_MODULES for name in result_class(kind).FILES}
+    found = []
+    for path in SRC.rglob("*.py"):
+        module = _module_name(path)
+        if module.startswith("ctxeval.results"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in owned and not (module == "ctxeval.commands.tools" and node.value == "report.html"):
+                found.append(f"{module}:{node.lineno} {node.value}")
+    assert found == []
+
+
+def test_explorer_and_pipeline_import_no_command_and_no_task():
+    graph = import_graph(deferred=True)
+    for module, imported in graph.items():
+        if _in(module, ("ctxeval.explorer",)):
+            assert not {i for i in imported if _in(i, COMMANDS + TASKS)}, module
+        if _in(module, ENGINE):
+            assert not {i for i in imported if _in(i, COMMANDS)}, module

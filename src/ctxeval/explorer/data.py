@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.errors import UserError
-from ctxeval.probes.context_gain import LONG_METHOD
 from ctxeval.pipeline.manifest import Manifest, read_manifest
 from ctxeval.pieces import read_pieces
 from ctxeval.report.numerics import run_lines
@@ -194,7 +193,7 @@ def _gain_view(result: ContextGainResult, label: str, first_arm: int) -> tuple[R
         parts, gains, keys = [], [], []
         for text_id in dict.fromkeys(records["text_id"]):
             table = result.tables[model, text_id].set_index("target_pos")
-            long_rows = records[(records["model"] == model) & (records["text_id"] == text_id) & (records["method"] == LONG_METHOD)].sort_values("target_pos", kind="stable")
+            long_rows = result.long_rows(model, text_id)
             parts.append(long_rows)
             gains.append(table["gain"].reindex(long_rows["target_pos"]).to_numpy())
             keys.append(table["key"].reindex(long_rows["target_pos"]).to_numpy(dtype=bool))

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ctxeval.pipeline.manifest import Manifest, read_manifest
 from ctxeval.pipeline.records import read_records
-from ctxeval.probes.context_gain import key_tables
+from ctxeval.probes.context_gain import LONG_METHOD, key_tables
 from ctxeval.probes.gain_report import KeyTokenSettings, gain_summary, plot_gain, render_markdown
 from ctxeval.results.base import Result
 from ctxeval.results.rows import frame
@@ -50,6 +50,11 @@ class ContextGainResult(Result):
     def key_tokens(self) -> dict[str, Any]:
         """How the key tokens were picked: evaluator, alpha, beta (and the rule, in words)."""
         return self.summary["key_tokens"]
+
+    def long_rows(self, model: str, text_id: str) -> pd.DataFrame:
+        """The records of one model and text scored with the full context, in target order."""
+        r = self.records
+        return r[(r["model"] == model) & (r["text_id"] == text_id) & (r["method"] == LONG_METHOD)].sort_values("target_pos", kind="stable")
 
     def paths(self) -> dict[str, Path]:
         """What the run wrote beside its records, by role."""
