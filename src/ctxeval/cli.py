@@ -40,7 +40,9 @@ def _cli_type(owner: type, f: Any, flag: Flag) -> Any:
 
 def _parameters(spec: type, display: type | None) -> list[inspect.Parameter]:
     params = []
-    sources = [(spec, path, f) for path, f in flat_fields(spec)] + ([(display, ("display", *p), f) for p, f in flat_fields(display)] if display else [])
+    own = spec.__dict__.get("__annotations__", {})  # a command's own options first, then those it inherits
+    fields_in_order = sorted(flat_fields(spec), key=lambda pf: pf[0][0] not in own)
+    sources = [(spec, path, f) for path, f in fields_in_order] + ([(display, ("display", *p), f) for p, f in flat_fields(display)] if display else [])
     for root, path, f in sources:
         flag: Flag = f.metadata["flag"]
         owner = _owner(root, path[1:] if path[0] == "display" else path)

@@ -34,8 +34,27 @@ from ctxeval.scoring import Finish, ScoringRun, scoring_spec
 _THESIS = ("exact", "approx", "both", "thesis")
 
 
+@dataclass(frozen=True, kw_only=True)
+class TokenScoringOptions:
+    """What sweep and score share: the records kept, the metrics, the model's settings, the
+    API options, the corpus, the executor and the output."""
+
+    top_k: int = common.top_k()
+    temperatures: tuple[float, ...] = common.temperatures()
+    metrics: MetricConfig = group(MetricConfig)
+    out: Path | None = common.out()
+    progress: bool = common.progress()
+    n_threads: int | None = common.threads()
+    device: str | None = common.device()
+    dtype: str | None = common.dtype()
+    openai: OpenAIOptions = group(OpenAIOptions)
+    dry_run: bool = common.dry_run()
+    corpus: CorpusOptions = group(CorpusOptions)
+    executor: ExecutorOptions = group(ExecutorOptions)
+
+
 @dataclass(frozen=True)
-class SweepSpec:
+class SweepSpec(TokenScoringOptions):
     """Rank-based perplexity over context lengths (the thesis protocol)."""
 
     texts: tuple[str, ...] = argument("UTF-8 text files, corpus folders, .jsonl/.json or .parquet corpora; 'demo' (the default) is the bundled Chesterton excerpt.",
@@ -49,25 +68,13 @@ class SweepSpec:
     context_mode: str = option("--context-mode", "exact: every target sees exactly L tokens (one pass per target); approx: one pass of L+n_c tokens (contexts L..L+n_c-1); both: run both and report their mean |delta logprob|; thesis (openai generate/chat): the thesis's API schedule, each request sends exactly L tokens, reused generated steps see L+j.",
                                "exact", check=one_of(_THESIS))
     exhaustive: bool = option("--exhaustive", "--context-mode thesis: stop after n_c requests (exhaustive; comparisons may exceed n_c) or after n_c comparisons (default).", False, negative="--non-exhaustive")
-    top_k: int = common.top_k()
-    temperatures: tuple[float, ...] = common.temperatures()
-    metrics: MetricConfig = group(MetricConfig)
-    out: Path | None = common.out()
-    progress: bool = common.progress()
-    n_threads: int | None = common.threads()
-    device: str | None = common.device()
-    dtype: str | None = common.dtype()
-    openai: OpenAIOptions = group(OpenAIOptions)
-    dry_run: bool = common.dry_run()
-    corpus: CorpusOptions = group(CorpusOptions)
-    executor: ExecutorOptions = group(ExecutorOptions)
 
     def check(self) -> None:
         _check_token_scoring(self)
 
 
 @dataclass(frozen=True)
-class ScoreSpec:
+class ScoreSpec(TokenScoringOptions):
     """Perplexity and rank scores of whole texts (every document of every input) with chunked, sliding or fixed windows."""
 
     texts: tuple[str, ...] = argument(common.TEXT_INPUTS, cli_type=list[str], to_value=tuple)
@@ -79,20 +86,8 @@ class ScoreSpec:
                               None, check=one_of(windows.HEADS))
     model: str = common.model()
     max_tokens: int | None = common.max_tokens("Score only the first N tokens of the text.")
-    top_k: int = common.top_k()
-    temperatures: tuple[float, ...] = common.temperatures()
-    metrics: MetricConfig = group(MetricConfig)
-    out: Path | None = common.out()
-    progress: bool = common.progress()
-    n_threads: int | None = common.threads()
-    device: str | None = common.device()
-    dtype: str | None = common.dtype()
-    openai: OpenAIOptions = group(OpenAIOptions)
-    dry_run: bool = common.dry_run()
-    corpus: CorpusOptions = group(CorpusOptions)
     seed: int = common.seed("Seed of --sample and of --noise-floor's windows.")
     noise_floor: NoiseFloor | None = group(NoiseFloor, optional=True)
-    executor: ExecutorOptions = group(ExecutorOptions)
 
     def check(self) -> None:
         if self.method == "sliding" and self.stride is None:
