@@ -27,7 +27,7 @@ def _cli_options() -> dict[str, dict[str, str]]:
     command = typer.main.get_command(app)
     out = {}
     for name, c in command.commands.items():
-        out[name] = {("/".join(p.opts + p.secondary_opts) if p.opts[0].startswith("-") else "ARG:" + p.name): repr(p.default) for p in c.params}
+        out[name] = {("/".join(p.opts) + ("|" + "/".join(p.secondary_opts) if p.secondary_opts else "") if p.opts[0].startswith("-") else "ARG:" + p.name): repr(p.default) for p in c.params}
     return out
 
 
@@ -61,7 +61,7 @@ def test_a_bad_value_names_the_flag_on_the_cli_and_the_field_in_python(tmp_path)
 
 
 def test_rules_across_fields_name_the_field():
-    with pytest.raises(SpecError, match="--stride is needed by --method sliding"):
+    with pytest.raises(SpecError, match="--method sliding needs --stride"):
         check_spec(ScoreSpec(texts=("demo",), method="sliding"))
 
 
@@ -99,3 +99,15 @@ def test_every_spec_field_has_a_face_or_is_python_only():
     for command in COMMANDS.values():
         for f in fields(command.spec):
             assert {"flag", "group", "python_only"} & set(f.metadata), (command.name, f.name)
+
+
+@pytest.mark.parametrize(("command", "args", "param", "value"), [
+    ("compare", ["a", "b", "--no-cluster-by-text"], "cluster_by_text", False),
+    ("compare", ["a", "b", "--cluster-by-text"], "cluster_by_text", True),
+    ("compare", ["a", "b"], "cluster_by_text", None),
+    ("sweep", ["--non-exhaustive"], "exhaustive", False),
+    ("sweep", ["--exhaustive"], "exhaustive", True),
+])
+def test_a_boolean_pair_sets_its_field_on_and_off(command, args, param, value):
+    click_command = typer.main.get_command(app).commands[command]
+    assert click_command.make_context(command, list(args)).params[param] is value

@@ -47,7 +47,7 @@ def _parameters(spec: type, display: type | None) -> list[inspect.Parameter]:
         flag: Flag = f.metadata["flag"]
         owner = _owner(root, path[1:] if path[0] == "display" else path)
         default = flag.shown if flag.shown is not SAME else field_default(f)
-        info = typer.Argument(help=flag.help) if flag.positional else typer.Option(flag.flag, *([flag.negative] if flag.negative else []), help=flag.help)
+        info = typer.Argument(help=flag.help) if flag.positional else typer.Option(f"{flag.flag}/{flag.negative}" if flag.negative else flag.flag, help=flag.help)
         kind = inspect.Parameter.KEYWORD_ONLY
         annotation = Annotated[_cli_type(owner, f, flag), info]
         params.append(inspect.Parameter(_SEP.join(path), kind, default=inspect.Parameter.empty if default is MISSING else default, annotation=annotation))

@@ -91,7 +91,7 @@ class ScoreSpec(TokenScoringOptions):
 
     def check(self) -> None:
         if self.method == "sliding" and self.stride is None:
-            raise fail(ScoreSpec, "stride", "is needed by --method sliding")
+            raise fail(ScoreSpec, "stride", "--method sliding needs {name}")
         if self.method != "sliding" and self.stride is not None:
             raise fail(ScoreSpec, "stride", f"applies only to --method sliding, not {self.method}")
         if self.method != "fixed" and self.head is not None:
