@@ -170,22 +170,22 @@ def one_of(choices: Sequence[str]) -> Check:
     return check
 
 
-def comma_ints(flag: str) -> Callable[[str], tuple[int, ...]]:
-    def parse(value: str) -> tuple[int, ...]:
+def comma_list(flag: str, kind: Callable[[str], Any], noun: str) -> Callable[[str], tuple]:
+    """A parser of comma-separated values of one kind; a bad item names the flag."""
+    def parse(value: str) -> tuple:
         try:
-            return tuple(int(v) for v in value.split(",") if v.strip())
+            return tuple(kind(v) for v in value.split(",") if v.strip())
         except ValueError:
-            raise UserError(f"{flag} expects comma-separated integers, got {value!r}") from None
+            raise UserError(f"{flag} expects comma-separated {noun}, got {value!r}") from None
     return parse
+
+
+def comma_ints(flag: str) -> Callable[[str], tuple[int, ...]]:
+    return comma_list(flag, int, "integers")
 
 
 def comma_floats(flag: str) -> Callable[[str], tuple[float, ...]]:
-    def parse(value: str) -> tuple[float, ...]:
-        try:
-            return tuple(float(v) for v in value.split(",") if v.strip())
-        except ValueError:
-            raise UserError(f"{flag} expects comma-separated numbers, got {value!r}") from None
-    return parse
+    return comma_list(flag, float, "numbers")
 
 
 def joined(values: Sequence[Any]) -> str:

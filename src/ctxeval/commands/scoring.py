@@ -183,7 +183,7 @@ def run_sweep(spec: SweepSpec) -> RunResult | dict:
     gen_tokens = openai.tokens_per_request if thesis else 1
     thesis_targets = spec.n_compare * gen_tokens if spec.exhaustive else spec.n_compare
     planner = SweepPlanner(lengths, spec.n_compare, spec.seed, spec.repeats, modes, thesis_targets, gen_tokens)
-    return run_scoring(config, loaded, list(spec.models), planner, out_dir(spec.out, "sweep", config), spec, openai)
+    return run_scoring(config, loaded, list(spec.models), planner, out_dir(spec.out, "sweep", config), spec, openai, dry_run=spec.dry_run)
 
 
 def run_score(spec: ScoreSpec) -> RunResult | dict:
@@ -220,7 +220,7 @@ def run_score(spec: ScoreSpec) -> RunResult | dict:
         backend_options=_backend_options([spec.model], spec.openai),
     )
     planner = ScorePlanner(spec.method, spec.window, spec.stride, head or "full", spec.max_tokens)
-    result = run_scoring(config, loaded, [spec.model], planner, out_dir(spec.out, "score", config), spec, spec.openai)
+    result = run_scoring(config, loaded, [spec.model], planner, out_dir(spec.out, "score", config), spec, spec.openai, dry_run=spec.dry_run)
     if spec.noise_floor is None or not isinstance(result, RunResult):
         return result
     floor = measure_noise_floor(spec.model, spec.noise_floor, loaded, window=spec.window, stride=spec.stride, max_tokens=spec.max_tokens,
@@ -249,12 +249,12 @@ def run_summary(spec: SummarySpec) -> RunResult:
 
 
 def run_scoring(config: RunConfig, texts: Corpus, model_specs: list[str], planner: Any, out: Path, spec: Any, openai: OpenAIOptions | None,
-                finish: Finish = scoring_result) -> Any:
+                finish: Finish = scoring_result, dry_run: bool = False) -> Any:
     """A scoring run through the engine (or, with `dry_run`, what it would send to API models).
     Passes a backend fails to score are left out of the records, listed in the manifest, and
     reported by raising `IncompleteRun`; a re-run retries them."""
     task = ScoringRun(config, texts, model_specs, planner, finish, n_threads=spec.n_threads, openai_options=openai, input_facts=texts.facts())
-    if getattr(spec, "dry_run", False):
+    if dry_run:
         return estimate(task, out, task.estimate)
     return run(task, scoring_spec(config), out, executor=spec.executor, progress=spec.progress)
 
