@@ -30,6 +30,7 @@ from ctxeval.results.comparison import Comparison
 from ctxeval.results.context_gain import ContextGainResult
 from ctxeval.results.correlations import Correlations
 from ctxeval.results.diff import DiffResult
+from ctxeval.results.effective_length import EffectiveLengthResult
 from ctxeval.results.judge import JudgeResult
 from ctxeval.results.leval import LevalResult
 from ctxeval.results.meta_eval import MetaEvalResult
@@ -101,6 +102,6 @@ _FUNCTIONS = {command.function_name: _function(command) for command in COMMANDS.
 globals().update(_FUNCTIONS)
 
 RESULTS = ["Result", "read_result", "RunResult", "Comparison", "Trends", "DiffResult", "JudgeResult", "PplqaResult", "MetaEvalResult", "LevalResult",
-           "Correlations", "ContextGainResult", "RetrievalResult", "ProbeReport"]
+           "Correlations", "ContextGainResult", "EffectiveLengthResult", "RetrievalResult", "ProbeReport"]
 __all__ = [*_FUNCTIONS, "run_metrics", *RESULTS, "MetricConfig", "Bootstrap", "NoiseFloor", "floor_line", "CorpusOptions", "ExecutorOptions",
            "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]

@@ -35,6 +35,7 @@ class ModelInfo:
     n_ctx_train: int
     bos_id: int | None  # None: the model uses no BOS token
     details: dict[str, Any] = field(default_factory=dict)
+    max_context: int | None = None  # a truncation control (`?max_context=N`): at most N tokens before a target
 
     @property
     def uses_bos(self) -> bool:

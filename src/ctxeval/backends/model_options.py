@@ -7,6 +7,8 @@ llama.cpp models (the embedded one, .gguf paths): `type_k`, `type_v` (KV-cache t
 decode's shape: `n_batch` (tokens per decode) and `threads` (a second numeric path for
 `--noise-floor`).
 hf: models: `dtype`, `device` (as --dtype / --device, for one model of a pair).
+Every local model: `max_context=N`, a truncation control: the model sees only the last N
+tokens before each target (the token-scoring commands plan it: `windows.cap_context`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,22 @@ def split_spec(spec: str) -> tuple[str, dict[str, str]]:
             raise UserError(f"model option {key!r} is given twice in {spec!r}")
         options[key] = value
     return base, options
+
+
+MAX_CONTEXT = "max_context"
+
+
+def pop_max_context(spec: str) -> tuple[str, int | None]:
+    """`spec` without its `max_context=N` option, and N (None when not given). The option is no
+    backend's: a planner honours it by scoring each target with at most N tokens before it."""
+    base, options = split_spec(spec)
+    if MAX_CONTEXT not in options:
+        return spec, None
+    value = options.pop(MAX_CONTEXT)
+    if not value.isdigit() or int(value) < 1:
+        raise UserError(f"model option max_context of {spec!r} must be a positive integer, got {value!r}")
+    rest = "&".join(f"{k}={v}" for k, v in options.items())
+    return base + (f"?{rest}" if rest else ""), int(value)
 
 
 def _unknown(options: dict[str, str], known: tuple[str, ...], spec: str, backend: str) -> None:

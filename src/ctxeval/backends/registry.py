@@ -18,7 +18,7 @@ from pathlib import Path
 from ctxeval.backends.base import Scorer
 from ctxeval.backends.hf_embedded import SOURCE_FILE, cache_root, embedded_hf_dir
 from ctxeval.backends.model_files import EMBEDDED_PACKAGE, embedded_model_path
-from ctxeval.backends.model_options import LlamaCppOptions, hf_options, split_spec
+from ctxeval.backends.model_options import LlamaCppOptions, hf_options, pop_max_context, split_spec
 from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.errors import UserError
@@ -98,7 +98,7 @@ def refuse_api_models(specs: list[str] | tuple[str, ...], command: str, needs: s
 def check_options(spec: str) -> str:
     """`spec` with its model options checked as `load_scorer` checks them, without loading
     anything (a bad second path is refused before a long first run)."""
-    _, options = split_spec(spec)
+    _, options = split_spec(pop_max_context(spec)[0])
     name = backend_for(spec).name
     if name == "hf":
         hf_options(options, spec)
@@ -107,11 +107,27 @@ def check_options(spec: str) -> str:
     return spec
 
 
-def load_scorer(spec: str, n_threads: int | None = None, device: str | None = None, dtype: str | None = None, openai_options=None) -> Scorer:
+def load_scorer(spec: str, n_threads: int | None = None, device: str | None = None, dtype: str | None = None, openai_options=None,
+                caps_context: bool = False) -> Scorer:
     """A scorer for `spec`: `gemma-3-270m` (the embedded default), a path to a .gguf file,
     `hf:gemma-3-270m` / `hf:DIR` (transformers; `device` and `dtype` apply to it only), or
     `openai:MODEL` (a model behind an OpenAI-compatible server, reached with `openai_options`).
-    A local model's spec may end in options, `?key=value&...` (backends/model_options.py)."""
+    A local model's spec may end in options, `?key=value&...` (backends/model_options.py).
+    `max_context=N` is taken only by a caller that plans it (`caps_context`: the token-scoring
+    commands); the scorer then carries N in `info.max_context` and its name keeps the option."""
+    plain, max_context = pop_max_context(spec)
+    if max_context is None:
+        return _load_scorer(spec, n_threads, device, dtype, openai_options)
+    if not caps_context:
+        raise UserError(f"model option max_context of {spec!r} applies to sweep, score, context-gain and effective-length only")
+    if backend_for(spec).remote:
+        raise UserError(f"model option max_context of {spec!r} applies to local models only (an API chooses its own contexts)")
+    scorer = _load_scorer(plain, n_threads, device, dtype, openai_options)
+    scorer.info = replace(scorer.info, name=scorer.info.name + ("&" if "?" in plain else "?") + f"max_context={max_context}", max_context=max_context)
+    return scorer
+
+
+def _load_scorer(spec: str, n_threads: int | None, device: str | None, dtype: str | None, openai_options) -> Scorer:
     backend = backend_for(spec)
     if not backend.takes_device and (device is not None or dtype is not None):
         raise UserError(f"--device and --dtype apply to hf: models only, not {spec}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ctxeval.commands import answers, compare, diff, probes, scoring, tools
 from ctxeval.commands.base import Command
 
-_ORDER = ("sweep", "score", "diff", "summary", "compare", "trends", "context-gain", "retrieval", "probe-report", "report", "models", "leval", "leval-corr",
+_ORDER = ("sweep", "score", "diff", "summary", "compare", "trends", "context-gain", "effective-length", "retrieval", "probe-report", "report", "models", "leval", "leval-corr",
           "judge", "meta-eval", "pplqa", "serve")
 _ALL = {c.name: c for module in (scoring, diff, compare, probes, tools, answers) for c in module.COMMANDS}
 COMMANDS: dict[str, Command] = {name: _ALL[name] for name in _ORDER}

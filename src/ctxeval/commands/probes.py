@@ -6,24 +6,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ctxeval.backends.registry import refuse_api_models
+from ctxeval.backends.registry import check_options, refuse_api_models
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
 from ctxeval.commands.scoring import out_dir, run_scoring
 from ctxeval.config import DEFAULT_MODEL, RunConfig
 from ctxeval.data.corpus import CorpusOptions, open_corpus
-from ctxeval.options import argument, comma_floats, comma_ints, fail, group, one_of, option, positive
+from ctxeval.data.texts import DEMO_TEXT_NAME
+from ctxeval.options import argument, comma_floats, comma_ints, fail, group, joined, one_of, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.pipeline.manifest import Manifest
-from ctxeval.scoring.planning import ContextGainPlanner
+from ctxeval.scoring.planning import ContextGainPlanner, EffectiveLengthPlanner
 from ctxeval.probes.gain_report import KeyTokenSettings
 from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
 from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
 from ctxeval.probes.retrieval_run import RetrievalConfig, run_retrieval
 from ctxeval.config import MetricConfig
 from ctxeval.results.base import write_result
+from ctxeval.probes.effective_length import DEFAULT_SHARE, UNITS, EstimatorSettings
 from ctxeval.results.context_gain import ContextGainResult, context_gain_result
+from ctxeval.results.effective_length import EffectiveLengthResult, effective_length_result
 from ctxeval.results.probe_report import ProbeReport, probe_report
 from ctxeval.results.retrieval import RetrievalResult, retrieval_result
 
@@ -56,6 +59,54 @@ class ContextGainSpec:
     corpus: CorpusOptions = group(CorpusOptions)
     seed: int = common.seed("Seed of --sample and of the bootstrap.")
     executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+
+
+EFFECTIVE_LENGTHS = (128, 256, 512, 1024, 2048, 4096)
+
+
+def _lengths_check(values: tuple[int, ...]) -> str | None:
+    if len(set(values)) < 2:
+        return "must name at least two different context lengths"
+    return positive(values)
+
+
+@dataclass(frozen=True)
+class EffectiveLengthSpec:
+    """How much of its context does a model use? The same target tokens scored with every context length
+    (paired), the gain per doubling with paired BCa intervals clustered by document, and the effective
+    context length L*: the shortest length reaching --share of the total gain, with a bootstrap interval.
+    MODEL?max_context=N is a truncation control whose L* is N by construction."""
+
+    texts: tuple[str, ...] = argument("UTF-8 text files, corpus folders, .jsonl/.json or .parquet corpora; 'demo' (the default) is the bundled Chesterton excerpt.",
+                                      (DEMO_TEXT_NAME,), cli_type=Optional[list[str]], shown=None, to_value=lambda v: tuple(v) if v else (DEMO_TEXT_NAME,))
+    models: tuple[str, ...] = common.models(f"Model(s): {DEFAULT_MODEL} (embedded default), a .gguf path or hf:DIR; MODEL?max_context=N sees only the last N tokens "
+                                            "before each target (a truncation control). Repeat: every model scores the same targets.")
+    lengths: tuple[int, ...] = option("--lengths", "Comma-separated context lengths L in tokens (target j of a span sees L + j).", EFFECTIVE_LENGTHS,
+                                      cli_type=str, shown=joined(EFFECTIVE_LENGTHS), to_value=comma_ints("--lengths"), check=_lengths_check)
+    starts: int = option("--starts", "Seeded spans per document, one per equal stratum of the text after the longest length.", 8, check=positive)
+    targets: int = option("--targets", "Consecutive target tokens per span, scored at every length.", 32, check=positive)
+    share: float = option("--share", "L* is the shortest length whose gain over the shortest reaches this share of the gain at the longest.", DEFAULT_SHARE,
+                          check=lambda v: None if 0 < v < 1 else "must lie strictly between 0 and 1")
+    unit: str = option("--unit", "Bootstrap unit: document (clustered; one document gives no interval) or span (spans of one long text as independent units).",
+                       "document", check=one_of(UNITS))
+    evaluator: str | None = option("--evaluator", "Model that picks the key tokens (default: the first --model); other models get them as character spans.", None)
+    alpha: float = option("--alpha", "Key token: log p at the longest length exceeds log p at the shortest by more than alpha nats ...", DEFAULT_ALPHA)
+    beta: float = option("--beta", "... and log p at the longest length exceeds beta (LongPPL's rule).", DEFAULT_BETA)
+    replicates: int = common.replicates("Bootstrap replicates of every interval.")
+    top_k: int = common.top_k()
+    metrics: MetricConfig = group(MetricConfig)
+    out: Path | None = common.out()
+    progress: bool = common.progress()
+    n_threads: int | None = common.threads()
+    corpus: CorpusOptions = group(CorpusOptions)
+    seed: int = common.seed("Seed of the spans, of --sample and of the bootstrap.")
+    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+
+    def check(self) -> None:
+        for model in self.models:
+            check_options(model)
+        if self.evaluator is not None and self.evaluator not in self.models:
+            raise fail(EffectiveLengthSpec, "evaluator", f"must be one of the models ({', '.join(self.models)}), got {self.evaluator!r}")
 
 
 @dataclass(frozen=True)
@@ -132,6 +183,36 @@ def run_context_gain(spec: ContextGainSpec) -> ContextGainResult:
     return run_scoring(config, loaded, model_specs, planner, out_dir(spec.out, "context-gain", config), spec, None, finish)
 
 
+def run_effective_length(spec: EffectiveLengthSpec) -> EffectiveLengthResult:
+    """Score the same spans of target tokens with every context length, then the curve, its
+    gains per doubling and L* per model (probes/effective_length.py)."""
+    model_specs = list(dict.fromkeys(spec.models))
+    refuse_api_models(model_specs, "effective-length", "exact ranks and the log-probability of every target at every context length")
+    loaded = open_corpus(spec.texts, spec.corpus)
+    lengths = tuple(sorted(set(spec.lengths)))
+    config = RunConfig(
+        command="effective-length",
+        texts=tuple(r.sha256 for r in loaded.refs),
+        text_ids=tuple(r.text_id for r in loaded.refs),
+        models=tuple(model_specs),
+        top_k=spec.top_k,
+        lengths=lengths,
+        n_compare=spec.targets,
+        seed=spec.seed,
+        repeats=spec.starts,
+        metrics=spec.metrics,
+    )
+    planner = EffectiveLengthPlanner(lengths, spec.starts, spec.targets, spec.seed)
+    evaluator_spec = spec.evaluator or model_specs[0]
+
+    def finish(run_dir: Path, manifest: Manifest, metrics: MetricConfig) -> EffectiveLengthResult:
+        settings = EstimatorSettings(spec.share, spec.unit, spec.replicates, spec.seed, evaluator=manifest.model_names[model_specs.index(evaluator_spec)],
+                                     alpha=spec.alpha, beta=spec.beta)
+        return effective_length_result(run_dir, manifest, metrics, settings)
+
+    return run_scoring(config, loaded, model_specs, planner, out_dir(spec.out, "effective-length", config), spec, None, finish)
+
+
 def run_retrieval_probe(spec: RetrievalSpec) -> RetrievalResult:
     """Line retrieval (paper 002 appendix A.2 `cat`, or LongChat's `register`): records of `lines`
     key-value lines (or, with `tokens`, of as many lines as fit each model's prompt of that many
@@ -158,6 +239,12 @@ def _echo_gain(result: ContextGainResult, spec: ContextGainSpec, display: QuietD
     return "\n".join([*lines, f"summary: {files['summary']}, {files['report']}, plot: {files['plot']}"])
 
 
+def _echo_effective_length(result: EffectiveLengthResult, spec: EffectiveLengthSpec, display: QuietDisplay) -> str:
+    files = result.paths()
+    lines = [] if display.quiet else [result.markdown]
+    return "\n".join([*lines, f"summary: {files['summary']}, {files['report']}, curve: {files['curve']}, plot: {files['plot']}"])
+
+
 def _echo_retrieval(result: RetrievalResult, spec: RetrievalSpec, display: QuietDisplay) -> str:
     files = result.paths()
     lines = [] if display.quiet else [result.markdown]
@@ -171,6 +258,7 @@ def _echo_probe_report(result: ProbeReport, spec: ProbeReportSpec, display: None
 
 COMMANDS = (
     Command("context-gain", ContextGainSpec, run_context_gain, _echo_gain, QuietDisplay, quiet_progress, inputs=("texts",)),
+    Command("effective-length", EffectiveLengthSpec, run_effective_length, _echo_effective_length, QuietDisplay, quiet_progress, inputs=("texts",)),
     Command("retrieval", RetrievalSpec, run_retrieval_probe, _echo_retrieval, QuietDisplay, quiet_progress, api_name="retrieval"),
     Command("probe-report", ProbeReportSpec, run_probe_report, _echo_probe_report, inputs=("runs",), posthoc=lambda spec: (spec.out, spec.runs)),
 )

@@ -134,6 +134,36 @@ def truncated(long_passes: Sequence[Pass], context_len: int, stride: int) -> lis
     return passes
 
 
+def cap_context(passes: Sequence[Pass], max_context: int | None, unique: bool = False) -> list[Pass]:
+    """`passes` as a model truncated to `max_context` tokens scores them (a truncation control,
+    `?max_context=N`): each target sees at most the last N tokens of its planned context.
+
+    A pass keeps the targets whose context is already at most N (their input is unchanged);
+    every later target gets its own pass of exactly N tokens before it, named
+    `<window>/N<N>-<target>`, so records give each target the context it really had. Capping
+    capped passes changes nothing. `unique` scores a target with its last N tokens once (a
+    plan that scores one target at many lengths needs it once): a capped pass is dropped when
+    an earlier pass already gave that target exactly N tokens.
+    """
+    if max_context is None:
+        return list(passes)
+    _check_positive(max_context=max_context)
+    out: list[Pass] = []
+    seen: set[tuple[int, int]] = set()
+    for p in passes:
+        last_uncapped = min(p.target_end, p.context_start + max_context + 1)
+        if p.target_start < last_uncapped:
+            out.append(p if last_uncapped == p.target_end else Pass(p.window_id, p.method, p.context_mode, p.nominal_len, p.repeat, p.context_start, p.target_start, last_uncapped))
+            if last_uncapped - 1 - p.context_start == max_context:  # its last target already sees exactly N
+                seen.add((last_uncapped - 1, max_context))
+        for target in range(max(p.target_start, last_uncapped), p.target_end):
+            if unique and (target, max_context) in seen:
+                continue
+            seen.add((target, max_context))
+            out.append(Pass(f"{p.window_id}/N{max_context}-{target}", p.method, p.context_mode, p.nominal_len, p.repeat, target - max_context, target, target + 1))
+    return out
+
+
 def sweep_fraction(seed: int, text_sha256: str, length: int, repeat: int) -> float:
     """The seeded uniform draw in [0, 1) that places one sweep start.
 

@@ -40,6 +40,7 @@ KIND_MODULES: dict[str, str] = {
     "meta-eval": "ctxeval.results.meta_eval",
     "leval": "ctxeval.results.leval",
     "correlations": "ctxeval.results.correlations",
+    "effective-length": "ctxeval.results.effective_length",
 }
 _KINDS: dict[str, type[Result]] = {}
 

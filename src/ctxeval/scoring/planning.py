@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ctxeval.pipeline import windows
 from ctxeval.backends.base import ModelInfo
 from ctxeval.data.texts import Text
@@ -118,3 +120,64 @@ class ContextGainPlanner:
                 per_text.append(long_passes + windows.truncated(long_passes, self.short, self.stride))
             plan.append(per_text)
         return plan, {"long": f"chunked, window {self.window}", "short": f"last {self.short}..{self.short + self.stride - 1} tokens of the same context"}
+
+
+@dataclass(frozen=True)
+class EffectiveLengthPlanner:
+    """The paired design of `effective-length`: per text, `spans` seeded spans of `targets`
+    consecutive target tokens, each far enough into the text that the longest length fits;
+    every length L scores the *same* targets in one pass of L + targets tokens (target j sees
+    L + j tokens). Spans start at a character where every model's tokenizer starts a token
+    (as the sweep's starts), one span per equal stratum of the text, so they never overlap.
+    A truncated model (`?max_context=N`) scores each target with its last N tokens once
+    (`windows.cap_context(unique=True)`), whatever the length."""
+
+    lengths: tuple[int, ...]
+    spans: int
+    targets: int
+    seed: int
+
+    def __call__(self, infos: list[ModelInfo], tokenized: list[list[TokenizedText]]) -> tuple[Plan, dict[str, Any]]:
+        longest = max(self.lengths)
+        check_context(infos, longest + self.targets, f"context length {longest} with --targets {self.targets}")
+        plan: Plan = [[[] for _ in tokenized[0]] for _ in tokenized]
+        starts: dict[str, list[int]] = {}
+        for ti, text in enumerate(tt.text for tt in tokenized[0]):
+            per_model = [m[ti] for m in tokenized]
+            chars = self.span_chars(text, per_model)
+            starts[text.text_id] = chars
+            for mi, tt in enumerate(per_model):
+                passes = []
+                for k, char in enumerate(chars):
+                    first = int(np.searchsorted(tt.char_starts, char, side="left"))
+                    passes.extend(Pass(f"E{k}-L{length}", "effective-length", "approx", length, k, first - length, first, first + self.targets)
+                                  for length in self.lengths)
+                plan[mi][ti] = windows.cap_context(passes, infos[mi].max_context, unique=True)
+        return plan, {"span_start_chars": starts, "targets_per_span": self.targets}
+
+    def span_chars(self, text: Text, per_model: list[TokenizedText]) -> list[int]:
+        """The first character of each span, shared by every model: span k is drawn uniformly
+        in the k-th of `spans` equal strata of the tokens that have the longest length before
+        them, leaving room for its targets inside the stratum, then moved to the next
+        character where every tokenizer starts a token."""
+        longest = max(self.lengths)
+        need = longest + self.spans * self.targets
+        for tt in per_model:
+            if len(tt) < need:
+                raise UserError(f"text {text.text_id} has {len(tt)} tokens; {self.spans} spans of {self.targets} targets after "
+                                f"{longest} tokens of context need at least {need}")
+        boundaries = [windows.token_start_chars(tt.char_starts, tt.char_ends) for tt in per_model]
+        reference = per_model[0]
+        width = (len(reference) - longest) // self.spans
+        chars = []
+        for k in range(self.spans):
+            offset = int(windows.sweep_fraction(self.seed, text.sha256, longest, k) * (width - self.targets + 1))
+            token = longest + k * width + offset
+            max_char = min(int(tt.char_starts[len(tt) - self.targets]) for tt in per_model)
+            chars.append(windows.aligned_start_char(int(reference.char_starts[token]), boundaries, max_char))
+        for tt in per_model:
+            firsts = np.searchsorted(tt.char_starts, chars, side="left")
+            if firsts[0] < longest or np.any(np.diff(firsts) < self.targets):
+                raise UserError(f"text {text.text_id}: the tokenizers share too few token boundaries to place {self.spans} spans of "
+                                f"{self.targets} targets apart; use fewer --starts or --targets")
+        return chars

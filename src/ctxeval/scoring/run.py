@@ -59,7 +59,7 @@ class ScoringRun:
         self._finish = finish
         self.input_facts = input_facts
         self.schema = schema_for(config.temperatures)
-        self._specs = [ScorerSpec(spec, n_threads, openai_options, config.device, config.dtype) for spec in model_specs]
+        self._specs = [ScorerSpec(spec, n_threads, openai_options, config.device, config.dtype, caps_context=True) for spec in model_specs]
         self.passes: list[list[list[Pass]]] = []
         self.done: set = set()
 

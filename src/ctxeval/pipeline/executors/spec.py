@@ -73,13 +73,14 @@ class ScorerSpec:
     openai_options: Any = None  # OpenAIOptions for openai: models
     device: str | None = None
     dtype: str | None = None
+    caps_context: bool = False  # the caller plans `?max_context=N` (token-scoring runs)
 
     def load(self, n_threads: int | None = None) -> ScorerBase:
         """The scorer, with `n_threads` in place of the spec's own when given."""
         from ctxeval.backends.registry import backend_for, load_scorer
 
         hf = {"device": self.device, "dtype": self.dtype} if backend_for(self.spec).takes_device else {}
-        return load_scorer(self.spec, n_threads=n_threads or self.n_threads, openai_options=self.openai_options, **hf)
+        return load_scorer(self.spec, n_threads=n_threads or self.n_threads, openai_options=self.openai_options, caps_context=self.caps_context, **hf)
 
     def per_server(self) -> list[ScorerSpec]:
         """One spec per server of an API model given several (`--base-url` repeated), else itself."""
