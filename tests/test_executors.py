@@ -96,6 +96,14 @@ def test_context_gain_on_ray_gives_the_local_records(ray_address, tmp_path):
 
 
 @pytest.mark.model
+def test_effective_length_on_ray_gives_the_local_records(ray_address, tmp_path):
+    args = {"texts": ["demo"], "lengths": (16, 64), "starts": 2, "targets": 8, "replicates": 200, "models": ("gemma-3-270m", "gemma-3-270m?max_context=32")}
+    api.effective_length(**args, out=tmp_path / "local", n_threads=1)
+    api.effective_length(**args, out=tmp_path / "ray", executor=RAY2)
+    _same_run(tmp_path / "local", tmp_path / "ray")
+
+
+@pytest.mark.model
 def test_a_killed_worker_loses_and_duplicates_no_pass(ray_address, local_sweep, tmp_path, monkeypatch):
     monkeypatch.setenv(KILL_WORKER_AFTER_ENV, "2")  # ray.kill on a busy actor after 2 passes came back
     api.sweep(**SWEEP, out=tmp_path / "ray", executor=RAY2)

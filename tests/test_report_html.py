@@ -454,3 +454,33 @@ def test_score_header_names_a_stride_only_for_sliding_windows(method, stride, sh
 
     manifest = {"run_id": "r", "models": [], "config": {"method": method, "window": 512, "stride": stride}}
     assert header(manifest, "score")["windows"] == shown
+
+
+@pytest.mark.model
+def test_effective_length_curves_l_star_and_retrieval_show_together(browser, tmp_path):
+    """An effective-length run (a model and its truncation control) and a retrieval run sized in
+    tokens, in one report: the headline holds each L* and the retrieval effective length, the
+    chart draws one curve per model with its band and names its L*, and nothing errs."""
+    control = "gemma-3-270m?max_context=32"
+    el = api.effective_length(["demo"], models=("gemma-3-270m", control), lengths=(16, 32, 64, 128), starts=3, targets=8, unit="span",
+                              replicates=200, out=tmp_path / "el")
+    retrieval = api.retrieval(tokens=(256, 512), depths=(0.0, 1.0), samples=1, out=tmp_path / "retrieval")
+    html = api.report([el.run_dir, retrieval.run_dir], out=tmp_path / "report.html")
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(html.as_uri())
+    page.wait_for_function("window.ctxevalReport !== undefined")
+    rows = page.eval_on_selector_all("tr", "els => els.map(e => e.innerText)")
+    star = el.effective_length(control)
+    assert any(f"L* {control}" in r and f"{star['value']} [{star['low']}, {star['high']}]" in r for r in rows), rows
+    assert any("L* gemma-3-270m" in r for r in rows) and any("retrieval effective length gemma-3-270m" in r for r in rows)
+    titles = page.eval_on_selector_all("svg.chart", "els => els.map(e => e.querySelector('title').textContent)")
+    chart = next(i for i, t in enumerate(titles) if "log p gain over the shortest length" in t)
+    text = page.eval_on_selector_all("svg.chart", f"els => els[{chart}].textContent")
+    assert f"{control} · L* {star['value']}" in text and "gemma-3-270m · L* " in text
+    assert page.eval_on_selector_all("svg.chart", f"els => els[{chart}].querySelectorAll('polyline').length") >= 2
+    page.screenshot(path=str(tmp_path / "effective_length.png"), full_page=True)
+    page.close()
+    assert errors == [], errors

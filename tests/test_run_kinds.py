@@ -13,7 +13,7 @@ from .conftest import run_cli
 from .synthetic_runs import write_answer_quality_run, write_gain_run, write_retrieval_run, write_run
 
 LM = "sweep/score"
-PROBES = "scoring/context-gain/retrieval"
+PROBES = "scoring/context-gain/effective-length/retrieval"
 
 
 @pytest.fixture(scope="module")

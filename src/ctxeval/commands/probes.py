@@ -98,6 +98,8 @@ class EffectiveLengthSpec:
     out: Path | None = common.out()
     progress: bool = common.progress()
     n_threads: int | None = common.threads()
+    device: str | None = common.device()
+    dtype: str | None = common.dtype()
     corpus: CorpusOptions = group(CorpusOptions)
     seed: int = common.seed("Seed of the spans, of --sample and of the bootstrap.")
     executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
@@ -201,6 +203,8 @@ def run_effective_length(spec: EffectiveLengthSpec) -> EffectiveLengthResult:
         seed=spec.seed,
         repeats=spec.starts,
         metrics=spec.metrics,
+        device=spec.device,
+        dtype=spec.dtype,
     )
     planner = EffectiveLengthPlanner(lengths, spec.starts, spec.targets, spec.seed)
     evaluator_spec = spec.evaluator or model_specs[0]

@@ -23,11 +23,13 @@ from ctxeval.errors import UserError
 from ctxeval.pipeline.manifest import Manifest, read_manifest
 from ctxeval.pieces import read_pieces
 from ctxeval.report.numerics import run_lines
+from ctxeval.report.lengths import describe_length
 from ctxeval.report.outputs import require_complete
 from ctxeval.results.base import RESULT_FILE, read_header, read_result
 from ctxeval.results.comparison import Comparison
 from ctxeval.results.context_gain import ContextGainResult
 from ctxeval.results.diff import DiffResult
+from ctxeval.results.effective_length import EffectiveLengthResult
 from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.results.pplqa import PplqaResult
 from ctxeval.results.retrieval import RetrievalResult
@@ -66,13 +68,14 @@ class RunView:
     gain_by_distance: pd.DataFrame | None = None
     retrieval_cells: pd.DataFrame | None = None
     compare: dict | None = None  # a compare folder's report
+    effective: dict | None = None  # an effective-length run's summary
 
 
 def run_kind(path: Path) -> str:
     """What an output folder holds: its result's kind where the page reads the result
-    (`scoring`, `comparison`, `context-gain`, `retrieval`, `pplqa`, `meta-eval`), else the
-    command its manifest names."""
-    if (path / RESULT_FILE).is_file() and read_header(path)["kind"] in ("scoring", "comparison", "context-gain", "retrieval", "pplqa", "meta-eval"):
+    (`scoring`, `comparison`, `context-gain`, `effective-length`, `retrieval`, `pplqa`, `meta-eval`),
+    else the command its manifest names."""
+    if (path / RESULT_FILE).is_file() and read_header(path)["kind"] in ("scoring", "comparison", "context-gain", "effective-length", "retrieval", "pplqa", "meta-eval"):
         return read_header(path)["kind"]
     if (path / "manifest.json").is_file():
         return read_manifest(path).command or "unknown"
@@ -100,6 +103,8 @@ def load_runs(paths: list[Path]) -> tuple[list[RunView], list[Arm]]:
             view, run_arms = _gain_view(read_result(path, reader="report", kinds=(ContextGainResult,)), label, len(arms))
             views.append(view)
             arms += run_arms
+        elif kind == "effective-length":
+            views.append(_effective_view(read_result(path, reader="report", kinds=(EffectiveLengthResult,)), label))
         elif kind == "retrieval":
             views.append(_retrieval_view(read_result(path, reader="report", kinds=(RetrievalResult,)), label))
         elif kind == "diff":  # a diff run without a header is refused
@@ -129,6 +134,8 @@ def header(manifest: dict, kind: str) -> dict:
     elif kind == "score":  # a stride exists only for sliding windows (chunked and fixed record 0)
         stride = f" stride {config.get('stride')}" if config.get("method") == "sliding" else ""
         windows = f"{config.get('method')} window {config.get('window')}{stride}"
+    elif kind == "effective-length":
+        windows = f"lengths {', '.join(str(x) for x in config.get('lengths', []))}; {config.get('repeats')} spans of {config.get('n_compare')} targets per document, the same targets at every length"
     elif kind == "context-gain":
         windows = f"chunked window {config.get('window')} vs last {config.get('short')} tokens (stride {config.get('stride')})"
     else:
@@ -209,6 +216,21 @@ def _gain_view(result: ContextGainResult, label: str, first_arm: int) -> tuple[R
     return view, arms
 
 
+def _effective_view(result: EffectiveLengthResult, label: str) -> RunView:
+    """An effective-length run: L* per model (all targets and key tokens) and its gain, in the
+    headline; the curves with their bands are charts (render._effective_charts)."""
+    manifest = result.manifest.to_json()
+    view = RunView(label, result.run_dir, "effective-length", manifest, header(manifest, "effective-length"), effective=result.summary)
+    lengths = result.summary["lengths"]
+    for model, s in result.summary["models"].items():
+        view.headline.append({"label": f"L* {model}", "value": describe_length(s["effective_length"]), "interval": f"{s['effective_length']['units']} {s['effective_length']['unit']}s"})
+        view.headline.append({"label": f"key-token L* {model}", "value": describe_length(s["key_effective_length"]), "interval": f"{s['n_key']} key tokens"})
+        gain = s["curve"][-1]["gain"]
+        view.headline.append({"label": f"gain {lengths[0]}→{lengths[-1]} {model} (nats/token)", "value": f"{gain['estimate']:+.4f}",
+                              "interval": "no interval" if gain["interval"] == "none" else f"[{gain['low']:+.4f}, {gain['high']:+.4f}]"})
+    return view
+
+
 def _retrieval_view(result: RetrievalResult, label: str) -> RunView:
     manifest = result.manifest.to_json()
     view = RunView(label, result.run_dir, "retrieval", manifest, header(manifest, "retrieval"))
@@ -217,6 +239,9 @@ def _retrieval_view(result: RetrievalResult, label: str) -> RunView:
     for model, part in cells.groupby("model", sort=False):
         acc = float((part["accuracy"] * part["n"]).sum() / part["n"].sum())
         view.headline.append({"label": f"retrieval accuracy {model}", "value": f"{acc:.3f}", "interval": f"{int(part['n'].sum())} cases"})
+    for model, e in result.effective_lengths().items():
+        value = "below the shortest length" if e["value"] is None else (f"≥ {e['value']}" if e["at_least"] else str(e["value"]))
+        view.headline.append({"label": f"retrieval effective length {model}", "value": value, "interval": f"accuracy ≥ {e['threshold']:g}"})
     return view
 
 

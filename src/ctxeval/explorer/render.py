@@ -15,6 +15,7 @@ from markupsafe import Markup
 from ctxeval.explorer import charts
 from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN, Arm, RunView, arm_payload, b64, load_runs
 from ctxeval.explorer.pairs import ArmPair, all_pairs
+from ctxeval.report.lengths import describe_length
 
 _SCRIPT_SAFE = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
@@ -76,6 +77,28 @@ def _gain_charts(views: list[RunView]) -> list[Markup]:
     return out
 
 
+def _effective_charts(views: list[RunView]) -> list[Markup]:
+    """Per effective-length run: the gain over the shortest length with its paired band, and
+    the key tokens' mean log-probability; each series names its model's L*."""
+    out = []
+    for view in views:
+        if view.effective is None:
+            continue
+        gains, keys = [], []
+        for model, s in view.effective["models"].items():
+            label = f"{model} · L* {describe_length(s['effective_length'])}"
+            xs = [p["length"] for p in s["curve"]]
+            points = [p["gain"] or {"estimate": 0.0, "low": 0.0, "high": 0.0} for p in s["curve"]]
+            gains.append(charts.Series(label, xs, [g["estimate"] for g in points],
+                                       [math.nan if g["low"] is None else g["low"] for g in points], [math.nan if g["high"] is None else g["high"] for g in points]))
+            if s["n_key"]:
+                keys.append(charts.Series(f"{model} · {s['n_key']} key tokens", xs, [p["key_logprob"] for p in s["curve"]]))
+        out.append(Markup(charts.line_chart(f"{view.label}: log p gain over the shortest length (95 % BCa)", "context length L (tokens)", "mean gain (nats/token)", gains, zero_line=True)))
+        if keys:
+            out.append(Markup(charts.line_chart(f"{view.label}: key tokens", "context length L (tokens)", "mean log p of key tokens", keys)))
+    return out
+
+
 def _retrieval_charts(views: list[RunView]) -> list[Markup]:
     out = []
     for view in views:
@@ -109,7 +132,7 @@ def render_report(run_dirs: list[Path], top_k_shown: int = DEFAULT_TOP_K_SHOWN) 
     pairs = all_pairs(arms)
     counts = {f"{a.run} · {a.model}": charts.rank_bucket_counts(a.records["rank"].to_numpy(dtype=float)) for a in arms}
     chart_list = _lm_charts(views) + ([Markup(charts.rank_histogram("rank of the target (GLTR buckets)", counts))] if counts else [])
-    chart_list += _gain_charts(views) + _retrieval_charts(views) + _compare_charts(pairs)
+    chart_list += _gain_charts(views) + _effective_charts(views) + _retrieval_charts(views) + _compare_charts(pairs)
     compare_rows = [
         {"label": f"B {p.b.run} · {p.b.model} vs A {p.a.run} · {p.a.model}", "ratio": p.overall["primary_metric"]["ratio"], "ci": p.overall["primary_metric"]["display_ci"], "windows": p.overall["dataset"]["windows"]["stats"]["compared_windows"]}
         for p in pairs

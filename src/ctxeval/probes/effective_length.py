@@ -240,17 +240,6 @@ def compare_gains(tables: dict[str, pd.DataFrame], a: str, b: str, lengths: tupl
     return {"a": a, "b": b, "lengths": [lengths[0], lengths[-1]], "gain_difference": estimate_json(estimate), "spans": int(len(shared))}
 
 
-def describe(e: dict | None) -> str:
-    """L* in words: `1024 [512, 2048]`, `≥ 4096`, `no interval`."""
-    if e is None:
-        return "no key tokens"
-    value = f"≥ {e['value']}" if e["at_least"] else (f"≤ {e['value']} (no gain)" if e["no_gain"] else f"{e['value']}")
-    if e["interval"] == "none":
-        return f"{value}, no interval"
-    high = f"≥ {e['high']}" if e.get("high_at_least") else f"{e['high']}"
-    return f"{value} [{e['low']}, {high}]"
-
-
 def summarize(tables: dict[str, pd.DataFrame], lengths: tuple[int, ...], settings: EstimatorSettings, caps: dict[str, int | None]) -> dict:
     """summary.json: the design, the key-token rule, each model's curve and L*, and every model's
     gain against the first model's."""

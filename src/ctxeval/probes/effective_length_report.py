@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ctxeval.probes.effective_length import describe  # noqa: E402
+from ctxeval.report.lengths import describe_length  # noqa: E402
 
 
 def curve_frame(summary: dict) -> pd.DataFrame:
@@ -50,7 +50,7 @@ def render_markdown(summary: dict) -> str:
     for model, s in summary["models"].items():
         first_gain = s["curve"][-1]["gain"]
         last = s["last_significant_doubling"]
-        lines.append(f"| {model} | {s['max_context'] or '—'} | {describe(s['effective_length'])} | {describe(s['key_effective_length'])} | "
+        lines.append(f"| {model} | {s['max_context'] or '—'} | {describe_length(s['effective_length'])} | {describe_length(s['key_effective_length'])} | "
                      f"{_ci(first_gain)} | {last or '—'} | {s['n_key']} of {s['n_targets']} |")
     if summary["comparisons"]:
         lines += ["", "| gain B − A | lengths | difference (nats/token) | spans |", "|---|---|---|---|"]

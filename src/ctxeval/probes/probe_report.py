@@ -17,11 +17,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-SECTIONS = ("language_modelling", "context_gain", "retrieval")
+from ctxeval.report.lengths import describe_length  # noqa: E402
+
+SECTIONS = ("language_modelling", "context_gain", "effective_length", "retrieval")
 
 
 def at_a_glance(sections: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """Per model: PPL and AVG at its longest scored context, context gain, LongPPL, retrieval."""
+    """Per model: PPL and AVG at its longest scored context, context gain, LongPPL, the effective
+    lengths (from likelihood, on key tokens, from retrieval), retrieval."""
     rows: dict[str, dict] = {}
     lm = sections["language_modelling"]
     if not lm.empty:
@@ -36,6 +39,10 @@ def at_a_glance(sections: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 "mean_gain": float(part["mean_gain"].mean()), "key_fraction": float(part["key_fraction"].mean()),
                 "longppl": float(part["longppl"].mean()) if part["longppl"].notna().any() else None,
             })
+    effective = sections["effective_length"]
+    if not effective.empty:
+        for (model, measure), part in effective.groupby(["model", "measure"], sort=False):
+            rows.setdefault(model, {})[measure.replace(" ", "_").replace("-", "_")] = part["text"].iloc[0]
     retrieval = sections["retrieval"]
     if not retrieval.empty:
         for model, part in retrieval.groupby("model", sort=False):
@@ -52,15 +59,18 @@ def render(glance: pd.DataFrame, sections: dict[str, pd.DataFrame], run_dirs: li
              _table(glance), "",
              "Reading it: a model that uses distant context has a clearly positive mean gain (nats per token from tokens beyond the short context), "
              "a LongPPL well below its short-context value, and retrieval accuracy that holds up as records grow. Similar perplexities with "
-             "different gains or retrieval scores mean perplexity is reflecting local modelling (paper 002).", ""]
-    titles = {"language_modelling": "Perplexity and rank-based scores by context", "context_gain": "Context gain and LongPPL", "retrieval": "Line retrieval"}
+             "different gains or retrieval scores mean perplexity is reflecting local modelling (paper 002). The effective length L* is the shortest context "
+             "that brings 95 % of the likelihood gain of the longest one (same targets at every length); the retrieval effective length is the longest "
+             "prompt whose retrieval accuracy stays above the threshold.", ""]
+    titles = {"language_modelling": "Perplexity and rank-based scores by context", "context_gain": "Context gain and LongPPL",
+              "effective_length": "Effective context length", "retrieval": "Line retrieval"}
     for key, title in titles.items():
         if not sections[key].empty:
             parts += [f"## {title}", "", _table(sections[key]), ""]
     return "\n".join(parts)
 
 
-def plot(sections: dict[str, pd.DataFrame], path: Path) -> None:
+def plot_report(sections: dict[str, pd.DataFrame], path: Path) -> None:
     """PPL against context, mean gain per model with its interval, retrieval accuracy against lines."""
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), constrained_layout=True)
     lm, gain, retrieval = sections["language_modelling"], sections["context_gain"], sections["retrieval"]
@@ -110,6 +120,28 @@ def gain_rows(run: Path, summary: dict) -> pd.DataFrame:
                          "n": s["n_tokens"], "ppl_long": s["ppl_long"], "ppl_short": s["ppl_short"], "mean_gain": s["mean_gain"],
                          **dict(zip(("gain_ci_low", "gain_ci_high"), s["mean_gain_ci"] or (None, None))),
                          "key_fraction": s["key_fraction"], "longppl": s["longppl"], "evaluator": summary["key_tokens"]["evaluator"]})
+    return pd.DataFrame(rows)
+
+
+def effective_rows(run: Path, summary: dict) -> pd.DataFrame:
+    """Effective-length rows of an effective-length run: L* and the key-token L* per model."""
+    rows = []
+    for model, s in summary["models"].items():
+        for measure, e in (("effective length", s["effective_length"]), ("key-token effective length", s["key_effective_length"])):
+            if e is not None:
+                rows.append({"run": str(run), "model": model, "measure": measure, "max_context": s["max_context"], "value": e["value"], "low": e["low"], "high": e["high"],
+                             "at_least": e["at_least"], "units": f"{e['units']} {e['unit']}s", "text": describe_length(e)})
+    return pd.DataFrame(rows)
+
+
+def retrieval_length_rows(run: Path, lengths: dict[str, dict]) -> pd.DataFrame:
+    """Effective-length rows of a retrieval run sized in tokens: the longest prompt size whose
+    accuracy stays at or above the threshold (RULER's rule), per model."""
+    rows = []
+    for model, e in lengths.items():
+        text = "below the shortest size" if e["value"] is None else (f"≥ {e['value']}" if e["at_least"] else str(e["value"]))
+        rows.append({"run": str(run), "model": model, "measure": "retrieval effective length", "max_context": None, "value": e["value"], "low": None, "high": None,
+                     "at_least": e["at_least"], "units": f"accuracy ≥ {e['threshold']:g}", "text": text})
     return pd.DataFrame(rows)
 
 

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from ctxeval.pipeline.manifest import Manifest, read_manifest
-from ctxeval.probes.retrieval_report import CASES_FILE, cell_keys, cell_table, plot_heatmaps, read_cases, results_json, results_markdown
+from ctxeval.probes.retrieval_report import CASES_FILE, RETRIEVAL_THRESHOLD, cell_keys, cell_table, effective_lengths, plot_heatmaps, read_cases, results_json, results_markdown
 from ctxeval.results.base import Result
 from ctxeval.results.rows import frame
 
@@ -42,6 +42,11 @@ class RetrievalResult(Result):
     def models(self) -> list[str]:
         """The models, in run order."""
         return list(dict.fromkeys(self.cases["model"]))
+
+    def effective_lengths(self, threshold: float = RETRIEVAL_THRESHOLD) -> dict[str, dict]:
+        """Per model, the longest prompt size whose accuracy stays at or above `threshold`
+        (a run sized with --tokens; empty otherwise)."""
+        return effective_lengths(self.cells, threshold)
 
     def paths(self) -> dict[str, Path]:
         """What the run wrote, by role."""
