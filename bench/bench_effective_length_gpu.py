@@ -44,11 +44,11 @@ def run_model(name: str, directory: str, texts: list[str], lengths: tuple[int, .
     result = api.effective_length(texts, models=models, lengths=lengths, starts=args.starts, targets=args.targets, unit=args.unit,
                                   device=args.device, dtype=args.dtype, out=out / name, replicates=args.replicates)
     rows = []
-    for model, s in result.summary["models"].items():
+    for s in result.summary["models"].values():  # the model first, then its controls
         e, key = s["effective_length"], s["key_effective_length"]
-        row = {"model": name if model == models[0] else f"{name} ≤{s['max_context']}", "L*": e["value"], "low": e["low"], "high": e["high"],
+        row = {"model": name if s["max_context"] is None else f"{name} ≤{s['max_context']}", "L*": e["value"], "low": e["low"], "high": e["high"],
                "at least": e["at_least"], "key-token L*": key["value"] if key else None, "gain (nats/token)": s["curve"][-1]["gain"]["estimate"]}
-        if model == models[0]:
+        if s["max_context"] is None:
             row |= {f"published {k}": v for k, v in PUBLISHED.get(name, {}).items()}
         else:
             n = s["max_context"]

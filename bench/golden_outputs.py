@@ -63,14 +63,16 @@ def commands(out: Path, shared: Path, judge_url: str) -> list[tuple[str, list[st
         ("score-noise", ["score", text, "--method", "chunked", "--window", "64", "--max-tokens", "128", "--top-k", "5", "--approx-k", "5", "--noise-floor", "?n_batch=7", "--noise-windows", "2", "--quiet", "--out", o("score-noise")]),
         ("context-gain", ["context-gain", text, "--window", "64", "--short", "16", "--max-tokens", "192", "--replicates", "200", "--block", "16", "--quiet", "--out", o("context-gain")]),
         ("retrieval", ["retrieval", "--lines", "5,8", "--depths", "0,1", "--samples", "1", "--quiet", "--out", o("retrieval")]),
-        ("probe-report", ["probe-report", o("sweep-exact"), o("context-gain"), o("retrieval"), "--out", o("probe-report")]),
+        ("effective-length", ["effective-length", text, "--lengths", "16,32,64", "--starts", "2", "--targets", "8", "--replicates", "200", "--quiet",
+                              "--model", "gemma-3-270m", "--model", "gemma-3-270m?max_context=32", "--out", o("effective-length")]),
+        ("probe-report", ["probe-report", o("sweep-exact"), o("context-gain"), o("effective-length"), o("retrieval"), "--out", o("probe-report")]),
         ("pplqa", ["pplqa", "--limit", "1", "--methods", "pplqa,gptscore", "--quiet", "--out", o("pplqa")]),
         ("meta-eval", ["meta-eval", "--dataset", "llmbar:MT-Bench", "--limit", "2", "--methods", "pplqa,geval", "--replicates", "200", "--quiet", "--out", o("meta-eval")]),
         ("leval", ["leval", "--predictions", str(leval_models), "--quiet", "--out", o("leval")]),
         ("leval-corr", ["leval-corr", o("leval"), "--human", str(out / "_inputs" / "human.csv"), "--out", o("leval-corr")]),
         ("judge", ["judge", str(shared / "leval/predictions/llm_gpt4_eval/claude-100k.pred.jsonl"), str(shared / "leval/predictions/llm_gpt4_eval/turbo-16k-0613.pred.jsonl"),
                    "--judge-model", "openai:judge", "--base-url", judge_url, "--concurrency", "1", "--cache", "none", "--limit", "3", "--out", o("judge")]),
-        ("report", ["report", o("sweep-exact"), o("score-chunked"), o("context-gain"), o("retrieval"), o("compare"), o("pplqa"), o("diff"), "--out", o("report") + "/report.html"]),
+        ("report", ["report", o("sweep-exact"), o("score-chunked"), o("context-gain"), o("effective-length"), o("retrieval"), o("compare"), o("pplqa"), o("diff"), "--out", o("report") + "/report.html"]),
     ]
 
 

@@ -95,3 +95,15 @@ def test_bad_input_is_one_line_and_exit_code_2(args, message, tmp_path):
     proc = run_cli("effective-length", *args, "--out", str(tmp_path / "x"))
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and message in proc.stderr
+
+
+def test_sweep_and_score_honour_a_truncation_control(tmp_path):
+    """`?max_context=N` is planned for every token-scoring command: no target sees more than N
+    tokens, and every planned target is still scored once per window."""
+    sweep = api.sweep(["demo"], models=("gemma-3-270m?max_context=24",), lengths=(16, 48), n_compare=8, context_mode="approx", out=tmp_path / "sweep")
+    records = read_records(sweep.run_dir)
+    assert records["context_len"].max() == 24 and sorted(set(records["nominal_len"])) == [16, 48]
+    assert records.groupby("window_id").size().tolist() == [8, 8]
+    score = api.score(["demo"], models=("gemma-3-270m?max_context=24",), method="chunked", window=64, max_tokens=128, out=tmp_path / "score")
+    scored = read_records(score.run_dir)
+    assert len(scored) == 128 and scored["context_len"].max() == 24 and scored["target_pos"].is_unique

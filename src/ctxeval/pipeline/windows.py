@@ -139,8 +139,9 @@ def cap_context(passes: Sequence[Pass], max_context: int | None, unique: bool = 
     `?max_context=N`): each target sees at most the last N tokens of its planned context.
 
     A pass keeps the targets whose context is already at most N (their input is unchanged);
-    every later target gets its own pass of exactly N tokens before it, named
-    `<window>/N<N>-<target>`, so records give each target the context it really had. Capping
+    every later target gets its own pass of exactly N tokens before it, in the same window (as
+    `fixed` windows hold one pass per target), so summaries group targets as before and records
+    give each target the context it really had. Capping
     capped passes changes nothing. `unique` scores a target with its last N tokens once (a
     plan that scores one target at many lengths needs it once): a capped pass is dropped when
     an earlier pass already gave that target exactly N tokens.
@@ -160,7 +161,7 @@ def cap_context(passes: Sequence[Pass], max_context: int | None, unique: bool = 
             if unique and (target, max_context) in seen:
                 continue
             seen.add((target, max_context))
-            out.append(Pass(f"{p.window_id}/N{max_context}-{target}", p.method, p.context_mode, p.nominal_len, p.repeat, target - max_context, target, target + 1))
+            out.append(Pass(p.window_id, p.method, p.context_mode, p.nominal_len, p.repeat, target - max_context, target, target + 1))
     return out
 
 
