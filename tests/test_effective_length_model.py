@@ -88,11 +88,13 @@ def test_a_killed_run_resumes_to_the_uninterrupted_records(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    ((str(WIKI), "--lengths", "512,1024"), "tokens; 8 spans of 32 targets after 1024 tokens of context need at least 1280"),
+    (("SHORT", "--lengths", "512,1024"), "tokens; 8 spans of 32 targets after 1024 tokens of context need at least 1280"),
     (("demo", "--lengths", "1024,65536"), "context length 65536 with --targets 32 needs 65569 tokens per pass, beyond gemma-3-270m's training context of 32768"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(args, message, tmp_path):
-    proc = run_cli("effective-length", *args, "--out", str(tmp_path / "x"))
+    short = tmp_path / "short.txt"
+    short.write_text(" ".join(["word"] * 600))
+    proc = run_cli("effective-length", *(str(short) if a == "SHORT" else a for a in args), "--out", str(tmp_path / "x"))
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and message in proc.stderr
 
@@ -104,6 +106,6 @@ def test_sweep_and_score_honour_a_truncation_control(tmp_path):
     records = read_records(sweep.run_dir)
     assert records["context_len"].max() == 24 and sorted(set(records["nominal_len"])) == [16, 48]
     assert records.groupby("window_id").size().tolist() == [8, 8]
-    score = api.score(["demo"], models=("gemma-3-270m?max_context=24",), method="chunked", window=64, max_tokens=128, out=tmp_path / "score")
+    score = api.score(["demo"], model="gemma-3-270m?max_context=24", method="chunked", window=64, max_tokens=128, out=tmp_path / "score")
     scored = read_records(score.run_dir)
     assert len(scored) == 128 and scored["context_len"].max() == 24 and scored["target_pos"].is_unique
