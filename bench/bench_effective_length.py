@@ -7,8 +7,8 @@ Tokens through the model are counted from the records: a scoring pass feeds its 
 (BOS + context + targets), a retrieval case its prompt and its answer. Prints one table with
 ratios against effective-length.
 
-    python bench/bench_effective_length.py                       # demo text, 128..1024, 8 starts x 16 targets
-    python bench/bench_effective_length.py --text ../shared/data/gutenberg/austen-emma.txt --lengths 128,256,512,1024,2048,4096
+    python bench/bench_effective_length.py                       # demo text, 256..1024, 8 starts x 16 targets
+    python bench/bench_effective_length.py --text ../shared/data/gutenberg/austen-emma.txt --lengths 256,512,1024,2048,4096
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--text", default="demo")
     parser.add_argument("--model", default="gemma-3-270m")
-    parser.add_argument("--lengths", default="128,256,512,1024")
+    parser.add_argument("--lengths", default="256,512,1024", help="context lengths; the retrieval probe needs 256 or more (its smallest record is 240 tokens)")
     parser.add_argument("--starts", type=int, default=8)
     parser.add_argument("--targets", type=int, default=16)
     parser.add_argument("--threads", type=int, default=None)
