@@ -47,6 +47,8 @@ def main() -> None:
     parser.add_argument("--sweep-lengths", default="32,128,512", help="L of the packed-vs-unpacked exact sweep")
     parser.add_argument("--n-compare", type=int, default=64, help="passes per L in the sweep (n_c)")
     parser.add_argument("--gemma", type=int, default=0, help="also score the embedded Gemma 3 270M over this many tokens (e.g. 32768)")
+    parser.add_argument("--layers", type=int, default=None, help="override the config's layer count (a shallower model of the same width and vocabulary)")
+    parser.add_argument("--keep", default=None, help="save the random-weight model in this folder and keep it (default: a temporary folder)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -55,20 +57,24 @@ def main() -> None:
     dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
     lengths = [int(x) for x in (args.lengths or ("512,1024,2048" if args.small else "8192,32768,131072")).split(",")]
     with tempfile.TemporaryDirectory(prefix="ctxeval-bench-gpu-") as tmp:
-        path = build_model(Path(tmp) / "model", TINY if args.small else LLAMA3_8B, dtype, max(lengths))
-        rows = []
-        for n in lengths:
-            for side in ("lm-eval", "ctxeval"):
-                rows.append(child({"task": "window", "side": side, "path": str(path), "device": args.device, "dtype": dtype, "n": n}))
+        config = (TINY if args.small else LLAMA3_8B) | ({"num_hidden_layers": args.layers} if args.layers else {})
+        path = build_model(Path(args.keep or Path(tmp) / "model"), config, dtype, max(lengths), args.device)
+        jobs = [{"task": "window", "side": side, "path": str(path), "device": args.device, "dtype": dtype, "n": n} for n in lengths for side in ("ctxeval", "lm-eval")]
         if args.gemma:
-            for side in ("lm-eval", "ctxeval"):
-                rows.append(child({"task": "window", "side": side, "path": "gemma", "device": args.device, "dtype": dtype, "n": args.gemma}))
-        sweep = [child({"task": "sweep", "path": str(path), "device": args.device, "dtype": dtype, "L": int(L), "n_c": args.n_compare}) for L in args.sweep_lengths.split(",")]
+            jobs += [{"task": "window", "side": side, "path": "gemma", "device": args.device, "dtype": dtype, "n": args.gemma} for side in ("ctxeval", "lm-eval")]
+        rows = []
+        for job in jobs:  # each row printed as it comes, so a run cut short keeps what it measured
+            rows.append(child(job))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        sweep_lengths = [int(L) for L in args.sweep_lengths.split(",")]
+        sweep = child({"task": "sweep", "path": str(path), "device": args.device, "dtype": dtype, "lengths": sweep_lengths, "n_c": args.n_compare})
+        sweep = sweep.get("rows") or [{"L": L, "error": sweep.get("error", "failed")} for L in sweep_lengths]
     report(args, dtype, rows, sweep)
 
 
-def build_model(path: Path, config: dict, dtype: str, max_len: int) -> Path:
-    """Save a random-weight Llama of `config` with a byte-level BPE tokenizer trained on the demo text."""
+def build_model(path: Path, config: dict, dtype: str, max_len: int, device: str) -> Path:
+    """Save a random-weight Llama of `config` with a byte-level BPE tokenizer trained on the demo
+    text; the weights are drawn on `device` (an 8B model initialises in seconds on a GPU, minutes on a CPU)."""
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig
 
@@ -78,7 +84,8 @@ def build_model(path: Path, config: dict, dtype: str, max_len: int) -> Path:
     tok = byte_bpe_tokenizer(load_text("demo").content[:200000], 4096)
     cfg = LlamaConfig(**(config | {"max_position_embeddings": max(config["max_position_embeddings"], max_len)}), bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(cfg, dtype=getattr(torch, dtype))
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=getattr(torch, dtype))
     model.save_pretrained(str(path))
     tok.save_pretrained(str(path))
     return path
@@ -98,8 +105,9 @@ def run_child(job: dict) -> dict:
     if job["task"] == "sweep":
         return run_sweep(job)
     try:
-        text, ids, bos, runner = (lmeval_runner if job["side"] == "lm-eval" else ctxeval_runner)(job)
+        text, ids, bos, runner, warm = (lmeval_runner if job["side"] == "lm-eval" else ctxeval_runner)(job)
         n = len(ids)
+        warm()  # a short window first: kernel selection and allocator start-up are not timed, on either side
         base = _memory_baseline(job["device"])
         start = time.perf_counter()
         total = runner()
@@ -136,7 +144,9 @@ def lmeval_runner(job: dict):
     lm = HFLM(pretrained=path, device=job["device"], dtype=job["dtype"], batch_size=1, max_length=job["n"], add_bos_token=False)
     text, ids = _text_and_ids(lm.tokenizer, job["n"])
     request = Instance(request_type="loglikelihood_rolling", doc={}, arguments=(text,), idx=0)
-    return text, ids, lm.prefix_token_id, lambda: float(lm.loglikelihood_rolling([request], disable_tqdm=True)[0])
+    short = Instance(request_type="loglikelihood_rolling", doc={}, arguments=(text[:512],), idx=0)
+    return (text, ids, lm.prefix_token_id, lambda: float(lm.loglikelihood_rolling([request], disable_tqdm=True)[0]),
+            lambda: lm.loglikelihood_rolling([short], disable_tqdm=True))
 
 
 def ctxeval_runner(job: dict):
@@ -149,26 +159,39 @@ def ctxeval_runner(job: dict):
     text, ids = _text_and_ids(scorer._tok, job["n"])
     inp = np.asarray([scorer.info.bos_id, *ids[:-1]], dtype=np.int32)
     one_pass = (inp, np.arange(len(ids)), np.asarray(ids, dtype=np.int32))
-    return text, ids, scorer.info.bos_id, lambda: float(scorer.score(*one_pass, 20, (1.0,)).logprob.sum())
+    short = (inp[:128], np.arange(128), np.asarray(ids[:128], dtype=np.int32))
+    return (text, ids, scorer.info.bos_id, lambda: float(scorer.score(*one_pass, 20, (1.0,)).logprob.sum()),
+            lambda: scorer.score(*short, 20, (1.0,)))
 
 
 def run_sweep(job: dict) -> dict:
-    """n_c exact-sweep passes of L+1 tokens (BOS + L context tokens, the last token scored):
-    one forward each (unpacked) vs `score_batch` (packed [B, L+1] forwards)."""
+    """For every L: n_c exact-sweep passes of L+1 tokens (BOS + L context tokens, the last token
+    scored), one forward each (unpacked) vs `score_batch` (packed [B, L+1] forwards); one model load."""
     import numpy as np
 
     from ctxeval.backends.hf import HFScorer
 
     scorer = HFScorer(Path(job["path"]), "bench", device=job["device"], dtype=job["dtype"])
     ids = np.asarray(_text_and_ids(scorer._tok, 20000)[1], dtype=np.int32)
-    starts = np.random.default_rng(0).integers(0, len(ids) - job["L"] - 1, job["n_c"])
-    passes = [(np.asarray([scorer.info.bos_id, *ids[s : s + job["L"]]], dtype=np.int32), np.asarray([job["L"]]), ids[s + job["L"] : s + job["L"] + 1]) for s in starts]
+    return {"rows": [{"L": L, "n_c": job["n_c"]} | _sweep_one(scorer, ids, L, job["n_c"], job["device"]) for L in job["lengths"]]}
+
+
+def _sweep_one(scorer, ids, L: int, n_c: int, device: str) -> dict:
+    import numpy as np
+    import torch
+
+    starts = np.random.default_rng(0).integers(0, len(ids) - L - 1, n_c)
+    passes = [(np.asarray([scorer.info.bos_id, *ids[s : s + L]], dtype=np.int32), np.asarray([L]), ids[s + L : s + L + 1]) for s in starts]
     scorer.score_batch(passes[:2], 20, (1.0,))  # warm-up
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    sync()
     start = time.perf_counter()
     single = [scorer.score(*p, 20, (1.0,)) for p in passes]
+    sync()
     t_single = time.perf_counter() - start
     start = time.perf_counter()
     packed = scorer.score_batch(passes, 20, (1.0,))
+    sync()
     t_packed = time.perf_counter() - start
     diff = max(abs(float(a.logprob[0] - b.logprob[0])) for a, b in zip(single, packed))
     same_rank = sum(int(a.rank[0] == b.rank[0]) for a, b in zip(single, packed))

@@ -94,8 +94,8 @@ class HFScorer(ScorerBase):
         self._head_bias = None if head.bias is None else head.bias.detach().to(head_dtype)
         config = model.config
         self._softcap = getattr(config, "final_logit_softcapping", None)
-        self._piece = _piece_decoder(self._tok)
         self._vocab_size = int(self._head_weight.shape[0])
+        self._piece = _piece_decoder(self._tok, self._vocab_size)
         self._hidden_size = int(self._head_weight.shape[1])
         self._hidden_bytes = torch.empty((), dtype=getattr(torch, dtype)).element_size()
         weights = _weights_sha256(path)
@@ -285,9 +285,11 @@ def _bos_id(tok) -> int | None:
     return None
 
 
-def _piece_decoder(tok):
+def _piece_decoder(tok, model_vocab: int):
     """token id -> exact bytes in running text, for byte-level (GPT-2) and SentencePiece-style
-    (▁ for space, <0xXX> byte fallback) tokenizers."""
+    (▁ for space, <0xXX> byte fallback) tokenizers. A head wider than the tokenizer (rows padded
+    to a round size, as Qwen's and many random-weight models' are) can still rank and predict
+    the padding ids: they stand for no text, so their piece is empty."""
     backend = getattr(tok, "backend_tokenizer", None)
     if backend is None:
         raise UserError(f"{type(tok).__name__} has no fast (tokenizers) backend; ctxeval needs exact token bytes")
@@ -298,7 +300,9 @@ def _piece_decoder(tok):
 
     @lru_cache(maxsize=None)
     def piece(token_id: int) -> bytes:
-        token = tok.convert_ids_to_tokens(token_id)
+        token = tok.convert_ids_to_tokens(token_id) if token_id < len(tok) else None
+        if token is None and 0 <= token_id < model_vocab:
+            return b""
         if token is None:
             raise ValueError(f"token id {token_id} is outside the vocabulary")
         if token_id in special:
