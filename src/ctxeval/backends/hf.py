@@ -28,6 +28,7 @@ import numpy as np
 from ctxeval.backends import head_memory
 from ctxeval.backends.base import Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens
 from ctxeval.backends.logits import BlockScores, score_block
+from ctxeval.backends.kv_press import PressedModel, PressOptions
 from ctxeval.backends.logits_torch import score_block_device
 from ctxeval.backends.model_files import file_sha256
 from ctxeval.errors import UserError
@@ -58,6 +59,7 @@ class HFScorer(ScorerBase):
         rows_per_block: int | None = None,
         batch_tokens: int | None = None,
         details: dict | None = None,
+        press: PressOptions | None = None,
     ) -> None:
         import torch
         import transformers
@@ -86,6 +88,7 @@ class HFScorer(ScorerBase):
             raise UserError(f"cannot load transformers model {path}: {exc}") from None
         self._model = model.to(self._device).eval()
         self._body = model.base_model
+        self._press = None if press is None else PressedModel(self._model, press)
         head = model.get_output_embeddings()
         # the head runs in float32 (a float32 copy of a half-precision head's weights), so
         # log-sum-exp, ranks and top-k see float32 logits, not bf16/fp16-rounded ones
@@ -132,7 +135,8 @@ class HFScorer(ScorerBase):
                 "transformers": transformers.__version__,
                 "safetensors": _version("safetensors"),
             }
-            | (details or {}),
+            | (details or {})
+            | ({} if self._press is None else {"kv_press": self._press.details}),
         )
         if self.info.n_ctx_train <= 0:
             raise UserError(f"{path}: config.json gives no max_position_embeddings (training context)")
@@ -186,6 +190,8 @@ class HFScorer(ScorerBase):
         pass that does not fit is a user error that names the measured free memory."""
         torch = self._torch
         try:
+            if self._press is not None:  # each pass its own context to compress
+                return [self._forward_and_score([p], top_k, temperatures)[0] for p in passes]
             return self._forward_and_score(passes, top_k, temperatures)
         except torch.OutOfMemoryError:
             free = head_memory.free_bytes(self._device)
@@ -201,9 +207,9 @@ class HFScorer(ScorerBase):
         torch = self._torch
         ids = torch.as_tensor(np.stack([np.asarray(p[0], dtype=np.int64) for p in passes]), device=self._device)
         with torch.inference_mode():
-            hidden = self._body(input_ids=ids, use_cache=False).last_hidden_state
+            hidden, first = self._hidden(ids, int(passes[0][1][0]))
             # the head runs only on target rows, in blocks
-            rows = torch.cat([hidden[b, torch.as_tensor(np.asarray(p[1], dtype=np.int64), device=self._device)] for b, p in enumerate(passes)])
+            rows = torch.cat([hidden[b, torch.as_tensor(np.asarray(p[1], dtype=np.int64) - first, device=self._device)] for b, p in enumerate(passes)])
             del hidden
             targets = torch.as_tensor(np.concatenate([np.asarray(p[2], dtype=np.int64) for p in passes]), device=self._device)
             block = self._rows_per_block or head_memory.head_block_rows(
@@ -225,11 +231,19 @@ class HFScorer(ScorerBase):
             raise ValueError("output positions must be strictly increasing")
         ids = torch.as_tensor(np.asarray(input_ids, dtype=np.int64)[None], device=self._device)
         with torch.inference_mode():
-            rows = self._body(input_ids=ids, use_cache=False).last_hidden_state[0, torch.as_tensor(output_positions, device=self._device)]
+            hidden, first = self._hidden(ids, int(output_positions[0]))
+            rows = hidden[0, torch.as_tensor(output_positions - first, device=self._device)]
         for lo in range(0, len(output_positions), max_rows):
             with torch.inference_mode():
                 logits = self._head(rows[lo : lo + max_rows]).cpu()
             yield logits.numpy()
+
+    def _hidden(self, ids, first_output: int):
+        """The body's last hidden states and the position of their first row: the whole pass, or
+        with a press the rows from the first scored position on, the tokens before it compressed."""
+        if self._press is None:
+            return self._body(input_ids=ids, use_cache=False).last_hidden_state, 0
+        return self._press.hidden_states(self._body, ids, first_output)[0], first_output
 
     def _head(self, hidden_rows):
         """float32 logits of hidden rows (the LM head, and the final soft-cap when the model has one)."""

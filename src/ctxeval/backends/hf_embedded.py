@@ -1,4 +1,4 @@
-"""The embedded Gemma GGUF as a transformers checkpoint, converted once into a cache directory.
+"""An embedded GGUF (Gemma 3 270M, SmolLM2 135M) as a transformers checkpoint, converted once into a cache directory.
 
 transformers reads GGUF files (gemma3 included) and dequantizes every tensor to float; saving
 that model as safetensors lets the `hf` backend run exactly the weights llama.cpp runs, with
@@ -12,7 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ctxeval.backends.model_files import embedded_model_path, file_sha256
+from ctxeval.backends.model_files import embedded_path, file_sha256
 from ctxeval.errors import UserError
 
 SOURCE_FILE = "ctxeval_source.json"
@@ -25,8 +25,8 @@ def cache_root() -> Path:
 
 
 def embedded_hf_dir(name: str) -> tuple[Path, dict]:
-    """The converted checkpoint of the embedded GGUF (converting it if needed) and its provenance."""
-    gguf = embedded_model_path()
+    """The converted checkpoint of embedded model `name` (converting it if needed) and its provenance."""
+    gguf = embedded_path(name)
     target = cache_root() / name
     source = target / SOURCE_FILE
     if source.is_file():
@@ -53,11 +53,16 @@ def convert_gguf(gguf: Path, target: Path) -> dict:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    adds_bos = _gguf_adds_bos(gguf)
+    if not adds_bos:  # transformers' GGUF reader prepends BOS whatever the file says (SmolLM2's says no, as llama.cpp reads it)
+        from tokenizers import processors
+
+        tokenizer.backend_tokenizer.post_processor = processors.TemplateProcessing(single="$A", pair="$A $B")
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype="float32")
     # The loaded tensors are plain float32 (dequantized); only the GGUF quantization marker
     # blocks saving, so it is dropped.
     model.hf_quantizer = None
-    del model.config.quantization_config
+    model.config.__dict__.pop("quantization_config", None)  # set for some architectures' GGUF loads, not others
     model.save_pretrained(str(tmp))
     tokenizer.save_pretrained(str(tmp))
     provenance = {
@@ -65,8 +70,17 @@ def convert_gguf(gguf: Path, target: Path) -> dict:
         "gguf_sha256": file_sha256(gguf),
         "conversion": "transformers GGUF loader, every tensor dequantized to float32",
         "transformers": transformers.__version__,
+        "adds_bos": adds_bos,
     }
     (tmp / SOURCE_FILE).write_text(json.dumps(provenance, indent=2))
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)
     return provenance
+
+
+def _gguf_adds_bos(gguf: Path) -> bool:
+    """The file's tokenizer.ggml.add_bos_token (llama.cpp's default, true, when absent)."""
+    from gguf import GGUFReader
+
+    field = GGUFReader(str(gguf)).fields.get("tokenizer.ggml.add_bos_token")
+    return True if field is None else bool(field.parts[field.data[0]][0])

