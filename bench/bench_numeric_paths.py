@@ -60,7 +60,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from ctxeval.backends.llamacpp import LlamaCppScorer
-    from ctxeval.backends.registry import embedded_model_path
+    from ctxeval.backends.model_files import embedded_model_path
 
     path = embedded_model_path()
     scorers = {

@@ -62,7 +62,7 @@ def run_naive(n_tokens: int) -> dict:
     import numpy as np
 
     from ctxeval.backends.llamacpp import load_llama_without_amx_buffers
-    from ctxeval.backends.registry import embedded_model_path
+    from ctxeval.backends.model_files import embedded_model_path
 
     load_llama_without_amx_buffers(llama_cpp)  # the same guard ctxeval applies: AMX kernels crash on Gemma 3 in this release
     t0 = time.perf_counter()

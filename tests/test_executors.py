@@ -344,3 +344,14 @@ def test_a_kv_cache_diff_of_gemma_on_ray_gives_the_local_records(ray_address, tm
     _same_diff(tmp_path / "local", tmp_path / "killed")
     records = pq.read_table(tmp_path / "ray" / "diff_records.parquet").to_pandas()
     assert len(records) == 128 and (records.kl >= 0).all() and records.kl.max() > 0
+
+
+def test_a_pressed_model_on_ray_gives_the_local_records(ray_address, tiny_pair, tmp_path):
+    pytest.importorskip("kvpress")
+    pressed = f"{tiny_pair[0]}?press=SnapKVPress&budget=16&window_size=8"
+    args = {"texts": ["demo"], "lengths": (32, 64), "starts": 2, "targets": 8, "replicates": 200, "unit": "span", "models": (tiny_pair[0], pressed)}
+    api.effective_length(**args, out=tmp_path / "local", n_threads=1)
+    api.effective_length(**args, out=tmp_path / "ray", executor=RAY2)
+    _same_run(tmp_path / "local", tmp_path / "ray")
+    manifest = json.loads((tmp_path / "ray" / "manifest.json").read_text())
+    assert [m["details"]["kv_press"]["budget"] for m in manifest["models"] if "kv_press" in m["details"]] == [16]

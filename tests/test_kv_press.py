@@ -184,3 +184,47 @@ def test_a_pressed_effective_length_run_records_the_press_and_resumes_to_the_sam
     assert models[model.replace(f"hf:{tiny['llama'][3:]}", "hf:llama")]["details"]["kv_press"]["budget"] == 24
     fingerprints = {f["model"]: f["sha256"] for f in manifest["fingerprints"]}
     assert len(set(fingerprints.values())) == 2  # the press is its own model, its own scores
+
+
+def test_retrieval_compresses_the_record_and_scores_question_and_answer_after_it(tiny, tmp_path):
+    args = {"lines": (8,), "depths": (0.0, 1.0), "samples": 1}
+    plain = api.retrieval(models=(tiny["llama"],), out=tmp_path / "plain", **args)
+    zero = api.retrieval(models=(f"{tiny['llama']}?press=StreamingLLMPress&compression_ratio=0",), out=tmp_path / "zero", **args)
+    kept = api.retrieval(models=(f"{tiny['llama']}?press=StreamingLLMPress&budget=8",), out=tmp_path / "kept", **args)
+    cases = [pd.read_parquet(run / "cases.parquet") for run in (tmp_path / "plain", tmp_path / "zero", tmp_path / "kept")]
+    np.testing.assert_allclose(cases[1].value_logprob, cases[0].value_logprob, **FLOAT32_FORWARD)
+    assert (cases[2].value_logprob != cases[0].value_logprob).all()  # 8 kept tokens of the record change every answer's score
+    assert cases[1].answer_ranks.map(list).tolist() == cases[0].answer_ranks.map(list).tolist()
+
+
+def test_the_record_ends_at_a_token_boundary_of_the_prompt(tiny):
+    from ctxeval.probes.retrieval import _first_token_from
+    from ctxeval.probes.retrieval_data import make_case
+
+    scorer = load_scorer(tiny["llama"])
+    case = make_case("register", 8, 0.5, 0)
+    ids = scorer.tokenize(case.prompt)
+    first = _first_token_from(scorer, ids, case.record_char_end)
+    record = b"".join(scorer.token_bytes(t) for t in ids[:first]).decode()
+    assert case.prompt[: case.record_char_end].startswith(record) and len(case.prompt[: case.record_char_end]) - len(record) < 8
+    assert case.prompt[len(record) :].startswith(b"".join(scorer.token_bytes(t) for t in ids[first:]).decode()[:20])
+
+
+def test_sliding_windows_of_a_ratio_zero_press_score_as_the_plain_model(tiny, tmp_path):
+    args = {"method": "sliding", "window": 64, "stride": 16, "max_tokens": 160}
+    plain = api.score(["demo"], model=tiny["llama"], out=tmp_path / "plain", **args)
+    zero = api.score(["demo"], model=f"{tiny['llama']}?press=KnormPress&compression_ratio=0", out=tmp_path / "zero", **args)
+    a, b = (pd.read_parquet(r.run_dir / "records.parquet") for r in (plain, zero))
+    assert a.target_pos.tolist() == b.target_pos.tolist() and a.context_len.tolist() == b.context_len.tolist()
+    np.testing.assert_allclose(b.logprob, a.logprob, **FLOAT32_FORWARD)
+
+
+def test_kl_against_the_full_cache_is_zero_when_the_budget_covers_the_context_and_grows_as_it_shrinks(tiny, tmp_path):
+    """diff REF 'REF?press=…': the budget covers every context of 64-token windows moved by 16
+    (at most 48 tokens before a window's first scored position) at 64; below it, less is kept."""
+    mean_kl = {}
+    for budget in (64, 32, 8):
+        result = api.diff(tiny["llama"], f"{tiny['llama']}?press=SnapKVPress&budget={budget}&window_size=4", ["demo"], window=64, stride=16,
+                          max_tokens=200, out=tmp_path / str(budget), bootstrap=api.Bootstrap(replicates=200))
+        mean_kl[budget] = float(pd.read_parquet(result.run_dir / "diff_records.parquet").kl.mean())
+    assert mean_kl[64] < 1e-6 < mean_kl[32] < mean_kl[8], mean_kl

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ctxeval.backends.llamacpp import PACK_TOKENS, LlamaCppScorer
-from ctxeval.backends.registry import embedded_model_path
+from ctxeval.backends.model_files import embedded_model_path
 from ctxeval.data.texts import load_text
 
 pytestmark = pytest.mark.model

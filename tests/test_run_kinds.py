@@ -132,3 +132,21 @@ def test_an_out_holding_another_commands_output_is_refused_before_any_work(runs,
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert r.stderr.count("\n") == 1 and f"holds a {target} run" in r.stderr and "choose another --out" in r.stderr, r.stderr
     assert sorted(p.name for p in taken.iterdir()) == before
+
+
+@pytest.mark.parametrize("args", [
+    ["score", "demo", "--window", "64"], ["sweep", "demo", "--lengths", "16"], ["context-gain", "demo", "--window", "64", "--short", "8"],
+    ["effective-length", "demo", "--lengths", "16,32", "--starts", "2", "--targets", "4"], ["retrieval", "--lines", "8"],
+    ["diff", "gemma-3-270m", "gemma-3-270m?n_batch=7", "demo", "--window", "64"],
+])
+def test_out_naming_a_regular_file_is_one_line_and_exit_2(args, tmp_path):
+    target = tmp_path / "a-file"
+    target.write_text("not a folder")
+    result = run_cli(*args, "--out", str(target))
+    assert result.returncode == 2 and result.stderr.strip() == f"ctxeval: error: --out {target} is a file, not a folder; choose another --out or remove it"
+
+
+def test_refusals_name_a_kind_with_its_article(tmp_path):
+    from ctxeval.errors import a_or_an
+
+    assert a_or_an("effective-length") == "an effective-length" and a_or_an("sweep") == "a sweep" and a_or_an("retrieval") == "a retrieval"

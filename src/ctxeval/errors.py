@@ -5,6 +5,11 @@ EXIT_USER_ERROR = 2
 EXIT_INCOMPLETE = 3
 
 
+def a_or_an(word: str) -> str:
+    """`word` with its indefinite article, as an error line names a kind ("an effective-length run")."""
+    return ("an " if word[:1].lower() in "aeiou" else "a ") + word
+
+
 class UserError(Exception):
     """Bad input from the user (file, flag, model, text too short): reported, never a traceback."""
 

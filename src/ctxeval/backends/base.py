@@ -67,6 +67,7 @@ class ScorerBase(ABC):
     concurrency: int = 1  # passes it can usefully have in flight at once (an API: requests)
     batches: bool = False  # `score_batch` runs equal-length passes in one forward pass
     remote: bool = False  # it sends requests to a server (so `estimate` and `usage` say something)
+    compresses_context: bool = False  # a KV-cache press compresses every token before a pass's first scored position
 
     @property
     def name(self) -> str:

@@ -89,6 +89,7 @@ class HFScorer(ScorerBase):
         self._model = model.to(self._device).eval()
         self._body = model.base_model
         self._press = None if press is None else PressedModel(self._model, press)
+        self.compresses_context = press is not None
         head = model.get_output_embeddings()
         # the head runs in float32 (a float32 copy of a half-precision head's weights), so
         # log-sum-exp, ranks and top-k see float32 logits, not bf16/fp16-rounded ones
@@ -311,10 +312,11 @@ def _piece_decoder(tok, model_vocab: int):
     byte_level = '"ByteLevel"' in decoder
     table = {c: b for b, c in _bytes_to_unicode().items()}
     special = set(tok.all_special_ids)
+    n_tokens = len(tok)  # computed on every call by transformers: once here
 
     @lru_cache(maxsize=None)
     def piece(token_id: int) -> bytes:
-        token = tok.convert_ids_to_tokens(token_id) if token_id < len(tok) else None
+        token = tok.convert_ids_to_tokens(token_id) if token_id < n_tokens else None
         if token is None and 0 <= token_id < model_vocab:
             return b""
         if token is None:

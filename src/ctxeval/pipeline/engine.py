@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from ctxeval.backends.numeric_path import numeric_path
 from ctxeval.config import config_id
-from ctxeval.errors import IncompleteRun, UserError
+from ctxeval.errors import IncompleteRun, UserError, a_or_an
 from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work, WorkerModel, open_executor
 from ctxeval.pipeline.fingerprint import run_fingerprints
 from ctxeval.pipeline.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, write_manifest
@@ -198,7 +198,7 @@ def check_posthoc_out(out: Path, command: str) -> None:
     """Refuse, before any work, a folder holding another command's run (as `run` does)."""
     previous = existing_manifest(Path(out))
     if previous is not None and previous.command != command:
-        found = f"a {previous.command} run" if previous.command else "a run of an unknown kind"
+        found = f"{a_or_an(previous.command)} run" if previous.command else "a run of an unknown kind"
         raise UserError(f"{out} holds {found}, not a {command} output; choose another --out or remove it")
 
 

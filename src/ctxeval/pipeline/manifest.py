@@ -28,7 +28,7 @@ import numpy as np
 
 from ctxeval.backends.numeric_path import NumericPath
 from ctxeval.config import MetricConfig
-from ctxeval.errors import UserError
+from ctxeval.errors import UserError, a_or_an
 from ctxeval.pipeline.fingerprint import Fingerprint
 
 MANIFEST_FILE = "manifest.json"
@@ -180,7 +180,7 @@ def require_command(manifest: Manifest, run_dir: Path, reader: str, accepted: Co
     """The manifest, if `reader` (a command) can read a run of its command; otherwise one line
     naming both, e.g. "runs/r is a retrieval run; summary reads sweep/score runs"."""
     if manifest.command not in accepted:
-        kind = f"a {manifest.command}" if manifest.command else "an unknown kind of"
+        kind = a_or_an(manifest.command) if manifest.command else "an unknown kind of"
         raise UserError(f"{run_dir} is {kind} run; {reader} reads {'/'.join(accepted)} runs")
     return manifest
 
@@ -190,12 +190,14 @@ def existing_manifest(run_dir: Path, run_id: str | None = None, what: str = "run
     one. With `run_id`, a directory of another configuration is refused rather than mixed in;
     the refusal names the kind of run found there when it is not `command`'s, so a user who
     pointed --out at another command's run reads what is there, not "another configuration"."""
+    if Path(run_dir).exists() and not Path(run_dir).is_dir():
+        raise UserError(f"--out {run_dir} is a file, not a folder; choose another --out or remove it")
     if not (Path(run_dir) / MANIFEST_FILE).exists():
         return None
     previous = read_manifest(run_dir)
     if run_id is not None and previous.run_id != run_id:
         if command is not None and previous.command != command:
-            found = f"a {previous.command} run" if previous.command else "a run of an unknown kind"
+            found = f"{a_or_an(previous.command)} run" if previous.command else "a run of an unknown kind"
             raise UserError(f"{run_dir} holds {found}, not a {command} run; choose another --out or remove it")
         raise UserError(f"{run_dir} holds a {what} with a different configuration; choose another --out or remove it")
     return previous

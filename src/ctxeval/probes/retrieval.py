@@ -69,8 +69,12 @@ def score_case(scorer: Scorer, case: RetrievalCase) -> CaseResult:
         scores = scorer.score_stepwise(prompt, answer, top_k=2, temperatures=(1.0,))
     else:
         input_ids = np.concatenate([prompt, answer[:-1]])
-        positions = np.arange(len(prompt) - 1, len(prompt) - 1 + len(answer))
-        scores = scorer.score(input_ids, positions, answer, top_k=2, temperatures=(1.0,))
+        # a pressed model compresses what comes before the first scored position: the record
+        # alone, with the question (scored too, then dropped) and the answer after it
+        first = len(bos) + _first_token_from(scorer, prompt_ids, len(case.prompt[: case.record_char_end].encode())) if scorer.compresses_context else len(prompt) - 1
+        positions = np.arange(first, len(input_ids))
+        scores = scorer.score(input_ids, positions, np.concatenate([prompt[first + 1 :], answer]), top_k=2, temperatures=(1.0,))
+        scores = scores.rows(len(positions) - len(answer), len(positions))
     covers_value = _covers(scorer, answer_ids, case.answer, case.value)
     chain_ok = bool(np.all(scores.greedy_id == answer))
     if can_generate and chain_ok:
@@ -90,6 +94,12 @@ def score_case(scorer: Scorer, case: RetrievalCase) -> CaseResult:
         value_logprob=float(scores.logprob[covers_value].sum()), value_tokens=int(covers_value.sum()),
         answer_ranks=[int(r) for r in scores.rank],
     )
+
+
+def _first_token_from(scorer, ids: list[int], byte_offset: int) -> int:
+    """Index of the first token of `ids` whose text ends after `byte_offset` (the token that starts there, or straddles it)."""
+    ends = np.cumsum([len(scorer.token_bytes(int(t))) for t in ids])
+    return int(np.searchsorted(ends, byte_offset, side="right"))
 
 
 @dataclass(frozen=True)

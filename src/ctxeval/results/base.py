@@ -20,7 +20,7 @@ from importlib import import_module, metadata
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from ctxeval.errors import UserError
+from ctxeval.errors import UserError, a_or_an
 
 RESULT_FILE = "result.json"
 
@@ -115,7 +115,7 @@ def read_result(path: str | Path, *, reader: str | None = None, kinds: Collectio
     header = read_header(path)
     cls = result_class(header["kind"])
     if kinds is not None and cls not in kinds:
-        found = f"a {header['kind']} result" + (f" (from `ctxeval {header['command']}`)" if header["command"] else "")
+        found = f"{a_or_an(header['kind'])} result" + (f" (from `ctxeval {header['command']}`)" if header["command"] else "")
         wanted = "/".join(k.KIND for k in kinds)
         raise UserError(f"{path} holds {found}; {reader or 'this command'} reads {wanted} results")
     version = header["version"]
