@@ -9,7 +9,7 @@ Two tables, the evidence behind two defaults of `stats/paired.py` and `report/co
    (draw windows with p_i ∝ t_i, plain mean of the drawn d: paper 001's scheme) and
    "tokens, weighted again" (draw ∝ t_i and then take the token-weighted mean of the drawn
    windows, which weights twice). Each with a BCa and a percentile interval.
-2. Number of documents (`MIN_CLUSTERS`, `RELIABLE_CLUSTERS` in report/compare.py). D documents
+2. Number of documents (`MIN_CLUSTERS`, `RELIABLE_CLUSTERS` in stats/defaults.py). D documents
    of W windows each, d = 0.05 + u_doc + window noise as above, u_doc ~ N(0, tau); coverage of
    the BCa cluster bootstrap (resampling documents) and of the window bootstrap, per D x W x tau,
    then per D the worst cell of each. MIN_CLUSTERS is the fewest documents from which resampling

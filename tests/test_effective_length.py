@@ -210,6 +210,25 @@ def test_a_flat_curve_has_no_gain_and_l_star_at_the_shortest_length():
     assert star["no_gain"] and star["value"] == 16 and star["total_gain"] == 0.0
 
 
+def test_a_curve_that_rises_then_falls_below_its_start_says_so():
+    records = _records("m", lambda c: -3.0 + (0.5 if c in range(64, 128) else -0.1 if c >= 256 else 0.0), docs=4, spans=2, targets=8, noise=0.0, seed=0)
+    summary = summarize(_tables(records, {"m": None}), LENGTHS, SETTINGS, {"m": None})
+    star = summary["models"]["m"]["effective_length"]
+    assert star["no_gain"] and star["no_gain_seen"].startswith("the curve rises to +0.") and star["no_gain_seen"].endswith("nats at 64 tokens, then falls back to -0.100 at 256")
+    assert "no gain at the longest length (the curve rises" in render_markdown(summary)
+    flat = summarize(_tables(_records("m", lambda c: -3.0, docs=4, spans=2, targets=8, noise=0.0, seed=0), {"m": None}), LENGTHS, SETTINGS, {"m": None})
+    assert flat["models"]["m"]["effective_length"]["no_gain_seen"] == "the curve never rises above its shortest length"
+
+
+@pytest.mark.parametrize("docs, warned", [(3, True), (6, True), (7, False)])
+def test_intervals_over_fewer_than_seven_documents_carry_the_coverage_warning(docs, warned):
+    records = _records("m", _knee_curve(64), docs=docs, spans=2, targets=8, noise=0.05, seed=1)
+    summary = summarize(_tables(records, {"m": None}), LENGTHS, SETTINGS, {"m": None})
+    star = summary["models"]["m"]["effective_length"]
+    assert (star["warning"] is not None) == warned
+    assert ("covered less than 85 % in simulation" in render_markdown(summary)) == warned
+
+
 def test_the_knee_rule_by_hand():
     curves = np.array([[0.0, 0.5, 0.96, 1.0], [0.0, 1.0, 0.2, 1.0], [0.0, -0.1, -0.2, -0.3], [0.0, 0.1, 0.2, 1.0]])
     # 95 % of the gain: reached at 0.96 (index 2); at once (index 1); never gains (0); only at the end (3)

@@ -219,12 +219,28 @@ def test_sliding_windows_of_a_ratio_zero_press_score_as_the_plain_model(tiny, tm
     np.testing.assert_allclose(b.logprob, a.logprob, **FLOAT32_FORWARD)
 
 
-def test_kl_against_the_full_cache_is_zero_when_the_budget_covers_the_context_and_grows_as_it_shrinks(tiny, tmp_path):
+@pytest.mark.parametrize("press", PRESSES)
+def test_kl_against_the_full_cache_is_zero_when_the_budget_covers_the_context_and_grows_as_it_shrinks(tiny, tmp_path, press):
     """diff REF 'REF?press=…': the budget covers every context of 64-token windows moved by 16
     (at most 48 tokens before a window's first scored position) at 64; below it, less is kept."""
     mean_kl = {}
+    extra = "&window_size=4" if press == "SnapKVPress" else ""
     for budget in (64, 32, 8):
-        result = api.diff(tiny["llama"], f"{tiny['llama']}?press=SnapKVPress&budget={budget}&window_size=4", ["demo"], window=64, stride=16,
+        result = api.diff(tiny["llama"], f"{tiny['llama']}?press={press}&budget={budget}{extra}", ["demo"], window=64, stride=16,
                           max_tokens=200, out=tmp_path / str(budget), bootstrap=api.Bootstrap(replicates=200))
         mean_kl[budget] = float(pd.read_parquet(result.run_dir / "diff_records.parquet").kl.mean())
     assert mean_kl[64] < 1e-6 < mean_kl[32] < mean_kl[8], mean_kl
+
+
+@pytest.mark.model
+def test_the_embedded_gemma_compresses_its_three_global_layers_only():
+    """Gemma 3 270M: 18 layers, every sixth full attention; its sliding-window layers (512
+    positions) keep their own cache whole."""
+    pressed = load_scorer("hf:gemma-3-270m?press=ExpectedAttentionPress&budget=64")
+    details = pressed.info.details["kv_press"]
+    assert details["compressed_layers"] == [5, 11, 17] and len(details["uncompressed_sliding_layers"]) == 15
+    ids = torch.as_tensor(np.asarray(pressed.tokenize(TEXT)[:616], dtype=np.int64)[None])
+    with torch.inference_mode():
+        _, kept = pressed._press.hidden_states(pressed._body, ids, 600)
+    assert [kept[i] for i in (5, 11, 17)] == [64, 64, 64] and {kept[i] for i in details["uncompressed_sliding_layers"]} == {511}
+    assert np.isfinite(pressed.score(*_pass(pressed, 600, 16), 5, (1.0,)).logprob).all()

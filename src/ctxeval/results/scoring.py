@@ -23,7 +23,7 @@ from ctxeval.report.numerics import run_json
 from ctxeval.report.outputs import compute, json_rows
 from ctxeval.report.plots import plot_scores
 from ctxeval.results.base import Result, read_header
-from ctxeval.results.rows import frame
+from ctxeval.results.rows import frame, wide_ints
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
@@ -109,7 +109,8 @@ def scoring_result(run_dir: Path, manifest: Manifest, metrics: MetricConfig, rec
     records = read_records(run_dir) if records is None else records
     found = compute(run_dir, manifest, records, metrics)
     pooled = corpus_summary(records, metrics, manifest.vocab_sizes, manifest.temperatures) if corpus and records["text_id"].nunique() > 1 else None
-    return RunResult(run_dir, manifest, records, found.summary, found.approx_vs_exact, metrics, found.tables, corpus=pooled)
+    return RunResult(run_dir, manifest, records, wide_ints(found.summary), wide_ints(found.approx_vs_exact), metrics, found.tables,
+                     corpus=None if pooled is None else wide_ints(pooled))
 
 
 def stored_noise_floor(run_dir: Path) -> dict | None:

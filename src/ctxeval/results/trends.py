@@ -12,7 +12,7 @@ import pandas as pd
 from ctxeval.report.outputs import json_rows
 from ctxeval.report.trends import outlier_rule, render_trends
 from ctxeval.results.base import Result
-from ctxeval.results.rows import frame
+from ctxeval.results.rows import frame, wide_ints
 
 TRENDS_JSON = "trends.json"
 TRENDS_MD = "trends.md"
@@ -35,6 +35,7 @@ class Trends(Result):
     @classmethod
     def of(cls, trends: pd.DataFrame, variance: pd.DataFrame, outlier_sd: float, out: Path) -> Trends:
         rule = outlier_rule(outlier_sd)
+        trends, variance = wide_ints(trends), wide_ints(variance)
         return cls(trends, variance, rule, Path(out), render_trends(trends, variance, rule))
 
     def to_json(self) -> dict[str, Any]:
