@@ -62,9 +62,8 @@ def effective_length_rows(run: Path) -> pd.DataFrame:
 def retrieval_rows(run: Path) -> pd.DataFrame:
     cases = pd.read_parquet(run / "cases.parquet")
     cases["variant"] = cases.model.map(lambda n: n.split("?", 1)[1] if "?" in n else "full cache")
-    size = "tokens" if "tokens" in cases else "lines"
-    return cases.groupby(["variant", size], sort=False).agg(accuracy=("correct", "mean"), value_logprob=("value_logprob", "mean"),
-                                                             first_rank=("first_rank", "median"), cases=("correct", "size")).round(3).reset_index()
+    return cases.groupby(["variant", "lines"], sort=False).agg(prompt_tokens=("prompt_tokens", "mean"), accuracy=("correct", "mean"), value_logprob=("value_logprob", "mean"),
+                                                               first_rank=("first_rank", "median"), cases=("correct", "size")).round(3).reset_index()
 
 
 def kl_row(run: Path, first_window_tokens: int) -> float:

@@ -202,3 +202,13 @@ def test_hf_gemma_agrees_with_llamacpp(hf_gemma, gemma):
     assert abs(np.mean(a.logprob - b.logprob)) < 0.03  # no systematic offset: noise, not a different model
     assert np.mean(a.greedy_id == b.greedy_id) > 0.9
     assert np.mean(np.abs(np.log(a.rank) - np.log(b.rank)) < np.log(2)) > 0.8  # ranks within a factor 2
+
+
+def test_a_head_wider_than_the_tokenizer_gives_its_padding_ids_empty_pieces(tmp_path):
+    """Padded head rows (Qwen's, random-weight models') can be ranked and predicted; they stand
+    for no text. An id beyond the head is still an error."""
+    scorer = HFScorer(tiny_llama_dir(tmp_path / "wide", TEXT[:20000], vocab_size=256, model_vocab=300), "wide")
+    assert scorer.info.vocab_size == 300
+    assert scorer.token_bytes(299) == b"" and scorer.token_bytes(120) != b""
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        scorer.token_bytes(300)

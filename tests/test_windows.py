@@ -186,3 +186,13 @@ def test_chunked_and_fixed_score_the_same_tokens_of_a_real_text(tmp_path):
     # the head is the first chunk's pass: the same numbers
     head_c, head_f = chunked[chunked["target_pos"] < w], fixed[fixed["target_pos"] < w]
     np.testing.assert_array_equal(head_c["logprob"].to_numpy(), head_f["logprob"].to_numpy())
+
+
+def test_a_model_without_bos_keeps_each_windows_opening_token_as_context():
+    passes = windows.chunked(10, 4) + windows.sliding(10, 4, 2)
+    fitted = windows.for_model(passes, uses_bos=False)
+    assert all(p.target_start > p.context_start for p in fitted)
+    assert [(p.context_start, p.target_start, p.target_end) for p in fitted[:3]] == [(0, 1, 4), (4, 5, 8), (8, 9, 10)]
+    assert sum(p.n_targets for p in fitted) == sum(p.n_targets for p in passes) - sum(p.target_start == p.context_start for p in passes)
+    assert windows.for_model(passes, uses_bos=True) == list(passes)
+    assert windows.for_model([windows.chunked(1, 4)[0]], uses_bos=False) == []  # a one-token window has nothing left

@@ -123,7 +123,7 @@ class DiffRun:
         config = self.config
         vocabulary = check_pair(pair, config.window)
         docs = [tokenize(pair.ref, text) for text in self.corpus]
-        plan = sample_windows([plan_windows(len(tt), config) for tt in docs], config.sample_windows, config.sample_seed)
+        plan = sample_windows([windows.for_model(plan_windows(len(tt), config), pair.ref.info.uses_bos) for tt in docs], config.sample_windows, config.sample_seed)
         flat = [p for per in plan for p in per]
         task = DiffTask(config.top_k, config.reverse, config.block_rows)
         work = Work(task, one_per_unit(_jobs(docs, plan, done)), lambda job: work_item(pair.ref.info, job[1], job[2]), lambda job: job[2].n_input)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -132,6 +132,16 @@ def truncated(long_passes: Sequence[Pass], context_len: int, stride: int) -> lis
                 passes.append(Pass(f"T{context_len}/{stride}-{lp.window_id}-{m}", "truncated", "short", context_len, lp.repeat, begin, first, end))
             m += 1
     return passes
+
+
+def for_model(passes: Sequence[Pass], uses_bos: bool, max_context: int | None = None) -> list[Pass]:
+    """`passes` as one model scores them: without a BOS token a text's first token has nothing
+    before it to be predicted from, so a pass whose first target opens its window keeps that
+    token as context only (a one-token pass has nothing left); then its truncation control."""
+    if not uses_bos:
+        passes = [replace(p, target_start=p.target_start + 1) if p.target_start == p.context_start else p for p in passes]
+        passes = [p for p in passes if p.n_targets > 0]
+    return cap_context(passes, max_context)
 
 
 def cap_context(passes: Sequence[Pass], max_context: int | None, unique: bool = False) -> list[Pass]:

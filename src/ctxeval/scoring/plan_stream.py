@@ -18,7 +18,7 @@ from ctxeval.backends.base import ModelInfo, Scorer
 from ctxeval.data.texts import Text
 from ctxeval.errors import UserError
 from ctxeval.pipeline.tokens import TokenizedText, tokenize
-from ctxeval.pipeline.windows import Pass, cap_context
+from ctxeval.pipeline.windows import Pass, for_model
 
 HOLD_TOKENS = 4_000_000  # about 150 MB of token arrays kept from planning for the executor
 
@@ -28,8 +28,8 @@ Planner = Callable[[list[ModelInfo], list[list[TokenizedText]]], tuple[list[list
 def plan_documents(planner: Planner, scorers: list[Scorer], texts: Iterable[Text]) -> tuple[list[list[list[Pass]]], dict, list[dict], dict[int, list[TokenizedText]]]:
     """plan[model][document][pass], the planner's facts merged over documents, one manifest
     entry per document, and the tokenized documents held for the executor
-    ({document index: [per model]}, up to HOLD_TOKENS tokens). A truncated model's passes are
-    capped to its `max_context` here, whatever the planner (`windows.cap_context`). A document the planner refuses (too short for a requested
+    ({document index: [per model]}, up to HOLD_TOKENS tokens). Each model's passes are
+    fitted to it here, whatever the planner (`windows.for_model`: a model without BOS predicts no first token; `max_context` capped). A document the planner refuses (too short for a requested
     length, say) is skipped and its entry says why; if every document is refused, the first
     refusal is raised, so a single text fails exactly as it always did."""
     infos = [s.info for s in scorers]
@@ -52,7 +52,7 @@ def plan_documents(planner: Planner, scorers: list[Scorer], texts: Iterable[Text
                 per_model.append([])
         else:
             for per_model, doc, info in zip(plan, doc_plan, infos):
-                per_model.append(cap_context(doc[0], info.max_context))
+                per_model.append(for_model(doc[0], info.uses_bos, info.max_context))
             facts.append((text.text_id, doc_facts))
             n_tokens = sum(len(tt) for tt in tokenized)
             if held_tokens + n_tokens <= HOLD_TOKENS:
