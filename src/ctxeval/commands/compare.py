@@ -11,7 +11,8 @@ from ctxeval.commands.base import Command
 from ctxeval.metrics.registry import rank_keys, trend_keys
 from ctxeval.options import argument, greater_than_zero, one_of, option
 from ctxeval.pairing import pair_windows
-from ctxeval.report.compare import NAN_POLICIES, PROFILES, build_report, gate, resolve_minima, window_table
+from ctxeval.report.compare import NAN_POLICIES, build_report, window_table
+from ctxeval.stats.gates import PROFILES, gate, resolve_minima
 from ctxeval.report.numerics import compare_numerics
 from ctxeval.report.outputs import load_run
 from ctxeval.report.summary import window_metrics

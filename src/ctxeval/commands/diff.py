@@ -19,7 +19,7 @@ from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE
 from ctxeval.modeldiff.summary import Bootstrap
 from ctxeval.options import argument, at_least, comma_ints, group, non_negative, one_of, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
-from ctxeval.report.compare import PROFILES
+from ctxeval.stats.gates import PROFILES
 from ctxeval.results.diff import DiffResult
 
 

@@ -20,7 +20,7 @@ from ctxeval.modeldiff.summary import Bootstrap, bucket_edges, summarize
 from ctxeval.errors import UserError
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.pipeline.manifest import Manifest
-from ctxeval.report.compare import PROFILES
+from ctxeval.stats.gates import PROFILES
 from ctxeval.report.numerics import arm, pair_numerics
 from ctxeval.results.diff import DiffResult
 

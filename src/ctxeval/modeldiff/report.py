@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ctxeval.modeldiff.noise_floor import floor_line
-from ctxeval.report.compare import PROFILES, interval_text
+from ctxeval.report.compare import interval_text
+from ctxeval.stats.gates import PROFILES
 from ctxeval.report.numerics import markdown_lines
 
 

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ctxeval.errors import UserError
 from ctxeval.options import shared
-from ctxeval.report.compare import log_and_display, resampling_unit
+from ctxeval.stats.gates import log_and_display, resampling_unit
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_SEED, replicates_option
 from ctxeval.stats.paired import PairedEstimate, all_equal, paired_bca
 

@@ -1,0 +1,71 @@
+"""The ci/release gates of a paired comparison and the choice of its resampling unit: statistics
+that `compare` and `diff` both apply (paper 001's release gates), kept apart from rendering."""
+
+from __future__ import annotations
+
+import math
+
+from ctxeval.stats.defaults import FEW_CLUSTERS, MIN_CLUSTERS, RELIABLE_CLUSTERS
+from ctxeval.stats.paired import PairedEstimate
+
+PROFILES = {"dev": None, "ci": {"min_windows": 20, "min_tokens": 2000}, "release": {"min_windows": 100, "min_tokens": 20000}}
+
+
+def resolve_minima(profile: str, min_windows: int | None, min_tokens: int | None) -> tuple[int | None, int | None]:
+    """The minimum compared windows and tokens each arm must hold: the profile's, or the
+    overrides; in dev only the overrides (None: no minimum)."""
+    limits = PROFILES[profile] or {}
+    return (limits.get("min_windows") if min_windows is None else min_windows, limits.get("min_tokens") if min_tokens is None else min_tokens)
+
+
+def resampling_unit(n_documents: int, cluster_by_text: bool | None) -> tuple[bool, str, str | None]:
+    """Whether to resample whole documents, the reason (a sentence) and a warning when the
+    interval is known to under-cover. By default documents are resampled from MIN_CLUSTERS
+    documents on, windows below (a bootstrap over 2 documents reports the two document means)."""
+    dependent = "windows of one document are not independent: if the documents differ, this interval is too narrow"
+    few = FEW_CLUSTERS
+    if cluster_by_text is None:
+        if n_documents == 1:
+            return False, "one document: windows are resampled", None
+        if n_documents < MIN_CLUSTERS:
+            return False, f"only {n_documents} documents are compared, fewer than the {MIN_CLUSTERS} a cluster bootstrap needs, so windows are resampled", dependent
+        return True, f"{n_documents} documents are compared (at least {MIN_CLUSTERS}): whole documents are resampled", few if n_documents < RELIABLE_CLUSTERS else None
+    if cluster_by_text:
+        return True, "documents are resampled as requested (--cluster-by-text)", few if n_documents < RELIABLE_CLUSTERS else None
+    return False, "windows are resampled as requested (--no-cluster-by-text)", dependent if n_documents > 1 else None
+
+
+def log_and_display(est: PairedEstimate) -> tuple[list[float] | None, list[float] | None]:
+    """The interval on the log scale and exponentiated; None for both when there is none."""
+    bounds = est.bounds
+    return bounds, None if bounds is None else [math.exp(bounds[0]), math.exp(bounds[1])]
+
+
+def gate(report: dict, profile: str, max_ratio: float | None) -> list[str]:
+    """Reasons a ci/release comparison fails (empty: it passes). `dev` gates only on --max-ratio.
+
+    The paired-evaluation note's gates: pairing 1.0, no overlap, and the two arms (preview = A,
+    final = B) holding the same number of windows; plus equal token counts, no excluded window,
+    and each arm's compared windows/tokens at the minima recorded in `coverage`."""
+    stats = report["dataset"]["windows"]["stats"]
+    failures = []
+    if PROFILES[profile] is not None:
+        if stats["window_match_fraction"] < 1.0:
+            failures.append(f"pairing is {stats['window_match_fraction']:.3f} < 1.0 ({stats['paired_windows']} of {stats['windows_a']} / {stats['windows_b']} windows paired)")
+        if stats["token_count_mismatches"]:
+            failures.append(f"token counts differ in {stats['token_count_mismatches']} paired windows")
+        if stats["window_overlap_fraction"] > 0:
+            failures.append(f"windows overlap (overlap fraction {stats['window_overlap_fraction']:.3f})")
+        if stats["excluded_windows"]["count"]:
+            failures.append(f"{stats['excluded_windows']['count']} paired windows were excluded for a NaN loss")
+        preview, final = stats["coverage"]["preview"], stats["coverage"]["final"]
+        if preview["windows"] != final["windows"]:
+            failures.append(f"preview/final window counts differ: A has {preview['windows']} windows, B has {final['windows']}")
+        for arm, cov in (("preview (A)", preview), ("final (B)", final)):
+            if not cov["minima_met"]:
+                failures.append(f"{arm}: {cov['compared_windows']} windows / {cov['compared_tokens']} tokens compared, below the minimum of {cov['min_windows']} / {cov['min_tokens']}")
+    if max_ratio is not None and report["primary_metric"]["display_ci"] is None:
+        failures.append(f"--max-ratio {max_ratio:g} cannot be checked: {report['dataset']['windows']['stats']['paired_delta_summary']['reason']}")
+    elif max_ratio is not None and report["primary_metric"]["display_ci"][1] > max_ratio:
+        failures.append(f"upper CI bound of the perplexity ratio {report['primary_metric']['display_ci'][1]:.4f} exceeds --max-ratio {max_ratio:g}")
+    return failures
