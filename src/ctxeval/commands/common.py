@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from ctxeval.backends.registry import check_options
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K
+from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
 from ctxeval.options import at_least, comma_floats, option, positive, python_only
 from ctxeval.stats.defaults import DEFAULT_SEED, replicates_option
 
@@ -35,6 +36,31 @@ def _options_checked(specs: tuple[str, ...]) -> None:
     range), before any model of the run loads."""
     for spec in specs:
         check_options(spec)
+
+
+def evaluator(help: str) -> Any:
+    """--evaluator: the model whose scores pick key tokens (None: the first --model)."""
+    return option("--evaluator", help, None)
+
+
+def key_alpha(help: str) -> Any:
+    """--alpha of LongPPL's key-token rule (log p gain above alpha nats)."""
+    return option("--alpha", help, DEFAULT_ALPHA)
+
+
+def key_beta(help: str) -> Any:
+    """--beta of LongPPL's key-token rule (log p with the long context above beta)."""
+    return option("--beta", help, DEFAULT_BETA)
+
+
+def min_windows(help: str) -> Any:
+    """--min-windows: overrides a gate profile's minimum compared windows."""
+    return option("--min-windows", help, None)
+
+
+def min_tokens(help: str) -> Any:
+    """--min-tokens: overrides a gate profile's minimum compared tokens."""
+    return option("--min-tokens", help, None)
 
 
 def seed(help: str) -> Any:

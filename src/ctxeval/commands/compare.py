@@ -39,8 +39,8 @@ class CompareSpec:
                            "windows", check=one_of(RESAMPLE_SCHEMES))
     profile: str = option("--profile", "dev: report everything; ci / release: exit code 1 unless pairing is complete, A and B (preview and final arm) hold equal window counts, token counts agree, windows do not overlap, no window was excluded and each arm meets the minimum windows/tokens.",
                           "dev", check=one_of(tuple(PROFILES)))
-    min_windows: int | None = option("--min-windows", "Override the profile's minimum compared windows per arm (ci 20, release 100; dev: recorded, not gated).", None)
-    min_tokens: int | None = option("--min-tokens", "Override the profile's minimum compared tokens per arm (ci 2000, release 20000; dev: recorded, not gated).", None)
+    min_windows: int | None = common.min_windows("Override the profile's minimum compared windows per arm (ci 20, release 100; dev: recorded, not gated).")
+    min_tokens: int | None = common.min_tokens("Override the profile's minimum compared tokens per arm (ci 2000, release 20000; dev: recorded, not gated).")
     max_ratio: float | None = option("--max-ratio", "Fail (exit 1) if the upper CI bound of the perplexity ratio B/A exceeds this.", None)
     model_a: str | None = option("--model-a", "Model of run A to use, if it holds several.", None)
     model_b: str | None = option("--model-b", "Model of run B to use, if it holds several.", None)

@@ -44,8 +44,8 @@ class DiffSpec:
     max_kl: float | None = option("--max-kl", "Fail (exit 1) if the upper CI bound of the mean KL exceeds this (nats).", None, check=non_negative)
     min_same_top: float | None = option("--min-same-top", "Fail (exit 1) if the lower CI bound of same-top-1 is below this percentage.", None,
                                         check=lambda v: None if 0 <= v <= 100 else f"is a percentage within 0..100, got {v:g}")
-    min_windows: int | None = option("--min-windows", "Override the profile's minimum windows.", None)
-    min_tokens: int | None = option("--min-tokens", "Override the profile's minimum tokens.", None)
+    min_windows: int | None = common.min_windows("Override the profile's minimum windows.")
+    min_tokens: int | None = common.min_tokens("Override the profile's minimum tokens.")
     bootstrap: Bootstrap = group(Bootstrap)
     seed: int = common.seed("Bootstrap seed (and --sample's and --noise-floor's).")
     noise_floor: NoiseFloor | None = group(NoiseFloor, optional=True)

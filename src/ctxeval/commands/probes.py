@@ -19,7 +19,6 @@ from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.pipeline.manifest import Manifest
 from ctxeval.scoring.planning import ContextGainPlanner, EffectiveLengthPlanner
 from ctxeval.probes.gain_report import KeyTokenSettings
-from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
 from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
 from ctxeval.probes.retrieval_run import RetrievalConfig, run_retrieval
 from ctxeval.config import MetricConfig
@@ -46,9 +45,9 @@ class ContextGainSpec:
     short: int = option("--short", "k: short context. Targets are re-scored with only about the last k tokens of their long context.", 128, check=positive)
     short_stride: int | None = option("--short-stride", "Targets per short pass (default k/4): short contexts lie between k and k + stride - 1 tokens; 1 = exactly k (slowest).", None, check=positive)
     models: tuple[str, ...] = common.models(f"Model(s) to probe: {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat for several.")
-    evaluator: str | None = option("--evaluator", "Model that picks the key tokens for LongPPL (default: the first --model); added to the run if not one of them. Key tokens reach other models as character spans.", None)
-    alpha: float = option("--alpha", "LongPPL: a key token gains more than alpha nats from distant context (g = log p_long - log p_short > alpha).", DEFAULT_ALPHA)
-    beta: float = option("--beta", "LongPPL: ... and the long context predicts it well (log p_long > beta).", DEFAULT_BETA)
+    evaluator: str | None = common.evaluator("Model that picks the key tokens for LongPPL (default: the first --model); added to the run if not one of them. Key tokens reach other models as character spans.")
+    alpha: float = common.key_alpha("LongPPL: a key token gains more than alpha nats from distant context (g = log p_long - log p_short > alpha).")
+    beta: float = common.key_beta("LongPPL: ... and the long context predicts it well (log p_long > beta).")
     max_tokens: int | None = common.max_tokens("Score only the first N tokens of each text.", low=2)
     block: int = option("--block", "Bootstrap unit: blocks of this many consecutive targets.", 256, check=positive)
     replicates: int = common.replicates("Bootstrap replicates of the paired interval.")
@@ -89,9 +88,9 @@ class EffectiveLengthSpec:
                           check=lambda v: None if 0 < v < 1 else "must lie strictly between 0 and 1")
     unit: str = option("--unit", "Bootstrap unit: document (clustered; one document gives no interval) or span (spans of one long text as independent units).",
                        "document", check=one_of(UNITS))
-    evaluator: str | None = option("--evaluator", "Model that picks the key tokens (default: the first --model); other models get them as character spans.", None)
-    alpha: float = option("--alpha", "Key token: log p at the longest length exceeds log p at the shortest by more than alpha nats ...", DEFAULT_ALPHA)
-    beta: float = option("--beta", "... and log p at the longest length exceeds beta (LongPPL's rule).", DEFAULT_BETA)
+    evaluator: str | None = common.evaluator("Model that picks the key tokens (default: the first --model); other models get them as character spans.")
+    alpha: float = common.key_alpha("Key token: log p at the longest length exceeds log p at the shortest by more than alpha nats ...")
+    beta: float = common.key_beta("... and log p at the longest length exceeds beta (LongPPL's rule).")
     replicates: int = common.replicates("Bootstrap replicates of every interval.")
     top_k: int = common.top_k()
     metrics: MetricConfig = group(MetricConfig)
