@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import ctxeval
 
 SRC = Path(ctxeval.__file__).parent
@@ -303,6 +305,40 @@ def test_one_result_class_per_kind_and_every_kind_registered():
     for kind, module in KIND_MODULES.items():
         cls = result_class(kind)
         assert cls.KIND == kind and cls.__module__ == module and cls.FILES
+
+
+def test_every_result_class_in_results_is_a_registered_kind():
+    """A Result written by a new module but missing from KIND_MODULES would write folders that
+    read_result then refuses: every Result subclass under results/ is registered under its KIND."""
+    import importlib
+
+    from ctxeval.results.base import KIND_MODULES, Result
+
+    for path in (SRC / "results").glob("*.py"):
+        importlib.import_module(_module_name(path))
+    found = {cls.KIND: cls.__module__ for cls in _subclasses(Result) if "KIND" in vars(cls)}
+    assert found == KIND_MODULES
+
+
+def _subclasses(cls: type) -> list[type]:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
+
+
+def test_a_command_missing_from_the_order_stops_the_import(monkeypatch):
+    """A family that declares a command the order does not list fails loudly, never drops it."""
+    import dataclasses
+    import importlib
+
+    import ctxeval.commands as registry
+    from ctxeval.commands import tools
+
+    toy = dataclasses.replace(tools.COMMANDS[0], name="toy")
+    monkeypatch.setattr(tools, "COMMANDS", [*tools.COMMANDS, toy])
+    with pytest.raises(RuntimeError, match="differ: \\['toy'\\]"):
+        importlib.reload(registry)
+    monkeypatch.undo()
+    importlib.reload(registry)
+    assert set(registry.COMMANDS) == set(registry._ALL)
 
 
 def test_nothing_outside_results_names_another_commands_output_file():
