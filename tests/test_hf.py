@@ -189,6 +189,11 @@ def test_hf_gemma_agrees_with_llamacpp(hf_gemma, gemma):
     the same top-1 token on ~96 % of targets; ranks agree exactly on ~65 % of targets (a tiny
     logit shift moves a rank among the many near-equal logits of a 262K vocabulary)."""
     assert hf_gemma.tokenize(TEXT) == gemma.tokenize(TEXT)
+    # the conversion builds llama.cpp's SentencePiece merges: whitespace runs and tags are pieces
+    # of their own, control tokens are text, bytes fall back (transformers 5.2's Unigram split words)
+    odd = "Hello  world\n\n\t<b>x</b> <bos> naïve 日本語 🙂 <unused1>"
+    assert hf_gemma.tokenize(odd) == gemma.tokenize(odd)
+    assert hf_gemma.info.details["conversion_version"] == 2
     assert hf_gemma.info.bos_id == gemma.info.bos_id == 2
     assert hf_gemma.info.details["gguf_sha256"] == gemma.info.sha256
     p = window(gemma, 3000, 256)

@@ -16,6 +16,8 @@ from ctxeval.backends.model_files import embedded_path, file_sha256
 from ctxeval.errors import UserError
 
 SOURCE_FILE = "ctxeval_source.json"
+# bumped when a conversion changes what it writes: a cache of an older one is converted again
+CONVERSION = 2  # 2: SentencePiece GGUFs get llama.cpp's merges-by-score tokenizer; the file's add_bos_token honoured
 
 
 def cache_root() -> Path:
@@ -30,7 +32,9 @@ def embedded_hf_dir(name: str) -> tuple[Path, dict]:
     target = cache_root() / name
     source = target / SOURCE_FILE
     if source.is_file():
-        return target, json.loads(source.read_text())
+        provenance = json.loads(source.read_text())
+        if provenance.get("conversion_version") == CONVERSION:
+            return target, provenance
     return target, convert_gguf(gguf, target)
 
 
@@ -54,7 +58,10 @@ def convert_gguf(gguf: Path, target: Path) -> dict:
     tmp.mkdir(parents=True)
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     adds_bos = _gguf_adds_bos(gguf)
-    if not adds_bos:  # transformers' GGUF reader prepends BOS whatever the file says (SmolLM2's says no, as llama.cpp reads it)
+    if _gguf_tokenizer_model(gguf) == "llama":  # SentencePiece: llama.cpp's merges, not transformers' Unigram reading of them
+        template, tokenizer = tokenizer.chat_template, spm_tokenizer(gguf)
+        tokenizer.chat_template = template
+    elif not adds_bos:  # transformers' GGUF reader prepends BOS whatever the file says (SmolLM2's says no, as llama.cpp reads it)
         from tokenizers import processors
 
         tokenizer.backend_tokenizer.post_processor = processors.TemplateProcessing(single="$A", pair="$A $B")
@@ -71,6 +78,8 @@ def convert_gguf(gguf: Path, target: Path) -> dict:
         "conversion": "transformers GGUF loader, every tensor dequantized to float32",
         "transformers": transformers.__version__,
         "adds_bos": adds_bos,
+        "tokenizer": "llama.cpp's: merges by score from the GGUF's vocabulary" if _gguf_tokenizer_model(gguf) == "llama" else "transformers GGUF loader",
+        "conversion_version": CONVERSION,
     }
     (tmp / SOURCE_FILE).write_text(json.dumps(provenance, indent=2))
     shutil.rmtree(target, ignore_errors=True)
@@ -84,3 +93,62 @@ def _gguf_adds_bos(gguf: Path) -> bool:
 
     field = GGUFReader(str(gguf)).fields.get("tokenizer.ggml.add_bos_token")
     return True if field is None else bool(field.parts[field.data[0]][0])
+
+
+def _gguf_tokenizer_model(gguf: Path) -> str:
+    """The file's tokenizer.ggml.model: "llama" (SentencePiece), "gpt2" (byte-level BPE), ..."""
+    from gguf import GGUFReader
+
+    field = GGUFReader(str(gguf)).fields["tokenizer.ggml.model"]
+    return bytes(field.parts[field.data[0]]).decode()
+
+
+# GGUF token types (llama.cpp's llama_token_type)
+_NORMAL, _CONTROL, _USER_DEFINED, _BYTE = 1, 3, 4, 6
+
+
+def spm_tokenizer(gguf: Path):
+    """The tokenizer of a SentencePiece ("llama") GGUF as llama.cpp runs it, for transformers:
+    merges by score (the pair whose merged piece scores highest first, as llama.cpp's SPM
+    tokenizer merges), byte fallback, spaces as ▁ with no prefix space unless the file asks,
+    user-defined pieces ("\\n\\n", HTML tags) matched whole, control pieces special. transformers'
+    own GGUF reader (5.2) builds a Unigram model from these scores, which splits words that the
+    file's BPE keeps whole."""
+    from gguf import GGUFReader
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    fields = GGUFReader(str(gguf)).fields
+
+    def values(key: str) -> list:
+        field = fields[key]
+        return [field.parts[i] for i in field.data]
+
+    def scalar(key: str, default):
+        return default if key not in fields else fields[key].parts[fields[key].data[0]][0]
+
+    pieces = [bytes(p).decode("utf-8") for p in values("tokenizer.ggml.tokens")]
+    scores = [float(s[0]) for s in values("tokenizer.ggml.scores")]
+    kinds = [int(t[0]) for t in values("tokenizer.ggml.token_type")]
+    vocab = {piece: i for i, piece in enumerate(pieces)}
+    merges = []
+    for i, piece in enumerate(pieces):
+        if kinds[i] != _NORMAL or len(piece) < 2:
+            continue
+        for cut in range(1, len(piece)):
+            left, right = piece[:cut], piece[cut:]
+            if left in vocab and right in vocab:
+                merges.append((-scores[i], vocab[left], vocab[right], left, right))
+    merges.sort()
+    unk = pieces[int(scalar("tokenizer.ggml.unknown_token_id", 0))]
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[(m[3], m[4]) for m in merges], unk_token=unk, byte_fallback=True, fuse_unk=True))
+    space = [normalizers.Prepend("▁")] if bool(scalar("tokenizer.ggml.add_space_prefix", False)) else []
+    backend.normalizer = normalizers.Sequence([*space, normalizers.Replace(" ", "▁")])
+    backend.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()] + ([decoders.Strip(" ", 1, 0)] if space else []))
+    backend.add_tokens([AddedToken(p, special=False, normalized=False) for p, k in zip(pieces, kinds) if k == _USER_DEFINED])
+    backend.add_special_tokens([AddedToken(p, special=True, normalized=False) for p, k in zip(pieces, kinds) if k == _CONTROL])
+    bos = pieces[int(scalar("tokenizer.ggml.bos_token_id", 1))]
+    if bool(scalar("tokenizer.ggml.add_bos_token", True)):
+        backend.post_processor = processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A $B", special_tokens=[(bos, vocab[bos])])
+    named = {role: pieces[int(scalar(f"tokenizer.ggml.{role}_token_id", -1))] for role in ("bos", "eos", "unknown", "padding") if f"tokenizer.ggml.{role}_token_id" in fields}
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token=named.get("bos"), eos_token=named.get("eos"), unk_token=named.get("unknown"), pad_token=named.get("padding"))
