@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.metrics.registry import MetricConfig, token_metrics, tokens
-from ctxeval.probes.keytokens import key_token_mask, merge_spans, tokens_within
-from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, FEW_CLUSTERS, RELIABLE_CLUSTERS
+from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask, merge_spans, tokens_within
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED, FEW_CLUSTERS, RELIABLE_CLUSTERS
 from ctxeval.stats.paired import PairedEstimate, paired_bca
 
 DEFAULT_SHARE = 0.95
@@ -41,12 +41,12 @@ class EstimatorSettings:
 
     share: float = DEFAULT_SHARE
     unit: str = "document"
-    replicates: int = 2000
-    seed: int = 0
+    replicates: int = DEFAULT_REPLICATES
+    seed: int = DEFAULT_SEED
     confidence: float = DEFAULT_CONFIDENCE
     evaluator: str = ""
-    alpha: float = 2.0
-    beta: float = -2.0
+    alpha: float = DEFAULT_ALPHA
+    beta: float = DEFAULT_BETA
 
 
 def target_table(records: pd.DataFrame, model: str, lengths: tuple[int, ...], max_context: int | None) -> pd.DataFrame:
