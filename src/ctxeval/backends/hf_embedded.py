@@ -56,10 +56,14 @@ def convert_gguf(gguf: Path, target: Path) -> dict:
     tmp = target.with_name(target.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
+    from gguf import GGUFReader
+
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    adds_bos = _gguf_adds_bos(gguf)
-    if _gguf_tokenizer_model(gguf) == "llama":  # SentencePiece: llama.cpp's merges, not transformers' Unigram reading of them
-        template, tokenizer = tokenizer.chat_template, spm_tokenizer(gguf)
+    fields = GGUFReader(str(gguf)).fields  # the file's metadata, read once
+    adds_bos = bool(_scalar(fields, "tokenizer.ggml.add_bos_token", True))  # llama.cpp's default when absent
+    sentencepiece = bytes(_values(fields, "tokenizer.ggml.model")[0]).decode() == "llama"
+    if sentencepiece:  # llama.cpp's merges, not transformers' Unigram reading of them
+        template, tokenizer = tokenizer.chat_template, spm_tokenizer(fields)
         tokenizer.chat_template = template
     elif not adds_bos:  # transformers' GGUF reader prepends BOS whatever the file says (SmolLM2's says no, as llama.cpp reads it)
         from tokenizers import processors
@@ -78,7 +82,7 @@ def convert_gguf(gguf: Path, target: Path) -> dict:
         "conversion": "transformers GGUF loader, every tensor dequantized to float32",
         "transformers": transformers.__version__,
         "adds_bos": adds_bos,
-        "tokenizer": "llama.cpp's: merges by score from the GGUF's vocabulary" if _gguf_tokenizer_model(gguf) == "llama" else "transformers GGUF loader",
+        "tokenizer": "llama.cpp's: merges by score from the GGUF's vocabulary" if sentencepiece else "transformers GGUF loader",
         "conversion_version": CONVERSION,
     }
     (tmp / SOURCE_FILE).write_text(json.dumps(provenance, indent=2))
@@ -87,49 +91,34 @@ def convert_gguf(gguf: Path, target: Path) -> dict:
     return provenance
 
 
-def _gguf_adds_bos(gguf: Path) -> bool:
-    """The file's tokenizer.ggml.add_bos_token (llama.cpp's default, true, when absent)."""
-    from gguf import GGUFReader
-
-    field = GGUFReader(str(gguf)).fields.get("tokenizer.ggml.add_bos_token")
-    return True if field is None else bool(field.parts[field.data[0]][0])
+def _values(fields: dict, key: str) -> list:
+    """The parts of a GGUF metadata field: one per array element (one for a scalar)."""
+    field = fields[key]
+    return [field.parts[i] for i in field.data]
 
 
-def _gguf_tokenizer_model(gguf: Path) -> str:
-    """The file's tokenizer.ggml.model: "llama" (SentencePiece), "gpt2" (byte-level BPE), ..."""
-    from gguf import GGUFReader
-
-    field = GGUFReader(str(gguf)).fields["tokenizer.ggml.model"]
-    return bytes(field.parts[field.data[0]]).decode()
+def _scalar(fields: dict, key: str, default):
+    """A scalar GGUF metadata value, or `default` when the file does not set it."""
+    return _values(fields, key)[0][0] if key in fields else default
 
 
 # GGUF token types (llama.cpp's llama_token_type)
 _NORMAL, _CONTROL, _USER_DEFINED, _BYTE = 1, 3, 4, 6
 
 
-def spm_tokenizer(gguf: Path):
-    """The tokenizer of a SentencePiece ("llama") GGUF as llama.cpp runs it, for transformers:
+def spm_tokenizer(fields: dict):
+    """The tokenizer of a SentencePiece ("llama") GGUF, from its metadata `fields`, as llama.cpp runs it, for transformers:
     merges by score (the pair whose merged piece scores highest first, as llama.cpp's SPM
     tokenizer merges), byte fallback, spaces as ▁ with no prefix space unless the file asks,
     user-defined pieces ("\\n\\n", HTML tags) matched whole, control pieces special. transformers'
     own GGUF reader (5.2) builds a Unigram model from these scores, which splits words that the
     file's BPE keeps whole."""
-    from gguf import GGUFReader
     from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors
     from transformers import PreTrainedTokenizerFast
 
-    fields = GGUFReader(str(gguf)).fields
-
-    def values(key: str) -> list:
-        field = fields[key]
-        return [field.parts[i] for i in field.data]
-
-    def scalar(key: str, default):
-        return default if key not in fields else fields[key].parts[fields[key].data[0]][0]
-
-    pieces = [bytes(p).decode("utf-8") for p in values("tokenizer.ggml.tokens")]
-    scores = [float(s[0]) for s in values("tokenizer.ggml.scores")]
-    kinds = [int(t[0]) for t in values("tokenizer.ggml.token_type")]
+    pieces = [bytes(p).decode("utf-8") for p in _values(fields, "tokenizer.ggml.tokens")]
+    scores = [float(s[0]) for s in _values(fields, "tokenizer.ggml.scores")]
+    kinds = [int(t[0]) for t in _values(fields, "tokenizer.ggml.token_type")]
     vocab = {piece: i for i, piece in enumerate(pieces)}
     merges = []
     for i, piece in enumerate(pieces):
@@ -140,15 +129,15 @@ def spm_tokenizer(gguf: Path):
             if left in vocab and right in vocab:
                 merges.append((-scores[i], vocab[left], vocab[right], left, right))
     merges.sort()
-    unk = pieces[int(scalar("tokenizer.ggml.unknown_token_id", 0))]
+    unk = pieces[int(_scalar(fields, "tokenizer.ggml.unknown_token_id", 0))]
     backend = Tokenizer(models.BPE(vocab=vocab, merges=[(m[3], m[4]) for m in merges], unk_token=unk, byte_fallback=True, fuse_unk=True))
-    space = [normalizers.Prepend("▁")] if bool(scalar("tokenizer.ggml.add_space_prefix", False)) else []
+    space = [normalizers.Prepend("▁")] if bool(_scalar(fields, "tokenizer.ggml.add_space_prefix", False)) else []
     backend.normalizer = normalizers.Sequence([*space, normalizers.Replace(" ", "▁")])
     backend.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()] + ([decoders.Strip(" ", 1, 0)] if space else []))
     backend.add_tokens([AddedToken(p, special=False, normalized=False) for p, k in zip(pieces, kinds) if k == _USER_DEFINED])
     backend.add_special_tokens([AddedToken(p, special=True, normalized=False) for p, k in zip(pieces, kinds) if k == _CONTROL])
-    bos = pieces[int(scalar("tokenizer.ggml.bos_token_id", 1))]
-    if bool(scalar("tokenizer.ggml.add_bos_token", True)):
+    bos = pieces[int(_scalar(fields, "tokenizer.ggml.bos_token_id", 1))]
+    if bool(_scalar(fields, "tokenizer.ggml.add_bos_token", True)):
         backend.post_processor = processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A $B", special_tokens=[(bos, vocab[bos])])
-    named = {role: pieces[int(scalar(f"tokenizer.ggml.{role}_token_id", -1))] for role in ("bos", "eos", "unknown", "padding") if f"tokenizer.ggml.{role}_token_id" in fields}
+    named = {role: pieces[int(_scalar(fields, f"tokenizer.ggml.{role}_token_id", -1))] for role in ("bos", "eos", "unknown", "padding") if f"tokenizer.ggml.{role}_token_id" in fields}
     return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token=named.get("bos"), eos_token=named.get("eos"), unk_token=named.get("unknown"), pad_token=named.get("padding"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import inspect
 import math
 from dataclasses import dataclass, field
@@ -228,6 +229,7 @@ def _is_sliding(module) -> bool:
     return bool(getattr(module, "is_sliding", False)) or (kinds is not None and kinds[module.layer_idx] != "full_attention")
 
 
+@functools.cache
 def _rope_module() -> type:
     """A module binding Gemma 3's rotary embedding to one layer type (built on first use: torch is an optional extra)."""
     from torch import nn
