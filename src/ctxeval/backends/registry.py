@@ -121,7 +121,7 @@ def load_scorer(spec: str, n_threads: int | None = None, device: str | None = No
     if max_context is None:
         return _load_scorer(spec, n_threads, device, dtype, openai_options)
     if not caps_context:
-        raise UserError(f"model option max_context of {spec!r} applies to sweep, score, context-gain and effective-length only")
+        raise UserError(f"model option max_context of {spec!r} applies to sweep, score, context-gain, effective-length and ruler only")
     if backend_for(spec).remote:
         raise UserError(f"model option max_context of {spec!r} applies to local models only (an API chooses its own contexts)")
     scorer = _load_scorer(plain, n_threads, device, dtype, openai_options)

@@ -63,8 +63,8 @@ def min_tokens(help: str) -> Any:
     return option("--min-tokens", help, None)
 
 
-def seed(help: str) -> Any:
-    return option("--seed", help, DEFAULT_SEED)
+def seed(help: str, default: int = DEFAULT_SEED) -> Any:
+    return option("--seed", help, default)
 
 
 def replicates(help: str = "Bootstrap replicates.") -> Any:

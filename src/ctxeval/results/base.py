@@ -41,6 +41,7 @@ KIND_MODULES: dict[str, str] = {
     "leval": "ctxeval.results.leval",
     "correlations": "ctxeval.results.correlations",
     "effective-length": "ctxeval.results.effective_length",
+    "ruler": "ctxeval.results.ruler",
 }
 _KINDS: dict[str, type[Result]] = {}
 

@@ -1,0 +1,80 @@
+"""ruler and agreement: does a cheap likelihood number track task accuracy across models?"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctxeval.backends.registry import refuse_api_models
+from ctxeval.commands import common
+from ctxeval.commands.base import Command
+from ctxeval.commands.diff import QuietDisplay, quiet_progress
+from ctxeval.data.texts import DEMO_TEXT_NAME, load_text
+from ctxeval.options import comma_list, comma_ints, group, joined, option, positive
+from ctxeval.pipeline.executors import ExecutorOptions
+from ctxeval.pipeline.manifest import Manifest
+from ctxeval.probes.ruler_report import RULER_THRESHOLD
+from ctxeval.probes.ruler_run import RulerConfig, run_ruler
+from ctxeval.probes.ruler_tasks import TASKS
+from ctxeval.results.ruler import RulerResult, ruler_result
+
+RULER_LENGTHS = (1024, 2048, 4096)
+RULER_SEED = 42  # RULER's --random_seed
+_EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
+
+
+def _tasks_check(values: tuple[str, ...]) -> str | None:
+    unknown = [t for t in values if t not in TASKS]
+    if not values:
+        return "must name at least one task"
+    return f"unknown task {unknown[0]!r}; RULER's synthetic tasks here: {', '.join(TASKS)}" if unknown else None
+
+
+@dataclass(frozen=True)
+class RulerSpec:
+    """RULER's synthetic tasks (NVIDIA/RULER): needle in a haystack (single, multi-key, multi-value,
+    multi-query; noise, essay and needle haystacks; words, numbers and UUIDs), variable tracking,
+    common- and frequent-words extraction, sized in each model's own tokens. Each sample is scored by
+    greedy generation with RULER's string_match_all, and by likelihood (the answer teacher-forced
+    after the prompt: log-probability, exact ranks, whether greedy decoding would produce it).
+    Score per task and length with intervals, the mean over tasks, and RULER's effective length."""
+
+    tasks: tuple[str, ...] = option("--tasks", "Comma-separated RULER tasks (default: all 11 synthetic ones; the QA tasks need SQuAD/HotpotQA and are not offered).",
+                                    tuple(TASKS), cli_type=str, shown="all", to_value=comma_list("--tasks", str.strip, "task names"), check=_tasks_check)
+    lengths: tuple[int, ...] = option("--lengths", "Comma-separated lengths in the model's tokens: prompt plus the task's tokens to generate (RULER runs 4K to 128K).",
+                                      RULER_LENGTHS, cli_type=str, shown=joined(RULER_LENGTHS), to_value=comma_ints("--lengths"), check=positive)
+    samples: int = option("--samples", "Seeded samples per (task, length) (RULER uses 500).", 25, check=positive)
+    models: tuple[str, ...] = common.models(f"Model(s): {common.MODEL_FORMS} MODEL?max_context=N sees the prompt's last N tokens (a truncation control). Repeat for several.")
+    essay: str = option("--essay", "Text whose words make the essay haystacks ('demo': the bundled Chesterton excerpt; RULER uses Paul Graham's essays, not shipped).",
+                        DEMO_TEXT_NAME)
+    threshold: float = option("--threshold", "Effective length: the longest length whose score, and every shorter one's, reaches this (RULER: 85.6, Llama-2-7B at 4K).",
+                              RULER_THRESHOLD, check=lambda v: None if 0 <= v <= 100 else "must lie between 0 and 100")
+    seed: int = common.seed("Seed of the samples (RULER's default 42).", RULER_SEED)
+    out: Path | None = common.out()
+    progress: bool = common.progress()
+    n_threads: int | None = common.threads()
+    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+
+
+def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
+    """Build each model's samples from its tokenizer, score them both ways, and report."""
+    refuse_api_models(list(spec.models), "ruler", "the log-probability and exact rank of every answer token")
+    essay = load_text(spec.essay)
+    config = RulerConfig(tuple(dict.fromkeys(spec.tasks)), tuple(sorted(set(spec.lengths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), essay.sha256)
+    run_dir = Path(spec.out) if spec.out is not None else Path("runs") / f"ruler-{config.run_id()[:8]}"
+
+    def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
+        return ruler_result(run_dir, manifest, spec.threshold)
+
+    return run_ruler(config, essay.content, run_dir, finish, spec.progress, spec.n_threads, spec.executor)
+
+
+def _echo_ruler(result: RulerResult, spec: RulerSpec, display: QuietDisplay) -> str:
+    files = result.paths()
+    lines = [] if display.quiet else [result.markdown]
+    return "\n".join([*lines, f"results: {files['results']}, samples: {files['samples']}, plot: {files['plot']}"])
+
+
+COMMANDS = (
+    Command("ruler", RulerSpec, run_ruler_tasks, _echo_ruler, QuietDisplay, quiet_progress),
+)

@@ -1,0 +1,157 @@
+"""Score one RULER sample two ways: by generation, as RULER does, and by likelihood.
+
+Likelihood: the reference answer (`reference_text`: the answers in the form the task's prompt
+invites) is teacher-forced after the prompt in one pass; its log-probability, every token's
+exact rank, and the greedy prefix (how many reference tokens are the model's top choice in a
+row). An answer is *likelihood-correct* when its tokens lie inside the greedy prefix: greedy
+generation then produces it, word for word. The likelihood score is the share of answers that
+are, a continuous companion of RULER's `string_match_all`.
+
+Generation: on a backend that generates (llama.cpp), the reference is scored on generation's
+own kernel path (`score_stepwise`), so when the whole reference is the greedy continuation the
+generated text starts with it and scores 1 without being generated; otherwise the model
+generates the task's `tokens_to_generate` greedily and RULER's scorer reads the text. A sample
+can be correct by generation and not by likelihood (the model answered in another form: other
+order, other separators, a preamble); never the reverse on the generation path. A backend
+without generation (hf:) gets the likelihood score only (`generation_score` null) and the
+reference scored in one batched pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ctxeval.backends.base import Scorer
+from ctxeval.backends.logits import BlockScores
+from ctxeval.errors import UserError
+from ctxeval.metrics.ruler import match_all, postprocess_pred
+from ctxeval.probes.ruler_aggregation import Rendered
+from ctxeval.probes.ruler_samples import SampleSpec, build_sample
+from ctxeval.probes.ruler_tasks import TASKS
+
+
+def reference_text(family: str, answers: tuple[str, ...]) -> str:
+    """The continuation teacher-forced after the answer prefix, in the form the prompt invites:
+    the needle tasks as their needles state a value ("...is: 7512152."), values comma-separated;
+    cwe numbered as its worked example; vt's names space-separated right after the prefix's
+    trailing space; fwe's coded words space-separated, as in its text."""
+    if family == "niah":
+        return ": " + ", ".join(answers) + "."
+    if family == "common_words_extraction":
+        return " " + " ".join(f"{i + 1}. {w}" for i, w in enumerate(answers))
+    if family == "variable_tracking":
+        return " ".join(answers)
+    return " " + " ".join(answers)
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """What one model did on one sample (a record of the run)."""
+
+    model: str
+    task: str
+    length: int
+    sample: int
+    haystack: int  # haystack units used (lines, words, distractor needles)
+    prompt_tokens: int  # prompt tokens the model saw, BOS included
+    depth: float | None  # needle tasks: where the first answer's needle starts in the context (share of characters)
+    answers: list[str]
+    prediction: str  # RULER-postprocessed generated text ("" when the generation path decided it, or no generation)
+    method: str  # "generation path", "greedy generation", "likelihood only (no generation)"
+    generation_score: float | None  # RULER's string_match_all for this sample, in [0, 1]
+    likelihood_score: float  # share of answers inside the greedy prefix
+    answer_logprob: float  # summed log-probability of the reference tokens that cover the answers
+    answer_tokens: int
+    mean_logprob: float  # answer_logprob / answer_tokens
+    first_rank: int  # exact rank of the reference's first answer token (1 = top choice)
+    mean_log2_rank: float  # over the tokens covering the answers
+    greedy_prefix: int  # leading reference tokens that are the top choice
+    reference_tokens: int
+    min_margin: float  # smallest top-1 minus runner-up log-probability over the greedy prefix and the token that leaves it
+
+    def to_row(self) -> dict:
+        return asdict(self)
+
+
+def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack: int) -> SampleResult:
+    """Both scores of one rendered sample on a loaded model."""
+    task = TASKS[spec.task]
+    info = scorer.info
+    bos = [info.bos_id] if info.uses_bos else []
+    prompt_ids = scorer.tokenize(rendered.prompt)
+    if info.max_context is not None:
+        prompt_ids = prompt_ids[-info.max_context :]  # a truncation control sees the prompt's last N tokens
+    reference = reference_text(task.family, rendered.answers)
+    reference_ids = scorer.tokenize(reference)  # as generation would produce it: tokens after the prompt's
+    need = len(bos) + len(prompt_ids) + max(len(reference_ids), task.tokens_to_generate)
+    if need > info.n_ctx_train:
+        raise UserError(f"--lengths {spec.length} needs {need} tokens of {info.name}, beyond its training context of {info.n_ctx_train}")
+    prompt = np.asarray(bos + prompt_ids, dtype=np.int32)
+    answer = np.asarray(reference_ids, dtype=np.int32)
+    if scorer.capabilities.generation:
+        scores = scorer.score_stepwise(prompt, answer, top_k=2, temperatures=(1.0,))
+    else:
+        scores = scorer.score(np.concatenate([prompt, answer[:-1]]), np.arange(len(prompt) - 1, len(prompt) + len(answer) - 1), answer, top_k=2, temperatures=(1.0,))
+    covers = _answer_cover(scorer, reference_ids, reference, rendered.answers)
+    greedy = scores.greedy_id == answer
+    prefix = int(len(answer) if greedy.all() else np.argmin(greedy))
+    inside = [bool(c.any()) and int(np.flatnonzero(c)[-1]) < prefix for c in covers]
+    likelihood = sum(inside) / len(inside)
+    if scorer.capabilities.generation and prefix == len(answer):
+        method, prediction, generation = "generation path", "", match_all(reference, rendered.answers)
+    elif scorer.capabilities.generation:
+        generated = scorer.generate(prompt, task.tokens_to_generate)
+        text = b"".join(scorer.token_bytes(t) for t in generated).decode("utf-8", errors="replace")
+        method, prediction = "greedy generation", postprocess_pred(text)
+        generation = match_all(prediction, rendered.answers)
+    else:
+        method, prediction, generation = "likelihood only (no generation)", "", None
+    any_cover = np.any(covers, axis=0)
+    logprob = float(scores.logprob[any_cover].sum())
+    n_cover = int(any_cover.sum())
+    first = int(np.flatnonzero(covers[0])[0]) if covers[0].any() else 0
+    return SampleResult(
+        model=info.name, task=spec.task, length=spec.length, sample=spec.index, haystack=haystack, prompt_tokens=len(prompt),
+        depth=rendered.depth, answers=list(rendered.answers), prediction=prediction, method=method, generation_score=generation,
+        likelihood_score=likelihood, answer_logprob=logprob, answer_tokens=n_cover, mean_logprob=logprob / max(1, n_cover),
+        first_rank=int(scores.rank[first]), mean_log2_rank=float(np.log2(scores.rank[any_cover]).mean()) if n_cover else 0.0,
+        greedy_prefix=prefix, reference_tokens=len(answer), min_margin=round(_margin(scores, prefix), 6),
+    )
+
+
+def _margin(scores: BlockScores, prefix: int) -> float:
+    """How close the nearest runner-up came over the greedy prefix and the step that leaves it (nats)."""
+    rows = scores.topk_logprobs[: prefix + 1]
+    return float(np.min(rows[:, 0].astype(np.float64) - rows[:, 1]))
+
+
+def _answer_cover(scorer: Scorer, reference_ids: list[int], reference: str, answers: tuple[str, ...]) -> list[np.ndarray]:
+    """Per answer, which reference tokens overlap its bytes in the reference text."""
+    data = reference.encode("utf-8")
+    lengths = np.array([len(scorer.token_bytes(t)) for t in reference_ids])
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    out, search = [], 0
+    for a in answers:
+        start = data.index(a.encode("utf-8"), search)
+        end = start + len(a.encode("utf-8"))
+        search = end
+        out.append((starts < end) & (ends > start))
+    return out
+
+
+@dataclass(frozen=True)
+class RulerTask:
+    """Scoring RULER samples on a worker's model: one SampleResult row per SampleSpec."""
+
+    seed: int
+    essay: str
+
+    def __call__(self, model: Scorer, items: list[SampleSpec]) -> list[object]:
+        rows = []
+        for spec in items:
+            rendered, haystack = build_sample(spec, self.seed, self.essay, lambda text: len(model.tokenize(text)))
+            rows.append(score_sample(model, rendered, spec, haystack).to_row())
+        return rows

@@ -1,0 +1,148 @@
+"""What a RULER run's samples report: cells per (model, task, length) with intervals, the mean
+over tasks per length, RULER's effective length per task and for the mean, how often the two
+scorings agree, and the plot."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from scipy import stats  # noqa: E402
+
+RULER_THRESHOLD = 85.6  # Llama-2-7B's mean at 4K; RULER underlines scores at or above it
+MEAN_TASK = "mean"
+CONFIDENCE = 0.95
+
+
+def wilson(successes: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Wilson score interval of a proportion, in percent. A multi-answer task's partial credit
+    counts as a fraction of a success (exact for one-answer tasks); never degenerate at 0 or n."""
+    if n == 0:
+        return math.nan, math.nan
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return 100 * max(0.0, centre - half), 100 * min(1.0, centre + half)
+
+
+def score_column(samples: pd.DataFrame) -> str:
+    """The task score: generation (RULER's) where the run generated, else likelihood."""
+    return "generation_score" if samples["generation_score"].notna().all() else "likelihood_score"
+
+
+def cell_table(samples: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, task, length): RULER's score (percent) with a Wilson interval, the likelihood
+    score, how often the two agree, and the continuous likelihood numbers."""
+    rows = []
+    for (model, task, length), part in samples.groupby(["model", "task", "length"], sort=False):
+        n = len(part)
+        generated = part["generation_score"].notna().all()
+        score = part["generation_score"] if generated else part["likelihood_score"]
+        low, high = wilson(float(score.sum()), n)
+        rows.append({
+            "model": model, "task": task, "length": int(length), "n": n, "score": 100 * float(score.mean()), "low": low, "high": high,
+            "scored_by": "generation" if generated else "likelihood",
+            "likelihood": 100 * float(part["likelihood_score"].mean()),
+            "agree": float((part["generation_score"] == part["likelihood_score"]).mean()) if generated else None,
+            "mean_logprob": float(part["mean_logprob"].mean()), "mean_log2_rank": float(part["mean_log2_rank"].mean()),
+            "top1_first": float((part["first_rank"] == 1).mean()), "generated": int((part["method"] == "greedy generation").sum()),
+            "prompt_tokens": float(part["prompt_tokens"].mean()),
+        })
+    return pd.DataFrame(rows)
+
+
+def mean_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, length): the mean over tasks of the task scores (RULER's average), with a
+    Wilson interval over all the length's samples, and the same means of the likelihood numbers."""
+    rows = []
+    for (model, length), part in cells.groupby(["model", "length"], sort=False):
+        n = int(part["n"].sum())
+        low, high = wilson(float((part["score"] * part["n"]).sum() / 100), n)
+        rows.append({"model": model, "task": MEAN_TASK, "length": int(length), "n": n, "score": float(part["score"].mean()), "low": low, "high": high,
+                     "scored_by": part["scored_by"].iloc[0], "likelihood": float(part["likelihood"].mean()),
+                     "agree": float(part["agree"].mean()) if part["agree"].notna().all() else None,
+                     "mean_logprob": float(part["mean_logprob"].mean()), "mean_log2_rank": float(part["mean_log2_rank"].mean()),
+                     "top1_first": float(part["top1_first"].mean()), "generated": int(part["generated"].sum()), "prompt_tokens": float(part["prompt_tokens"].mean())})
+    return pd.DataFrame(rows)
+
+
+def effective_length(scores: pd.Series, threshold: float = RULER_THRESHOLD) -> dict:
+    """RULER's rule on one curve (score by length): the longest length whose score, and every
+    shorter length's, is at or above `threshold`; None when the shortest is below it."""
+    scores = scores.sort_index()
+    passing = (scores >= threshold).cummin()
+    value = int(scores.index[passing.to_numpy()].max()) if passing.any() else None
+    return {"value": value, "at_least": bool(passing.all()), "threshold": threshold}
+
+
+def effective_lengths(table: pd.DataFrame, threshold: float = RULER_THRESHOLD) -> dict[str, dict[str, dict]]:
+    """Per model and task (the mean included): RULER's effective length."""
+    out: dict[str, dict[str, dict]] = {}
+    for (model, task), part in table.groupby(["model", "task"], sort=False):
+        out.setdefault(str(model), {})[str(task)] = effective_length(part.set_index("length")["score"], threshold)
+    return out
+
+
+def agreement(samples: pd.DataFrame) -> dict:
+    """How often generation and likelihood score a sample alike, and what the other samples are."""
+    generated = samples[samples["generation_score"].notna()]
+    if generated.empty:
+        return {"samples": 0, "agree": None}
+    same = generated["generation_score"] == generated["likelihood_score"]
+    other_form = generated["generation_score"] > generated["likelihood_score"]
+    return {"samples": len(generated), "agree": float(same.mean()),
+            "answered_in_another_form": float(other_form.mean()),  # generation found answers the reference's greedy prefix did not hold
+            "likelihood_above_generation": float((generated["generation_score"] < generated["likelihood_score"]).mean())}
+
+
+def results_markdown(table: pd.DataFrame, lengths: dict[str, dict[str, dict]], agree: dict, threshold: float) -> str:
+    """results.md: the mean and per-task scores by length, effective lengths, and agreement."""
+    lines = ["# RULER synthetic tasks", ""]
+    for model, part in table.groupby("model", sort=False):
+        pivot = part.assign(cell=[f"{s:.1f} [{lo:.0f}, {hi:.0f}]" for s, lo, hi in zip(part["score"], part["low"], part["high"])])
+        wide = pivot.pivot(index="task", columns="length", values="cell")
+        order = [t for t in dict.fromkeys(part["task"]) if t != MEAN_TASK] + [MEAN_TASK]
+        wide = wide.reindex(order)
+        wide["effective length"] = [_length_text(lengths[str(model)][t]) for t in wide.index]
+        lines += [f"## {model}", "", f"Score (percent, RULER's string_match_all; 95 % Wilson interval) by length in tokens; effective length at ≥ {threshold:g}.", "",
+                  wide.reset_index().to_markdown(index=False), ""]
+    if agree["samples"]:
+        lines += [f"Generation and likelihood agree on {agree['agree']:.1%} of {agree['samples']} samples; on {agree['answered_in_another_form']:.1%} generation found answers "
+                  f"that the likelihood pass's greedy prefix did not hold (another order or form); likelihood above generation on {agree['likelihood_above_generation']:.1%}.", ""]
+    return "\n".join(lines)
+
+
+def _length_text(entry: dict) -> str:
+    if entry["value"] is None:
+        return "below the shortest"
+    return f"≥ {entry['value']}" if entry["at_least"] else str(entry["value"])
+
+
+def plot_scores(table: pd.DataFrame, path: Path, threshold: float) -> None:
+    """Score by length, one panel per model: each task thin, the mean thick, the threshold dashed."""
+    models = list(dict.fromkeys(table["model"]))
+    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4), squeeze=False, constrained_layout=True)
+    for ax, model in zip(axes[0], models):
+        part = table[table["model"] == model]
+        for task, curve in part.groupby("task", sort=False):
+            curve = curve.sort_values("length")
+            thick = task == MEAN_TASK
+            ax.plot(curve["length"], curve["score"], marker="o", lw=2.5 if thick else 1, alpha=1 if thick else 0.6, label=task, color="black" if thick else None)
+            if thick:
+                ax.fill_between(curve["length"], curve["low"], curve["high"], color="grey", alpha=0.25)
+        ax.axhline(threshold, ls="--", color="red", lw=1)
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(-2, 102)
+        ax.set_xlabel("length (tokens)")
+        ax.set_ylabel("score (%)")
+        ax.set_title(model, fontsize=9)
+    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1, 0.5))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+

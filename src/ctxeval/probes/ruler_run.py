@@ -1,0 +1,147 @@
+"""Run RULER's tasks (tasks x lengths x samples) on one or more models, resumably.
+
+Each model's haystack sizes (and vt's worked example) come from its own tokenizer at plan time
+and travel with each sample's spec, so a worker (local or a Ray actor) rebuilds the sample
+alone. Every finished sample is a record (`samples.parquet`), written in atomic parts: a killed
+run loses at most the samples in flight, and the same command scores only the missing ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from ctxeval.backends.base import Scorer
+from ctxeval.config import config_id
+from ctxeval.errors import UserError
+from ctxeval.pipeline.engine import Plan, RunSpec, run
+from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec, Work
+from ctxeval.pipeline.executors.work import one_per_unit
+from ctxeval.pipeline.manifest import Manifest
+from ctxeval.pipeline.records import RecordKind, append_row
+from ctxeval.probes.ruler import RulerTask
+from ctxeval.probes.ruler_samples import SampleSpec, fit_size, vt_worked_example
+from ctxeval.probes.ruler_tasks import RULER_COMMIT, TASKS
+
+SAMPLES_FILE = "samples.parquet"
+SAMPLES = RecordKind(SAMPLES_FILE, "sample_index", ("sample_index",))
+SAMPLE_SCHEMA = pa.schema(
+    [
+        ("sample_index", pa.int32()),
+        ("model", pa.string()),
+        ("task", pa.string()),
+        ("length", pa.int32()),
+        ("sample", pa.int32()),
+        ("haystack", pa.int32()),
+        ("prompt_tokens", pa.int32()),
+        ("depth", pa.float64()),
+        ("answers", pa.list_(pa.string())),
+        ("prediction", pa.string()),
+        ("method", pa.string()),
+        ("generation_score", pa.float64()),
+        ("likelihood_score", pa.float64()),
+        ("answer_logprob", pa.float64()),
+        ("answer_tokens", pa.int32()),
+        ("mean_logprob", pa.float64()),
+        ("first_rank", pa.int64()),
+        ("mean_log2_rank", pa.float64()),
+        ("greedy_prefix", pa.int32()),
+        ("reference_tokens", pa.int32()),
+        ("min_margin", pa.float64()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class RulerConfig:
+    """Everything that decides which samples are scored and how."""
+
+    tasks: tuple[str, ...]
+    lengths: tuple[int, ...]
+    samples: int
+    seed: int
+    models: tuple[str, ...]
+    essay_sha256: str  # the essay haystack's text
+    ruler_commit: str = RULER_COMMIT
+
+    def run_id(self) -> str:
+        return config_id(asdict(self))
+
+
+Finish = Callable[[Path, Manifest], Any]
+SampleJob = tuple[int, SampleSpec]
+
+
+class RulerRun:
+    """RULER as a task of the engine: one record per (model, task, length, sample)."""
+
+    records = SAMPLES
+    schema = SAMPLE_SCHEMA
+    unit = "samples"
+    finish_incomplete = False
+
+    def __init__(self, config: RulerConfig, essay: str, finish: Finish, n_threads: int | None = None) -> None:
+        self.config = config
+        self._essay = essay
+        self._finish = finish
+        self._specs = [ScorerSpec(spec, n_threads, caps_context=True) for spec in config.models]  # score_sample cuts the prompt to max_context
+
+    def load_specs(self) -> list[ScorerSpec]:
+        return self._specs
+
+    def plan(self, models: list[Scorer], done: set) -> Plan:
+        config = self.config
+        plans, sizes, index = [], {}, 0
+        for scorer in models:
+            jobs, sizes[scorer.info.name] = self._model_jobs(scorer, index)
+            plans.append(jobs)
+            index += len(jobs)
+        task = RulerTask(config.seed, self._essay)
+        work = [Work(task, one_per_unit([j for j in jobs if j[0] not in done]), lambda job: job[1], lambda job: job[1].length) for jobs in plans]
+        total = sum(len(p) for p in plans)
+        manifest = {"plan": {"samples": total, "record_kind": "RULER sample", "records": SAMPLES_FILE, "haystack_sizes": sizes}}
+        return Plan(work, manifest, units=total, noun="samples", total=total, already=sum(j[0] in done for p in plans for j in p))
+
+    def _model_jobs(self, scorer: Scorer, first: int) -> tuple[list[SampleJob], dict[str, dict[str, int]]]:
+        """This model's samples in plan order (task, length, sample) and its haystack sizes."""
+        config, info = self.config, scorer.info
+        too_long = [n for n in config.lengths if n > info.n_ctx_train]
+        if too_long:
+            raise UserError(f"--lengths {too_long[0]} is beyond {info.name}'s training context of {info.n_ctx_train} tokens")
+
+        def count(text: str) -> int:
+            return len(scorer.tokenize(text))
+
+        example = vt_worked_example(count, config.seed, TASKS["vt"].args) if "vt" in config.tasks else ""
+        jobs, sizes = [], {}
+        for name in config.tasks:
+            extra = example if name == "vt" else ""
+            sizes[name] = {str(n): fit_size(name, n, config.seed, self._essay, count, info.name, extra) for n in config.lengths}
+            for n in config.lengths:
+                for k in range(config.samples):
+                    jobs.append((first + len(jobs), SampleSpec(name, n, k, sizes[name][str(n)], extra)))
+        return jobs, sizes
+
+    def record(self, model: Scorer, job: SampleJob, result: object, columns: dict[str, list]) -> None:
+        append_row(columns, {"sample_index": job[0], **result})
+
+    def progress(self, model: Scorer, job: SampleJob) -> tuple[int, str]:
+        spec = job[1]
+        return 1, f"{model.info.name} · {spec.task} · {spec.length} tokens"
+
+    def model_done(self, run_dir: Path, model: Scorer) -> None:
+        """Nothing to keep from the loaded model."""
+
+    def finish(self, run_dir: Path, manifest: Manifest) -> Any:
+        return self._finish(run_dir, manifest)
+
+
+def run_ruler(config: RulerConfig, essay: str, run_dir: Path, finish: Finish, progress: bool = True, n_threads: int | None = None,
+              executor: ExecutorOptions | None = None) -> Any:
+    """Score every (model, task, length, sample) not yet recorded, then return `finish`'s result."""
+    spec = RunSpec("ruler", config.run_id(), asdict(config))
+    return run(RulerRun(config, essay, finish, n_threads), spec, Path(run_dir), executor=executor, progress=progress)

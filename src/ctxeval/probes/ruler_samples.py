@@ -1,0 +1,109 @@
+"""RULER samples sized in a model's own tokens: the haystack size per (task, length), then each
+sample from its own seeded generator, shrunk by the task's step until it fits.
+
+RULER's rule: the prompt's tokens (input and answer prefix, no BOS) plus the task's
+`tokens_to_generate` fit in the length. RULER searches the size with a fresh random sample per
+probe; ctxeval probes with one fixed sample per (task, length, seed), so the size is a pure
+function of the model's tokenizer and the settings, and a resumed run rebuilds every sample.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ctxeval.errors import UserError
+from ctxeval.probes.ruler_aggregation import Rendered, Setting, vt_body, vt_example
+from ctxeval.probes.ruler_tasks import TASKS, TaskDef
+
+CountTokens = Callable[[str], int]
+VT_EXAMPLE_LENGTH = 500  # RULER sizes vt's worked example to 500 tokens, with nothing to generate
+VT_EXAMPLE_STEP = 5
+
+
+@dataclass(frozen=True)
+class SampleSpec:
+    """Which sample to build, with everything a worker needs (picklable)."""
+
+    task: str
+    length: int
+    index: int
+    size: int  # the fitted haystack size for this model
+    example: str = ""  # vt's worked example for this model
+
+
+def sample_rng(seed: int, *parts: object) -> random.Random:
+    """A generator for one purpose, a pure function of the seed and `parts`."""
+    return random.Random("/".join(map(str, (seed, *parts))))
+
+
+def setting_for(task: TaskDef, length: int, seed: int, essay: str, example: str = "") -> Setting:
+    return Setting(task.args, seed, length, essay, example)
+
+
+def _largest_fitting(fits: Callable[[int], bool], low: int) -> int | None:
+    """The largest size for which `fits` holds, searching up from `low` by doubling, then bisecting."""
+    if not fits(low):
+        return None
+    high = 2 * low
+    while fits(high):
+        low, high = high, 2 * high
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
+
+
+def vt_worked_example(count: CountTokens, seed: int, args: dict) -> str:
+    """vt's worked example for this tokenizer: 3-letter names, value 12345, sized to 500 tokens."""
+    setting = Setting(args, seed, VT_EXAMPLE_LENGTH)
+
+    def body(size: int) -> tuple[str, list[str]]:
+        return vt_body(sample_rng(seed, "vt-example", size), size, setting, is_icl=True)
+
+    size = _largest_fitting(lambda n: count(body(n)[0]) <= VT_EXAMPLE_LENGTH, VT_EXAMPLE_STEP)
+    return vt_example(*body(size or VT_EXAMPLE_STEP))
+
+
+def fit_size(task_name: str, length: int, seed: int, essay: str, count: CountTokens, model: str, example: str = "") -> int:
+    """The haystack size of (task, length) for this tokenizer: the largest whose probe sample fits
+    (RULER starts its search at the task's step, which at 512 tokens can exceed a UUID haystack;
+    ctxeval starts at the task's smallest size). fwe: RULER's own upward search in steps of (length - 50) / 32 words."""
+    task = TASKS[task_name]
+    setting = setting_for(task, length, seed, essay, example)
+    budget = length - task.tokens_to_generate
+
+    def tokens(size: int) -> int:
+        return count(task.render(sample_rng(seed, "size", task_name, length), size, setting).prompt)
+
+    if task.family == "freq_words_extraction":
+        step = task.increment(length)
+        size = budget // 6
+        while tokens(size) < budget:
+            size += step
+        size -= step
+        if size < 1:
+            raise UserError(f"--lengths {length} is too short for {task_name} with {model}")
+        return size
+    size = _largest_fitting(lambda n: tokens(n) <= budget, task.smallest_size())
+    if size is None:
+        raise UserError(f"--lengths {length} is too short for {task_name} with {model}: its smallest prompt needs more than {budget} tokens "
+                        f"plus {task.tokens_to_generate} to generate")
+    return size
+
+
+def build_sample(spec: SampleSpec, seed: int, essay: str, count: CountTokens) -> tuple[Rendered, int]:
+    """The sample and the haystack size it got: RULER's per-sample loop, shrinking by the task's
+    step while the prompt and the tokens to generate exceed the length."""
+    task = TASKS[spec.task]
+    setting = setting_for(task, spec.length, seed, essay, spec.example)
+    step = task.increment(spec.length)
+    size = spec.size
+    while True:
+        rendered = task.render(sample_rng(seed, spec.task, spec.length, spec.index), size, setting)
+        if count(rendered.prompt) + task.tokens_to_generate <= spec.length:
+            return rendered, size
+        if size <= task.smallest_size():
+            raise UserError(f"{spec.task} sample {spec.index} does not fit in {spec.length} tokens")
+        size = max(task.smallest_size(), size - step)
