@@ -171,6 +171,7 @@ COMMANDS = {
     "score": (["score", TEXT, "--window", "32", "--max-tokens", "64", "--top-k", "5", "--approx-k", "5", "--quiet"], ["--window", "16"]),
     "context-gain": (["context-gain", TEXT, "--window", "32", "--short", "8", "--max-tokens", "64", "--replicates", "100", "--quiet"], ["--short", "16"]),
     "retrieval": (["retrieval", "--lines", "5", "--depths", "0", "--samples", "1", "--quiet"], ["--samples", "2"]),
+    "ruler": (["ruler", "--tasks", "niah_single_1", "--lengths", "512", "--samples", "1", "--quiet"], ["--samples", "2"]),
     "pplqa": (["pplqa", "--limit", "1", "--quiet"], ["--limit", "2"]),
     "meta-eval": (["meta-eval", "--dataset", "llmbar:MT-Bench", "--limit", "1", "--methods", "pplqa", "--replicates", "100", "--quiet"], ["--limit", "2"]),
 }

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["sweep", "score", "diff", "summary", "compare", "trends", "context_gain", "effective_length", "retrieval", "ruler", "probe_report", "report", "models", "leval",
+__all__ = ["sweep", "score", "diff", "summary", "compare", "trends", "context_gain", "effective_length", "retrieval", "ruler", "agreement", "probe_report", "report", "models", "leval",
            "leval_corr", "judge", "meta_eval", "pplqa", "serve", "run_metrics", "Result", "read_result", "RunResult", "Comparison", "Trends", "DiffResult",
            "JudgeResult", "PplqaResult", "MetaEvalResult", "LevalResult", "Correlations", "MetricConfig", "Bootstrap", "NoiseFloor", "floor_line",
            "CorpusOptions", "ExecutorOptions", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table",
-           "ContextGainResult", "EffectiveLengthResult", "RetrievalResult", "RulerResult", "ProbeReport"]
+           "ContextGainResult", "EffectiveLengthResult", "RetrievalResult", "RulerResult", "AgreementResult", "ProbeReport"]
 
 if TYPE_CHECKING:
     from ctxeval.api import *  # noqa: F403

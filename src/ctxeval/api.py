@@ -38,6 +38,7 @@ from ctxeval.results.pplqa import PplqaResult
 from ctxeval.results.probe_report import ProbeReport
 from ctxeval.results.retrieval import RetrievalResult
 from ctxeval.results.ruler import RulerResult
+from ctxeval.results.agreement import AgreementResult
 from ctxeval.results.scoring import RunResult
 from ctxeval.results.trends import Trends
 
@@ -103,6 +104,6 @@ _FUNCTIONS = {command.function_name: _function(command) for command in COMMANDS.
 globals().update(_FUNCTIONS)
 
 RESULTS = ["Result", "read_result", "RunResult", "Comparison", "Trends", "DiffResult", "JudgeResult", "PplqaResult", "MetaEvalResult", "LevalResult",
-           "Correlations", "ContextGainResult", "EffectiveLengthResult", "RetrievalResult", "RulerResult", "ProbeReport"]
+           "Correlations", "ContextGainResult", "EffectiveLengthResult", "RetrievalResult", "RulerResult", "AgreementResult", "ProbeReport"]
 __all__ = [*_FUNCTIONS, "run_metrics", *RESULTS, "MetricConfig", "Bootstrap", "NoiseFloor", "floor_line", "CorpusOptions", "ExecutorOptions",
            "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]

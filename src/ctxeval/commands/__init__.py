@@ -6,7 +6,7 @@ from __future__ import annotations
 from ctxeval.commands import answers, compare, diff, probes, scoring, tools, validity
 from ctxeval.commands.base import Command
 
-_ORDER = ("sweep", "score", "diff", "summary", "compare", "trends", "context-gain", "effective-length", "retrieval", "ruler", "probe-report", "report", "models", "leval", "leval-corr",
+_ORDER = ("sweep", "score", "diff", "summary", "compare", "trends", "context-gain", "effective-length", "retrieval", "ruler", "agreement", "probe-report", "report", "models", "leval", "leval-corr",
           "judge", "meta-eval", "pplqa", "serve")
 _ALL = {c.name: c for module in (scoring, diff, compare, probes, validity, tools, answers) for c in module.COMMANDS}
 if set(_ALL) != set(_ORDER):  # a command left out of the order would vanish from the CLI and the API

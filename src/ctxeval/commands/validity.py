@@ -10,17 +10,27 @@ from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
 from ctxeval.data.texts import DEMO_TEXT_NAME, load_text
-from ctxeval.options import comma_list, comma_ints, group, joined, option, positive
+from ctxeval.options import argument, comma_list, comma_ints, group, joined, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.pipeline.manifest import Manifest
 from ctxeval.probes.ruler_report import RULER_THRESHOLD
 from ctxeval.probes.ruler_run import RulerConfig, run_ruler
 from ctxeval.probes.ruler_tasks import TASKS
+from ctxeval.explorer.agreementpage import render_agreement
+from ctxeval.agreement.analysis import agreement_markdown, correlations, measure_table
+from ctxeval.agreement.measures import READS, measures_of
+from ctxeval.results.agreement import SCATTER_PNG, AgreementResult
+from ctxeval.results.base import read_result, write_result
 from ctxeval.results.ruler import RulerResult, ruler_result
 
 RULER_LENGTHS = (1024, 2048, 4096)
 RULER_SEED = 42  # RULER's --random_seed
 _EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
+
+
+def _tasks(value: str) -> tuple[str, ...]:
+    """--tasks: 'all' or comma-separated task names."""
+    return tuple(TASKS) if value.strip() == "all" else comma_list("--tasks", str.strip, "task names")(value)
 
 
 def _tasks_check(values: tuple[str, ...]) -> str | None:
@@ -39,8 +49,8 @@ class RulerSpec:
     after the prompt: log-probability, exact ranks, whether greedy decoding would produce it).
     Score per task and length with intervals, the mean over tasks, and RULER's effective length."""
 
-    tasks: tuple[str, ...] = option("--tasks", "Comma-separated RULER tasks (default: all 11 synthetic ones; the QA tasks need SQuAD/HotpotQA and are not offered).",
-                                    tuple(TASKS), cli_type=str, shown="all", to_value=comma_list("--tasks", str.strip, "task names"), check=_tasks_check)
+    tasks: tuple[str, ...] = option("--tasks", "Comma-separated RULER tasks, or all (the 11 synthetic ones; the QA tasks need SQuAD/HotpotQA and are not offered).",
+                                    tuple(TASKS), cli_type=str, shown="all", to_value=_tasks, check=_tasks_check)
     lengths: tuple[int, ...] = option("--lengths", "Comma-separated lengths in the model's tokens: prompt plus the task's tokens to generate (RULER runs 4K to 128K).",
                                       RULER_LENGTHS, cli_type=str, shown=joined(RULER_LENGTHS), to_value=comma_ints("--lengths"), check=positive)
     samples: int = option("--samples", "Seeded samples per (task, length) (RULER uses 500).", 25, check=positive)
@@ -75,6 +85,40 @@ def _echo_ruler(result: RulerResult, spec: RulerSpec, display: QuietDisplay) -> 
     return "\n".join([*lines, f"results: {files['results']}, samples: {files['samples']}, plot: {files['plot']}"])
 
 
+@dataclass(frozen=True)
+class AgreementSpec:
+    """Which cheap number tracks task accuracy across models? From finished effective-length, diff,
+    RULER and retrieval runs of several models or variants (matched by model name): the rank correlation
+    across models between every cheap likelihood measure (L*, gain, key-token gain and L*, mean KL,
+    RULER by likelihood) and every task measure (RULER score per length and its effective length,
+    retrieval accuracy), Spearman and Kendall with bootstrap intervals over models, a scatter per pair,
+    and each run's cost."""
+
+    runs: tuple[Path, ...] = argument("Finished run directories: effective-length, diff, ruler and retrieval runs.", cli_type=list[Path], to_value=tuple)
+    out: Path = common.out("Directory for agreement.json/.md/.html and the scatter.", Path("runs/agreement-report"))
+    replicates: int = common.replicates("Bootstrap replicates (resamples of models) per interval.")
+    seed: int = common.seed("Seed of the bootstrap.")
+
+
+def run_agreement(spec: AgreementSpec) -> AgreementResult:
+    """Read every run's measures, correlate each cheap measure with each task measure, write the report."""
+    measures = []
+    for path in spec.runs:
+        measures += measures_of(read_result(path, reader="agreement", kinds=READS), str(path))
+    table = measure_table(measures)
+    pairs = correlations(table, spec.replicates, spec.seed)
+    result = AgreementResult(Path(spec.out), [str(p) for p in spec.runs], table, pairs, spec.replicates, spec.seed, render_agreement(table, pairs, SCATTER_PNG),
+                             agreement_markdown(table, pairs, len(spec.runs), spec.replicates))
+    write_result(result.out, result, "agreement")
+    return result
+
+
+def _echo_agreement(result: AgreementResult, spec: AgreementSpec, display: None) -> str:
+    files = result.paths()
+    return f"{result.markdown}\nreport: {files['report']}, {files['json']}, {files['html']}, scatter: {files['scatter']}"
+
+
 COMMANDS = (
     Command("ruler", RulerSpec, run_ruler_tasks, _echo_ruler, QuietDisplay, quiet_progress),
+    Command("agreement", AgreementSpec, run_agreement, _echo_agreement, inputs=("runs",), posthoc=lambda spec: (spec.out, spec.runs)),
 )

@@ -157,7 +157,11 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions
                     if model.remote:
                         usage[model.name] = _session_usage(model, runner.worker_usage.get(model.name, []))
     _record_usage(manifest, usage, (previous.api_usage_total if previous else None) or {})
-    manifest.timing = {"seconds_this_session": round(time.time() - started, 2), "resumed": previous is not None}
+    seconds = round(time.time() - started, 2)
+    earlier = (previous.timing or {}) if previous else {}
+    # what the run cost over the sessions that reached this line (an interrupted session's time is not counted)
+    total = round(earlier.get("seconds_all_sessions", earlier.get("seconds_this_session", 0.0)) + seconds, 2)
+    manifest.timing = {"seconds_this_session": seconds, "seconds_all_sessions": total, "resumed": previous is not None}
     manifest.failed_passes = failures or None
     if failures and not task.finish_incomplete:
         manifest.status = "incomplete"

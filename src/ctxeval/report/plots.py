@@ -53,3 +53,32 @@ def _interval_caption(kinds: pd.Series) -> str:
     if any(k.startswith("bootstrap") for k in kinds):
         caption += " (one start per length: the bars omit start-to-start noise; use --repeats)"
     return caption
+
+
+def scatter_grid(table: pd.DataFrame, pairs: pd.DataFrame, path: Path) -> None:
+    """`agreement`: one scatter per (task, cheap) pair of measures (long table: model, measure, value), models numbered in order."""
+    models = list(dict.fromkeys(table["model"]))
+    number = {m: i + 1 for i, m in enumerate(models)}
+    wide = table.pivot(index="model", columns="measure", values="value")
+    tasks, cheap = list(dict.fromkeys(pairs["task"])), list(dict.fromkeys(pairs["cheap"]))
+    fig, axes = plt.subplots(len(tasks), len(cheap), figsize=(2.6 * len(cheap), 2.4 * len(tasks)), squeeze=False, constrained_layout=True)
+    for i, t in enumerate(tasks):
+        for j, c in enumerate(cheap):
+            ax = axes[i][j]
+            match = pairs[(pairs["task"] == t) & (pairs["cheap"] == c)]
+            if match.empty:
+                ax.set_axis_off()
+                continue
+            both = wide[[c, t]].dropna()
+            ax.scatter(both[c], both[t], s=14)
+            for model, (x, y) in both.iterrows():
+                ax.annotate(str(number[model]), (x, y), fontsize=6, xytext=(2, 2), textcoords="offset points")
+            rho = match["spearman"].iloc[0]
+            ax.set_title(f"ρ = {rho:.2f}" if rho == rho and rho is not None else "ρ undefined", fontsize=8)
+            ax.tick_params(labelsize=6)
+            if i == len(tasks) - 1:
+                ax.set_xlabel(c, fontsize=7)
+            if j == 0:
+                ax.set_ylabel(t, fontsize=7)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -42,6 +42,7 @@ KIND_MODULES: dict[str, str] = {
     "correlations": "ctxeval.results.correlations",
     "effective-length": "ctxeval.results.effective_length",
     "ruler": "ctxeval.results.ruler",
+    "agreement": "ctxeval.results.agreement",
 }
 _KINDS: dict[str, type[Result]] = {}
 

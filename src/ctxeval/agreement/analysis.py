@@ -1,0 +1,83 @@
+"""Which cheap measure orders models as a task measure does: rank correlations across models
+for every (cheap, task) pair of measures, with intervals from resampling models, and the plots."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ctxeval.errors import UserError
+from ctxeval.agreement.measures import CHEAP, TASK, Measure
+from ctxeval.stats.rank_correlation import rank_correlation
+
+
+def measure_table(measures: list[Measure]) -> pd.DataFrame:
+    """One row per (model, measure); a measure given twice for a model (two runs) is refused."""
+    table = pd.DataFrame([m.__dict__ for m in measures])
+    twice = table[table.duplicated(["model", "measure"], keep=False)]
+    if not twice.empty:
+        row = twice.iloc[0]
+        raise UserError(f"{row['model']} has '{row['measure']}' from two runs ({', '.join(twice[(twice['model'] == row['model']) & (twice['measure'] == row['measure'])]['run'])}); give one")
+    return table
+
+
+def correlations(table: pd.DataFrame, replicates: int, seed: int) -> pd.DataFrame:
+    """Spearman and Kendall (tau-b) between every cheap and every task measure over the models
+    that have both, on values oriented so that higher is better."""
+    oriented = table.assign(oriented=table["value"] * table["direction"])
+    wide = oriented.pivot(index="model", columns="measure", values="oriented")
+    kinds = dict(zip(table["measure"], table["kind"]))
+    cheap = [m for m in dict.fromkeys(table["measure"]) if kinds[m] == CHEAP]
+    task = [m for m in dict.fromkeys(table["measure"]) if kinds[m] == TASK]
+    if not cheap or not task:
+        missing = "cheap (effective-length, diff, RULER likelihood)" if not cheap else "task (RULER with generation, retrieval)"
+        raise UserError(f"the runs give no {missing} measure: agreement needs runs of both kinds")
+    rows = []
+    for t in task:
+        for c in cheap:
+            both = wide[[c, t]].dropna()
+            if len(both) < 2:
+                continue
+            row = {"cheap": c, "task": t, "models": len(both)}
+            for name in ("spearman", "kendall"):
+                r = rank_correlation(both[c].to_numpy(), both[t].to_numpy(), name, replicates=replicates, seed=seed)
+                row |= {name: r.to_dict()["value"], f"{name}_low": r.low, f"{name}_high": r.high, f"{name}_p": r.to_dict()["p_value"]}
+                row["note"] = r.why
+            rows.append(row)
+    if not rows:
+        raise UserError("no model has both a cheap and a task measure: the runs' models do not overlap (agreement matches models by name)")
+    return pd.DataFrame(rows)
+
+
+def _interval(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None or value != value:
+        return "undefined"
+    return f"{value:+.2f}" + (f" [{low:+.2f}, {high:+.2f}]" if low is not None and low == low else "")
+
+
+def correlation_rows(c: pd.DataFrame) -> pd.DataFrame:
+    """The correlation table as it is shown: one row per pair, coefficients with intervals."""
+    return pd.DataFrame({"task measure": c["task"], "cheap measure": c["cheap"], "models": c["models"],
+                         "Spearman ρ [95 %]": [_interval(*v) for v in zip(c["spearman"], c["spearman_low"], c["spearman_high"])],
+                         "Kendall τ-b [95 %]": [_interval(*v) for v in zip(c["kendall"], c["kendall_low"], c["kendall_high"])],
+                         "note": c["note"].fillna("")})
+
+
+def wide_measures(measures: pd.DataFrame) -> pd.DataFrame:
+    """Models as rows (numbered as in the scatter), measures as columns."""
+    wide = measures.pivot(index="model", columns="measure", values="value").reindex(list(dict.fromkeys(measures["model"])))
+    wide.insert(0, "#", range(1, len(wide) + 1))
+    return wide.reset_index()
+
+
+def costs(m: pd.DataFrame) -> pd.DataFrame:
+    """Per run: its measures and its recorded seconds per model."""
+    return m.groupby("run", sort=False).agg(measures=("measure", lambda s: ", ".join(dict.fromkeys(s))), seconds_per_model=("seconds_per_model", "first")).reset_index()
+
+
+def agreement_markdown(measures: pd.DataFrame, pairs: pd.DataFrame, runs: int, replicates: int) -> str:
+    """agreement.md: the correlations, the models' measures, the runs' costs."""
+    models = len(dict.fromkeys(measures["model"]))
+    return "\n".join(["# Agreement across models", "", f"{models} models from {runs} runs; values oriented so that higher is better; "
+                      f"intervals: percentile bootstrap over models ({replicates} replicates).", "",
+                      correlation_rows(pairs).to_markdown(index=False), "", "## Models and measures", "",
+                      wide_measures(measures).to_markdown(index=False, floatfmt=".3g"), "", "## Cost", "", costs(measures).to_markdown(index=False), ""])

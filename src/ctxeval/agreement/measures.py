@@ -1,0 +1,93 @@
+"""The measures `ctxeval agreement` compares, read from finished runs, one value per model.
+
+Cheap measures come from likelihood alone: an effective-length run's L*, its gain from the
+shortest to the longest length, key-token gain and L*, and log p at the longest length; a
+diff's mean KL against its reference; a RULER run's likelihood score, answer log-probability
+and answer rank per length. Task measures are what users judge by: RULER's generated score per
+length and its effective length, and retrieval accuracy. Every measure carries its direction
+(+1: higher is better; -1: lower is better, as KL and rank), so that a correlation of oriented
+values is positive when the two measures order the models alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ctxeval.probes.ruler_report import MEAN_TASK
+from ctxeval.results.base import Result
+from ctxeval.results.diff import DiffResult
+from ctxeval.results.effective_length import EffectiveLengthResult
+from ctxeval.results.retrieval import RetrievalResult
+from ctxeval.results.ruler import RulerResult
+
+READS = (EffectiveLengthResult, RulerResult, RetrievalResult, DiffResult)
+CHEAP, TASK = "cheap", "task"
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One value of one measure for one model, and where it came from."""
+
+    model: str
+    measure: str
+    kind: str  # CHEAP or TASK
+    direction: int  # +1 higher is better, -1 lower is better
+    value: float
+    run: str  # the run folder it was read from
+    seconds_per_model: float | None  # the run's recorded time over its models (a run scores its models in turn)
+
+
+def measures_of(result: Result, run: str) -> list[Measure]:
+    """Every measure a finished run gives, per model."""
+    seconds = _seconds_per_model(result)
+    if isinstance(result, EffectiveLengthResult):
+        return _effective_length(result, run, seconds)
+    if isinstance(result, RulerResult):
+        return _ruler(result, run, seconds)
+    if isinstance(result, RetrievalResult):
+        return [Measure(m, "retrieval accuracy", TASK, 1, float(part["correct"].mean()), run, seconds) for m, part in result.cases.groupby("model", sort=False)]
+    if isinstance(result, DiffResult):
+        kl = result.report["summary"]["all"]["kl"]["mean"]
+        return [Measure(result.report["cand"]["name"], f"mean KL vs {result.report['ref']['name']}", CHEAP, -1, float(kl), run, seconds)]
+    raise TypeError(f"agreement does not read {type(result).__name__}")
+
+
+def _seconds_per_model(result: Result) -> float | None:
+    manifest = getattr(result, "manifest")
+    timing = manifest.timing or {}
+    total = timing.get("seconds_all_sessions", timing.get("seconds_this_session"))
+    return None if total is None or not manifest.models else round(float(total) / len(manifest.models), 1)
+
+
+def _effective_length(result: EffectiveLengthResult, run: str, seconds: float | None) -> list[Measure]:
+    out = []
+    for model, summary in result.summary["models"].items():
+        longest = summary["curve"][-1]
+        found = [("L*", summary["effective_length"]["value"]), ("gain to the longest length", summary["effective_length"]["total_gain"]),
+                 (f"log p at {longest['length']}", longest["logprob"])]
+        key = summary.get("key_effective_length")
+        if key is not None and key.get("value") is not None:
+            found += [("key-token L*", key["value"]), ("key-token gain", key["total_gain"])]
+        out += [Measure(model, name, CHEAP, 1, float(value), run, seconds) for name, value in found if value is not None]
+    return out
+
+
+def _ruler(result: RulerResult, run: str, seconds: float | None) -> list[Measure]:
+    out = []
+    means = result.table[result.table["task"] == MEAN_TASK]
+    for row in means.itertuples():
+        n = int(row.length)
+        if row.scored_by == "generation":
+            out.append(Measure(row.model, f"RULER score at {n}", TASK, 1, float(row.score), run, seconds))
+        out += [Measure(row.model, f"RULER likelihood score at {n}", CHEAP, 1, float(row.likelihood), run, seconds),
+                Measure(row.model, f"RULER answer log p at {n}", CHEAP, 1, float(row.mean_logprob), run, seconds),
+                Measure(row.model, f"RULER answer log2 rank at {n}", CHEAP, -1, float(row.mean_log2_rank), run, seconds)]
+    if (means["scored_by"] == "generation").all():
+        shortest = int(np.min(means["length"]))
+        for model, lengths in result.effective_lengths.items():
+            value = lengths[MEAN_TASK]["value"]
+            # below the shortest length ranks under every measured length
+            out.append(Measure(model, "RULER effective length", TASK, 1, float(value if value is not None else shortest / 2), run, seconds))
+    return out

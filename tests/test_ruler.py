@@ -1,0 +1,279 @@
+"""RULER's tasks, scoring and `agreement`, without a model: generators against RULER's own
+definitions (NVIDIA/RULER c3f5e3b), its scorer on hand-made predictions, seeded samples, and
+the agreement command on synthetic runs against scipy."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from scipy import stats
+
+from ctxeval import api
+from ctxeval.metrics.ruler import match_all, postprocess_pred, string_match_all, string_match_part
+from ctxeval.pipeline.manifest import Manifest, write_manifest
+from ctxeval.probes.retrieval_report import CASES_FILE
+from ctxeval.probes.retrieval_run import CASE_SCHEMA
+from ctxeval.probes.ruler import reference_text
+from ctxeval.probes.ruler_aggregation import Setting, common_words, frequent_words, fwe_vocabulary, variable_tracking, vt_body
+from ctxeval.probes.ruler_report import effective_length, wilson
+from ctxeval.probes.ruler_run import SAMPLE_SCHEMA, SAMPLES_FILE
+from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, sample_rng, vt_worked_example
+from ctxeval.probes.ruler_tasks import DEPTHS, NEEDLE, NOISE, TASKS, render_niah, sentences
+from ctxeval.results.base import write_result
+from ctxeval.results.retrieval import retrieval_result
+from ctxeval.results.ruler import ruler_result
+from tests.conftest import run_cli
+
+ESSAY = " ".join(f"Sentence number {i} is here. It has words." for i in range(400))
+
+
+def words(text: str) -> int:
+    """A stand-in tokenizer: one token per white-space word."""
+    return len(text.split())
+
+
+def niah(task: str, size: int, index: int = 0, length: int = 2048):
+    return render_niah(sample_rng(42, task, length, index), size, Setting(TASKS[task].args, 42, length, ESSAY))
+
+
+# --- the templates, word for word ---------------------------------------------------------
+
+def test_single_needle_prompt_is_rulers_singular_template():
+    sample = niah("niah_single_1", 10)
+    key = re.search(r"for (\S+) is: (\d+)\.", sample.prompt).group(1)
+    head = "A special magic number is hidden within the following text. Make sure to memorize it. I will quiz you about the number afterwards.\n"
+    tail = (f"\nWhat is the special magic number for {key} mentioned in the provided text? "
+            f"The special magic number for {key} mentioned in the provided text is")
+    assert sample.prompt.startswith(head) and sample.prompt.endswith(tail)
+    lines = sample.prompt[len(head) : -len(tail)].split("\n")
+    assert len(lines) == 11 and lines.count(NOISE) == 10
+    assert lines[[i for i, line in enumerate(lines) if line != NOISE][0]] == f"One of the special magic numbers for {key} is: {sample.answers[0]}."
+    assert re.fullmatch(r"[1-9]\d{6}", sample.answers[0])
+
+
+def test_multi_value_prompt_keeps_rulers_plural_template():
+    sample = niah("niah_multivalue", 300)
+    key = re.search(r"for (\S+) is: \d+\.", sample.prompt).group(1)
+    assert sample.prompt.startswith("Some special magic numbers are hidden within the following text. Make sure to memorize it. I will quiz you about the numbers afterwards.\n")
+    assert sample.prompt.endswith(f"\nWhat are all the special magic numbers for {key} mentioned in the provided text? "
+                                  f"The special magic numbers for {key} mentioned in the provided text are")
+    assert len(sample.answers) == 4
+    for value in sample.answers:
+        assert f"One of the special magic numbers for {key} is: {value}." in sample.prompt
+
+
+def test_multi_query_asks_for_four_keys_joined_as_ruler_joins_them():
+    sample = niah("niah_multiquery", 300)
+    query = re.search(r"numbers for (.+) mentioned in the provided text\?", sample.prompt).group(1)
+    keys = query.replace(", and ", ", ").split(", ")
+    assert len(keys) == 4 and ", and " in query
+    for key, value in zip(keys, sample.answers):
+        assert f"for {key} is: {value}." in sample.prompt
+
+
+def test_uuid_values_and_needle_haystack_of_distractors():
+    sample = niah("niah_multikey_3", 12)
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", sample.answers[0])
+    body = sample.prompt.split("\n")[1:-1]
+    assert len(body) == 13 and all(re.fullmatch(r"One of the special magic uuids for [0-9a-f-]{36} is: [0-9a-f-]{36}\.", line) for line in body)
+    assert "A special magic uuid is hidden" in sample.prompt
+
+
+def test_multikey_essay_has_three_distractor_needles_at_sentence_boundaries():
+    sample = niah("niah_multikey_1", 500)
+    needles = re.findall(r"One of the special magic numbers for \S+ is: \d+\.", sample.prompt)
+    assert len(needles) == 4 and sum(sample.answers[0] in n for n in needles) == 1
+    context = sample.prompt.split("\n")[1]
+    for needle in needles:  # each needle sits between whole essay sentences
+        before = context[: context.index(needle)].rstrip()
+        assert before == "" or before.endswith((".", "!", "?"))
+
+
+def test_essay_needle_depths_are_rulers_forty_depths():
+    assert DEPTHS[:5] == [0, 3, 5, 8, 10] and DEPTHS[-3:] == [95, 97, 100] and len(DEPTHS) == 40
+    depths = [niah("niah_single_2", 400, index=i).depth for i in range(40)]
+    assert 0 <= min(depths) < 0.15 and max(depths) > 0.85
+
+
+def test_sentence_splitting():
+    assert sentences('He said "go." Then it rained! Why? End') == ['He said "go."', "Then it rained!", "Why?", "End"]
+
+
+def test_variable_tracking_chain_and_worked_example():
+    setting = Setting(TASKS["vt"].args, 42, 2048)
+    text, names = vt_body(sample_rng(42, "t"), 30, setting)
+    assert len(names) == 5 and all(re.fullmatch(r"[A-Z]{5}", n) for n in names)
+    value = re.search(rf"VAR {names[0]} = (\d{{5}})\n", text).group(1)
+    for a, b in zip(names, names[1:]):
+        assert f"VAR {b} = VAR {a} \n" in text
+    assert text.endswith(f"Question: Find all variables that are assigned the value {value} in the text above. Answer: According to the chain(s) of "
+                         f"variable assignment in the text above, 5 variables are assigned the value {value}, they are: ")
+    example = vt_worked_example(words, 42, TASKS["vt"].args)
+    assert words(example) <= 500 + 6 and "12345" in example and re.search(r"they are:  [A-Z]{3} [A-Z]{3} [A-Z]{3} [A-Z]{3} [A-Z]{3}\n$", example)
+    sample = variable_tracking(sample_rng(42, "s"), 30, Setting(TASKS["vt"].args, 42, 2048, example=example))
+    assert "12345" not in sample.prompt and sample.prompt.count("Memorize and track") == 2  # the example's value and names are redrawn
+
+
+def test_common_words_frequencies_follow_rulers_short_and_long_settings():
+    for length, common, rare in ((2048, 6, 1), (4096, 30, 3)):
+        sample = common_words(sample_rng(42, "c", length), 60, Setting(TASKS["cwe"].args, 42, length))
+        listed = sample.prompt.split("\n")[-2]
+        counts = Counter(re.findall(r"\d+\. (\S+)", listed))
+        assert len(counts) == 60 and all(counts[w] == common for w in sample.answers) and len(sample.answers) == 10
+        assert set(counts.values()) == {common, rare}
+        assert sample.prompt.endswith("Question: What are the 10 most common words in the above list? Answer: The top 10 words that appear most often in the list are:")
+
+
+def test_frequent_words_counts_follow_the_zeta_law():
+    setting = Setting(TASKS["fwe"].args, 42, 1024)
+    sample = frequent_words(sample_rng(42, "f"), 500, setting)
+    vocab = fwe_vocabulary(sample_rng(42, "f"), setting)
+    assert len(vocab) == (1024 - 50) // 50 and vocab[0] == "..." and sample.answers == tuple(vocab[1:4])
+    text = sample.prompt[sample.prompt.index("coded words. ") + len("coded words. ") : sample.prompt.index("\nQuestion:")]
+    counts = Counter(text.split(" "))
+    for k, word in enumerate(vocab, start=1):
+        assert counts[word] == int(500 * k**-2.0 / (np.pi**2 / 6))
+
+
+# --- sizing and seeds -----------------------------------------------------------------------
+
+def test_samples_fit_the_length_and_are_seeded():
+    for task in ("niah_single_1", "niah_single_2", "niah_multikey_2", "cwe", "fwe"):
+        size = fit_size(task, 1024, 42, ESSAY, words, "m")
+        first, used = build_sample(SampleSpec(task, 1024, 3, size), 42, ESSAY, words)
+        again, _ = build_sample(SampleSpec(task, 1024, 3, size), 42, ESSAY, words)
+        assert first == again and words(first.prompt) + TASKS[task].tokens_to_generate <= 1024
+        bigger = TASKS[task].render(sample_rng(42, "size", task, 1024), size + max(1, TASKS[task].increment(1024)), Setting(TASKS[task].args, 42, 1024, ESSAY))
+        assert words(bigger.prompt) + TASKS[task].tokens_to_generate > 1024 - 40  # the size is about the largest that fits
+        other, _ = build_sample(SampleSpec(task, 1024, 4, size), 42, ESSAY, words)
+        assert other.answers != first.answers
+
+
+def test_a_length_too_short_for_a_task_is_refused():
+    with pytest.raises(Exception, match="--lengths 300 is too short for vt"):
+        example = vt_worked_example(words, 42, TASKS["vt"].args)
+        fit_size("vt", 300, 42, ESSAY, words, "m", example)
+
+
+# --- scoring --------------------------------------------------------------------------------
+
+def test_string_match_all_and_part_on_hand_made_predictions():
+    refs = [["7512152"], ["ABCDE", "FGHIJ", "KLMNO", "PQRST", "UVWXY"], ["alpha", "beta", "gamma"], ["9"]]
+    preds = ["The number is 7512152.", "abcde fghij and then klmno", "Gamma, ALPHA", "none"]
+    # per sample: 1, 3/5, 2/3, 0 -> mean 0.5667 -> 56.67 %
+    assert string_match_all(preds, refs) == 56.67
+    assert [match_all(p, r) for p, r in zip(preds, refs)] == [1.0, 0.6, 2 / 3, 0.0]
+    assert string_match_part(preds, refs) == 75.0
+    assert postprocess_pred("  \x00 answer\x07 is\x1f 7 \n") == "answer\n is\n 7"
+
+
+def test_reference_forms():
+    assert reference_text("niah", ("1", "2")) == ": 1, 2."
+    assert reference_text("common_words_extraction", ("a", "b")) == " 1. a 2. b"
+    assert reference_text("variable_tracking", ("A", "B")) == "A B"
+    assert reference_text("freq_words_extraction", ("x", "y")) == " x y"
+
+
+def test_wilson_interval_equals_scipys_for_whole_successes():
+    for k, n in ((0, 6), (3, 6), (6, 6), (17, 40)):
+        ci = stats.binomtest(k, n).proportion_ci(method="wilson")
+        low, high = wilson(k, n)
+        assert low == pytest.approx(100 * ci.low, abs=1e-9) and high == pytest.approx(100 * ci.high, abs=1e-9)
+
+
+def test_effective_length_is_the_longest_length_before_the_first_fall():
+    assert effective_length(pd.Series({1024: 90.0, 2048: 86.0, 4096: 70.0, 8192: 90.0})) == {"value": 2048, "at_least": False, "threshold": 85.6}
+    assert effective_length(pd.Series({1024: 85.6, 2048: 99.0}))["at_least"] is True
+    assert effective_length(pd.Series({1024: 50.0, 2048: 99.0}))["value"] is None
+
+
+# --- the agreement command on synthetic runs -------------------------------------------------
+
+def _ruler_folder(path: Path, scores: dict[str, tuple[list[float], list[float], list[float]]], generated: bool = True) -> Path:
+    """A finished RULER folder whose samples carry the given (generation, likelihood, mean log p) per model."""
+    rows, index = [], 0
+    for model, (gen, lik, logp) in scores.items():
+        for k, (g, l, p) in enumerate(zip(gen, lik, logp)):
+            rows.append({"sample_index": index, "model": model, "task": "niah_single_1", "length": 1024, "sample": k, "haystack": 10, "prompt_tokens": 900,
+                         "depth": 0.5, "answers": ["1"], "prediction": "", "method": "greedy generation" if generated else "likelihood only (no generation)",
+                         "generation_score": g if generated else None, "likelihood_score": l, "answer_logprob": p, "answer_tokens": 1, "mean_logprob": p,
+                         "first_rank": 1, "mean_log2_rank": -p, "greedy_prefix": 1, "reference_tokens": 2, "min_margin": 1.0})
+            index += 1
+    path.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA), path / SAMPLES_FILE)
+    manifest = Manifest(command="ruler", run_id="synthetic", config={"ruler_commit": "c3f5e3b"}, models=[{"name": m} for m in scores], status="complete",
+                        timing={"seconds_this_session": 10.0, "seconds_all_sessions": 60.0})
+    write_manifest(path, manifest)
+    write_result(path, ruler_result(path, manifest, 85.6), "ruler")
+    return path
+
+
+def test_agreement_equals_scipy_on_the_same_table(tmp_path):
+    rng = np.random.default_rng(1)
+    scores = {}
+    for m in range(6):
+        gen = list((rng.random(8) < (m + 1) / 7).astype(float))
+        scores[f"model-{m}"] = (gen, [g * (rng.random() < 0.8) for g in gen], list(rng.normal(-1 + m / 5, 0.3, 8)))
+    run = _ruler_folder(tmp_path / "ruler", scores)
+    result = api.agreement([run], out=tmp_path / "agreement", replicates=500)
+    table = result.measures.pivot(index="model", columns="measure", values="value")
+    row = result.correlations.set_index(["cheap", "task"]).loc[("RULER answer log p at 1024", "RULER score at 1024")]
+    assert row["spearman"] == pytest.approx(stats.spearmanr(table["RULER answer log p at 1024"], table["RULER score at 1024"]).statistic)
+    assert row["kendall"] == pytest.approx(stats.kendalltau(table["RULER answer log p at 1024"], table["RULER score at 1024"]).statistic)
+    assert row["spearman_low"] <= row["spearman"] <= row["spearman_high"] and row["models"] == 6
+    rank = result.correlations.set_index(["cheap", "task"]).loc[("RULER answer log2 rank at 1024", "RULER score at 1024")]
+    assert rank["spearman"] == pytest.approx(row["spearman"])  # rank is oriented (lower is better): -(-log p) orders as log p
+    assert result.measures["seconds_per_model"].iloc[0] == 10.0
+    again = api.read_result(tmp_path / "agreement")
+    pd.testing.assert_frame_equal(again.correlations, result.correlations, check_dtype=False)
+    html = (tmp_path / "agreement" / "agreement.html").read_text()
+    assert 'src="agreement_scatter.png"' in html and "Spearman" in html and (tmp_path / "agreement" / "agreement_scatter.png").stat().st_size > 1000
+
+
+def test_fewer_than_four_models_give_no_interval(tmp_path):
+    run = _ruler_folder(tmp_path / "ruler", {f"m{i}": ([float(i > 0)] * 4, [0.0] * 4, [-1.0 - i] * 4) for i in range(3)})
+    result = api.agreement([run], out=tmp_path / "agreement", replicates=200)
+    assert result.correlations["spearman_low"].isna().all() and result.correlations["note"].str.contains("at least 4").all()
+
+
+def _retrieval_folder(path: Path, accuracy: dict[str, list[bool]]) -> Path:
+    """A finished retrieval folder with the given correctness per case and model."""
+    rows, index = [], 0
+    for model, correct in accuracy.items():
+        for k, c in enumerate(correct):
+            rows.append({"case_index": index, "model": model, "variant": "cat", "tokens_target": None, "lines": 20, "depth": 0.5, "sample": k, "char_depth": 0.5,
+                         "prompt_tokens": 500, "correct": c, "prediction": "", "accuracy_method": "generation path", "min_margin": 1.0, "first_rank": 1,
+                         "value_logprob": -1.0, "value_tokens": 2, "answer_ranks": [1, 1]})
+            index += 1
+    path.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=CASE_SCHEMA), path / CASES_FILE)
+    manifest = Manifest(command="retrieval", run_id="synthetic", config={"variant": "cat"}, models=[{"name": m} for m in accuracy], status="complete")
+    write_manifest(path, manifest)
+    write_result(path, retrieval_result(path, manifest), "retrieval")
+    return path
+
+
+def test_bad_input_is_one_line_and_exit_code_2(tmp_path):
+    likelihood_only = _ruler_folder(tmp_path / "lik", {"a": ([0.0], [1.0], [-1.0]), "b": ([0.0], [0.0], [-2.0])}, generated=False)
+    retrieval = _retrieval_folder(tmp_path / "retrieval", {"c": [True, False], "d": [False, False]})
+    (tmp_path / "scoring").mkdir()
+    (tmp_path / "scoring" / "result.json").write_text(json.dumps({"kind": "scoring", "version": 1, "command": "score", "files": []}))
+    cases = [
+        (["agreement", str(tmp_path / "scoring")], "holds a scoring result (from `ctxeval score`); agreement reads effective-length/ruler/retrieval/diff results"),
+        (["agreement", str(likelihood_only)], "the runs give no task (RULER with generation, retrieval) measure"),
+        (["agreement", str(likelihood_only), str(retrieval)], "the runs' models do not overlap"),
+        (["ruler", "--tasks", "niah_single_1,nope"], "unknown task 'nope'"),
+        (["ruler", "--threshold", "120"], "--threshold must lie between 0 and 100"),
+    ]
+    for args, message in cases:
+        proc = run_cli(*args, "--out", str(tmp_path / "out"))
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
