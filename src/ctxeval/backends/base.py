@@ -142,6 +142,15 @@ class ScorerBase(ABC):
         (one token per step), so a greedy chain read from them is what `generate` produces."""
         raise UserError(f"{self.info.name}: this backend cannot score on its generation path")
 
+    def score_then_generate(self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, max_new_tokens: int, top_k: int,
+                            temperatures: tuple[float, ...]) -> tuple[BlockScores, list[int] | None]:
+        """`score_stepwise`, and the greedy generation of `max_new_tokens` when the greedy chain
+        leaves the continuation (None when it does not: generation reproduces the continuation)."""
+        scores = self.score_stepwise(prompt_ids, continuation_ids, top_k, temperatures)
+        if np.array_equal(scores.greedy_id, np.asarray(continuation_ids)):
+            return scores, None
+        return scores, self.generate(prompt_ids, max_new_tokens)
+
     def logit_blocks(self, input_ids: np.ndarray, output_positions: np.ndarray, max_rows: int) -> Iterator[np.ndarray]:
         """The full-vocabulary float32 logits at `output_positions` (strictly increasing), in
         order, as blocks of at most `max_rows` rows [rows, vocab_size] from one forward pass

@@ -359,21 +359,44 @@ class LlamaCppScorer(ScorerBase):
     def _step_decoder(self, max_len: int) -> Callable[[np.ndarray], np.ndarray]:
         """A fresh sequence; `feed(tokens)` decodes them after what was fed before and returns
         the logits row of the last one (a view of llama.cpp's buffer, valid until the next feed)."""
-        self.prepare(max_len)
-        self._lib.llama_memory_clear(self._lib.llama_get_memory(self._ctx.ctx), True)
-        position = 0
+        return _StepDecoder(self, max_len).feed
 
-        def feed(tokens: np.ndarray) -> np.ndarray:
-            nonlocal position
-            wanted = np.zeros(len(tokens), dtype=np.int8)
-            wanted[-1] = 1
-            positions = position + np.arange(len(tokens))
-            for _ in self._decode(self._ctx, self._batch, tokens, positions, np.zeros_like(positions), wanted):
-                pass
-            position += len(tokens)
-            return self._logits(self._ctx, 1)
-
-        return feed
+    def score_then_generate(self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, max_new_tokens: int, top_k: int,
+                            temperatures: tuple[float, ...]) -> tuple[BlockScores, list[int] | None]:
+        """`score_stepwise`, then, where the greedy chain leaves the continuation at step d, the
+        greedy generation, continued from step d on the same sequence: the cache is cut back to
+        the prompt and the d tokens greedy decoding shares with the continuation (the freed
+        cells are the ones generation would have used), so the prompt is decoded once. Where
+        the cache cannot be cut back (a sliding-window cache that dropped early positions),
+        generation starts afresh, as `generate`."""
+        continuation_ids = np.asarray(continuation_ids)
+        decoder = _StepDecoder(self, len(prompt_ids) + max(len(continuation_ids), max_new_tokens) + 1)
+        logits = decoder.feed(np.asarray(prompt_ids))
+        parts: list[BlockScores] = []
+        leave, first = None, -1
+        for i, target in enumerate(continuation_ids):
+            if leave is None and int(np.argmax(logits[0])) != int(target):
+                leave, first = i, int(np.argmax(logits[0]))
+            parts.append(score_block(logits, continuation_ids[i : i + 1], top_k, temperatures))
+            if i + 1 < len(continuation_ids):
+                logits = decoder.feed(np.asarray([target]))
+        scores = BlockScores.concat(parts)
+        if leave is None:
+            return scores, None
+        generated: list[int] = []
+        for token in [*map(int, continuation_ids[:leave]), first]:
+            generated.append(token)
+            if len(generated) >= max_new_tokens or self._lib.llama_vocab_is_eog(self._vocab, token):
+                return scores, generated
+        if not decoder.rewind(len(prompt_ids) + leave):
+            return scores, self.generate(np.asarray(prompt_ids), max_new_tokens)
+        logits = decoder.feed(np.asarray([first]))
+        while True:
+            token = int(np.argmax(logits[0]))
+            generated.append(token)
+            if len(generated) >= max_new_tokens or self._lib.llama_vocab_is_eog(self._vocab, token):
+                return scores, generated
+            logits = decoder.feed(np.asarray([token]))
 
     def _decode(
         self, ctx, llama_batch, tokens: np.ndarray, positions: np.ndarray, seqs: np.ndarray, wanted: np.ndarray, step: int | None = None
@@ -429,3 +452,37 @@ def _draw(logits: np.ndarray, temperature: float, rng: np.random.Generator) -> i
     z = logits.astype(np.float64) / temperature
     p = np.exp(z - z.max())
     return int(rng.choice(len(p), p=p / p.sum()))
+
+
+class _StepDecoder:
+    """One sequence on the scorer's context, decoded a few tokens at a time: `feed(tokens)`
+    decodes them after what was fed before and returns the logits row of the last one (a view
+    of llama.cpp's buffer, valid until the next feed); `rewind(n)` keeps the first n positions."""
+
+    def __init__(self, scorer: LlamaCppScorer, max_len: int) -> None:
+        scorer.prepare(max_len)
+        self._scorer = scorer
+        self._memory = scorer._lib.llama_get_memory(scorer._ctx.ctx)
+        scorer._lib.llama_memory_clear(self._memory, True)
+        self.position = 0
+
+    def feed(self, tokens: np.ndarray) -> np.ndarray:
+        s = self._scorer
+        wanted = np.zeros(len(tokens), dtype=np.int8)
+        wanted[-1] = 1
+        positions = self.position + np.arange(len(tokens))
+        for _ in s._decode(s._ctx, s._batch, tokens, positions, np.zeros_like(positions), wanted):
+            pass
+        self.position += len(tokens)
+        return s._logits(s._ctx, 1)
+
+    def rewind(self, keep: int) -> bool:
+        """Drop positions from `keep` on; False (nothing usable) when the cache no longer holds
+        every position before `keep` (a sliding-window cache prunes early ones)."""
+        lib = self._scorer._lib
+        if not lib.llama_memory_seq_rm(self._memory, 0, keep, -1):
+            return False
+        if lib.llama_memory_seq_pos_min(self._memory, 0) != 0 or lib.llama_memory_seq_pos_max(self._memory, 0) != keep - 1:
+            return False
+        self.position = keep
+        return True

@@ -8,9 +8,10 @@ generation then produces it, word for word. The likelihood score is the share of
 are, a continuous companion of RULER's `string_match_all`.
 
 Generation: on a backend that generates (llama.cpp), the reference is scored on generation's
-own kernel path (`score_stepwise`), so when the whole reference is the greedy continuation the
-generated text starts with it and scores 1 without being generated; otherwise the model
-generates the task's `tokens_to_generate` greedily and RULER's scorer reads the text. A sample
+own kernel path (`score_then_generate`), so when the whole reference is the greedy continuation
+the generated text starts with it and scores 1 without being generated; otherwise the model
+generates the task's `tokens_to_generate` greedily (continuing from where the greedy chain left
+the reference, the prompt decoded once) and RULER's scorer reads the text. A sample
 can be correct by generation and not by likelihood (the model answered in another form: other
 order, other separators, a preamble); never the reverse on the generation path. A backend
 without generation (hf:) gets the likelihood score only (`generation_score` null) and the
@@ -90,8 +91,9 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
         raise UserError(f"--lengths {spec.length} needs {need} tokens of {info.name}, beyond its training context of {info.n_ctx_train}")
     prompt = np.asarray(bos + prompt_ids, dtype=np.int32)
     answer = np.asarray(reference_ids, dtype=np.int32)
+    generated: list[int] | None = None
     if scorer.capabilities.generation:
-        scores = scorer.score_stepwise(prompt, answer, top_k=2, temperatures=(1.0,))
+        scores, generated = scorer.score_then_generate(prompt, answer, task.tokens_to_generate, top_k=2, temperatures=(1.0,))
     else:
         scores = scorer.score(np.concatenate([prompt, answer[:-1]]), np.arange(len(prompt) - 1, len(prompt) + len(answer) - 1), answer, top_k=2, temperatures=(1.0,))
     covers = _answer_cover(scorer, reference_ids, reference, rendered.answers)
@@ -99,10 +101,9 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     prefix = int(len(answer) if greedy.all() else np.argmin(greedy))
     inside = [bool(c.any()) and int(np.flatnonzero(c)[-1]) < prefix for c in covers]
     likelihood = sum(inside) / len(inside)
-    if scorer.capabilities.generation and prefix == len(answer):
+    if scorer.capabilities.generation and generated is None:
         method, prediction, generation = "generation path", "", match_all(reference, rendered.answers)
-    elif scorer.capabilities.generation:
-        generated = scorer.generate(prompt, task.tokens_to_generate)
+    elif generated is not None:
         text = b"".join(scorer.token_bytes(t) for t in generated).decode("utf-8", errors="replace")
         method, prediction = "greedy generation", postprocess_pred(text)
         generation = match_all(prediction, rendered.answers)
