@@ -217,3 +217,21 @@ def test_a_head_wider_than_the_tokenizer_gives_its_padding_ids_empty_pieces(tmp_
     assert scorer.token_bytes(299) == b"" and scorer.token_bytes(120) != b""
     with pytest.raises(ValueError, match="outside the vocabulary"):
         scorer.token_bytes(300)
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+def test_generation_follows_its_own_stepwise_scores(kind, tmp_path_factory):
+    """`generate` is the greedy chain `score_stepwise` reads (one KV-cached path), and the
+    stepwise scores equal one batched pass within float32 forward rounding."""
+    from tests.hf_tiny import tiny_gemma3_dir
+
+    root = tmp_path_factory.mktemp(f"gen-{kind}")
+    path = tiny_llama_dir(root, TEXT[:20000], vocab_size=512) if kind == "llama" else tiny_gemma3_dir(root, TEXT[:20000])
+    scorer = HFScorer(path, kind)
+    prompt = np.asarray([scorer.info.bos_id, *scorer.tokenize(TEXT[3000:3600])], dtype=np.int32)
+    generated = np.asarray(scorer.generate(prompt, 12), dtype=np.int32)
+    stepwise = scorer.score_stepwise(prompt, generated, 2, (1.0,))
+    assert np.array_equal(stepwise.greedy_id, generated)
+    batched = scorer.score(np.concatenate([prompt, generated[:-1]]), np.arange(len(prompt) - 1, len(prompt) + len(generated) - 1), generated, 2, (1.0,))
+    np.testing.assert_allclose(stepwise.logprob, batched.logprob, **FLOAT32_FORWARD)
+    assert scorer.capabilities.generation

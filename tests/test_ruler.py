@@ -17,6 +17,7 @@ import pytest
 from scipy import stats
 
 from ctxeval import api
+from ctxeval.data.texts import demo_text_path
 from ctxeval.metrics.ruler import match_all, postprocess_pred, string_match_all, string_match_part
 from ctxeval.pipeline.manifest import Manifest, write_manifest
 from ctxeval.probes.retrieval_report import CASES_FILE
@@ -277,3 +278,24 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path):
         proc = run_cli(*args, "--out", str(tmp_path / "out"))
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+
+
+# --- a backend without generation: likelihood only ------------------------------------------
+
+def test_hf_models_generate_and_a_pressed_one_is_scored_by_likelihood_only(tmp_path):
+    pytest.importorskip("kvpress")
+    from tests.hf_tiny import tiny_llama_dir
+
+    model = f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
+    pressed = f"{model}?press=StreamingLLMPress&budget=64"
+    result = api.ruler(tasks=("niah_single_1", "fwe"), lengths=(512,), samples=2, models=(model, pressed), out=tmp_path / "run")
+    s = result.samples
+    plain, squeezed = (s[s["model"] == m] for m in sorted(set(s["model"]), key=len))
+    assert len(plain) == len(squeezed) == 4 and (plain["prompt_tokens"].to_numpy() == squeezed["prompt_tokens"].to_numpy()).all()
+    assert plain["generation_score"].notna().all() and set(plain["method"]) <= {"generation path", "greedy generation"}
+    assert (plain["generation_score"] >= plain["likelihood_score"]).all()
+    assert squeezed["generation_score"].isna().all() and (squeezed["method"] == "likelihood only (no generation)").all()
+    scored_by = result.table.drop_duplicates("model").set_index("model")["scored_by"]
+    assert scored_by.to_dict() == {plain["model"].iloc[0]: "generation", squeezed["model"].iloc[0]: "likelihood"}
+    assert (s["answer_tokens"] > 0).all() and np.isfinite(s["answer_logprob"]).all() and (s["first_rank"] >= 1).all()
+    assert not np.allclose(plain["answer_logprob"], squeezed["answer_logprob"])

@@ -84,9 +84,10 @@ def _ruler(result: RulerResult, run: str, seconds: float | None) -> list[Measure
         out += [Measure(row.model, f"RULER likelihood score at {n}", CHEAP, 1, float(row.likelihood), run, seconds),
                 Measure(row.model, f"RULER answer log p at {n}", CHEAP, 1, float(row.mean_logprob), run, seconds),
                 Measure(row.model, f"RULER answer log2 rank at {n}", CHEAP, -1, float(row.mean_log2_rank), run, seconds)]
-    if (means["scored_by"] == "generation").all():
-        shortest = int(np.min(means["length"]))
-        for model, lengths in result.effective_lengths.items():
+    shortest = int(np.min(means["length"]))
+    generated = set(means.loc[means["scored_by"] == "generation", "model"])
+    for model, lengths in result.effective_lengths.items():
+        if model in generated:
             value = lengths[MEAN_TASK]["value"]
             # below the shortest length ranks under every measured length
             out.append(Measure(model, "RULER effective length", TASK, 1, float(value if value is not None else shortest / 2), run, seconds))

@@ -90,6 +90,8 @@ class HFScorer(ScorerBase):
         self._body = model.base_model
         self._press = None if press is None else PressedModel(self._model, press)
         self.compresses_context = press is not None
+        # greedy generation runs on the full cache only: a pressed model scores, it does not decode
+        self.capabilities = Capabilities(full_logits=True, max_top_k=None, temperatures=True, generation=press is None)
         head = model.get_output_embeddings()
         # the head runs in float32 (a float32 copy of a half-precision head's weights), so
         # log-sum-exp, ranks and top-k see float32 logits, not bf16/fp16-rounded ones
@@ -220,6 +222,65 @@ class HFScorer(ScorerBase):
         scores = BlockScores.concat(parts)
         bounds = np.cumsum([0] + [len(p[2]) for p in passes])
         return [scores.rows(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def score_stepwise(self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...]) -> BlockScores:
+        """Teacher-forced scores of a continuation on generation's path: the prompt in one forward
+        that fills a KV cache, then one token per forward, as `generate` decodes."""
+        step = self._stepper(len(prompt_ids) + len(continuation_ids))
+        logits = step(np.asarray(prompt_ids))
+        parts = []
+        for i, target in enumerate(np.asarray(continuation_ids)):
+            parts.append(score_block(logits, np.asarray([target]), top_k, temperatures))
+            if i + 1 < len(continuation_ids):
+                logits = step(np.asarray([target]))
+        return BlockScores.concat(parts)
+
+    def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = 0.0, seed: int | None = None) -> list[int]:
+        """Greedy continuation (ties to the lowest id) with a KV cache, float32 logits from the
+        head as scoring computes them; sampled at `temperature` > 0 with a generator seeded by `seed`;
+        stops after `max_new_tokens` or at the end-of-sequence token."""
+        if max_new_tokens < 1:
+            return []
+        rng = np.random.default_rng(seed)
+        step = self._stepper(len(input_ids) + max_new_tokens)
+        logits = step(np.asarray(input_ids))
+        generated: list[int] = []
+        eos = self._end_ids()
+        while True:
+            row = logits[0].astype(np.float64)
+            if temperature <= 0:
+                token = int(np.argmax(row))
+            else:
+                weights = np.exp((row - row.max()) / temperature)
+                token = int(rng.choice(len(row), p=weights / weights.sum()))
+            generated.append(token)
+            if len(generated) >= max_new_tokens or token in eos:
+                return generated
+            logits = step(np.asarray([token]))
+
+    def _end_ids(self) -> set[int]:
+        """Tokens that end generation: the tokenizer's EOS and the model's generation config's."""
+        configured = getattr(self._model.generation_config, "eos_token_id", None)
+        ids = configured if isinstance(configured, list) else [configured]
+        return {int(i) for i in [*ids, self._tok.eos_token_id] if i is not None}
+
+    def _stepper(self, max_len: int):
+        """A fresh KV-cached sequence: `step(tokens)` runs them after what came before and returns
+        the float32 logits row of the last one, [1, vocab]."""
+        torch = self._torch
+        if max_len > self.info.n_ctx_train:
+            raise UserError(f"{max_len} tokens exceed {self.info.name}'s training context of {self.info.n_ctx_train} tokens")
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self._model.config)
+
+        def step(tokens: np.ndarray) -> np.ndarray:
+            ids = torch.as_tensor(np.asarray(tokens, dtype=np.int64)[None], device=self._device)
+            with torch.inference_mode():
+                hidden = self._body(input_ids=ids, past_key_values=cache, use_cache=True).last_hidden_state[:, -1]
+                return self._head(hidden).cpu().numpy()
+
+        return step
 
     def logit_blocks(self, input_ids: np.ndarray, output_positions: np.ndarray, max_rows: int) -> Iterator[np.ndarray]:
         """One forward pass; the head runs on `max_rows` output rows at a time and each block
