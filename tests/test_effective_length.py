@@ -271,4 +271,4 @@ def test_bad_options_are_one_line_and_exit_code_2(args, message, tmp_path):
 
 def test_max_context_is_refused_where_no_planner_honours_it(tmp_path):
     result = run_cli("retrieval", "--model", "gemma-3-270m?max_context=64", "--lines", "5", "--out", str(tmp_path / "r"))
-    assert result.returncode == 2 and "applies to sweep, score, context-gain and effective-length only" in result.stderr
+    assert result.returncode == 2 and "applies to sweep, score, context-gain, effective-length and ruler only" in result.stderr

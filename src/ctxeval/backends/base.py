@@ -126,6 +126,11 @@ class ScorerBase(ABC):
         sampled from the distribution at `temperature` with `seed`."""
         raise UserError(f"{self.info.name}: this backend cannot generate text")
 
+    def generate_text(self, input_ids: np.ndarray, max_new_tokens: int) -> str:
+        """The greedy continuation as text (what a task's scorer reads, e.g. RULER's); an API
+        model, which returns text and not token ids, answers this one."""
+        return b"".join(self.token_bytes(t) for t in self.generate(input_ids, max_new_tokens)).decode("utf-8", errors="replace")
+
     def tokenize_with_specials(self, text: str) -> list[int]:
         """Token ids of `text` where special-token strings (`<bos>`, `<start_of_turn>`) are those
         tokens, as chat templates and Hugging Face tokenizers read them; no BOS added."""

@@ -292,6 +292,24 @@ class OpenAIScorer(ScorerBase):
             for token, lp, top in zip(logprobs.get("tokens") or [], logprobs.get("token_logprobs") or [], logprobs.get("top_logprobs") or [])
         ]
 
+    def generate_text(self, input_ids: np.ndarray, max_new_tokens: int) -> str:
+        """Greedy (temperature 0) completion of the prompt's text, BOS dropped: /v1/completions
+        in the prompt and generate modes, the user message of /v1/chat/completions in chat mode."""
+        ids = [int(t) for t in input_ids]
+        if ids and self.info.bos_id is not None and ids[0] == self.info.bos_id:
+            ids = ids[1:]
+        text = _decode([self.token_bytes(t) for t in ids])
+        common = {"model": self.model, "max_tokens": max_new_tokens, "temperature": 0, "seed": self.options.seed}
+        if self.mode == "chat":
+            messages = [{"role": "system", "content": self.options.system_prompt}, {"role": "user", "content": text}]
+            body = self.client.post("/v1/chat/completions", common | {"messages": messages})
+            out = (_first_choice(body).get("message") or {}).get("content") or ""
+        else:
+            out = _first_choice(self.client.post("/v1/completions", common | {"prompt": text})).get("text") or ""
+        with self._lock:
+            self.protocol.requests += 1
+        return out
+
     def _probe(self) -> str:
         """Prompt scoring if /v1/completions echoes prompt log-probabilities, else chat."""
         payload = {"model": self.model, "prompt": "Hello world", "max_tokens": 1, "echo": True, "logprobs": 1, "temperature": 0}

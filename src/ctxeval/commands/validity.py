@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxeval.backends.registry import refuse_api_models
+from ctxeval.backends.openai_options import OpenAIOptions
+from ctxeval.backends.registry import backend_for
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
@@ -26,6 +28,11 @@ from ctxeval.results.ruler import RulerResult, ruler_result
 RULER_LENGTHS = (1024, 2048, 4096)
 RULER_SEED = 42  # RULER's --random_seed
 _EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
+
+
+def api_identity(models: tuple[str, ...], openai: OpenAIOptions) -> str | None:
+    """The API options that decide an API model's samples (None when no model is an API's)."""
+    return json.dumps(openai.identity(), sort_keys=True) if any(backend_for(m).remote for m in models) else None
 
 
 def _tasks(value: str) -> tuple[str, ...]:
@@ -63,20 +70,23 @@ class RulerSpec:
     out: Path | None = common.out()
     progress: bool = common.progress()
     n_threads: int | None = common.threads()
+    device: str | None = common.device()
+    dtype: str | None = common.dtype()
+    openai: OpenAIOptions = group(OpenAIOptions)
     executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
 
 
 def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     """Build each model's samples from its tokenizer, score them both ways, and report."""
-    refuse_api_models(list(spec.models), "ruler", "the log-probability and exact rank of every answer token")
     essay = load_text(spec.essay)
-    config = RulerConfig(tuple(dict.fromkeys(spec.tasks)), tuple(sorted(set(spec.lengths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), essay.sha256)
+    config = RulerConfig(tuple(dict.fromkeys(spec.tasks)), tuple(sorted(set(spec.lengths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), essay.sha256,
+                         device=spec.device, dtype=spec.dtype, api=api_identity(spec.models, spec.openai))
     run_dir = Path(spec.out) if spec.out is not None else Path("runs") / f"ruler-{config.run_id()[:8]}"
 
     def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
         return ruler_result(run_dir, manifest, spec.threshold)
 
-    return run_ruler(config, essay.content, run_dir, finish, spec.progress, spec.n_threads, spec.executor)
+    return run_ruler(config, essay.content, run_dir, finish, spec.progress, spec.n_threads, spec.executor, spec.openai)
 
 
 def _echo_ruler(result: RulerResult, spec: RulerSpec, display: QuietDisplay) -> str:

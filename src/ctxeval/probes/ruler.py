@@ -14,8 +14,10 @@ generates the task's `tokens_to_generate` greedily (continuing from where the gr
 the reference, the prompt decoded once) and RULER's scorer reads the text. A sample
 can be correct by generation and not by likelihood (the model answered in another form: other
 order, other separators, a preamble); never the reverse on the generation path. A backend
-without generation (hf:) gets the likelihood score only (`generation_score` null) and the
-reference scored in one batched pass.
+without generation (an hf: model with a KV press) gets the likelihood score only
+(`generation_score` null), the reference scored in one batched pass. An API model generates
+text (temperature 0) and scores the reference with what the API returns: exact ranks where the
+server gives vLLM's prompt_logprobs (`ctxeval serve` does), else ranks within its top-k.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ class SampleResult:
     answer_logprob: float  # summed log-probability of the reference tokens that cover the answers
     answer_tokens: int
     mean_logprob: float  # answer_logprob / answer_tokens
-    first_rank: int  # exact rank of the reference's first answer token (1 = top choice)
+    first_rank: int  # exact rank of the reference's first answer token (1 = top choice; 0 = beyond an API's top-k)
     mean_log2_rank: float  # over the tokens covering the answers
     greedy_prefix: int  # leading reference tokens that are the top choice
     reference_tokens: int
@@ -91,22 +93,32 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
         raise UserError(f"--lengths {spec.length} needs {need} tokens of {info.name}, beyond its training context of {info.n_ctx_train}")
     prompt = np.asarray(bos + prompt_ids, dtype=np.int32)
     answer = np.asarray(reference_ids, dtype=np.int32)
-    generated: list[int] | None = None
+    text: str | None = None
     if scorer.capabilities.generation:
         scores, generated = scorer.score_then_generate(prompt, answer, task.tokens_to_generate, top_k=2, temperatures=(1.0,))
-    else:
+        if generated is not None:
+            text = b"".join(scorer.token_bytes(t) for t in generated).decode("utf-8", errors="replace")
+    elif scorer.remote:
+        # an API re-tokenizes text: the answer is scored as the server splits prompt + answer
+        # (a token may straddle the two: "is" ":" can become "is:"), the prompt generated from as given
+        scored_prompt, answer, reference = _joint_split(scorer, bos + prompt_ids, reference)
+        reference_ids = [int(t) for t in answer]
+        scores = scorer.score(np.concatenate([scored_prompt, answer[:-1]]), np.arange(len(scored_prompt) - 1, len(scored_prompt) + len(answer) - 1), answer,
+                              top_k=2, temperatures=(1.0,))
+        text = scorer.generate_text(prompt, task.tokens_to_generate)
+    else:  # one batched pass (an hf model with a press)
         scores = scorer.score(np.concatenate([prompt, answer[:-1]]), np.arange(len(prompt) - 1, len(prompt) + len(answer) - 1), answer, top_k=2, temperatures=(1.0,))
     covers = _answer_cover(scorer, reference_ids, reference, rendered.answers)
-    greedy = scores.greedy_id == answer
-    prefix = int(len(answer) if greedy.all() else np.argmin(greedy))
+    # the top choice: the greedy id where the backend gives ids; an API gives ranks (within its top-k)
+    top = scores.rank == 1 if scorer.remote else scores.greedy_id == answer
+    prefix = int(len(answer) if top.all() else np.argmin(top))
     inside = [bool(c.any()) and int(np.flatnonzero(c)[-1]) < prefix for c in covers]
     likelihood = sum(inside) / len(inside)
-    if scorer.capabilities.generation and generated is None:
-        method, prediction, generation = "generation path", "", match_all(reference, rendered.answers)
-    elif generated is not None:
-        text = b"".join(scorer.token_bytes(t) for t in generated).decode("utf-8", errors="replace")
+    if text is not None:
         method, prediction = "greedy generation", postprocess_pred(text)
         generation = match_all(prediction, rendered.answers)
+    elif scorer.capabilities.generation:
+        method, prediction, generation = "generation path", "", match_all(reference, rendered.answers)
     else:
         method, prediction, generation = "likelihood only (no generation)", "", None
     any_cover = np.any(covers, axis=0)
@@ -117,9 +129,25 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
         model=info.name, task=spec.task, length=spec.length, sample=spec.index, haystack=haystack, prompt_tokens=len(prompt),
         depth=rendered.depth, answers=list(rendered.answers), prediction=prediction, method=method, generation_score=generation,
         likelihood_score=likelihood, answer_logprob=logprob, answer_tokens=n_cover, mean_logprob=logprob / max(1, n_cover),
-        first_rank=int(scores.rank[first]), mean_log2_rank=float(np.log2(scores.rank[any_cover]).mean()) if n_cover else 0.0,
+        first_rank=int(scores.rank[first]), mean_log2_rank=_mean_log2_rank(scores.rank[any_cover]),
         greedy_prefix=prefix, reference_tokens=len(answer), min_margin=round(_margin(scores, prefix), 6),
     )
+
+
+def _joint_split(scorer: Scorer, prompt_ids: list[int], reference: str) -> tuple[np.ndarray, np.ndarray, str]:
+    """(prompt ids, answer ids, answer text) of prompt + reference tokenized as one text: the
+    prompt's tokens up to the first that differs, the rest as the answer."""
+    n_bos = 1 if scorer.info.uses_bos else 0
+    text = b"".join(scorer.token_bytes(t) for t in prompt_ids[n_bos:]).decode("utf-8", errors="replace") + reference
+    joint = prompt_ids[:n_bos] + scorer.tokenize(text)
+    k = next((i for i, (a, b) in enumerate(zip(prompt_ids, joint)) if a != b), min(len(prompt_ids), len(joint)))
+    answer_text = b"".join(scorer.token_bytes(t) for t in joint[k:]).decode("utf-8", errors="replace")
+    return np.asarray(joint[:k], dtype=np.int32), np.asarray(joint[k:], dtype=np.int32), answer_text
+
+
+def _mean_log2_rank(ranks: np.ndarray) -> float:
+    """Mean log2 rank of the answer tokens; NaN where a rank is unknown (0: beyond an API's top-k)."""
+    return float(np.log2(ranks).mean()) if len(ranks) and (ranks > 0).all() else float("nan")
 
 
 def _margin(scores: BlockScores, prefix: int) -> float:

@@ -67,9 +67,13 @@ class RulerConfig:
     models: tuple[str, ...]
     essay_sha256: str  # the essay haystack's text
     ruler_commit: str = RULER_COMMIT
+    device: str | None = None  # hf: models' device and dtype (they change the numbers)
+    dtype: str | None = None
+    api: str | None = None  # an API model's options that decide its samples (base URL, mode, tokenizer, top logprobs)
 
     def run_id(self) -> str:
-        return config_id(asdict(self))
+        """The hash of the settings; a default device and dtype are left out of it."""
+        return config_id({k: v for k, v in asdict(self).items() if not (k in ("device", "dtype", "api") and v is None)})
 
 
 Finish = Callable[[Path, Manifest], Any]
@@ -84,11 +88,12 @@ class RulerRun:
     unit = "samples"
     finish_incomplete = False
 
-    def __init__(self, config: RulerConfig, essay: str, finish: Finish, n_threads: int | None = None) -> None:
+    def __init__(self, config: RulerConfig, essay: str, finish: Finish, n_threads: int | None = None, openai: Any = None) -> None:
         self.config = config
         self._essay = essay
         self._finish = finish
-        self._specs = [ScorerSpec(spec, n_threads, caps_context=True) for spec in config.models]  # score_sample cuts the prompt to max_context
+        # score_sample cuts the prompt to max_context
+        self._specs = [ScorerSpec(spec, n_threads, openai, config.device, config.dtype, caps_context=True) for spec in config.models]
 
     def load_specs(self) -> list[ScorerSpec]:
         return self._specs
@@ -141,7 +146,7 @@ class RulerRun:
 
 
 def run_ruler(config: RulerConfig, essay: str, run_dir: Path, finish: Finish, progress: bool = True, n_threads: int | None = None,
-              executor: ExecutorOptions | None = None) -> Any:
+              executor: ExecutorOptions | None = None, openai: Any = None) -> Any:
     """Score every (model, task, length, sample) not yet recorded, then return `finish`'s result."""
     spec = RunSpec("ruler", config.run_id(), asdict(config))
-    return run(RulerRun(config, essay, finish, n_threads), spec, Path(run_dir), executor=executor, progress=progress)
+    return run(RulerRun(config, essay, finish, n_threads, openai), spec, Path(run_dir), executor=executor, progress=progress)
