@@ -4,7 +4,7 @@ across variants of the two embedded model families, on a CPU.
 Twelve llama.cpp variants, six per family: the model, a q4_0 KV cache, RoPE frequency scale 0.5,
 a file requantized to Q3_K_S (made here with llama.cpp's quantizer; SmolLM2's 576-wide tensors
 fall back to q4_0), and two truncation controls (max_context 256 and 512). Per family one RULER
-run (six tasks, 1,024 and 2,048 tokens; 6 samples per cell for Gemma, 4 for the slower SmolLM2) and one effective-length run (four Gutenberg books),
+run (six tasks, 1,024 and 2,048 tokens; 6 samples per cell for Gemma, 3 for the slower SmolLM2) and one effective-length run (four Gutenberg books),
 then `ctxeval agreement` over all of them. Every run is resumable: re-running this script
 continues where it stopped (the folders under --out), across sessions.
 
@@ -49,7 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data/gutenberg"))
     parser.add_argument("--out", type=Path, default=Path("runs/agreement"))
-    parser.add_argument("--samples", default="6,4", help="RULER samples per (task, length), per family in --families order")
+    parser.add_argument("--samples", default="6,3", help="RULER samples per (task, length), per family in --families order")
     parser.add_argument("--lengths", default="1024,2048")
     parser.add_argument("--families", default=",".join(FAMILIES))
     parser.add_argument("--only", choices=("ruler", "effective-length", "all"), default="all")
@@ -67,7 +67,7 @@ def main() -> None:
             runs.append(args.out / f"ruler-{name}")
         if args.only in ("effective-length", "all"):
             started = time.time()
-            ctxeval.effective_length(tuple(str(args.data / b) for b in BOOKS), models=models, lengths=(128, 256, 512, 1024, 2048), starts=4, targets=16,
+            ctxeval.effective_length(tuple(str(args.data / b) for b in BOOKS), models=models, lengths=(128, 256, 512, 1024, 2048), starts=3, targets=16,
                                      out=args.out / f"effective-length-{name}", progress=True)
             print(f"effective-length {name}: {time.time() - started:.0f} s this session", flush=True)
             runs.append(args.out / f"effective-length-{name}")

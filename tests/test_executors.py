@@ -206,6 +206,16 @@ def _same_table(a: Path, b: Path, name: str) -> None:
 
 
 @pytest.mark.model
+def test_ruler_on_ray_gives_the_local_records(ray_address, tmp_path):
+    args = {"tasks": ("niah_single_1", "vt"), "lengths": (1024,), "samples": 2}
+    local = api.ruler(**args, out=tmp_path / "local", n_threads=1)
+    ray = api.ruler(**args, out=tmp_path / "ray", executor=RAY2)
+    _same_table(tmp_path / "local", tmp_path / "ray", "samples.parquet")
+    pd.testing.assert_frame_equal(local.table, ray.table)
+    assert len(local.samples) == 4
+
+
+@pytest.mark.model
 def test_retrieval_on_ray_gives_the_local_records(ray_address, tmp_path):
     args = {"lines": (6, 12), "depths": (0.0, 1.0), "samples": 2}
     local = api.retrieval(**args, out=tmp_path / "local", n_threads=1)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ctxeval.probes.ruler_report import MEAN_TASK
-from ctxeval.results.base import Result
+from ctxeval.pipeline.manifest import Manifest
 from ctxeval.results.diff import DiffResult
 from ctxeval.results.effective_length import EffectiveLengthResult
 from ctxeval.results.retrieval import RetrievalResult
@@ -39,9 +39,9 @@ class Measure:
     seconds_per_model: float | None  # the run's recorded time over its models (a run scores its models in turn)
 
 
-def measures_of(result: Result, run: str) -> list[Measure]:
+def measures_of(result: EffectiveLengthResult | RulerResult | RetrievalResult | DiffResult, run: str) -> list[Measure]:
     """Every measure a finished run gives, per model."""
-    seconds = _seconds_per_model(result)
+    seconds = _seconds_per_model(result.manifest)
     if isinstance(result, EffectiveLengthResult):
         return _effective_length(result, run, seconds)
     if isinstance(result, RulerResult):
@@ -54,8 +54,7 @@ def measures_of(result: Result, run: str) -> list[Measure]:
     raise TypeError(f"agreement does not read {type(result).__name__}")
 
 
-def _seconds_per_model(result: Result) -> float | None:
-    manifest = getattr(result, "manifest")
+def _seconds_per_model(manifest: Manifest) -> float | None:
     timing = manifest.timing or {}
     total = timing.get("seconds_all_sessions", timing.get("seconds_this_session"))
     return None if total is None or not manifest.models else round(float(total) / len(manifest.models), 1)
