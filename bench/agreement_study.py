@@ -5,7 +5,7 @@ Twelve llama.cpp variants, six per family: the model, a q4_0 KV cache, RoPE freq
 a file requantized to Q3_K_S (made here with llama.cpp's quantizer; SmolLM2's 576-wide tensors
 fall back to q4_0), and two truncation controls (max_context 256 and 512). Per family one RULER
 run (six tasks, 1,024 and 2,048 tokens; 6 samples per cell for Gemma, 3 for the slower SmolLM2) and one effective-length run (four Gutenberg books),
-then `ctxeval agreement` over all of them. Every run is resumable: re-running this script
+then `ctxeval agreement` over all of them (into --out/report). Every run is resumable: re-running this script
 continues where it stopped (the folders under --out), across sessions.
 
     python bench/agreement_study.py --data ../shared/data/gutenberg --out runs/agreement
@@ -72,6 +72,9 @@ def main() -> None:
             print(f"effective-length {name}: {time.time() - started:.0f} s this session", flush=True)
             runs.append(args.out / f"effective-length-{name}")
     print("runs:", " ".join(map(str, runs)))
+    if args.only == "all":
+        result = ctxeval.agreement(runs, out=args.out / "report")
+        print(result.markdown)
 
 
 if __name__ == "__main__":
