@@ -126,10 +126,14 @@ class ScorerBase(ABC):
         sampled from the distribution at `temperature` with `seed`."""
         raise UserError(f"{self.info.name}: this backend cannot generate text")
 
+    def text_of(self, ids: Sequence[int]) -> str:
+        """The text of token ids, their bytes joined (a UTF-8 character cut by the ends replaced)."""
+        return b"".join(self.token_bytes(int(t)) for t in ids).decode("utf-8", errors="replace")
+
     def generate_text(self, input_ids: np.ndarray, max_new_tokens: int) -> str:
         """The greedy continuation as text (what a task's scorer reads, e.g. RULER's); an API
         model, which returns text and not token ids, answers this one."""
-        return b"".join(self.token_bytes(t) for t in self.generate(input_ids, max_new_tokens)).decode("utf-8", errors="replace")
+        return self.text_of(self.generate(input_ids, max_new_tokens))
 
     def tokenize_with_specials(self, text: str) -> list[int]:
         """Token ids of `text` where special-token strings (`<bos>`, `<start_of_turn>`) are those

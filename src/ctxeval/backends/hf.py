@@ -27,7 +27,7 @@ import numpy as np
 
 from ctxeval.backends import head_memory
 from ctxeval.backends.base import Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens
-from ctxeval.backends.logits import BlockScores, score_block
+from ctxeval.backends.logits import BlockScores, pick_token, score_block
 from ctxeval.backends.kv_press import PressedModel, PressOptions
 from ctxeval.backends.logits_torch import score_block_device
 from ctxeval.backends.model_files import file_sha256
@@ -247,12 +247,7 @@ class HFScorer(ScorerBase):
         generated: list[int] = []
         eos = self._end_ids()
         while True:
-            row = logits[0].astype(np.float64)
-            if temperature <= 0:
-                token = int(np.argmax(row))
-            else:
-                weights = np.exp((row - row.max()) / temperature)
-                token = int(rng.choice(len(row), p=weights / weights.sum()))
+            token = pick_token(logits[0], temperature, rng)
             generated.append(token)
             if len(generated) >= max_new_tokens or token in eos:
                 return generated

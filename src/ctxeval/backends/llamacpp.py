@@ -19,13 +19,13 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ctxeval.backends.base import Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens
-from ctxeval.backends.logits import BlockScores, score_block
+from ctxeval.backends.logits import BlockScores, pick_token, score_block
 from ctxeval.backends.model_files import file_sha256
 from ctxeval.backends.model_options import LlamaCppOptions
 from ctxeval.errors import UserError
@@ -326,16 +326,19 @@ class LlamaCppScorer(ScorerBase):
         """
         if max_new_tokens < 1:
             return []
-        rng = np.random.default_rng(seed)
-        feed = self._step_decoder(len(input_ids) + max_new_tokens)
-        logits = feed(np.asarray(input_ids))
-        generated: list[int] = []
+        decoder = _StepDecoder(self, len(input_ids) + max_new_tokens)
+        return self._decode_until_end(decoder, decoder.feed(np.asarray(input_ids)), [], max_new_tokens, temperature, np.random.default_rng(seed))
+
+    def _decode_until_end(self, decoder: _StepDecoder, logits: np.ndarray, generated: list[int], max_new_tokens: int, temperature: float = 0.0,
+                          rng: np.random.Generator | None = None) -> list[int]:
+        """`generated` continued from `logits` (the row after its last token), one token per decode,
+        until `max_new_tokens` tokens or the end-of-generation token."""
         while True:
-            token = int(np.argmax(logits[0])) if temperature <= 0 else _draw(logits[0], temperature, rng)
+            token = pick_token(logits[0], temperature, rng)
             generated.append(token)
             if len(generated) >= max_new_tokens or self._lib.llama_vocab_is_eog(self._vocab, token):
                 return generated
-            logits = feed(np.asarray([token]))
+            logits = decoder.feed(np.asarray([token]))
 
     def score_stepwise(
         self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...]
@@ -347,19 +350,22 @@ class LlamaCppScorer(ScorerBase):
         pass) takes other kernel paths and can flip near-tied argmaxes (docs/numerics.md).
         """
         continuation_ids = np.asarray(continuation_ids)
-        feed = self._step_decoder(len(prompt_ids) + len(continuation_ids))
-        logits = feed(np.asarray(prompt_ids))
+        return self._score_along(_StepDecoder(self, len(prompt_ids) + len(continuation_ids)), prompt_ids, continuation_ids, top_k, temperatures)[0]
+
+    def _score_along(self, decoder: _StepDecoder, prompt_ids: np.ndarray, continuation_ids: np.ndarray, top_k: int,
+                     temperatures: tuple[float, ...]) -> tuple[BlockScores, int | None, int]:
+        """The continuation's scores, one token per decode after the prompt, and where greedy
+        decoding leaves it: (scores, step d or None, the greedy token at d)."""
+        logits = decoder.feed(np.asarray(prompt_ids))
         parts: list[BlockScores] = []
+        leave, first = None, -1
         for i, target in enumerate(continuation_ids):
+            if leave is None and int(np.argmax(logits[0])) != int(target):
+                leave, first = i, int(np.argmax(logits[0]))
             parts.append(score_block(logits, continuation_ids[i : i + 1], top_k, temperatures))
             if i + 1 < len(continuation_ids):
-                logits = feed(np.asarray([target]))
-        return BlockScores.concat(parts)
-
-    def _step_decoder(self, max_len: int) -> Callable[[np.ndarray], np.ndarray]:
-        """A fresh sequence; `feed(tokens)` decodes them after what was fed before and returns
-        the logits row of the last one (a view of llama.cpp's buffer, valid until the next feed)."""
-        return _StepDecoder(self, max_len).feed
+                logits = decoder.feed(np.asarray([target]))
+        return BlockScores.concat(parts), leave, first
 
     def score_then_generate(self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, max_new_tokens: int, top_k: int,
                             temperatures: tuple[float, ...]) -> tuple[BlockScores, list[int] | None]:
@@ -371,16 +377,7 @@ class LlamaCppScorer(ScorerBase):
         generation starts afresh, as `generate`."""
         continuation_ids = np.asarray(continuation_ids)
         decoder = _StepDecoder(self, len(prompt_ids) + max(len(continuation_ids), max_new_tokens) + 1)
-        logits = decoder.feed(np.asarray(prompt_ids))
-        parts: list[BlockScores] = []
-        leave, first = None, -1
-        for i, target in enumerate(continuation_ids):
-            if leave is None and int(np.argmax(logits[0])) != int(target):
-                leave, first = i, int(np.argmax(logits[0]))
-            parts.append(score_block(logits, continuation_ids[i : i + 1], top_k, temperatures))
-            if i + 1 < len(continuation_ids):
-                logits = decoder.feed(np.asarray([target]))
-        scores = BlockScores.concat(parts)
+        scores, leave, first = self._score_along(decoder, prompt_ids, continuation_ids, top_k, temperatures)
         if leave is None:
             return scores, None
         generated: list[int] = []
@@ -390,13 +387,7 @@ class LlamaCppScorer(ScorerBase):
                 return scores, generated
         if not decoder.rewind(len(prompt_ids) + leave):
             return scores, self.generate(np.asarray(prompt_ids), max_new_tokens)
-        logits = decoder.feed(np.asarray([first]))
-        while True:
-            token = int(np.argmax(logits[0]))
-            generated.append(token)
-            if len(generated) >= max_new_tokens or self._lib.llama_vocab_is_eog(self._vocab, token):
-                return scores, generated
-            logits = decoder.feed(np.asarray([token]))
+        return scores, self._decode_until_end(decoder, decoder.feed(np.asarray([first])), generated, max_new_tokens)
 
     def _decode(
         self, ctx, llama_batch, tokens: np.ndarray, positions: np.ndarray, seqs: np.ndarray, wanted: np.ndarray, step: int | None = None
@@ -445,13 +436,6 @@ class LlamaCppScorer(ScorerBase):
         if self._model is not None:
             self._model.close()
         self._model = None
-
-
-def _draw(logits: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
-    """One token drawn from softmax(logits / temperature), computed in float64."""
-    z = logits.astype(np.float64) / temperature
-    p = np.exp(z - z.max())
-    return int(rng.choice(len(p), p=p / p.sum()))
 
 
 class _StepDecoder:

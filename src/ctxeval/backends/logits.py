@@ -151,3 +151,13 @@ def _top_k(logits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 def _top_k_by_sort(logits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     order = np.lexsort((np.broadcast_to(np.arange(logits.shape[1]), logits.shape), -logits), axis=1)[:, :k]
     return order, np.take_along_axis(logits, order, axis=1)
+
+
+def pick_token(logits: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
+    """The next token of a generation: the argmax at temperature 0 (ties to the lowest id), else a
+    draw from softmax(logits / temperature), computed in float64."""
+    if temperature <= 0:
+        return int(np.argmax(logits))
+    z = logits.astype(np.float64) / temperature
+    p = np.exp(z - z.max())
+    return int(rng.choice(len(p), p=p / p.sum()))

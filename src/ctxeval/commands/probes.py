@@ -225,8 +225,7 @@ def run_retrieval_probe(spec: RetrievalSpec) -> RetrievalResult:
     lines = () if spec.tokens else tuple(sorted(set(spec.lines)))
     refuse_api_models(list(spec.models), "retrieval", "the rank of the answer's first token over the whole vocabulary")
     config = RetrievalConfig(spec.variant, lines, tuple(sorted(set(spec.depths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), tokens=token_targets)
-    run_dir = Path(spec.out) if spec.out is not None else Path("runs") / f"retrieval-{config.run_id()[:8]}"
-    return run_retrieval(config, run_dir, retrieval_result, spec.progress, spec.n_threads, spec.executor)
+    return run_retrieval(config, out_dir(spec.out, "retrieval", config), retrieval_result, spec.progress, spec.n_threads, spec.executor)
 
 
 def run_probe_report(spec: ProbeReportSpec) -> ProbeReport:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from ctxeval.backends.openai_options import OpenAIOptions, dry_run_table
 from ctxeval.backends.model_options import has_press
@@ -263,7 +263,13 @@ def run_scoring(config: RunConfig, texts: Corpus, model_specs: list[str], planne
     return run(task, scoring_spec(config), out, executor=spec.executor, progress=spec.progress)
 
 
-def out_dir(out: str | Path | None, command: str, config: RunConfig) -> Path:
+class Identified(Protocol):
+    """A run's configuration: whatever hashes to its run id (RunConfig, RetrievalConfig, RulerConfig)."""
+
+    def run_id(self) -> str: ...
+
+
+def out_dir(out: str | Path | None, command: str, config: Identified) -> Path:
     """Default run directory: named by the run id, so the same command resumes the same run."""
     return Path(out) if out is not None else Path("runs") / f"{command}-{config.run_id()[:8]}"
 

@@ -11,6 +11,7 @@ from ctxeval.backends.registry import backend_for
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
+from ctxeval.commands.scoring import out_dir
 from ctxeval.data.texts import DEMO_TEXT_NAME, load_text
 from ctxeval.options import argument, comma_list, comma_ints, group, joined, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
@@ -81,12 +82,11 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     essay = load_text(spec.essay)
     config = RulerConfig(tuple(dict.fromkeys(spec.tasks)), tuple(sorted(set(spec.lengths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), essay.sha256,
                          device=spec.device, dtype=spec.dtype, api=api_identity(spec.models, spec.openai))
-    run_dir = Path(spec.out) if spec.out is not None else Path("runs") / f"ruler-{config.run_id()[:8]}"
 
     def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
         return ruler_result(run_dir, manifest, spec.threshold)
 
-    return run_ruler(config, essay.content, run_dir, finish, spec.progress, spec.n_threads, spec.executor, spec.openai)
+    return run_ruler(config, essay.content, out_dir(spec.out, "ruler", config), finish, spec.progress, spec.n_threads, spec.executor, spec.openai)
 
 
 def _echo_ruler(result: RulerResult, spec: RulerSpec, display: QuietDisplay) -> str:

@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ctxeval.backends.base import Scorer
-from ctxeval.backends.logits import BlockScores
 from ctxeval.errors import UserError
+from ctxeval.probes.answer_tokens import answer_cover, min_margin
 from ctxeval.probes.retrieval_data import RetrievalCase, make_case
 
 _EXTRA_TOKENS = 4  # generated beyond the reference length, so a longer wrong answer is seen whole
@@ -75,13 +75,13 @@ def score_case(scorer: Scorer, case: RetrievalCase) -> CaseResult:
         positions = np.arange(first, len(input_ids))
         scores = scorer.score(input_ids, positions, np.concatenate([prompt[first + 1 :], answer]), top_k=2, temperatures=(1.0,))
         scores = scores.rows(len(positions) - len(answer), len(positions))
-    covers_value = _covers(scorer, answer_ids, case.answer, case.value)
+    covers_value = answer_cover(scorer, answer_ids, case.answer, (case.value,))[0]
     chain_ok = bool(np.all(scores.greedy_id == answer))
     if can_generate and chain_ok:
         correct, prediction, method = True, case.value, "generation path"
     elif can_generate:
         generated = scorer.generate(prompt, len(answer_ids) + _EXTRA_TOKENS)
-        text = b"".join(scorer.token_bytes(t) for t in generated).decode("utf-8", errors="replace")
+        text = scorer.text_of(generated)
         prediction = extract_value(case.variant, text)
         correct, method = prediction == case.value, "greedy generation"
     else:
@@ -90,7 +90,7 @@ def score_case(scorer: Scorer, case: RetrievalCase) -> CaseResult:
     return CaseResult(
         model=info.name, variant=case.variant, lines=case.n_lines, depth=case.depth, sample=case.sample,
         char_depth=round(case.char_depth, 6), prompt_tokens=len(bos) + len(prompt_ids), correct=correct,
-        prediction=prediction, accuracy_method=method, min_margin=round(_min_margin(scores), 6), first_rank=int(scores.rank[0]),
+        prediction=prediction, accuracy_method=method, min_margin=round(min_margin(scores), 6), first_rank=int(scores.rank[0]),
         value_logprob=float(scores.logprob[covers_value].sum()), value_tokens=int(covers_value.sum()),
         answer_ranks=[int(r) for r in scores.rank],
     )
@@ -122,23 +122,9 @@ class RetrievalTask:
         return [score_case(model, make_case(self.variant, c.lines, c.depth, c.sample, self.seed)).to_row() for c in items]
 
 
-def _min_margin(scores: BlockScores) -> float:
-    """How far the closest runner-up was from the top token at any answer step (nats)."""
-    return float(np.min(scores.topk_logprobs[:, 0].astype(np.float64) - scores.topk_logprobs[:, 1]))
-
-
 def extract_value(variant: str, text: str) -> str:
     """The value a generated continuation names: its first word (cat) or first number (register)."""
     pattern = r"[A-Za-z]+" if variant == "cat" else r"\d+"
     match = re.search(pattern, text)
     return match.group(0) if match else ""
 
-
-def _covers(scorer: Scorer, answer_ids: list[int], answer: str, value: str) -> np.ndarray:
-    """Which answer tokens overlap the value's bytes (the leading space of ' Name' included)."""
-    start = answer.encode("utf-8").index(value.encode("utf-8"))
-    end = start + len(value.encode("utf-8"))
-    lengths = np.array([len(scorer.token_bytes(t)) for t in answer_ids])
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
-    return (starts < end) & (ends > start)

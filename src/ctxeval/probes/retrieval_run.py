@@ -26,6 +26,7 @@ from ctxeval.config import config_id
 from ctxeval.pipeline.manifest import Manifest
 from ctxeval.probes.retrieval import CaseSpec, RetrievalTask
 from ctxeval.probes.retrieval_data import N_EXAMPLES, make_case
+from ctxeval.probes.sizing import largest_fitting
 from ctxeval.pipeline.records import RecordKind, append_row
 from ctxeval.probes.retrieval_report import CASES_FILE
 
@@ -152,19 +153,14 @@ def record_sizes(scorer: Scorer, config: RetrievalConfig) -> list[tuple[int | No
 def lines_for_tokens(scorer: Scorer, variant: str, target: int, seed: int) -> int:
     """The largest line count whose mid-depth record prompt has at most `target` tokens.
 
-    Prompt length grows with the line count (each line adds 15-25 tokens), so a doubling
-    search then a bisection finds it in about 2 log2(lines) tokenizations."""
+    Prompt length grows with the line count (each line adds 15-25 tokens), so `largest_fitting`
+    finds it in about 2 log2(lines) tokenizations."""
 
     def size(n: int) -> int:
         return int(scorer.info.uses_bos) + len(scorer.tokenize(make_case(variant, n, 0.5, 0, seed).prompt))
 
     low = N_EXAMPLES + 1
-    if size(low) > target:
+    lines = largest_fitting(lambda n: size(n) <= target, low)
+    if lines is None:
         raise UserError(f"--tokens {target} is too small: the smallest {variant} record ({low} lines) has {size(low)} tokens for {scorer.info.name}")
-    high = 2 * low
-    while size(high) <= target:
-        low, high = high, 2 * high
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if size(middle) <= target else (low, middle)
-    return low
+    return lines

@@ -30,6 +30,7 @@ from ctxeval.backends.base import Scorer
 from ctxeval.backends.logits import BlockScores
 from ctxeval.errors import UserError
 from ctxeval.metrics.ruler import match_all, postprocess_pred
+from ctxeval.probes.answer_tokens import answer_cover, min_margin
 from ctxeval.probes.ruler_aggregation import Rendered
 from ctxeval.probes.ruler_samples import SampleSpec, build_sample
 from ctxeval.probes.ruler_tasks import TASKS
@@ -97,18 +98,17 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     if scorer.capabilities.generation:
         scores, generated = scorer.score_then_generate(prompt, answer, task.tokens_to_generate, top_k=2, temperatures=(1.0,))
         if generated is not None:
-            text = b"".join(scorer.token_bytes(t) for t in generated).decode("utf-8", errors="replace")
+            text = scorer.text_of(generated)
     elif scorer.remote:
         # an API re-tokenizes text: the answer is scored as the server splits prompt + answer
         # (a token may straddle the two: "is" ":" can become "is:"), the prompt generated from as given
         scored_prompt, answer, reference = _joint_split(scorer, bos + prompt_ids, reference)
         reference_ids = [int(t) for t in answer]
-        scores = scorer.score(np.concatenate([scored_prompt, answer[:-1]]), np.arange(len(scored_prompt) - 1, len(scored_prompt) + len(answer) - 1), answer,
-                              top_k=2, temperatures=(1.0,))
+        scores = _teacher_forced(scorer, scored_prompt, answer)
         text = scorer.generate_text(prompt, task.tokens_to_generate)
     else:  # one batched pass (an hf model with a press)
-        scores = scorer.score(np.concatenate([prompt, answer[:-1]]), np.arange(len(prompt) - 1, len(prompt) + len(answer) - 1), answer, top_k=2, temperatures=(1.0,))
-    covers = _answer_cover(scorer, reference_ids, reference, rendered.answers)
+        scores = _teacher_forced(scorer, prompt, answer)
+    covers = answer_cover(scorer, reference_ids, reference, rendered.answers)
     # the top choice: the greedy id where the backend gives ids; an API gives ranks (within its top-k)
     top = scores.rank == 1 if scorer.remote else scores.greedy_id == answer
     prefix = int(len(answer) if top.all() else np.argmin(top))
@@ -130,45 +130,29 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
         depth=rendered.depth, answers=list(rendered.answers), prediction=prediction, method=method, generation_score=generation,
         likelihood_score=likelihood, answer_logprob=logprob, answer_tokens=n_cover, mean_logprob=logprob / max(1, n_cover),
         first_rank=int(scores.rank[first]), mean_log2_rank=_mean_log2_rank(scores.rank[any_cover]),
-        greedy_prefix=prefix, reference_tokens=len(answer), min_margin=round(_margin(scores, prefix), 6),
+        greedy_prefix=prefix, reference_tokens=len(answer), min_margin=round(min_margin(scores.rows(0, prefix + 1)), 6),
     )
+
+
+def _teacher_forced(scorer: Scorer, prompt: np.ndarray, answer: np.ndarray) -> BlockScores:
+    """The answer's scores in one pass over the prompt and the answer (its last token as target only)."""
+    return scorer.score(np.concatenate([prompt, answer[:-1]]), np.arange(len(prompt) - 1, len(prompt) + len(answer) - 1), answer, top_k=2, temperatures=(1.0,))
 
 
 def _joint_split(scorer: Scorer, prompt_ids: list[int], reference: str) -> tuple[np.ndarray, np.ndarray, str]:
     """(prompt ids, answer ids, answer text) of prompt + reference tokenized as one text: the
     prompt's tokens up to the first that differs, the rest as the answer."""
     n_bos = 1 if scorer.info.uses_bos else 0
-    text = b"".join(scorer.token_bytes(t) for t in prompt_ids[n_bos:]).decode("utf-8", errors="replace") + reference
+    text = scorer.text_of(prompt_ids[n_bos:]) + reference
     joint = prompt_ids[:n_bos] + scorer.tokenize(text)
     k = next((i for i, (a, b) in enumerate(zip(prompt_ids, joint)) if a != b), min(len(prompt_ids), len(joint)))
-    answer_text = b"".join(scorer.token_bytes(t) for t in joint[k:]).decode("utf-8", errors="replace")
+    answer_text = scorer.text_of(joint[k:])
     return np.asarray(joint[:k], dtype=np.int32), np.asarray(joint[k:], dtype=np.int32), answer_text
 
 
 def _mean_log2_rank(ranks: np.ndarray) -> float:
     """Mean log2 rank of the answer tokens; NaN where a rank is unknown (0: beyond an API's top-k)."""
     return float(np.log2(ranks).mean()) if len(ranks) and (ranks > 0).all() else float("nan")
-
-
-def _margin(scores: BlockScores, prefix: int) -> float:
-    """How close the nearest runner-up came over the greedy prefix and the step that leaves it (nats)."""
-    rows = scores.topk_logprobs[: prefix + 1]
-    return float(np.min(rows[:, 0].astype(np.float64) - rows[:, 1]))
-
-
-def _answer_cover(scorer: Scorer, reference_ids: list[int], reference: str, answers: tuple[str, ...]) -> list[np.ndarray]:
-    """Per answer, which reference tokens overlap its bytes in the reference text."""
-    data = reference.encode("utf-8")
-    lengths = np.array([len(scorer.token_bytes(t)) for t in reference_ids])
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
-    out, search = [], 0
-    for a in answers:
-        start = data.index(a.encode("utf-8"), search)
-        end = start + len(a.encode("utf-8"))
-        search = end
-        out.append((starts < end) & (ends > start))
-    return out
 
 
 @dataclass(frozen=True)

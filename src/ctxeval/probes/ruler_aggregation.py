@@ -30,6 +30,7 @@ FWE_ANSWER_PREFIX = " Answer: According to the coded text above, the three most 
 NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 SHORT = 4096  # below this length RULER's cwe uses its short-context frequencies and example
 VT_ICL_VALUE = "12345"
+FWE_TOKENS = 50  # fwe's tokens_to_generate, which its vocabulary size also subtracts from the length
 
 
 @dataclass(frozen=True)
@@ -105,13 +106,19 @@ def variable_tracking(rng: random.Random, size: int, setting: Setting) -> Render
 
 
 @cache
+def wonderwords_list(name: str) -> tuple[str, ...]:
+    """One of the wonderwords package's word lists ("nounlist.txt", ...), which RULER's keys and
+    cwe's vocabulary are drawn from."""
+    from wonderwords import random_word
+
+    return tuple(random_word._get_words_from_text_file(name))
+
+
+@cache
 def cwe_words(seed: int) -> tuple[str, ...]:
     """common_words_extraction.py's vocabulary: wonderwords' nouns, adjectives and verbs,
     deduplicated, sorted, shuffled with `random.Random(seed)`."""
-    from wonderwords import random_word
-
-    words = [*(random_word._get_words_from_text_file(f) for f in ("nounlist.txt", "adjectivelist.txt", "verblist.txt"))]
-    merged = sorted(set(w for group in words for w in group))
+    merged = sorted({w for name in ("nounlist.txt", "adjectivelist.txt", "verblist.txt") for w in wonderwords_list(name)})
     random.Random(seed).shuffle(merged)
     return tuple(merged)
 
@@ -154,9 +161,6 @@ def fwe_vocabulary(rng: random.Random, setting: Setting) -> list[str]:
     random.Random(setting.seed).shuffle(vocab)
     vocab[0] = "..."
     return vocab
-
-
-FWE_TOKENS = 50  # fwe's tokens_to_generate, which its vocabulary size subtracts
 
 
 def frequent_words(rng: random.Random, size: int, setting: Setting) -> Rendered:

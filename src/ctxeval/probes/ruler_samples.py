@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ctxeval.errors import UserError
 from ctxeval.probes.ruler_aggregation import Rendered, Setting, vt_body, vt_example
 from ctxeval.probes.ruler_tasks import TASKS, TaskDef
+from ctxeval.probes.sizing import largest_fitting
 
 CountTokens = Callable[[str], int]
 VT_EXAMPLE_LENGTH = 500  # RULER sizes vt's worked example to 500 tokens, with nothing to generate
@@ -42,19 +43,6 @@ def setting_for(task: TaskDef, length: int, seed: int, essay: str, example: str 
     return Setting(task.args, seed, length, essay, example)
 
 
-def _largest_fitting(fits: Callable[[int], bool], low: int) -> int | None:
-    """The largest size for which `fits` holds, searching up from `low` by doubling, then bisecting."""
-    if not fits(low):
-        return None
-    high = 2 * low
-    while fits(high):
-        low, high = high, 2 * high
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if fits(middle) else (low, middle)
-    return low
-
-
 def vt_worked_example(count: CountTokens, seed: int, args: dict) -> str:
     """vt's worked example for this tokenizer: 3-letter names, value 12345, sized to 500 tokens."""
     setting = Setting(args, seed, VT_EXAMPLE_LENGTH)
@@ -62,7 +50,7 @@ def vt_worked_example(count: CountTokens, seed: int, args: dict) -> str:
     def body(size: int) -> tuple[str, list[str]]:
         return vt_body(sample_rng(seed, "vt-example", size), size, setting, is_icl=True)
 
-    size = _largest_fitting(lambda n: count(body(n)[0]) <= VT_EXAMPLE_LENGTH, VT_EXAMPLE_STEP)
+    size = largest_fitting(lambda n: count(body(n)[0]) <= VT_EXAMPLE_LENGTH, VT_EXAMPLE_STEP)
     return vt_example(*body(size or VT_EXAMPLE_STEP))
 
 
@@ -86,7 +74,7 @@ def fit_size(task_name: str, length: int, seed: int, essay: str, count: CountTok
         if size < 1:
             raise UserError(f"--lengths {length} is too short for {task_name} with {model}")
         return size
-    size = _largest_fitting(lambda n: tokens(n) <= budget, task.smallest_size())
+    size = largest_fitting(lambda n: tokens(n) <= budget, task.smallest_size())
     if size is None:
         raise UserError(f"--lengths {length} is too short for {task_name} with {model}: its smallest prompt needs more than {budget} tokens "
                         f"plus {task.tokens_to_generate} to generate")

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ctxeval.probes.ruler_aggregation import SHORT, Rendered, Setting, common_words, frequent_words, variable_tracking
+from ctxeval.probes.ruler_aggregation import FWE_TOKENS, NOISE, SHORT, Rendered, Setting, common_words, frequent_words, variable_tracking, wonderwords_list
 
 RULER_COMMIT = "c3f5e3b4f87f97e048793bb510a3a6b19a46bf3a"
 
@@ -34,7 +34,6 @@ NIAH_TEMPLATE = ("Some special magic {type_needle_v} are hidden within the follo
                  "{type_needle_v} afterwards.\n{context}\nWhat are all the special magic {type_needle_v} for {query} mentioned in the provided text?")
 NIAH_ANSWER_PREFIX = " The special magic {type_needle_v} for {query} mentioned in the provided text are"
 NEEDLE = "One of the special magic {type_needle_v} for {key} is: {value}."
-NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 DEPTHS = [int(d) for d in np.round(np.linspace(0, 100, num=40, endpoint=True)).astype(int)]
 NUMBER_DIGITS = 7
 # RULER steps essay haystacks by 500 words, more than a 2K prompt holds; below 4,096 tokens, where its
@@ -79,21 +78,12 @@ def _niah(type_haystack: str, type_needle_k: str, type_needle_v: str, num_needle
             "num_needle_k": num_needle_k, "num_needle_v": num_needle_v, "num_needle_q": num_needle_q}
 
 
-@cache
-def _words() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """wonderwords' adjective and noun lists, which RULER's word keys combine."""
-    from wonderwords import random_word
-
-    return tuple(random_word._get_words_from_text_file("adjectivelist.txt")), tuple(random_word._get_words_from_text_file("nounlist.txt"))
-
-
 def random_key_or_value(rng: random.Random, kind: str) -> str:
     """A word (adjective-noun), a 7-digit number or a UUID, as RULER's `generate_random`."""
     if kind == "numbers":
         return str(rng.randint(10 ** (NUMBER_DIGITS - 1), 10**NUMBER_DIGITS - 1))
     if kind == "words":
-        adjectives, nouns = _words()
-        return f"{rng.choice(adjectives)}-{rng.choice(nouns)}"
+        return f"{rng.choice(wonderwords_list('adjectivelist.txt'))}-{rng.choice(wonderwords_list('nounlist.txt'))}"
     if kind == "uuids":
         return str(uuid.UUID(int=rng.getrandbits(128), version=4))
     raise ValueError(f"unknown needle type {kind!r}")
@@ -179,6 +169,6 @@ TASKS: dict[str, TaskDef] = {
         TaskDef("niah_multiquery", "niah", _niah("essay", "words", "numbers", num_needle_q=4), 128, render_niah),
         TaskDef("vt", "variable_tracking", {"type_haystack": "noise", "num_chains": 1, "num_hops": 4}, 30, variable_tracking),
         TaskDef("cwe", "common_words_extraction", {"freq_cw": 30, "freq_ucw": 3, "num_cw": 10}, 120, common_words),
-        TaskDef("fwe", "freq_words_extraction", {"alpha": 2.0}, 50, frequent_words),
+        TaskDef("fwe", "freq_words_extraction", {"alpha": 2.0}, FWE_TOKENS, frequent_words),
     )
 }
