@@ -17,6 +17,7 @@ import pytest
 from scipy import stats
 
 from ctxeval import api
+from ctxeval.errors import UserError
 from ctxeval.data.texts import demo_text_path
 from ctxeval.metrics.ruler import match_all, postprocess_pred, string_match_all, string_match_part
 from ctxeval.pipeline.manifest import Manifest, write_manifest
@@ -162,6 +163,8 @@ def test_a_length_too_short_for_a_task_is_refused():
     with pytest.raises(Exception, match="--lengths 300 is too short for vt"):
         example = vt_worked_example(words, 42, TASKS["vt"].args)
         fit_size("vt", 300, 42, ESSAY, words, "m", example)
+    with pytest.raises(UserError, match=r"--lengths 200 is too short for fwe: its vocabulary of \(length - 50\) / 50 coded words needs at least 4"):
+        fit_size("fwe", 200, 42, ESSAY, words, "m")
 
 
 # --- scoring --------------------------------------------------------------------------------
