@@ -243,7 +243,7 @@ def bad_files(tmp_path_factory):
         (["score", "demo", "{d}/missing.txt"], "not found"),  # every text is read, as sweep reads them
         (["score", "demo", "--method", "fixed", "--head", "partial"], "unknown --head"),
         (["summary", "{d}"], "not a ctxeval run"),
-        (["pplqa", "--tau", "c"], "--tau must be one of a, b"),
+        (["pplqa", "--tau", "c"], "unknown --tau 'c'; choose one of a, b"),
         (["pplqa", "--model", "openai:gpt-4o"], "cannot use openai:gpt-4o: it needs the log-probability of an answer's first token"),
         (["meta-eval", "--dataset", "llmbar:MT-Bench", "--model", "openai:gpt-4o"], "use a local model"),
         (["retrieval", "--model", "openai:gpt-4o"], "retrieval cannot use openai:gpt-4o"),

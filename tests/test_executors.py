@@ -163,15 +163,22 @@ def test_units_are_dealt_longest_shortest_alternately():
     assert [lengths[i] for i in interleaved(lengths)] == [40, 5, 30, 10, 20]
 
 
-@pytest.mark.parametrize("options, message", [
-    (ExecutorOptions("dask"), "unknown --executor 'dask'"),
-    (ExecutorOptions("ray", workers=0), "--workers must be a positive integer"),
-    (ExecutorOptions("ray", threads_per_worker=0), "--threads-per-worker must be a positive integer"),
-    (ExecutorOptions("local", workers=2), "apply to --executor ray only"),
+@pytest.mark.parametrize("options, cli, python", [
+    (ExecutorOptions("dask"), "unknown --executor 'dask'", "unknown executor.kind= 'dask'"),
+    (ExecutorOptions("ray", workers=0), "--workers must be a positive integer", "executor.workers= must be a positive integer"),
+    (ExecutorOptions("ray", threads_per_worker=0), "--threads-per-worker must be a positive integer", "executor.threads_per_worker= must be"),
+    (ExecutorOptions("local", workers=2), "--workers, --address, --threads-per-worker and --gpus-per-worker apply to --executor ray only",
+     "executor.workers=, executor.address=, executor.threads_per_worker= and executor.gpus_per_worker= apply to executor.kind= ray only"),
 ])
-def test_bad_executor_options_are_refused(options, message):
-    with pytest.raises(UserError, match=message):
+def test_bad_executor_options_are_refused_naming_the_option_as_the_caller_spells_it(options, cli, python):
+    from ctxeval.commands import COMMANDS
+    from ctxeval.errors import FieldError
+    from ctxeval.options import named
+
+    with pytest.raises(FieldError) as found:
         options.check()
+    error = named(COMMANDS["score"].spec, found.value)
+    assert cli in str(error) and python in str(error.for_python())
 
 
 def test_ray_missing_is_one_clear_error(monkeypatch):

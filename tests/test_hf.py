@@ -126,9 +126,9 @@ def test_tiny_tokenizer_bytes_bos_and_identity(tiny_dirs):
 
 
 def test_bad_device_and_dtype_are_user_errors(tiny_dirs, tmp_path):
-    with pytest.raises(UserError, match="--dtype"):
+    with pytest.raises(UserError, match="unknown dtype 'int8'"):  # a command spells it --dtype or dtype=
         HFScorer(tiny_dirs["llama"], "x", dtype="int8")
-    with pytest.raises(UserError, match="--device"):
+    with pytest.raises(UserError, match="unknown device 'tpu'"):
         HFScorer(tiny_dirs["llama"], "x", device="tpu")
     with pytest.raises(UserError, match="config.json"):
         HFScorer(tmp_path, "x")

@@ -21,10 +21,12 @@ def test_second_path_adds_options_to_the_model_or_names_a_whole_spec():
     assert NoiseFloor("hf:gemma-3-270m").second_spec("gemma-3-270m") == "hf:gemma-3-270m"
     with pytest.raises(UserError, match="same numeric path"):
         NoiseFloor("?flash_attn=1").second_spec("gemma-3-270m?flash_attn=1")
-    with pytest.raises(UserError, match="--noise-windows"):
-        NoiseFloor("?flash_attn=1", windows=0)
-    with pytest.raises(UserError, match="second numeric path"):
-        NoiseFloor("?")
+    from ctxeval.options import check_spec
+
+    with pytest.raises(UserError, match="--noise-windows must be a positive integer"):
+        check_spec(NoiseFloor("?flash_attn=1", windows=0))
+    with pytest.raises(UserError, match="--noise-floor needs a second numeric path"):
+        check_spec(NoiseFloor("?"))
 
 
 def test_window_sample_is_seeded_in_plan_order_and_spans_documents():

@@ -160,10 +160,10 @@ def test_samples_fit_the_length_and_are_seeded():
 
 
 def test_a_length_too_short_for_a_task_is_refused():
-    with pytest.raises(Exception, match="--lengths 300 is too short for vt"):
+    with pytest.raises(Exception, match="lengths 300 is too short for vt"):
         example = vt_worked_example(words, 42, TASKS["vt"].args)
         fit_size("vt", 300, 42, ESSAY, words, "m", example)
-    with pytest.raises(UserError, match=r"--lengths 200 is too short for fwe: its vocabulary of \(length - 50\) / 50 coded words needs at least 4"):
+    with pytest.raises(UserError, match=r"lengths 200 is too short for fwe: its vocabulary of \(length - 50\) / 50 coded words needs at least 4"):
         fit_size("fwe", 200, 42, ESSAY, words, "m")
 
 

@@ -107,8 +107,11 @@ def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     return out
 
 
-def test_the_result_contract_imports_only_errors():
-    assert import_graph(deferred=True)[RESULT_CONTRACT] <= {"ctxeval.errors"}
+def test_the_result_contract_imports_only_errors_and_the_catalog():
+    """The catalog (which class reads which kind) imports nothing itself."""
+    graph = import_graph(deferred=True)
+    assert graph[RESULT_CONTRACT] <= {"ctxeval.errors", "ctxeval.catalog"}
+    assert graph["ctxeval.catalog"] == set()
 
 
 def test_module_import_graph_is_acyclic():
@@ -299,33 +302,89 @@ def test_every_output_file_is_written_by_its_result():
             assert callers and all(c.startswith("ctxeval.results.") for c in callers), (module, renderer, callers)
 
 
-def test_one_result_class_per_kind_and_every_kind_registered():
-    from ctxeval.results.base import KIND_MODULES, result_class
+def test_the_engine_is_the_one_module_that_writes_results():
+    """One write path: runs, post-hoc commands and rewrites of a finished run all go through the
+    engine (`write_result` is called nowhere else)."""
+    assert set(_functions_calling(("write_result",))) == {"ctxeval.pipeline.engine"}
 
-    for kind, module in KIND_MODULES.items():
+
+def _all_flags() -> set[str]:
+    from ctxeval.commands import COMMANDS
+    from ctxeval.options import flat_fields
+
+    flags = {f.metadata["flag"].flag for c in COMMANDS.values() for spec in (c.spec, c.display) if spec for _, f in flat_fields(spec)}
+    return {flag.split("/")[0] for flag in flags if flag} | {f.metadata["flag"].negative for c in COMMANDS.values() for _, f in flat_fields(c.spec) if f.metadata["flag"].negative}
+
+
+def test_no_error_below_the_commands_spells_a_flag():
+    """Below commands/ an error names an option by its spec field (`FieldError("lengths", ...)`,
+    `{head}` for another); the command spells it `--lengths` for the CLI and `lengths=` for
+    Python. The server's HTTP errors (`ApiError`, answers to a client about how the server was
+    started) are the exception."""
+    import re
+
+    flags = _all_flags()
+    found = []
+    for path in SRC.rglob("*.py"):
+        module = _module_name(path)
+        if module.startswith("ctxeval.commands") or module in ("ctxeval.cli", "ctxeval.options"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and (getattr(node.func, "id", None) or getattr(node.func, "attr", "")).endswith("Error") \
+                    and getattr(node.func, "id", None) != "ApiError":
+                text = " ".join(c.value for arg in node.args for c in ast.walk(arg) if isinstance(c, ast.Constant) and isinstance(c.value, str))
+                spelled = [f for f in re.findall(r"--[a-z][a-z0-9-]*", text) if f in flags]
+                if spelled:
+                    found.append(f"{module}:{node.lineno} {spelled}")
+    assert found == []
+
+
+def test_every_field_error_names_a_spec_field():
+    """A FieldError's field (and each {placeholder}) is a field of some command's spec, so a
+    command can spell it."""
+    from ctxeval.commands import COMMANDS
+    from ctxeval.errors import FieldError
+    from ctxeval.options import flat_fields
+
+    names = {path[-1] for c in COMMANDS.values() for path, _ in flat_fields(c.spec)}
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "FieldError" and len(node.args) == 2:
+                field, problem = node.args
+                text = " ".join(c.value for c in ast.walk(problem) if isinstance(c, ast.Constant) and isinstance(c.value, str))
+                wanted = FieldError("x", text).placeholders() | ({field.value} if isinstance(field, ast.Constant) else set())
+                assert wanted <= names, (_module_name(path), node.lineno, wanted - names)
+
+
+def test_one_result_class_per_kind_and_every_kind_registered():
+    from ctxeval.catalog import RESULTS
+    from ctxeval.results.base import result_class
+
+    for kind, (module, name) in RESULTS.items():
         cls = result_class(kind)
-        assert cls.KIND == kind and cls.__module__ == module and cls.FILES
+        assert cls.KIND == kind and cls.__module__ == module and cls.__name__ == name and cls.FILES
 
 
 def test_every_result_class_in_results_is_a_registered_kind():
-    """A Result written by a new module but missing from KIND_MODULES would write folders that
-    read_result then refuses: every Result subclass under results/ is registered under its KIND."""
+    """A Result written by a new module but missing from the catalog would write folders that
+    read_result then refuses: every Result subclass under results/ is catalogued under its KIND."""
     import importlib
 
-    from ctxeval.results.base import KIND_MODULES, Result
+    from ctxeval.catalog import RESULTS
+    from ctxeval.results.base import Result
 
     for path in (SRC / "results").glob("*.py"):
         importlib.import_module(_module_name(path))
-    found = {cls.KIND: cls.__module__ for cls in _subclasses(Result) if "KIND" in vars(cls)}
-    assert found == KIND_MODULES
+    found = {cls.KIND: (cls.__module__, cls.__name__) for cls in _subclasses(Result) if "KIND" in vars(cls)}
+    assert found == RESULTS
 
 
 def _subclasses(cls: type) -> list[type]:
     return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
 
 
-def test_a_command_missing_from_the_order_stops_the_import(monkeypatch):
-    """A family that declares a command the order does not list fails loudly, never drops it."""
+def test_a_command_missing_from_the_catalog_stops_the_import(monkeypatch):
+    """A family that declares a command the catalog does not list fails loudly, never drops it."""
     import dataclasses
     import importlib
 
@@ -338,15 +397,18 @@ def test_a_command_missing_from_the_order_stops_the_import(monkeypatch):
         importlib.reload(registry)
     monkeypatch.undo()
     importlib.reload(registry)
-    assert set(registry.COMMANDS) == set(registry._ALL)
+    from ctxeval import catalog
+
+    assert list(registry.COMMANDS) == list(catalog.COMMANDS)
 
 
 def test_nothing_outside_results_names_another_commands_output_file():
     """Reading another command's output goes through read_result: no module outside results/
     spells the name of a file a result owns (the report's default file name aside)."""
-    from ctxeval.results.base import KIND_MODULES, result_class
+    from ctxeval.catalog import RESULTS
+    from ctxeval.results.base import result_class
 
-    owned = {name for kind in KIND_MODULES for name in result_class(kind).FILES}
+    owned = {name for kind in RESULTS for name in result_class(kind).FILES}
     found = []
     for path in SRC.rglob("*.py"):
         module = _module_name(path)

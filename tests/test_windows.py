@@ -93,7 +93,7 @@ def test_fixed_skip_head_needs_more_than_l_tokens_and_unknown_head_is_refused():
     assert scored_positions(windows.fixed(10, 10)).tolist() == list(range(10))
     with pytest.raises(UserError, match="needs at least 11"):
         windows.fixed(10, 10, head="skip")
-    with pytest.raises(UserError, match="--head"):
+    with pytest.raises(UserError, match="unknown head 'partial'"):
         windows.fixed(10, 4, head="partial")
 
 

@@ -7,16 +7,31 @@ matplotlib (about a second here).
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["sweep", "score", "diff", "summary", "compare", "trends", "context_gain", "effective_length", "retrieval", "ruler", "agreement", "probe_report", "report", "models", "leval",
-           "leval_corr", "judge", "meta_eval", "pplqa", "serve", "run_metrics", "Result", "read_result", "RunResult", "Comparison", "Trends", "DiffResult",
-           "JudgeResult", "PplqaResult", "MetaEvalResult", "LevalResult", "Correlations", "MetricConfig", "Bootstrap", "NoiseFloor", "floor_line",
-           "CorpusOptions", "ExecutorOptions", "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table",
-           "ContextGainResult", "EffectiveLengthResult", "RetrievalResult", "RulerResult", "AgreementResult", "ProbeReport"]
+from ctxeval.catalog import COMMANDS, function_name, public_names
+
+__all__ = public_names()
 
 if TYPE_CHECKING:
     from ctxeval.api import *  # noqa: F403
+
+_FUNCTIONS = frozenset(function_name(c) for c in COMMANDS)
+
+
+class _Package(types.ModuleType):
+    """A command's function wins over a subpackage of the same name: importing `ctxeval.report`
+    (or agreement, judge, leval) sets it as an attribute of this package, which would otherwise
+    turn `ctxeval.report(...)` into a call of a module once anything imported it."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _FUNCTIONS:
+            from ctxeval import api
+
+            return getattr(api, name)
+        return super().__getattribute__(name)
 
 
 def __getattr__(name: str) -> Any:
@@ -25,3 +40,6 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     raise AttributeError(f"module 'ctxeval' has no attribute {name!r}")
+
+
+sys.modules[__name__].__class__ = _Package

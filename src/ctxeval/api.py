@@ -15,33 +15,14 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
-from ctxeval.backends.openai_options import DEFAULT_CACHE, OpenAIOptions, dry_run_table
+from importlib import import_module
+
+from ctxeval import catalog
 from ctxeval.commands import COMMANDS
 from ctxeval.commands.base import Command, execute
 from ctxeval.config import MetricConfig
-from ctxeval.data.corpus import CorpusOptions
-from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_line
-from ctxeval.modeldiff.summary import Bootstrap
 from ctxeval.options import SpecError
-from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.pipeline.manifest import SCORING_COMMANDS, read_manifest, require_command
-from ctxeval.results import Result, read_result
-from ctxeval.results.comparison import Comparison
-from ctxeval.results.context_gain import ContextGainResult
-from ctxeval.results.correlations import Correlations
-from ctxeval.results.diff import DiffResult
-from ctxeval.results.effective_length import EffectiveLengthResult
-from ctxeval.results.judge import JudgeResult
-from ctxeval.results.leval import LevalResult
-from ctxeval.results.meta_eval import MetaEvalResult
-from ctxeval.results.pplqa import PplqaResult
-from ctxeval.results.probe_report import ProbeReport
-from ctxeval.results.retrieval import RetrievalResult
-from ctxeval.results.ruler import RulerResult
-from ctxeval.results.agreement import AgreementResult
-from ctxeval.results.scoring import RunResult
-from ctxeval.results.trends import Trends
-
 
 def run_metrics(run_dir: str | Path) -> MetricConfig:
     """The metric settings a run was made with."""
@@ -103,7 +84,7 @@ def _function(command: Command) -> Callable[..., Any]:
 _FUNCTIONS = {command.function_name: _function(command) for command in COMMANDS.values()}
 globals().update(_FUNCTIONS)
 
-RESULTS = ["Result", "read_result", "RunResult", "Comparison", "Trends", "DiffResult", "JudgeResult", "PplqaResult", "MetaEvalResult", "LevalResult",
-           "Correlations", "ContextGainResult", "EffectiveLengthResult", "RetrievalResult", "RulerResult", "AgreementResult", "ProbeReport"]
-__all__ = [*_FUNCTIONS, "run_metrics", *RESULTS, "MetricConfig", "Bootstrap", "NoiseFloor", "floor_line", "CorpusOptions", "ExecutorOptions",
-           "OpenAIOptions", "DEFAULT_CACHE", "dry_run_table"]
+# the result classes and the extras the catalog lists, by name (ctxeval.__all__ is the same list)
+globals().update({cls: getattr(import_module(module), cls) for module, cls in catalog.RESULTS.values()})
+globals().update({name: getattr(import_module(module), name) for name, module in catalog.EXTRAS.items() if module != __name__})
+__all__ = catalog.public_names()

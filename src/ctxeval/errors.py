@@ -1,6 +1,16 @@
 """What goes wrong, and the CLI's exit code for each: a user error (bad input: one line, exit
 code 2) and a run whose work partly failed (`IncompleteRun`: one line, exit code 3)."""
 
+import re
+from collections.abc import Callable, Mapping
+
+_PLACEHOLDER = re.compile(r"\{([a-z][a-z_]*)\}")
+
+
+def spell_fields(problem: str, spellings: Mapping[str, str]) -> str:
+    """`problem` with each {field} it names spelled as given (a brace of a value stays as it is)."""
+    return _PLACEHOLDER.sub(lambda m: spellings.get(m.group(1), m.group(0)), problem)
+
 EXIT_USER_ERROR = 2
 EXIT_INCOMPLETE = 3
 
@@ -12,6 +22,29 @@ def a_or_an(word: str) -> str:
 
 class UserError(Exception):
     """Bad input from the user (file, flag, model, text too short): reported, never a traceback."""
+
+
+class FieldError(UserError):
+    """A bad option value found below the commands (in the data, a model, a task), which cannot
+    know how its caller spells options: `field` is the option's name in the command's spec
+    (`lengths`), and `problem` follows it or holds it as {name}; other options it mentions are
+    placeholders too ("use {method} fixed"). The command that ran renders each as its caller
+    spells it (`--lengths` on the CLI, `lengths=` in Python); outside a command the names stand."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field, self.problem = field, problem
+        super().__init__(self.render(lambda name: name))
+
+    def placeholders(self) -> set[str]:
+        """The other options the problem names."""
+        return set(_PLACEHOLDER.findall(self.problem)) - {"name"}
+
+    def render(self, spell: Callable[[str], str]) -> str:
+        text = spell_fields(self.problem, {"name": spell(self.field), **{name: spell(name) for name in self.placeholders()}})
+        return text if "{name}" in self.problem else f"{spell(self.field)} {text}"
+
+    def __reduce__(self) -> tuple:  # a worker's error crosses Ray and process pools whole
+        return (type(self), (self.field, self.problem))
 
 
 class ScoringFailed(Exception):

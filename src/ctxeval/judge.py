@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from ctxeval.backends.model_files import file_sha256
 from ctxeval.config import config_id
-from ctxeval.errors import ScoringFailed, UserError
+from ctxeval.errors import FieldError, ScoringFailed, UserError
 from ctxeval.pipeline.engine import Plan, RunSpec, run
 from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
@@ -293,7 +293,7 @@ def run_judge(load_spec: ModelSpec, judge_name: str, predictions: Path, base_pre
     base, base_rows = read_predictions(base_predictions)
     considered = select_questions(model_rows, questions)
     if not considered:
-        raise UserError(f"{predictions} has no row of question set {_describe(questions)}; choose another with --questions")
+        raise FieldError("questions", f"{predictions} has no row of question set {_describe(questions)}; choose another with {{name}}")
     pairs = pair_predictions(considered, model, base_rows, base)
     if limit is not None:
         pairs = pairs[:limit]
@@ -311,11 +311,11 @@ def run_api_judge(predictions: Path, base_predictions: Path, judge_model: str, o
 
     backend = backend_for(judge_model)
     if not backend.chat or not backend.target(judge_model):
-        raise UserError(f"--judge-model must be openai:MODEL, got {judge_model!r}")
+        raise FieldError("judge_model", f"must be openai:MODEL, got {judge_model!r}")
     if limit is not None and limit < 1:
-        raise UserError(f"--limit must be a positive integer, got {limit}")
+        raise FieldError("limit", f"must be a positive integer, got {limit}")
     if questions not in QUESTION_CHOICES:
-        raise UserError(f"--questions must be one of {', '.join(QUESTION_CHOICES)}, got {questions!r}")
+        raise FieldError("questions", f"must be one of {', '.join(QUESTION_CHOICES)}, got {questions!r}")
     from ctxeval.backends.openai_chat import ChatSpec
 
     spec = ChatSpec(backend.target(judge_model), options, max_tokens)

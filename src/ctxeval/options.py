@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError, UserError, spell_fields
 
 Check = Callable[[Any], "str | None"]
 
@@ -56,17 +56,30 @@ class Flag:
 
 class SpecError(UserError):
     """A bad value of one field; the message names it the way its caller spells it: the problem
-    follows the name ("--window must be ...") or holds it as {name} ("unknown {name} 'x'")."""
+    follows the name ("--window must be ...") or holds it as {name} ("unknown {name} 'x'"); other
+    fields it mentions are {placeholders} spelled the same way (`others`: name -> (path, flag))."""
 
-    def __init__(self, path: tuple[str, ...], flag: str, problem: str) -> None:
-        self.path, self.flag, self.problem = path, flag, problem
-        super().__init__(self._message(flag or path[-1]))
+    def __init__(self, path: tuple[str, ...], flag: str, problem: str, others: dict[str, tuple[tuple[str, ...], str]] | None = None) -> None:
+        self.path, self.flag, self.problem, self.others = path, flag, problem, others or {}
+        super().__init__(self._message(flag or path[-1], {k: flag or p[-1] for k, (p, flag) in self.others.items()}))
 
-    def _message(self, name: str) -> str:
-        return self.problem.format(name=name) if "{name}" in self.problem else f"{name} {self.problem}"
+    def _message(self, name: str, others: dict[str, str]) -> str:
+        text = spell_fields(self.problem, {"name": name, **others})
+        return text if "{name}" in self.problem else f"{name} {text}"
 
     def for_python(self) -> UserError:
-        return UserError(self._message(f"{'.'.join(self.path)}="))
+        return UserError(self._message(f"{'.'.join(self.path)}=", {k: f"{'.'.join(p)}=" for k, (p, _) in self.others.items()}))
+
+
+def named(spec_cls: type, error: FieldError) -> UserError:
+    """A task's FieldError as the SpecError of `spec_cls`'s field of that name (and its other
+    placeholders), so the CLI and the API each spell it their way; unchanged when the spec has
+    no such field."""
+    paths = {path[-1]: path for path, _ in flat_fields(spec_cls)}
+    if error.field not in paths or not error.placeholders() <= set(paths):
+        return error
+    others = {name: (paths[name], flag_of(spec_cls, paths[name])) for name in error.placeholders()}
+    return SpecError(paths[error.field], flag_of(spec_cls, paths[error.field]), error.problem, others)
 
 
 def option(flag: str, help: str, default: Any = MISSING, *, default_factory: Callable[[], Any] | Any = MISSING, cli_type: Any = None,

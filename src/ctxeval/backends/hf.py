@@ -31,7 +31,7 @@ from ctxeval.backends.logits import BlockScores, pick_token, score_block
 from ctxeval.backends.kv_press import PressedModel, PressOptions
 from ctxeval.backends.logits_torch import score_block_device
 from ctxeval.backends.model_files import file_sha256
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError, UserError
 
 DTYPES = ("float32", "bfloat16", "float16", "float64")  # float64: a slow reference precision
 DEVICES = ("cpu", "cuda", "mps")
@@ -69,7 +69,7 @@ class HFScorer(ScorerBase):
         dtype = dtype or "float32"
         _check_device(device, torch)
         if dtype not in DTYPES:
-            raise UserError(f"unknown --dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
+            raise FieldError("dtype", f"unknown {{name}} {dtype!r}; choose one of {', '.join(DTYPES)}")
         if not (path / "config.json").is_file():
             raise UserError(f"{path} is not a transformers checkpoint directory (no config.json)")
         if n_threads:
@@ -322,11 +322,11 @@ class HFScorer(ScorerBase):
 
 def _check_device(device: str, torch) -> None:
     if device not in DEVICES:
-        raise UserError(f"unknown --device {device!r}; choose one of {', '.join(DEVICES)}")
+        raise FieldError("device", f"unknown {{name}} {device!r}; choose one of {', '.join(DEVICES)}")
     if device == "cuda" and not torch.cuda.is_available():
-        raise UserError("--device cuda: this torch build sees no CUDA device")
+        raise FieldError("device", "{name} cuda: this torch build sees no CUDA device")
     if device == "mps" and not torch.backends.mps.is_available():
-        raise UserError("--device mps: Apple MPS is not available here")
+        raise FieldError("device", "{name} mps: Apple MPS is not available here")
 
 
 def _attention(device: str, dtype: str) -> str:

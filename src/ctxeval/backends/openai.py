@@ -37,7 +37,7 @@ from ctxeval.backends.logits import BlockScores
 from ctxeval.backends.openai_options import MODES, OpenAIOptions, RetryPolicy
 from ctxeval.backends.registry import backend_for, load_scorer
 from ctxeval.backends.request_cache import RequestCache
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError, UserError
 
 @dataclass
 class Step:
@@ -75,13 +75,13 @@ class OpenAIScorer(ScorerBase):
 
     def __init__(self, model: str, options: OpenAIOptions, n_threads: int | None = None) -> None:
         if options.mode not in MODES:
-            raise UserError(f"unknown --api-mode {options.mode!r}; choose one of {', '.join(MODES)}")
+            raise FieldError("mode", f"unknown {{name}} {options.mode!r}; choose one of {', '.join(MODES)}")
         if options.top_logprobs < 1 or (options.mode == "chat" and options.top_logprobs > 20):
-            raise UserError("--top-logprobs must be a positive integer (at most 20 for the chat path)")
+            raise FieldError("top_logprobs", "must be a positive integer (at most 20 for the chat path)")
         if options.tokens_per_request < 1:
-            raise UserError("--gen-tokens must be a positive integer")
+            raise FieldError("gen_tokens", "must be a positive integer")
         if not options.base_url.startswith(("http://", "https://")):
-            raise UserError(f"--base-url must be an http:// or https:// URL, got {options.base_url!r}")
+            raise FieldError("base_url", f"must be an http:// or https:// URL, got {options.base_url!r}")
         self.model = model
         self.options = options
         api_key = os.environ.get(options.api_key_env)
@@ -200,7 +200,7 @@ class OpenAIScorer(ScorerBase):
     # --- prompt scoring --------------------------------------------------------------------
     def _prompt_scores(self, full: np.ndarray, targets: np.ndarray, top_k: int) -> list[Comparison]:
         if targets[0] == 0:
-            raise UserError("the prompt-scoring path cannot score a window's first token (the API returns no log-probability for it); use --method fixed --head skip, or a sweep")
+            raise FieldError("method", "the prompt-scoring path cannot score a window's first token (the API returns no log-probability for it); use {method} fixed {head} skip, or a sweep")
         pieces = [self.token_bytes(int(t)) for t in full]
         # prompt_logprobs: vLLM's extension (also `ctxeval serve`), whose entries carry each prompt
         # token's exact rank over the whole vocabulary; other servers ignore it
@@ -437,7 +437,7 @@ def _first_difference(a: list[str], b: list[str]) -> int:
 def _load_tokenizer(options: OpenAIOptions, model: str, api_key: str | None, cache: RequestCache | None, n_threads: int | None):
     if options.tokenizer:
         if not backend_for(options.tokenizer).tokenizer:
-            raise UserError("--tokenizer must be a GGUF model (gemma-3-270m or a .gguf path)")
+            raise FieldError("tokenizer", "must be a GGUF model (gemma-3-270m or a .gguf path)")
         return load_scorer(options.tokenizer, n_threads=n_threads)  # vocabulary only: no inference context
     client = ApiClient(options.base_url, api_key, cache, 1, RetryPolicy(max_attempts=2, base_delay=0.2, timeout=30))
     return ServerTokenizer(client, model)
@@ -513,7 +513,7 @@ class ServerTokenizer:
             try:
                 self._pieces[ids[0]] = self._detokenize(ids).encode("utf-8")
             except RequestFailed:
-                raise UserError(f"the server cannot detokenize token {ids[0]} to text; give --tokenizer PATH.gguf") from None
+                raise FieldError("tokenizer", f"the server cannot detokenize token {ids[0]} to text; give {{name}} PATH.gguf") from None
             return
         pieces = self._separated_pieces(ids) if self._separator is not None else None
         if pieces is None:
@@ -537,4 +537,4 @@ class ServerTokenizer:
 
 
 def _no_tokenizer(reason: str) -> UserError:
-    return UserError(f"the server has no tokenize endpoint ({reason}); give --tokenizer PATH.gguf with the model's vocabulary")
+    return FieldError("tokenizer", f"the server has no tokenize endpoint ({reason}); give {{name}} PATH.gguf with the model's vocabulary")

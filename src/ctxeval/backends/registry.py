@@ -21,7 +21,7 @@ from ctxeval.backends.model_files import EMBEDDED, embedded_path
 from ctxeval.backends.model_options import HfOptions, LlamaCppOptions, hf_options, pop_max_context, split_spec
 from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.config import DEFAULT_MODEL
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError, UserError
 
 @dataclass(frozen=True)
 class Backend:
@@ -132,7 +132,7 @@ def load_scorer(spec: str, n_threads: int | None = None, device: str | None = No
 def _load_scorer(spec: str, n_threads: int | None, device: str | None, dtype: str | None, openai_options) -> Scorer:
     backend = backend_for(spec)
     if not backend.takes_device and (device is not None or dtype is not None):
-        raise UserError(f"--device and --dtype apply to hf: models only, not {spec}")
+        raise FieldError("device", f"{{name}} and {{dtype}} apply to hf: models only, not {spec}")
     if backend.name == "hf":
         return _load_hf_spec(spec, n_threads, device, dtype)
     if backend.name == "openai":
@@ -143,7 +143,7 @@ def _load_scorer(spec: str, n_threads: int | None, device: str | None, dtype: st
 def _load_openai(spec: str, n_threads: int | None, openai_options) -> Scorer:
     model = BACKENDS["openai"].target(spec)
     if not model:
-        raise UserError("--model openai:MODEL needs a model name, e.g. openai:gpt-4o")
+        raise UserError(f"{spec}: an openai: model needs a model name, e.g. openai:gpt-4o")
     return backend_class("openai")(model, openai_options or OpenAIOptions(), n_threads=n_threads)
 
 

@@ -1,14 +1,25 @@
-"""The registry of commands: each family module declares its `COMMANDS` (spec, run, echo); the
-CLI, the API and the docs are built from this one mapping, in this order."""
+"""The registry of commands, built from `ctxeval.catalog.COMMANDS` (the one list: name, in the
+CLI's order, and the family module whose `COMMANDS` declares it as (spec, run, echo)); the CLI,
+the API and the docs are built from this mapping."""
 
 from __future__ import annotations
 
-from ctxeval.commands import answers, compare, diff, probes, scoring, tools, validity
+from importlib import import_module
+
+from ctxeval import catalog
 from ctxeval.commands.base import Command
 
-_ORDER = ("sweep", "score", "diff", "summary", "compare", "trends", "context-gain", "effective-length", "retrieval", "ruler", "agreement", "probe-report", "report", "models", "leval", "leval-corr",
-          "judge", "meta-eval", "pplqa", "serve")
-_ALL = {c.name: c for module in (scoring, diff, compare, probes, validity, tools, answers) for c in module.COMMANDS}
-if set(_ALL) != set(_ORDER):  # a command left out of the order would vanish from the CLI and the API
-    raise RuntimeError(f"commands/__init__._ORDER and the families' COMMANDS differ: {sorted(set(_ALL) ^ set(_ORDER))}")
-COMMANDS: dict[str, Command] = {name: _ALL[name] for name in _ORDER}
+
+def _registry() -> dict[str, Command]:
+    """Each catalogued command from its family; a family declaring a command the catalog does not
+    list stops the import (it would otherwise vanish from the CLI and the API), as does a
+    catalogued name no family declares."""
+    by_family = {module: {c.name: c for c in import_module(module).COMMANDS} for module in dict.fromkeys(catalog.COMMANDS.values())}
+    declared = {name: c for commands in by_family.values() for name, c in commands.items()}
+    misplaced = sorted(set(declared) ^ set(catalog.COMMANDS) | {n for n, m in catalog.COMMANDS.items() if n not in by_family[m]})
+    if misplaced:
+        raise RuntimeError(f"ctxeval.catalog.COMMANDS and the families' COMMANDS differ: {misplaced}")
+    return {name: declared[name] for name in catalog.COMMANDS}
+
+
+COMMANDS: dict[str, Command] = _registry()

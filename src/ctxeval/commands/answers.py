@@ -3,26 +3,28 @@ reference metrics and by an LLM judge, and how each agrees with people."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ctxeval.backends.openai_options import OpenAIOptions
+from ctxeval.backends.registry import refuse_api_models
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
 from ctxeval.config import DEFAULT_MODEL
-from ctxeval.options import argument, group, option
-from ctxeval.pipeline.executors import ExecutorOptions
-from ctxeval.qa import commands as qa_commands
-from ctxeval.qa.methods import parse_methods
+from ctxeval.errors import UserError
+from ctxeval.options import argument, group, one_of, option, positive
+from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
+from ctxeval.qa.methods import QA_SCOPES, MethodConfig, parse_methods
 from ctxeval.results.judge import JudgeResult
-from ctxeval.results.base import write_result
 from ctxeval.results.correlations import Correlations
 from ctxeval.results.leval import LevalResult
 from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.results.pplqa import PplqaResult
+from ctxeval.stats.agreement import TAU_VARIANTS
 
 _EVALUATOR = f"Evaluator: {DEFAULT_MODEL} (embedded default), a .gguf path or hf:MODEL (not openai:, whose APIs return no log-probability for an answer's first token)."
 _EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
@@ -33,7 +35,7 @@ def _evaluator() -> Any:
 
 
 def _qa_scope() -> Any:
-    return option("--qa-scope", "PPL(q+a) over all tokens, or over the answer tokens only.", "all")
+    return option("--qa-scope", "PPL(q+a) over all tokens, or over the answer tokens only.", "all", check=one_of(QA_SCOPES))
 
 
 @dataclass(frozen=True)
@@ -44,12 +46,12 @@ class PplqaSpec:
     methods: str | tuple[str, ...] = option("--methods", "Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted.", "pplqa", cli_type=str)
     out: Path | None = common.out()
     model: str = _evaluator()
-    limit: int | None = option("--limit", "Only the first N questions.", None)
+    limit: int | None = option("--limit", "Only the first N questions.", None, check=positive)
     qa_scope: str = _qa_scope()
     aspect: str | None = option("--aspect", "Score inside this aspect prompt (the paper's 'with prompt' variant), e.g. coherence.", None)
     reference: str | None = option("--reference", "auto (MT-Bench: LLMBar human votes), none, or a CSV question_id,model,score.", "auto")
     seed: int = common.seed("Seed of the random-ranking baseline (Monte Carlo above 8 answers).")
-    tau: str = option("--tau", "Per-question Kendall tau: a (the paper's eq. 4; a constant ranking counts 0) or b (tau-b; constant rankings skipped).", "a")
+    tau: str = option("--tau", "Per-question Kendall tau: a (the paper's eq. 4; a constant ranking counts 0) or b (tau-b; constant rankings skipped).", "a", check=one_of(TAU_VARIANTS))
     n_threads: int | None = common.threads()
     progress: bool = common.progress()
     executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
@@ -63,7 +65,7 @@ class MetaEvalSpec:
     methods: str | tuple[str, ...] = option("--methods", "Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted, pplqa+prompt, gptscore+prompt.", "pplqa,gptscore,geval,geval_weighted", cli_type=str)
     out: Path | None = common.out()
     model: str = _evaluator()
-    limit: int | None = option("--limit", "Only the first N items.", None)
+    limit: int | None = option("--limit", "Only the first N items.", None, check=positive)
     qa_scope: str = _qa_scope()
     aspect: str = option("--aspect", "Aspect prompt for G-Eval and the +prompt variants.", "coherence")
     ties: str | None = option("--ties", "Human ties: drop, or keep as label 0 (a third class). Default: keep for MT-Bench human judgments (as the PPLqa paper's Table 3), drop for PandaLM.", None)
@@ -115,16 +117,53 @@ def _methods(methods: str | Sequence[str]) -> tuple[str, ...]:
 
 
 def run_pplqa(spec: PplqaSpec) -> PplqaResult:
-    """Rank each question's answers by PPLqa (and optionally the baselines)."""
-    return qa_commands.pplqa(spec.answers, _methods(spec.methods), spec.out, spec.model, spec.limit, spec.qa_scope, spec.aspect, spec.reference, spec.seed,
-                             spec.progress, spec.n_threads, tau=spec.tau, executor=spec.executor)
+    """Rank each question's answers by PPLqa (and optionally the baselines).
+
+    `answers`: `mt-bench` (the shared turn-1 answers of six models) or a JSONL file of
+    {question_id, question, model, answer}. `aspect` switches PPLqa/GPTScore to the aspect
+    prompt. `reference="auto"` compares MT-Bench rankings with LLMBar's human votes (see
+    data/mt_bench.py); a path reads a CSV `question_id,model,score` (higher = better); None: no reference.
+    `tau`: "a" (the paper's eq. 4, constant rankings count 0) or "b" (constant rankings skipped)."""
+    from ctxeval.data.mt_bench import human_net_wins, load_answer_file, load_mt_bench, read_reference
+    from ctxeval.qa.ranking import rank_answers
+
+    methods = tuple(f"{m}+prompt" if spec.aspect and m in ("pplqa", "gptscore") else m for m in _methods(spec.methods))
+    config = MethodConfig(methods, spec.qa_scope, spec.aspect or "coherence")
+    evaluator = _evaluator_spec(spec.model, spec.n_threads)
+    questions = load_mt_bench() if spec.answers == "mt-bench" else load_answer_file(Path(spec.answers))
+    questions = questions[:spec.limit] if spec.limit is not None else questions
+    if not questions:
+        raise UserError("no questions with answers to rank")
+    reference, note = None, None
+    if spec.reference == "auto" and spec.answers == "mt-bench":
+        reference, note = human_net_wins(questions)
+        note["description"] = ("net human wins (wins - losses) per model and question from LLMBar's MT-Bench pairwise votes whose answers "
+                               "match a pre-generated answer exactly; a sparse partial ranking, not a human ranking of all six models")
+    elif spec.reference not in (None, "auto", "none"):
+        reference, note = read_reference(Path(spec.reference)), {"description": f"scores from {spec.reference} (higher = better)"}
+    out = Path(spec.out) if spec.out is not None else Path("runs") / "pplqa"
+    return rank_answers(evaluator, questions, config, out, reference, note, spec.seed, spec.progress, spec.tau, spec.executor)
 
 
 def run_meta_eval(spec: MetaEvalSpec) -> MetaEvalResult:
     """Meta-evaluate answer-quality methods against a pairwise dataset's human labels.
     `ties`: drop or keep human ties; None keeps the dataset layout's own policy (data/pairwise.py)."""
-    return qa_commands.meta_eval(spec.dataset, _methods(spec.methods), spec.out, spec.model, spec.limit, spec.qa_scope, spec.aspect, spec.ties, spec.replicates,
-                                 spec.seed, spec.progress, spec.n_threads, spec.executor)
+    from ctxeval.data.pairwise import load_dataset
+    from ctxeval.qa.meta_eval import run_meta_eval as meta_evaluate
+
+    config = MethodConfig(_methods(spec.methods), spec.qa_scope, spec.aspect)
+    evaluator = _evaluator_spec(spec.model, spec.n_threads)
+    data = load_dataset(spec.dataset, spec.ties)
+    data = replace(data, items=data.items[:spec.limit]) if spec.limit is not None else data
+    out = Path(spec.out) if spec.out is not None else Path("runs") / f"meta-eval-{re.sub(r'[^A-Za-z0-9_.-]+', '_', data.name)}"
+    return meta_evaluate(evaluator, data, config, out, spec.replicates, spec.seed, spec.progress, spec.executor)
+
+
+def _evaluator_spec(model: str, n_threads: int | None) -> ScorerSpec:
+    """The evaluator to load, refused up front when it cannot compute the methods as defined."""
+    refuse_api_models([model], "answer-quality evaluation",
+                      "the log-probability of an answer's first token given only BOS (for PPL(a)) and of every score token (for G-Eval)")
+    return ScorerSpec(model, n_threads)
 
 
 def run_leval(spec: LevalSpec) -> LevalResult:
@@ -132,9 +171,7 @@ def run_leval(spec: LevalSpec) -> LevalResult:
     from ctxeval.leval.report import leval_result
     from ctxeval.leval.score import score_predictions
 
-    result = leval_result(score_predictions(Path(spec.predictions), spec.variant, spec.progress, spec.tokenize), Path(spec.out))
-    write_result(spec.out, result, "leval")
-    return result
+    return leval_result(score_predictions(Path(spec.predictions), spec.variant, spec.progress, spec.tokenize), Path(spec.out))
 
 
 def run_leval_corr(spec: LevalCorrSpec) -> Correlations:
@@ -142,10 +179,7 @@ def run_leval_corr(spec: LevalCorrSpec) -> Correlations:
     from ctxeval.leval.corr import correlate, read_human
 
     human = read_human(Path(spec.human), spec.column)
-    result = Correlations.of(human, correlate(human, list(spec.metrics)))
-    if spec.out is not None:
-        write_result(spec.out, result, "leval-corr")
-    return result
+    return Correlations.of(human, correlate(human, list(spec.metrics)))
 
 
 def run_judge(spec: JudgeSpec) -> JudgeResult:

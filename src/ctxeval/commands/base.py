@@ -1,7 +1,7 @@
 """What a command is: a spec (its options, declared once), the function that runs it and returns
 its result, and what the CLI prints of that result.
 
-The registry (commands/__init__.py) lists every command; cli.py builds the typer commands from it
+The registry (commands/__init__.py, from `ctxeval.catalog`) lists every command; cli.py builds the typer commands from it
 and api.py the Python functions, so neither declares an option of its own.
 """
 
@@ -15,8 +15,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxeval.options import check_spec
-from ctxeval.pipeline.engine import check_posthoc_out, record_posthoc
+from ctxeval import catalog
+from ctxeval.errors import FieldError
+from ctxeval.options import check_spec, named
+from ctxeval.pipeline.engine import check_posthoc_out, write_posthoc
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,6 @@ class Command:
     echo: Callable[[Any, Any, Any], "tuple[str, int] | str"]
     display: type | None = None
     cli_spec: Callable[[Any, Any], Any] | None = None
-    api_name: str = ""  # the Python function's name (default: the name with - as _)
     inputs: tuple[str, ...] = ()  # fields a Python caller may pass positionally (the command's inputs)
     # a command that loads no model and writes a folder (compare, trends, ...): the folder and
     # the outputs it reads, for the manifest the engine records there; None for the others
@@ -41,7 +42,7 @@ class Command:
 
     @property
     def function_name(self) -> str:
-        return self.api_name or self.name.replace("-", "_")
+        return catalog.function_name(self.name)
 
     @property
     def help(self) -> str:
@@ -50,7 +51,15 @@ class Command:
 
 def execute(command: Command, spec: Any) -> Any:
     """Check the spec (every field, then the rules across fields) and run the command; a
-    post-hoc command's folder gets its manifest (what it read, with which settings)."""
+    post-hoc command's folder gets its manifest (what it read, with which settings). A bad
+    option value the task finds (`FieldError`) is named by the spec's flag (CLI) or keyword (API)."""
+    try:
+        return _execute(command, spec)
+    except FieldError as exc:
+        raise named(command.spec, exc) from None
+
+
+def _execute(command: Command, spec: Any) -> Any:
     check_spec(spec)
     out, inputs = command.posthoc(spec) if command.posthoc is not None else (None, ())
     if out is not None:
@@ -58,7 +67,7 @@ def execute(command: Command, spec: Any) -> Any:
     started = time.time()
     result = command.run(spec)
     if out is not None:
-        record_posthoc(out, command.name, spec_config(spec), inputs, time.time() - started)
+        write_posthoc(out, result, command.name, spec_config(spec), inputs, time.time() - started)
     return result
 
 

@@ -5,7 +5,7 @@ a help text of its own says so where it uses it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from ctxeval.backends.registry import check_options
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K
@@ -123,3 +123,13 @@ def _some(message: str) -> Any:
         return None if values else message
     return check
 
+
+class Identified(Protocol):
+    """A run's configuration: whatever hashes to its run id (RunConfig, RetrievalConfig, RulerConfig)."""
+
+    def run_id(self) -> str: ...
+
+
+def out_dir(out: str | Path | None, command: str, config: Identified) -> Path:
+    """Default run directory: named by the run id, so the same command resumes the same run."""
+    return Path(out) if out is not None else Path("runs") / f"{command}-{config.run_id()[:8]}"

@@ -18,7 +18,6 @@ from ctxeval.report.outputs import load_run
 from ctxeval.report.summary import window_metrics
 from ctxeval.report.trends import trend_table, variance_table
 from ctxeval.errors import UserError
-from ctxeval.results.base import write_result
 from ctxeval.results.comparison import COMPARE_JSON, COMPARE_MD, Comparison
 from ctxeval.results.trends import Trends
 from ctxeval.stats.paired import RESAMPLE_SCHEMES
@@ -82,9 +81,7 @@ def run_compare(spec: CompareSpec) -> Comparison:
     report["numerics"] = compare_numerics(manifest_a, spec.model_a or records_a["model"].iloc[0], manifest_b, spec.model_b or records_b["model"].iloc[0])
     failures = gate(report, spec.profile, spec.max_ratio)
     report["gates"] = {"passed": not failures, "failures": failures}
-    result = Comparison.of(report, Path(spec.out))
-    write_result(result.out, result, "compare")
-    return result
+    return Comparison.of(report, Path(spec.out))
 
 
 def run_trends(spec: TrendsSpec) -> Trends:
@@ -94,9 +91,7 @@ def run_trends(spec: TrendsSpec) -> Trends:
     metrics = manifest.metrics
     per_window = window_metrics(records, metrics, manifest.vocab_sizes, manifest.temperatures)
     names = trend_keys(metrics)
-    result = Trends.of(trend_table(per_window, names), variance_table(per_window, names, spec.outlier_sd), spec.outlier_sd, trends_dir(spec))
-    write_result(result.out, result, "trends")
-    return result
+    return Trends.of(trend_table(per_window, names), variance_table(per_window, names, spec.outlier_sd), spec.outlier_sd, trends_dir(spec))
 
 
 def trends_dir(spec: TrendsSpec) -> Path:

@@ -9,16 +9,19 @@ from typing import Any, Optional
 
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
-from ctxeval.backends.registry import check_options
+from ctxeval.backends.registry import check_options, refuse_api_models
 from ctxeval.config import DEFAULT_MODEL
-from ctxeval.data.corpus import CorpusOptions
+from ctxeval.data.corpus import CorpusOptions, open_corpus
 from ctxeval.explorer.diffpage import render_diff
-from ctxeval.modeldiff.command import DEFAULT_TOP_K as DIFF_TOP_K, diff
+from ctxeval.modeldiff.finish import DEFAULT_TOP_K as DIFF_TOP_K, diff_result
 from ctxeval.modeldiff.noise_floor import NoiseFloor
-from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE
-from ctxeval.modeldiff.summary import Bootstrap
+from ctxeval.modeldiff.keytokens import check_gain_run
+from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, DiffRun
+from ctxeval.modeldiff.summary import Bootstrap, bucket_edges
 from ctxeval.options import argument, at_least, comma_ints, group, non_negative, one_of, option, positive
+from ctxeval.pipeline.engine import run
 from ctxeval.pipeline.executors import ExecutorOptions
+from ctxeval.pipeline.manifest import Manifest
 from ctxeval.stats.gates import PROFILES
 from ctxeval.results.diff import DiffResult
 
@@ -73,11 +76,33 @@ class QuietDisplay:
 
 
 def run_diff(spec: DiffSpec) -> DiffResult:
-    """The diff's result (the engine has written it into the run directory); its page is the explorer's."""
-    return diff(spec.ref, spec.cand, spec.texts, render_page=render_diff, window=spec.window, stride=spec.stride, max_tokens=spec.max_tokens, top_k=spec.top_k, reverse=spec.reverse,
-                buckets=spec.buckets, out=spec.out, progress=spec.progress, n_threads=spec.n_threads, profile=spec.profile, max_kl=spec.max_kl,
-                min_same_top=spec.min_same_top, min_windows=spec.min_windows, min_tokens=spec.min_tokens, bootstrap=spec.bootstrap,
-                block_rows=spec.block_rows, key_tokens=spec.key_tokens, corpus=spec.corpus, executor=spec.executor, noise_floor=spec.noise_floor)
+    """Run (or resume) the lockstep comparison of CAND with REF on the same windows of the texts;
+    the run's finisher summarises the records (also over `key_tokens`' key tokens), measures the
+    noise floor where asked, gates and renders them into the result (its page is the
+    explorer's), which the engine writes into the run directory."""
+    full = "the full next-token distribution"
+    refuse_api_models([spec.ref, spec.cand], "diff", full)
+    if spec.noise_floor is not None:
+        refuse_api_models([spec.noise_floor.second_spec(spec.ref)], "--noise-floor", full)
+    stride = spec.window if spec.stride is None else spec.stride
+    edges = bucket_edges(spec.window, spec.buckets)
+    if spec.key_tokens is not None:
+        check_gain_run(Path(spec.key_tokens))
+    loaded = open_corpus(spec.texts, spec.corpus)
+    config = DiffConfig(spec.ref, spec.cand, tuple(r.sha256 for r in loaded.refs), tuple(r.text_id for r in loaded.refs), spec.window, stride, spec.max_tokens,
+                        spec.top_k, spec.reverse, spec.block_rows)
+    bootstrap = spec.bootstrap
+    settings = {"window": spec.window, "stride": stride, "max_tokens": spec.max_tokens, "top_k": spec.top_k, "reverse": spec.reverse, "bucket_edges": edges,
+                "replicates": bootstrap.replicates, "seed": bootstrap.seed, "confidence": bootstrap.confidence}
+    gates = {"profile": spec.profile, "max_kl": spec.max_kl, "min_same_top": spec.min_same_top, "min_windows": spec.min_windows, "min_tokens": spec.min_tokens}
+    floor_run = {"block_rows": spec.block_rows, "n_threads": spec.n_threads, "executor": spec.executor, "progress": spec.progress}
+
+    def finish(run_dir: Path, manifest: Manifest) -> DiffResult:
+        return diff_result(run_dir, manifest, ref=spec.ref, loaded=loaded, settings=settings, bootstrap=bootstrap, key_tokens=spec.key_tokens and Path(spec.key_tokens),
+                           noise_floor=spec.noise_floor, floor_run=floor_run, gates=gates, render_page=render_diff)
+
+    task = DiffRun(config, loaded, spec.n_threads, finish)
+    return run(task, task.spec(), common.out_dir(spec.out, "diff", config), executor=spec.executor, progress=spec.progress)
 
 
 def _echo(result: DiffResult, spec: DiffSpec, display: QuietDisplay) -> tuple[str, int]:

@@ -10,7 +10,7 @@ from ctxeval.backends.registry import check_options, refuse_api_models
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
-from ctxeval.commands.scoring import out_dir, run_scoring
+from ctxeval.commands.scoring import run_scoring
 from ctxeval.config import DEFAULT_MODEL, RunConfig
 from ctxeval.data.corpus import CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
@@ -22,7 +22,6 @@ from ctxeval.probes.gain_report import KeyTokenSettings
 from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
 from ctxeval.probes.retrieval_run import RetrievalConfig, run_retrieval
 from ctxeval.config import MetricConfig
-from ctxeval.results.base import write_result
 from ctxeval.probes.effective_length import DEFAULT_SHARE, UNITS, EstimatorSettings
 from ctxeval.results.context_gain import ContextGainResult, context_gain_result
 from ctxeval.results.effective_length import EffectiveLengthResult, effective_length_result
@@ -181,7 +180,7 @@ def run_context_gain(spec: ContextGainSpec) -> ContextGainResult:
         evaluator_name = manifest.model_names[model_specs.index(evaluator_spec)]
         return context_gain_result(run_dir, manifest, KeyTokenSettings(evaluator_name, spec.alpha, spec.beta, spec.block, spec.replicates, spec.seed))
 
-    return run_scoring(config, loaded, model_specs, planner, out_dir(spec.out, "context-gain", config), spec, None, finish)
+    return run_scoring(config, loaded, model_specs, planner, common.out_dir(spec.out, "context-gain", config), spec, None, finish)
 
 
 def run_effective_length(spec: EffectiveLengthSpec) -> EffectiveLengthResult:
@@ -213,7 +212,7 @@ def run_effective_length(spec: EffectiveLengthSpec) -> EffectiveLengthResult:
                                      alpha=spec.alpha, beta=spec.beta)
         return effective_length_result(run_dir, manifest, metrics, settings)
 
-    return run_scoring(config, loaded, model_specs, planner, out_dir(spec.out, "effective-length", config), spec, None, finish)
+    return run_scoring(config, loaded, model_specs, planner, common.out_dir(spec.out, "effective-length", config), spec, None, finish)
 
 
 def run_retrieval_probe(spec: RetrievalSpec) -> RetrievalResult:
@@ -225,14 +224,12 @@ def run_retrieval_probe(spec: RetrievalSpec) -> RetrievalResult:
     lines = () if spec.tokens else tuple(sorted(set(spec.lines)))
     refuse_api_models(list(spec.models), "retrieval", "the rank of the answer's first token over the whole vocabulary")
     config = RetrievalConfig(spec.variant, lines, tuple(sorted(set(spec.depths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), tokens=token_targets)
-    return run_retrieval(config, out_dir(spec.out, "retrieval", config), retrieval_result, spec.progress, spec.n_threads, spec.executor)
+    return run_retrieval(config, common.out_dir(spec.out, "retrieval", config), retrieval_result, spec.progress, spec.n_threads, spec.executor)
 
 
 def run_probe_report(spec: ProbeReportSpec) -> ProbeReport:
     """Side-by-side Markdown report (and JSON, plot) over sweep/score, context-gain and retrieval runs."""
-    result = probe_report([Path(r) for r in spec.runs], Path(spec.out))
-    write_result(result.out, result, "probe-report")
-    return result
+    return probe_report([Path(r) for r in spec.runs], Path(spec.out))
 
 
 def _echo_gain(result: ContextGainResult, spec: ContextGainSpec, display: QuietDisplay) -> str:
@@ -261,6 +258,6 @@ def _echo_probe_report(result: ProbeReport, spec: ProbeReportSpec, display: None
 COMMANDS = (
     Command("context-gain", ContextGainSpec, run_context_gain, _echo_gain, QuietDisplay, quiet_progress, inputs=("texts",)),
     Command("effective-length", EffectiveLengthSpec, run_effective_length, _echo_effective_length, QuietDisplay, quiet_progress, inputs=("texts",)),
-    Command("retrieval", RetrievalSpec, run_retrieval_probe, _echo_retrieval, QuietDisplay, quiet_progress, api_name="retrieval"),
+    Command("retrieval", RetrievalSpec, run_retrieval_probe, _echo_retrieval, QuietDisplay, quiet_progress),
     Command("probe-report", ProbeReportSpec, run_probe_report, _echo_probe_report, inputs=("runs",), posthoc=lambda spec: (spec.out, spec.runs)),
 )

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional, Protocol
+from typing import Any, Optional
 
 from ctxeval.backends.openai_options import OpenAIOptions, dry_run_table
 from ctxeval.backends.model_options import has_press
@@ -17,18 +17,17 @@ from ctxeval.config import DEFAULT_LENGTHS, MetricConfig, RunConfig, parse_cutof
 from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
 from ctxeval.errors import UserError
-from ctxeval.modeldiff.command import measure_noise_floor
+from ctxeval.modeldiff.finish import measure_noise_floor
 from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_line
 from ctxeval.modeldiff.summary import bucket_edges
 from ctxeval.options import argument, check_spec, comma_floats, comma_ints, fail, group, joined, one_of, option, positive, python_only
 from ctxeval.pipeline import windows
-from ctxeval.pipeline.engine import estimate, run
+from ctxeval.pipeline.engine import estimate, rewrite_result, run
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.scoring.planning import ScorePlanner, SweepPlanner
 from ctxeval.report.numerics import run_markdown
 from ctxeval.report.outputs import load_run
 from ctxeval.report.tables import markdown_tables
-from ctxeval.results.base import write_result
 from ctxeval.results.scoring import RunResult, scoring_result, stored_noise_floor
 from ctxeval.scoring import Finish, ScoringRun, scoring_spec
 
@@ -187,7 +186,7 @@ def run_sweep(spec: SweepSpec) -> RunResult | dict:
     gen_tokens = openai.tokens_per_request if thesis else 1
     thesis_targets = spec.n_compare * gen_tokens if spec.exhaustive else spec.n_compare
     planner = SweepPlanner(lengths, spec.n_compare, spec.seed, spec.repeats, modes, thesis_targets, gen_tokens)
-    return run_scoring(config, loaded, list(spec.models), planner, out_dir(spec.out, "sweep", config), spec, openai, dry_run=spec.dry_run)
+    return run_scoring(config, loaded, list(spec.models), planner, common.out_dir(spec.out, "sweep", config), spec, openai, dry_run=spec.dry_run)
 
 
 def run_score(spec: ScoreSpec) -> RunResult | dict:
@@ -224,14 +223,14 @@ def run_score(spec: ScoreSpec) -> RunResult | dict:
         backend_options=_backend_options([spec.model], spec.openai),
     )
     planner = ScorePlanner(spec.method, spec.window, spec.stride, head or "full", spec.max_tokens)
-    result = run_scoring(config, loaded, [spec.model], planner, out_dir(spec.out, "score", config), spec, spec.openai, dry_run=spec.dry_run)
+    result = run_scoring(config, loaded, [spec.model], planner, common.out_dir(spec.out, "score", config), spec, spec.openai, dry_run=spec.dry_run)
     if spec.noise_floor is None or not isinstance(result, RunResult):
         return result
     floor = measure_noise_floor(spec.model, spec.noise_floor, loaded, window=spec.window, stride=spec.stride, max_tokens=spec.max_tokens,
                                 edges=bucket_edges(spec.window, None), out=floor_dir(result.run_dir), n_threads=spec.n_threads,
                                 executor=spec.executor, progress=spec.progress)
     result = replace(result, noise_floor=floor)
-    write_result(result.run_dir, result, "score")
+    rewrite_result(result.run_dir, result, "score")
     return result
 
 
@@ -246,7 +245,7 @@ def run_summary(spec: SummarySpec) -> RunResult:
     result = scoring_result(run_dir, manifest, metrics, records, corpus=spec.write)
     if spec.write:
         result = replace(result, noise_floor=stored_noise_floor(run_dir))
-        write_result(run_dir, result, "summary")
+        rewrite_result(run_dir, result, "summary")
     if spec.thesis:
         result = replace(result, tables=markdown_tables(result.summary, metrics, result.approx_vs_exact, thesis=True) + "\n" + run_markdown(manifest))
     return result
@@ -261,17 +260,6 @@ def run_scoring(config: RunConfig, texts: Corpus, model_specs: list[str], planne
     if dry_run:
         return estimate(task, out, task.estimate)
     return run(task, scoring_spec(config), out, executor=spec.executor, progress=spec.progress)
-
-
-class Identified(Protocol):
-    """A run's configuration: whatever hashes to its run id (RunConfig, RetrievalConfig, RulerConfig)."""
-
-    def run_id(self) -> str: ...
-
-
-def out_dir(out: str | Path | None, command: str, config: Identified) -> Path:
-    """Default run directory: named by the run id, so the same command resumes the same run."""
-    return Path(out) if out is not None else Path("runs") / f"{command}-{config.run_id()[:8]}"
 
 
 def _thesis_options(models: tuple[str, ...], openai: OpenAIOptions, n_compare: int) -> OpenAIOptions:

@@ -11,7 +11,6 @@ from ctxeval.backends.registry import backend_for
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
-from ctxeval.commands.scoring import out_dir
 from ctxeval.data.texts import DEMO_TEXT_NAME, load_text
 from ctxeval.options import argument, comma_list, comma_ints, group, joined, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
@@ -23,7 +22,7 @@ from ctxeval.explorer.agreementpage import render_agreement
 from ctxeval.agreement.analysis import agreement_markdown, correlations, measure_table
 from ctxeval.agreement.measures import READS, measures_of
 from ctxeval.results.agreement import SCATTER_PNG, AgreementResult
-from ctxeval.results.base import read_result, write_result
+from ctxeval.results.base import read_result
 from ctxeval.results.ruler import RulerResult, ruler_result
 
 RULER_LENGTHS = (1024, 2048, 4096)
@@ -86,7 +85,7 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
         return ruler_result(run_dir, manifest, spec.threshold)
 
-    return run_ruler(config, essay.content, out_dir(spec.out, "ruler", config), finish, spec.progress, spec.n_threads, spec.executor, spec.openai)
+    return run_ruler(config, essay.content, common.out_dir(spec.out, "ruler", config), finish, spec.progress, spec.n_threads, spec.executor, spec.openai)
 
 
 def _echo_ruler(result: RulerResult, spec: RulerSpec, display: QuietDisplay) -> str:
@@ -117,10 +116,8 @@ def run_agreement(spec: AgreementSpec) -> AgreementResult:
         measures += measures_of(read_result(path, reader="agreement", kinds=READS), str(path))
     table = measure_table(measures)
     pairs = correlations(table, spec.replicates, spec.seed)
-    result = AgreementResult(Path(spec.out), [str(p) for p in spec.runs], table, pairs, spec.replicates, spec.seed, render_agreement(table, pairs, SCATTER_PNG),
+    return AgreementResult(Path(spec.out), [str(p) for p in spec.runs], table, pairs, spec.replicates, spec.seed, render_agreement(table, pairs, SCATTER_PNG),
                              agreement_markdown(table, pairs, len(spec.runs), spec.replicates))
-    write_result(result.out, result, "agreement")
-    return result
 
 
 def _echo_agreement(result: AgreementResult, spec: AgreementSpec, display: None) -> str:

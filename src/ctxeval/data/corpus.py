@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ctxeval.data.texts import DEMO_TEXT_NAME, Text, demo_text_path, load_text
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError, UserError
 from ctxeval.options import option, shared
 
 JSONL_SUFFIXES = (".jsonl", ".json")
@@ -116,7 +116,7 @@ def open_corpus(inputs: Sequence[str | Path], options: CorpusOptions = CorpusOpt
         for row, source, row_id, content in _documents(spec, options, None):
             if isinstance(content, _Bad):
                 if not options.skip_bad:
-                    raise UserError(f"{source}: {content.reason}; fix it or pass --skip-bad to skip bad documents")
+                    raise FieldError("skip_bad", f"{source}: {content.reason}; fix it or pass {{name}} to skip bad documents")
                 bad.append({"source": source, "reason": content.reason})
                 continue
             text_id = _unique(row_id if row_id is not None else _file_id(spec, source), seen_ids)
@@ -137,11 +137,11 @@ def open_corpus(inputs: Sequence[str | Path], options: CorpusOptions = CorpusOpt
 
 
 def _check_options(options: CorpusOptions) -> None:
-    for name, value in (("--max-docs", options.max_docs), ("--sample", options.sample)):
+    for name, value in (("max_docs", options.max_docs), ("sample", options.sample)):
         if value is not None and value < 1:
-            raise UserError(f"{name} must be a positive integer, got {value}")
+            raise FieldError(name, f"must be a positive integer, got {value}")
     if not options.text_field:
-        raise UserError("--text-field must not be empty")
+        raise FieldError("text_field", "must not be empty")
 
 
 def _unique(text_id: str, seen: dict[str, int]) -> str:
@@ -195,7 +195,7 @@ def _read_bytes(path: Path, spec: str) -> bytes:
 def _folder(root: Path, options: CorpusOptions, rows: set[int] | None) -> Iterator[Doc]:
     files = sorted(p for p in root.rglob(options.glob) if p.is_file())
     if not files:
-        raise UserError(f"directory {root} holds no file matching --glob {options.glob!r}")
+        raise FieldError("glob", f"directory {root} holds no file matching {{name}} {options.glob!r}")
     for row, file in enumerate(files):
         if rows is not None and row not in rows:
             continue

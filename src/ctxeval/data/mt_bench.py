@@ -10,6 +10,7 @@ pre-generated answer exactly. The reference score of a model on a question is it
 
 from __future__ import annotations
 
+import csv
 import json
 from collections import defaultdict
 from dataclasses import dataclass
@@ -86,3 +87,18 @@ def human_net_wins(questions: list[RankingQuestion], llmbar_path: Path | None = 
         for model, delta in ((winner, 1.0), (loser, -1.0)):
             scores[q.question_id][model] = scores[q.question_id].get(model, 0.0) + delta
     return dict(scores), {"votes_matched": matched, "votes_unmatched": unmatched, "source": str(path)}
+
+
+def read_reference(path: Path) -> dict[str, dict[str, float]]:
+    """Reference scores per question and model from a CSV `question_id,model,score` (higher = better)."""
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        table: dict[str, dict[str, float]] = {}
+        for row in rows:
+            table.setdefault(str(row["question_id"]), {})[row["model"]] = float(row["score"])
+    except FileNotFoundError:
+        raise UserError(f"reference file not found: {path}") from None
+    except (KeyError, ValueError, TypeError):
+        raise UserError(f"{path}: expected a CSV with columns question_id, model, score (a number)") from None
+    return table

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError
 from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN
 from ctxeval.explorer.render import render_report, write_atomic
 
@@ -14,9 +14,9 @@ __all__ = ["write_report", "DEFAULT_TOP_K_SHOWN"]
 def write_report(run_dirs: list[Path], out: Path, top_k_shown: int = DEFAULT_TOP_K_SHOWN) -> Path:
     """Render the report of `run_dirs` into `out` atomically (never a half-written file)."""
     if top_k_shown < 0:
-        raise UserError(f"--top-k-shown must be zero or positive, got {top_k_shown}")
+        raise FieldError("top_k_shown", f"must be zero or positive, got {top_k_shown}")
     html = render_report([Path(d) for d in run_dirs], top_k_shown)
     out = Path(out)
     if out.is_dir():
-        raise UserError(f"--out {out} is a directory; give a file name such as report.html")
+        raise FieldError("out", f"{out} is a directory; give a file name such as report.html")
     return write_atomic(out, html)

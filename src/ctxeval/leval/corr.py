@@ -17,7 +17,7 @@ import json
 import math
 from pathlib import Path
 
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError, UserError
 from ctxeval.results.base import read_result
 from ctxeval.results.correlations import Correlation
 from ctxeval.results.leval import SCORES_JSON, LevalResult
@@ -71,7 +71,7 @@ def read_human(path: Path, column: str | None = None) -> dict[str, float]:
     columns = sorted({k for row in table.values() for k in row})
     if column is None:
         if len(columns) != 1:
-            raise UserError(f"{path}: several score columns {columns}; choose one with --column")
+            raise FieldError("column", f"{path}: several score columns {columns}; choose one with {{name}}")
         column = columns[0]
     missing = [m for m, row in table.items() if column not in row]
     if missing:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError
 from ctxeval.probes.keytokens import tokens_within
 from ctxeval.results.base import read_result
 from ctxeval.results.context_gain import ContextGainResult
@@ -31,7 +31,7 @@ def key_token_mask(records: pd.DataFrame, texts: list[dict], gain_run: Path) -> 
     mask = np.zeros(len(records), dtype=bool)
     for text in texts:
         if text["sha256"] not in gain_ids:
-            raise UserError(f"--key-tokens {gain_run} did not score text {text['text_id']}")
+            raise FieldError("key_tokens", f"{gain_run} did not score text {text['text_id']}")
         spans = gain.key_spans[gain_ids[text["sha256"]]]
         rows = (records["text_id"] == text["text_id"]).to_numpy()
         mask[rows] = tokens_within(records["char_start"].to_numpy()[rows], records["char_end"].to_numpy()[rows], spans)

@@ -19,11 +19,15 @@ import pandas as pd
 
 from ctxeval.backends.model_options import split_spec
 from ctxeval.backends.registry import check_options
-from ctxeval.errors import UserError
-from ctxeval.options import option, shared
+from ctxeval.errors import FieldError
+from ctxeval.options import option, positive, shared
 
 NOISE_DIR = "noise_floor"  # the floor's own diff run, inside the run it belongs to
 DEFAULT_NOISE_WINDOWS = 8
+
+
+def _second_path(path: str) -> str | None:
+    return None if path and path != "?" else "needs a second numeric path: model options such as '?flash_attn=1' or a model spec"
 
 
 @dataclass(frozen=True)
@@ -32,15 +36,9 @@ class NoiseFloor:
     options added to the run's model spec (`?flash_attn=1`, `?n_batch=7`) or a whole model spec
     for the same weights (`hf:gemma-3-270m`)."""
 
-    path: str = option("--noise-floor", "Re-score a seeded sample of the windows with the model (diff: REF) on a second numeric path and compare token by token: model options added to the model ('?flash_attn=1', '?n_batch=7', '?threads=1') or a model spec on the same weights ('hf:gemma-3-270m'). Reports max |delta logprob|, rank changes, top-1 flips and the KL between the paths: the floor below which a difference is numerics, not the model.", shown=None, cli_type=Optional[str])
-    windows: int = option("--noise-windows", "Windows in --noise-floor's seeded sample (seed: --seed).", DEFAULT_NOISE_WINDOWS)
+    path: str = option("--noise-floor", "Re-score a seeded sample of the windows with the model (diff: REF) on a second numeric path and compare token by token: model options added to the model ('?flash_attn=1', '?n_batch=7', '?threads=1') or a model spec on the same weights ('hf:gemma-3-270m'). Reports max |delta logprob|, rank changes, top-1 flips and the KL between the paths: the floor below which a difference is numerics, not the model.", shown=None, cli_type=Optional[str], check=_second_path)
+    windows: int = option("--noise-windows", "Windows in --noise-floor's seeded sample (seed: --seed).", DEFAULT_NOISE_WINDOWS, check=positive)
     seed: int = field(default=0, metadata=shared("seed"))  # the command's --seed
-
-    def __post_init__(self) -> None:
-        if not self.path or self.path == "?":
-            raise UserError("--noise-floor needs a second numeric path: model options such as '?flash_attn=1' or a model spec")
-        if self.windows < 1:
-            raise UserError(f"--noise-windows must be a positive integer, got {self.windows}")
 
     def second_spec(self, model: str) -> str:
         """The model spec of the second path: `model` with the options added, or `path` itself."""
@@ -51,7 +49,7 @@ class NoiseFloor:
         merged = {**options, **added}
         second = base + "?" + "&".join(f"{k}={v}" for k, v in merged.items())
         if merged == options:
-            raise UserError(f"--noise-floor {self.path!r} leaves {model!r} on the same numeric path; name an option that changes it")
+            raise FieldError("path", f"{self.path!r} leaves {model!r} on the same numeric path; name an option that changes it")
         return check_options(second)
 
 

@@ -23,7 +23,7 @@ from ctxeval.data.corpus import Corpus
 from ctxeval.modeldiff.divergence import DiffScores
 from ctxeval.modeldiff.pair import DiffTask, ModelPair, PairSpec
 from ctxeval.backends.base import ScorerBase
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError, UserError
 from ctxeval.pipeline.engine import Plan, RunSpec
 from ctxeval.pipeline.executors import ScorerSpec, Work
 from ctxeval.pipeline.executors.work import Job, one_per_unit, work_item
@@ -192,7 +192,7 @@ def check_pair(pair: ModelPair, window: int) -> str:
     for scorer in (ref, cand):
         needed = window + (1 if scorer.info.uses_bos else 0)
         if needed > scorer.info.n_ctx_train:
-            raise UserError(f"--window {window} needs {needed} tokens per pass, beyond {scorer.name}'s training context of {scorer.info.n_ctx_train}")
+            raise FieldError("window", f"{window} needs {needed} tokens per pass, beyond {scorer.name}'s training context of {scorer.info.n_ctx_train}")
     if ref.info.vocab_size != cand.info.vocab_size or ref.info.bos_id != cand.info.bos_id:
         raise UserError(f"{ref.name} and {cand.name} have different vocabularies ({ref.info.vocab_size} and {cand.info.vocab_size} tokens, "
                         f"BOS {ref.info.bos_id} and {cand.info.bos_id}); a KL divergence needs one vocabulary")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError, UserError
 from ctxeval.options import shared
 from ctxeval.stats.gates import log_and_display, resampling_unit
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_SEED, replicates_option
@@ -49,9 +49,9 @@ def bucket_edges(window: int, edges: tuple[int, ...] | None = None) -> list[int]
     1K, 2K, ... doubling up to the window."""
     if edges:
         if list(edges) != sorted(set(edges)) or edges[0] != 0:
-            raise UserError(f"--buckets must start at 0 and increase, got {','.join(map(str, edges))}")
+            raise FieldError("buckets", f"must start at 0 and increase, got {','.join(map(str, edges))}")
         if edges[-1] >= window:
-            raise UserError(f"--buckets edges must lie below --window {window}, got {edges[-1]}")
+            raise FieldError("buckets", f"edges must lie below {{window}} {window}, got {edges[-1]}")
         return [*edges, window]
     out = [0]
     hi = FIRST_BUCKET

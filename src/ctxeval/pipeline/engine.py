@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from ctxeval.backends.numeric_path import numeric_path
 from ctxeval.config import config_id
-from ctxeval.errors import IncompleteRun, UserError, a_or_an
+from ctxeval.errors import FieldError, IncompleteRun, a_or_an
 from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work, WorkerModel, open_executor
 from ctxeval.pipeline.fingerprint import run_fingerprints
 from ctxeval.pipeline.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, write_manifest
@@ -186,16 +186,22 @@ def _finished(task: RunTask[R], out: Path, manifest: Manifest, command: str) -> 
     return result
 
 
-def record_posthoc(out: Path, command: str, config: dict[str, Any], inputs: Sequence[str | Path], seconds: float) -> None:
-    """The manifest of a command that computes from finished outputs and loads no model
-    (compare, trends, probe-report, leval, leval-corr): what it read and with which settings,
-    so its folder says what it is like every run directory."""
+def write_posthoc(out: Path, result: Result, command: str, config: dict[str, Any], inputs: Sequence[str | Path], seconds: float) -> None:
+    """Write the result of a command that computes from finished outputs and loads no model
+    (compare, trends, probe-report, agreement, leval, leval-corr), then its manifest: what it
+    read and with which settings, so its folder says what it is like every run directory."""
     out = Path(out)
     check_posthoc_out(out, command)
+    write_result(out, result, command)
     manifest = Manifest(command=command, run_id=config_id(config), config=config, models=[], status="complete",
                         created=now(), versions=versions(), plan={"inputs": [str(p) for p in inputs]}, timing={"seconds_this_session": round(seconds, 2)})
-    out.mkdir(parents=True, exist_ok=True)
     write_manifest(out, manifest)
+
+
+def rewrite_result(out: Path, result: Result, command: str) -> None:
+    """Write a finished run's result again with what a later step added (`summary --write`'s
+    metric settings, `score --noise-floor`'s floor); its records and manifest stay as they are."""
+    write_result(out, result, command)
 
 
 def check_posthoc_out(out: Path, command: str) -> None:
@@ -203,7 +209,7 @@ def check_posthoc_out(out: Path, command: str) -> None:
     previous = existing_manifest(Path(out))
     if previous is not None and previous.command != command:
         found = f"{a_or_an(previous.command)} run" if previous.command else "a run of an unknown kind"
-        raise UserError(f"{out} holds {found}, not a {command} output; choose another --out or remove it")
+        raise FieldError("out", f"{out} holds {found}, not a {command} output; choose another {{name}} or remove it")
 
 
 def estimate(task: RunTask, out: Path, what: Callable[[list[WorkerModel], Plan], dict]) -> dict:

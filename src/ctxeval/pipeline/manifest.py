@@ -28,7 +28,7 @@ import numpy as np
 
 from ctxeval.backends.numeric_path import NumericPath
 from ctxeval.config import MetricConfig
-from ctxeval.errors import UserError, a_or_an
+from ctxeval.errors import FieldError, UserError, a_or_an
 from ctxeval.pipeline.fingerprint import Fingerprint
 
 MANIFEST_FILE = "manifest.json"
@@ -191,15 +191,15 @@ def existing_manifest(run_dir: Path, run_id: str | None = None, what: str = "run
     the refusal names the kind of run found there when it is not `command`'s, so a user who
     pointed --out at another command's run reads what is there, not "another configuration"."""
     if Path(run_dir).exists() and not Path(run_dir).is_dir():
-        raise UserError(f"--out {run_dir} is a file, not a folder; choose another --out or remove it")
+        raise FieldError("out", f"{{name}} {run_dir} is a file, not a folder; choose another {{name}} or remove it")
     if not (Path(run_dir) / MANIFEST_FILE).exists():
         return None
     previous = read_manifest(run_dir)
     if run_id is not None and previous.run_id != run_id:
         if command is not None and previous.command != command:
             found = f"{a_or_an(previous.command)} run" if previous.command else "a run of an unknown kind"
-            raise UserError(f"{run_dir} holds {found}, not a {command} run; choose another --out or remove it")
-        raise UserError(f"{run_dir} holds a {what} with a different configuration; choose another --out or remove it")
+            raise FieldError("out", f"{run_dir} holds {found}, not a {command} run; choose another {{name}} or remove it")
+        raise FieldError("out", f"{run_dir} holds a {what} with a different configuration; choose another {{name}} or remove it")
     return previous
 
 

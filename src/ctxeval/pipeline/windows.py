@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError, UserError
 
 METHODS = ("chunked", "sliding", "fixed")
 CONTEXT_MODES = ("exact", "approx", "thesis")
@@ -69,7 +69,7 @@ def sliding(n_tokens: int, window: int, stride: int) -> list[Pass]:
     """
     _check_positive(window=window, stride=stride)
     if stride > window:
-        raise UserError(f"--stride ({stride}) must not exceed --window ({window})")
+        raise FieldError("stride", f"({stride}) must not exceed {{window}} ({window})")
     passes: list[Pass] = []
     prev_end = 0
     for k, begin in enumerate(range(0, n_tokens, stride)):
@@ -96,9 +96,9 @@ def fixed(n_tokens: int, context_len: int, head: str = "full") -> list[Pass]:
     """
     _check_positive(context_len=context_len)
     if head not in HEADS:
-        raise UserError(f"unknown --head {head!r}; choose one of {', '.join(HEADS)}")
+        raise FieldError("head", f"unknown {{name}} {head!r}; choose one of {', '.join(HEADS)}")
     if head == "skip" and n_tokens <= context_len:
-        raise UserError(f"text has {n_tokens} tokens; --window {context_len} with --head skip needs at least {context_len + 1}")
+        raise FieldError("window", f"text has {n_tokens} tokens; {{name}} {context_len} with {{head}} skip needs at least {context_len + 1}")
     mode = "capped" if head == "full" else "exact"
     passes = []
     if head == "full" and n_tokens > 0:
@@ -214,8 +214,8 @@ def max_sweep_start_char(char_starts: np.ndarray, length: int, n_compare: int) -
     """Last character at which a window of `length + n_compare` tokens can start in this tokenization."""
     last_token = len(char_starts) - (length + n_compare)
     if last_token < 0:
-        raise UserError(
-            f"text has {len(char_starts)} tokens; context length {length} with --n-compare {n_compare} "
+        raise FieldError(
+            "n_compare", f"text has {len(char_starts)} tokens; context length {length} with {{name}} {n_compare} "
             f"needs at least {length + n_compare}"
         )
     return int(char_starts[last_token])
@@ -248,9 +248,9 @@ def sweep(
         start = int(np.searchsorted(char_starts, start_char, side="left"))
         first_target = start + length
         if first_target + n_compare > n_tokens:
-            raise UserError(
-                f"text has {n_tokens} tokens; a sweep start at character {start_char} with length {length} "
-                f"and --n-compare {n_compare} runs past its end"
+            raise FieldError(
+                "n_compare", f"text has {n_tokens} tokens; a sweep start at character {start_char} with length {length} "
+                f"and {{name}} {n_compare} runs past its end"
             )
         window_id = f"{context_mode[0].upper()}{length}-r{repeat}"
         if context_mode == "approx":
@@ -266,7 +266,10 @@ def sweep(
     return passes
 
 
+_OPTION = {"context_len": "window", "length": "lengths"}  # a window's own name -> the option that sets it
+
+
 def _check_positive(**values: int) -> None:
     for name, value in values.items():
         if value < 1:
-            raise UserError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+            raise FieldError(_OPTION.get(name, name), f"must be a positive integer, got {value}")

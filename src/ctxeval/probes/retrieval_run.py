@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from ctxeval.backends.base import Scorer
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError
 from ctxeval.pipeline.engine import Plan, RunSpec, run
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
@@ -146,7 +146,7 @@ def record_sizes(scorer: Scorer, config: RetrievalConfig) -> list[tuple[int | No
     sizes = [(t, lines_for_tokens(scorer, config.variant, t, config.seed)) for t in config.tokens]
     lines = [n for _, n in sizes]
     if len(set(lines)) < len(lines):
-        raise UserError(f"--tokens {','.join(map(str, config.tokens))} give records of {lines} lines for {scorer.info.name}: choose targets further apart")
+        raise FieldError("tokens", f"{','.join(map(str, config.tokens))} give records of {lines} lines for {scorer.info.name}: choose targets further apart")
     return sizes
 
 
@@ -162,5 +162,5 @@ def lines_for_tokens(scorer: Scorer, variant: str, target: int, seed: int) -> in
     low = N_EXAMPLES + 1
     lines = largest_fitting(lambda n: size(n) <= target, low)
     if lines is None:
-        raise UserError(f"--tokens {target} is too small: the smallest {variant} record ({low} lines) has {size(low)} tokens for {scorer.info.name}")
+        raise FieldError("tokens", f"{target} is too small: the smallest {variant} record ({low} lines) has {size(low)} tokens for {scorer.info.name}")
     return lines

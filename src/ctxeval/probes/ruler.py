@@ -28,7 +28,7 @@ import numpy as np
 
 from ctxeval.backends.base import Scorer
 from ctxeval.backends.logits import BlockScores
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError
 from ctxeval.metrics.ruler import match_all, postprocess_pred
 from ctxeval.probes.answer_tokens import answer_cover, min_margin
 from ctxeval.probes.ruler_aggregation import Rendered
@@ -91,7 +91,7 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     reference_ids = scorer.tokenize(reference)  # as generation would produce it: tokens after the prompt's
     need = len(bos) + len(prompt_ids) + max(len(reference_ids), task.tokens_to_generate)
     if need > info.n_ctx_train:
-        raise UserError(f"--lengths {spec.length} needs {need} tokens of {info.name}, beyond its training context of {info.n_ctx_train}")
+        raise FieldError("lengths", f"{spec.length} needs {need} tokens of {info.name}, beyond its training context of {info.n_ctx_train}")
     prompt = np.asarray(bos + prompt_ids, dtype=np.int32)
     answer = np.asarray(reference_ids, dtype=np.int32)
     text: str | None = None

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from scipy.special import zeta
 
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError
 
 VT_TEMPLATE = ("Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n{context}\n"
                "Question: Find all variables that are assigned the value {query} in the text above.")
@@ -128,7 +128,7 @@ def cwe_words(seed: int) -> tuple[str, ...]:
 def _cwe_list(rng: random.Random, seed: int, num_words: int, common_repeats: int, uncommon_repeats: int, common: int) -> tuple[str, list[str]]:
     words = cwe_words(seed)
     if num_words > len(words):
-        raise UserError(f"a cwe list of {num_words} distinct words exceeds wonderwords' {len(words)}: choose a shorter --lengths")
+        raise FieldError("lengths", f"a cwe list of {num_words} distinct words exceeds wonderwords' {len(words)}: choose a shorter {{name}}")
     chosen = rng.sample(words, num_words)
     top, rest = chosen[:common], chosen[common:]
     listed = top * common_repeats + rest * uncommon_repeats
@@ -169,7 +169,7 @@ def frequent_words(rng: random.Random, size: int, setting: Setting) -> Rendered:
     """One fwe sample of `size` words: word k of the vocabulary appears int(size k^-alpha / zeta(alpha)) times."""
     vocab = fwe_vocabulary(rng, setting)
     if len(vocab) < 4:
-        raise UserError(f"--lengths {setting.length} is too short for fwe: its vocabulary of (length - {FWE_TOKENS}) / 50 coded words needs at least 4")
+        raise FieldError("lengths", f"{setting.length} is too short for fwe: its vocabulary of (length - {FWE_TOKENS}) / 50 coded words needs at least 4")
     k = np.arange(1, len(vocab) + 1)
     counts = (size * (k ** -setting.args["alpha"]) / zeta(setting.args["alpha"])).astype(int)
     words = [w for w, n in zip(vocab, counts) for _ in range(n)]

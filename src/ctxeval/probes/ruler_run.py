@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ctxeval.backends.base import Scorer
 from ctxeval.config import config_id
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError
 from ctxeval.pipeline.engine import Plan, RunSpec, run
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
@@ -116,7 +116,7 @@ class RulerRun:
         config, info = self.config, scorer.info
         too_long = [n for n in config.lengths if n > info.n_ctx_train]
         if too_long:
-            raise UserError(f"--lengths {too_long[0]} is beyond {info.name}'s training context of {info.n_ctx_train} tokens")
+            raise FieldError("lengths", f"{too_long[0]} is beyond {info.name}'s training context of {info.n_ctx_train} tokens")
 
         def count(text: str) -> int:
             return len(scorer.tokenize(text))

@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError, UserError
 from ctxeval.probes.ruler_aggregation import Rendered, Setting, vt_body, vt_example
 from ctxeval.probes.ruler_tasks import TASKS, TaskDef
 from ctxeval.probes.sizing import largest_fitting
@@ -72,11 +72,11 @@ def fit_size(task_name: str, length: int, seed: int, essay: str, count: CountTok
             size += step
         size -= step
         if size < 1:
-            raise UserError(f"--lengths {length} is too short for {task_name} with {model}")
+            raise FieldError("lengths", f"{length} is too short for {task_name} with {model}")
         return size
     size = largest_fitting(lambda n: tokens(n) <= budget, task.smallest_size())
     if size is None:
-        raise UserError(f"--lengths {length} is too short for {task_name} with {model}: its smallest prompt needs more than {budget} tokens "
+        raise FieldError("lengths", f"{length} is too short for {task_name} with {model}: its smallest prompt needs more than {budget} tokens "
                         f"plus {task.tokens_to_generate} to generate")
     return size
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.config import MetricConfig
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError, UserError
 from ctxeval.pipeline.manifest import Manifest
 from ctxeval.pairing import KEY, Pairing
 from ctxeval.report.numerics import markdown_lines
@@ -33,7 +33,7 @@ def window_table(records: pd.DataFrame, manifest: Manifest, metrics: MetricConfi
         if df.empty:
             raise UserError(f"run {label} has no records of model {model!r} (it has {', '.join(models)})")
     elif len(models) > 1:
-        raise UserError(f"run {label} holds several models ({', '.join(models)}); choose one with --model-{label.lower()}")
+        raise FieldError(f"model_{label.lower()}", f"run {label} holds several models ({', '.join(models)}); choose one with {{name}}")
     if context_mode is not None:
         df = df[df["context_mode"] == context_mode]
         if df.empty:
@@ -46,7 +46,7 @@ def window_table(records: pd.DataFrame, manifest: Manifest, metrics: MetricConfi
     duplicated = table.duplicated(KEY, keep=False)
     if duplicated.any():
         modes = sorted(df["context_mode"].unique())
-        raise UserError(f"run {label} scored the same span in several windows (context modes {', '.join(modes)}); choose one with --context-mode-{label.lower()}")
+        raise FieldError(f"context_mode_{label.lower()}", f"run {label} scored the same span in several windows (context modes {', '.join(modes)}); choose one with {{name}}")
     return table
 
 
@@ -66,7 +66,7 @@ def nan_error(excluded: list[dict]) -> UserError:
     """The one-line error of `--nan-windows error`, naming the windows."""
     shown = ", ".join(_label(w) for w in excluded[:10])
     more = f" and {len(excluded) - 10} more" if len(excluded) > 10 else ""
-    return UserError(f"{len(excluded)} paired windows have a NaN loss ({shown}{more}); pass --nan-windows exclude to leave them out (they are listed in the report)")
+    return FieldError("nan_windows", f"{len(excluded)} paired windows have a NaN loss ({shown}{more}); pass {{name}} exclude to leave them out (they are listed in the report)")
 
 
 def _label(window: dict) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from ctxeval.config import MetricConfig
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError, UserError
 from ctxeval.pipeline.manifest import SCORING_COMMANDS, Manifest, read_manifest, require_command
 from ctxeval.pipeline.records import RECORDS_FILE, read_records
 from ctxeval.report.numerics import run_markdown
@@ -45,7 +45,7 @@ def require_complete(run_dir: Path, manifest: Manifest) -> None:
 def compute(run_dir: Path, manifest: Manifest, records: pd.DataFrame, metrics: MetricConfig) -> Summaries:
     """Summaries of `records` (the run in `run_dir`) under `metrics`."""
     if metrics.approx_k > manifest.top_k:
-        raise UserError(f"--approx-k {metrics.approx_k} exceeds the top-k stored by this run ({manifest.top_k})")
+        raise FieldError("approx_k", f"{metrics.approx_k} exceeds the top-k stored by this run ({manifest.top_k})")
     summary = summarize(records, metrics, manifest.vocab_sizes, manifest.temperatures)
     versus = approx_vs_exact(records)
     return Summaries(summary, versus, markdown_tables(summary, metrics, versus) + "\n" + run_markdown(manifest))

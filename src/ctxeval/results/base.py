@@ -20,30 +20,13 @@ from importlib import import_module, metadata
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from ctxeval.errors import UserError, a_or_an
+from ctxeval import catalog
+from ctxeval.errors import FieldError, UserError, a_or_an
 
 RESULT_FILE = "result.json"
 
 T = TypeVar("T", bound="Result")
 
-# kind -> module defining it: read_result imports only the module of the kind it finds
-KIND_MODULES: dict[str, str] = {
-    "scoring": "ctxeval.results.scoring",
-    "comparison": "ctxeval.results.comparison",
-    "trends": "ctxeval.results.trends",
-    "context-gain": "ctxeval.results.context_gain",
-    "retrieval": "ctxeval.results.retrieval",
-    "probe-report": "ctxeval.results.probe_report",
-    "diff": "ctxeval.results.diff",
-    "judge": "ctxeval.results.judge",
-    "pplqa": "ctxeval.results.pplqa",
-    "meta-eval": "ctxeval.results.meta_eval",
-    "leval": "ctxeval.results.leval",
-    "correlations": "ctxeval.results.correlations",
-    "effective-length": "ctxeval.results.effective_length",
-    "ruler": "ctxeval.results.ruler",
-    "agreement": "ctxeval.results.agreement",
-}
 _KINDS: dict[str, type[Result]] = {}
 
 
@@ -82,8 +65,8 @@ def write_result(out: str | Path, result: Result, command: str) -> Path:
     if header.is_file():
         found = read_header(out)
         if found["kind"] != result.KIND:
-            raise UserError(f"{out} holds a {found['kind']} result" + (f" (from `ctxeval {found['command']}`)" if found["command"] else "")
-                            + f", not a {result.KIND} result; choose another --out or remove it")
+            raise FieldError("out", f"{out} holds a {found['kind']} result" + (f" (from `ctxeval {found['command']}`)" if found["command"] else "")
+                             + f", not a {result.KIND} result; choose another {{name}} or remove it")
     header.unlink(missing_ok=True)  # no stale header while the files are rewritten
     result.write_files(out)
     payload = {"kind": result.KIND, "version": result.VERSION, "command": command, "files": list(result.files()), "ctxeval": _version()}
@@ -133,10 +116,10 @@ def read_result(path: str | Path, *, reader: str | None = None, kinds: Collectio
 
 def result_class(kind: str) -> type[Result]:
     """The class of an output kind (its module is imported on first use)."""
-    if kind not in _KINDS and kind in KIND_MODULES:
-        import_module(KIND_MODULES[kind])
+    if kind not in _KINDS and kind in catalog.RESULTS:
+        import_module(catalog.RESULTS[kind][0])
     if kind not in _KINDS:
-        raise UserError(f"unknown result kind {kind!r}: written by a newer ctxeval? (this one reads {', '.join(sorted(KIND_MODULES))})")
+        raise UserError(f"unknown result kind {kind!r}: written by a newer ctxeval? (this one reads {', '.join(sorted(catalog.RESULTS))})")
     return _KINDS[kind]
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from ctxeval.pipeline import windows
 from ctxeval.backends.base import ModelInfo
 from ctxeval.data.texts import Text
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError, UserError
 from ctxeval.pipeline.tokens import TokenizedText
 from ctxeval.pipeline.windows import Pass
 
@@ -178,6 +178,6 @@ class EffectiveLengthPlanner:
         for tt in per_model:
             firsts = np.searchsorted(tt.char_starts, chars, side="left")
             if firsts[0] < longest or np.any(np.diff(firsts) < self.targets):
-                raise UserError(f"text {text.text_id}: the tokenizers share too few token boundaries to place {self.spans} spans of "
-                                f"{self.targets} targets apart; use fewer --starts or --targets")
+                raise FieldError("starts", f"text {text.text_id}: the tokenizers share too few token boundaries to place {self.spans} spans of "
+                                 f"{self.targets} targets apart; use fewer {{name}} or {{targets}}")
         return chars

@@ -13,7 +13,7 @@ import codecs
 from concurrent.futures import Future
 
 from ctxeval.backends.base import Scorer, SpecialTokens
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError
 from ctxeval.server.errors import ApiError
 from ctxeval.server.settings import ServerSettings
 from ctxeval.server.worker import ModelWorker, QueueFull
@@ -24,7 +24,7 @@ class ServedModel:
 
     def __init__(self, scorer: Scorer, settings: ServerSettings) -> None:
         if settings.n_ctx > scorer.info.n_ctx_train:
-            raise UserError(f"--n-ctx {settings.n_ctx} exceeds {scorer.info.name}'s training context of {scorer.info.n_ctx_train} tokens")
+            raise FieldError("n_ctx", f"{settings.n_ctx} exceeds {scorer.info.name}'s training context of {scorer.info.n_ctx_train} tokens")
         self.scorer = scorer
         self.settings = settings
         self.info = scorer.info

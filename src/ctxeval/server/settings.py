@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxeval.config import DEFAULT_MODEL
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError
 
 STRING_BOS = ("model", "none")  # what a string prompt gets before its tokens
 
@@ -39,14 +39,14 @@ class ServerSettings:
     def check(self) -> None:
         """Refuse impossible settings before the model loads (one line each)."""
         if not 1 <= self.port <= 65535:
-            raise UserError(f"--port must be between 1 and 65535, got {self.port}")
-        for name, value in (("--n-ctx", self.n_ctx), ("--max-queue", self.max_queue), ("--max-body-bytes", self.max_body_bytes), ("--batch-tokens", self.batch_tokens)):
+            raise FieldError("port", f"must be between 1 and 65535, got {self.port}")
+        for name, value in (("n_ctx", self.n_ctx), ("max_queue", self.max_queue), ("max_body_bytes", self.max_body_bytes), ("batch_tokens", self.batch_tokens)):
             if value < 1:
-                raise UserError(f"{name} must be a positive integer, got {value}")
+                raise FieldError(name, f"must be a positive integer, got {value}")
         if self.max_logprobs < 0:
-            raise UserError(f"--max-logprobs must be >= 0, got {self.max_logprobs}")
+            raise FieldError("max_logprobs", f"must be >= 0, got {self.max_logprobs}")
         if self.string_bos not in STRING_BOS:
-            raise UserError(f"--string-bos must be one of {', '.join(STRING_BOS)}, got {self.string_bos!r}")
+            raise FieldError("string_bos", f"must be one of {', '.join(STRING_BOS)}, got {self.string_bos!r}")
 
 
 def server_settings(model: str, chat_template: str | Path | None, api_key_env: str | None, **options) -> ServerSettings:
@@ -56,11 +56,11 @@ def server_settings(model: str, chat_template: str | Path | None, api_key_env: s
     if chat_template is not None:
         path = Path(chat_template)
         if not path.is_file():
-            raise UserError(f"--chat-template: file not found: {path}")
+            raise FieldError("chat_template", f"{{name}}: file not found: {path}")
         template = path.read_text(encoding="utf-8")
     api_key = None
     if api_key_env is not None:
         api_key = os.environ.get(api_key_env)
         if not api_key:
-            raise UserError(f"--api-key-env {api_key_env}: that environment variable is not set")
+            raise FieldError("api_key_env", f"{api_key_env}: that environment variable is not set")
     return ServerSettings(model=model, chat_template=template, api_key=api_key, **options)

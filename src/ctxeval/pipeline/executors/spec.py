@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ctxeval.backends.base import ScorerBase
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError
 from ctxeval.options import option
 
 EXECUTORS = ("local", "ray")
@@ -27,15 +27,15 @@ class ExecutorOptions:
     def check(self) -> None:
         """Refuse impossible settings with one clear line."""
         if self.kind not in EXECUTORS:
-            raise UserError(f"unknown --executor {self.kind!r}; choose one of {', '.join(EXECUTORS)}")
+            raise FieldError("kind", f"unknown {{name}} {self.kind!r}; choose one of {', '.join(EXECUTORS)}")
         if self.workers < 1:
-            raise UserError(f"--workers must be a positive integer, got {self.workers}")
+            raise FieldError("workers", f"must be a positive integer, got {self.workers}")
         if self.threads_per_worker < 1:
-            raise UserError(f"--threads-per-worker must be a positive integer, got {self.threads_per_worker}")
+            raise FieldError("threads_per_worker", f"must be a positive integer, got {self.threads_per_worker}")
         if self.gpus_per_worker < 0:
-            raise UserError(f"--gpus-per-worker must not be negative, got {self.gpus_per_worker}")
+            raise FieldError("gpus_per_worker", f"must not be negative, got {self.gpus_per_worker}")
         if self.kind == "local" and (self.workers != 1 or self.address or self.gpus_per_worker or self.threads_per_worker != 1):
-            raise UserError("--workers, --address, --threads-per-worker and --gpus-per-worker apply to --executor ray only")
+            raise FieldError("kind", "{workers}, {address}, {threads_per_worker} and {gpus_per_worker} apply to {name} ray only")
 
 
 class WorkerModel(Protocol):

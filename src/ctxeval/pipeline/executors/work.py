@@ -17,7 +17,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 
 from ctxeval.backends.base import ModelInfo
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError
 from ctxeval.pipeline.tokens import TokenizedText
 from ctxeval.pipeline.windows import Pass
 
@@ -71,7 +71,7 @@ def work_item(info: ModelInfo, tt: TokenizedText, p: Pass) -> WorkItem:
     text_ids = tt.ids[p.context_start : p.target_end]
     bos = [info.bos_id] if info.uses_bos else []
     if not bos and p.target_start == p.context_start:
-        raise UserError(f"{info.name} has no BOS token, so a target with no context cannot be scored; use --method fixed --head skip or a sweep")
+        raise FieldError("method", f"{info.name} has no BOS token, so a target with no context cannot be scored; use {{method}} fixed {{head}} skip or a sweep")
     input_ids = np.concatenate([np.asarray(bos, dtype=np.int32), text_ids]).astype(np.int32)
     targets = np.arange(p.target_start, p.target_end)
     # the logits at input position j predict the token after it
