@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from ctxeval.backends.numeric_path import NumericPath, differences, numeric_path
+from ctxeval.pipeline.machine_path import numeric_path
+from ctxeval.pipeline.numeric_path import NumericPath, differences
 from ctxeval.pipeline.fingerprint import Fingerprint, FingerprintColumns, differing_documents, fingerprint, header, run_fingerprints
 from ctxeval.pipeline.records import TOKENS, PartWriter, merge_parts
 from ctxeval.report.numerics import pair_numerics

@@ -130,7 +130,7 @@ def test_the_tables_a_result_carries_are_the_tables_written(tmp_path):
 
 
 def test_version_3_keeps_typed_numeric_paths_and_fingerprints(tmp_path):
-    from ctxeval.backends.numeric_path import NumericPath
+    from ctxeval.pipeline.numeric_path import NumericPath
     from ctxeval.pipeline.fingerprint import Fingerprint
 
     paths = [NumericPath("llamacpp", {"llama-cpp-python": "0.3.36"}, "cpu", "AMD EPYC", ("avx2",), ("AVX2",), None, "Q4_K_M", 512, False, "f16", 2),

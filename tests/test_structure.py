@@ -226,6 +226,13 @@ def test_commands_import_no_cli_or_api():
     assert {m: b for m, b in bad.items() if b} == {}
 
 
+def test_report_imports_no_backend():
+    """Renderers read what runs recorded (a manifest's numeric paths are plain records); they
+    never reach into a model backend."""
+    bad = {m: sorted(i for i in imported if _in(i, ("ctxeval.backends",))) for m, imported in _imports_of(REPORT).items()}
+    assert {m: b for m, b in bad.items() if b} == {}
+
+
 def test_metrics_and_stats_import_nothing_above_them():
     allowed = ("ctxeval.metrics", "ctxeval.stats", "ctxeval.errors", "ctxeval.options")
     bad = {m: sorted(i for i in imported if not _in(i, allowed)) for m, imported in _imports_of(("ctxeval.metrics", "ctxeval.stats")).items()}

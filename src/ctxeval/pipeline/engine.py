@@ -15,7 +15,7 @@ every command (sweep, score, context-gain, retrieval, pplqa, meta-eval, judge) i
    failed (listed in `failed_passes`; `IncompleteRun` is raised, the CLI exits with
    `EXIT_INCOMPLETE`, and a re-run of the same command retries only that work);
    For token records, one fingerprint per model (pipeline/fingerprint.py) joins the manifest;
-   every manifest records each model's numeric path (backends/numeric_path.py);
+   every manifest records each model's numeric path (pipeline/numeric_path.py, built by machine_path.py);
 6. calls the task's `finish`, which returns the command's `Result`, and writes it
    (results/base.py); `model_done`, called once per model whose work is recorded, lets a task
    keep what only the loaded model knows.
@@ -38,7 +38,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import pyarrow as pa
 
-from ctxeval.backends.numeric_path import numeric_path
+from ctxeval.pipeline.machine_path import numeric_path
 from ctxeval.config import config_id
 from ctxeval.errors import FieldError, IncompleteRun, a_or_an
 from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work, WorkerModel, open_executor

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ctxeval.backends.numeric_path import NumericPath
+from ctxeval.pipeline.numeric_path import NumericPath
 from ctxeval.config import MetricConfig
 from ctxeval.errors import FieldError, UserError, a_or_an
 from ctxeval.pipeline.fingerprint import Fingerprint

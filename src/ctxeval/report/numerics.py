@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxeval.backends.numeric_path import NumericPath, differences
+from ctxeval.pipeline.numeric_path import NumericPath, differences
 from ctxeval.pipeline.fingerprint import Fingerprint, differing_documents
 from ctxeval.pipeline.manifest import Manifest
 
