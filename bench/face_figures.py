@@ -5,7 +5,8 @@
 - option declarations: CLI flags declared with a help text (`typer.Option("--x", help=...)` or a
   spec field's `option("--x", ...)`), and how many of them repeat a flag declared elsewhere;
 - literal defaults written more than once: the same `name = <number>` default (a function
-  parameter or a dataclass field) on several lines, e.g. `replicates = 2000`;
+  parameter, a dataclass field, or a spec field's `option(..., default)`) on several lines,
+  e.g. `replicates = 2000`;
 - lines of cli.py and api.py, and functions longer than 50 lines.
 """
 
@@ -41,6 +42,17 @@ def _parameter_uses(tree: ast.AST) -> list[str]:
     return names
 
 
+def _option_default(call: ast.Call) -> ast.expr | None:
+    """The default of a spec field declared with `option(flag, help, default)` or
+    `argument(help, default)` (positional or `default=`)."""
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id if isinstance(call.func, ast.Name) else ""
+    position = {"option": 2, "argument": 1}.get(name)
+    if position is None:
+        return None
+    keyword = next((k.value for k in call.keywords if k.arg == "default"), None)
+    return keyword if keyword is not None else call.args[position] if len(call.args) > position else None
+
+
 def _literal_defaults(tree: ast.AST, path: Path) -> list[tuple[str, object, str]]:
     """(name, value, where) of numeric literal defaults of parameters and annotated fields (a
     class constant such as a result kind's `VERSION` is its own, not a shared default)."""
@@ -52,9 +64,10 @@ def _literal_defaults(tree: ast.AST, path: Path) -> list[tuple[str, object, str]
             for arg, default in pairs:
                 if isinstance(default, ast.Constant) and isinstance(default.value, (int, float)) and not isinstance(default.value, bool):
                     found.append((arg.arg, default.value, f"{path}:{default.lineno}"))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and not node.target.id.isupper() and isinstance(node.value, ast.Constant) \
-                and isinstance(node.value.value, (int, float)) and not isinstance(node.value.value, bool):
-            found.append((node.target.id, node.value.value, f"{path}:{node.lineno}"))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and not node.target.id.isupper():
+            default = _option_default(node.value) if isinstance(node.value, ast.Call) else node.value
+            if isinstance(default, ast.Constant) and isinstance(default.value, (int, float)) and not isinstance(default.value, bool):
+                found.append((node.target.id, default.value, f"{path}:{node.lineno}"))
     return found
 
 

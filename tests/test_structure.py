@@ -363,6 +363,20 @@ def test_every_field_error_names_a_spec_field():
                 assert wanted <= names, (_module_name(path), node.lineno, wanted - names)
 
 
+def test_no_default_is_written_twice():
+    """A setting's default lives in one place (its spec field, a group, or a named constant);
+    bench/face_figures.py counts a numeric default written on two lines. The one pair left is
+    two unrelated counters that start at zero (an API client's HTTP attempts, the generate
+    protocol's requests), not a setting."""
+    sys.path.insert(0, str(SRC.parents[1] / "bench"))
+    try:
+        import face_figures
+    finally:
+        sys.path.pop(0)
+    repeated = dict(face_figures.figures(SRC)["most repeated"])
+    assert set(repeated) <= {"requests = 0"}, repeated
+
+
 def test_one_result_class_per_kind_and_every_kind_registered():
     from ctxeval.catalog import RESULTS
     from ctxeval.results.base import result_class

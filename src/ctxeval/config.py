@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from ctxeval.errors import UserError
+from ctxeval.metrics.perplexity import DEFAULT_PENALTY
 from ctxeval.options import comma_floats, non_negative, option, positive
 from ctxeval.stats.defaults import DEFAULT_SEED
 
@@ -39,7 +40,7 @@ class MetricConfig:
     alphas: tuple[float, ...] = option("--alphas", "Comma-separated alphas of the non-linear score e^(-alpha (r-1)).", (0.1, 0.3),
                                        cli_type=str, shown="0.1,0.3", to_value=comma_floats("--alphas"), check=lambda a: "must be positive" if any(x <= 0 for x in a) else None)
     approx_k: int = option("--approx-k", "k of the approximate perplexity (an API's top-k).", 20, check=positive)  # top-k an API would return
-    penalty: float = option("--penalty", "Penalty subtracted from log p_k for tokens outside the top-k.", 3.0, check=non_negative)  # thesis eq. 10
+    penalty: float = option("--penalty", "Penalty subtracted from log p_k for tokens outside the top-k.", DEFAULT_PENALTY, check=non_negative)  # thesis eq. 10
 
     @staticmethod
     def from_dict(stored: dict) -> MetricConfig:

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 import httpx
 
-from ctxeval.backends.openai_options import RetryPolicy, server_root
+from ctxeval.backends.openai_options import DEFAULT_CONCURRENCY, RetryPolicy, server_root
 from ctxeval.backends.request_cache import RequestCache, request_key
 from ctxeval.errors import ScoringFailed
 
@@ -54,7 +54,7 @@ class ApiClient:
         base_url: str,
         api_key: str | None,
         cache: RequestCache | None,
-        concurrency: int = 4,
+        concurrency: int = DEFAULT_CONCURRENCY,
         retry: RetryPolicy = RetryPolicy(),
         seed: int | None = None,
     ) -> None:

@@ -12,6 +12,8 @@ import numpy as np
 from ctxeval.backends.logits import BlockScores
 from ctxeval.errors import UserError
 
+GREEDY = 0.0  # the temperature of a greedy continuation (every backend's default)
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -121,7 +123,7 @@ class ScorerBase(ABC):
         thesis's context schedule; n_c comparisons, or n_c requests if `exhaustive`."""
         raise UserError(f"{self.info.name}: this backend cannot run the thesis API protocol (an openai: model in generate or chat mode can)")
 
-    def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = 0.0, seed: int | None = None) -> list[int]:
+    def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = GREEDY, seed: int | None = None) -> list[int]:
         """Continuation of `input_ids` (Capabilities.generation): greedy at temperature 0, else
         sampled from the distribution at `temperature` with `seed`."""
         raise UserError(f"{self.info.name}: this backend cannot generate text")

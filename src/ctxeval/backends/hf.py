@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ctxeval.backends import head_memory
-from ctxeval.backends.base import Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens
+from ctxeval.backends.base import GREEDY, Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens
 from ctxeval.backends.logits import BlockScores, pick_token, score_block
 from ctxeval.backends.kv_press import PressedModel, PressOptions
 from ctxeval.backends.logits_torch import score_block_device
@@ -235,7 +235,7 @@ class HFScorer(ScorerBase):
                 logits = step(np.asarray([target]))
         return BlockScores.concat(parts)
 
-    def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = 0.0, seed: int | None = None) -> list[int]:
+    def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = GREEDY, seed: int | None = None) -> list[int]:
         """Greedy continuation (ties to the lowest id) with a KV cache, float32 logits from the
         head as scoring computes them; sampled at `temperature` > 0 with a generator seeded by `seed`;
         stops after `max_new_tokens` or at the end-of-sequence token."""

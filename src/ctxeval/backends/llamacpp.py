@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ctxeval.backends.base import Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens
+from ctxeval.backends.base import GREEDY, Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens
 from ctxeval.backends.logits import BlockScores, pick_token, score_block
 from ctxeval.backends.model_files import file_sha256
 from ctxeval.backends.model_options import LlamaCppOptions
@@ -317,7 +317,7 @@ class LlamaCppScorer(ScorerBase):
         bounds = np.cumsum([0] + [len(p[2]) for p in passes])
         return [scores.rows(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
 
-    def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = 0.0, seed: int | None = None) -> list[int]:
+    def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = GREEDY, seed: int | None = None) -> list[int]:
         """Continuation of `input_ids`: at temperature 0 the argmax at every step (ties to the
         lowest id), else a draw from softmax(logits / temperature) with a generator seeded by `seed`.
 
@@ -329,7 +329,7 @@ class LlamaCppScorer(ScorerBase):
         decoder = _StepDecoder(self, len(input_ids) + max_new_tokens)
         return self._decode_until_end(decoder, decoder.feed(np.asarray(input_ids)), [], max_new_tokens, temperature, np.random.default_rng(seed))
 
-    def _decode_until_end(self, decoder: _StepDecoder, logits: np.ndarray, generated: list[int], max_new_tokens: int, temperature: float = 0.0,
+    def _decode_until_end(self, decoder: _StepDecoder, logits: np.ndarray, generated: list[int], max_new_tokens: int, temperature: float = GREEDY,
                           rng: np.random.Generator | None = None) -> list[int]:
         """`generated` continued from `logits` (the row after its last token), one token per decode,
         until `max_new_tokens` tokens or the end-of-generation token."""

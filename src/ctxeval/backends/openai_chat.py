@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxeval.backends.api_client import ApiClient, RequestFailed
+from ctxeval.backends.base import GREEDY
 from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.backends.request_cache import RequestCache
 
@@ -17,11 +18,11 @@ class OpenAIChat:
 
     remote = True
 
-    def __init__(self, model: str, options: OpenAIOptions, max_tokens: int = 2048, temperature: float = 0.0) -> None:
+    def __init__(self, model: str, options: OpenAIOptions, max_tokens: int) -> None:
         self.model = model
         self.concurrency = options.concurrency
         self.max_tokens = max_tokens
-        self.temperature = temperature
+        self.temperature = GREEDY
         self._cache = RequestCache(Path(options.cache)) if options.cache else None
         self.client = ApiClient(options.base_url, os.environ.get(options.api_key_env), self._cache, options.concurrency, options.retry, options.seed)
 
@@ -59,7 +60,7 @@ class ChatSpec:
 
     model: str
     options: OpenAIOptions
-    max_tokens: int = 2048
+    max_tokens: int
 
     def load(self, n_threads: int | None = None) -> OpenAIChat:
         return OpenAIChat(self.model, self.options, self.max_tokens)

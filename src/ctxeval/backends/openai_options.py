@@ -26,6 +26,8 @@ class RetryPolicy:
 MODES = ("auto", "prompt", "generate", "chat")
 API_PREFIX = "/v1"  # OpenAI's routes live under it; llama-cpp-python's /extras/* at the server root
 SYSTEM_PROMPT = "Complete the following text:"  # the thesis's system prompt
+DEFAULT_CONCURRENCY = 4  # requests in flight at once
+OPENAI_TEMPERATURE = 1.0  # the sampling temperature of OpenAI's API when a request names none
 DEFAULT_GEN_TOKENS = 10  # tokens per generation request outside a thesis sweep (there: n_c)
 
 
@@ -41,10 +43,10 @@ class OpenAIOptions:
     tokenizer: str | None = option("--tokenizer", "openai models: a GGUF (gemma-3-270m or .gguf path) with the served model's vocabulary; default: the server's tokenize endpoint.", None)
     top_logprobs: int = option("--top-logprobs", "openai models: top-k log-probabilities to request (chat: at most 20).", 20)  # OpenAI chat allows at most 20
     gen_tokens: int | None = option("--gen-tokens", "openai generate/chat: tokens requested per request (reused while the sampled tokens equal the text). Default: n_c with --context-mode thesis, else 10.", None)
-    temperature: float = option("--api-temperature", "openai generate/chat: sampling temperature.", 1.0)  # decides reuse
+    temperature: float = option("--api-temperature", "openai generate/chat: sampling temperature.", OPENAI_TEMPERATURE)  # decides reuse
     seed: int = DEFAULT_SEED
     system_prompt: str = SYSTEM_PROMPT
-    concurrency: int = option("--concurrency", "openai models: requests in flight at once.", 4)
+    concurrency: int = option("--concurrency", "openai models: requests in flight at once.", DEFAULT_CONCURRENCY)
     cache: str | None = option("--cache", "openai models: SQLite request cache ('none' to disable). Default ~/.cache/ctxeval/api-cache.sqlite.", str(DEFAULT_CACHE),
                                cli_type=Optional[str], shown=None, to_value=lambda v: str(DEFAULT_CACHE) if v is None else (None if v.strip().lower() == "none" else v))
     retry: RetryPolicy = field(default_factory=RetryPolicy)

@@ -64,7 +64,7 @@ class SweepSpec(TokenScoringOptions):
                                       to_value=comma_ints("--lengths"), check=lambda v: "must name at least one context length" if not v else positive(v))
     n_compare: int = option("--n-compare", "n_c: consecutive targets scored per start.", 30, check=positive)
     seed: int = common.seed("Seed of the random starts (and of --sample).")
-    repeats: int = option("--repeats", "Independent seeded starts per length.", 1, check=positive)
+    repeats: int = option("--repeats", "Independent seeded starts per length.", RunConfig.repeats, check=positive)
     context_mode: str = option("--context-mode", "exact: every target sees exactly L tokens (one pass per target); approx: one pass of L+n_c tokens (contexts L..L+n_c-1); both: run both and report their mean |delta logprob|; thesis (openai generate/chat): the thesis's API schedule, each request sends exactly L tokens, reused generated steps see L+j.",
                                "exact", check=one_of(_THESIS))
     exhaustive: bool = option("--exhaustive", "--context-mode thesis: stop after n_c requests (exhaustive; comparisons may exceed n_c) or after n_c comparisons (default).", False, negative="--non-exhaustive")

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+DEFAULT_PENALTY = 3.0  # thesis eq. 10: log p_k minus this for a token outside the top-k
+
 
 def nll(logprobs: np.ndarray) -> float:
     """Token-weighted mean negative log-likelihood in nats."""
@@ -32,7 +34,7 @@ def bits_per_byte(logprobs: np.ndarray, n_bytes: np.ndarray) -> float:
 
 
 def approx_logprobs(
-    logprobs: np.ndarray, ranks: np.ndarray, topk_logprobs: np.ndarray, k: int, penalty: float = 3.0
+    logprobs: np.ndarray, ranks: np.ndarray, topk_logprobs: np.ndarray, k: int, penalty: float = DEFAULT_PENALTY
 ) -> np.ndarray:
     """Per-token log-probabilities as an API with only the top-k would give them (thesis eq. 10).
 
@@ -58,7 +60,7 @@ def _lowest_returned(topk_logprobs: np.ndarray) -> np.ndarray:
 
 
 def approx_perplexity(
-    logprobs: np.ndarray, ranks: np.ndarray, topk_logprobs: np.ndarray, k: int, penalty: float = 3.0
+    logprobs: np.ndarray, ranks: np.ndarray, topk_logprobs: np.ndarray, k: int, penalty: float = DEFAULT_PENALTY
 ) -> float:
     """The thesis's approximate perplexity from top-k data only (eqs. 9-10)."""
     return perplexity(approx_logprobs(logprobs, ranks, topk_logprobs, k, penalty))

@@ -7,6 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
+from ctxeval.backends.openai_options import OPENAI_TEMPERATURE
+
 TokenIds = Annotated[list[Annotated[StrictInt, Field(ge=0)]], Field(min_length=1)]
 Prompt = StrictStr | Annotated[list[StrictStr], Field(min_length=1)] | TokenIds | Annotated[list[TokenIds], Field(min_length=1)]
 Stop = StrictStr | list[StrictStr] | None
@@ -19,7 +21,18 @@ class Request(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class CompletionRequest(Request):
+class Sampling(Request):
+    """What both generating routes take: the sampling settings (one completion, not streamed)."""
+
+    temperature: Temperature | None = OPENAI_TEMPERATURE
+    seed: StrictInt | None = None
+    stop: Stop = None
+    n: Literal[1] = 1
+    top_p: Literal[1] = 1
+    stream: Literal[False] = False
+
+
+class CompletionRequest(Sampling):
     """POST /v1/completions (OpenAI's legacy completions, with vLLM's `prompt_logprobs`)."""
 
     model: StrictStr | None = None
@@ -28,12 +41,6 @@ class CompletionRequest(Request):
     echo: StrictBool = False
     logprobs: Annotated[StrictInt, Field(ge=0)] | None = None
     prompt_logprobs: Annotated[StrictInt, Field(ge=0)] | None = None
-    temperature: Temperature | None = 1.0
-    seed: StrictInt | None = None
-    stop: Stop = None
-    n: Literal[1] = 1
-    top_p: Literal[1] = 1
-    stream: Literal[False] = False
     presence_penalty: Literal[0] = 0
     frequency_penalty: Literal[0] = 0
 
@@ -43,7 +50,7 @@ class Message(Request):
     content: StrictStr
 
 
-class ChatRequest(Request):
+class ChatRequest(Sampling):
     """POST /v1/chat/completions: the model's chat template, then generation."""
 
     model: StrictStr | None = None
@@ -52,12 +59,6 @@ class ChatRequest(Request):
     max_completion_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
     logprobs: StrictBool = False
     top_logprobs: Annotated[StrictInt, Field(ge=0)] | None = None
-    temperature: Temperature | None = 1.0
-    seed: StrictInt | None = None
-    stop: Stop = None
-    n: Literal[1] = 1
-    top_p: Literal[1] = 1
-    stream: Literal[False] = False
 
 
 class TokenizeRequest(Request):
