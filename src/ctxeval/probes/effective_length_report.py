@@ -76,8 +76,8 @@ def plot_curves(summary: dict, path: Path) -> None:
     curves = curve_frame(summary)
     for i, (model, part) in enumerate(curves.groupby("model", sort=False)):
         colour = f"C{i % 10}"
-        low = part["gain_low"].fillna(part["gain"]).astype(float)
-        high = part["gain_high"].fillna(part["gain"]).astype(float)
+        low = part["gain_low"].astype(float).fillna(part["gain"].astype(float))  # None (no interval) as float first: no object downcast
+        high = part["gain_high"].astype(float).fillna(part["gain"].astype(float))
         left.plot(part["length"], part["gain"], marker="o", color=colour, label=model)
         left.fill_between(part["length"], low, high, color=colour, alpha=0.2)
         star = summary["models"][model]["effective_length"]
