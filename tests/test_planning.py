@@ -76,12 +76,16 @@ def test_context_gain_plans_long_then_short_passes_per_model_and_text():
 
 
 def test_check_context_counts_the_whole_window_and_bos():
-    check_context([_info("a", n_ctx=5, bos=None)], 5, "x")
+    check_context([_info("a", n_ctx=5, bos=None)], 5, "window", "x")
     with pytest.raises(UserError, match="needs 6 tokens"):
-        check_context([_info("a", n_ctx=5)], 5, "x")
+        check_context([_info("a", n_ctx=5)], 5, "window", "x")
     # fixed windows decode W tokens of context and the target
-    with pytest.raises(UserError, match="--window 5 needs 7 tokens"):
+    with pytest.raises(UserError, match="^window 5 needs 7 tokens") as found:
         ScorePlanner("fixed", 5)([_info("a", n_ctx=6)], [[_words()]])
+    from ctxeval.commands import COMMANDS
+    from ctxeval.options import named
+
+    assert str(named(COMMANDS["score"].spec, found.value)).startswith("--window 5 needs 7 tokens")  # as `ctxeval score` says it
     ScorePlanner("chunked", 5)([_info("a", n_ctx=6)], [[_words()]])
 
 

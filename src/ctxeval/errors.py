@@ -7,9 +7,12 @@ from collections.abc import Callable, Mapping
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z_]*)\}")
 
 
-def spell_fields(problem: str, spellings: Mapping[str, str]) -> str:
-    """`problem` with each {field} it names spelled as given (a brace of a value stays as it is)."""
-    return _PLACEHOLDER.sub(lambda m: spellings.get(m.group(1), m.group(0)), problem)
+def phrase(problem: str, name: str, others: Mapping[str, str]) -> str:
+    """The line of a bad option: `problem` after the option's `name`, or with it at {name}, and
+    each other {field} it mentions spelled as `others` gives (a brace of a value stays as it is)."""
+    spellings = {"name": name, **others}
+    text = _PLACEHOLDER.sub(lambda m: spellings.get(m.group(1), m.group(0)), problem)
+    return text if "{name}" in problem else f"{name} {text}"
 
 EXIT_USER_ERROR = 2
 EXIT_INCOMPLETE = 3
@@ -40,8 +43,7 @@ class FieldError(UserError):
         return set(_PLACEHOLDER.findall(self.problem)) - {"name"}
 
     def render(self, spell: Callable[[str], str]) -> str:
-        text = spell_fields(self.problem, {"name": spell(self.field), **{name: spell(name) for name in self.placeholders()}})
-        return text if "{name}" in self.problem else f"{spell(self.field)} {text}"
+        return phrase(self.problem, spell(self.field), {name: spell(name) for name in self.placeholders()})
 
     def __reduce__(self) -> tuple:  # a worker's error crosses Ray and process pools whole
         return (type(self), (self.field, self.problem))

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-from ctxeval.errors import FieldError, UserError, spell_fields
+from ctxeval.errors import FieldError, UserError, phrase
 
 Check = Callable[[Any], "str | None"]
 
@@ -64,8 +64,7 @@ class SpecError(UserError):
         super().__init__(self._message(flag or path[-1], {k: flag or p[-1] for k, (p, flag) in self.others.items()}))
 
     def _message(self, name: str, others: dict[str, str]) -> str:
-        text = spell_fields(self.problem, {"name": name, **others})
-        return text if "{name}" in self.problem else f"{name} {text}"
+        return phrase(self.problem, name, others)
 
     def for_python(self) -> UserError:
         return UserError(self._message(f"{'.'.join(self.path)}=", {k: f"{'.'.join(p)}=" for k, (p, _) in self.others.items()}))

@@ -267,9 +267,9 @@ def _parquet(path: Path, options: CorpusOptions, rows: set[int] | None) -> Itera
         raise UserError(f"cannot read Parquet file {path}: {exc}") from None
     names = parquet.schema_arrow.names
     columns = [options.text_field] + ([options.id_field] if options.id_field else [])
-    for column, flag in zip(columns, ("--text-field", "--id-field")):
+    for column, field in zip(columns, ("text_field", "id_field")):
         if column not in names:
-            raise UserError(f"{path}: missing field {column!r} (columns: {', '.join(names)}); choose it with {flag}")
+            raise FieldError(field, f"{path}: missing field {column!r} (columns: {', '.join(names)}); choose it with {{name}}")
     row = 0
     for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS, columns=columns):
         texts = batch.column(0).to_pylist()

@@ -94,7 +94,7 @@ def fixed(n_tokens: int, context_len: int, head: str = "full") -> list[Pass]:
     `[k * W, (k + 1) * W)`, the same targets as chunk `C{W}-k`, so spreads over windows can be
     computed and the windows of the two methods pair.
     """
-    _check_positive(context_len=context_len)
+    _check_positive(window=context_len)
     if head not in HEADS:
         raise FieldError("head", f"unknown {{name}} {head!r}; choose one of {', '.join(HEADS)}")
     if head == "skip" and n_tokens <= context_len:
@@ -120,7 +120,7 @@ def truncated(long_passes: Sequence[Pass], context_len: int, stride: int) -> lis
     context and sliding window; `stride` 1 gives exactly `context_len`). Every short context is
     a suffix of the target's long context, so the two scores differ only by distant tokens.
     """
-    _check_positive(context_len=context_len, stride=stride)
+    _check_positive(short=context_len, short_stride=stride)
     passes: list[Pass] = []
     for lp in long_passes:
         m = 1
@@ -244,7 +244,7 @@ def sweep(
     n_tokens = len(char_starts)
     passes: list[Pass] = []
     for (length, repeat), start_char in sorted(start_chars.items()):
-        _check_positive(length=length)
+        _check_positive(lengths=length)
         start = int(np.searchsorted(char_starts, start_char, side="left"))
         first_target = start + length
         if first_target + n_compare > n_tokens:
@@ -266,10 +266,8 @@ def sweep(
     return passes
 
 
-_OPTION = {"context_len": "window", "length": "lengths"}  # a window's own name -> the option that sets it
-
-
 def _check_positive(**values: int) -> None:
-    for name, value in values.items():
+    """Each value positive, named by the option that sets it."""
+    for option, value in values.items():
         if value < 1:
-            raise FieldError(_OPTION.get(name, name), f"must be a positive integer, got {value}")
+            raise FieldError(option, f"must be a positive integer, got {value}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ctxeval.errors import FieldError, UserError
+from ctxeval.errors import UserError
 from ctxeval.metrics.qa import geval_score, gpt_score, ppl_qa
 from ctxeval.qa.evaluator import PassRequest, digit_logprobs, pair_score
 from ctxeval.qa.prompts import check_aspect, geval_prompt, qa_prefix
@@ -35,8 +35,6 @@ class MethodConfig:
         unknown = [m for m in self.methods if m not in HIGHER_IS_BETTER]
         if unknown or not self.methods:
             raise UserError(f"unknown method(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(METHODS)}")
-        if self.qa_scope not in QA_SCOPES:
-            raise FieldError("qa_scope", f"must be one of {', '.join(QA_SCOPES)}, got {self.qa_scope!r}")
         check_aspect(self.aspect)
 
 

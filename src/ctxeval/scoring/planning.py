@@ -24,14 +24,15 @@ from ctxeval.pipeline.windows import Pass
 Plan = list[list[list[Pass]]]
 
 
-def check_context(infos: list[ModelInfo], window_tokens: int, what: str) -> None:
+def check_context(infos: list[ModelInfo], window_tokens: int, field: str, what: str) -> None:
     """Refuse a window of `window_tokens` text tokens, decoded whole with BOS first
     (`Pass.n_input`), longer than a model's training context. Checked on the options, before
-    the texts' lengths, so a too-long request is refused even on a short text."""
+    the texts' lengths, so a too-long request is refused even on a short text. `what` names the
+    request, spelling the option `field` as {name}."""
     for info in infos:
         needed = window_tokens + (1 if info.uses_bos else 0)
         if needed > info.n_ctx_train:
-            raise UserError(f"{what} needs {needed} tokens per pass, beyond {info.name}'s training context of {info.n_ctx_train}")
+            raise FieldError(field, f"{what} needs {needed} tokens per pass, beyond {info.name}'s training context of {info.n_ctx_train}")
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class SweepPlanner:
     def __call__(self, infos: list[ModelInfo], tokenized: list[list[TokenizedText]]) -> tuple[Plan, dict[str, Any]]:
         # before the texts' lengths: the longest whole window (exact: L + its target; approx: L + n_c)
         longest = max(self.lengths) + (self.n_compare if "approx" in self.modes else 1) + (min(self.gen_tokens, self.thesis_targets) - 1)
-        check_context(infos, longest, f"context length {max(self.lengths)}")
+        check_context(infos, longest, "lengths", f"context length {max(self.lengths)} of {{name}}")
         starts: dict[str, dict[str, int]] = {}
         plan: Plan = [[[] for _ in tokenized[0]] for _ in tokenized]
         for ti, text in enumerate(tt.text for tt in tokenized[0]):
@@ -86,7 +87,7 @@ class ScorePlanner:
 
     def __call__(self, infos: list[ModelInfo], tokenized: list[list[TokenizedText]]) -> tuple[Plan, dict[str, Any]]:
         # fixed: W tokens of context and the target; chunked and sliding: windows of W
-        check_context(infos, self.window + (1 if self.method == "fixed" else 0), f"--window {self.window}")
+        check_context(infos, self.window + (1 if self.method == "fixed" else 0), "window", f"{{name}} {self.window}")
         n_tokens = len(tokenized[0][0])
         if self.max_tokens is not None:
             n_tokens = min(n_tokens, self.max_tokens)
@@ -110,7 +111,7 @@ class ContextGainPlanner:
     max_tokens: int | None = None
 
     def __call__(self, infos: list[ModelInfo], tokenized: list[list[TokenizedText]]) -> tuple[Plan, dict[str, Any]]:
-        check_context(infos, self.window, f"--window {self.window}")
+        check_context(infos, self.window, "window", f"{{name}} {self.window}")
         plan: Plan = []
         for per_model in tokenized:
             per_text = []
@@ -139,7 +140,7 @@ class EffectiveLengthPlanner:
 
     def __call__(self, infos: list[ModelInfo], tokenized: list[list[TokenizedText]]) -> tuple[Plan, dict[str, Any]]:
         longest = max(self.lengths)
-        check_context(infos, longest + self.targets, f"context length {longest} with --targets {self.targets}")
+        check_context(infos, longest + self.targets, "targets", f"context length {longest} with {{name}} {self.targets}")
         plan: Plan = [[[] for _ in tokenized[0]] for _ in tokenized]
         starts: dict[str, list[int]] = {}
         for ti, text in enumerate(tt.text for tt in tokenized[0]):
