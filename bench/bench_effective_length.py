@@ -25,7 +25,7 @@ sys.path[:0] = [str(ROOT / "src")]
 import pandas as pd  # noqa: E402
 
 from ctxeval import api  # noqa: E402
-from ctxeval.pipeline.records import read_records  # noqa: E402
+from ctxeval.results.records import read_records  # noqa: E402
 
 
 def scoring_tokens(run_dir: Path, bos: int = 1) -> int:

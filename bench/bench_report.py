@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ctxeval.pipeline.records import read_records  # noqa: E402
+from ctxeval.results.records import read_records  # noqa: E402
 from ctxeval.explorer import write_report  # noqa: E402
 from tests.synthetic_runs import write_run  # noqa: E402
 

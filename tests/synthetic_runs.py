@@ -16,13 +16,15 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.pieces import write_pieces
-from ctxeval.pipeline.records import BASE_SCHEMA, PartWriter, merge_parts
-from ctxeval.pipeline.manifest import Manifest, write_manifest
+from ctxeval.results.records import BASE_SCHEMA, PartWriter, merge_parts
+from ctxeval.report.meta_eval import markdown_table
+from ctxeval.report.pplqa import markdown as pplqa_markdown
+from ctxeval.results.manifest import Manifest, write_manifest
 from ctxeval.qa.meta_eval import evaluate_picks
-from ctxeval.results.base import write_result
+from ctxeval.pipeline.engine import save_result
 from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.results.pplqa import PplqaResult
-from ctxeval.results.scoring import scoring_result
+from ctxeval.scoring.finish import scoring_result
 
 XSS = ["<script>alert(1)</script>", '" onmouseover="alert(1)', "</script>", "{{ }}"]
 VOCAB = XSS + [" the", " cat", " sat", "\n", "\t", "Hello", " &amp;", "\u2028", " on", " mat", ".", " a", " dog", " ran"]
@@ -109,9 +111,9 @@ def write_gain_run(run_dir: Path, model: str, n_tokens: int = 96, window: int = 
     write_manifest(run_dir, manifest)
     if summarise:
         from ctxeval.probes.gain_report import KeyTokenSettings
-        from ctxeval.results.context_gain import context_gain_result
+        from ctxeval.probes.gain_report import context_gain_result
 
-        write_result(run_dir, context_gain_result(run_dir, manifest, KeyTokenSettings(model, 2.0, -2.0, 16, 200, seed)), "context-gain")
+        save_result(run_dir, context_gain_result(run_dir, manifest, KeyTokenSettings(model, 2.0, -2.0, 16, 200, seed)), "context-gain")
     return run_dir
 
 
@@ -148,7 +150,7 @@ def write_run(run_dir: Path, model: str, lengths: list[int], n_compare: int, rep
     config = {"command": command, "lengths": lengths, "n_compare": n_compare, "seed": seed, "repeats": repeats, "context_modes": ["exact"]}
     manifest = Manifest.from_json(_manifest(model, _text(ids), n_text, config))
     write_manifest(run_dir, manifest)
-    write_result(run_dir, scoring_result(run_dir, manifest, manifest.metrics), command)
+    save_result(run_dir, scoring_result(run_dir, manifest, manifest.metrics), command)
     return run_dir
 
 
@@ -158,7 +160,7 @@ def write_retrieval_run(run_dir: Path, model: str, lines: tuple[int, ...] = (5, 
     from dataclasses import asdict
 
     from ctxeval.probes.retrieval_run import CASE_SCHEMA, CASES, RetrievalConfig
-    from ctxeval.results.retrieval import retrieval_result
+    from ctxeval.probes.retrieval_report import retrieval_result
 
     run_dir = Path(run_dir)
     config = RetrievalConfig("cat", lines, depths, samples, seed, (model,))
@@ -178,7 +180,7 @@ def write_retrieval_run(run_dir: Path, model: str, lines: tuple[int, ...] = (5, 
     manifest = Manifest(command="retrieval", run_id=config.run_id(), config=asdict(config), models=models, status="complete",
                         plan={"cases": len(grid), "record_kind": "retrieval case", "records": CASES.file})
     write_manifest(run_dir, manifest)
-    write_result(run_dir, retrieval_result(run_dir, manifest), "retrieval")
+    save_result(run_dir, retrieval_result(run_dir, manifest), "retrieval")
     return run_dir
 
 
@@ -190,7 +192,7 @@ def write_answer_quality_run(run_dir: Path, command: str = "meta-eval") -> Path:
     manifest = Manifest(command=command, run_id=hashlib.sha256(command.encode()).hexdigest()[:16], config=config,
                         models=[{"name": "synthetic", "backend": "synthetic"}], status="complete")
     write_manifest(run_dir, manifest)
-    write_result(run_dir, answer_quality_result(command, manifest, run_dir), command)
+    save_result(run_dir, answer_quality_result(command, manifest, run_dir), command)
     return run_dir
 
 
@@ -203,9 +205,9 @@ def answer_quality_result(command: str, manifest: Manifest, run_dir: Path) -> Pp
                                for m, v, r in (("a", 0.25, 1.0), ("NA", float("nan"), 2.0))])
         report = {"evaluator": evaluator, "config": config, "questions": 1, "answers": 2, "mean_rank_per_model": {"pplqa": {"a": 1.0, "NA": 2.0}},
                   "reference": None, "tau_variant": "a", "agreement": {}, "timing": {"seconds": 0.0, "passes_run_this_session": 0}}
-        return PplqaResult.of(report, scores, manifest, run_dir)
+        return PplqaResult(report, scores, manifest, Path(run_dir), pplqa_markdown(report))
     rows = [{"item_id": "007", "label": 1, "pplqa_1": 0.5, "pplqa_2": 0.75, "pplqa_pick": 1}, {"item_id": "8", "label": 2, "pplqa_1": 0.5, "pplqa_2": 0.25, "pplqa_pick": 2}]
     report = {"dataset": {"name": "fixture", "source": "synthetic", "items": 2, "tie_policy": "drop", "ties_dropped": 0, "labels": {"1": 1, "2": 1}},
               "evaluator": evaluator, "config": config, "bootstrap": {"method": "percentile", "replicates": 20, "seed": 0, "confidence": 0.95, "unit": "item"},
               "methods": evaluate_picks(rows, ("pplqa",), 20, 0), "timing": {"scoring_seconds": 0.0, "passes_run_this_session": 0, "total_seconds": 0.0}}
-    return MetaEvalResult.of(report, pd.DataFrame(rows), manifest, run_dir)
+    return MetaEvalResult(report, pd.DataFrame(rows), manifest, Path(run_dir), markdown_table(report))

@@ -14,7 +14,8 @@ from ctxeval.errors import UserError
 from ctxeval.leval.corr import metric_tables
 from ctxeval.leval.report import leval_result
 from ctxeval.leval.score import LevalScores, TaskScore
-from ctxeval.results.base import read_result, write_result
+from ctxeval.results.base import read_result
+from ctxeval.pipeline.engine import save_result
 from ctxeval.results.correlations import Correlation, Correlations
 from ctxeval.explorer.data import load_runs
 from ctxeval.results.leval import LevalResult
@@ -31,14 +32,14 @@ def _leval(out: Path) -> LevalResult:
 
 def test_leval_round_trip(tmp_path):
     written = _leval(tmp_path)
-    write_result(tmp_path, written, "leval")
+    save_result(tmp_path, written, "leval")
     assert read_result(tmp_path, kinds=(LevalResult,)) == written
     assert written.notes == ("m1/qa: 1 rows skipped (evaluation kind not scored with the others)",)
 
 
 def test_correlations_round_trip(tmp_path):
     written = Correlations.of({"a": 1.0, "b": 2.0}, [Correlation("f1", 1.0, 0.5, ("a", "b"), 2), Correlation("judge:m", math.nan, math.nan, ("a", "b"), None)])
-    write_result(tmp_path, written, "leval-corr")
+    save_result(tmp_path, written, "leval-corr")
     read = read_result(tmp_path, kinds=(Correlations,))
     assert read.human == written.human and read.markdown == written.markdown
     assert [(c.metric, c.models, c.tasks) for c in read.correlations] == [(c.metric, c.models, c.tasks) for c in written.correlations]
@@ -47,10 +48,10 @@ def test_correlations_round_trip(tmp_path):
 
 def test_leval_corr_reads_a_leval_result_and_refuses_other_folders(tmp_path):
     leval = tmp_path / "leval"
-    write_result(leval, _leval(leval), "leval")
+    save_result(leval, _leval(leval), "leval")
     assert metric_tables(f"x={leval}", ["m1"]) == metric_tables(f"x={leval / 'scores.json'}", ["m1"]) == {"x:f1": ({"m1": 41.5}, 1)}
     corr = tmp_path / "corr"
-    write_result(corr, Correlations.of({"a": 1.0, "b": 2.0}, [Correlation("f1", 1.0, 0.5, ("a", "b"), 2)]), "leval-corr")
+    save_result(corr, Correlations.of({"a": 1.0, "b": 2.0}, [Correlation("f1", 1.0, 0.5, ("a", "b"), 2)]), "leval-corr")
     with pytest.raises(UserError, match="holds a correlations result .*leval-corr reads leval results") as refused:
         metric_tables(str(corr), ["a", "b"])
     assert "\n" not in str(refused.value)
@@ -84,7 +85,7 @@ def test_explorer_refuses_an_answer_quality_folder_without_a_header(tmp_path, co
 
 def test_a_result_of_another_kind_is_refused(tmp_path):
     leval = tmp_path / "leval"
-    write_result(leval, _leval(leval), "leval")
+    save_result(leval, _leval(leval), "leval")
     with pytest.raises(UserError, match="holds a leval result .*report reads pplqa/meta-eval results") as refused:
         read_result(leval, reader="report", kinds=(PplqaResult, MetaEvalResult))
     assert "\n" not in str(refused.value)

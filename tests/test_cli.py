@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ctxeval.pieces import PIECES_FILE, read_pieces
-from ctxeval.pipeline.records import STOP_AFTER_PASSES_ENV
+from ctxeval.results.records import STOP_AFTER_PASSES_ENV
 
 from .conftest import FIXTURES, run_cli
 

@@ -20,7 +20,7 @@ from ctxeval.errors import UserError
 from ctxeval.pairing import pair_windows
 from ctxeval.scoring.plan_stream import merge_facts
 from ctxeval.report.compare import build_report
-from ctxeval.pipeline.records import STOP_AFTER_PASSES_ENV
+from ctxeval.results.records import STOP_AFTER_PASSES_ENV
 from ctxeval.stats.cluster import cluster_bootstrap
 
 from .conftest import SHARED_DATA, run_cli

@@ -441,8 +441,8 @@ def test_hf_refusals_are_one_line_exit_code_2(tmp_path, tiny):
 
 def test_key_tokens_of_a_context_gain_run_restrict_the_summary(tmp_path, tiny):
     from ctxeval import api
-    from ctxeval.probes.context_gain import gain_table
-    from ctxeval.pipeline.records import read_records
+    from ctxeval.metrics.gain import gain_table
+    from ctxeval.results.records import read_records
 
     gain = api.context_gain(["demo"], models=[f"hf:{tiny['a']}"], window=64, short=8, max_tokens=192, alpha=0.0, beta=-6.0, replicates=200, out=tmp_path / "g")
     table = gain_table(read_records(gain.run_dir), "hf:a", "demo")

@@ -22,7 +22,7 @@ from ctxeval.backends.quantize import requantize
 from ctxeval.backends.registry import load_scorer
 from ctxeval.data.texts import DEMO_TEXT_NAME, load_text
 from ctxeval.modeldiff.run import DIFF_FILE
-from ctxeval.pipeline.records import STOP_AFTER_PASSES_ENV
+from ctxeval.results.records import STOP_AFTER_PASSES_ENV
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.model

@@ -9,7 +9,7 @@ import pytest
 
 from ctxeval.backends.base import ModelInfo
 from ctxeval.backends.model_options import pop_max_context
-from ctxeval.config import MetricConfig
+from ctxeval.metrics.config import MetricConfig
 from ctxeval.data.texts import Text
 from ctxeval.errors import UserError
 from ctxeval.pipeline import windows

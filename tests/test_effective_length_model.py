@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ctxeval import api
-from ctxeval.pipeline.records import STOP_AFTER_PASSES_ENV, read_records
+from ctxeval.results.records import STOP_AFTER_PASSES_ENV, read_records
 
 from .conftest import FIXTURES, SHARED_DATA, run_cli
 

@@ -18,8 +18,8 @@ from ctxeval.errors import EXIT_INCOMPLETE, EXIT_USER_ERROR, IncompleteRun, User
 from ctxeval.pipeline.engine import Plan, RunSpec, run
 from ctxeval.pipeline.executors import Work
 from ctxeval.pipeline.executors.work import one_per_unit
-from ctxeval.pipeline.manifest import Manifest, read_manifest
-from ctxeval.pipeline.records import RecordKind, append_row
+from ctxeval.results.manifest import Manifest, read_manifest
+from ctxeval.results.records import RecordKind, append_row
 from tests.conftest import SHARED_DATA, run_cli
 from tests.servers.scripted import ScriptedServer
 
@@ -229,7 +229,7 @@ def test_judge_follows_the_same_policy(tmp_path):
 def test_readers_refuse_run_dirs_of_other_commands(reader, command, tmp_path):
     """summary, trends and compare read token runs, probe-report also retrieval runs: a directory
     another command wrote gives one line naming that command, exit 2."""
-    from ctxeval.pipeline.manifest import write_manifest
+    from ctxeval.results.manifest import write_manifest
 
     run_dir = tmp_path / command
     run_dir.mkdir()

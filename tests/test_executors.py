@@ -27,7 +27,7 @@ from ctxeval.errors import UserError
 from ctxeval.pipeline.executors import ExecutorOptions, Work, open_executor
 from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.pipeline.executors.ray import KILL_WORKER_AFTER_ENV, interleaved
-from ctxeval.pipeline.records import STOP_AFTER_PASSES_ENV
+from ctxeval.results.records import STOP_AFTER_PASSES_ENV
 
 from .conftest import run_cli
 

@@ -12,9 +12,9 @@ import pyarrow.compute as pc
 import pytest
 
 from ctxeval.pipeline.machine_path import numeric_path
-from ctxeval.pipeline.numeric_path import NumericPath, differences
-from ctxeval.pipeline.fingerprint import Fingerprint, FingerprintColumns, differing_documents, fingerprint, header, run_fingerprints
-from ctxeval.pipeline.records import TOKENS, PartWriter, merge_parts
+from ctxeval.results.numeric_path import NumericPath, differences
+from ctxeval.results.fingerprint import Fingerprint, FingerprintColumns, differing_documents, fingerprint, header, run_fingerprints
+from ctxeval.results.records import TOKENS, PartWriter, merge_parts
 from ctxeval.report.numerics import pair_numerics
 
 SCHEMA = pa.schema([("pass_index", pa.int32()), ("model", pa.string()), ("text_id", pa.string()), ("context_len", pa.int32()),

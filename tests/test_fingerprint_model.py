@@ -8,7 +8,7 @@ import json
 import pytest
 
 from ctxeval import api
-from ctxeval.pipeline.manifest import read_manifest
+from ctxeval.results.manifest import read_manifest
 
 from .conftest import run_cli
 

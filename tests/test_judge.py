@@ -8,7 +8,7 @@ import json
 import pytest
 
 from ctxeval.errors import EXIT_INCOMPLETE
-from ctxeval.pipeline.records import STOP_AFTER_PASSES_ENV
+from ctxeval.results.records import STOP_AFTER_PASSES_ENV
 from ctxeval.judge import SYSTEM_PROMPT, leval_question_set, parse_verdict, read_predictions, run_judge, select_questions
 from tests.conftest import SHARED_DATA, run_cli
 from tests.servers.scripted import ScriptedServer

@@ -16,7 +16,7 @@ import pytest
 from ctxeval import api
 from ctxeval.data.texts import load_text
 from ctxeval.errors import UserError
-from ctxeval.pipeline.records import STOP_AFTER_PASSES_ENV
+from ctxeval.results.records import STOP_AFTER_PASSES_ENV
 from tests.conftest import run_cli
 from tests.hf_tiny import tiny_gemma3_dir, tiny_llama_dir
 from tests.numeric_paths import FLOAT32_FORWARD

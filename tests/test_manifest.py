@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from ctxeval import api
-from ctxeval.config import MetricConfig
+from ctxeval.metrics.config import MetricConfig
 from ctxeval.errors import UserError
-from ctxeval.pipeline.manifest import MANIFEST_FILE, MANIFEST_VERSION, Manifest, read_manifest, write_manifest
+from ctxeval.results.manifest import MANIFEST_FILE, MANIFEST_VERSION, Manifest, read_manifest, write_manifest
 
 V1_RUN = Path(__file__).parent / "fixtures" / "run-v1"
 
@@ -130,8 +130,8 @@ def test_the_tables_a_result_carries_are_the_tables_written(tmp_path):
 
 
 def test_version_3_keeps_typed_numeric_paths_and_fingerprints(tmp_path):
-    from ctxeval.pipeline.numeric_path import NumericPath
-    from ctxeval.pipeline.fingerprint import Fingerprint
+    from ctxeval.results.numeric_path import NumericPath
+    from ctxeval.results.fingerprint import Fingerprint
 
     paths = [NumericPath("llamacpp", {"llama-cpp-python": "0.3.36"}, "cpu", "AMD EPYC", ("avx2",), ("AVX2",), None, "Q4_K_M", 512, False, "f16", 2),
              NumericPath("openai", device="remote", processor="http://h/v1", model="m2")]

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ctxeval.config import MetricConfig
+from ctxeval.metrics.config import MetricConfig
 from ctxeval.metrics import registry
-from ctxeval.report.plots import plot_scores
+from ctxeval.render.figures import plot_scores
 from ctxeval.report.summary import summarize
 from ctxeval.report.tables import markdown_tables, score_columns
 from tests.test_summary import records

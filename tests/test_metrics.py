@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from ctxeval.config import MetricConfig
+from ctxeval.metrics.config import MetricConfig
 from ctxeval.metrics import perplexity as ppl
 from ctxeval.metrics import registry
 from ctxeval.metrics.rank import linear_scores, nonlinear_scores, ranking_lengths, reciprocal_scores, short_lists

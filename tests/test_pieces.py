@@ -6,7 +6,7 @@ import pandas as pd
 
 from ctxeval.explorer.data import arm_payload, load_runs
 from ctxeval.pieces import read_pieces, record_ids, write_pieces
-from ctxeval.pipeline.records import BASE_SCHEMA, PartWriter, merge_parts
+from ctxeval.results.records import BASE_SCHEMA, PartWriter, merge_parts
 
 from .synthetic_runs import VOCAB, synthetic_piece, write_run
 

@@ -12,12 +12,13 @@ import pytest
 from ctxeval.pipeline import windows
 from ctxeval.data.texts import Text
 from ctxeval.errors import UserError
-from ctxeval.probes.context_gain import gain_table, summarize_text
+from ctxeval.metrics.gain import gain_table
+from ctxeval.probes.context_gain import summarize_text
 from ctxeval.probes.gain_report import render_markdown as gain_render_markdown
-from ctxeval.probes.keytokens import key_token_mask, merge_spans, tokens_within
+from ctxeval.metrics.keytokens import key_token_mask, merge_spans, tokens_within
 from ctxeval.probes.retrieval import extract_value
 from ctxeval.probes.retrieval_data import make_case
-from ctxeval.probes.retrieval_report import read_cases
+from ctxeval.results.retrieval import read_cases
 from ctxeval.probes.retrieval_run import lines_for_tokens
 from ctxeval.pipeline.tokens import tokenized_from_pieces
 

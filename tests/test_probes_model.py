@@ -11,7 +11,7 @@ import pytest
 from ctxeval import api
 from ctxeval.probes.retrieval import extract_value, score_case
 from ctxeval.probes.retrieval_data import make_case
-from ctxeval.pipeline.records import STOP_AFTER_PASSES_ENV, read_records
+from ctxeval.results.records import STOP_AFTER_PASSES_ENV, read_records
 
 from .conftest import FIXTURES, SHARED_DATA, run_cli
 

@@ -14,7 +14,7 @@ from ctxeval.data.mt_bench import load_mt_bench
 from ctxeval.metrics.qa import ppl_qa
 from ctxeval.qa.evaluator import DIGITS, Evaluator, PairScore, PassRequest, QATask, digit_logprobs, pair_score
 from ctxeval.qa.prompts import geval_prompt, qa_prefix
-from ctxeval.pipeline.records import STOP_AFTER_PASSES_ENV
+from ctxeval.results.records import STOP_AFTER_PASSES_ENV
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.model

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from ctxeval import api
-from ctxeval.probes.keytokens import key_token_mask
-from ctxeval.pipeline.records import read_records
+from ctxeval.metrics.keytokens import key_token_mask
+from ctxeval.results.records import read_records
 from ctxeval.explorer.data import load_runs
 from ctxeval.explorer.pairs import all_pairs
 from ctxeval.explorer.render import script_json

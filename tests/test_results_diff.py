@@ -10,8 +10,9 @@ import pytest
 from ctxeval.errors import UserError
 from ctxeval.explorer.data import load_runs
 from ctxeval.judge import Verdict, judge_result
-from ctxeval.pipeline.manifest import Manifest, write_manifest
-from ctxeval.results.base import RESULT_FILE, read_result, write_result
+from ctxeval.results.manifest import Manifest, write_manifest
+from ctxeval.results.base import RESULT_FILE, read_result
+from ctxeval.pipeline.engine import save_result
 from ctxeval.results.diff import DiffResult
 from ctxeval.results.judge import JudgeResult
 
@@ -24,7 +25,7 @@ def _diff(tmp_path) -> DiffResult:
     report = {"ref": {"name": "ref"}, "cand": {"name": "cand"}, "summary": {"all": {"tokens": 3, "kl": {"mean": 0.25, "ci": [0.125, 0.5]}}},
               "gates": {"profile": "dev", "max_kl": 0.1, "min_same_top": None, "failures": ["upper CI bound of the mean KL 0.500000 exceeds --max-kl 0.1"]}}
     result = DiffResult(out, manifest, report, "# ctxeval diff\n", "<html>é</html>\n", list(report["gates"]["failures"]))
-    write_result(out, result, "diff")
+    save_result(out, result, "diff")
     return result
 
 
@@ -32,7 +33,7 @@ def _judge(tmp_path) -> JudgeResult:
     verdicts = [Verdict("q1", "model_first", "win", "[[A]]"), Verdict("q1", "base_first", "tie", "[[C]] — égal"), Verdict("q2", "model_first", "error", "none")]
     result = judge_result(tmp_path / "j", "m", "b", "openai:judge", "gpt4", verdicts, 0)
     (tmp_path / "j").mkdir()
-    write_result(tmp_path / "j", result, "judge")
+    save_result(tmp_path / "j", result, "judge")
     return result
 
 

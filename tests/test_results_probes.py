@@ -35,7 +35,7 @@ def runs(tmp_path_factory):
 
 def test_a_context_gain_result_reads_back_equal(runs):
     from ctxeval.probes.gain_report import KeyTokenSettings
-    from ctxeval.results.context_gain import context_gain_result
+    from ctxeval.probes.gain_report import context_gain_result
 
     path = runs["context-gain"]
     again = read_result(path, reader="report", kinds=(ContextGainResult,))
@@ -54,7 +54,7 @@ def test_a_context_gain_result_reads_back_equal(runs):
 
 
 def test_a_retrieval_result_reads_back_equal(runs):
-    from ctxeval.results.retrieval import retrieval_result
+    from ctxeval.probes.retrieval_report import retrieval_result
 
     path = runs["retrieval"]
     again = read_result(path, kinds=(RetrievalResult,))

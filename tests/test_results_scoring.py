@@ -9,9 +9,11 @@ import pandas as pd
 import pytest
 
 from ctxeval.errors import UserError
-from ctxeval.pipeline.manifest import read_manifest
-from ctxeval.results.base import RESULT_FILE, read_result, write_result
-from ctxeval.results.scoring import NOISE_JSON, RunResult, scoring_result
+from ctxeval.results.manifest import read_manifest
+from ctxeval.results.base import RESULT_FILE, read_result
+from ctxeval.pipeline.engine import save_result
+from ctxeval.results.scoring import NOISE_JSON, RunResult
+from ctxeval.scoring.finish import scoring_result
 
 from .synthetic_runs import write_run
 
@@ -32,7 +34,7 @@ def _written(tmp_path, noise_floor: dict | None = None) -> RunResult:
     manifest = read_manifest(run)
     result = scoring_result(run, manifest, manifest.metrics)
     result.noise_floor = noise_floor
-    write_result(run, result, "sweep")
+    save_result(run, result, "sweep")
     return result
 
 

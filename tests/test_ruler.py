@@ -20,18 +20,18 @@ from ctxeval import api
 from ctxeval.errors import UserError
 from ctxeval.data.texts import demo_text_path
 from ctxeval.metrics.ruler import match_all, postprocess_pred, string_match_all, string_match_part
-from ctxeval.pipeline.manifest import Manifest, write_manifest
-from ctxeval.probes.retrieval_report import CASES_FILE
+from ctxeval.results.manifest import Manifest, write_manifest
+from ctxeval.results.retrieval import CASES_FILE
 from ctxeval.probes.retrieval_run import CASE_SCHEMA
 from ctxeval.probes.ruler import reference_text
 from ctxeval.probes.ruler_aggregation import Setting, common_words, frequent_words, fwe_vocabulary, variable_tracking, vt_body
-from ctxeval.probes.ruler_report import effective_length, wilson
-from ctxeval.probes.ruler_run import SAMPLE_SCHEMA, SAMPLES_FILE
+from ctxeval.probes.ruler_report import effective_length, ruler_result, wilson
+from ctxeval.probes.ruler_run import SAMPLE_SCHEMA
+from ctxeval.results.ruler import SAMPLES_FILE
 from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, sample_rng, vt_worked_example
 from ctxeval.probes.ruler_tasks import DEPTHS, NEEDLE, NOISE, TASKS, render_niah, sentences
-from ctxeval.results.base import write_result
-from ctxeval.results.retrieval import retrieval_result
-from ctxeval.results.ruler import ruler_result
+from ctxeval.pipeline.engine import save_result
+from ctxeval.probes.retrieval_report import retrieval_result
 from tests.conftest import run_cli
 
 ESSAY = " ".join(f"Sentence number {i} is here. It has words." for i in range(400))
@@ -216,7 +216,7 @@ def _ruler_folder(path: Path, scores: dict[str, tuple[list[float], list[float], 
     manifest = Manifest(command="ruler", run_id="synthetic", config={"ruler_commit": "c3f5e3b"}, models=[{"name": m} for m in scores], status="complete",
                         timing={"seconds_this_session": 10.0, "seconds_all_sessions": 60.0})
     write_manifest(path, manifest)
-    write_result(path, ruler_result(path, manifest, 85.6), "ruler")
+    save_result(path, ruler_result(path, manifest, 85.6), "ruler")
     return path
 
 
@@ -261,7 +261,7 @@ def _retrieval_folder(path: Path, accuracy: dict[str, list[bool]]) -> Path:
     pq.write_table(pa.Table.from_pylist(rows, schema=CASE_SCHEMA), path / CASES_FILE)
     manifest = Manifest(command="retrieval", run_id="synthetic", config={"variant": "cat"}, models=[{"name": m} for m in accuracy], status="complete")
     write_manifest(path, manifest)
-    write_result(path, retrieval_result(path, manifest), "retrieval")
+    save_result(path, retrieval_result(path, manifest), "retrieval")
     return path
 
 

@@ -12,7 +12,7 @@ import pytest
 from ctxeval import api
 from ctxeval.data.texts import demo_text_path
 from ctxeval.metrics.ruler import match_all
-from ctxeval.pipeline.records import STOP_AFTER_PASSES_ENV
+from ctxeval.results.records import STOP_AFTER_PASSES_ENV
 from ctxeval.probes.ruler import reference_text
 from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, vt_worked_example
 from ctxeval.probes.ruler_tasks import TASKS

@@ -196,6 +196,8 @@ TASKS = ("ctxeval.scoring", "ctxeval.judge", "ctxeval.probes", "ctxeval.qa", "ct
 COMMANDS = ("ctxeval.commands",)  # the specs: options, checks, what a command runs and prints
 REPORT = ("ctxeval.report", "ctxeval.explorer")
 FACE = ("ctxeval.api", "ctxeval.cli", "ctxeval.serve", "ctxeval.server")
+RESULTS = ("ctxeval.results",)  # plain typed data: what a folder holds, its readers and writers
+RENDER = ("ctxeval.render",)  # figures drawn from a Result alone, when the engine writes it
 
 
 def _in(module: str, layer: tuple[str, ...]) -> bool:
@@ -207,7 +209,8 @@ def _imports_of(layer: tuple[str, ...]) -> dict[str, set[str]]:
 
 
 def test_layer_checks_see_every_layer():
-    assert set(_imports_of(ENGINE)) >= {"ctxeval.pipeline.engine", "ctxeval.pipeline.manifest", "ctxeval.pipeline.executors.work"}
+    assert set(_imports_of(ENGINE)) >= {"ctxeval.pipeline.engine", "ctxeval.pipeline.executors.work"}
+    assert set(_imports_of(RESULTS)) >= {"ctxeval.results.base", "ctxeval.results.manifest", "ctxeval.results.records", "ctxeval.results.scoring"}
     assert set(_imports_of(TASKS)) >= {"ctxeval.scoring.run", "ctxeval.judge", "ctxeval.probes.retrieval_run", "ctxeval.qa.passes", "ctxeval.modeldiff.run"}
 
 
@@ -280,7 +283,7 @@ def test_api_options_are_keyword_only():
 # modules that write files and are not results: records and manifests (their own typed, versioned
 # writers), the token pieces beside the records, the embedded model's cache, the HTML report
 # (one file, not a folder); every other write goes through a Result's write_files
-NON_RESULT_WRITERS = {"ctxeval.pipeline.records", "ctxeval.pipeline.manifest", "ctxeval.pieces", "ctxeval.backends.hf_embedded", "ctxeval.explorer.render"}
+NON_RESULT_WRITERS = {"ctxeval.results.records", "ctxeval.results.manifest", "ctxeval.pieces", "ctxeval.backends.hf_embedded", "ctxeval.explorer.render"}
 _WRITE_CALLS = ("write_text", "write_bytes", "to_csv", "to_parquet", "write_table", "dump")
 
 
@@ -299,14 +302,40 @@ def _functions_calling(names: tuple[str, ...]) -> dict[str, set[str]]:
 
 
 def test_every_output_file_is_written_by_its_result():
-    """Outside results/, only the named non-result writers write files; a figure renderer
-    (savefig) is called by a Result's write_files only."""
+    """Outside results/, only the named non-result writers write files; a figure is drawn only
+    by render/figures.py, from the Result, when the engine writes it (`draw`)."""
     writers = {m for m in _functions_calling(_WRITE_CALLS) if not m.startswith("ctxeval.results.")}
     assert writers <= NON_RESULT_WRITERS, sorted(writers - NON_RESULT_WRITERS)
-    for module, renderers in _functions_calling(("savefig",)).items():
-        for renderer in renderers:
-            callers = _calls(renderer) - {module}
-            assert callers and all(c.startswith("ctxeval.results.") for c in callers), (module, renderer, callers)
+    assert set(_functions_calling(("savefig",))) == {"ctxeval.render.figures"}
+    from ctxeval.render.figures import FIGURES
+
+    called = {name for _, plot in FIGURES.values() for name in plot.__code__.co_names}  # what each kind's drawer calls
+    assert _functions_calling(("savefig",))["ctxeval.render.figures"] <= called
+
+
+def test_results_import_only_stats_metrics_and_errors():
+    """results/ is plain typed data: it computes nothing a task computes and renders nothing, so
+    it imports no task, report, engine or backend (the catalog, a leaf, tells kinds apart)."""
+    allowed = RESULTS + ("ctxeval.stats", "ctxeval.metrics", "ctxeval.errors", "ctxeval.catalog")
+    bad = {m: sorted(i for i in imported if not _in(i, allowed)) for m, imported in _imports_of(RESULTS).items()}
+    assert {m: b for m, b in bad.items() if b} == {}
+
+
+def test_render_reads_results_only():
+    """The figures read a Result alone: render/ imports results, stats and metrics, nothing above."""
+    allowed = RENDER + RESULTS + ("ctxeval.stats", "ctxeval.metrics", "ctxeval.errors")
+    bad = {m: sorted(i for i in imported if not _in(i, allowed)) for m, imported in _imports_of(RENDER).items()}
+    assert {m: b for m, b in bad.items() if b} == {}
+
+
+def test_every_result_kind_with_a_figure_file_has_its_drawer():
+    from ctxeval.catalog import RESULTS as KINDS
+    from ctxeval.render.figures import FIGURES
+    from ctxeval.results.base import result_class
+
+    with_png = {kind for kind in KINDS if any(name.endswith(".png") for name in result_class(kind).FILES)}
+    assert set(FIGURES) == with_png
+    assert all(name in result_class(kind).FILES for kind, (name, _) in FIGURES.items())
 
 
 def test_the_engine_is_the_one_module_that_writes_results():

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from ctxeval import api
-from ctxeval.config import MetricConfig
+from ctxeval.metrics.config import MetricConfig
 from ctxeval.report.summary import approx_vs_exact, summarize
 from ctxeval.report.tables import appendix, markdown_tables
 from tests.conftest import run_cli

@@ -20,9 +20,9 @@ from importlib import import_module
 from ctxeval import catalog
 from ctxeval.commands import COMMANDS
 from ctxeval.commands.base import Command, execute
-from ctxeval.config import MetricConfig
+from ctxeval.metrics.config import MetricConfig
 from ctxeval.options import SpecError
-from ctxeval.pipeline.manifest import SCORING_COMMANDS, read_manifest, require_command
+from ctxeval.results.manifest import SCORING_COMMANDS, read_manifest, require_command
 
 def run_metrics(run_dir: str | Path) -> MetricConfig:
     """The metric settings a run was made with."""

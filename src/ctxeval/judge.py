@@ -35,8 +35,8 @@ from ctxeval.errors import FieldError, ScoringFailed, UserError
 from ctxeval.pipeline.engine import Plan, RunSpec, run
 from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
-from ctxeval.pipeline.manifest import Manifest
-from ctxeval.pipeline.records import RecordKind, append_row
+from ctxeval.results.manifest import Manifest
+from ctxeval.results.records import RecordKind, append_row
 from ctxeval.results.judge import JudgeResult
 
 # L-Eval's "pair-v2" judge prompt (Evaluation/llm_eval.py), used for its GPT-4 judged tasks

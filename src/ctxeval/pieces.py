@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ctxeval.pipeline.records import PARTS_DIR, TOKENS, RecordKind
+from ctxeval.results.records import PARTS_DIR, TOKENS, RecordKind
 
 PIECES_FILE = "pieces.parquet"
 SCHEMA = pa.schema([("model", pa.string()), ("token_id", pa.int32()), ("piece", pa.string())])

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ctxeval.probes.ruler_report import MEAN_TASK
-from ctxeval.pipeline.manifest import Manifest
+from ctxeval.results.ruler import MEAN_TASK, RulerResult
+from ctxeval.results.manifest import Manifest
 from ctxeval.results.diff import DiffResult
 from ctxeval.results.effective_length import EffectiveLengthResult
 from ctxeval.results.retrieval import RetrievalResult
-from ctxeval.results.ruler import RulerResult
 
 READS = (EffectiveLengthResult, RulerResult, RetrievalResult, DiffResult)
 CHEAP, TASK = "cheap", "task"

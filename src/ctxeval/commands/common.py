@@ -9,7 +9,7 @@ from typing import Any, Optional, Protocol
 
 from ctxeval.backends.registry import check_options
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K
-from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
+from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
 from ctxeval.options import at_least, comma_floats, option, positive, python_only
 from ctxeval.stats.defaults import DEFAULT_SEED, replicates_option
 

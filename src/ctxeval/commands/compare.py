@@ -11,12 +11,12 @@ from ctxeval.commands.base import Command
 from ctxeval.metrics.registry import rank_keys, trend_keys
 from ctxeval.options import argument, greater_than_zero, one_of, option
 from ctxeval.pairing import pair_windows
-from ctxeval.report.compare import NAN_POLICIES, build_report, window_table
+from ctxeval.report.compare import NAN_POLICIES, build_report, comparison_result, window_table
 from ctxeval.stats.gates import PROFILES, gate, resolve_minima
 from ctxeval.report.numerics import compare_numerics
-from ctxeval.report.outputs import load_run
+from ctxeval.results.runs import load_run
 from ctxeval.report.summary import window_metrics
-from ctxeval.report.trends import trend_table, variance_table
+from ctxeval.report.trends import trend_table, trends_result, variance_table
 from ctxeval.errors import UserError
 from ctxeval.results.comparison import COMPARE_JSON, COMPARE_MD, Comparison
 from ctxeval.results.trends import Trends
@@ -81,7 +81,7 @@ def run_compare(spec: CompareSpec) -> Comparison:
     report["numerics"] = compare_numerics(manifest_a, spec.model_a or records_a["model"].iloc[0], manifest_b, spec.model_b or records_b["model"].iloc[0])
     failures = gate(report, spec.profile, spec.max_ratio)
     report["gates"] = {"passed": not failures, "failures": failures}
-    return Comparison.of(report, Path(spec.out))
+    return comparison_result(report, Path(spec.out))
 
 
 def run_trends(spec: TrendsSpec) -> Trends:
@@ -91,7 +91,7 @@ def run_trends(spec: TrendsSpec) -> Trends:
     metrics = manifest.metrics
     per_window = window_metrics(records, metrics, manifest.vocab_sizes, manifest.temperatures)
     names = trend_keys(metrics)
-    return Trends.of(trend_table(per_window, names), variance_table(per_window, names, spec.outlier_sd), spec.outlier_sd, trends_dir(spec))
+    return trends_result(trend_table(per_window, names), variance_table(per_window, names, spec.outlier_sd), spec.outlier_sd, trends_dir(spec))
 
 
 def trends_dir(spec: TrendsSpec) -> Path:

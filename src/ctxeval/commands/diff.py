@@ -21,7 +21,7 @@ from ctxeval.modeldiff.summary import Bootstrap, bucket_edges
 from ctxeval.options import argument, at_least, comma_ints, group, non_negative, one_of, option, positive
 from ctxeval.pipeline.engine import run
 from ctxeval.pipeline.executors import ExecutorOptions
-from ctxeval.pipeline.manifest import Manifest
+from ctxeval.results.manifest import Manifest
 from ctxeval.stats.gates import PROFILES
 from ctxeval.results.diff import DiffResult
 

@@ -16,17 +16,19 @@ from ctxeval.data.corpus import CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
 from ctxeval.options import argument, comma_floats, comma_ints, fail, group, joined, one_of, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
-from ctxeval.pipeline.manifest import Manifest
+from ctxeval.results.manifest import Manifest
 from ctxeval.scoring.planning import ContextGainPlanner, EffectiveLengthPlanner
-from ctxeval.probes.gain_report import KeyTokenSettings
+from ctxeval.probes.gain_report import KeyTokenSettings, context_gain_result
 from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
 from ctxeval.probes.retrieval_run import RetrievalConfig, run_retrieval
-from ctxeval.config import MetricConfig
-from ctxeval.probes.effective_length import DEFAULT_SHARE, UNITS, EstimatorSettings
-from ctxeval.results.context_gain import ContextGainResult, context_gain_result
-from ctxeval.results.effective_length import EffectiveLengthResult, effective_length_result
-from ctxeval.results.probe_report import ProbeReport, probe_report
-from ctxeval.results.retrieval import RetrievalResult, retrieval_result
+from ctxeval.metrics.config import MetricConfig
+from ctxeval.probes.effective_length import DEFAULT_SHARE, UNITS, EstimatorSettings, effective_length_result
+from ctxeval.results.context_gain import ContextGainResult
+from ctxeval.results.effective_length import EffectiveLengthResult
+from ctxeval.probes.probe_report import probe_report
+from ctxeval.results.probe_report import ProbeReport
+from ctxeval.probes.retrieval_report import retrieval_result
+from ctxeval.results.retrieval import RetrievalResult
 
 _LOCAL_MODELS = f"Model(s): {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat for several."
 _EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
@@ -162,11 +164,8 @@ def run_context_gain(spec: ContextGainSpec) -> ContextGainResult:
         model_specs.append(evaluator_spec)
     refuse_api_models(model_specs, "context-gain", "the log-probability of each chunk's first token given only BOS")
     loaded = open_corpus(spec.texts, spec.corpus)
-    config = RunConfig(
-        command="context-gain",
-        texts=tuple(r.sha256 for r in loaded.refs),
-        text_ids=tuple(r.text_id for r in loaded.refs),
-        models=tuple(model_specs),
+    config = RunConfig.of_documents(
+        "context-gain", loaded.refs, model_specs,
         top_k=spec.top_k,
         method="chunked",
         window=spec.window,
@@ -190,11 +189,8 @@ def run_effective_length(spec: EffectiveLengthSpec) -> EffectiveLengthResult:
     refuse_api_models(model_specs, "effective-length", "exact ranks and the log-probability of every target at every context length")
     loaded = open_corpus(spec.texts, spec.corpus)
     lengths = tuple(sorted(set(spec.lengths)))
-    config = RunConfig(
-        command="effective-length",
-        texts=tuple(r.sha256 for r in loaded.refs),
-        text_ids=tuple(r.text_id for r in loaded.refs),
-        models=tuple(model_specs),
+    config = RunConfig.of_documents(
+        "effective-length", loaded.refs, model_specs,
         top_k=spec.top_k,
         lengths=lengths,
         n_compare=spec.targets,

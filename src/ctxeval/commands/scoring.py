@@ -13,7 +13,8 @@ from ctxeval.backends.model_options import has_press
 from ctxeval.backends.registry import backend_for, refuse_api_models
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
-from ctxeval.config import DEFAULT_LENGTHS, MetricConfig, RunConfig, parse_cutoff
+from ctxeval.config import DEFAULT_LENGTHS, RunConfig
+from ctxeval.metrics.config import MetricConfig, parse_cutoff
 from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
 from ctxeval.errors import UserError
@@ -22,13 +23,14 @@ from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_line
 from ctxeval.modeldiff.summary import bucket_edges
 from ctxeval.options import argument, check_spec, comma_floats, comma_ints, fail, group, joined, one_of, option, positive, python_only
 from ctxeval.pipeline import windows
-from ctxeval.pipeline.engine import estimate, rewrite_result, run
+from ctxeval.pipeline.engine import estimate, run, save_result
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.scoring.planning import ScorePlanner, SweepPlanner
 from ctxeval.report.numerics import run_markdown
-from ctxeval.report.outputs import load_run
+from ctxeval.results.runs import load_run
 from ctxeval.report.tables import markdown_tables
-from ctxeval.results.scoring import RunResult, scoring_result, stored_noise_floor
+from ctxeval.results.scoring import RunResult, stored_noise_floor
+from ctxeval.scoring.finish import scoring_result
 from ctxeval.scoring import Finish, ScoringRun, scoring_spec
 
 _THESIS = ("exact", "approx", "both", "thesis")
@@ -164,11 +166,8 @@ def run_sweep(spec: SweepSpec) -> RunResult | dict:
     elif spec.exhaustive:
         raise fail(SweepSpec, "exhaustive", "applies to --context-mode thesis only")
     loaded = open_corpus(spec.texts, spec.corpus)
-    config = RunConfig(
-        command="sweep",
-        texts=tuple(r.sha256 for r in loaded.refs),
-        text_ids=tuple(r.text_id for r in loaded.refs),
-        models=tuple(spec.models),
+    config = RunConfig.of_documents(
+        "sweep", loaded.refs, spec.models,
         top_k=spec.top_k,
         temperatures=_temperatures(spec.temperatures),
         lengths=lengths,
@@ -205,11 +204,8 @@ def run_score(spec: ScoreSpec) -> RunResult | dict:
     if spec.noise_floor is not None:
         refuse_api_models([spec.model, spec.noise_floor.second_spec(spec.model)], "--noise-floor", "the full next-token distribution")
     loaded = open_corpus(spec.texts, spec.corpus)
-    config = RunConfig(
-        command="score",
-        texts=tuple(r.sha256 for r in loaded.refs),
-        text_ids=tuple(r.text_id for r in loaded.refs),
-        models=(spec.model,),
+    config = RunConfig.of_documents(
+        "score", loaded.refs, (spec.model,),
         top_k=spec.top_k,
         temperatures=_temperatures(spec.temperatures),
         method=spec.method,
@@ -230,7 +226,7 @@ def run_score(spec: ScoreSpec) -> RunResult | dict:
                                 edges=bucket_edges(spec.window, None), out=floor_dir(result.run_dir), n_threads=spec.n_threads,
                                 executor=spec.executor, progress=spec.progress)
     result = replace(result, noise_floor=floor)
-    rewrite_result(result.run_dir, result, "score")
+    save_result(result.run_dir, result, "score")
     return result
 
 
@@ -245,7 +241,7 @@ def run_summary(spec: SummarySpec) -> RunResult:
     result = scoring_result(run_dir, manifest, metrics, records, corpus=spec.write)
     if spec.write:
         result = replace(result, noise_floor=stored_noise_floor(run_dir))
-        rewrite_result(run_dir, result, "summary")
+        save_result(run_dir, result, "summary")
     if spec.thesis:
         result = replace(result, tables=markdown_tables(result.summary, metrics, result.approx_vs_exact, thesis=True) + "\n" + run_markdown(manifest))
     return result

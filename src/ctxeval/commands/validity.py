@@ -14,8 +14,8 @@ from ctxeval.commands.diff import QuietDisplay, quiet_progress
 from ctxeval.data.texts import DEMO_TEXT_NAME, load_text
 from ctxeval.options import argument, comma_list, comma_ints, group, joined, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
-from ctxeval.pipeline.manifest import Manifest
-from ctxeval.probes.ruler_report import RULER_THRESHOLD
+from ctxeval.results.manifest import Manifest
+from ctxeval.probes.ruler_report import RULER_THRESHOLD, ruler_result
 from ctxeval.probes.ruler_run import RulerConfig, run_ruler
 from ctxeval.probes.ruler_tasks import TASKS
 from ctxeval.explorer.agreementpage import render_agreement
@@ -23,7 +23,7 @@ from ctxeval.agreement.analysis import agreement_markdown, correlations, measure
 from ctxeval.agreement.measures import READS, measures_of
 from ctxeval.results.agreement import SCATTER_PNG, AgreementResult
 from ctxeval.results.base import read_result
-from ctxeval.results.ruler import RulerResult, ruler_result
+from ctxeval.results.ruler import RulerResult
 
 RULER_LENGTHS = (1024, 2048, 4096)
 RULER_SEED = 42  # RULER's --random_seed

@@ -17,7 +17,7 @@ from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, Dif
 from ctxeval.pipeline.engine import run
 from ctxeval.modeldiff.summary import Bootstrap, summarize
 from ctxeval.pipeline.executors import ExecutorOptions
-from ctxeval.pipeline.manifest import Manifest
+from ctxeval.results.manifest import Manifest
 from ctxeval.report.numerics import arm, pair_numerics
 from ctxeval.results.diff import DiffResult
 

@@ -1,5 +1,5 @@
 """Restrict a diff to key tokens: the tokens a context-gain run's evaluator found to need
-distant context (LongPPL's rule, probes/keytokens.py), taken by character span, so the
+distant context (LongPPL's rule, metrics/keytokens.py), taken by character span, so the
 evaluator's tokenizer need not be REF's."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.errors import FieldError
-from ctxeval.probes.keytokens import tokens_within
+from ctxeval.metrics.keytokens import tokens_within
 from ctxeval.results.base import read_result
 from ctxeval.results.context_gain import ContextGainResult
 

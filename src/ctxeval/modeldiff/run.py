@@ -27,10 +27,10 @@ from ctxeval.errors import FieldError, UserError
 from ctxeval.pipeline.engine import Plan, RunSpec
 from ctxeval.pipeline.executors import ScorerSpec, Work
 from ctxeval.pipeline.executors.work import Job, one_per_unit, work_item
-from ctxeval.pipeline.fingerprint import FingerprintColumns
-from ctxeval.pipeline.manifest import Manifest
+from ctxeval.results.fingerprint import FingerprintColumns
+from ctxeval.results.manifest import Manifest
 from ctxeval.pieces import has_pieces, record_ids, write_pieces
-from ctxeval.pipeline.records import RecordKind
+from ctxeval.results.records import RecordKind
 from ctxeval.pipeline.tokens import TokenizedText, tokenize
 
 DIFF_FILE = "diff_records.parquet"

@@ -14,8 +14,8 @@ every command (sweep, score, context-gain, retrieval, pplqa, meta-eval, judge) i
 5. merges the parts in plan order and sets `status`: `complete`, or `incomplete` when some work
    failed (listed in `failed_passes`; `IncompleteRun` is raised, the CLI exits with
    `EXIT_INCOMPLETE`, and a re-run of the same command retries only that work);
-   For token records, one fingerprint per model (pipeline/fingerprint.py) joins the manifest;
-   every manifest records each model's numeric path (pipeline/numeric_path.py, built by machine_path.py);
+   For token records, one fingerprint per model (results/fingerprint.py) joins the manifest;
+   every manifest records each model's numeric path (results/numeric_path.py, built by machine_path.py);
 6. calls the task's `finish`, which returns the command's `Result`, and writes it
    (results/base.py); `model_done`, called once per model whose work is recorded, lets a task
    keep what only the loaded model knows.
@@ -42,9 +42,10 @@ from ctxeval.pipeline.machine_path import numeric_path
 from ctxeval.config import config_id
 from ctxeval.errors import FieldError, IncompleteRun, a_or_an
 from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work, WorkerModel, open_executor
-from ctxeval.pipeline.fingerprint import run_fingerprints
-from ctxeval.pipeline.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, write_manifest
-from ctxeval.pipeline.records import RecordKind, RowSink, check_resumable, done_passes, merge_parts
+from ctxeval.results.fingerprint import run_fingerprints
+from ctxeval.results.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, write_manifest
+from ctxeval.results.records import RecordKind, RowSink, check_resumable, done_passes, merge_parts
+from ctxeval.render.figures import draw
 from ctxeval.results.base import Result, write_result
 
 R = TypeVar("R", covariant=True)
@@ -182,7 +183,7 @@ def _finished(task: RunTask[R], out: Path, manifest: Manifest, command: str) -> 
     """The task's result of a run whose records are merged, written into the run directory."""
     result = task.finish(out, manifest)
     if isinstance(result, Result):  # a sub-run (the noise floor's diff, inside its run's folder) returns its manifest: no result of its own
-        write_result(out, result, command)
+        save_result(out, result, command)
     return result
 
 
@@ -192,16 +193,17 @@ def write_posthoc(out: Path, result: Result, command: str, config: dict[str, Any
     read and with which settings, so its folder says what it is like every run directory."""
     out = Path(out)
     check_posthoc_out(out, command)
-    write_result(out, result, command)
+    save_result(out, result, command)
     manifest = Manifest(command=command, run_id=config_id(config), config=config, models=[], status="complete",
                         created=now(), versions=versions(), plan={"inputs": [str(p) for p in inputs]}, timing={"seconds_this_session": round(seconds, 2)})
     write_manifest(out, manifest)
 
 
-def rewrite_result(out: Path, result: Result, command: str) -> None:
-    """Write a finished run's result again with what a later step added (`summary --write`'s
-    metric settings, `score --noise-floor`'s floor); its records and manifest stay as they are."""
-    write_result(out, result, command)
+def save_result(out: Path, result: Result, command: str) -> None:
+    """Write `result` into `out`: its files, its figure (render/figures.py), then its header. Also
+    how a finished run's result is written again with what a later step added (`summary
+    --write`'s metric settings, `score --noise-floor`'s floor); records and manifest stay."""
+    write_result(out, result, command, draw)
 
 
 def check_posthoc_out(out: Path, command: str) -> None:

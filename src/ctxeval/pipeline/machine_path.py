@@ -12,7 +12,7 @@ from typing import Any
 
 from ctxeval.backends.machine import cpu, cuda_device, gguf_file_type, llama_device, llama_system_features
 from ctxeval.backends.registry import backend_for
-from ctxeval.pipeline.numeric_path import NumericPath
+from ctxeval.results.numeric_path import NumericPath
 
 
 def _served_model(name: str) -> str:

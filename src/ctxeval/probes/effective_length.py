@@ -20,13 +20,18 @@ document. One document has no interval, never a zero-width one.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ctxeval.metrics.registry import MetricConfig, token_metrics, tokens
-from ctxeval.probes.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask, merge_spans, tokens_within
+from ctxeval.probes.effective_length_report import render_markdown
+from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask, merge_spans, tokens_within
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED, FEW_CLUSTERS, RELIABLE_CLUSTERS
+from ctxeval.results.effective_length import EffectiveLengthResult
+from ctxeval.results.manifest import Manifest
+from ctxeval.results.records import read_records
 from ctxeval.stats.paired import PairedEstimate, paired_bca
 
 DEFAULT_SHARE = 0.95
@@ -270,3 +275,16 @@ def summarize(tables: dict[str, pd.DataFrame], lengths: tuple[int, ...], setting
         "models": {m: model_summary(tables[m], lengths, settings, caps[m]) for m in models},
         "comparisons": [compare_gains(tables, models[0], m, lengths, settings) for m in models[1:]],
     }
+
+
+def effective_length_result(run_dir: Path, manifest: Manifest, metrics: MetricConfig, settings: EstimatorSettings) -> EffectiveLengthResult:
+    """A finished run's result: each model's target table (AVG under `metrics`, key tokens by
+    `settings.evaluator`), its curve and L*."""
+    records = read_records(run_dir)
+    lengths = tuple(manifest.config["lengths"])
+    caps = {m["name"]: m.get("max_context") for m in manifest.models}
+    vocab = manifest.vocab_sizes
+    tables = {name: add_avg(target_table(records, name, lengths, caps[name]), metrics, vocab[name]) for name in manifest.model_names}
+    tables = mark_key_tokens(tables, settings.evaluator, settings.alpha, settings.beta)
+    summary = summarize(tables, lengths, settings, caps) | {"run_id": manifest.run_id}
+    return EffectiveLengthResult(Path(run_dir), manifest, summary, pd.concat(tables.values(), ignore_index=True), render_markdown(summary))

@@ -2,28 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from ctxeval.report.lengths import describe_length  # noqa: E402
 
 
-def curve_frame(summary: dict) -> pd.DataFrame:
-    """One row per (model, length): mean log-probability and AVG, the gain over the shortest
-    length with its interval, and the key tokens' mean log-probability (curve.csv)."""
-    rows = []
-    for model, s in summary["models"].items():
-        for point in s["curve"]:
-            gain = point["gain"] or {"estimate": 0.0, "low": None, "high": None, "interval": "none"}
-            rows.append({"model": model, "length": point["length"], "mean_context": point["mean_context"], "logprob": point["logprob"], "avg": point["avg"],
-                         "gain": gain["estimate"], "gain_low": gain["low"], "gain_high": gain["high"], "gain_interval": gain["interval"],
-                         "key_logprob": point["key_logprob"]})
-    return pd.DataFrame(rows)
+from ctxeval.report.lengths import describe_length
 
 
 def _ci(e: dict | None, fmt: str = "+.4f") -> str:
@@ -67,30 +48,3 @@ def render_markdown(summary: dict) -> str:
         for d in s["doublings"]:
             lines.append(f"| {d['from']}→{d['to']} | {_ci(d['logprob_gain'])} | {_ci(d['avg_gain'])} | {_ci(d['key_logprob_gain'])} |")
     return "\n".join(lines) + "\n"
-
-
-def plot_curves(summary: dict, path: Path) -> None:
-    """Left: gain over the shortest length with its paired interval, L* marked; right: the
-    key tokens' mean log-probability."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
-    curves = curve_frame(summary)
-    for i, (model, part) in enumerate(curves.groupby("model", sort=False)):
-        colour = f"C{i % 10}"
-        low = part["gain_low"].astype(float).fillna(part["gain"].astype(float))  # None (no interval) as float first: no object downcast
-        high = part["gain_high"].astype(float).fillna(part["gain"].astype(float))
-        left.plot(part["length"], part["gain"], marker="o", color=colour, label=model)
-        left.fill_between(part["length"], low, high, color=colour, alpha=0.2)
-        star = summary["models"][model]["effective_length"]
-        left.axvline(star["value"], color=colour, ls="--", lw=1)
-        if part["key_logprob"].notna().any():
-            right.plot(part["length"], part["key_logprob"], marker="o", color=colour, label=model)
-    for ax, ylabel in ((left, "mean log p gain over the shortest length (nats)"), (right, "mean log p of key tokens (nats)")):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("context length L (tokens)")
-        ax.set_ylabel(ylabel)
-        ax.grid(True, which="both", alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize="small")
-    left.set_title("gain with 95 % band; dashed: L*")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)

@@ -1,21 +1,21 @@
-"""What a context-gain run reports: its summary (per text and model), the Markdown and the plot."""
+"""What a context-gain run reports: its summary (per text and model), the Markdown, and the
+run's result built from them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from ctxeval.pipeline.manifest import Manifest  # noqa: E402
-from ctxeval.probes.context_gain import gain_by_distance, summarize_text  # noqa: E402
-from ctxeval.report.outputs import json_rows  # noqa: E402
-from ctxeval.report.compare import interval_text  # noqa: E402
+from ctxeval.metrics.gain import key_tables
+from ctxeval.probes.context_gain import gain_by_distance, summarize_text
+from ctxeval.report.compare import interval_text
+from ctxeval.results.context_gain import ContextGainResult
+from ctxeval.results.manifest import Manifest
+from ctxeval.results.records import read_records
+from ctxeval.results.rows import json_rows
 
 
 @dataclass(frozen=True)
@@ -88,30 +88,15 @@ def render_markdown(summary: dict, by_distance: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def plot_gain(tables: dict[tuple[str, str], pd.DataFrame], by_distance: pd.DataFrame, path: Path) -> None:
-    """Left: mean gain against long-context length; right: distribution of the gain on distant targets."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
-    for (model, text_id), group in by_distance.groupby(["model", "text_id"], sort=False):
-        mid = (group["context_from"].clip(lower=1) * group["context_to"]) ** 0.5
-        left.errorbar(mid, group["mean_gain"], yerr=1.96 * group["sem"], marker="o", capsize=3, label=f"{model} · {text_id}")
-    left.axhline(0, color="grey", lw=0.8)
-    left.set_xscale("log", base=2)
-    left.set_xlabel("long context of the target (tokens, bin centre)")
-    left.set_ylabel("mean gain log p_long - log p_short (nats)")
-    left.grid(True, which="both", alpha=0.3)
-    left.legend(fontsize="small")
-    for (model, text_id), table in tables.items():
-        gains = table.loc[table["distant"], "gain"]
-        if len(gains):
-            right.hist(gains.clip(-6, 6), bins=60, histtype="step", label=f"{model} · {text_id}")
-    right.set_xlabel("gain on targets with distant context (nats, clipped to ±6)")
-    right.set_ylabel("targets")
-    if right.get_legend_handles_labels()[0]:
-        right.set_yscale("log")
-        right.legend(fontsize="small")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def _fmt(value: float | None, spec: str) -> str:
     return "—" if value is None else format(value, spec)
+
+
+def context_gain_result(run_dir: Path, manifest: Manifest, settings: KeyTokenSettings) -> ContextGainResult:
+    """A finished run's result: its records' gain tables, key tokens by `settings.evaluator`,
+    summaries with paired intervals, gain by distance and the Markdown."""
+    records = read_records(run_dir)
+    texts = [t["text_id"] for t in manifest.texts or [] if "skipped" not in t]  # a corpus document too short for the plan has no records
+    tables, spans = key_tables(records, manifest.model_names, texts, settings.evaluator, settings.alpha, settings.beta)
+    summary, by_distance = gain_summary(manifest, tables, spans, settings)
+    return ContextGainResult(Path(run_dir), manifest, records, summary, by_distance, tables, spans, render_markdown(summary, by_distance))

@@ -2,24 +2,27 @@
 
 The rows of each kind of run — `sweep`/`score` (perplexity and rank scores per window),
 `context-gain` (long vs short context, LongPPL) and `retrieval` — and what puts every model's
-numbers side by side: one section per probe plus an at-a-glance table, and the plot. The runs
-are read as results by results/probe_report.py.
+numbers side by side: one section per probe plus an at-a-glance table. `probe_report` reads the
+runs as results and builds the report's result.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+from ctxeval.errors import UserError
+from ctxeval.report.lengths import describe_length
+from ctxeval.results.base import read_result
+from ctxeval.results.context_gain import ContextGainResult
+from ctxeval.results.effective_length import EffectiveLengthResult
+from ctxeval.results.probe_report import SECTIONS, ProbeReport
+from ctxeval.results.retrieval import RetrievalResult
+from ctxeval.results.runs import require_complete
+from ctxeval.results.scoring import RunResult
 
-from ctxeval.report.lengths import describe_length  # noqa: E402
-
-SECTIONS = ("language_modelling", "context_gain", "effective_length", "retrieval")
+PROBE_KINDS = (RunResult, ContextGainResult, EffectiveLengthResult, RetrievalResult)
 
 
 def at_a_glance(sections: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -68,40 +71,6 @@ def render(glance: pd.DataFrame, sections: dict[str, pd.DataFrame], run_dirs: li
         if not sections[key].empty:
             parts += [f"## {title}", "", _table(sections[key]), ""]
     return "\n".join(parts)
-
-
-def plot_report(sections: dict[str, pd.DataFrame], path: Path) -> None:
-    """PPL against context, mean gain per model with its interval, retrieval accuracy against lines."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), constrained_layout=True)
-    lm, gain, retrieval = sections["language_modelling"], sections["context_gain"], sections["retrieval"]
-    if not lm.empty:
-        for (run, model, text, method, mode), part in lm.groupby(["run", "model", "text_id", "method", "context_mode"], sort=False):
-            part = part.sort_values("context")
-            axes[0].plot(part["context"], part["ppl"], marker="o", label=f"{model} · {text} · {method} {mode}")
-        axes[0].set_xscale("log", base=2)
-        axes[0].legend(fontsize="x-small")
-    axes[0].set_title("perplexity by context length")
-    axes[0].set_xlabel("context / window (tokens)")
-    if not gain.empty:
-        labels = [f"{m}\n{t}" for m, t in zip(gain["model"], gain["text_id"])]
-        # a BCa interval need not contain its estimate; such a side is drawn with no bar
-        err = [(gain["mean_gain"] - gain["gain_ci_low"]).clip(lower=0), (gain["gain_ci_high"] - gain["mean_gain"]).clip(lower=0)]
-        axes[1].bar(labels, gain["mean_gain"], yerr=err, capsize=4)
-        axes[1].axhline(0, color="grey", lw=0.8)
-        axes[1].tick_params(axis="x", labelsize="x-small")
-    axes[1].set_title("mean context gain (nats/token, 95% BCa)")
-    if not retrieval.empty:
-        for (model, variant), part in retrieval.groupby(["model", "variant"], sort=False):
-            by_lines = part.groupby("lines").apply(lambda g: (g["accuracy"] * g["n"]).sum() / g["n"].sum(), include_groups=False)
-            axes[2].plot(by_lines.index, by_lines.values, marker="o", label=f"{model} · {variant}")
-        axes[2].set_ylim(-0.05, 1.05)
-        axes[2].legend(fontsize="x-small")
-    axes[2].set_title("retrieval accuracy (mean over depths)")
-    axes[2].set_xlabel("lines in the record")
-    for ax in axes:
-        ax.grid(True, alpha=0.3)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def lm_rows(run: Path, summary: pd.DataFrame) -> pd.DataFrame:
@@ -163,6 +132,24 @@ def _table(frame: pd.DataFrame) -> str:
     return frame.to_markdown(index=False, floatfmt=".4g") if not frame.empty else "(nothing)"
 
 
-def records(frame: pd.DataFrame) -> list[dict]:
-    """A section's rows as probe_report.json holds them."""
-    return json.loads(frame.to_json(orient="records")) if not frame.empty else []
+def probe_report(run_dirs: list[Path], out: Path) -> ProbeReport:
+    """The report over `run_dirs`, each read as its result (sweep/score, context-gain,
+    effective-length or retrieval; another kind is refused in one line)."""
+    if not run_dirs:
+        raise UserError("give at least one run directory")
+    rows: dict[str, list[pd.DataFrame]] = {k: [] for k in SECTIONS}
+    for run_dir in run_dirs:
+        result = read_result(run_dir, reader="probe-report", kinds=PROBE_KINDS)
+        if isinstance(result, RunResult):
+            require_complete(result.run_dir, result.manifest)
+            rows["language_modelling"].append(lm_rows(run_dir, result.summary))
+        elif isinstance(result, ContextGainResult):
+            rows["context_gain"].append(gain_rows(run_dir, result.summary))
+        elif isinstance(result, EffectiveLengthResult):
+            rows["effective_length"].append(effective_rows(run_dir, result.summary))
+        else:
+            rows["retrieval"].append(retrieval_rows(run_dir, result.variant, result.cells, result.models))
+            rows["effective_length"].append(retrieval_length_rows(run_dir, result.effective_lengths()))
+    sections = {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in rows.items()}
+    glance = at_a_glance(sections)
+    return ProbeReport(Path(out), [str(d) for d in run_dirs], glance, sections, render(glance, sections, run_dirs))

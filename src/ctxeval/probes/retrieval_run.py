@@ -23,12 +23,12 @@ from ctxeval.pipeline.engine import Plan, RunSpec, run
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.config import config_id
-from ctxeval.pipeline.manifest import Manifest
+from ctxeval.results.manifest import Manifest
 from ctxeval.probes.retrieval import CaseSpec, RetrievalTask
 from ctxeval.probes.retrieval_data import N_EXAMPLES, make_case
 from ctxeval.probes.sizing import largest_fitting
-from ctxeval.pipeline.records import RecordKind, append_row
-from ctxeval.probes.retrieval_report import CASES_FILE
+from ctxeval.results.records import RecordKind, append_row
+from ctxeval.results.retrieval import CASES_FILE
 
 
 CASES = RecordKind(CASES_FILE, "case_index", ("case_index",))

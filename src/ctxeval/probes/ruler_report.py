@@ -1,21 +1,19 @@
 """What a RULER run's samples report: cells per (model, task, length) with intervals, the mean
 over tasks per length, RULER's effective length per task and for the mean, how often the two
-scorings agree, and the plot."""
+scorings agree, the Markdown, and the run's result built from them."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
+from scipy import stats
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from scipy import stats  # noqa: E402
+from ctxeval.results.manifest import Manifest
+from ctxeval.results.ruler import MEAN_TASK, RulerResult, read_samples
 
 RULER_THRESHOLD = 85.6  # Llama-2-7B's mean at 4K; RULER underlines scores at or above it
-MEAN_TASK = "mean"
 CONFIDENCE = 0.95
 
 
@@ -124,25 +122,11 @@ def _length_text(entry: dict) -> str:
     return f"≥ {entry['value']}" if entry["at_least"] else str(entry["value"])
 
 
-def plot_scores(table: pd.DataFrame, path: Path, threshold: float) -> None:
-    """Score by length, one panel per model: each task thin, the mean thick, the threshold dashed."""
-    models = list(dict.fromkeys(table["model"]))
-    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4), squeeze=False, constrained_layout=True)
-    for ax, model in zip(axes[0], models):
-        part = table[table["model"] == model]
-        for task, curve in part.groupby("task", sort=False):
-            curve = curve.sort_values("length")
-            thick = task == MEAN_TASK
-            ax.plot(curve["length"], curve["score"], marker="o", lw=2.5 if thick else 1, alpha=1 if thick else 0.6, label=task, color="black" if thick else None)
-            if thick:
-                ax.fill_between(curve["length"], curve["low"], curve["high"], color="grey", alpha=0.25)
-        ax.axhline(threshold, ls="--", color="red", lw=1)
-        ax.set_xscale("log", base=2)
-        ax.set_ylim(-2, 102)
-        ax.set_xlabel("length (tokens)")
-        ax.set_ylabel("score (%)")
-        ax.set_title(model, fontsize=9)
-    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1, 0.5))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
+def ruler_result(run_dir: Path, manifest: Manifest, threshold: float) -> RulerResult:
+    """A finished run's result, from its recorded samples."""
+    samples = read_samples(run_dir)
+    cells = cell_table(samples)
+    table = pd.concat([cells, mean_table(cells)], ignore_index=True)
+    lengths = effective_lengths(table, threshold)
+    agree = agreement(samples)
+    return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, samples, results_markdown(table, lengths, agree, threshold))

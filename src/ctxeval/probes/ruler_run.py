@@ -21,13 +21,13 @@ from ctxeval.errors import FieldError
 from ctxeval.pipeline.engine import Plan, RunSpec, run
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
-from ctxeval.pipeline.manifest import Manifest
-from ctxeval.pipeline.records import RecordKind, append_row
+from ctxeval.results.manifest import Manifest
+from ctxeval.results.records import RecordKind, append_row
+from ctxeval.results.ruler import SAMPLES_FILE
 from ctxeval.probes.ruler import RulerTask
 from ctxeval.probes.ruler_samples import SampleSpec, fit_size, vt_worked_example
 from ctxeval.probes.ruler_tasks import RULER_COMMIT, TASKS
 
-SAMPLES_FILE = "samples.parquet"
 SAMPLES = RecordKind(SAMPLES_FILE, "sample_index", ("sample_index",))
 SAMPLE_SCHEMA = pa.schema(
     [

@@ -20,7 +20,8 @@ from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.metrics.qa import pick_winner
 from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, answer_passes, score_answer
 from ctxeval.qa.passes import PassRecords, run_passes
-from ctxeval.pipeline.manifest import Manifest
+from ctxeval.report.meta_eval import markdown_table
+from ctxeval.results.manifest import Manifest
 from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.stats.bootstrap import bootstrap_classification, classification_metrics
 from ctxeval.stats.defaults import DEFAULT_REPLICATES, DEFAULT_SEED
@@ -81,7 +82,7 @@ def run_meta_eval(
 
     def build(records: PassRecords, manifest: Manifest) -> MetaEvalResult:
         rows = score_items(records, dataset, config)
-        return MetaEvalResult.of(_report(records, dataset, config, rows, replicates, seed, started), pd.DataFrame(rows), manifest, out_dir)
+        return _meta_eval_result(_report(records, dataset, config, rows, replicates, seed, started), pd.DataFrame(rows), manifest, out_dir)
 
     return run_passes(load_spec, requests, out_dir, "meta-eval", run_config, progress, executor, build)
 
@@ -98,3 +99,7 @@ def _report(records: PassRecords, dataset: PairDataset, config: MethodConfig, ro
         "methods": evaluate_picks(rows, config.methods, replicates, seed),
         "timing": {"scoring_seconds": round(scoring_seconds, 1), "passes_run_this_session": records.run_now, "total_seconds": round(time.time() - started, 1)},
     }
+
+
+def _meta_eval_result(report: dict, items: pd.DataFrame, manifest: Manifest, out: Path) -> MetaEvalResult:
+    return MetaEvalResult(report, items, manifest, Path(out), markdown_table(report))

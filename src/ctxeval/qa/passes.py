@@ -23,8 +23,8 @@ from ctxeval.config import config_id
 from ctxeval.pipeline.engine import Plan, RunSpec, run
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
-from ctxeval.pipeline.manifest import Manifest
-from ctxeval.pipeline.records import RecordKind, append_row
+from ctxeval.results.manifest import Manifest
+from ctxeval.results.records import RecordKind, append_row
 from ctxeval.qa.evaluator import Evaluator, PassRequest, QATask
 from ctxeval.results.base import Result
 

@@ -24,7 +24,8 @@ from ctxeval.data.mt_bench import RankingQuestion
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.metrics.qa import rank_scores
 from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, answer_passes, score_answer
-from ctxeval.pipeline.manifest import Manifest
+from ctxeval.report.pplqa import markdown
+from ctxeval.results.manifest import Manifest
 from ctxeval.qa.passes import PassRecords, run_passes
 from ctxeval.results.pplqa import PplqaResult
 from ctxeval.stats.agreement import BASELINE_DRAWS, EXACT_BASELINE_MAX_ITEMS, per_item_tau, random_ranking_baseline
@@ -85,7 +86,7 @@ def rank_answers(
 
     def build(records: PassRecords, manifest: Manifest) -> PplqaResult:
         report, rows = _ranked(records, questions, config, reference, reference_note, seed, tau, started)
-        return PplqaResult.of(report, pd.DataFrame(rows), manifest, out_dir)
+        return PplqaResult(report, pd.DataFrame(rows), manifest, Path(out_dir), markdown(report))
 
     return run_passes(load_spec, requests, out_dir, "pplqa", run_config, progress, executor, build)
 

@@ -5,17 +5,19 @@ and the choice of resampling unit are statistics: stats/gates.py)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ctxeval.config import MetricConfig
+from ctxeval.metrics.config import MetricConfig
 from ctxeval.errors import FieldError, UserError
-from ctxeval.pipeline.manifest import Manifest
+from ctxeval.results.manifest import Manifest
 from ctxeval.pairing import KEY, Pairing
 from ctxeval.report.numerics import markdown_lines
 from ctxeval.report.summary import window_metrics
-from ctxeval.stats.paired import PairedEstimate, all_equal, paired_bca, weighted_mean
+from ctxeval.results.comparison import Comparison
+from ctxeval.stats.paired import all_equal, paired_bca, weighted_mean
 from ctxeval.stats.defaults import MIN_CLUSTERS
 from ctxeval.stats.gates import log_and_display, resampling_unit
 
@@ -298,3 +300,8 @@ def render_markdown(report: dict) -> str:
         lines.append(f"{label}{st['paired_delta_summary']['reason']}.")
     lines += markdown_lines(report.get("numerics"))
     return "\n".join(lines) + "\n"
+
+
+def comparison_result(report: dict, out: Path) -> Comparison:
+    """The comparison a report makes: its Markdown, and the failures its gates recorded."""
+    return Comparison(report, Path(out), list(report["gates"]["failures"]), render_markdown(report))

@@ -13,7 +13,7 @@ import math
 
 import pandas as pd
 
-from ctxeval.config import MetricConfig
+from ctxeval.metrics.config import MetricConfig
 from ctxeval.metrics import registry
 from ctxeval.report.summary import group_metrics, n_short_lists, token_values
 from ctxeval.stats.cluster import cluster_bootstrap

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxeval.pipeline.numeric_path import NumericPath, differences
-from ctxeval.pipeline.fingerprint import Fingerprint, differing_documents
-from ctxeval.pipeline.manifest import Manifest
+from ctxeval.results.numeric_path import NumericPath, differences
+from ctxeval.results.fingerprint import Fingerprint, differing_documents
+from ctxeval.results.manifest import Manifest
 
 NAMED_DOCUMENTS = 5  # differing documents a note names
 
@@ -40,17 +40,6 @@ def run_lines(manifest: Manifest) -> list[str]:
 def run_markdown(manifest: Manifest) -> str:
     """The summary's section on how its numbers were computed."""
     return "## Numeric path and fingerprint\n\n" + "\n".join(f"- {line}" for line in run_lines(manifest)) + "\n"
-
-
-def run_json(manifest: Manifest) -> list[dict[str, Any]]:
-    """Per model: name, numeric path, fingerprint (summary.json)."""
-    fingerprints = manifest.fingerprints or []
-    paths = manifest.numeric_paths or []
-    return [
-        {"model": name, "numeric_path": paths[i].to_json() if i < len(paths) else None,
-         "fingerprint": fingerprints[i].sha256 if i < len(fingerprints) else None}
-        for i, name in enumerate(manifest.model_names)
-    ]
 
 
 def arm(manifest: Manifest, index: int) -> tuple[NumericPath | None, Fingerprint | None]:

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from ctxeval.config import MetricConfig
+from ctxeval.metrics.config import MetricConfig
 from ctxeval.metrics import perplexity as ppl
 from ctxeval.metrics import registry
 from ctxeval.metrics.rank import Cutoff, ranking_lengths, short_lists
-from ctxeval.pipeline.records import temperature_column
+from ctxeval.results.records import temperature_column
 from ctxeval.stats.trends import mean_interval
 
 GROUP_KEYS = ["model", "text_id", "method", "context_mode", "nominal_len"]

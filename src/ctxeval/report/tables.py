@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ctxeval.config import MetricConfig
+from ctxeval.metrics.config import MetricConfig
 from ctxeval.metrics.registry import PPL_LABEL, approx_ppl_label, table_metrics
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ctxeval.results.rows import wide_ints
+from ctxeval.results.trends import Trends
 from ctxeval.stats.trends import loo_outliers, slope
 
 SERIES = ["model", "text_id", "method", "context_mode"]
@@ -72,3 +75,10 @@ def render_trends(trends: pd.DataFrame, variance: pd.DataFrame, rule: str) -> st
     spread["outliers"] = spread["outliers"].map(lambda w: ", ".join(w))
     md += ["# Spread across repeats", "", rule + ".", "", spread.to_markdown(index=False, floatfmt=".4g"), ""]
     return "\n".join(md)
+
+
+def trends_result(trends: pd.DataFrame, variance: pd.DataFrame, outlier_sd: float, out: Path) -> Trends:
+    """The `trends` result of the tables, with its Markdown."""
+    rule = outlier_rule(outlier_sd)
+    trends, variance = wide_ints(trends), wide_ints(variance)
+    return Trends(trends, variance, rule, Path(out), render_trends(trends, variance, rule))

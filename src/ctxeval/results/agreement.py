@@ -10,10 +10,8 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from ctxeval.report.outputs import json_rows
-from ctxeval.report.plots import scatter_grid
 from ctxeval.results.base import Result
-from ctxeval.results.rows import frame
+from ctxeval.results.rows import frame, json_rows
 
 AGREEMENT_JSON = "agreement.json"
 AGREEMENT_MD = "agreement.md"
@@ -59,7 +57,6 @@ class AgreementResult(Result):
         out = Path(out)
         (out / AGREEMENT_JSON).write_text(json.dumps(self.to_json(), indent=2))
         (out / AGREEMENT_MD).write_text(self.markdown)
-        scatter_grid(self.measures, self.correlations, out / SCATTER_PNG)
         (out / AGREEMENT_HTML).write_text(self.html)
 
     @classmethod

@@ -15,7 +15,7 @@ A kind whose layout changes bumps `VERSION`; `READS` lists the earlier versions 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from importlib import import_module, metadata
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -57,8 +57,8 @@ class Result:
         raise NotImplementedError
 
 
-def write_result(out: str | Path, result: Result, command: str) -> Path:
-    """Write `result` into `out` (its files, then the header); returns the folder."""
+def write_result(out: str | Path, result: Result, command: str, draw: Callable[[Result, Path], None]) -> Path:
+    """Write `result` into `out` (its files, its figure by `draw`, then the header); returns the folder."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     header = out / RESULT_FILE
@@ -69,6 +69,7 @@ def write_result(out: str | Path, result: Result, command: str) -> Path:
                              + f", not a {result.KIND} result; choose another {{name}} or remove it")
     header.unlink(missing_ok=True)  # no stale header while the files are rewritten
     result.write_files(out)
+    draw(result, out)
     payload = {"kind": result.KIND, "version": result.VERSION, "command": command, "files": list(result.files()), "ctxeval": _version()}
     tmp = header.with_suffix(".tmp")
     tmp.write_text(json.dumps(payload, indent=2) + "\n")

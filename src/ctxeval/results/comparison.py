@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ctxeval.report.compare import render_markdown
 from ctxeval.results.base import Result
 
 COMPARE_JSON = "compare.json"
@@ -27,17 +26,12 @@ class Comparison(Result):
     failures: list[str]
     markdown: str = ""  # what compare.md holds
 
-    @classmethod
-    def of(cls, report: dict, out: Path) -> Comparison:
-        """The comparison a report makes: its Markdown, and the failures its gates recorded."""
-        return cls(report, Path(out), list(report["gates"]["failures"]), render_markdown(report))
-
     def to_json(self) -> dict[str, Any]:
         return self.report
 
     @classmethod
     def from_json(cls, data: dict[str, Any], out: Path) -> Comparison:
-        return cls.of(data, out)
+        return cls(data, Path(out), list(data["gates"]["failures"]))
 
     def write_files(self, out: Path) -> None:
         (out / COMPARE_JSON).write_text(json.dumps(self.to_json(), indent=2, default=float))

@@ -16,11 +16,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from ctxeval.pipeline.manifest import Manifest, read_manifest
-from ctxeval.pipeline.records import read_records
-from ctxeval.probes.context_gain import LONG_METHOD, key_tables
-from ctxeval.probes.gain_report import KeyTokenSettings, gain_summary, plot_gain, render_markdown
+from ctxeval.metrics.gain import LONG_METHOD, key_tables
 from ctxeval.results.base import Result
+from ctxeval.results.manifest import Manifest, read_manifest
+from ctxeval.results.records import read_records
 from ctxeval.results.rows import frame
 
 SUMMARY_JSON = "summary.json"
@@ -70,26 +69,15 @@ class ContextGainResult(Result):
         rule = data["key_tokens"]
         tables, spans = key_tables(records, data["models"], list(data["texts"]), rule["evaluator"], rule["alpha"], rule["beta"])
         by_distance = frame(data["gain_by_distance"])
-        return cls(Path(run_dir), manifest, records, data, by_distance, tables, spans, render_markdown(data, by_distance))
+        return cls(Path(run_dir), manifest, records, data, by_distance, tables, spans)
 
     def write_files(self, out: Path) -> None:
         (out / SUMMARY_JSON).write_text(json.dumps(self.summary, indent=2))
         self.by_distance.to_csv(out / DISTANCE_CSV, index=False)
         (out / REPORT_MD).write_text(self.markdown)
-        plot_gain(self.tables, self.by_distance, out / PLOT_FILE)
 
     @classmethod
     def read_files(cls, out: Path, version: int) -> ContextGainResult:
         out = Path(out)
         result = cls.from_json(json.loads((out / SUMMARY_JSON).read_text()), out, read_manifest(out), read_records(out))
         return replace(result, by_distance=pd.read_csv(out / DISTANCE_CSV), markdown=(out / REPORT_MD).read_text())
-
-
-def context_gain_result(run_dir: Path, manifest: Manifest, settings: KeyTokenSettings) -> ContextGainResult:
-    """A finished run's result: its records' gain tables, key tokens by `settings.evaluator`,
-    summaries with paired intervals, gain by distance and the Markdown."""
-    records = read_records(run_dir)
-    texts = [t["text_id"] for t in manifest.texts or [] if "skipped" not in t]  # a corpus document too short for the plan has no records
-    tables, spans = key_tables(records, manifest.model_names, texts, settings.evaluator, settings.alpha, settings.beta)
-    summary, by_distance = gain_summary(manifest, tables, spans, settings)
-    return ContextGainResult(Path(run_dir), manifest, records, summary, by_distance, tables, spans, render_markdown(summary, by_distance))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ctxeval.pipeline.manifest import Manifest, read_manifest
+from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.results.base import Result
 
 DIFF_JSON = "diff.json"

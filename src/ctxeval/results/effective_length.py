@@ -15,12 +15,8 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from ctxeval.config import MetricConfig
-from ctxeval.pipeline.manifest import Manifest, read_manifest
-from ctxeval.pipeline.records import read_records
-from ctxeval.probes.effective_length import EstimatorSettings, add_avg, mark_key_tokens, summarize, target_table
-from ctxeval.probes.effective_length_report import curve_frame, plot_curves, render_markdown
 from ctxeval.results.base import Result
+from ctxeval.results.manifest import Manifest, read_manifest
 
 SUMMARY_JSON = "summary.json"
 CURVE_CSV = "curve.csv"
@@ -65,7 +61,6 @@ class EffectiveLengthResult(Result):
         self.curve.to_csv(out / CURVE_CSV, index=False)
         self.targets.to_parquet(out / TARGETS_FILE, index=False)
         (out / REPORT_MD).write_text(self.markdown)
-        plot_curves(self.summary, out / PLOT_FILE)
 
     @classmethod
     def read_files(cls, out: Path, version: int) -> EffectiveLengthResult:
@@ -73,14 +68,14 @@ class EffectiveLengthResult(Result):
         return cls(out, read_manifest(out), json.loads((out / SUMMARY_JSON).read_text()), pd.read_parquet(out / TARGETS_FILE), (out / REPORT_MD).read_text())
 
 
-def effective_length_result(run_dir: Path, manifest: Manifest, metrics: MetricConfig, settings: EstimatorSettings) -> EffectiveLengthResult:
-    """A finished run's result: each model's target table (AVG under `metrics`, key tokens by
-    `settings.evaluator`), its curve and L*."""
-    records = read_records(run_dir)
-    lengths = tuple(manifest.config["lengths"])
-    caps = {m["name"]: m.get("max_context") for m in manifest.models}
-    vocab = manifest.vocab_sizes
-    tables = {name: add_avg(target_table(records, name, lengths, caps[name]), metrics, vocab[name]) for name in manifest.model_names}
-    tables = mark_key_tokens(tables, settings.evaluator, settings.alpha, settings.beta)
-    summary = summarize(tables, lengths, settings, caps) | {"run_id": manifest.run_id}
-    return EffectiveLengthResult(Path(run_dir), manifest, summary, pd.concat(tables.values(), ignore_index=True), render_markdown(summary))
+def curve_frame(summary: dict) -> pd.DataFrame:
+    """One row per (model, length): mean log-probability and AVG, the gain over the shortest
+    length with its interval, and the key tokens' mean log-probability (curve.csv)."""
+    rows = []
+    for model, s in summary["models"].items():
+        for point in s["curve"]:
+            gain = point["gain"] or {"estimate": 0.0, "low": None, "high": None, "interval": "none"}
+            rows.append({"model": model, "length": point["length"], "mean_context": point["mean_context"], "logprob": point["logprob"], "avg": point["avg"],
+                         "gain": gain["estimate"], "gain_low": gain["low"], "gain_high": gain["high"], "gain_interval": gain["interval"],
+                         "key_logprob": point["key_logprob"]})
+    return pd.DataFrame(rows)

@@ -11,8 +11,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from ctxeval.pipeline.manifest import Manifest, read_manifest
-from ctxeval.report.meta_eval import markdown_table
+from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.results.base import Result
 from ctxeval.results.tables import read_csv, write_csv
 
@@ -34,10 +33,6 @@ class MetaEvalResult(Result):
     manifest: Manifest
     out: Path
     markdown: str = ""  # what meta_eval.md holds
-
-    @classmethod
-    def of(cls, report: dict[str, Any], items: pd.DataFrame, manifest: Manifest, out: Path) -> MetaEvalResult:
-        return cls(report, items, manifest, Path(out), markdown_table(report))
 
     def to_json(self) -> dict[str, Any]:
         return self.report

@@ -11,8 +11,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from ctxeval.pipeline.manifest import Manifest, read_manifest
-from ctxeval.report.pplqa import markdown
+from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.results.base import Result
 from ctxeval.results.tables import read_csv, write_csv
 
@@ -34,10 +33,6 @@ class PplqaResult(Result):
     manifest: Manifest
     out: Path
     markdown: str = ""  # what pplqa.md holds
-
-    @classmethod
-    def of(cls, report: dict[str, Any], scores: pd.DataFrame, manifest: Manifest, out: Path) -> PplqaResult:
-        return cls(report, scores, manifest, Path(out), markdown(report))
 
     def to_json(self) -> dict[str, Any]:
         return self.report

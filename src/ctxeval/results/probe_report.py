@@ -9,19 +9,12 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from ctxeval.errors import UserError
-from ctxeval.probes.probe_report import SECTIONS, at_a_glance, effective_rows, gain_rows, lm_rows, plot_report, records, render, retrieval_length_rows, retrieval_rows
-from ctxeval.report.outputs import require_complete
-from ctxeval.results.base import Result, read_result
-from ctxeval.results.context_gain import ContextGainResult
-from ctxeval.results.effective_length import EffectiveLengthResult
-from ctxeval.results.retrieval import RetrievalResult
-from ctxeval.results.scoring import RunResult
+from ctxeval.results.base import Result
 
 REPORT_MD = "probe_report.md"
 REPORT_JSON = "probe_report.json"
 PLOT_FILE = "probe_report.png"
-PROBE_KINDS = (RunResult, ContextGainResult, EffectiveLengthResult, RetrievalResult)
+SECTIONS = ("language_modelling", "context_gain", "effective_length", "retrieval")
 
 
 @dataclass
@@ -54,31 +47,12 @@ class ProbeReport(Result):
     def write_files(self, out: Path) -> None:
         (out / REPORT_MD).write_text(self.markdown)
         (out / REPORT_JSON).write_text(json.dumps(self.to_json(), indent=2))
-        plot_report(self.sections, out / PLOT_FILE)
 
     @classmethod
     def read_files(cls, out: Path, version: int) -> ProbeReport:
         return cls.from_json(json.loads((Path(out) / REPORT_JSON).read_text()), out, (Path(out) / REPORT_MD).read_text())
 
 
-def probe_report(run_dirs: list[Path], out: Path) -> ProbeReport:
-    """The report over `run_dirs`, each read as its result (sweep/score, context-gain,
-    effective-length or retrieval; another kind is refused in one line)."""
-    if not run_dirs:
-        raise UserError("give at least one run directory")
-    rows: dict[str, list[pd.DataFrame]] = {k: [] for k in SECTIONS}
-    for run_dir in run_dirs:
-        result = read_result(run_dir, reader="probe-report", kinds=PROBE_KINDS)
-        if isinstance(result, RunResult):
-            require_complete(result.run_dir, result.manifest)
-            rows["language_modelling"].append(lm_rows(run_dir, result.summary))
-        elif isinstance(result, ContextGainResult):
-            rows["context_gain"].append(gain_rows(run_dir, result.summary))
-        elif isinstance(result, EffectiveLengthResult):
-            rows["effective_length"].append(effective_rows(run_dir, result.summary))
-        else:
-            rows["retrieval"].append(retrieval_rows(run_dir, result.variant, result.cells, result.models))
-            rows["effective_length"].append(retrieval_length_rows(run_dir, result.effective_lengths()))
-    sections = {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in rows.items()}
-    glance = at_a_glance(sections)
-    return ProbeReport(Path(out), [str(d) for d in run_dirs], glance, sections, render(glance, sections, run_dirs))
+def records(frame: pd.DataFrame) -> list[dict]:
+    """A section's rows as probe_report.json holds them."""
+    return json.loads(frame.to_json(orient="records")) if not frame.empty else []

@@ -1,6 +1,8 @@
-"""Tables read back from a result's JSON rows (written by `report.outputs.json_rows`)."""
+"""Tables as a result's JSON rows, and read back from them."""
 
 from __future__ import annotations
+
+import math
 
 import pandas as pd
 
@@ -16,3 +18,9 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     """The DataFrame `json_rows` wrote (null read back as NaN in numeric columns; integer
     columns come back as int64)."""
     return pd.DataFrame(rows) if rows else pd.DataFrame()
+
+
+def json_rows(df: pd.DataFrame) -> list[dict]:
+    """DataFrame rows as JSON-ready dicts, NaN written as null."""
+    rows = df.to_dict(orient="records")
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in rows]

@@ -11,13 +11,12 @@ from typing import Any, ClassVar
 import pandas as pd
 import pyarrow.parquet as pq
 
-from ctxeval.pipeline.manifest import Manifest, read_manifest
-from ctxeval.probes.ruler_report import agreement, cell_table, effective_lengths, mean_table, plot_scores, results_markdown
-from ctxeval.probes.ruler_run import SAMPLES_FILE
-from ctxeval.report.outputs import json_rows
 from ctxeval.results.base import Result
-from ctxeval.results.rows import frame
+from ctxeval.results.manifest import Manifest, read_manifest
+from ctxeval.results.rows import frame, json_rows
 
+SAMPLES_FILE = "samples.parquet"  # the run's records, one row per sample (the engine writes them)
+MEAN_TASK = "mean"  # the row of every length that averages a model's tasks
 RESULTS_JSON = "results.json"
 RESULTS_MD = "results.md"
 PLOT_FILE = "ruler_scores.png"
@@ -62,7 +61,6 @@ class RulerResult(Result):
     def write_files(self, out: Path) -> None:
         (out / RESULTS_JSON).write_text(json.dumps(self.to_json(), indent=2))
         (out / RESULTS_MD).write_text(self.markdown)
-        plot_scores(self.table, out / PLOT_FILE, self.threshold)
 
     @classmethod
     def read_files(cls, out: Path, version: int) -> RulerResult:
@@ -76,13 +74,3 @@ class RulerResult(Result):
 def read_samples(run_dir: Path) -> pd.DataFrame:
     """The run's sample records in plan order."""
     return pq.read_table(Path(run_dir) / SAMPLES_FILE).to_pandas().drop(columns="sample_index")
-
-
-def ruler_result(run_dir: Path, manifest: Manifest, threshold: float) -> RulerResult:
-    """A finished run's result, from its recorded samples."""
-    samples = read_samples(run_dir)
-    cells = cell_table(samples)
-    table = pd.concat([cells, mean_table(cells)], ignore_index=True)
-    lengths = effective_lengths(table, threshold)
-    agree = agreement(samples)
-    return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, samples, results_markdown(table, lengths, agree, threshold))

@@ -15,15 +15,11 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from ctxeval.config import MetricConfig
-from ctxeval.pipeline.manifest import Manifest, read_manifest
-from ctxeval.pipeline.records import RECORDS_FILE, read_records
-from ctxeval.report.corpus_summary import corpus_summary
-from ctxeval.report.numerics import run_json
-from ctxeval.report.outputs import compute, json_rows
-from ctxeval.report.plots import plot_scores
+from ctxeval.metrics.config import MetricConfig
 from ctxeval.results.base import Result, read_header
-from ctxeval.results.rows import frame, wide_ints
+from ctxeval.results.manifest import Manifest, read_manifest
+from ctxeval.results.records import RECORDS_FILE, read_records
+from ctxeval.results.rows import frame, json_rows
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
@@ -85,7 +81,6 @@ class RunResult(Result):
         self.summary.to_csv(out / SUMMARY_CSV, index=False)
         (out / SUMMARY_JSON).write_text(json.dumps(self.to_json(), indent=2))
         (out / TABLES_MD).write_text(self.tables)
-        plot_scores(self.summary, self.metrics, out / PLOT_FILE)
         if self.corpus is not None:
             self.corpus.to_csv(out / CORPUS_CSV, index=False)
             corpus = {"run_id": self.manifest.run_id, "metrics": asdict(self.metrics), "corpus": json_rows(self.corpus)}
@@ -102,19 +97,19 @@ class RunResult(Result):
         return replace(result, tables=(out / TABLES_MD).read_text(), noise_floor=stored_noise_floor(out) if NOISE_JSON in listed else None, corpus=corpus)
 
 
-def scoring_result(run_dir: Path, manifest: Manifest, metrics: MetricConfig, records: pd.DataFrame | None = None, *, corpus: bool = True) -> RunResult:
-    """A finished run's result under `metrics` (its records read unless given); `corpus`: with
-    the corpus-level rows when it scored several documents (intervals that resample documents)."""
-    run_dir = Path(run_dir)
-    records = read_records(run_dir) if records is None else records
-    found = compute(run_dir, manifest, records, metrics)
-    pooled = corpus_summary(records, metrics, manifest.vocab_sizes, manifest.temperatures) if corpus and records["text_id"].nunique() > 1 else None
-    return RunResult(run_dir, manifest, records, wide_ints(found.summary), wide_ints(found.approx_vs_exact), metrics, found.tables,
-                     corpus=None if pooled is None else wide_ints(pooled))
-
-
 def stored_noise_floor(run_dir: Path) -> dict | None:
     """The noise floor a `score --noise-floor` run measured, if it has one (kept when `summary
     --write` rewrites the other files)."""
     path = Path(run_dir) / NOISE_JSON
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def run_json(manifest: Manifest) -> list[dict[str, Any]]:
+    """Per model: name, numeric path, fingerprint (summary.json)."""
+    fingerprints = manifest.fingerprints or []
+    paths = manifest.numeric_paths or []
+    return [
+        {"model": name, "numeric_path": paths[i].to_json() if i < len(paths) else None,
+         "fingerprint": fingerprints[i].sha256 if i < len(fingerprints) else None}
+        for i, name in enumerate(manifest.model_names)
+    ]

@@ -9,10 +9,8 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from ctxeval.report.outputs import json_rows
-from ctxeval.report.trends import outlier_rule, render_trends
 from ctxeval.results.base import Result
-from ctxeval.results.rows import frame, wide_ints
+from ctxeval.results.rows import frame, json_rows
 
 TRENDS_JSON = "trends.json"
 TRENDS_MD = "trends.md"
@@ -31,12 +29,6 @@ class Trends(Result):
     outlier_rule: str  # how a window was flagged, in words
     out: Path
     markdown: str = ""  # what trends.md holds
-
-    @classmethod
-    def of(cls, trends: pd.DataFrame, variance: pd.DataFrame, outlier_sd: float, out: Path) -> Trends:
-        rule = outlier_rule(outlier_sd)
-        trends, variance = wide_ints(trends), wide_ints(variance)
-        return cls(trends, variance, rule, Path(out), render_trends(trends, variance, rule))
 
     def to_json(self) -> dict[str, Any]:
         return {"outlier_rule": self.outlier_rule, "trends": json_rows(self.trends), "variance": json_rows(self.variance)}

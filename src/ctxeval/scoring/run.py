@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from ctxeval.backends.base import ScheduledScores, Scorer
-from ctxeval.config import MetricConfig, RunConfig
+from ctxeval.config import RunConfig
+from ctxeval.metrics.config import MetricConfig
 from ctxeval.data.texts import Text
 from ctxeval.errors import ScoringFailed
 from ctxeval.pieces import has_pieces, write_pieces
@@ -27,9 +28,9 @@ from ctxeval.pipeline.engine import Plan, RunSpec
 from ctxeval.pipeline.executors import ScorerSpec
 from ctxeval.pipeline.executors.work import Job
 from ctxeval.scoring.work import scoring_work
-from ctxeval.pipeline.manifest import Manifest
+from ctxeval.results.manifest import Manifest
 from ctxeval.scoring.plan_stream import Planner, document_jobs, plan_documents
-from ctxeval.pipeline.records import TOKENS, schema_for, temperature_column
+from ctxeval.results.records import TOKENS, schema_for, temperature_column
 from ctxeval.pipeline.tokens import TokenizedText
 from ctxeval.pipeline.windows import Pass
 

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from ctxeval.backends.base import PassInput, Scorer
 from ctxeval.backends.logits import BlockScores

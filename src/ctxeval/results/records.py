@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ctxeval.errors import UserError
-from ctxeval.pipeline.fingerprint import FingerprintColumns
+from ctxeval.results.fingerprint import FingerprintColumns
 
 RECORDS_FILE = "records.parquet"
 PARTS_DIR = "parts"
@@ -65,7 +65,7 @@ BASE_SCHEMA = pa.schema(
 class RecordKind:
     """One kind of record: its merged file, the column that identifies a unit of work (what
     resume skips), the plan order it is sorted into, and, for scored tokens, where each model's
-    values are (what the run's fingerprints hash: pipeline/fingerprint.py; none for other kinds)."""
+    values are (what the run's fingerprints hash: results/fingerprint.py; none for other kinds)."""
 
     file: str
     key: str

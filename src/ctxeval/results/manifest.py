@@ -8,7 +8,7 @@ by earlier ctxeval versions and scripts:
 - version 2: `version` and `command` always at the top;
 - version 3 (this module): `numeric_paths` (one `NumericPath` per model, in model order: how its
   numbers were computed) and `fingerprints` (one `Fingerprint` per model of a token-record run:
-  a hash of its exact scores, pipeline/fingerprint.py). Earlier versions read with both None;
+  a hash of its exact scores, results/fingerprint.py). Earlier versions read with both None;
   a later version is refused in one line naming it.
 
 The `started` status is spelled `running` on disk, as every version has written it, so tools
@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ctxeval.pipeline.numeric_path import NumericPath
-from ctxeval.config import MetricConfig
+from ctxeval.results.numeric_path import NumericPath
+from ctxeval.metrics.config import MetricConfig
 from ctxeval.errors import FieldError, UserError, a_or_an
-from ctxeval.pipeline.fingerprint import Fingerprint
+from ctxeval.results.fingerprint import Fingerprint
 
 MANIFEST_FILE = "manifest.json"
 MANIFEST_VERSION = 3

@@ -1,0 +1,1 @@
+"""Rendering that reads a Result alone: the figures every result folder holds (figures.py)."""
