@@ -17,8 +17,8 @@ import pandas as pd
 
 from ctxeval.pieces import write_pieces
 from ctxeval.results.records import BASE_SCHEMA, PartWriter, merge_parts
-from ctxeval.report.meta_eval import markdown_table
-from ctxeval.report.pplqa import markdown as pplqa_markdown
+from ctxeval.render.meta_eval import markdown_table
+from ctxeval.render.pplqa import markdown as pplqa_markdown
 from ctxeval.results.manifest import Manifest, write_manifest
 from ctxeval.qa.meta_eval import evaluate_picks
 from ctxeval.pipeline.engine import save_result

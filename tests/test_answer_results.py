@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from ctxeval.errors import UserError
-from ctxeval.leval.corr import metric_tables
+from ctxeval.leval.corr import correlations_result, metric_tables
 from ctxeval.leval.report import leval_result
 from ctxeval.leval.score import LevalScores, TaskScore
 from ctxeval.results.base import read_result
@@ -38,7 +38,7 @@ def test_leval_round_trip(tmp_path):
 
 
 def test_correlations_round_trip(tmp_path):
-    written = Correlations.of({"a": 1.0, "b": 2.0}, [Correlation("f1", 1.0, 0.5, ("a", "b"), 2), Correlation("judge:m", math.nan, math.nan, ("a", "b"), None)])
+    written = correlations_result({"a": 1.0, "b": 2.0}, [Correlation("f1", 1.0, 0.5, ("a", "b"), 2), Correlation("judge:m", math.nan, math.nan, ("a", "b"), None)])
     save_result(tmp_path, written, "leval-corr")
     read = read_result(tmp_path, kinds=(Correlations,))
     assert read.human == written.human and read.markdown == written.markdown
@@ -51,7 +51,7 @@ def test_leval_corr_reads_a_leval_result_and_refuses_other_folders(tmp_path):
     save_result(leval, _leval(leval), "leval")
     assert metric_tables(f"x={leval}", ["m1"]) == metric_tables(f"x={leval / 'scores.json'}", ["m1"]) == {"x:f1": ({"m1": 41.5}, 1)}
     corr = tmp_path / "corr"
-    save_result(corr, Correlations.of({"a": 1.0, "b": 2.0}, [Correlation("f1", 1.0, 0.5, ("a", "b"), 2)]), "leval-corr")
+    save_result(corr, correlations_result({"a": 1.0, "b": 2.0}, [Correlation("f1", 1.0, 0.5, ("a", "b"), 2)]), "leval-corr")
     with pytest.raises(UserError, match="holds a correlations result .*leval-corr reads leval results") as refused:
         metric_tables(str(corr), ["a", "b"])
     assert "\n" not in str(refused.value)

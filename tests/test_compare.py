@@ -14,7 +14,8 @@ import pytest
 
 from ctxeval.errors import UserError
 from ctxeval.pairing import overlap_fraction, pair_windows
-from ctxeval.report.compare import build_report, render_markdown
+from ctxeval.report.compare import build_report
+from ctxeval.render.compare import render_markdown
 from ctxeval.stats.gates import gate, resolve_minima
 from ctxeval.stats.paired import paired_bca
 

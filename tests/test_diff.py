@@ -13,7 +13,8 @@ from ctxeval.backends.logits import score_block
 from ctxeval.backends.model_options import LlamaCppOptions, split_spec
 from ctxeval.modeldiff.divergence import compare_block
 from ctxeval.modeldiff.pair import lockstep
-from ctxeval.modeldiff.report import gate, render_markdown
+from ctxeval.stats.gates import diff_gate
+from ctxeval.render.diff import render_markdown
 from ctxeval.modeldiff.summary import Bootstrap, bucket_edges, percentiles, summarize
 from ctxeval.errors import UserError
 from tests.numeric_paths import FLOAT32_PATHS, assert_same_top_k, top1_margin
@@ -156,7 +157,7 @@ def test_one_window_says_it_has_no_interval_instead_of_a_zero_width_one():
     assert "\nNo interval (one window): a single resampling unit has no spread to resample.\n" in md and "Degenerate" not in md
     row = next(line for line in md.splitlines() if line.startswith("| all |"))
     assert row.count("| no interval |") == 3 and "[" not in row
-    assert gate(s, "dev", 0.1, None) == ["--max-kl 0.1 cannot be checked: no interval (one window): a single resampling unit has no spread to resample"]
+    assert diff_gate(s, "dev", 0.1, None) == ["--max-kl 0.1 cannot be checked: no interval (one window): a single resampling unit has no spread to resample"]
 
 
 def test_the_diff_page_prints_no_interval_for_one_window():
@@ -205,11 +206,11 @@ def test_bucket_edges_double_from_512_up_to_the_window():
 def test_gates_judge_the_unfavourable_interval_bound():
     s = summarize(_records(), [0, 64], Bootstrap(replicates=300))
     kl, same = s["all"]["kl"], s["all"]["same_top1"]
-    assert gate(s, "dev", None, None) == []
-    assert gate(s, "dev", kl["ci"][1] * 1.01, same["ci"][0] * 0.99) == []
-    failures = gate(s, "dev", kl["mean"], same["percent"])
+    assert diff_gate(s, "dev", None, None) == []
+    assert diff_gate(s, "dev", kl["ci"][1] * 1.01, same["ci"][0] * 0.99) == []
+    failures = diff_gate(s, "dev", kl["mean"], same["percent"])
     assert len(failures) == 2 and "--max-kl" in failures[0] and "--min-same-top" in failures[1]
-    assert any("below the minimum of 100 / 20000" in f for f in gate(s, "release", None, None))
+    assert any("below the minimum of 100 / 20000" in f for f in diff_gate(s, "release", None, None))
     report = {"ref": {"name": "a"}, "cand": {"name": "b"}, "summary": s, "gates": {"profile": "dev", "max_kl": None, "min_same_top": None, "failures": []},
               "settings": {"window": 64, "stride": 64, "confidence": 0.95, "replicates": 300, "seed": 0}}
     assert "| all | 768 |" in render_markdown(report)

@@ -12,7 +12,7 @@ import pytest
 
 from ctxeval.qa.meta_eval import evaluate_picks
 from ctxeval.qa.methods import HIGHER_IS_BETTER, METHODS, MethodConfig
-from ctxeval.report.meta_eval import markdown_table
+from ctxeval.render.meta_eval import markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 PROSE = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -15,7 +15,7 @@ from ctxeval.errors import UserError
 from ctxeval.pipeline import windows
 from ctxeval.pipeline.tokens import tokenized_from_pieces
 from ctxeval.probes.effective_length import EstimatorSettings, add_avg, knee_index, mark_key_tokens, summarize, target_table, units
-from ctxeval.probes.effective_length_report import render_markdown
+from ctxeval.render.effective_length import render_markdown
 from ctxeval.scoring.planning import EffectiveLengthPlanner
 
 from .conftest import run_cli

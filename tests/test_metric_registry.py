@@ -10,7 +10,7 @@ from ctxeval.metrics.config import MetricConfig
 from ctxeval.metrics import registry
 from ctxeval.render.figures import plot_scores
 from ctxeval.report.summary import summarize
-from ctxeval.report.tables import markdown_tables, score_columns
+from ctxeval.render.tables import markdown_tables, score_columns
 from tests.test_summary import records
 
 TOY = registry.TokenMetric("mean_rank", "MEAN RANK", lambda t: float(np.mean(t.ranks)), False, per_token=lambda t: t.ranks.astype(float),

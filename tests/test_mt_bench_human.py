@@ -14,7 +14,7 @@ from sklearn.metrics import accuracy_score, matthews_corrcoef, precision_recall_
 from ctxeval.data.pairwise import load_dataset
 from ctxeval.errors import UserError
 from ctxeval.qa.meta_eval import evaluate_picks
-from ctxeval.report.meta_eval import tie_policy_line
+from ctxeval.render.meta_eval import tie_policy_line
 from ctxeval.stats.bootstrap import classification_metrics
 
 from .conftest import FIXTURES, run_cli

@@ -14,7 +14,7 @@ from ctxeval.data.texts import Text
 from ctxeval.errors import UserError
 from ctxeval.metrics.gain import gain_table
 from ctxeval.probes.context_gain import summarize_text
-from ctxeval.probes.gain_report import render_markdown as gain_render_markdown
+from ctxeval.render.context_gain import render_markdown as gain_render_markdown
 from ctxeval.metrics.keytokens import key_token_mask, merge_spans, tokens_within
 from ctxeval.probes.retrieval import extract_value
 from ctxeval.probes.retrieval_data import make_case

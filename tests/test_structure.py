@@ -197,7 +197,7 @@ COMMANDS = ("ctxeval.commands",)  # the specs: options, checks, what a command r
 REPORT = ("ctxeval.report", "ctxeval.explorer")
 FACE = ("ctxeval.api", "ctxeval.cli", "ctxeval.serve", "ctxeval.server")
 RESULTS = ("ctxeval.results",)  # plain typed data: what a folder holds, its readers and writers
-RENDER = ("ctxeval.render",)  # figures drawn from a Result alone, when the engine writes it
+RENDER = ("ctxeval.render",)  # the Markdown and the figures of results: figures drawn from a Result alone when the engine writes it
 
 
 def _in(module: str, layer: tuple[str, ...]) -> bool:
@@ -326,6 +326,11 @@ def test_render_reads_results_only():
     allowed = RENDER + RESULTS + ("ctxeval.stats", "ctxeval.metrics", "ctxeval.errors")
     bad = {m: sorted(i for i in imported if not _in(i, allowed)) for m, imported in _imports_of(RENDER).items()}
     assert {m: b for m, b in bad.items() if b} == {}
+
+
+def test_markdown_tables_are_built_in_render_only():
+    """One place renders: every Markdown table a result or the CLI shows is built in render/."""
+    assert {m for m in _functions_calling(("to_markdown",))} <= {m for m in import_graph() if _in(m, RENDER)}
 
 
 def test_every_result_kind_with_a_figure_file_has_its_drawer():

@@ -11,7 +11,7 @@ from scipy import stats
 from ctxeval import api
 from ctxeval.metrics.config import MetricConfig
 from ctxeval.report.summary import approx_vs_exact, summarize
-from ctxeval.report.tables import appendix, markdown_tables
+from ctxeval.render.tables import appendix, markdown_tables
 from tests.conftest import run_cli
 from tests.synthetic_runs import write_run
 

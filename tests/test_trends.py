@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from ctxeval.report.trends import ALL_TEXTS, trend_table
+from ctxeval.report.trends import trend_table
+
+from ctxeval.results.trends import ALL_TEXTS
 from ctxeval.stats.trends import loo_outliers, mean_interval, slope
 
 

@@ -37,7 +37,8 @@ from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.records import RecordKind, append_row
-from ctxeval.results.judge import JudgeResult
+from ctxeval.render.judge import markdown
+from ctxeval.results.judge import QUESTION_SETS, JudgeResult, describe_questions
 
 # L-Eval's "pair-v2" judge prompt (Evaluation/llm_eval.py), used for its GPT-4 judged tasks
 SYSTEM_PROMPT = (
@@ -211,7 +212,6 @@ def read_predictions(path: Path) -> tuple[str, list[dict]]:
 # Rows each question set keeps, by `evaluation` (None: every row). L-Eval's llm_gpt4_eval files
 # hold the LLM rows, its llm_turbo_eval files the LLM and human rows; `file` is what
 # Evaluation/llm_eval.py reads from any file: every row, or only the f1/rouge rows if it has some.
-QUESTION_SETS: dict[str, tuple[str, ...] | None] = {"gpt4": ("LLM",), "turbo": ("LLM", "human"), "file": None}
 QUESTION_CHOICES = ("auto", *QUESTION_SETS)
 _NGRAM_KINDS = ("f1", "rouge")
 
@@ -250,12 +250,6 @@ def pair_predictions(model_rows: list[dict], model: str, base_rows: list[dict], 
     return pairs
 
 
-def _describe(questions: str) -> str:
-    kinds = QUESTION_SETS[questions]
-    rows = "rows as L-Eval's llm_eval.py reads the file" if kinds is None else f"evaluation {' or '.join(kinds)}"
-    return f"{questions} ({rows})"
-
-
 def judge_result(out: Path, model: str, base: str, judge_name: str, questions: str, verdicts: list[Verdict], unmatched: int) -> JudgeResult:
     """The result of a judge run in `out`: every verdict and the totals, overall and per order."""
     totals = win_rate(verdicts)
@@ -263,23 +257,6 @@ def judge_result(out: Path, model: str, base: str, judge_name: str, questions: s
     report = {"model": model, "base": base, "judge": judge_name, "prompt": "L-Eval pair-v2", "questions": questions,
               "totals": totals, "by_order": by_order, "unmatched_questions": unmatched, "verdicts": [asdict(v) for v in verdicts]}
     return JudgeResult(report, Path(out), markdown(report))
-
-
-def markdown(report: dict) -> str:
-    """`judge.md`: win rates over both answer orders and per order."""
-    totals, by_order = report["totals"], report["by_order"]
-    lines = [
-        f"# {report['model']} vs {report['base']}, judged by {report['judge']}",
-        "",
-        f"Questions: {_describe(report['questions'])}, {len(report['verdicts']) // 2} judged.",
-        "",
-        "| order | verdicts | wins | losses | ties | parse/request errors | win rate |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name, t in [("both orders", totals), *by_order.items()]:
-        lines.append(f"| {name} | {t['verdicts']} | {t['win']} | {t['loss']} | {t['tie']} | {t['error']} | {t['win_rate']:.4f} |")
-    lines += ["", "win rate = (wins + ½ ties) / verdicts that are not errors; errors are reported, not scored."]
-    return "\n".join(lines) + "\n"
 
 
 def run_judge(load_spec: ModelSpec, judge_name: str, predictions: Path, base_predictions: Path, out: Path,
@@ -293,7 +270,7 @@ def run_judge(load_spec: ModelSpec, judge_name: str, predictions: Path, base_pre
     base, base_rows = read_predictions(base_predictions)
     considered = select_questions(model_rows, questions)
     if not considered:
-        raise FieldError("questions", f"{predictions} has no row of question set {_describe(questions)}; choose another with {{name}}")
+        raise FieldError("questions", f"{predictions} has no row of question set {describe_questions(questions)}; choose another with {{name}}")
     pairs = pair_predictions(considered, model, base_rows, base)
     if limit is not None:
         pairs = pairs[:limit]

@@ -176,10 +176,10 @@ def run_leval(spec: LevalSpec) -> LevalResult:
 
 def run_leval_corr(spec: LevalCorrSpec) -> Correlations:
     """Kendall τ-b between each metric's model ranking and the human ranking; with `out`, writes corr.json/.md."""
-    from ctxeval.leval.corr import correlate, read_human
+    from ctxeval.leval.corr import correlate, correlations_result, read_human
 
     human = read_human(Path(spec.human), spec.column)
-    return Correlations.of(human, correlate(human, list(spec.metrics)))
+    return correlations_result(human, correlate(human, list(spec.metrics)))
 
 
 def run_judge(spec: JudgeSpec) -> JudgeResult:

@@ -19,16 +19,17 @@ from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
 from ctxeval.errors import UserError
 from ctxeval.modeldiff.finish import measure_noise_floor
-from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_line
+from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir
+from ctxeval.render.diff import floor_line
 from ctxeval.modeldiff.summary import bucket_edges
 from ctxeval.options import argument, check_spec, comma_floats, comma_ints, fail, group, joined, one_of, option, positive, python_only
 from ctxeval.pipeline import windows
 from ctxeval.pipeline.engine import estimate, run, save_result
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.scoring.planning import ScorePlanner, SweepPlanner
-from ctxeval.report.numerics import run_markdown
+from ctxeval.render.numerics import run_markdown
 from ctxeval.results.runs import load_run
-from ctxeval.report.tables import markdown_tables
+from ctxeval.render.tables import markdown_tables
 from ctxeval.results.scoring import RunResult, stored_noise_floor
 from ctxeval.scoring.finish import scoring_result
 from ctxeval.scoring import Finish, ScoringRun, scoring_spec

@@ -7,7 +7,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from ctxeval.explorer.render import environment, static
-from ctxeval.agreement.analysis import correlation_rows, costs, wide_measures
+from ctxeval.render.agreement import correlation_rows, costs, wide_measures
 
 
 def render_agreement(measures: pd.DataFrame, correlations: pd.DataFrame, scatter_file: str) -> str:

@@ -22,8 +22,8 @@ import pandas as pd
 from ctxeval.errors import UserError
 from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.pieces import read_pieces
-from ctxeval.report.numerics import run_lines
-from ctxeval.report.lengths import describe_length
+from ctxeval.render.numerics import run_lines
+from ctxeval.render.lengths import describe_length
 from ctxeval.results.runs import require_complete
 from ctxeval.results.base import RESULT_FILE, read_header, read_result
 from ctxeval.results.comparison import Comparison

@@ -15,7 +15,7 @@ from markupsafe import Markup
 from ctxeval.explorer import charts
 from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN, Arm, RunView, arm_payload, b64, load_runs
 from ctxeval.explorer.pairs import ArmPair, all_pairs
-from ctxeval.report.lengths import describe_length
+from ctxeval.render.lengths import describe_length
 
 _SCRIPT_SAFE = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from ctxeval.errors import FieldError, UserError
 from ctxeval.results.base import read_result
-from ctxeval.results.correlations import Correlation
+from ctxeval.render.correlations import correlation_markdown
+from ctxeval.results.correlations import Correlation, Correlations
 from ctxeval.results.leval import SCORES_JSON, LevalResult
 from ctxeval.stats.agreement import kendall_tau_b
 
@@ -124,3 +125,8 @@ def correlate(human: dict[str, float], sources: list[str]) -> list[Correlation]:
     if not results:
         raise UserError(f"no metric covers two or more of the human-rated models ({', '.join(models)})")
     return results
+
+
+def correlations_result(human: dict[str, float], correlations: list[Correlation]) -> Correlations:
+    """The `correlations` result of `leval-corr`, with its Markdown table."""
+    return Correlations(human, correlations, correlation_markdown(correlations, sorted(human)))

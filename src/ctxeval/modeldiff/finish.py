@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 from ctxeval.data.corpus import Corpus
 from ctxeval.modeldiff.keytokens import key_token_mask
 from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_summary
-from ctxeval.modeldiff.report import gate, render_markdown
+from ctxeval.stats.gates import diff_gate
+from ctxeval.render.diff import render_markdown
 from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, DiffRun
 from ctxeval.pipeline.engine import run
 from ctxeval.modeldiff.summary import Bootstrap, summarize
@@ -44,7 +45,7 @@ def diff_result(run_dir: Path, manifest: Manifest, *, ref: str, loaded: Corpus, 
     if noise_floor is not None:
         floor = measure_noise_floor(ref, noise_floor, loaded, window=settings["window"], stride=settings["stride"], max_tokens=settings["max_tokens"], edges=edges,
                                     out=floor_dir(run_dir), bootstrap=bootstrap, **floor_run)
-    failures = gate(summary, gates["profile"], gates["max_kl"], gates["min_same_top"], gates["min_windows"], gates["min_tokens"])
+    failures = diff_gate(summary, gates["profile"], gates["max_kl"], gates["min_same_top"], gates["min_windows"], gates["min_tokens"])
     recorded = {"profile": gates["profile"], "max_kl": gates["max_kl"], "min_same_top": gates["min_same_top"], "failures": failures}
     report = diff_report(manifest, settings, summary, recorded, floor)
     return DiffResult(run_dir, manifest, report, render_markdown(report), render_page(run_dir, report, records, mask), failures)

@@ -71,13 +71,5 @@ def floor_summary(records: pd.DataFrame, ref: str, cand: str, summary: dict) -> 
     }
 
 
-def floor_line(floor: dict) -> str:
-    """One line for the CLI and the Markdown reports."""
-    return (f"noise floor ({floor['cand']} vs {floor['ref']}, {floor['windows']} windows, {floor['tokens']} tokens): "
-            f"max |Δ logprob| {floor['max_abs_logprob_diff']:.4g}, mean {floor['mean_abs_logprob_diff']:.3g}, "
-            f"rank changed {floor['rank_changes_pct']:.1f} %, top-1 flipped {floor['top1_flips_pct']:.2f} %, "
-            f"KL mean {floor['kl_mean']:.3g} (max {floor['kl_max']:.3g}) nats")
-
-
 def floor_dir(run_dir: Path) -> Path:
     return Path(run_dir) / NOISE_DIR

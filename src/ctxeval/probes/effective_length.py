@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.metrics.registry import MetricConfig, token_metrics, tokens
-from ctxeval.probes.effective_length_report import render_markdown
+from ctxeval.render.effective_length import render_markdown
 from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask, merge_spans, tokens_within
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED, FEW_CLUSTERS, RELIABLE_CLUSTERS
 from ctxeval.results.effective_length import EffectiveLengthResult

@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 from ctxeval.errors import UserError
-from ctxeval.report.lengths import describe_length
+from ctxeval.render.lengths import describe_length
+from ctxeval.render.probe_report import render
 from ctxeval.results.base import read_result
 from ctxeval.results.context_gain import ContextGainResult
 from ctxeval.results.effective_length import EffectiveLengthResult
@@ -55,22 +56,6 @@ def at_a_glance(sections: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 "retrieval_mean_rank": float((part["mean_rank"] * weights).sum() / weights.sum()),
             })
     return pd.DataFrame([{"model": m} | values for m, values in rows.items()])
-
-
-def render(glance: pd.DataFrame, sections: dict[str, pd.DataFrame], run_dirs: list[Path]) -> str:
-    parts = ["# Long-context probe report", "", "Runs: " + ", ".join(f"`{d}`" for d in run_dirs), "", "## At a glance", "",
-             _table(glance), "",
-             "Reading it: a model that uses distant context has a clearly positive mean gain (nats per token from tokens beyond the short context), "
-             "a LongPPL well below its short-context value, and retrieval accuracy that holds up as records grow. Similar perplexities with "
-             "different gains or retrieval scores mean perplexity is reflecting local modelling (paper 002). The effective length L* is the shortest context "
-             "that brings 95 % of the likelihood gain of the longest one (same targets at every length); the retrieval effective length is the longest "
-             "prompt whose retrieval accuracy stays above the threshold.", ""]
-    titles = {"language_modelling": "Perplexity and rank-based scores by context", "context_gain": "Context gain and LongPPL",
-              "effective_length": "Effective context length", "retrieval": "Line retrieval"}
-    for key, title in titles.items():
-        if not sections[key].empty:
-            parts += [f"## {title}", "", _table(sections[key]), ""]
-    return "\n".join(parts)
 
 
 def lm_rows(run: Path, summary: pd.DataFrame) -> pd.DataFrame:
@@ -126,10 +111,6 @@ def retrieval_rows(run: Path, variant: str, cells: pd.DataFrame, models: list[st
                          "accuracy": float((part["accuracy"] * part["n"]).sum() / n), "mean_rank": float((part["mean_rank"] * part["n"]).sum() / n),
                          "worst_depth_accuracy": float(part["accuracy"].min())})
     return pd.DataFrame(rows)
-
-
-def _table(frame: pd.DataFrame) -> str:
-    return frame.to_markdown(index=False, floatfmt=".4g") if not frame.empty else "(nothing)"
 
 
 def probe_report(run_dirs: list[Path], out: Path) -> ProbeReport:

@@ -7,13 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ctxeval.render.retrieval import results_markdown
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.retrieval import RetrievalResult, cell_keys, read_cases
-
-
-def results_markdown(variant: str, cells: pd.DataFrame) -> str:
-    """results.md: the cells as one table."""
-    return f"# Line retrieval ({variant})\n\n" + cells.to_markdown(index=False, floatfmt=".3f") + "\n"
 
 
 def cell_table(cases: pd.DataFrame) -> pd.DataFrame:

@@ -20,7 +20,7 @@ from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.metrics.qa import pick_winner
 from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, answer_passes, score_answer
 from ctxeval.qa.passes import PassRecords, run_passes
-from ctxeval.report.meta_eval import markdown_table
+from ctxeval.render.meta_eval import markdown_table
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.stats.bootstrap import bootstrap_classification, classification_metrics

@@ -24,7 +24,7 @@ from ctxeval.data.mt_bench import RankingQuestion
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.metrics.qa import rank_scores
 from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, answer_passes, score_answer
-from ctxeval.report.pplqa import markdown
+from ctxeval.render.pplqa import markdown
 from ctxeval.results.manifest import Manifest
 from ctxeval.qa.passes import PassRecords, run_passes
 from ctxeval.results.pplqa import PplqaResult

@@ -14,7 +14,7 @@ from ctxeval.metrics.config import MetricConfig
 from ctxeval.errors import FieldError, UserError
 from ctxeval.results.manifest import Manifest
 from ctxeval.pairing import KEY, Pairing
-from ctxeval.report.numerics import markdown_lines
+from ctxeval.render.compare import render_markdown, window_label
 from ctxeval.report.summary import window_metrics
 from ctxeval.results.comparison import Comparison
 from ctxeval.stats.paired import all_equal, paired_bca, weighted_mean
@@ -66,13 +66,9 @@ def finite_losses(pairing: Pairing) -> tuple[pd.DataFrame, list[dict]]:
 
 def nan_error(excluded: list[dict]) -> UserError:
     """The one-line error of `--nan-windows error`, naming the windows."""
-    shown = ", ".join(_label(w) for w in excluded[:10])
+    shown = ", ".join(window_label(w) for w in excluded[:10])
     more = f" and {len(excluded) - 10} more" if len(excluded) > 10 else ""
     return FieldError("nan_windows", f"{len(excluded)} paired windows have a NaN loss ({shown}{more}); pass {{name}} exclude to leave them out (they are listed in the report)")
-
-
-def _label(window: dict) -> str:
-    return window["a"] if window["a"] == window["b"] else f"{window['a']}/{window['b']}"
 
 
 def build_report(
@@ -197,11 +193,6 @@ def _halves(position_a: np.ndarray, n_a: int) -> dict[str, np.ndarray]:
     return {"first_half": first, "second_half": ~first}
 
 
-def interval_text(bounds: list[float] | None, fmt: str) -> str:
-    """'[low, high]' in `fmt`, or 'no interval' (never a zero-width interval for a missing one)."""
-    return "no interval" if bounds is None else f"[{bounds[0]:{fmt}}, {bounds[1]:{fmt}}]"
-
-
 def _half(delta: np.ndarray, tokens: np.ndarray, replicates: int, seed: int, clusters, resample: str) -> dict | None:
     if len(delta) == 0:
         return None
@@ -245,61 +236,6 @@ def check_invariants(report: dict, delta: np.ndarray) -> list[str]:
     if stats["window_overlap_fraction"] != 0.0:
         violations.append(f"window_overlap_fraction is {stats['window_overlap_fraction']:.4f}, not 0.0 (paired windows share scored text)")
     return violations
-
-
-def render_markdown(report: dict) -> str:
-    pm = report["primary_metric"]
-    st = report["dataset"]["windows"]["stats"]
-    bs = st["bootstrap"]
-    unit = {"text": "documents", "window": "windows"}[bs["resampling_unit"]]
-    scheme = {"windows": "drawn uniformly, ratio of sums", "tokens": "drawn with probability ∝ tokens, plain mean of Δ"}[bs["resample"]]
-    lines = [
-        "# ctxeval paired comparison",
-        "",
-        f"A: `{report['runs']['a']}`  ",
-        f"B: `{report['runs']['b']}`",
-        "",
-        f"**Perplexity ratio B/A = {pm['ratio']:.4f}**, {100 * bs['confidence']:.0f} % CI {interval_text(pm['display_ci'], '.4f')} "
-        f"(PPL A {pm['preview']:.3f}, B {pm['final']:.3f}; Δ log-NLL {pm['delta_log_nll']:+.5f}, CI {interval_text(pm['ci'], '+.5f')})",
-        "",
-        "| arm | run windows | run tokens | compared windows | compared tokens | PPL | minima (windows / tokens) |",
-        "|---|---:|---:|---:|---:|---:|---|",
-    ]
-    for arm, label in (("preview", "A (preview)"), ("final", "B (final)")):
-        cov = st["coverage"][arm]
-        minima = "none set" if cov["minima_met"] is None else f"{cov['min_windows']} / {cov['min_tokens']}: {'met' if cov['minima_met'] else 'NOT met'}"
-        lines.append(f"| {label} | {cov['windows']} | {cov['tokens']} | {cov['compared_windows']} | {cov['compared_tokens']} | {pm[arm]:.3f} | {minima} |")
-    lines += ["", "| drift: half of A's run order | windows | ratio B/A | CI |", "|---|---:|---:|---|"]
-    for name, h in pm["drift"].items():
-        if h:
-            lines.append(f"| {name.replace('_', ' ')} | {h['windows']} | {h['ratio']:.4f} | {interval_text(h['display_ci'], '.4f')} |")
-    lines += ["", "| rank score | B − A | CI |", "|---|---:|---|"]
-    for name, m in report["secondary_metrics"].items():
-        lines.append(f"| {name} | {m['difference']:+.4f} | {interval_text(m['ci'], '+.4f')} |")
-    lines += [
-        "",
-        f"Pairing: {st['paired_documents']} documents paired (A {st['documents_a']}, B {st['documents_b']}); "
-        f"{st['paired_windows']} windows paired (A {st['windows_a']}, B {st['windows_b']}), {st['compared_windows']} compared; match fraction {st['window_match_fraction']:.3f}, "
-        f"overlap fraction {st['window_overlap_fraction']:.3f}, token-count mismatches {st['token_count_mismatches']}.",
-        f"Bootstrap: {bs['method']} over {bs['resampling_units']} {unit} ({scheme}; --resample {bs['resample']}), {bs['replicates']} replicates, seed {bs['seed']}, z0 {bs['z0']}, acceleration {bs['acceleration']}.",
-        f"Resampling unit: {bs['unit_reason']}.",
-    ]
-    if bs["warning"]:
-        lines.append(f"**Warning:** {bs['warning']}.")
-    inv = report["invariants"]
-    if inv["violations"]:
-        lines.append("**Contract violations** (paper 001: match fraction 1.0, overlap fraction 0.0): " + "; ".join(inv["violations"]) + ".")
-    else:
-        lines.append("Contract (paper 001): match fraction 1.0, overlap fraction 0.0: holds.")
-    excluded = st["excluded_windows"]
-    if excluded["count"]:
-        ids = ", ".join(f"{_label(w)} (NaN in {w['nan_in']})" for w in excluded["windows"])
-        lines.append(f"Excluded: {excluded['count']} paired windows whose {excluded['reason']}: {ids}.")
-    if st["paired_delta_summary"]["reason"]:
-        label = "Degenerate: " if st["paired_delta_summary"]["degenerate"] else ""
-        lines.append(f"{label}{st['paired_delta_summary']['reason']}.")
-    lines += markdown_lines(report.get("numerics"))
-    return "\n".join(lines) + "\n"
 
 
 def comparison_result(report: dict, out: Path) -> Comparison:

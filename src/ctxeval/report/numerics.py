@@ -1,7 +1,6 @@
-"""How a run's numbers were computed, as reports show it: each model's numeric path and
-fingerprint (`summary`, the HTML report), and what two arms' paths and fingerprints say about
-each other (`compare`, `diff`): a different numeric path explains differences in the last
-digits; equal fingerprints mean bit-identical records (docs/numerics.md)."""
+"""What two arms' numeric paths and fingerprints say about each other (`compare`, `diff`): a
+different numeric path explains differences in the last digits; equal fingerprints mean
+bit-identical scores (docs/numerics.md)."""
 
 from __future__ import annotations
 
@@ -9,37 +8,10 @@ from typing import Any
 
 from ctxeval.results.numeric_path import NumericPath, differences
 from ctxeval.results.fingerprint import Fingerprint, differing_documents
+from ctxeval.render.numerics import model_line
 from ctxeval.results.manifest import Manifest
 
 NAMED_DOCUMENTS = 5  # differing documents a note names
-
-
-def model_line(path: NumericPath | None, fingerprint: Fingerprint | None) -> str:
-    """e.g. `llama.cpp 0.3.36 · AMD EPYC AVX-512 · Q4_K_M · f16 KV · n_batch 512 · flash attn off ·
-    2 threads · fingerprint 3f9a0c1d2e4b5a69`."""
-    parts = [path.compact() if path else "numeric path not recorded"]
-    if fingerprint is not None:
-        parts.append(f"fingerprint {fingerprint.short}")
-    return " · ".join(parts)
-
-
-def run_lines(manifest: Manifest) -> list[str]:
-    """One line per model of a run: its name, numeric path and fingerprint."""
-    if manifest.numeric_paths is None and manifest.fingerprints is None:
-        return [f"numeric paths and fingerprints not recorded (manifest version {manifest.version})"]
-    fingerprints = manifest.fingerprints or []
-    paths = manifest.numeric_paths or []
-    lines = []
-    for i, name in enumerate(manifest.model_names):
-        path = paths[i] if i < len(paths) else None
-        fingerprint = fingerprints[i] if i < len(fingerprints) else None
-        lines.append(f"{name}: {model_line(path, fingerprint)}")
-    return lines
-
-
-def run_markdown(manifest: Manifest) -> str:
-    """The summary's section on how its numbers were computed."""
-    return "## Numeric path and fingerprint\n\n" + "\n".join(f"- {line}" for line in run_lines(manifest)) + "\n"
 
 
 def arm(manifest: Manifest, index: int) -> tuple[NumericPath | None, Fingerprint | None]:
@@ -93,14 +65,6 @@ def compare_numerics(manifest_a: Manifest, model_a: str, manifest_b: Manifest, m
                          (manifest_b.numeric_path(model_b), manifest_b.fingerprint(model_b)), ("A", "B"))
 
 
-def markdown_lines(numerics: dict[str, Any] | None) -> list[str]:
-    """The Markdown of a `pair_numerics` result (nothing for a report written without one)."""
-    if not numerics:
-        return []
-    return ["", "Numeric paths and fingerprints (all of each arm model's records in its run):", "",
-            *(f"- {line}" for line in numerics["lines"]), "", "  \n".join(numerics["notes"])]
-
-
 def _value(value: Any) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
@@ -109,4 +73,3 @@ def _value(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k} {v}" for k, v in value.items()) or "none"
     return "none" if value is None else str(value)
-

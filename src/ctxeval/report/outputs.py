@@ -11,9 +11,9 @@ import pandas as pd
 from ctxeval.metrics.config import MetricConfig
 from ctxeval.errors import FieldError
 from ctxeval.results.manifest import Manifest
-from ctxeval.report.numerics import run_markdown
+from ctxeval.render.numerics import run_markdown
 from ctxeval.report.summary import approx_vs_exact, summarize
-from ctxeval.report.tables import markdown_tables
+from ctxeval.render.tables import markdown_tables
 
 
 @dataclass

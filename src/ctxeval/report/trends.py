@@ -9,13 +9,9 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.results.rows import wide_ints
-from ctxeval.results.trends import Trends
+from ctxeval.render.trends import render_trends
+from ctxeval.results.trends import ALL_TEXTS, SERIES, Trends
 from ctxeval.stats.trends import loo_outliers, slope
-
-SERIES = ["model", "text_id", "method", "context_mode"]
-
-
-ALL_TEXTS = "(all texts)"
 
 
 def trend_table(per_window: pd.DataFrame, names: list[str]) -> pd.DataFrame:
@@ -64,17 +60,6 @@ def variance_table(per_window: pd.DataFrame, names: list[str], k: float) -> pd.D
 def outlier_rule(k: float) -> str:
     """The outlier rule in words, as trends.json and trends.md state it."""
     return f"a window is flagged when it lies more than {k:g} SD from the mean of the other windows at its length (leave-one-out; needs >= 3 windows)"
-
-
-def render_trends(trends: pd.DataFrame, variance: pd.DataFrame, rule: str) -> str:
-    """trends.md: the slopes of the headline metrics, then the spread across repeats."""
-    shown = trends[trends["metric"].isin(["avg", "ppl", "approx_ppl"])]
-    cols = SERIES + ["metric", "x", "slope", "stderr", "p_value", "ci_low", "ci_high", "n"]
-    md = ["# Trends over context length", "", f"`{ALL_TEXTS}`: one fit over the windows of every text (the thesis's combined slopes).", "", shown[cols].to_markdown(index=False, floatfmt=".4g"), ""]
-    spread = variance[variance["metric"].isin(["avg", "ppl"])].copy()
-    spread["outliers"] = spread["outliers"].map(lambda w: ", ".join(w))
-    md += ["# Spread across repeats", "", rule + ".", "", spread.to_markdown(index=False, floatfmt=".4g"), ""]
-    return "\n".join(md)
 
 
 def trends_result(trends: pd.DataFrame, variance: pd.DataFrame, outlier_sd: float, out: Path) -> Trends:

@@ -39,18 +39,14 @@ class Correlations(Result):
     correlations: list[Correlation]
     markdown: str = ""  # the table (corr.md holds it under a title)
 
-    @classmethod
-    def of(cls, human: dict[str, float], correlations: list[Correlation]) -> Correlations:
-        return cls(human, correlations, correlation_markdown(correlations, sorted(human)))
-
     def to_json(self) -> dict[str, Any]:
         rows = [{"metric": r.metric, "tau": _null(r.tau), "p_value": _null(r.p_value), "models": list(r.models), "tasks": r.tasks} for r in self.correlations]
         return {"human": self.human, "correlations": rows}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Correlations:
+    def from_json(cls, data: dict[str, Any], markdown: str = "") -> Correlations:
         rows = [Correlation(r["metric"], _nan(r["tau"]), _nan(r["p_value"]), tuple(r["models"]), r["tasks"]) for r in data["correlations"]]
-        return cls.of(data["human"], rows)
+        return cls(data["human"], rows, markdown)
 
     def write_files(self, out: Path) -> None:
         (out / CORR_JSON).write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
@@ -58,7 +54,8 @@ class Correlations(Result):
 
     @classmethod
     def read_files(cls, out: Path, version: int) -> Correlations:
-        return cls.from_json(json.loads((out / CORR_JSON).read_text(encoding="utf-8")))
+        markdown = (out / CORR_MD).read_text(encoding="utf-8").removeprefix(_TITLE)
+        return cls.from_json(json.loads((out / CORR_JSON).read_text(encoding="utf-8")), markdown)
 
 
 def _null(value: float) -> float | None:
@@ -67,13 +64,3 @@ def _null(value: float) -> float | None:
 
 def _nan(value: float | None) -> float:
     return math.nan if value is None else value
-
-
-def correlation_markdown(results: list[Correlation], human_models: list[str]) -> str:
-    lines = ["| metric | Kendall τ-b | p | models | tasks |", "|---|---:|---:|---:|---:|"]
-    for r in results:
-        tau = "n/a (constant)" if math.isnan(r.tau) else f"{r.tau:.3f}"
-        p = "" if math.isnan(r.p_value) else f"{r.p_value:.3g}"
-        tasks = "" if r.tasks is None else str(r.tasks)
-        lines.append(f"| {r.metric} | {tau} | {p} | {len(r.models)} of {len(human_models)} | {tasks} |")
-    return "\n".join(lines) + "\n"

@@ -13,6 +13,8 @@ from typing import Any, ClassVar
 
 from ctxeval.results.base import Result
 
+# L-Eval's judge question sets: the `evaluation` values of the rows each takes (None: every row)
+QUESTION_SETS: dict[str, tuple[str, ...] | None] = {"gpt4": ("LLM",), "turbo": ("LLM", "human"), "file": None}
 JUDGE_JSON = "judge.json"
 JUDGE_MD = "judge.md"
 
@@ -48,3 +50,11 @@ class JudgeResult(Result):
     @classmethod
     def read_files(cls, out: Path, version: int) -> JudgeResult:
         return cls.from_json(json.loads((out / JUDGE_JSON).read_text()), out, (out / JUDGE_MD).read_text())
+
+
+
+def describe_questions(questions: str) -> str:
+    """A question set as the report names it, with the rows it takes."""
+    kinds = QUESTION_SETS[questions]
+    rows = "rows as L-Eval's llm_eval.py reads the file" if kinds is None else f"evaluation {' or '.join(kinds)}"
+    return f"{questions} ({rows})"

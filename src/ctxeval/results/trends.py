@@ -12,6 +12,8 @@ import pandas as pd
 from ctxeval.results.base import Result
 from ctxeval.results.rows import frame, json_rows
 
+SERIES = ["model", "text_id", "method", "context_mode"]  # what one fitted series is
+ALL_TEXTS = "(all texts)"  # the text_id of the fit over every text' windows
 TRENDS_JSON = "trends.json"
 TRENDS_MD = "trends.md"
 

@@ -69,3 +69,26 @@ def gate(report: dict, profile: str, max_ratio: float | None) -> list[str]:
     elif max_ratio is not None and report["primary_metric"]["display_ci"][1] > max_ratio:
         failures.append(f"upper CI bound of the perplexity ratio {report['primary_metric']['display_ci'][1]:.4f} exceeds --max-ratio {max_ratio:g}")
     return failures
+
+
+def diff_gate(summary: dict, profile: str, max_kl: float | None, min_same_top: float | None,
+         min_windows: int | None = None, min_tokens: int | None = None) -> list[str]:
+    """Reasons a diff fails its gates (empty: it passes), judged on all tokens by the interval
+    bound on the unfavourable side: the upper bound of mean KL against `max_kl`, the lower bound
+    of same-top-1 % against `min_same_top`. ci/release also need their minimum windows/tokens."""
+    overall = summary["all"]
+    failures = []
+    limits = PROFILES[profile]
+    if limits is not None:
+        min_windows = limits["min_windows"] if min_windows is None else min_windows
+        min_tokens = limits["min_tokens"] if min_tokens is None else min_tokens
+        if overall["windows"] < min_windows or overall["tokens"] < min_tokens:
+            failures.append(f"{overall['windows']} windows / {overall['tokens']} tokens compared, below the minimum of {min_windows} / {min_tokens}")
+    for flag, limit, metric in (("--max-kl", max_kl, "kl"), ("--min-same-top", min_same_top, "same_top1")):
+        if limit is not None and overall[metric]["ci"] is None:
+            failures.append(f"{flag} {limit:g} cannot be checked: {overall[metric]['reason']}")
+    if max_kl is not None and overall["kl"]["ci"] is not None and overall["kl"]["ci"][1] > max_kl:
+        failures.append(f"upper CI bound of the mean KL {overall['kl']['ci'][1]:.6f} exceeds --max-kl {max_kl:g}")
+    if min_same_top is not None and overall["same_top1"]["ci"] is not None and overall["same_top1"]["ci"][0] < min_same_top:
+        failures.append(f"lower CI bound of same-top-1 {overall['same_top1']['ci'][0]:.2f} % is below --min-same-top {min_same_top:g} %")
+    return failures

@@ -1,10 +1,10 @@
-"""What an effective-length run reports: the curve table, the Markdown and the plot."""
+"""effective_length.md: per model its L* (from all targets and from key tokens), the gain to the
+longest length, the last doubling that still helped, and the curve."""
 
 from __future__ import annotations
 
 
-
-from ctxeval.report.lengths import describe_length
+from ctxeval.render.lengths import describe_length
 
 
 def _ci(e: dict | None, fmt: str = "+.4f") -> str:

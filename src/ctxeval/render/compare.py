@@ -1,0 +1,70 @@
+"""The Markdown of a paired comparison (compare.md), from the report compare.json holds."""
+
+from __future__ import annotations
+
+from ctxeval.render.numerics import markdown_lines
+
+
+def window_label(window: dict) -> str:
+    """A paired window as the report names it: its id, or both arms' ids where they differ."""
+    return window["a"] if window["a"] == window["b"] else f"{window['a']}/{window['b']}"
+
+
+def interval_text(bounds: list[float] | None, fmt: str) -> str:
+    """'[low, high]' in `fmt`, or 'no interval' (never a zero-width interval for a missing one)."""
+    return "no interval" if bounds is None else f"[{bounds[0]:{fmt}}, {bounds[1]:{fmt}}]"
+
+
+def render_markdown(report: dict) -> str:
+    pm = report["primary_metric"]
+    st = report["dataset"]["windows"]["stats"]
+    bs = st["bootstrap"]
+    unit = {"text": "documents", "window": "windows"}[bs["resampling_unit"]]
+    scheme = {"windows": "drawn uniformly, ratio of sums", "tokens": "drawn with probability ∝ tokens, plain mean of Δ"}[bs["resample"]]
+    lines = [
+        "# ctxeval paired comparison",
+        "",
+        f"A: `{report['runs']['a']}`  ",
+        f"B: `{report['runs']['b']}`",
+        "",
+        f"**Perplexity ratio B/A = {pm['ratio']:.4f}**, {100 * bs['confidence']:.0f} % CI {interval_text(pm['display_ci'], '.4f')} "
+        f"(PPL A {pm['preview']:.3f}, B {pm['final']:.3f}; Δ log-NLL {pm['delta_log_nll']:+.5f}, CI {interval_text(pm['ci'], '+.5f')})",
+        "",
+        "| arm | run windows | run tokens | compared windows | compared tokens | PPL | minima (windows / tokens) |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for arm, label in (("preview", "A (preview)"), ("final", "B (final)")):
+        cov = st["coverage"][arm]
+        minima = "none set" if cov["minima_met"] is None else f"{cov['min_windows']} / {cov['min_tokens']}: {'met' if cov['minima_met'] else 'NOT met'}"
+        lines.append(f"| {label} | {cov['windows']} | {cov['tokens']} | {cov['compared_windows']} | {cov['compared_tokens']} | {pm[arm]:.3f} | {minima} |")
+    lines += ["", "| drift: half of A's run order | windows | ratio B/A | CI |", "|---|---:|---:|---|"]
+    for name, h in pm["drift"].items():
+        if h:
+            lines.append(f"| {name.replace('_', ' ')} | {h['windows']} | {h['ratio']:.4f} | {interval_text(h['display_ci'], '.4f')} |")
+    lines += ["", "| rank score | B − A | CI |", "|---|---:|---|"]
+    for name, m in report["secondary_metrics"].items():
+        lines.append(f"| {name} | {m['difference']:+.4f} | {interval_text(m['ci'], '+.4f')} |")
+    lines += [
+        "",
+        f"Pairing: {st['paired_documents']} documents paired (A {st['documents_a']}, B {st['documents_b']}); "
+        f"{st['paired_windows']} windows paired (A {st['windows_a']}, B {st['windows_b']}), {st['compared_windows']} compared; match fraction {st['window_match_fraction']:.3f}, "
+        f"overlap fraction {st['window_overlap_fraction']:.3f}, token-count mismatches {st['token_count_mismatches']}.",
+        f"Bootstrap: {bs['method']} over {bs['resampling_units']} {unit} ({scheme}; --resample {bs['resample']}), {bs['replicates']} replicates, seed {bs['seed']}, z0 {bs['z0']}, acceleration {bs['acceleration']}.",
+        f"Resampling unit: {bs['unit_reason']}.",
+    ]
+    if bs["warning"]:
+        lines.append(f"**Warning:** {bs['warning']}.")
+    inv = report["invariants"]
+    if inv["violations"]:
+        lines.append("**Contract violations** (paper 001: match fraction 1.0, overlap fraction 0.0): " + "; ".join(inv["violations"]) + ".")
+    else:
+        lines.append("Contract (paper 001): match fraction 1.0, overlap fraction 0.0: holds.")
+    excluded = st["excluded_windows"]
+    if excluded["count"]:
+        ids = ", ".join(f"{window_label(w)} (NaN in {w['nan_in']})" for w in excluded["windows"])
+        lines.append(f"Excluded: {excluded['count']} paired windows whose {excluded['reason']}: {ids}.")
+    if st["paired_delta_summary"]["reason"]:
+        label = "Degenerate: " if st["paired_delta_summary"]["degenerate"] else ""
+        lines.append(f"{label}{st['paired_delta_summary']['reason']}.")
+    lines += markdown_lines(report.get("numerics"))
+    return "\n".join(lines) + "\n"

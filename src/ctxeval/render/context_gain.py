@@ -1,0 +1,37 @@
+"""context_gain.md: per text and model, both perplexities, the gain with its paired interval,
+LongPPL over the key tokens, and the gain by distance."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ctxeval.render.compare import interval_text
+
+
+def render_markdown(summary: dict, by_distance: pd.DataFrame) -> str:
+    """Per text and model: both perplexities, the gain with its interval, LongPPL; then gain by distance."""
+    lines = [
+        f"# Context gain: chunked W={summary['window']} vs last k={summary['short']} tokens (stride {summary['short_stride']})",
+        "",
+        f"Key tokens by `{summary['key_tokens']['evaluator']}`: g > {summary['key_tokens']['alpha']:g} and log p_long > {summary['key_tokens']['beta']:g}.",
+        "",
+        "| text | model | tokens | PPL long | PPL short | PPL ratio long/short [95% CI] | mean gain (nats) | gain, distant targets | key tokens | LongPPL | PPL of key tokens, short |",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for text_id, entry in summary["texts"].items():
+        for model, s in entry["by_model"].items():
+            # "no interval (one block of N targets): ...", never a zero-width interval
+            interval = s["ci"]["reason"] if s["ppl_ratio_ci"] is None else interval_text(s["ppl_ratio_ci"], ".4f")
+            if s["ci"]["degenerate"]:
+                interval += f" (degenerate: {s['ci']['reason']})"
+            lines.append(
+                f"| {text_id} | {model} | {s['n_tokens']} | {s['ppl_long']:.3f} | {s['ppl_short']:.3f} | "
+                f"{s['ppl_ratio_long_over_short']:.4f} {interval} | {s['mean_gain']:+.4f} | "
+                f"{_fmt(s['mean_gain_distant'], '+.4f')} | {s['n_key']} ({100 * s['key_fraction']:.2f} %) | {_fmt(s['longppl'], '.3f')} | {_fmt(s['longppl_short'], '.3f')} |"
+            )
+    lines += ["", "## Gain by long-context length", "", by_distance.to_markdown(index=False, floatfmt=".4f"), ""]
+    return "\n".join(lines)
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "—" if value is None else format(value, spec)

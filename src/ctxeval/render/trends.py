@@ -1,0 +1,19 @@
+"""trends.md: the slopes of the headline metrics against context length, and the spread of
+repeated starts."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ctxeval.results.trends import ALL_TEXTS, SERIES
+
+
+def render_trends(trends: pd.DataFrame, variance: pd.DataFrame, rule: str) -> str:
+    """trends.md: the slopes of the headline metrics, then the spread across repeats."""
+    shown = trends[trends["metric"].isin(["avg", "ppl", "approx_ppl"])]
+    cols = SERIES + ["metric", "x", "slope", "stderr", "p_value", "ci_low", "ci_high", "n"]
+    md = ["# Trends over context length", "", f"`{ALL_TEXTS}`: one fit over the windows of every text (the thesis's combined slopes).", "", shown[cols].to_markdown(index=False, floatfmt=".4g"), ""]
+    spread = variance[variance["metric"].isin(["avg", "ppl"])].copy()
+    spread["outliers"] = spread["outliers"].map(lambda w: ", ".join(w))
+    md += ["# Spread across repeats", "", rule + ".", "", spread.to_markdown(index=False, floatfmt=".4g"), ""]
+    return "\n".join(md)
