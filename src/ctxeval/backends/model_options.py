@@ -127,8 +127,3 @@ def hf_options(options: dict[str, str], spec: str) -> HfOptions:
     press = parse_press(options, spec)
     _unknown({k: v for k, v in options.items() if press is None or k in HF_KEYS}, HF_KEYS, spec, "hf:")
     return HfOptions(options.get("dtype"), options.get("device"), press)
-
-
-def has_press(spec: str) -> bool:
-    """Whether `spec` compresses its KV cache (`press=` among its options)."""
-    return "press" in split_spec(spec)[1]

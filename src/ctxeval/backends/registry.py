@@ -95,17 +95,48 @@ def refuse_api_models(specs: list[str] | tuple[str, ...], command: str, needs: s
                             "use a local model (a .gguf path or hf:MODEL)")
 
 
-def check_options(spec: str) -> str:
-    """`spec` with its model options checked as `load_scorer` checks them, without loading
-    anything (a bad second path is refused before a long first run)."""
-    _, options = split_spec(pop_max_context(spec)[0])
-    name = backend_for(spec).name
-    if name == "hf":
-        hf_options(options, spec)
-    elif name == "llamacpp":
-        LlamaCppOptions.parse(options, spec)
+@dataclass(frozen=True)
+class ModelSpec:
+    """A `--model` value parsed once: its backend, what it loads, its options as that backend
+    takes them (checked), and its truncation control. Checking a spec and loading it read this."""
+
+    text: str  # as given: names the model in outputs
+    backend: Backend
+    plain: str  # `text` without `max_context=N` (the loaded model's name before its cap)
+    base: str  # without any option: the model name, file or directory (prefix included)
+    options: LlamaCppOptions | HfOptions | None  # None: an API model (its server has the settings)
+    max_context: int | None  # `?max_context=N`: the model sees at most N tokens before a target
+
+    @property
+    def suffix(self) -> str:
+        """The options as given, max_context aside (they name the model apart from its plain file)."""
+        return self.plain[len(self.base):]
+
+    @property
+    def pressed(self) -> bool:
+        """Whether the model compresses its KV cache (`press=`, hf: models)."""
+        return isinstance(self.options, HfOptions) and self.options.press is not None
+
+
+def parse_model_spec(spec: str) -> ModelSpec:
+    """`spec` parsed and its options checked as loading checks them, without loading anything
+    (a bad second path is refused before a long first run)."""
+    backend = backend_for(spec)
+    plain, max_context = pop_max_context(spec)
+    base, options = split_spec(plain)
+    parsed: LlamaCppOptions | HfOptions | None = None
+    if backend.name == "hf":
+        parsed = hf_options(options, spec)
+    elif backend.name == "llamacpp":
+        parsed = LlamaCppOptions.parse(options, spec)
     elif "press" in options:
         raise UserError(f"{spec!r}: KV-cache presses run on hf: models only; an API model's cache is its server's")
+    return ModelSpec(spec, backend, plain, base, parsed, max_context)
+
+
+def check_options(spec: str) -> str:
+    """`spec`, once its options are checked (`parse_model_spec`)."""
+    parse_model_spec(spec)
     return spec
 
 
@@ -117,27 +148,23 @@ def load_scorer(spec: str, n_threads: int | None = None, device: str | None = No
     A local model's spec may end in options, `?key=value&...` (backends/model_options.py).
     `max_context=N` is taken only by a caller that plans it (`caps_context`: the token-scoring
     commands); the scorer then carries N in `info.max_context` and its name keeps the option."""
-    plain, max_context = pop_max_context(spec)
-    if max_context is None:
-        return _load_scorer(spec, n_threads, device, dtype, openai_options)
-    if not caps_context:
+    model = parse_model_spec(spec)
+    if model.max_context is not None and not caps_context:
         raise UserError(f"model option max_context of {spec!r} applies to sweep, score, context-gain, effective-length and ruler only")
-    if backend_for(spec).remote:
+    if model.max_context is not None and model.backend.remote:
         raise UserError(f"model option max_context of {spec!r} applies to local models only (an API chooses its own contexts)")
-    scorer = _load_scorer(plain, n_threads, device, dtype, openai_options)
-    scorer.info = replace(scorer.info, name=scorer.info.name + ("&" if "?" in plain else "?") + f"max_context={max_context}", max_context=max_context)
+    if not model.backend.takes_device and (device is not None or dtype is not None):
+        raise FieldError("device", f"{{name}} and {{dtype}} apply to hf: models only, not {model.plain}")
+    if model.backend.name == "hf":
+        scorer = _load_hf_spec(model, n_threads, device, dtype)
+    elif model.backend.name == "openai":
+        scorer = _load_openai(model.plain, n_threads, openai_options)
+    else:
+        scorer = _load_llamacpp(model, n_threads)
+    if model.max_context is not None:
+        scorer.info = replace(scorer.info, name=scorer.info.name + ("&" if "?" in model.plain else "?") + f"max_context={model.max_context}",
+                              max_context=model.max_context)
     return scorer
-
-
-def _load_scorer(spec: str, n_threads: int | None, device: str | None, dtype: str | None, openai_options) -> Scorer:
-    backend = backend_for(spec)
-    if not backend.takes_device and (device is not None or dtype is not None):
-        raise FieldError("device", f"{{name}} and {{dtype}} apply to hf: models only, not {spec}")
-    if backend.name == "hf":
-        return _load_hf_spec(spec, n_threads, device, dtype)
-    if backend.name == "openai":
-        return _load_openai(spec, n_threads, openai_options)
-    return _load_llamacpp(spec, n_threads)
 
 
 def _load_openai(spec: str, n_threads: int | None, openai_options) -> Scorer:
@@ -147,26 +174,24 @@ def _load_openai(spec: str, n_threads: int | None, openai_options) -> Scorer:
     return backend_class("openai")(model, openai_options or OpenAIOptions(), n_threads=n_threads)
 
 
-def _load_llamacpp(spec: str, n_threads: int | None) -> Scorer:
-    base, options = split_spec(spec)
-    llama_options = LlamaCppOptions.parse(options, spec)
-    suffix = spec[len(base):]  # the options, as given, name the model apart from its plain file
+def _load_llamacpp(model: ModelSpec, n_threads: int | None) -> Scorer:
+    base = model.base
     if base in EMBEDDED:
-        return backend_class("llamacpp")(embedded_path(base), base + suffix, n_threads=n_threads, options=llama_options)
+        return backend_class("llamacpp")(embedded_path(base), base + model.suffix, n_threads=n_threads, options=model.options)
     path = Path(base)
     if path.suffix.lower() == ".gguf":
         if not path.is_file():
             raise UserError(f"model file not found: {base}")
-        return backend_class("llamacpp")(path, path.name + suffix, n_threads=n_threads, options=llama_options)
-    raise UserError(f"unknown model {spec!r}: use {', '.join(EMBEDDED)} or a path to a .gguf file (see `ctxeval models`)")
+        return backend_class("llamacpp")(path, path.name + model.suffix, n_threads=n_threads, options=model.options)
+    raise UserError(f"unknown model {model.plain!r}: use {', '.join(EMBEDDED)} or a path to a .gguf file (see `ctxeval models`)")
 
 
-def _load_hf_spec(spec: str, n_threads: int | None, device: str | None, dtype: str | None) -> Scorer:
-    base, options = split_spec(spec)
-    parsed = hf_options(options, spec)
-    scorer = _load_hf(BACKENDS["hf"].target(base), n_threads, parsed.device or device, parsed.dtype or dtype, parsed)
-    if parsed.given:  # named apart from the same model without them, as llama.cpp models are
-        scorer.info = replace(scorer.info, name=scorer.info.name + spec[len(base):])
+def _load_hf_spec(model: ModelSpec, n_threads: int | None, device: str | None, dtype: str | None) -> Scorer:
+    options = model.options
+    assert isinstance(options, HfOptions)
+    scorer = _load_hf(BACKENDS["hf"].target(model.base), n_threads, options.device or device, options.dtype or dtype, options)
+    if options.given:  # named apart from the same model without them, as llama.cpp models are
+        scorer.info = replace(scorer.info, name=scorer.info.name + model.suffix)
     return scorer
 
 

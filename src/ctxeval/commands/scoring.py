@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ctxeval.backends.openai_options import OpenAIOptions, dry_run_table
-from ctxeval.backends.model_options import has_press
-from ctxeval.backends.registry import backend_for, refuse_api_models
+from ctxeval.backends.registry import backend_for, parse_model_spec, refuse_api_models
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.config import DEFAULT_LENGTHS, RunConfig
@@ -99,7 +98,7 @@ class ScoreSpec(TokenScoringOptions):
             raise fail(ScoreSpec, "stride", f"applies only to --method sliding, not {self.method}")
         if self.method != "fixed" and self.head is not None:
             raise fail(ScoreSpec, "head", f"applies only to --method fixed, not {self.method}")
-        if self.method == "chunked" and has_press(self.model):
+        if self.method == "chunked" and parse_model_spec(self.model).pressed:
             raise fail(ScoreSpec, "method", "chunked scores every token of a window from its start, so a pressed model has no context to compress; "
                        "use --method sliding --stride S, effective-length or context-gain")
         if self.noise_floor is not None and self.method == "fixed":

@@ -281,8 +281,7 @@ def effective_length_result(run_dir: Path, manifest: Manifest, metrics: MetricCo
     """A finished run's result: each model's target table (AVG under `metrics`, key tokens by
     `settings.evaluator`), its curve and L*."""
     records = read_records(run_dir)
-    lengths = tuple(manifest.config["lengths"])
-    caps = {m["name"]: m.get("max_context") for m in manifest.models}
+    lengths, caps = manifest.lengths, manifest.max_contexts
     vocab = manifest.vocab_sizes
     tables = {name: add_avg(target_table(records, name, lengths, caps[name]), metrics, vocab[name]) for name in manifest.model_names}
     tables = mark_key_tokens(tables, settings.evaluator, settings.alpha, settings.beta)

@@ -87,6 +87,16 @@ class Manifest:
         return [m["name"] for m in self.models]
 
     @property
+    def lengths(self) -> tuple[int, ...]:
+        """The context lengths a sweep or effective-length run scored, shortest first."""
+        return tuple(self.config["lengths"])
+
+    @property
+    def max_contexts(self) -> dict[str, int | None]:
+        """Each model's truncation control (`?max_context=N`; None: the model sees its whole context)."""
+        return {m["name"]: m.get("max_context") for m in self.models}
+
+    @property
     def vocab_sizes(self) -> dict[str, int]:
         """Vocabulary size of each model (the full-vocabulary rank cutoff)."""
         return {m["name"]: m["vocab_size"] for m in self.models}
