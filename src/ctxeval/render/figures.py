@@ -210,7 +210,7 @@ def plot_report(sections: dict[str, pd.DataFrame], path: Path) -> None:
     if not gain.empty:
         labels = [f"{m}\n{t}" for m, t in zip(gain["model"], gain["text_id"])]
         # a BCa interval need not contain its estimate; such a side is drawn with no bar
-        err = [(gain["mean_gain"] - gain["gain_ci_low"]).clip(lower=0), (gain["gain_ci_high"] - gain["mean_gain"]).clip(lower=0)]
+        err = [(gain["mean_gain"] - gain["gain_ci_low"]).clip(lower=0).to_numpy(), (gain["gain_ci_high"] - gain["mean_gain"]).clip(lower=0).to_numpy()]
         axes[1].bar(labels, gain["mean_gain"], yerr=err, capsize=4)
         axes[1].axhline(0, color="grey", lw=0.8)
         axes[1].tick_params(axis="x", labelsize="x-small")
