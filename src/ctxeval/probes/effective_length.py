@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.metrics.registry import MetricConfig, token_metrics, tokens
+from ctxeval.pipeline.windows import capped_context
 from ctxeval.render.effective_length import render_markdown
 from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask, merge_spans, tokens_within
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED, FEW_CLUSTERS, RELIABLE_CLUSTERS
@@ -66,7 +67,7 @@ def target_table(records: pd.DataFrame, model: str, lengths: tuple[int, ...], ma
         positions = np.unique(part["target_pos"].to_numpy())
         for length in lengths:
             j = np.arange(len(positions))
-            context = length + j if max_context is None else np.minimum(length + j, max_context)
+            context = capped_context(length + j, max_context)
             needs.append(pd.DataFrame({"text_id": text_id, "span": span, "j": j, "length": length, "target_pos": positions, "context_len": context}))
     need = pd.concat(needs, ignore_index=True)
     found = need.merge(rows.rename(columns={"repeat": "span"}), on=["text_id", "span", "target_pos", "context_len"], how="left", validate="many_to_one")
