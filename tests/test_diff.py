@@ -163,8 +163,8 @@ def test_one_window_says_it_has_no_interval_instead_of_a_zero_width_one():
 def test_the_diff_page_prints_no_interval_for_one_window():
     from markupsafe import Markup
 
-    from ctxeval.explorer.diffpage import position_charts
-    from ctxeval.explorer.render import environment
+    from ctxeval.render.diff_page import position_charts
+    from ctxeval.render.page import environment
 
     rec = _records()
     s = summarize(rec[rec.pass_index == 0], [0, 16, 64], Bootstrap(replicates=300))

@@ -20,7 +20,7 @@ from ctxeval.metrics.keytokens import key_token_mask
 from ctxeval.results.records import read_records
 from ctxeval.explorer.data import load_runs
 from ctxeval.explorer.pairs import all_pairs
-from ctxeval.explorer.render import script_json
+from ctxeval.render.page import script_json
 
 from .conftest import run_cli
 from .synthetic_runs import VOCAB, XSS, synthetic_piece, write_gain_run, write_run

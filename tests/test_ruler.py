@@ -29,7 +29,7 @@ from ctxeval.probes.ruler_report import effective_length, ruler_result, wilson
 from ctxeval.probes.ruler_run import SAMPLE_SCHEMA
 from ctxeval.results.ruler import SAMPLES_FILE
 from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, sample_rng, vt_worked_example
-from ctxeval.probes.ruler_tasks import DEPTHS, NEEDLE, NOISE, TASKS, render_niah, sentences
+from ctxeval.probes.ruler_tasks import DEPTHS, NOISE, TASKS, render_niah, sentences
 from ctxeval.pipeline.engine import save_result
 from ctxeval.probes.retrieval_report import retrieval_result
 from tests.conftest import run_cli

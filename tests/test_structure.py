@@ -197,7 +197,7 @@ COMMANDS = ("ctxeval.commands",)  # the specs: options, checks, what a command r
 REPORT = ("ctxeval.report", "ctxeval.explorer")
 FACE = ("ctxeval.api", "ctxeval.cli", "ctxeval.serve", "ctxeval.server")
 RESULTS = ("ctxeval.results",)  # plain typed data: what a folder holds, its readers and writers
-RENDER = ("ctxeval.render",)  # the Markdown and the figures of results: figures drawn from a Result alone when the engine writes it
+RENDER = ("ctxeval.render",)  # the Markdown, figures and HTML pages of results: figures drawn from a Result alone when the engine writes it
 
 
 def _in(module: str, layer: tuple[str, ...]) -> bool:
@@ -326,6 +326,20 @@ def test_render_reads_results_only():
     allowed = RENDER + RESULTS + ("ctxeval.stats", "ctxeval.metrics", "ctxeval.errors")
     bad = {m: sorted(i for i in imported if not _in(i, allowed)) for m, imported in _imports_of(RENDER).items()}
     assert {m: b for m, b in bad.items() if b} == {}
+
+
+def test_html_pages_are_built_with_render_parts_only():
+    """One place renders: Jinja2 (the page environment), the templates, CSS and JS are render/'s;
+    the `ctxeval report` explorer draws its page with them."""
+    users = set()
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n == "jinja2" or n.startswith("jinja2.") for n in names):
+                users.add(_module_name(path))
+    assert users == {"ctxeval.render.page", "ctxeval.server.chat"}  # the server's is a model's chat template, sandboxed, no page
+    page_files = {p.relative_to(SRC).as_posix() for suffix in ("*.j2", "*.js", "*.css") for p in SRC.rglob(suffix)}
+    assert page_files and all(f.startswith("render/templates/") for f in page_files), page_files
 
 
 def test_markdown_tables_are_built_in_render_only():

@@ -12,7 +12,6 @@ from ctxeval.commands.base import Command
 from ctxeval.backends.registry import check_options, refuse_api_models
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.data.corpus import CorpusOptions, open_corpus
-from ctxeval.explorer.diffpage import render_diff
 from ctxeval.modeldiff.finish import DEFAULT_TOP_K as DIFF_TOP_K, diff_result
 from ctxeval.modeldiff.noise_floor import NoiseFloor
 from ctxeval.modeldiff.keytokens import check_gain_run
@@ -99,7 +98,7 @@ def run_diff(spec: DiffSpec) -> DiffResult:
 
     def finish(run_dir: Path, manifest: Manifest) -> DiffResult:
         return diff_result(run_dir, manifest, ref=spec.ref, loaded=loaded, settings=settings, bootstrap=bootstrap, key_tokens=spec.key_tokens and Path(spec.key_tokens),
-                           noise_floor=spec.noise_floor, floor_run=floor_run, gates=gates, render_page=render_diff)
+                           noise_floor=spec.noise_floor, floor_run=floor_run, gates=gates)
 
     task = DiffRun(config, loaded, spec.n_threads, finish)
     return run(task, task.spec(), common.out_dir(spec.out, "diff", config), executor=spec.executor, progress=spec.progress)

@@ -18,9 +18,9 @@ from ctxeval.results.manifest import Manifest
 from ctxeval.probes.ruler_report import RULER_THRESHOLD, ruler_result
 from ctxeval.probes.ruler_run import RulerConfig, run_ruler
 from ctxeval.probes.ruler_tasks import TASKS
-from ctxeval.explorer.agreementpage import render_agreement
 from ctxeval.agreement.analysis import correlations, measure_table
 from ctxeval.render.agreement import agreement_markdown
+from ctxeval.render.agreement_page import render_agreement
 from ctxeval.agreement.measures import READS, measures_of
 from ctxeval.results.agreement import SCATTER_PNG, AgreementResult
 from ctxeval.results.base import read_result

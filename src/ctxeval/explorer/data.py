@@ -11,7 +11,6 @@ without that file falls back to the records' own targets, and an id never scored
 
 from __future__ import annotations
 
-import base64
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.pieces import read_pieces
 from ctxeval.render.numerics import run_lines
 from ctxeval.render.lengths import describe_length
+from ctxeval.render.page import b64, runs_of
 from ctxeval.results.runs import require_complete
 from ctxeval.results.base import RESULT_FILE, read_header, read_result
 from ctxeval.results.comparison import Comparison
@@ -275,11 +275,6 @@ def _generic_view(path: Path, label: str, kind: str) -> RunView:
     return RunView(label, path, kind, manifest, header(manifest, kind))
 
 
-def b64(array: np.ndarray, dtype: str) -> str:
-    """Little-endian bytes of `array` as `dtype`, base64: what the page decodes into a typed array."""
-    return base64.b64encode(np.ascontiguousarray(array, dtype=np.dtype(dtype).newbyteorder("<")).tobytes()).decode("ascii")
-
-
 def _vocab(arm: Arm, topk_ids: np.ndarray) -> dict[int, str]:
     """Text of every id the page can show (targets, greedy tokens, the top-k shown): from the
     run's token pieces, else (a run without them) the records' own targets."""
@@ -288,12 +283,6 @@ def _vocab(arm: Arm, topk_ids: np.ndarray) -> dict[int, str]:
     pieces = read_pieces(arm.run_dir, arm.model)
     vocab = {int(i): pieces[int(i)] for i in shown if int(i) in pieces}
     return vocab | dict(zip(r["target_id"].astype(int).tolist(), r["target_text"].tolist()))
-
-
-def runs_of(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start index and length of each run of equal consecutive `keys` (one window's tokens)."""
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, dtype=np.int64)
-    return starts, np.diff(np.r_[starts, len(keys)])
 
 
 def arm_payload(arm: Arm, top_k_shown: int) -> dict:

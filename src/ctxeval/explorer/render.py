@@ -1,29 +1,19 @@
-"""Render the report: Jinja2 with autoescaping for all markup, static CSS/JS inlined, and the
-data embedded as JSON that cannot end its <script> element."""
+"""Render the `ctxeval report` page of a set of runs: their views and pairs, drawn with render/'s
+page parts and charts (`report.html.j2`, `explorer.js`)."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
-from importlib import resources
 from pathlib import Path
 
-import jinja2
 from markupsafe import Markup
 
-from ctxeval.explorer import charts
-from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN, Arm, RunView, arm_payload, b64, load_runs
+from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN, Arm, RunView, arm_payload, load_runs
 from ctxeval.explorer.pairs import ArmPair, all_pairs
+from ctxeval.render import charts
 from ctxeval.render.lengths import describe_length
-
-_SCRIPT_SAFE = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026", 0x2028: "\\u2028", 0x2029: "\\u2029"}
-
-
-def script_json(value: object) -> Markup:
-    """JSON safe inside <script>: `<`, `>`, `&` and the JS line separators written as \\u escapes,
-    so no string in the data (`</script>`, `<!--`) can close or change the element."""
-    return Markup(json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).translate(_SCRIPT_SAFE))
+from ctxeval.render.page import b64, environment, page_js, script_json, static
 
 
 def write_atomic(out: Path, html: str) -> Path:
@@ -33,19 +23,6 @@ def write_atomic(out: Path, html: str) -> Path:
     tmp.write_text(html, encoding="utf-8")
     os.replace(tmp, out)
     return out
-
-
-def static(name: str) -> str:
-    return resources.files("ctxeval.explorer").joinpath(name).read_text(encoding="utf-8")
-
-
-def page_js(name: str) -> Markup:
-    """A page's script: the shared helpers (`common.js`), then the page's own, in one element."""
-    return Markup(static("common.js") + "\n" + static(name))
-
-
-def environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.PackageLoader("ctxeval.explorer", "."), autoescape=True, undefined=jinja2.StrictUndefined)
 
 
 def _lm_charts(views: list[RunView]) -> list[Markup]:

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pyarrow.parquet as pq
 
 from ctxeval.data.corpus import Corpus
 from ctxeval.modeldiff.keytokens import key_token_mask
 from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_summary
 from ctxeval.stats.gates import diff_gate
+from ctxeval.pieces import read_pieces
 from ctxeval.render.diff import render_markdown
+from ctxeval.render.diff_page import render_diff
 from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, DiffRun
 from ctxeval.pipeline.engine import run
 from ctxeval.modeldiff.summary import Bootstrap, summarize
@@ -23,13 +22,10 @@ from ctxeval.report.numerics import arm, pair_numerics
 from ctxeval.results.diff import DiffResult
 
 DEFAULT_TOP_K = 10
-# renders a finished diff's page (explorer/diffpage.py's `render_diff`, passed by the command so
-# that this package imports no explorer): (run directory, report, records, key-token mask) -> HTML
-RenderPage = Callable[[Path, dict, pd.DataFrame, np.ndarray | None], str]
 
 
 def diff_result(run_dir: Path, manifest: Manifest, *, ref: str, loaded: Corpus, settings: dict, bootstrap: Bootstrap, key_tokens: Path | None,
-                noise_floor: NoiseFloor | None, floor_run: dict, gates: dict, render_page: RenderPage) -> DiffResult:
+                noise_floor: NoiseFloor | None, floor_run: dict, gates: dict) -> DiffResult:
     """A finished diff's result: the records summarised (also over a context-gain run's key
     tokens), the noise floor measured where asked (`floor_run`: its block_rows, n_threads,
     executor, progress), gated (`gates`: profile, max_kl, min_same_top, min_windows,
@@ -48,7 +44,7 @@ def diff_result(run_dir: Path, manifest: Manifest, *, ref: str, loaded: Corpus, 
     failures = diff_gate(summary, gates["profile"], gates["max_kl"], gates["min_same_top"], gates["min_windows"], gates["min_tokens"])
     recorded = {"profile": gates["profile"], "max_kl": gates["max_kl"], "min_same_top": gates["min_same_top"], "failures": failures}
     report = diff_report(manifest, settings, summary, recorded, floor)
-    return DiffResult(run_dir, manifest, report, render_markdown(report), render_page(run_dir, report, records, mask), failures)
+    return DiffResult(run_dir, manifest, report, render_markdown(report), render_diff(report, records, read_pieces(run_dir, report["ref"]["name"]), mask), failures)
 
 
 def diff_report(manifest: Manifest, settings: dict, summary: dict, gates: dict, floor: dict | None) -> dict:

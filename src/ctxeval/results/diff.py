@@ -3,7 +3,7 @@
 The run's records (diff_records.parquet), pieces and manifest are not part of it (the engine
 writes them), nor is the noise floor's own run in `noise_floor/`; the result holds the
 manifest, as read where it was built. Its Markdown and page are kept as the text they render
-to (modeldiff/report.py and explorer/diffpage.py render them), so this module imports neither.
+to (render/diff.py and render/diff_page.py render them), so this module imports neither.
 """
 
 from __future__ import annotations

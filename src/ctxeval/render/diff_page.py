@@ -2,38 +2,34 @@
 window's tokens coloured by KL(P_ref || P_cand), a card per token with both models' numbers and
 their top-k side by side, and mean KL and same-top-1 % by context position with their intervals.
 
-Built from the explorer's parts: the JSON embedding and base64 typed columns of `render`/`data`,
+Built from the parts every page shares: the JSON embedding and base64 typed columns of `page`,
 the SVG line chart of `charts`, the shared CSS and JS helpers (`report.css`, `common.js`); only
-the page's own layout (`diff.html.j2`) and token view (`diff.js`) are its own. Token texts come
-from the run's `pieces.parquet` (REF's pieces; the two models share one token table), an id
-without a piece shows as `#id`.
+the page's own layout (`diff.html.j2`) and token view (`diff.js`) are its own. Token texts are
+REF's pieces (the two models share one token table; the task reads them from the run's
+`pieces.parquet`); an id without a piece shows as `#id`.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from markupsafe import Markup
 
-from ctxeval.explorer import charts
-from ctxeval.explorer.data import b64, runs_of
-from ctxeval.explorer.render import environment, page_js, script_json, static
-from ctxeval.pieces import read_pieces
+from ctxeval.render import charts
+from ctxeval.render.page import b64, environment, page_js, runs_of, script_json, static
 
 # the records' top-k columns (modeldiff/run.py writes them; runs from before them lack them)
 TOPK_COLUMNS = ("ref_topk_ids", "ref_topk_logprobs", "cand_topk_ids", "cand_topk_logprobs")
 
 
-def render_diff(run_dir: Path, report: dict, records: pd.DataFrame, key: np.ndarray | None = None) -> str:
-    """The page of a finished diff in `run_dir` (its pieces are read there). `key`: the records
-    that are key tokens (`--key-tokens`), marked on the page."""
+def render_diff(report: dict, records: pd.DataFrame, pieces: dict[int, str], key: np.ndarray | None = None) -> str:
+    """The page of a finished diff: its diff.json content, records and REF's token pieces
+    (id -> text). `key`: the records that are key tokens (`--key-tokens`), marked on the page."""
     summary = report["summary"]
     cells = [summary["all"], *summary["buckets"]]
     key_summary = summary.get("key_tokens")
     key_cells = [key_summary["all"], *key_summary["buckets"]] if key_summary and key_summary["tokens"] else []
-    data = diff_payload(records, read_pieces(run_dir, report["ref"]["name"]), key)
+    data = diff_payload(records, pieces, key)
     data |= {"ref": report["ref"]["name"], "cand": report["cand"]["name"]}
     template = environment().get_template("diff.html.j2")
     return template.render(

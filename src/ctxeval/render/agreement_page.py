@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 from markupsafe import Markup
 
-from ctxeval.explorer.render import environment, static
 from ctxeval.render.agreement import correlation_rows, costs, wide_measures
+from ctxeval.render.page import environment, static
 
 
 def render_agreement(measures: pd.DataFrame, correlations: pd.DataFrame, scatter_file: str) -> str:
