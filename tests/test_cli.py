@@ -274,7 +274,7 @@ def test_refusals_name_the_kind_of_run_found(tmp_path):
     retrieval = write_retrieval_run(tmp_path / "ret", "m")
     cases = [
         (["--out", str(meta)], f"{meta} holds a meta-eval run, not a diff run; choose another --out or remove it"),
-        (["--key-tokens", str(retrieval), "--out", str(tmp_path / "d")], f"{retrieval} holds a retrieval result (from `ctxeval retrieval`); diff --key-tokens reads context-gain results"),
+        (["--key-tokens", str(retrieval), "--out", str(tmp_path / "d")], f"{retrieval} holds a retrieval result (from `ctxeval retrieval`); --key-tokens reads context-gain results"),
     ]
     for args, message in cases:
         r = run_cli("diff", "gemma-3-270m", "gemma-3-270m", "demo", *args)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from ctxeval import api
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError, UserError
 from ctxeval.modeldiff.keytokens import check_gain_run
 from ctxeval.results.base import RESULT_FILE, read_result
 from ctxeval.results.context_gain import ContextGainResult
@@ -94,5 +94,6 @@ def test_a_folder_without_a_header_is_refused_in_one_line(runs, tmp_path, kind):
 
 def test_key_tokens_read_a_context_gain_result_and_refuse_another_kind(runs):
     assert check_gain_run(runs["context-gain"]).key_tokens["evaluator"] == "tiny"
-    with pytest.raises(UserError, match="holds a retrieval result \\(from `ctxeval retrieval`\\); diff --key-tokens reads context-gain results"):
+    with pytest.raises(FieldError, match="holds a retrieval result \\(from `ctxeval retrieval`\\); key_tokens reads context-gain results") as refusal:
         check_gain_run(runs["retrieval"])
+    assert refusal.value.field == "key_tokens"  # a command spells it as its caller does (--key-tokens, key_tokens=)

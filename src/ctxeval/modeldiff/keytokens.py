@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ctxeval.errors import FieldError
+from ctxeval.errors import FieldError, UserError
 from ctxeval.metrics.keytokens import tokens_within
 from ctxeval.results.base import read_result
 from ctxeval.results.context_gain import ContextGainResult
@@ -17,8 +17,12 @@ from ctxeval.results.context_gain import ContextGainResult
 
 def check_gain_run(gain_run: Path) -> ContextGainResult:
     """The result of `gain_run` if it is a finished context-gain run, else one line naming
-    what it is (checked before a diff starts, so a wrong --key-tokens costs no model work)."""
-    return read_result(gain_run, reader="diff --key-tokens", kinds=(ContextGainResult,))
+    what it is (checked before a diff starts, so a wrong key-token run costs no model work),
+    naming the option as the caller spells it."""
+    try:
+        return read_result(gain_run, reader="{name}", kinds=(ContextGainResult,))
+    except UserError as refusal:
+        raise FieldError("key_tokens", str(refusal)) from None
 
 
 def key_token_mask(records: pd.DataFrame, texts: list[dict], gain_run: Path) -> tuple[np.ndarray, dict]:
