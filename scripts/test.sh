@@ -13,4 +13,22 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 bash scripts/setup.sh test,hf
-exec .venv/bin/python -m pytest "$@"
+# Three pytest processes, so that no process holds every model the suite loads (tests/conftest.py,
+# CTXEVAL_TEST_PART): every test module but the few that load the largest models, then
+# test_hf.py (whose hf Gemma lives for its whole session), then test_serve_lmeval.py and
+# test_smollm2_model.py. The arguments go to each. The run fails if a part fails; a part that
+# selects no test (exit code 5, e.g. `scripts/test.sh tests/test_cli.py`) fails it only if no
+# part selects any.
+statuses=()
+for part in 1 2 3; do
+  status=0
+  CTXEVAL_TEST_PART=$part .venv/bin/python -m pytest "$@" || status=$?
+  if [ "$status" = 2 ]; then exit 2; fi  # interrupted (Ctrl-C): no further part
+  statuses+=("$status")
+done
+case " ${statuses[*]} " in
+  " 5 5 5 ") exit 5 ;;
+esac
+for status in "${statuses[@]}"; do
+  if [ "$status" != 0 ] && [ "$status" != 5 ]; then exit "$status"; fi
+done

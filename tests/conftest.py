@@ -1,9 +1,10 @@
-"""Shared fixtures: the embedded model is loaded once per test session."""
+"""Shared fixtures: the embedded model is loaded once per test session; the split of the suite into parts."""
 
 from __future__ import annotations
 
 import ctypes
 import gc
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +21,35 @@ os.environ.setdefault("CTXEVAL_SHARED_DATA", str(SHARED_DATA))
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+# scripts/test.sh runs the suite as three pytest processes, so that no process holds every model
+# the suite loads. In one process (6.5 GB peak) test_hf.py's hf Gemma (about 2 GB resident; its
+# fixture is session-scoped, so it lived to the end) stayed under the models of the modules after
+# it: test_serve_lmeval.py's hf Gemma and lm-eval's copies of it, SmolLM2's three hf models. With
+# CTXEVAL_TEST_PART=N, pytest collects only the test modules of part N: those TEST_PARTS names
+# for N, and for part 1 every module it does not name. Unset (a plain `pytest`): all of them.
+TEST_PART_ENV = "CTXEVAL_TEST_PART"
+TEST_PARTS = {"test_hf.py": "2", "test_serve_lmeval.py": "3", "test_smollm2_model.py": "3"}
+
+
+def _in_another_part(path: Path) -> bool:
+    part = os.environ.get(TEST_PART_ENV)
+    return bool(part) and path.name.startswith("test_") and TEST_PARTS.get(path.name, "1") != part
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A test module of another part is not even imported (None: pytest decides as usual)."""
+    return True if collection_path.suffix == ".py" and _in_another_part(collection_path) else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests of a module of another part named on the command line (pytest collects those
+    whatever pytest_ignore_collect says) are deselected."""
+    other = [item for item in items if _in_another_part(item.path)]
+    if other:
+        config.hook.pytest_deselected(items=other)
+        items[:] = [item for item in items if not _in_another_part(item.path)]
+
+
 @pytest.fixture(scope="session")
 def gemma():
     """The embedded Gemma 3 270M scorer (llama.cpp backend)."""
@@ -30,10 +60,34 @@ def gemma():
     scorer.close()
 
 
+SHORT_MT_BENCH_QUESTION = "120"  # "Given that f(x) = 4x^3 - 9x - 14, find the value of f(2).": six distinct answers, 903 characters
+
+
+@pytest.fixture(scope="session")
+def short_mt_bench(tmp_path_factory) -> Path:
+    """One real MT-Bench question with the turn-1 answers of its six models, as a `pplqa` answers
+    file (JSONL); beside it `reference.csv`, LLMBar's net human wins for them, which
+    `--reference auto` would use for `mt-bench`. `pplqa mt-bench --limit 1` takes question 81,
+    whose answers are 12,557 characters: the same passes (6 answers x methods) on 1/14 of the
+    text. The answers differ from each other, so none shares another's passes."""
+    from ctxeval.data.mt_bench import human_net_wins, load_mt_bench
+
+    question = next(q for q in load_mt_bench() if q.question_id == SHORT_MT_BENCH_QUESTION)
+    assert len(set(question.answers.values())) == 6
+    path = tmp_path_factory.mktemp("mt_bench") / "answers.jsonl"
+    path.write_text("".join(json.dumps({"question_id": question.question_id, "question": question.question, "model": model, "answer": answer}) + "\n"
+                            for model, answer in question.answers.items()), encoding="utf-8")
+    reference, _ = human_net_wins([question])
+    assert reference[question.question_id]  # human votes on some of its answers
+    rows = [f"{qid},{model},{score}" for qid, scores in reference.items() for model, score in scores.items()]
+    (path.parent / "reference.csv").write_text("question_id,model,score\n" + "".join(r + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _release_memory_after_each_module():
-    """After a module, hand the heap's free pages back to the system: the suite runs in one
-    process, and glibc keeps what a test's large arrays (logits, float64 references, hf models)
+    """After a module, hand the heap's free pages back to the system: each part of the suite
+    runs in one process, and glibc keeps what a test's large arrays (logits, float64 references, hf models)
     freed, so the process's resident size would grow from module to module."""
     yield
     gc.collect()

@@ -24,20 +24,33 @@ CONTROL = "gemma-3-270m?max_context=32"
 
 
 @pytest.fixture(scope="module")
-def wiki_run(tmp_path_factory):
+def wiki_head(tmp_path_factory):
+    """The first 800 characters of WIKI (about 190 tokens, CRLFs kept): room for the 2 spans of 8
+    targets after 128 tokens of context, and a short text for `score --method fixed`, which makes
+    one pass per token up to the last target (the whole 6,000-character file put the spans near
+    token 1,280: 1,250 passes)."""
+    with open(WIKI, encoding="utf-8", newline="") as f:
+        head = f.read(800)
+    path = tmp_path_factory.mktemp("wiki") / "wikitext2-test-head-800.txt"
+    path.write_bytes(head.encode("utf-8"))
+    return path
+
+
+@pytest.fixture(scope="module")
+def wiki_run(tmp_path_factory, wiki_head):
     out = tmp_path_factory.mktemp("el") / "run"
-    return api.effective_length([str(WIKI)], models=("gemma-3-270m", CONTROL), lengths=(16, 32, 64, 128), starts=2, targets=8,
+    return api.effective_length([str(wiki_head)], models=("gemma-3-270m", CONTROL), lengths=(16, 32, 64, 128), starts=2, targets=8,
                                 replicates=200, out=out, n_threads=1)
 
 
-def test_a_control_scores_each_capped_target_exactly_as_a_fixed_window_of_n_tokens(wiki_run, tmp_path):
+def test_a_control_scores_each_capped_target_exactly_as_a_fixed_window_of_n_tokens(wiki_run, wiki_head, tmp_path):
     """A capped target's pass is BOS + its last N tokens, the very pass `score --method fixed
     --head skip` makes: the records are equal bit for bit (docs/numerics.md)."""
     records = read_records(wiki_run.run_dir)
     control = records[(records["model"] == CONTROL) & (records["context_len"] == 32)].set_index("target_pos")
     assert len(control) == 2 * 8  # every target of both spans once, whatever the length
     last = int(control.index.max()) + 1
-    fixed = api.score([str(WIKI)], method="fixed", window=32, head="skip", max_tokens=last, out=tmp_path / "fixed", n_threads=1)
+    fixed = api.score([str(wiki_head)], method="fixed", window=32, head="skip", max_tokens=last, out=tmp_path / "fixed", n_threads=1)
     reference = read_records(fixed.run_dir).set_index("target_pos").loc[control.index]
     np.testing.assert_array_equal(control["logprob"].to_numpy(), reference["logprob"].to_numpy())
     np.testing.assert_array_equal(control["rank"].to_numpy(), reference["rank"].to_numpy())
@@ -66,7 +79,14 @@ def test_the_result_reads_back_and_every_target_has_every_length(wiki_run):
 
 
 def test_controls_are_recovered_on_a_real_book(tmp_path):
-    result = api.effective_length([str(BOOK)], models=("gemma-3-270m", "gemma-3-270m?max_context=64"), lengths=(16, 32, 64, 128, 256, 512),
+    # The book's first 100,000 characters (its first chapters, about 25,000 tokens; tokenizing all
+    # 887,000 for each model took a tenth of the run), lengths to 256: two lengths past the
+    # control's cap show its curve flat (512 took a fifth of the run).
+    with open(BOOK, encoding="utf-8", newline="") as f:
+        head = f.read(100_000)
+    book = tmp_path / BOOK.name
+    book.write_bytes(head.encode("utf-8"))
+    result = api.effective_length([str(book)], models=("gemma-3-270m", "gemma-3-270m?max_context=64"), lengths=(16, 32, 64, 128, 256),
                                   starts=6, targets=16, unit="span", replicates=1000, out=tmp_path / "book")
     control = result.effective_length("gemma-3-270m?max_context=64")
     assert control["value"] == 64 and control["low"] <= 64 <= control["high"]

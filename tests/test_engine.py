@@ -172,7 +172,7 @@ COMMANDS = {
     "context-gain": (["context-gain", TEXT, "--window", "32", "--short", "8", "--max-tokens", "64", "--replicates", "100", "--quiet"], ["--short", "16"]),
     "retrieval": (["retrieval", "--lines", "5", "--depths", "0", "--samples", "1", "--quiet"], ["--samples", "2"]),
     "ruler": (["ruler", "--tasks", "niah_single_1", "--lengths", "512", "--samples", "1", "--quiet"], ["--samples", "2"]),
-    "pplqa": (["pplqa", "--limit", "1", "--quiet"], ["--limit", "2"]),
+    "pplqa": (["pplqa", "{short_mt_bench}", "--quiet"], ["--methods", "pplqa,gptscore"]),  # one short MT-Bench question (conftest)
     "meta-eval": (["meta-eval", "--dataset", "llmbar:MT-Bench", "--limit", "1", "--methods", "pplqa", "--replicates", "100", "--quiet"], ["--limit", "2"]),
 }
 
@@ -183,10 +183,12 @@ def _created(out: Path) -> str:
 
 @pytest.mark.model
 @pytest.mark.parametrize("command", list(COMMANDS))
-def test_every_command_keeps_created_and_refuses_another_configuration(command, tmp_path):
+def test_every_command_keeps_created_and_refuses_another_configuration(command, tmp_path, request):
     if command in ("pplqa", "meta-eval") and not SHARED_DATA.exists():
         pytest.skip("shared data not present")
     args, changed = COMMANDS[command]
+    if "{short_mt_bench}" in args:
+        args = [str(request.getfixturevalue("short_mt_bench")) if a == "{short_mt_bench}" else a for a in args]
     out = tmp_path / "run"
     first = run_cli(*args, "--out", str(out))
     assert first.returncode == 0, first.stderr

@@ -214,32 +214,33 @@ def _same_table(a: Path, b: Path, name: str) -> None:
 
 @pytest.mark.model
 def test_ruler_on_ray_gives_the_local_records(ray_address, tmp_path):
-    args = {"tasks": ("niah_single_1", "vt"), "lengths": (1024,), "samples": 2}
+    args = {"tasks": ("niah_single_1", "vt"), "lengths": (1024,), "samples": 1}  # vt needs more than 512 tokens with gemma
     local = api.ruler(**args, out=tmp_path / "local", n_threads=1)
     ray = api.ruler(**args, out=tmp_path / "ray", executor=RAY2)
     _same_table(tmp_path / "local", tmp_path / "ray", "samples.parquet")
     pd.testing.assert_frame_equal(local.table, ray.table)
-    assert len(local.samples) == 4
+    assert len(local.samples) == 2
 
 
 @pytest.mark.model
 def test_retrieval_on_ray_gives_the_local_records(ray_address, tmp_path):
-    args = {"lines": (6, 12), "depths": (0.0, 1.0), "samples": 2}
+    args = {"lines": (6, 12), "depths": (0.0, 1.0), "samples": 1}
     local = api.retrieval(**args, out=tmp_path / "local", n_threads=1)
     ray = api.retrieval(**args, out=tmp_path / "ray", executor=RAY2)
     _same_table(tmp_path / "local", tmp_path / "ray", "cases.parquet")
     pd.testing.assert_frame_equal(local.cells, ray.cells)
-    assert len(local.cases) == 8
+    assert len(local.cases) == 4
 
 
 @pytest.mark.model
-def test_pplqa_on_ray_gives_the_local_records(ray_address, tmp_path):
-    args = {"limit": 1, "methods": "pplqa,gptscore,geval_weighted"}
+def test_pplqa_on_ray_gives_the_local_records(ray_address, short_mt_bench, tmp_path):
+    args = {"answers": str(short_mt_bench), "methods": "pplqa,gptscore,geval_weighted", "reference": str(short_mt_bench.with_name("reference.csv"))}
     local = api.pplqa(**args, out=tmp_path / "local", n_threads=1).report
     ray = api.pplqa(**args, out=tmp_path / "ray", executor=RAY2).report
     _same_table(tmp_path / "local", tmp_path / "ray", "passes.parquet")
     assert (tmp_path / "local" / "scores.csv").read_text() == (tmp_path / "ray" / "scores.csv").read_text()
     assert {k: v for k, v in local.items() if k != "timing"} == {k: v for k, v in ray.items() if k != "timing"}
+    assert "pplqa vs reference" in local["agreement"]  # the human votes' ranking is compared too
     # 1 MT-Bench question x 6 answers x (PPL(a), PPL(q+a) shared by PPLqa and GPTScore, G-Eval)
     assert local["timing"]["passes_run_this_session"] == ray["timing"]["passes_run_this_session"] == 1 * 6 * 3
 

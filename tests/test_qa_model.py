@@ -143,8 +143,8 @@ def test_pplqa_command_ranks_answers_and_compares_with_reference(tmp_path):
     print("pplqa ranking demo:", {r["question_id"] + "/" + r["model"]: round(float(r["pplqa"]), 2) for r in scores})
 
 
-def test_a_killed_pplqa_resumes_to_the_uninterrupted_scores(tmp_path):
-    args = ("pplqa", "--limit", "1", "--methods", "pplqa,geval", "--quiet", "--threads", "1")
+def test_a_killed_pplqa_resumes_to_the_uninterrupted_scores(short_mt_bench, tmp_path):
+    args = ("pplqa", str(short_mt_bench), "--methods", "pplqa,geval", "--quiet", "--threads", "1")  # 1 question, 6 answers
     whole = run_cli(*args, "--out", str(tmp_path / "whole"))
     assert whole.returncode == 0, whole.stderr
     killed = run_cli(*args, "--out", str(tmp_path / "killed"), env={STOP_AFTER_PASSES_ENV: "5"})

@@ -16,7 +16,6 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from scipy.special import zeta
 
 from ctxeval.errors import FieldError
 
@@ -167,6 +166,7 @@ def fwe_vocabulary(rng: random.Random, setting: Setting) -> list[str]:
 
 def frequent_words(rng: random.Random, size: int, setting: Setting) -> Rendered:
     """One fwe sample of `size` words: word k of the vocabulary appears int(size k^-alpha / zeta(alpha)) times."""
+    from scipy.special import zeta  # imported when used: scipy is a third of the CLI's start-up
     vocab = fwe_vocabulary(rng, setting)
     if len(vocab) < 4:
         raise FieldError("lengths", f"{setting.length} is too short for fwe: its vocabulary of (length - {FWE_TOKENS}) / 50 coded words needs at least 4")

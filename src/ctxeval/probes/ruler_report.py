@@ -8,7 +8,6 @@ import math
 from pathlib import Path
 
 import pandas as pd
-from scipy import stats
 
 from ctxeval.render.ruler import results_markdown
 from ctxeval.results.manifest import Manifest
@@ -21,6 +20,7 @@ CONFIDENCE = 0.95
 def wilson(successes: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Wilson score interval of a proportion, in percent. A multi-answer task's partial credit
     counts as a fraction of a success (exact for one-answer tasks); never degenerate at 0 or n."""
+    from scipy import stats  # imported when used: scipy is a third of the CLI's start-up
     if n == 0:
         return math.nan, math.nan
     z = stats.norm.ppf(0.5 + confidence / 2)

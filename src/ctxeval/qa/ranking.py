@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ctxeval.data.mt_bench import RankingQuestion
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
@@ -41,6 +40,7 @@ def tau_summary(items: list[tuple[list[float], list[float]]], variant: str = "a"
     """Mean per-item tau, per-item p-values, a one-sample t-test of the taus against 0, and
     the paper's random baseline averaged over the used items' ranking sizes (a sparse
     reference ranks fewer answers, and the baseline depends strongly on that number)."""
+    from scipy import stats  # imported when used: scipy is a third of the CLI's start-up
     result = per_item_tau(items, variant)
     baselines = {n: random_ranking_baseline(n, seed=seed) for n in set(result.sizes)}
     taus = np.asarray(result.taus)

@@ -40,7 +40,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
-from scipy.special import ndtr, ndtri
 
 RESAMPLE_SCHEMES = ("windows", "tokens")
 INTERVALS = ("bca", "degenerate", "none")
@@ -96,6 +95,7 @@ def bca_levels(z0: float, accel: float, confidence: float) -> tuple[float, float
     The map w -> w / (1 - a w) rises to a pole at w = 1/a; past it the formula wraps round to
     the other tail (a lower bound's level would land above the upper's). The monotone
     continuation past the pole is the tail the pole runs to: level 1 for w > 0, 0 for w < 0."""
+    from scipy.special import ndtr, ndtri  # imported when used: scipy is a third of the CLI's start-up
     alpha = (1.0 - confidence) / 2.0
     levels = []
     for z in (ndtri(alpha), ndtri(1.0 - alpha)):
@@ -120,6 +120,7 @@ def paired_bca(
     `clusters` (one label per window) switches to a cluster bootstrap: whole clusters are the
     resampling units. `resample` picks the scheme (see the module docstring). `unit` names a
     resampling unit in the reason of "none" (default "window", or "document" with clusters)."""
+    from scipy.special import ndtri  # imported when used: scipy is a third of the CLI's start-up
     delta = np.asarray(delta, dtype=np.float64)
     tokens = np.asarray(tokens, dtype=np.float64)
     if delta.ndim != 1 or delta.shape != tokens.shape:

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
 
@@ -51,6 +50,7 @@ def _finite(value: float) -> float | None:
 
 def coefficient(name: str, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """scipy's Spearman rho or Kendall tau-b and p-value; NaN for a constant side."""
+    from scipy import stats  # imported when used: scipy is a third of the CLI's start-up
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan, math.nan
     with warnings.catch_warnings():

@@ -7,13 +7,13 @@ import math
 import numpy as np
 
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
-from scipy import stats
 
 
 def slope(x: np.ndarray, y: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, float]:
     """Least-squares slope of y on x with its standard error, two-sided p-value (H0: slope 0,
     t with n-2 degrees of freedom, as in the thesis's appendix C) and a t confidence interval.
     With fewer than three points the uncertainty is undefined (NaN)."""
+    from scipy import stats  # imported when used: scipy is a third of the CLI's start-up
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     keep = np.isfinite(x) & np.isfinite(y)
     x, y = x[keep], y[keep]
@@ -55,6 +55,7 @@ def mean_interval(values: np.ndarray, windows: np.ndarray, confidence: float = D
     windows of a sweep). With one window only the n_c targets can be resampled: a seeded
     percentile bootstrap, which understates the noise (neighbouring targets are correlated
     and the start is fixed). NaN values give a NaN interval."""
+    from scipy import stats  # imported when used: scipy is a third of the CLI's start-up
     values, windows = np.asarray(values, dtype=float), np.asarray(windows)
     labels = np.unique(windows)
     kind = f"t over {len(labels)} windows" if len(labels) > 1 else f"bootstrap over {len(values)} targets"
