@@ -22,7 +22,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 # scripts/test.sh runs the suite as three pytest processes, so that no process holds every model
-# the suite loads. In one process (6.5 GB peak) test_hf.py's hf Gemma (about 2 GB resident; its
+# the suite loads. In one process (6.8 GB peak, 2-core AMD EPYC, 2026-11-27; 4.5 GB split) test_hf.py's hf Gemma (about 2 GB resident; its
 # fixture is session-scoped, so it lived to the end) stayed under the models of the modules after
 # it: test_serve_lmeval.py's hf Gemma and lm-eval's copies of it, SmolLM2's three hf models. With
 # CTXEVAL_TEST_PART=N, pytest collects only the test modules of part N: those TEST_PARTS names
