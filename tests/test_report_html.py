@@ -484,3 +484,22 @@ def test_effective_length_curves_l_star_and_retrieval_show_together(browser, tmp
     page.screenshot(path=str(tmp_path / "effective_length.png"), full_page=True)
     page.close()
     assert errors == [], errors
+
+
+@pytest.mark.parametrize("which", ["report", "diff"])
+def test_a_window_row_opens_on_click_and_on_enter(which, request):
+    """Both pages list their windows with the same pager (common.js `renderPage`): a row opens
+    its window on a click and on Enter, and the open one is marked."""
+    page = request.getfixturevalue("page" if which == "report" else "diff_page")
+
+    def selected() -> list[bool]:
+        return page.eval_on_selector_all("#windows tbody tr", "els => els.map(e => e.classList.contains('selected'))")
+
+    n = len(selected())
+    assert n >= 2 and page.inner_text("#w-page").startswith("windows 1–")
+    page.click("#windows tbody tr:nth-child(2)")
+    assert selected() == [i == 1 for i in range(n)]
+    title = page.inner_text("#window-title")
+    page.focus("#windows tbody tr:nth-child(1)")
+    page.keyboard.press("Enter")
+    assert selected() == [i == 0 for i in range(n)] and page.inner_text("#window-title") != title

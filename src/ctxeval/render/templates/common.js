@@ -43,5 +43,28 @@ const ctxevalCommon = (function () {
     tokens.addEventListener("focusin", (e) => { if (e.target.classList.contains("tok")) showCard(e.target); });
     tokens.addEventListener("mouseleave", () => { if (!tokens.contains(document.activeElement)) card.hidden = true; });
   }
-  return { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn, wireTokenCard };
+  // one page of a window list as table rows: `cells(item)` gives a row's values, `data(item)` its
+  // data attributes, `selected(item)` marks the open one, `select(item)` opens one (click or
+  // Enter); `label` gets the page's range. Returns the page, kept within the list.
+  function renderPage({ body, label, items, page, perPage, cells, data, selected, select }) {
+    body.replaceChildren();
+    page = clamp(page, 0, Math.max(1, Math.ceil(items.length / perPage)) - 1);
+    for (const item of items.slice(page * perPage, (page + 1) * perPage)) {
+      const tr = document.createElement("tr");
+      tr.tabIndex = 0;
+      Object.assign(tr.dataset, data(item));
+      for (const cell of cells(item)) {
+        const td = document.createElement("td");
+        td.textContent = String(cell);
+        tr.appendChild(td);
+      }
+      if (selected(item)) tr.classList.add("selected");
+      tr.addEventListener("click", () => select(item));
+      tr.addEventListener("keydown", (e) => { if (e.key === "Enter") select(item); });
+      body.appendChild(tr);
+    }
+    label.textContent = `windows ${items.length ? page * perPage + 1 : 0}–${Math.min(items.length, (page + 1) * perPage)} of ${items.length}`;
+    return page;
+  }
+  return { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn, wireTokenCard, renderPage };
 })();

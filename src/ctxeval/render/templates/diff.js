@@ -3,7 +3,7 @@
 // through textContent, never innerHTML. Windows and tokens are drawn on demand, a page at a time.
 "use strict";
 (function () {
-  const { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn, wireTokenCard } = ctxevalCommon;
+  const { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn, wireTokenCard, renderPage } = ctxevalCommon;
   const DATA = JSON.parse(document.getElementById("ctxeval-data").textContent);
   const WINDOWS_PER_PAGE = 50, TOKENS_PER_PAGE = 2000, WORST_SHOWN = 10;
   const WHITE = [255, 255, 255], KL_RED = [178, 24, 43];
@@ -60,25 +60,13 @@
     renderWindowList();
   }
   function renderWindowList() {
-    const body = $("windows").tBodies[0];
-    body.replaceChildren();
-    const pages = Math.max(1, Math.ceil(state.list.length / WINDOWS_PER_PAGE));
-    state.page = clamp(state.page, 0, pages - 1);
-    for (const w of state.list.slice(state.page * WINDOWS_PER_PAGE, (state.page + 1) * WINDOWS_PER_PAGE)) {
-      const tr = document.createElement("tr");
-      tr.tabIndex = 0;
-      tr.dataset.w = w;
-      for (const cell of [W.text_id[w], W.id[w], W.count[w], W.mean_kl[w].toFixed(5), W.flips[w]]) {
-        const td = document.createElement("td");
-        td.textContent = String(cell);
-        tr.appendChild(td);
-      }
-      if (state.current === w) tr.classList.add("selected");
-      tr.addEventListener("click", () => selectWindow(w));
-      tr.addEventListener("keydown", (e) => { if (e.key === "Enter") selectWindow(w); });
-      body.appendChild(tr);
-    }
-    $("w-page").textContent = `windows ${state.list.length ? state.page * WINDOWS_PER_PAGE + 1 : 0}–${Math.min(state.list.length, (state.page + 1) * WINDOWS_PER_PAGE)} of ${state.list.length}`;
+    state.page = renderPage({
+      body: $("windows").tBodies[0], label: $("w-page"), items: state.list, page: state.page, perPage: WINDOWS_PER_PAGE,
+      cells: (w) => [W.text_id[w], W.id[w], W.count[w], W.mean_kl[w].toFixed(5), W.flips[w]],
+      data: (w) => ({ w }),
+      selected: (w) => state.current === w,
+      select: (w) => selectWindow(w),
+    });
   }
 
   // ---- tokens of one window ----

@@ -10,7 +10,7 @@
   const RANK_COLOURS = [[140, 220, 140], [200, 240, 160], [255, 236, 140], [255, 170, 140], [210, 160, 230]];
   const RANK_LABELS = ["1", "≤10", "≤100", "≤1000", ">1000"];
   const $ = (id) => document.getElementById(id);
-  const { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn, wireTokenCard } = ctxevalCommon;
+  const { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn, wireTokenCard, renderPage } = ctxevalCommon;
 
   const TYPES = { target_id: Int32Array, logprob: Float64Array, rank: Int32Array, greedy_id: Int32Array, context_len: Int32Array, topk_ids: Int32Array, topk_lp: Float32Array, gain: Float32Array, key: Uint8Array };
   const cols = new Map();  // arm index -> decoded columns, decoded when first needed
@@ -108,25 +108,16 @@
     renderWindowList();
   }
   function renderWindowList() {
-    const body = $("windows").tBodies[0];
-    body.replaceChildren();
-    const pages = Math.max(1, Math.ceil(state.list.length / WINDOWS_PER_PAGE));
-    state.page = clamp(state.page, 0, pages - 1);
-    for (const [arm, w] of state.list.slice(state.page * WINDOWS_PER_PAGE, (state.page + 1) * WINDOWS_PER_PAGE)) {
-      const a = DATA.arms[arm], tr = document.createElement("tr");
-      tr.tabIndex = 0;
-      tr.dataset.arm = arm; tr.dataset.w = w;
-      for (const cell of [a.model, a.windows.text_id[w], a.windows.nominal_len[w], a.windows.repeat[w], a.windows.id[w], a.windows.count[w], meanNll(arm, w).toFixed(3)]) {
-        const td = document.createElement("td");
-        td.textContent = String(cell);
-        tr.appendChild(td);
-      }
-      if (state.current && state.current[0] === arm && state.current[1] === w) tr.classList.add("selected");
-      tr.addEventListener("click", () => selectWindow(arm, w));
-      tr.addEventListener("keydown", (e) => { if (e.key === "Enter") selectWindow(arm, w); });
-      body.appendChild(tr);
-    }
-    $("w-page").textContent = `windows ${state.list.length ? state.page * WINDOWS_PER_PAGE + 1 : 0}–${Math.min(state.list.length, (state.page + 1) * WINDOWS_PER_PAGE)} of ${state.list.length}`;
+    state.page = renderPage({
+      body: $("windows").tBodies[0], label: $("w-page"), items: state.list, page: state.page, perPage: WINDOWS_PER_PAGE,
+      cells: ([arm, w]) => {
+        const a = DATA.arms[arm];
+        return [a.model, a.windows.text_id[w], a.windows.nominal_len[w], a.windows.repeat[w], a.windows.id[w], a.windows.count[w], meanNll(arm, w).toFixed(3)];
+      },
+      data: ([arm, w]) => ({ arm, w }),
+      selected: ([arm, w]) => state.current && state.current[0] === arm && state.current[1] === w,
+      select: ([arm, w]) => selectWindow(arm, w),
+    });
   }
 
   // ---- tokens of one window ----
