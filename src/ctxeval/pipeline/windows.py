@@ -162,7 +162,7 @@ def cap_context(passes: Sequence[Pass], max_context: int | None, unique: bool = 
     out: list[Pass] = []
     seen: set[tuple[int, int]] = set()
     for p in passes:
-        last_uncapped = p.context_start + int(capped_context(p.target_end - 1 - p.context_start, max_context)) + 1  # past the last target that sees all of its context
+        last_uncapped = p.context_start + capped_context(p.target_end - 1 - p.context_start, max_context) + 1  # past the last target that sees all of its context
         if p.target_start < last_uncapped:
             out.append(p if last_uncapped == p.target_end else Pass(p.window_id, p.method, p.context_mode, p.nominal_len, p.repeat, p.context_start, p.target_start, last_uncapped))
             if last_uncapped - 1 - p.context_start == max_context:  # its last target already sees exactly N
@@ -171,7 +171,7 @@ def cap_context(passes: Sequence[Pass], max_context: int | None, unique: bool = 
             if unique and (target, max_context) in seen:
                 continue
             seen.add((target, max_context))
-            out.append(Pass(p.window_id, p.method, p.context_mode, p.nominal_len, p.repeat, target - int(capped_context(target - p.context_start, max_context)), target, target + 1))
+            out.append(Pass(p.window_id, p.method, p.context_mode, p.nominal_len, p.repeat, target - capped_context(target - p.context_start, max_context), target, target + 1))
     return out
 
 
@@ -179,8 +179,10 @@ def capped_context(planned: int | np.ndarray, max_context: int | None) -> int | 
     """The tokens of context a target has under a truncation control `?max_context=N`: its
     planned context (L + j for target j of an effective-length span) but at most N. The one
     place the cap is written: `cap_context` plans the passes by it, and the effective-length
-    analysis finds each target's record by it."""
-    return planned if max_context is None else np.minimum(planned, max_context)
+    analysis finds each target's record by it (an array of them at once)."""
+    if max_context is None:
+        return planned
+    return np.minimum(planned, max_context) if isinstance(planned, np.ndarray) else min(planned, max_context)
 
 
 def sweep_fraction(seed: int, text_sha256: str, length: int, repeat: int) -> float:

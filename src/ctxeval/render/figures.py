@@ -38,7 +38,8 @@ def plot_scores(summary: pd.DataFrame, metrics: MetricConfig, path: Path) -> Non
     (summary columns `<metric>_lo`/`_hi`), named in the figure's caption."""
     panels = panel_metrics(metrics)
     rows = math.ceil(len(panels) / 2)
-    fig, axes = _pyplot().subplots(rows, 2, figsize=(11, 4.2 * rows), constrained_layout=True, squeeze=False)
+    plt = _pyplot()
+    fig, axes = plt.subplots(rows, 2, figsize=(11, 4.2 * rows), constrained_layout=True, squeeze=False)
     lines = list(summary.groupby(["model", "text_id", "method", "context_mode"], sort=False))
     # several lines at the same lengths: shift each a little along the log axis so bars do not hide each other
     shifts = 2.0 ** (0.06 * (np.arange(len(lines)) - (len(lines) - 1) / 2))
@@ -59,7 +60,7 @@ def plot_scores(summary: pd.DataFrame, metrics: MetricConfig, path: Path) -> Non
     axes[0, 0].legend(fontsize="small")
     fig.suptitle(f"95 % intervals: {_interval_caption(summary['interval'])}", fontsize="medium")
     fig.savefig(path, dpi=110)
-    _pyplot().close(fig)
+    plt.close(fig)
 
 
 def _interval_caption(kinds: pd.Series) -> str:
@@ -76,7 +77,8 @@ def scatter_grid(table: pd.DataFrame, pairs: pd.DataFrame, path: Path) -> None:
     number = {m: i + 1 for i, m in enumerate(models)}
     wide = table.pivot(index="model", columns="measure", values="value")
     tasks, cheap = list(dict.fromkeys(pairs["task"])), list(dict.fromkeys(pairs["cheap"]))
-    fig, axes = _pyplot().subplots(len(tasks), len(cheap), figsize=(2.6 * len(cheap), 2.4 * len(tasks)), squeeze=False, constrained_layout=True)
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(tasks), len(cheap), figsize=(2.6 * len(cheap), 2.4 * len(tasks)), squeeze=False, constrained_layout=True)
     for i, t in enumerate(tasks):
         for j, c in enumerate(cheap):
             ax = axes[i][j]
@@ -96,12 +98,13 @@ def scatter_grid(table: pd.DataFrame, pairs: pd.DataFrame, path: Path) -> None:
             if j == 0:
                 ax.set_ylabel(t, fontsize=7)
     fig.savefig(path, dpi=100)
-    _pyplot().close(fig)
+    plt.close(fig)
 
 
 def plot_gain(tables: dict[tuple[str, str], pd.DataFrame], by_distance: pd.DataFrame, path: Path) -> None:
     """Left: mean gain against long-context length; right: distribution of the gain on distant targets."""
-    fig, (left, right) = _pyplot().subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
     for (model, text_id), group in by_distance.groupby(["model", "text_id"], sort=False):
         mid = (group["context_from"].clip(lower=1) * group["context_to"]) ** 0.5
         left.errorbar(mid, group["mean_gain"], yerr=1.96 * group["sem"], marker="o", capsize=3, label=f"{model} · {text_id}")
@@ -121,13 +124,14 @@ def plot_gain(tables: dict[tuple[str, str], pd.DataFrame], by_distance: pd.DataF
         right.set_yscale("log")
         right.legend(fontsize="small")
     fig.savefig(path, dpi=110)
-    _pyplot().close(fig)
+    plt.close(fig)
 
 
 def plot_curves(summary: dict, path: Path) -> None:
     """Left: gain over the shortest length with its paired interval, L* marked; right: the
     key tokens' mean log-probability."""
-    fig, (left, right) = _pyplot().subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
     curves = curve_frame(summary)
     for i, (model, part) in enumerate(curves.groupby("model", sort=False)):
         colour = f"C{i % 10}"
@@ -148,13 +152,14 @@ def plot_curves(summary: dict, path: Path) -> None:
             ax.legend(fontsize="small")
     left.set_title("gain with 95 % band; dashed: L*")
     fig.savefig(path, dpi=110)
-    _pyplot().close(fig)
+    plt.close(fig)
 
 
 def plot_heatmaps(cells: pd.DataFrame, path: Path) -> None:
     """Per model: accuracy and log2 mean rank over (lines x depth)."""
     models = list(dict.fromkeys(cells["model"]))
-    fig, axes = _pyplot().subplots(len(models), 2, figsize=(11, 3.8 * len(models)), squeeze=False, constrained_layout=True)
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(models), 2, figsize=(11, 3.8 * len(models)), squeeze=False, constrained_layout=True)
     for row, model in zip(axes, models):
         part = cells[cells["model"] == model]
         for ax, column, title, cmap, transform in (
@@ -176,13 +181,14 @@ def plot_heatmaps(cells: pd.DataFrame, path: Path) -> None:
                 ax.text(j, i, f"{v:.2f}" if column == "accuracy" else f"{v:.0f}", ha="center", va="center", color=ink, fontsize=8)
             fig.colorbar(image, ax=ax)
     fig.savefig(path, dpi=110)
-    _pyplot().close(fig)
+    plt.close(fig)
 
 
 def plot_ruler(table: pd.DataFrame, path: Path, threshold: float) -> None:
     """Score by length, one panel per model: each task thin, the mean thick, the threshold dashed."""
     models = list(dict.fromkeys(table["model"]))
-    fig, axes = _pyplot().subplots(1, len(models), figsize=(5.5 * len(models), 4), squeeze=False, constrained_layout=True)
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4), squeeze=False, constrained_layout=True)
     for ax, model in zip(axes[0], models):
         part = table[table["model"] == model]
         for task, curve in part.groupby("task", sort=False):
@@ -199,12 +205,13 @@ def plot_ruler(table: pd.DataFrame, path: Path, threshold: float) -> None:
         ax.set_title(model, fontsize=9)
     axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1, 0.5))
     fig.savefig(path, dpi=110)
-    _pyplot().close(fig)
+    plt.close(fig)
 
 
 def plot_report(sections: dict[str, pd.DataFrame], path: Path) -> None:
     """PPL against context, mean gain per model with its interval, retrieval accuracy against lines."""
-    fig, axes = _pyplot().subplots(1, 3, figsize=(15, 4.5), constrained_layout=True)
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), constrained_layout=True)
     lm, gain, retrieval = sections["language_modelling"], sections["context_gain"], sections["retrieval"]
     if not lm.empty:
         for (run, model, text, method, mode), part in lm.groupby(["run", "model", "text_id", "method", "context_mode"], sort=False):
@@ -233,7 +240,7 @@ def plot_report(sections: dict[str, pd.DataFrame], path: Path) -> None:
     for ax in axes:
         ax.grid(True, alpha=0.3)
     fig.savefig(path, dpi=110)
-    _pyplot().close(fig)
+    plt.close(fig)
 
 
 # kind -> (its figure's file, how the figure is drawn from the result); kinds without a figure are absent
