@@ -400,6 +400,29 @@ def test_diff_tokens_are_coloured_by_kl_and_flips_marked(diff_page, diff_run):
     assert "top-1 flipped" in diff_page.inner_text("#legend") and "≥10" in diff_page.inner_text("#legend")
 
 
+def test_diff_keyboard_moves_through_tokens_worst_kl_and_windows(diff_page, diff_run):
+    """The diff page's keys (common.js `wireWindowKeys`, as on the report page): → and End move
+    in the open window, w goes to its largest KL, ] and [ open the next and previous window."""
+    records = diff_run["records"]
+    windows = list(dict.fromkeys(records["window_id"]))
+    first = records[records["window_id"] == windows[0]]
+
+    def active() -> int:
+        return int(diff_page.evaluate("document.activeElement.dataset.i"))
+
+    diff_page.focus("#tokens .tok[data-i='0']")
+    diff_page.keyboard.press("ArrowRight")
+    assert active() == 1
+    diff_page.keyboard.press("End")
+    assert active() == len(first) - 1
+    diff_page.keyboard.press("w")
+    assert active() == int(np.argmax(first["kl"].to_numpy())) and diff_page.is_visible("#card")
+    diff_page.keyboard.press("]")
+    assert windows[1] in diff_page.inner_text("#window-title") and active() == len(first)
+    diff_page.keyboard.press("[")
+    assert windows[0] in diff_page.inner_text("#window-title") and active() == 0
+
+
 def test_diff_card_shows_both_models_top_k_side_by_side(diff_page, diff_run):
     records, pieces = diff_run["records"], diff_run["pieces"]
     for i, use_click in ((0, False), (7, True), (30, False)):

@@ -66,5 +66,44 @@ const ctxevalCommon = (function () {
     label.textContent = `windows ${items.length ? page * perPage + 1 : 0}–${Math.min(items.length, (page + 1) * perPage)} of ${items.length}`;
     return page;
   }
-  return { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn, wireTokenCard, renderPage };
+  // the keyboard over the open window of a page's list: ←/→/Home/End move between its tokens
+  // (turning token pages), w cycles through its worst tokens, ] and [ open the next and previous
+  // listed window, Escape hides the card; keys typed into a form field are left alone. What
+  // differs between pages: `span(item)` gives a window's [first token, token count],
+  // `worst(item)` its worst tokens, `same(a, b)` compares items, `open(item)` opens one.
+  // Returns `jumpTo(i)`: focus token i of the open window, on its page.
+  function wireWindowKeys(state, { span, worst, same, open, renderTokens, focusToken, tokensPerPage, windowsPerPage, card }) {
+    function jumpTo(i) {
+      const page = Math.floor((i - span(state.current)[0]) / tokensPerPage);
+      if (page !== state.tokenPage) { state.tokenPage = page; renderTokens(); }
+      focusToken(i);
+    }
+    function move(step) {
+      const [start, count] = span(state.current), end = start + count;
+      const at = document.activeElement && document.activeElement.classList.contains("tok") ? Number(document.activeElement.dataset.i) : start - 1;
+      jumpTo(step === "home" ? start : step === "end" ? end - 1 : clamp(at + step, start, end - 1));
+    }
+    function stepWindow(d) {
+      if (!state.list.length) return;
+      let k = state.current === null ? -1 : state.list.findIndex((item) => same(item, state.current));
+      k = clamp(k + d, 0, state.list.length - 1);
+      state.page = Math.floor(k / windowsPerPage);
+      open(state.list[k]);
+      focusToken(span(state.list[k])[0]);
+    }
+    const steps = { ArrowRight: 1, ArrowLeft: -1, Home: "home", End: "end" };
+    document.addEventListener("keydown", (e) => {
+      if (e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement) return;
+      if (e.key in steps && state.current !== null) { e.preventDefault(); move(steps[e.key]); }
+      else if (e.key === "w" && state.current !== null) {
+        const tokens = worst(state.current);
+        state.worstAt = (state.worstAt + 1) % tokens.length;
+        jumpTo(tokens[state.worstAt]);
+      } else if (e.key === "]") stepWindow(1);
+      else if (e.key === "[") stepWindow(-1);
+      else if (e.key === "Escape") card.hidden = true;
+    });
+    return jumpTo;
+  }
+  return { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn, wireTokenCard, renderPage, wireWindowKeys };
 })();

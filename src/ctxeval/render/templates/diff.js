@@ -3,7 +3,7 @@
 // through textContent, never innerHTML. Windows and tokens are drawn on demand, a page at a time.
 "use strict";
 (function () {
-  const { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn, wireTokenCard, renderPage } = ctxevalCommon;
+  const { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn, wireTokenCard, renderPage, wireWindowKeys } = ctxevalCommon;
   const DATA = JSON.parse(document.getElementById("ctxeval-data").textContent);
   const WINDOWS_PER_PAGE = 50, TOKENS_PER_PAGE = 2000, WORST_SHOWN = 10;
   const WHITE = [255, 255, 255], KL_RED = [178, 24, 43];
@@ -162,35 +162,9 @@
     placeCard($("card"), span);
   }
   function focusToken(i) { focusTokenIn($("tokens"), i); }
-  function jumpTo(i) {
-    const page = Math.floor((i - W.start[state.current]) / TOKENS_PER_PAGE);
-    if (page !== state.tokenPage) { state.tokenPage = page; renderTokens(); }
-    focusToken(i);
-  }
-  function move(step) {
-    const start = W.start[state.current], end = start + W.count[state.current];
-    const at = document.activeElement && document.activeElement.classList.contains("tok") ? Number(document.activeElement.dataset.i) : start - 1;
-    jumpTo(step === "home" ? start : step === "end" ? end - 1 : clamp(at + step, start, end - 1));
-  }
-  function stepWindow(d) {
-    if (!state.list.length) return;
-    let k = state.current === null ? -1 : state.list.indexOf(state.current);
-    k = clamp(k + d, 0, state.list.length - 1);
-    state.page = Math.floor(k / WINDOWS_PER_PAGE);
-    selectWindow(state.list[k]);
-    focusToken(W.start[state.list[k]]);
-  }
-  document.addEventListener("keydown", (e) => {
-    if (e.target instanceof HTMLInputElement) return;
-    const keys = { ArrowRight: 1, ArrowLeft: -1, Home: "home", End: "end" };
-    if (e.key in keys && state.current !== null) { e.preventDefault(); move(keys[e.key]); }
-    else if (e.key === "w" && state.current !== null) {
-      const worst = worstOf(state.current);
-      state.worstAt = (state.worstAt + 1) % worst.length;
-      jumpTo(worst[state.worstAt]);
-    } else if (e.key === "]") stepWindow(1);
-    else if (e.key === "[") stepWindow(-1);
-    else if (e.key === "Escape") $("card").hidden = true;
+  const jumpTo = wireWindowKeys(state, {
+    span: (w) => [W.start[w], W.count[w]], worst: worstOf, same: (a, b) => a === b, open: selectWindow,
+    renderTokens, focusToken, tokensPerPage: TOKENS_PER_PAGE, windowsPerPage: WINDOWS_PER_PAGE, card: $("card"),
   });
   const tokens = $("tokens");
   wireTokenCard(tokens, $("card"), showCard);

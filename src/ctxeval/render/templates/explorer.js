@@ -10,7 +10,7 @@
   const RANK_COLOURS = [[140, 220, 140], [200, 240, 160], [255, 236, 140], [255, 170, 140], [210, 160, 230]];
   const RANK_LABELS = ["1", "≤10", "≤100", "≤1000", ">1000"];
   const $ = (id) => document.getElementById(id);
-  const { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn, wireTokenCard, renderPage } = ctxevalCommon;
+  const { decode, clamp, mix, css, visible, fmt, pct, signed, placeCard, focusTokenIn, wireTokenCard, renderPage, wireWindowKeys } = ctxevalCommon;
 
   const TYPES = { target_id: Int32Array, logprob: Float64Array, rank: Int32Array, greedy_id: Int32Array, context_len: Int32Array, topk_ids: Int32Array, topk_lp: Float32Array, gain: Float32Array, key: Uint8Array };
   const cols = new Map();  // arm index -> decoded columns, decoded when first needed
@@ -219,37 +219,12 @@
     placeCard($("card"), span);
   }
   function focusToken(i) { focusTokenIn($("tokens"), i); }
-  function jumpTo(i) {
-    const [arm, w] = state.current, start = DATA.arms[arm].windows.start[w];
-    const page = Math.floor((i - start) / TOKENS_PER_PAGE);
-    if (page !== state.tokenPage) { state.tokenPage = page; renderTokens(); }
-    focusToken(i);
-  }
-  function move(step) {
-    if (!state.current) return;
-    const [arm, w] = state.current, a = DATA.arms[arm], start = a.windows.start[w], end = start + a.windows.count[w];
-    const at = document.activeElement && document.activeElement.classList.contains("tok") ? Number(document.activeElement.dataset.i) : start - 1;
-    jumpTo(step === "home" ? start : step === "end" ? end - 1 : clamp(at + step, start, end - 1));
-  }
-  function stepWindow(d) {
-    if (!state.list.length) return;
-    let k = state.current ? state.list.findIndex(([a, w]) => a === state.current[0] && w === state.current[1]) : -1;
-    k = clamp(k + d, 0, state.list.length - 1);
-    state.page = Math.floor(k / WINDOWS_PER_PAGE);
-    selectWindow(state.list[k][0], state.list[k][1]);
-    focusToken(DATA.arms[state.list[k][0]].windows.start[state.list[k][1]]);
-  }
-  document.addEventListener("keydown", (e) => {
-    if (e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement) return;
-    const keys = { ArrowRight: 1, ArrowLeft: -1, Home: "home", End: "end" };
-    if (e.key in keys && state.current) { e.preventDefault(); move(keys[e.key]); }
-    else if (e.key === "w" && state.current) {
-      const worst = worstOf(state.current[0], state.current[1]);
-      state.worstAt = (state.worstAt + 1) % worst.length;
-      jumpTo(worst[state.worstAt]);
-    } else if (e.key === "]") stepWindow(1);
-    else if (e.key === "[") stepWindow(-1);
-    else if (e.key === "Escape") $("card").hidden = true;
+  const jumpTo = wireWindowKeys(state, {
+    span: ([arm, w]) => [DATA.arms[arm].windows.start[w], DATA.arms[arm].windows.count[w]],
+    worst: ([arm, w]) => worstOf(arm, w),
+    same: (a, b) => a[0] === b[0] && a[1] === b[1],
+    open: ([arm, w]) => selectWindow(arm, w),
+    renderTokens, focusToken, tokensPerPage: TOKENS_PER_PAGE, windowsPerPage: WINDOWS_PER_PAGE, card: $("card"),
   });
   const tokens = $("tokens");
   wireTokenCard(tokens, $("card"), showCard);
