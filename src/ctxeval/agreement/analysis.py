@@ -23,6 +23,10 @@ def measure_table(measures: list[Measure]) -> pd.DataFrame:
 def correlations(table: pd.DataFrame, replicates: int, seed: int) -> pd.DataFrame:
     """Spearman and Kendall (tau-b) between every cheap and every task measure over the models
     that have both, on values oriented so that higher is better."""
+    models = list(dict.fromkeys(table["model"]))
+    if len(models) < 2:
+        raise UserError(f"agreement ranks models against each other and the runs give measures of one model only ({models[0]}): "
+                        "give runs of several models or variants (one ruler run of several models is enough)")
     oriented = table.assign(oriented=table["value"] * table["direction"])
     wide = oriented.pivot(index="model", columns="measure", values="oriented")
     kinds = dict(zip(table["measure"], table["kind"]))
@@ -46,3 +50,9 @@ def correlations(table: pd.DataFrame, replicates: int, seed: int) -> pd.DataFram
     if not rows:
         raise UserError("no model has both a cheap and a task measure: the runs' models do not overlap (agreement matches models by name)")
     return pd.DataFrame(rows)
+
+
+def left_out(table: pd.DataFrame) -> list[str]:
+    """One note per measure that only one model has: no correlation can be computed from it."""
+    counts = table.groupby("measure", sort=False)["model"].agg(list)
+    return [f"'{measure}' is left out: only {models[0]} has it" for measure, models in counts.items() if len(models) < 2]

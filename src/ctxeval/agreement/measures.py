@@ -36,6 +36,7 @@ class Measure:
     value: float
     run: str  # the run folder it was read from
     seconds_per_model: float | None  # the run's recorded time over its models (a run scores its models in turn)
+    shown: str | None = None  # how tables show a value that stands for a text (a length below the shortest)
 
 
 def measures_of(result: EffectiveLengthResult | RulerResult | RetrievalResult | DiffResult, run: str) -> list[Measure]:
@@ -87,6 +88,8 @@ def _ruler(result: RulerResult, run: str, seconds: float | None) -> list[Measure
     for model, lengths in result.effective_lengths.items():
         if model in generated:
             value = lengths[MEAN_TASK]["value"]
-            # below the shortest length ranks under every measured length
-            out.append(Measure(model, "RULER effective length", TASK, 1, float(value if value is not None else shortest / 2), run, seconds))
+            if value is None:  # below the shortest length: ranked under every measured length
+                out.append(Measure(model, "RULER effective length", TASK, 1, shortest / 2, run, seconds, f"below the shortest (< {shortest})"))
+            else:
+                out.append(Measure(model, "RULER effective length", TASK, 1, float(value), run, seconds))
     return out

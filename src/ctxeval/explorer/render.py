@@ -14,11 +14,12 @@ from ctxeval.explorer.pairs import ArmPair, all_pairs
 from ctxeval.render import charts
 from ctxeval.render.lengths import describe_length
 from ctxeval.render.page import b64, environment, page_js, script_json, static
+from ctxeval.results.base import make_folder
 
 
 def write_atomic(out: Path, html: str) -> Path:
     """Write a page through a temporary file and a rename: never a half-written report."""
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(out.parent)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(html, encoding="utf-8")
     os.replace(tmp, out)

@@ -46,7 +46,8 @@ from ctxeval.results.fingerprint import run_fingerprints
 from ctxeval.results.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, write_manifest
 from ctxeval.results.records import RecordKind, RowSink, check_resumable, done_passes, merge_parts
 from ctxeval.render.figures import draw
-from ctxeval.results.base import Result, write_result
+from ctxeval.pipeline.progress import progress_bar
+from ctxeval.results.base import Result, check_folder, make_folder, write_result
 
 R = TypeVar("R", covariant=True)
 
@@ -114,6 +115,7 @@ class RunTask(Protocol, Generic[R]):
 def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions | None = None, progress: bool = False) -> R:
     """Run `task` into `out` (resuming what an earlier session left) and return its result."""
     out = Path(out)
+    check_folder(out)
     previous = existing_manifest(out, spec.run_id, spec.what, spec.command)
     if previous is not None and previous.status == "complete":
         return _finished(task, out, previous, spec.command)
@@ -133,7 +135,7 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions
         for model in reversed(models):
             stack.callback(model.close)
         plan = task.plan(models, done_passes(out, task.records))
-        out.mkdir(parents=True, exist_ok=True)
+        make_folder(out)
         # a task whose one worker model holds several models (diff's pair) names them in its plan
         fields = {"models": [m.describe() for m in models]} | plan.manifest
         paths = [numeric_path(m, options.kind, options.threads_per_worker) for m in fields["models"]]
@@ -141,22 +143,29 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions
                             created=(previous.created if previous else None) or now(), versions=versions(), **fields)
         write_manifest(out, manifest)
         sink = RowSink(out, task.schema)
-        with terminate_as_interrupt(), progress_bar(progress, plan.total, plan.already, task.unit) as advance:
-            for model, load_spec, work in zip(models, load_specs, plan.work):
-                try:
-                    for job, result in runner.stream(model, load_spec, work):
-                        failure = task.record(model, job, result, sink.columns)
-                        if failure is None:
-                            sink.unit_done()
-                        else:
-                            failures.append(failure)
-                        advance(*task.progress(model, job))
-                    sink.flush()
-                    task.model_done(out, model)
-                finally:
-                    sink.flush()
-                    if model.remote:
-                        usage[model.name] = _session_usage(model, runner.worker_usage.get(model.name, []))
+        try:
+            with terminate_as_interrupt(), progress_bar(progress, plan.total, plan.already, task.unit) as shown:
+                for model, load_spec, work in zip(models, load_specs, plan.work):
+                    try:
+                        for job, result in runner.stream(model, load_spec, work):
+                            failure = task.record(model, job, result, sink.columns)
+                            if failure is None:
+                                sink.unit_done()
+                            else:
+                                failures.append(failure)
+                            shown.advance(*task.progress(model, job))
+                        sink.flush()
+                        task.model_done(out, model)
+                        shown.stage_done(model.name)
+                    finally:
+                        sink.flush()
+                        if model.remote:
+                            usage[model.name] = _session_usage(model, runner.worker_usage.get(model.name, []))
+        except KeyboardInterrupt:
+            # Ctrl-C or `kill`: the finished work is on disk, the run is not finished
+            manifest.status = "incomplete"
+            write_manifest(out, manifest)
+            raise
     _record_usage(manifest, usage, (previous.api_usage_total if previous else None) or {})
     seconds = round(time.time() - started, 2)
     earlier = (previous.timing or {}) if previous else {}
@@ -208,6 +217,7 @@ def save_result(out: Path, result: Result, command: str) -> None:
 
 def check_posthoc_out(out: Path, command: str) -> None:
     """Refuse, before any work, a folder holding another command's run (as `run` does)."""
+    check_folder(Path(out))
     previous = existing_manifest(Path(out))
     if previous is not None and previous.command != command:
         found = f"{a_or_an(previous.command)} run" if previous.command else "a run of an unknown kind"
@@ -288,22 +298,3 @@ def terminate_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def progress_bar(enabled: bool, total: int, already: int, unit: str = "tokens") -> Iterator[Callable[[int, str], None]]:
-    """A rich progress bar on stderr (or nothing); yields advance(n, label)."""
-    if not enabled:
-        yield lambda n, label: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(), TimeRemainingColumn()]
-    with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
-        bar_task = bar.add_task("running", total=total, completed=already)
-
-        def advance(n: int, label: str) -> None:
-            bar.update(bar_task, advance=n, description=label)
-
-        yield advance

@@ -23,6 +23,10 @@ def correlation_rows(c: pd.DataFrame) -> pd.DataFrame:
 def wide_measures(measures: pd.DataFrame) -> pd.DataFrame:
     """Models as rows (numbered as in the scatter), measures as columns."""
     wide = measures.pivot(index="model", columns="measure", values="value").reindex(list(dict.fromkeys(measures["model"])))
+    texts = measures.dropna(subset=["shown"]) if "shown" in measures else measures.iloc[:0]
+    for measure, part in texts.groupby("measure", sort=False):  # a value that stands for a text is shown as that text
+        shown = dict(zip(part["model"], part["shown"]))
+        wide[measure] = [shown.get(model, "" if value != value else f"{value:g}") for model, value in wide[measure].items()]
     wide.insert(0, "#", range(1, len(wide) + 1))
     return wide.reset_index()
 

@@ -15,6 +15,7 @@ A kind whose layout changes bumps `VERSION`; `READS` lists the earlier versions 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Collection
 from importlib import import_module, metadata
 from pathlib import Path
@@ -57,10 +58,34 @@ class Result:
         raise NotImplementedError
 
 
+def check_folder(path: Path, field: str = "out") -> None:
+    """Refuse, before any work, an output folder that cannot be created: a file where it or a
+    folder above it should be, or a parent this process may not write (read-only, no permission)."""
+    if path.exists():
+        if not path.is_dir():
+            raise FieldError(field, f"{path} is a file, not a folder")
+        return
+    parent = next(p for p in path.parents if p.exists())  # the root always exists
+    if not parent.is_dir():
+        raise FieldError(field, f"{path} cannot be created: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise FieldError(field, f"{path} cannot be created: {parent} is not writable")
+
+
+def make_folder(path: Path, field: str = "out") -> None:
+    """Create an output folder and its parents; what the early check cannot see (a read-only
+    file system for root) fails here, as one line naming the option."""
+    check_folder(path, field)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FieldError(field, f"{path} cannot be created: {exc.strerror or exc}") from None
+
+
 def write_result(out: str | Path, result: Result, command: str, draw: Callable[[Result, Path], None]) -> Path:
     """Write `result` into `out` (its files, its figure by `draw`, then the header); returns the folder."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     header = out / RESULT_FILE
     if header.is_file():
         found = read_header(out)
