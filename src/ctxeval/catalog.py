@@ -31,6 +31,31 @@ COMMANDS: dict[str, str] = {
     "serve": "ctxeval.commands.tools",
 }
 
+# command name -> its line in `ctxeval --help` (a whole sentence; the command's own --help gives
+# its spec's docstring), so the list is printed without importing any command's code
+SUMMARIES: dict[str, str] = {
+    "sweep": "Rank-based perplexity over context lengths (the thesis protocol).",
+    "score": "Perplexity and rank scores of whole texts with chunked, sliding or fixed windows.",
+    "diff": "How much CAND's next-token distributions differ from REF's on the same windows.",
+    "summary": "Print a finished run's tables, recomputed from its records.",
+    "compare": "Paired comparison of two runs over the same windows: perplexity ratio B/A with a BCa interval.",
+    "trends": "Slope of every metric against context length, and the spread across repeated starts.",
+    "context-gain": "Does the model use distant context? Perplexity with a full and a short context, the gain, and LongPPL.",
+    "effective-length": "How much of its context does a model use? The effective context length L* with its interval.",
+    "retrieval": "Line retrieval: greedy exact-match accuracy and the answer's rank per size and depth.",
+    "ruler": "RULER's synthetic tasks, scored by greedy generation and by likelihood.",
+    "agreement": "Which cheap likelihood measure orders models as task accuracy does (runs of several models).",
+    "probe-report": "Probe runs of several models side by side: perplexity, context gain, L* and retrieval.",
+    "report": "One offline HTML report of finished runs with a per-token explorer.",
+    "models": "List the models and backends usable here.",
+    "leval": "L-Eval metrics of model answers: exact match, F1 or ROUGE-1/2/L, and ΔL.",
+    "leval-corr": "Kendall τ-b between each metric's model ranking and the human ranking (L-Eval Figure 2).",
+    "judge": "Pairwise LLM judge (L-Eval's prompt, both answer orders): win rate over a base model.",
+    "meta-eval": "Which answer-quality method agrees with human pairwise labels (PPLqa paper, Table 3).",
+    "pplqa": "PPLqa = |PPL(question + answer) - PPL(answer)| (lower is better); ranks each question's answers.",
+    "serve": "Serve a model behind an OpenAI-compatible API scored by ctxeval's exact scorers.",
+}
+
 # result kind (the `kind` in a folder's result.json) -> (module, class)
 RESULTS: dict[str, tuple[str, str]] = {
     "scoring": ("ctxeval.results.scoring", "RunResult"),

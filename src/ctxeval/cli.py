@@ -9,21 +9,20 @@ import sys
 import types
 import typing
 from dataclasses import MISSING, fields
+from functools import cache
+from importlib import metadata
 from typing import Annotated, Any, Optional
 
 import typer
+import typer.core
 
-from ctxeval.commands import COMMANDS
-from ctxeval.commands.base import Command, execute
+from ctxeval import catalog
+from ctxeval.commands import command as catalogued
+from ctxeval.commands.base import AppOptions, Command, execute
 from ctxeval.errors import EXIT_INCOMPLETE, EXIT_USER_ERROR, IncompleteRun, UserError
 from ctxeval.options import SAME, Flag, field_default, flat_fields
 
-app = typer.Typer(
-    help="Measure how well language models use long contexts: perplexity, rank-based perplexity, context-length sweeps.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
+HELP = "Measure how well language models use long contexts: perplexity, rank-based perplexity, context-length sweeps."
 _SEP = "__"  # joins a group field's path into one parameter name
 
 
@@ -47,9 +46,12 @@ def _parameters(spec: type, display: type | None) -> list[inspect.Parameter]:
         flag: Flag = f.metadata["flag"]
         owner = _owner(root, path[1:] if path[0] == "display" else path)
         default = flag.shown if flag.shown is not SAME else field_default(f)
-        info = typer.Argument(help=flag.help) if flag.positional else typer.Option(f"{flag.flag}/{flag.negative}" if flag.negative else flag.flag, help=flag.help)
+        cli_type = _cli_type(owner, f, flag)
+        # a switch takes no value: --help shows no type beside it
+        info = typer.Argument(help=flag.help) if flag.positional else typer.Option(
+            f"{flag.flag}/{flag.negative}" if flag.negative else flag.flag, help=flag.help, metavar="" if cli_type in (bool, Optional[bool]) else None)
         kind = inspect.Parameter.KEYWORD_ONLY
-        annotation = Annotated[_cli_type(owner, f, flag), info]
+        annotation = Annotated[cli_type, info]
         params.append(inspect.Parameter(_SEP.join(path), kind, default=inspect.Parameter.empty if default is MISSING else default, annotation=annotation))
     return params
 
@@ -96,7 +98,7 @@ def _top_values(spec: type, values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _register(command: Command) -> None:
+def _register(command: Command, app: typer.Typer) -> None:
     def cli_command(**values: Any) -> None:
         display_values = {k[len("display" + _SEP):]: v for k, v in values.items() if k.startswith("display" + _SEP)}
         spec_values = {k: v for k, v in values.items() if not k.startswith("display" + _SEP)}
@@ -114,18 +116,98 @@ def _register(command: Command) -> None:
 
     cli_command.__signature__ = inspect.Signature(_parameters(command.spec, command.display))  # type: ignore[attr-defined]
     cli_command.__doc__ = command.help
-    app.command(command.name, help=command.help)(cli_command)
+    app.command(command.name, help=_paragraphs(command.help), cls=_Command)(cli_command)
 
 
-for _command in COMMANDS.values():
-    _register(_command)
+def _paragraphs(text: str) -> str:
+    """Help text with its paragraphs' line breaks removed, so no renderer breaks a sentence where
+    the docstring's source line ended."""
+    return "\n\n".join(" ".join(p.split()) for p in text.split("\n\n"))
+
+
+def _switch(option: Any) -> Any:
+    """The help option shown as the switch it is (no type beside it)."""
+    if option is not None:
+        option.metavar = ""
+    return option
+
+
+class _Command(typer.core.TyperCommand):
+    def get_help_option(self, ctx: Any) -> Any:
+        return _switch(super().get_help_option(ctx))
+
+
+class _Commands(typer.core.TyperGroup):
+    """The commands, loaded one at a time: the one named is built from its family alone, and the
+    list in `ctxeval --help` shows the catalog's summaries, so listing the commands or running
+    one imports no other command's code."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(catalog.COMMANDS)
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        if name not in catalog.COMMANDS:
+            return None
+        if name in catalog.SUMMARIES:
+            return _Command(name, help=catalog.SUMMARIES[name])
+        return _loaded(name)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if args and args[0] in catalog.COMMANDS:
+            return args[0], _loaded(args[0]), args[1:]
+        return super().resolve_command(ctx, args)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return _switch(super().get_help_option(ctx))
+
+
+@cache
+def _loaded(name: str) -> Any:
+    """The click command of one catalogued command."""
+    one = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
+    _register(catalogued(name), one)
+    loaded = typer.main.get_command(one)
+    loaded.name = name
+    return loaded
+
+
+def _root(**values: Any) -> None:
+    if values.get("version"):
+        typer.echo(f"ctxeval {metadata.version('ctxeval')}")
+        raise typer.Exit()
+
+
+def _typer(**settings: Any) -> typer.Typer:
+    """A command line with ctxeval's own options (AppOptions)."""
+    app = typer.Typer(help=HELP, no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False, **settings)
+    root = lambda **values: _root(**values)  # noqa: E731 (a fresh function per app: typer reads its signature)
+    root.__signature__ = inspect.Signature(_parameters(AppOptions, None))  # type: ignore[attr-defined]
+    app.callback(invoke_without_command=True)(root)
+    return app
+
+
+@cache
+def _full_app() -> typer.Typer:
+    """Every command registered at once (every family imported): for tests and tools that read
+    the whole command line, e.g. each command's flags."""
+    full = _typer()
+    for name in catalog.COMMANDS:
+        _register(catalogued(name), full)
+    return full
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """`app`: the whole command line, built on first use (`main` loads only the command it runs)."""
+    if name != "app":
+        raise AttributeError(f"module 'ctxeval.cli' has no attribute {name!r}")
+    return _full_app()
 
 
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 2; a run whose work
     partly failed, one line and exit code 3 (re-running the same command retries that work)."""
     try:
-        code = app(standalone_mode=False)
+        code = _typer(cls=_Commands)(standalone_mode=False)
     except UserError as exc:
         _fail(str(exc))
     except IncompleteRun as exc:

@@ -1,6 +1,7 @@
 """The registry of commands, built from `ctxeval.catalog.COMMANDS` (the one list: name, in the
-CLI's order, and the family module whose `COMMANDS` declares it as (spec, run, echo)); the CLI,
-the API and the docs are built from this mapping."""
+CLI's order, and the family module whose `COMMANDS` declares it as (spec, run, echo)); the API
+and the docs are built from this mapping, on first use of `COMMANDS`. The CLI loads only the
+command it runs (`command(name)`), so `ctxeval --help` imports no family and no task."""
 
 from __future__ import annotations
 
@@ -22,4 +23,23 @@ def _registry() -> dict[str, Command]:
     return {name: declared[name] for name in catalog.COMMANDS}
 
 
-COMMANDS: dict[str, Command] = _registry()
+def command(name: str) -> Command:
+    """One catalogued command, importing only its family: the CLI loads no other command's code
+    (`ctxeval --help` and `ctxeval ruler` import no task of another command)."""
+    found = {c.name: c for c in import_module(catalog.COMMANDS[name]).COMMANDS}
+    if name not in found:
+        raise RuntimeError(f"ctxeval.catalog.COMMANDS names {catalog.COMMANDS[name]} for {name!r}, which does not declare it")
+    return found[name]
+
+
+_REGISTRY: dict[str, Command] | None = None  # built on first use of COMMANDS
+
+
+def __getattr__(name: str) -> dict[str, Command]:
+    """`COMMANDS`, the whole registry, built (every family imported) on first use."""
+    global _REGISTRY
+    if name != "COMMANDS":
+        raise AttributeError(f"module 'ctxeval.commands' has no attribute {name!r}")
+    if _REGISTRY is None:
+        _REGISTRY = _registry()
+    return _REGISTRY

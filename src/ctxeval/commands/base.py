@@ -17,8 +17,7 @@ from typing import Any
 
 from ctxeval import catalog
 from ctxeval.errors import FieldError
-from ctxeval.options import check_spec, named
-from ctxeval.pipeline.engine import check_posthoc_out, write_posthoc
+from ctxeval.options import check_spec, named, option
 
 
 @dataclass(frozen=True)
@@ -49,6 +48,13 @@ class Command:
         return inspect.cleandoc(self.spec.__doc__ or "")
 
 
+@dataclass(frozen=True)
+class AppOptions:
+    """The options of `ctxeval` itself, given before any command."""
+
+    version: bool = option("--version", "Print ctxeval's version and exit.", False)
+
+
 def execute(command: Command, spec: Any) -> Any:
     """Check the spec (every field, then the rules across fields) and run the command; a
     post-hoc command's folder gets its manifest (what it read, with which settings). A bad
@@ -60,6 +66,8 @@ def execute(command: Command, spec: Any) -> Any:
 
 
 def _execute(command: Command, spec: Any) -> Any:
+    from ctxeval.pipeline.engine import check_posthoc_out, write_posthoc  # not at start-up: `ctxeval --help` loads no engine
+
     check_spec(spec)
     out, inputs = command.posthoc(spec) if command.posthoc is not None else (None, ())
     if out is not None:
