@@ -165,7 +165,7 @@ def _kill_midway(args: list[str], out: Path, after_passes: int = 3) -> None:
     proc = subprocess.run([sys.executable, "-m", "ctxeval.cli", *args], capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 130, proc.stderr
     assert not (out / "records.parquet").exists()
-    assert json.loads((out / "manifest.json").read_text())["status"] == "running"
+    assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"  # interrupted: not finished, resumable
     on_disk = pq.read_table(out / "parts", columns=["pass_index"]).column(0).unique().to_pylist()
     assert sorted(on_disk) == list(range(after_passes))
 
