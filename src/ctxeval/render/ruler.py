@@ -16,7 +16,7 @@ def results_markdown(table: pd.DataFrame, lengths: dict[str, dict[str, dict]], a
         wide = pivot.pivot(index="task", columns="length", values="cell")
         order = [t for t in dict.fromkeys(part["task"]) if t != MEAN_TASK] + [MEAN_TASK]
         wide = wide.reindex(order)
-        wide["effective length"] = [_length_text(lengths[str(model)][t]) for t in wide.index]
+        wide["effective length"] = [_length_text(lengths[str(model)][t], int(part["length"].min())) for t in wide.index]
         lines += [f"## {model}", "", f"Score (percent, RULER's string_match_all; 95 % Wilson interval) by length in tokens; effective length at ≥ {threshold:g}.", "",
                   wide.reset_index().to_markdown(index=False), ""]
     if agree["samples"]:
@@ -25,7 +25,7 @@ def results_markdown(table: pd.DataFrame, lengths: dict[str, dict[str, dict]], a
     return "\n".join(lines)
 
 
-def _length_text(entry: dict) -> str:
+def _length_text(entry: dict, shortest: int) -> str:
     if entry["value"] is None:
-        return "below the shortest"
+        return f"below the shortest (< {shortest})"
     return f"≥ {entry['value']}" if entry["at_least"] else str(entry["value"])
