@@ -183,7 +183,7 @@ def test_bad_executor_options_are_refused_naming_the_option_as_the_caller_spells
 
 def test_ray_missing_is_one_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
-    with pytest.raises(UserError, match=r"pip install 'ctxeval\[ray\]'"):
+    with pytest.raises(UserError, match=r"\.venv/bin/pip install -e '\.\[ray\]'"):
         with open_executor(ExecutorOptions("ray")):
             pass
 

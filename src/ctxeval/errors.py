@@ -14,6 +14,11 @@ def phrase(problem: str, name: str, others: Mapping[str, str]) -> str:
     text = _PLACEHOLDER.sub(lambda m: spellings.get(m.group(1), m.group(0)), problem)
     return text if "{name}" in problem else f"{name} {text}"
 
+def install_hint(extra: str = "") -> str:
+    """How to install ctxeval, or one of its extras, spelled as the README's set-up does it: into
+    the checkout's .venv, from the checkout's folder (ctxeval is not on PyPI)."""
+    return f".venv/bin/pip install -e '.[{extra}]'" if extra else ".venv/bin/pip install -e ."
+
 EXIT_USER_ERROR = 2
 EXIT_INCOMPLETE = 3
 

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from ctxeval.backends.model_files import embedded_path, file_sha256
-from ctxeval.errors import UserError
+from ctxeval.errors import UserError, install_hint
 
 SOURCE_FILE = "ctxeval_source.json"
 # bumped when a conversion changes what it writes: a cache of an older one is converted again
@@ -51,7 +51,7 @@ def convert_gguf(gguf: Path, target: Path) -> dict:
         import accelerate  # noqa: F401  (transformers needs it to read GGUF)
         import gguf as _gguf  # noqa: F401
     except ImportError:
-        raise UserError("converting a GGUF file for the hf backend needs the packages gguf and accelerate: pip install 'ctxeval[hf]'") from None
+        raise UserError(f"converting a GGUF file for the hf backend needs the packages gguf and accelerate: {install_hint('hf')}") from None
     transformers.logging.set_verbosity_error()
     tmp = target.with_name(target.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -24,9 +24,9 @@ import inspect
 import math
 from dataclasses import dataclass, field
 
-from ctxeval.errors import UserError
+from ctxeval.errors import UserError, install_hint
 
-INSTALL_HINT = "model option press needs kvpress: pip install 'ctxeval[kvpress]'"
+INSTALL_HINT = f"model option press needs kvpress: {install_hint('kvpress')}"
 # presses whose own __call__ runs extra passes or decodes (not a prefill hook), or that fetch
 # weights from a model hub: the prefill-then-score recipe does not apply to them
 _NOT_PREFILL_HOOKS = ("KVzipPress", "RestoreKVPress", "KVgradPress", "FastKVzipPress", "FinchPress", "KVComposePress", "DecodingPress", "CAMPress",

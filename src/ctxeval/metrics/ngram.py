@@ -154,9 +154,9 @@ def _jieba():
     try:
         import jieba
     except ImportError:  # pragma: no cover - depends on the install
-        from ctxeval.errors import UserError
+        from ctxeval.errors import UserError, install_hint
 
-        raise UserError("the longbench variant needs jieba for Chinese text: pip install 'ctxeval[longbench]'") from None
+        raise UserError(f"the longbench variant needs jieba for Chinese text: {install_hint('longbench')}") from None
     jieba.setLogLevel(60)
     return jieba
 
@@ -166,9 +166,9 @@ def _rouge_package():
     try:
         from rouge import Rouge
     except ImportError:  # pragma: no cover - depends on the install
-        from ctxeval.errors import UserError
+        from ctxeval.errors import UserError, install_hint
 
-        raise UserError("the longbench variant needs the 'rouge' package: pip install 'ctxeval[longbench]'") from None
+        raise UserError(f"the longbench variant needs the 'rouge' package: {install_hint('longbench')}") from None
     return Rouge()
 
 

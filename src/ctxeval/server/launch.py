@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ctxeval.config import DEFAULT_MODEL
-from ctxeval.errors import UserError
+from ctxeval.errors import UserError, install_hint
 from ctxeval.server.settings import ServerSettings
 
 
@@ -24,7 +24,7 @@ def serve(settings: ServerSettings) -> None:
 
         from ctxeval.server.app import create_app
     except ImportError:
-        raise UserError("ctxeval serve needs FastAPI and uvicorn: pip install 'ctxeval[server]'") from None
+        raise UserError(f"ctxeval serve needs FastAPI and uvicorn: {install_hint('server')}") from None
     from ctxeval.backends.registry import backend_for, load_scorer
     from ctxeval.server.model import ServedModel
 

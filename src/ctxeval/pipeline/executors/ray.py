@@ -13,7 +13,7 @@ import os
 from collections import Counter, deque
 from collections.abc import Iterator
 
-from ctxeval.errors import FieldError, UserError
+from ctxeval.errors import FieldError, UserError, install_hint
 from ctxeval.pipeline.executors.spec import ExecutorOptions, ModelSpec, WorkerModel
 from ctxeval.pipeline.executors.work import J, Task, Work
 
@@ -52,7 +52,7 @@ class RayExecutor:
         try:
             import ray
         except ImportError:
-            raise FieldError("kind", "{name} ray needs Ray: pip install 'ctxeval[ray]'") from None
+            raise FieldError("kind", "{name} ray needs Ray: " + install_hint("ray")) from None
         self._ray = ray
         self.options = options
         self._started = False
