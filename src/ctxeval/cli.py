@@ -172,17 +172,19 @@ def _loaded(name: str) -> Any:
 
 
 def _root(**values: Any) -> None:
+    """ctxeval's own options (AppOptions), given before a command."""
     if values.get("version"):
         typer.echo(f"ctxeval {metadata.version('ctxeval')}")
         raise typer.Exit()
 
 
+_root.__signature__ = inspect.Signature(_parameters(AppOptions, None))  # type: ignore[attr-defined]
+
+
 def _typer(**settings: Any) -> typer.Typer:
-    """A command line with ctxeval's own options (AppOptions)."""
+    """A command line with ctxeval's own options."""
     app = typer.Typer(help=HELP, no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False, **settings)
-    root = lambda **values: _root(**values)  # noqa: E731 (a fresh function per app: typer reads its signature)
-    root.__signature__ = inspect.Signature(_parameters(AppOptions, None))  # type: ignore[attr-defined]
-    app.callback(invoke_without_command=True)(root)
+    app.callback(invoke_without_command=True)(_root)
     return app
 
 

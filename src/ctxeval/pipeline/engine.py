@@ -5,8 +5,9 @@ every command (sweep, score, context-gain, retrieval, pplqa, meta-eval, judge) i
 
 1. refuses a run directory made with another configuration (`spec.run_id` differs), and
    returns the task's outputs at once for a finished run of the same configuration;
-2. opens the executor (SIGTERM is treated like Ctrl-C, so finished work is flushed), loads the
-   task's models and lets the task plan its work, skipping work already recorded;
+2. refuses an output folder that cannot be created, before any work; opens the executor
+   (SIGTERM is treated like Ctrl-C: finished work is flushed and the status is `incomplete`),
+   loads the task's models and lets the task plan its work, skipping work already recorded;
 3. writes the manifest (`created` kept from the first session), streams the work through the
    executor and sinks each result as records (atomic Parquet parts);
 4. records what API models used, in this session (`api_usage`) and over every session of the
