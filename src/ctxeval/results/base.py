@@ -63,13 +63,13 @@ def check_folder(path: Path, field: str = "out") -> None:
     folder above it should be, or a parent this process may not write (read-only, no permission)."""
     if path.exists():
         if not path.is_dir():
-            raise FieldError(field, f"{path} is a file, not a folder")
+            raise FieldError(field, f"{{name}} {path} is a file, not a folder; choose another {{name}} or remove it")
         return
     parent = next(p for p in path.parents if p.exists())  # the root always exists
     if not parent.is_dir():
-        raise FieldError(field, f"{path} cannot be created: {parent} is a file, not a folder")
+        raise FieldError(field, f"{{name}} {path} cannot be created: {parent} is a file, not a folder; choose another {{name}}")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise FieldError(field, f"{path} cannot be created: {parent} is not writable")
+        raise FieldError(field, f"{{name}} {path} cannot be created: {parent} is not writable; choose another {{name}}")
 
 
 def make_folder(path: Path, field: str = "out") -> None:
@@ -79,7 +79,7 @@ def make_folder(path: Path, field: str = "out") -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise FieldError(field, f"{path} cannot be created: {exc.strerror or exc}") from None
+        raise FieldError(field, f"{{name}} {path} cannot be created: {exc.strerror or exc}; choose another {{name}}") from None
 
 
 def write_result(out: str | Path, result: Result, command: str, draw: Callable[[Result, Path], None]) -> Path:
