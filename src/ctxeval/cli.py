@@ -10,7 +10,6 @@ import types
 import typing
 from dataclasses import MISSING, fields
 from functools import cache
-from importlib import metadata
 from typing import Annotated, Any, Optional
 
 import typer
@@ -174,6 +173,8 @@ def _loaded(name: str) -> Any:
 def _root(**values: Any) -> None:
     """ctxeval's own options (AppOptions), given before a command."""
     if values.get("version"):
+        from importlib import metadata  # only here: `ctxeval --help` does without it
+
         typer.echo(f"ctxeval {metadata.version('ctxeval')}")
         raise typer.Exit()
 
