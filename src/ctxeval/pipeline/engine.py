@@ -144,29 +144,23 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions
                             created=(previous.created if previous else None) or now(), versions=versions(), **fields)
         write_manifest(out, manifest)
         sink = RowSink(out, task.schema)
-        try:
-            with terminate_as_interrupt(), progress_bar(progress, plan.total, plan.already, task.unit) as shown:
-                for model, load_spec, work in zip(models, load_specs, plan.work):
-                    try:
-                        for job, result in runner.stream(model, load_spec, work):
-                            failure = task.record(model, job, result, sink.columns)
-                            if failure is None:
-                                sink.unit_done()
-                            else:
-                                failures.append(failure)
-                            shown.advance(*task.progress(model, job))
-                        sink.flush()
-                        task.model_done(out, model)
-                        shown.stage_done(model.name)
-                    finally:
-                        sink.flush()
-                        if model.remote:
-                            usage[model.name] = _session_usage(model, runner.worker_usage.get(model.name, []))
-        except KeyboardInterrupt:
-            # Ctrl-C or `kill`: the finished work is on disk, the run is not finished
-            manifest.status = "incomplete"
-            write_manifest(out, manifest)
-            raise
+        with terminate_as_interrupt(), incomplete_if_interrupted(out, manifest), progress_bar(progress, plan.total, plan.already, task.unit) as shown:
+            for model, load_spec, work in zip(models, load_specs, plan.work):
+                try:
+                    for job, result in runner.stream(model, load_spec, work):
+                        failure = task.record(model, job, result, sink.columns)
+                        if failure is None:
+                            sink.unit_done()
+                        else:
+                            failures.append(failure)
+                        shown.advance(*task.progress(model, job))
+                    sink.flush()
+                    task.model_done(out, model)
+                    shown.stage_done(model.name)
+                finally:
+                    sink.flush()
+                    if model.remote:
+                        usage[model.name] = _session_usage(model, runner.worker_usage.get(model.name, []))
     _record_usage(manifest, usage, (previous.api_usage_total if previous else None) or {})
     seconds = round(time.time() - started, 2)
     earlier = (previous.timing or {}) if previous else {}
@@ -299,3 +293,15 @@ def terminate_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def incomplete_if_interrupted(out: Path, manifest: Manifest) -> Iterator[None]:
+    """An interrupted session (Ctrl-C, `kill`) leaves the run `incomplete`: its finished work is
+    on disk and the same command resumes it."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        manifest.status = "incomplete"
+        write_manifest(out, manifest)
+        raise
