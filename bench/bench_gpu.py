@@ -13,10 +13,10 @@ window), with their peak memory above the loaded weights:
 
 Then, on the rows of the first length: the head's parts timed one by one (the float32-copy GEMM
 against the half-precision GEMM with float32 output, the fused reduction eager and compiled,
-torch.topk against a tiled top-k), the head's numbers against a float64 reference (docs/numerics.md's
+torch.topk against the top-k from the tiles with the largest maxima), the head's numbers against a float64 reference (docs/numerics.md's
 accumulation bound), and packed vs unpacked exact sweeps (n_c passes of L+1 tokens).
 
-    python bench/bench_gpu.py --out gpu_table.md      # cuda: 8K/32K/128K on 32 layers, 8K on 4 layers (< 8 min on an H200)
+    python bench/bench_gpu.py --out gpu_table.md      # cuda: 8K/32K/128K on 32 layers, 8K on 4 layers, then the head's tests
     python bench/bench_gpu.py --device cpu --small    # tiny config, 256-1K tokens, a couple of minutes on a CPU
 """
 
@@ -55,10 +55,11 @@ def main() -> None:
     parser.add_argument("--shallow", default=None, help="LAYERS:LENGTHS, the same shape with fewer layers (head-dominated); default 4:8192, --small 1:256; 'none' to skip")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per side and length after the warm-up; the best counts (2 from 65,536 tokens on)")
-    parser.add_argument("--sweep-lengths", default="32,128,512", help="L of the packed-vs-unpacked exact sweep ('' to skip)")
-    parser.add_argument("--n-compare", type=int, default=64, help="passes per L in the sweep (n_c)")
+    parser.add_argument("--sweep-lengths", default=None, help="L of the packed-vs-unpacked exact sweep (default 32,128,512; --small 32,128; '' to skip)")
+    parser.add_argument("--n-compare", type=int, default=None, help="passes per L in the sweep (n_c; default 64, --small 16)")
     parser.add_argument("--keep", default=None, help="save the random-weight models under this folder and reuse them (default: a temporary folder)")
-    parser.add_argument("--out", default=None, help="also write the tables (Markdown) to this file")
+    parser.add_argument("--out", default=None, help="also write the tables (Markdown) to this file, and the raw results beside it (.json)")
+    parser.add_argument("--no-tests", action="store_true", help="skip tests/test_hf_head.py (run at the end: on CUDA its device-only tests run too)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -66,25 +67,37 @@ def main() -> None:
         return
     lengths = [int(x) for x in (args.lengths or ("256,512,1024" if args.small else "8192,32768,131072")).split(",")]
     shallow = args.shallow or ("1:256" if args.small else "4:8192")
+    args.n_compare = args.n_compare or (16 if args.small else 64)
+    sweep_lengths = args.sweep_lengths if args.sweep_lengths is not None else ("32,128" if args.small else "32,128,512")
     config = TINY if args.small else LLAMA3_8B
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ctxeval-bench-gpu-") as tmp:
         folder = Path(args.keep or tmp)
-        sweep = [int(L) for L in args.sweep_lengths.split(",") if L]
-        jobs = [{"layers": config["num_hidden_layers"], "lengths": lengths, "parts": True, "sweep": sweep}]
+        sweep = [int(L) for L in sweep_lengths.split(",") if L]
+        jobs = [{"layers": config["num_hidden_layers"], "lengths": lengths, "time_parts": True, "sweep_lengths": sweep}]
         if shallow != "none":
             layers, shallow_lengths = shallow.split(":")
-            jobs.append({"layers": int(layers), "lengths": [int(x) for x in shallow_lengths.split(",")], "parts": False, "sweep": []})
+            jobs.append({"layers": int(layers), "lengths": [int(x) for x in shallow_lengths.split(",")], "time_parts": False, "sweep_lengths": []})
         results = []
         for job in jobs:  # each model in a fresh process: its memory and a crash are its own
             job |= {"config": config | {"num_hidden_layers": job["layers"]}, "device": args.device, "dtype": args.dtype, "repeats": args.repeats,
                     "n_c": args.n_compare, "path": str(folder / f"model-{job['layers']}l")}
             results.append(child(job))
             print(json.dumps(results[-1]), file=sys.stderr, flush=True)
-    text = report(args, results, time.perf_counter() - started)
+    tests = "" if args.no_tests else run_tests()
+    text = report(args, results, time.perf_counter() - started) + tests
     print(text)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
+        Path(args.out).with_suffix(".json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+
+
+def run_tests() -> str:
+    """tests/test_hf_head.py on this machine: its CUDA tests run where CUDA is present."""
+    proc = subprocess.run([sys.executable, "-m", "pytest", "tests/test_hf_head.py", "-q", "-rs", "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=ROOT)
+    lines = proc.stdout.strip().splitlines()
+    failures = [line for line in lines if line.startswith(("FAILED", "ERROR", "SKIPPED"))]
+    return "\n`pytest tests/test_hf_head.py`: " + (lines[-1] if lines else proc.stderr.strip()[-300:]) + "".join(f"\n- {f}" for f in failures) + "\n"
 
 
 def child(job: dict) -> dict:
@@ -110,14 +123,14 @@ def run_child(job: dict) -> dict:
         for side in ("bare", "ctxeval", "lm-eval"):
             out["rows"].append({"n": n, "side": side} | _measure(side, scorer, ids, job))
             print(json.dumps(out["rows"][-1]), file=sys.stderr, flush=True)
-    if job["parts"]:
+    if job["time_parts"]:
         rows = _target_rows(scorer, _ids(scorer._tok, job["lengths"][0]))
         out["parts"] = head_parts(scorer, rows, job["device"])
         out["numerics"] = head_numerics(scorer, rows[:256])
         del rows
-    if job["sweep"]:
+    if job["sweep_lengths"]:
         ids = _ids(scorer._tok, 20000)
-        out["sweep"] = [{"L": L} | _sweep_one(scorer, ids, L, job["n_c"], job["device"]) for L in job["sweep"]]
+        out["sweep"] = [{"L": L} | _sweep_one(scorer, ids, L, job["n_c"], job["device"]) for L in job["sweep_lengths"]]
     return out
 
 
@@ -226,7 +239,7 @@ def head_parts(scorer, rows, device: str) -> dict:
     best of 5 after a warm-up: the alternatives measured for the CUDA path."""
     import torch
 
-    from ctxeval.backends.logits_torch import _compiled_row_reduction, _row_reduction, score_block_device
+    from ctxeval.backends.logits_torch import _compiled_row_reduction, _row_reduction, _top_k, score_block_device
 
     head = scorer._output_head
     weight = head.weight
@@ -240,7 +253,7 @@ def head_parts(scorer, rows, device: str) -> dict:
         try:
             out["gemm_bf16_out_float32"] = _time(lambda: torch.mm(rows.to(torch.bfloat16), half.t(), out_dtype=torch.float32), device)
         except (RuntimeError, TypeError, NotImplementedError) as exc:
-            out["gemm_bf16_out_float32"] = f"unsupported: {exc}"[:120]
+            out["gemm_bf16_out_float32"] = f"unsupported on {device} ({type(exc).__name__})"
         del half
         logits = head(rows)
         vals = torch.topk(logits, TOP_K, dim=1).values
@@ -248,27 +261,12 @@ def head_parts(scorer, rows, device: str) -> dict:
         out["reduction_eager"] = _time(lambda: _row_reduction(*args), device)
         if device == "cuda":
             out["reduction_compiled"] = _time(lambda: _compiled_row_reduction()(*args), device)
-        out["topk"] = _time(lambda: torch.topk(logits, TOP_K, dim=1), device)
-        out["topk_tiled"] = _time(lambda: _tiled_top_k(logits, TOP_K), device)
-        want, got = torch.topk(logits, TOP_K, dim=1).values, _tiled_top_k(logits, TOP_K)[0]
-        out["topk_tiled_equal_values"] = bool(torch.equal(want, got))
+        out["torch_topk"] = _time(lambda: torch.topk(logits, TOP_K, dim=1), device)
+        out["topk_from_tiles"] = _time(lambda: _top_k(logits, TOP_K), device)
+        out["topk_from_tiles_equal_values"] = bool(torch.equal(torch.topk(logits, TOP_K, dim=1).values, _top_k(logits, TOP_K)[0]))
         out["score_block"] = _time(lambda: score_block_device(logits, targets, TOP_K, (1.0,)), device)
         out["head_and_score_block"] = _time(lambda: score_block_device(head(rows), targets, TOP_K, (1.0,)), device)
     return out
-
-
-def _tiled_top_k(logits, k: int, tile: int = 256):
-    """torch.topk in two stages: the top k of each tile of `tile` logits, then of those candidates;
-    the same values (a row's top k lie in the top k of their tiles)."""
-    import torch
-
-    n, vocab = logits.shape
-    pad = -vocab % tile
-    padded = torch.nn.functional.pad(logits, (0, pad), value=float("-inf")) if pad else logits
-    vals, ids = torch.topk(padded.view(n, -1, tile), k, dim=2)
-    ids = ids + torch.arange(0, vocab + pad, tile, device=logits.device)[None, :, None]
-    best, where = torch.topk(vals.reshape(n, -1), k, dim=1)
-    return best, ids.reshape(n, -1).gather(1, where)
 
 
 def head_numerics(scorer, rows) -> dict:
@@ -405,7 +403,7 @@ def report(args: argparse.Namespace, results: list[dict], seconds: float) -> str
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        name = f"{'tiny' if args.small else 'Llama-3-8B shape'}, {r['layers']} layers"
+        name = f"{'tiny' if args.small else 'Llama-3-8B shape'}, {r['layers']} layer{'s' if r['layers'] != 1 else ''}"
         if "error" in r:
             lines.append(f"| {name} | | error: {r['error'][:120]} | | | | | | |")
             continue
@@ -420,7 +418,8 @@ def report(args: argparse.Namespace, results: list[dict], seconds: float) -> str
                 f"| {' / '.join(_gib(sides.get(s, {})) for s in ('bare', 'ctxeval', 'lm-eval'))} "
                 f"| {' / '.join(_total(sides.get(s, {})) for s in ('bare', 'ctxeval', 'lm-eval'))} |"
             )
-    lines.append(f"\nload of each model (s): {', '.join(f'{r['layers']} layers {r.get('load_s', float('nan')):.1f}' for r in results)}")
+    loads = ", ".join(f"{r['layers']} layers {r.get('load_s', float('nan')):.1f}" for r in results)
+    lines.append(f"\nload of each model (s): {loads}")
     for r in results:
         if "parts" in r:
             p = r["parts"]

@@ -21,7 +21,8 @@ from tests.numeric_paths import assert_scores_match_reference, head_reference
 torch = pytest.importorskip("torch")
 
 from ctxeval.backends.head_gemm import OutputHead  # noqa: E402
-from ctxeval.backends.logits_torch import _row_reduction, score_block_device  # noqa: E402
+from ctxeval.backends.logits import score_block  # noqa: E402
+from ctxeval.backends.logits_torch import _row_reduction, _top_k, score_block_device  # noqa: E402
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
@@ -103,6 +104,39 @@ def test_device_scorer_against_a_naive_float64_softmax():
         np.testing.assert_array_equal(got.greedy_id, order[:, 0])
     assert list(got.topk_ids[0][:3]) == [10, 20, 30] and list(got.topk_ids[2][:5]) == [0, 1, 2, 3, 4]
     assert list(got.topk_ids[3][:5]) == [0, 2, 4, 6, 8] and got.rank[3] == 1
+
+
+@pytest.mark.parametrize("vocab", [5000, 8192, 300])
+def test_top_k_from_the_tiles_with_the_largest_maxima_has_torch_topks_values(vocab):
+    """The tiled top-k against torch.topk: the same values, ids that point at them, no id twice;
+    on rows of many ties (small integers), one row all tied, a row whose top lies in one tile,
+    a row with -inf logits, a ragged last tile (5000 and 300 are not multiples of 256)."""
+    rng = np.random.default_rng(5)
+    logits = rng.standard_normal((12, vocab)).astype(np.float32)
+    logits[:4] = rng.integers(-3, 4, (4, vocab))
+    logits[4] = 1.0
+    logits[5, 256:300] = 9.0 + np.arange(44)
+    logits[6, ::3] = -np.inf
+    t = torch.from_numpy(logits)
+    for k in (1, 2, 5, 20):
+        vals, ids = _top_k(t, k)
+        assert torch.equal(vals, torch.topk(t, k, dim=1).values)
+        assert torch.equal(t.gather(1, ids), vals)
+        assert all(len(set(row)) == k for row in ids.tolist())
+
+
+def test_device_scorer_equals_numpy_scorer_on_tie_heavy_rows():
+    """Rows of small integers tie at every value, at the k-th included: the device scorer (the
+    tiled top-k and its tie resolution) gives the numpy scorer's ranks and top-k ids exactly."""
+    rng = np.random.default_rng(9)
+    logits = rng.integers(-4, 5, (20, 5000)).astype(np.float32)
+    targets = rng.integers(0, 5000, 20)
+    for top_k in (1, 5, 20):
+        want = score_block(logits, targets, top_k, (2.0,))
+        got = score_block_device(torch.from_numpy(logits), torch.from_numpy(targets), top_k, (2.0,))
+        np.testing.assert_array_equal(got.rank, want.rank)
+        np.testing.assert_array_equal(got.topk_ids, want.topk_ids)
+        np.testing.assert_allclose(got.logprob, want.logprob, atol=1e-5)
 
 
 def test_output_head_off_cuda_is_a_float32_copy():

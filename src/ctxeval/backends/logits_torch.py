@@ -9,7 +9,13 @@ are resolved exactly, by gathering every tied candidate of that row), log-probab
 target logit minus log-sum-exp, the sum of exp(z - max) accumulated in float32 by torch's
 tree reduction and its log taken in float64.
 
-After `torch.topk` (which gives the maximum and the k-th value), everything else a row needs —
+The top-k reads the block once more, not the several times of `torch.topk`'s radix selection
+(`_top_k`): the k tiles of 256 logits with the largest maxima hold every logit above the row's
+k-th value (k tile maxima are at least as large as any logit outside those tiles), so the top-k
+of those k x 256 candidates has the exact values; a logit equal to the k-th value may be left
+out only when more than k logits reach it, which the count below detects and resolves.
+
+After the top-k (which gives the maximum and the k-th value), everything else a row needs —
 the target's logit, the count of logits strictly above it, the count at or above the k-th
 value, and the sum of exp((z - max) / T) per temperature — comes from one reduction over the
 block (`_row_reduction`). On CUDA it is `torch.compile`d, so the block is read once for all of
@@ -34,7 +40,7 @@ def score_block_device(logits, targets, top_k: int, temperatures: tuple[float, .
 
     n, vocab = logits.shape
     k_eff = min(max(top_k, 1), vocab)
-    vals, ids = torch.topk(logits, k_eff, dim=1, sorted=True)
+    vals, ids = _top_k(logits, k_eff)
     reduction = _compiled_row_reduction() if logits.device.type == "cuda" else _row_reduction
     target_logit, n_above, n_at_least_kth, sums = reduction(logits, targets, vals[:, :1], vals[:, -1:], tuple(1.0 / t for t in (1.0, *temperatures)))
     small = {
@@ -67,6 +73,29 @@ def score_block_device(logits, targets, top_k: int, temperatures: tuple[float, .
         temp_logprobs=temp_logprobs,
         listed=np.full(n, -1, dtype=np.int32),
     )
+
+
+_TILE = 256
+
+
+def _top_k(logits, k: int):
+    """Values (descending) and ids of a top k of each row: the exact values; among logits tied
+    at the k-th value, any of them (the caller resolves those ties by id)."""
+    import torch
+
+    n, vocab = logits.shape
+    n_full = vocab // _TILE
+    if n_full + (vocab % _TILE > 0) < k:  # fewer tiles than k
+        return torch.topk(logits, k, dim=1, sorted=True)
+    maxima = logits[:, : n_full * _TILE].view(n, n_full, _TILE).amax(dim=2)
+    if vocab % _TILE:  # the ragged last tile
+        maxima = torch.cat([maxima, logits[:, n_full * _TILE :].amax(dim=1, keepdim=True)], dim=1)
+    tiles = torch.topk(maxima, k, dim=1, sorted=False).indices
+    cols = (tiles[:, :, None] * _TILE + torch.arange(_TILE, device=logits.device)).view(n, k * _TILE)
+    inside = cols < vocab
+    cand = torch.where(inside, logits.gather(1, cols.clamp(max=vocab - 1)), float("-inf"))
+    vals, where = torch.topk(cand, k, dim=1, sorted=True)
+    return vals, cols.gather(1, where)
 
 
 def _row_reduction(logits, targets, row_max, kth, inv_temperatures: tuple[float, ...]):
