@@ -57,6 +57,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per side and length after the warm-up; the best counts (2 from 65,536 tokens on)")
     parser.add_argument("--sweep-lengths", default=None, help="L of the packed-vs-unpacked exact sweep (default 32,128,512; --small 32,128; '' to skip)")
     parser.add_argument("--n-compare", type=int, default=None, help="passes per L in the sweep (n_c; default 64, --small 16)")
+    parser.add_argument("--gemma", type=int, default=0, help="also score the embedded Gemma 3 270M over this many tokens (e.g. 32768)")
     parser.add_argument("--keep", default=None, help="save the random-weight models under this folder and reuse them (default: a temporary folder)")
     parser.add_argument("--out", default=None, help="also write the tables (Markdown) to this file, and the raw results beside it (.json)")
     parser.add_argument("--no-tests", action="store_true", help="skip tests/test_hf_head.py (run at the end: on CUDA its device-only tests run too)")
@@ -78,10 +79,13 @@ def main() -> None:
         if shallow != "none":
             layers, shallow_lengths = shallow.split(":")
             jobs.append({"layers": int(layers), "lengths": [int(x) for x in shallow_lengths.split(",")], "time_parts": False, "sweep_lengths": []})
+        if args.gemma:
+            jobs.append({"layers": 0, "lengths": [args.gemma], "time_parts": False, "sweep_lengths": [], "gemma": True})
         results = []
         for job in jobs:  # each model in a fresh process: its memory and a crash are its own
+            path = _gemma_dir() if job.get("gemma") else str(folder / f"model-{job['layers']}l")
             job |= {"config": config | {"num_hidden_layers": job["layers"]}, "device": args.device, "dtype": args.dtype, "repeats": args.repeats,
-                    "n_c": args.n_compare, "path": str(folder / f"model-{job['layers']}l")}
+                    "n_c": args.n_compare, "path": path}
             results.append(child(job))
             print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     tests = "" if args.no_tests else run_tests()
@@ -132,6 +136,13 @@ def run_child(job: dict) -> dict:
         ids = _ids(scorer._tok, 20000)
         out["sweep"] = [{"L": L} | _sweep_one(scorer, ids, L, job["n_c"], job["device"]) for L in job["sweep_lengths"]]
     return out
+
+
+def _gemma_dir() -> str:
+    from ctxeval.backends.hf_embedded import embedded_hf_dir
+    from ctxeval.config import DEFAULT_MODEL
+
+    return str(embedded_hf_dir(DEFAULT_MODEL)[0])
 
 
 def build_model(path: Path, config: dict, dtype: str, max_len: int, device: str) -> None:
@@ -403,7 +414,7 @@ def report(args: argparse.Namespace, results: list[dict], seconds: float) -> str
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        name = f"{'tiny' if args.small else 'Llama-3-8B shape'}, {r['layers']} layer{'s' if r['layers'] != 1 else ''}"
+        name = "Gemma 3 270M" if r.get("gemma") else f"{'tiny' if args.small else 'Llama-3-8B shape'}, {r['layers']} layer{'s' if r['layers'] != 1 else ''}"
         if "error" in r:
             lines.append(f"| {name} | | error: {r['error'][:120]} | | | | | | |")
             continue
