@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class OutputHead:
     """The head's weights as the GEMM reads them, its bias and the final soft-cap (Gemma 2/3)."""
 
