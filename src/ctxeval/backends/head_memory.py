@@ -4,7 +4,9 @@ A fixed row count is wrong at both ends: 64 rows waste an 80 GB GPU, and on a sm
 a 262K vocabulary makes even modest blocks large. The head block's working set is its float32
 logits plus the temporaries of scoring them (the shifted exponentials, the comparison mask of
 the rank, top-k scratch), all proportional to rows x vocab, so the row count follows from free
-memory divided by that per-row cost.
+memory divided by that per-row cost. On CUDA the block is also bounded by what a bare forward
+of the same tokens would hold (`cuda_head_block_rows`), so scoring never needs more memory than
+the log-probabilities alone would.
 """
 
 from __future__ import annotations

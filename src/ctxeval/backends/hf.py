@@ -9,7 +9,8 @@ scored where it lies: by `logits.score_block` (numpy) on CPU, by
 `logits_torch.score_block_device` on an accelerator, so only per-row results cross to the host.
 Memory for logits is bounded by the block however long the window; no [positions x vocab]
 log-softmax is ever formed. On CUDA the head is a half-precision GEMM with float32 output
-(`head_gemm.OutputHead`), the block's scoring one fused reduction after `torch.topk`, and
+(`head_gemm.OutputHead`), a block is scored by a top-k from tile maxima and one compiled
+reduction (`logits_torch`), and
 blocks are sized so that the head never holds more than a bare forward's logits would
 (`head_memory.cuda_head_block_rows`).
 
