@@ -107,7 +107,7 @@ def assert_scores_match_reference(scores, logits, bound, targets, temperatures: 
     lse = logits.max(axis=1) + np.log(np.exp(logits - logits.max(axis=1, keepdims=True)).sum(axis=1))
     k = scores.topk_ids.shape[1]
     np.testing.assert_allclose(scores.topk_logprobs, np.take_along_axis(logits, scores.topk_ids.astype(np.int64), axis=1) - lse[:, None], rtol=0, atol=logprob_atol)
-    order = np.lexsort((np.broadcast_to(np.arange(logits.shape[1]), logits.shape), -logits), axis=1)[:, : k + 1]
+    order = _top_ids(logits, k + 1)
     top_vals, top_bounds = np.take_along_axis(logits, order, axis=1), np.take_along_axis(bound, order, axis=1)
     separated = np.all(top_vals[:, :-1] - top_vals[:, 1:] > top_bounds[:, :-1] + top_bounds[:, 1:], axis=1)
     np.testing.assert_array_equal(scores.topk_ids[separated], order[separated, :k])
@@ -115,3 +115,15 @@ def assert_scores_match_reference(scores, logits, bound, targets, temperatures: 
     assert np.all(np.abs(at_got - top_vals[:, :k]) <= 2 * bound.max(axis=1, keepdims=True))
     assert all(len(set(row)) == k for row in scores.topk_ids.tolist())
     return lowest == highest
+
+
+def _top_ids(rows: np.ndarray, m: int) -> np.ndarray:
+    """Ids of the m largest values of each row, by value descending then id ascending (ties
+    included exactly), sorting only the candidates at or above each row's m-th largest value."""
+    m = min(m, rows.shape[1])
+    kth = np.partition(rows, rows.shape[1] - m, axis=1)[:, rows.shape[1] - m]
+    out = np.empty((len(rows), m), dtype=np.int64)
+    for i, (row, threshold) in enumerate(zip(rows, kth)):
+        cand = np.nonzero(row >= threshold)[0]
+        out[i] = cand[np.lexsort((cand, -row[cand]))[:m]]
+    return out

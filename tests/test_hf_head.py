@@ -153,8 +153,8 @@ def test_output_head_off_cuda_is_a_float32_copy():
 
 
 # the CPU shapes are small (a float64 reference of the 8B head is slow on a CPU); on CUDA the
-# Llama-3-8B head (hidden 4,096, vocabulary 128,256) over 1,024 rows
-SHAPES = {"cpu": (64, 1024, 8192), "cuda": (1024, 4096, 128256)}
+# Llama-3-8B head (hidden 4,096, vocabulary 128,256) over 256 rows (the numpy checks dominate)
+SHAPES = {"cpu": (64, 1024, 8192), "cuda": (256, 4096, 128256)}
 PRECISION = {"cpu": "float32", "cuda": "bfloat16 x bfloat16 -> float32 (float32 accumulation)"}
 
 
