@@ -26,6 +26,7 @@ import argparse
 import gc
 import json
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -183,9 +184,9 @@ def _measure(side: str, scorer, ids: list[int], job: dict) -> dict:
     import torch
 
     device = job["device"]
-    run, warm = _side(side, scorer, ids, device)
     repeats = job["repeats"] if len(ids) < 65536 else min(job["repeats"], 2)
     try:
+        run, warm = _side(side, scorer, ids, device)
         warm()
         base = _memory_baseline(device)
         times, total = [], 0.0
@@ -395,7 +396,8 @@ def _machine(device: str) -> str:
     import torch
 
     if device == "cuda":
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+        smi = shutil.which("nvidia-smi")
+        driver = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip() if smi else ""
         props = torch.cuda.get_device_properties(0)
         return f"{props.name}, {props.total_memory // 2**20:,} MiB, driver {driver or '?'}, CUDA {torch.version.cuda}"
     with open("/proc/cpuinfo") as f:
