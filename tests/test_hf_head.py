@@ -85,6 +85,31 @@ def test_row_reduction_against_float64_counts_and_sums():
     assert n_above[3] == 0 and n_ge[2] == 3000  # ties count in the target's favour; all tied at the k-th
 
 
+def test_row_reduction_traces_as_one_graph_dynamic_in_the_row_count():
+    """What CUDA compiles: torch.compile traces the reduction into one graph, dynamic in the row
+    count, so blocks of another size (a short last block) do not recompile, and the traced graph
+    gives the eager results exactly (run here by torch.fx; the inductor kernels themselves are
+    the CUDA tests' to check)."""
+    graphs = []
+
+    def backend(graph_module, example_inputs):
+        graphs.append(graph_module)
+        return graph_module.forward
+
+    compiled = torch.compile(_row_reduction, dynamic=True, backend=backend)
+    rng = np.random.default_rng(2)
+    for n in (7, 13, 64):
+        logits = torch.from_numpy(_tied_logits(rng, n, 2000))
+        targets = torch.from_numpy(rng.integers(0, 2000, n))
+        vals = torch.topk(logits, 5, dim=1).values
+        args = (logits, targets, vals[:, :1], vals[:, -1:], (1.0, 0.5))
+        with torch.inference_mode():
+            got = compiled(*args)
+        for a, b in zip(got, _row_reduction(*args)):
+            assert torch.equal(a, b)
+    assert len(graphs) == 1
+
+
 def test_device_scorer_against_a_naive_float64_softmax():
     """score_block_device on CPU tensors (the CUDA code path but the compile) against a full
     float64 softmax of the same float32 logits: ranks and top-k ids exactly (ties by id),
