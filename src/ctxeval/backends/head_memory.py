@@ -4,7 +4,9 @@ A fixed row count is wrong at both ends: 64 rows waste an 80 GB GPU, and on a sm
 a 262K vocabulary makes even modest blocks large. The head block's working set is its float32
 logits plus the temporaries of scoring them (the shifted exponentials, the comparison mask of
 the rank, top-k scratch), all proportional to rows x vocab, so the row count follows from free
-memory divided by that per-row cost.
+memory divided by that per-row cost. On CUDA the block is also bounded by what a bare forward
+of the same tokens would hold (`cuda_head_block_rows`), so scoring never needs more memory than
+the log-probabilities alone would.
 """
 
 from __future__ import annotations
@@ -30,6 +32,32 @@ def head_block_rows(free_bytes: int, vocab: int, hidden: int, hidden_bytes: int,
         raise ValueError(f"vocab ({vocab}), hidden ({hidden}) and max_rows ({max_rows}) must be positive")
     per_row = vocab * BYTES_PER_LOGIT + hidden * (4 + hidden_bytes)
     return int(min(max_rows, max(1, int(free_bytes * FREE_FRACTION) // per_row)))
+
+
+# On CUDA a block costs less per logit: its float32 logits (4) and at most as much again for
+# torch.topk's scratch and the GEMM's workspace (4); the rank count and exp-sums are one fused
+# reduction with no temporaries of the block's size (logits_torch._row_reduction)
+CUDA_BYTES_PER_LOGIT = 8
+# a bare forward (what lm-eval runs) holds half-precision logits for every token of the forward,
+# 2 bytes each, and then their log-softmax (2 more; not counted here: a margin)
+BARE_BYTES_PER_LOGIT = 2
+
+
+def cuda_head_block_rows(tokens: int, free_bytes: int, vocab: int, hidden: int, hidden_bytes: int, max_rows: int) -> int:
+    """Rows per head block on CUDA, so that the head never holds more than a bare forward of the
+    same `tokens` would: a block's working set (`vocab * CUDA_BYTES_PER_LOGIT` per row plus its
+    hidden state) stays within the bare forward's half-precision logits, `tokens * vocab *
+    BARE_BYTES_PER_LOGIT`; also within FREE_FRACTION of `free_bytes`; between 1 and `max_rows`.
+
+    Both sides share the body's peak, and at the head a bare forward holds its logits *and* their
+    log-softmax, so ctxeval's peak above the weights is at most the bare forward's (docs/gpu.md).
+    """
+    if tokens < 1 or vocab <= 0 or hidden <= 0 or max_rows < 1:
+        raise ValueError(f"tokens ({tokens}), vocab ({vocab}), hidden ({hidden}) and max_rows ({max_rows}) must be positive")
+    per_row = vocab * CUDA_BYTES_PER_LOGIT + hidden * hidden_bytes
+    by_bare_forward = tokens * vocab * BARE_BYTES_PER_LOGIT // per_row
+    by_free = int(free_bytes * FREE_FRACTION) // per_row
+    return int(min(max_rows, max(1, min(by_bare_forward, by_free))))
 
 
 def free_bytes(device) -> int:

@@ -8,7 +8,11 @@ time, the row count sized from free memory (`head_memory.head_block_rows`); each
 scored where it lies: by `logits.score_block` (numpy) on CPU, by
 `logits_torch.score_block_device` on an accelerator, so only per-row results cross to the host.
 Memory for logits is bounded by the block however long the window; no [positions x vocab]
-log-softmax is ever formed.
+log-softmax is ever formed. On CUDA the head is a half-precision GEMM with float32 output
+(`head_gemm.OutputHead`), a block is scored by a top-k from tile maxima and one compiled
+reduction (`logits_torch`), and
+blocks are sized so that the head never holds more than a bare forward's logits would
+(`head_memory.cuda_head_block_rows`).
 
 Tokenization matches the rest of ctxeval: no special tokens are added, and special-token
 strings inside the text (a literal "<unk>") are plain text, as in llama.cpp's tokenizer.
@@ -27,6 +31,7 @@ import numpy as np
 
 from ctxeval.backends import head_memory
 from ctxeval.backends.base import GREEDY, Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens
+from ctxeval.backends.head_gemm import OutputHead
 from ctxeval.backends.logits import BlockScores, pick_token, score_block
 from ctxeval.backends.kv_press import PressedModel, PressOptions
 from ctxeval.backends.logits_torch import score_block_device
@@ -92,17 +97,14 @@ class HFScorer(ScorerBase):
         self.compresses_context = press is not None
         # greedy generation runs on the full cache only: a pressed model scores, it does not decode
         self.capabilities = Capabilities(full_logits=True, max_top_k=None, temperatures=True, generation=press is None)
-        head = model.get_output_embeddings()
-        # the head runs in float32 (a float32 copy of a half-precision head's weights), so
-        # log-sum-exp, ranks and top-k see float32 logits, not bf16/fp16-rounded ones
-        head_dtype = torch.float32 if dtype in HALF_DTYPES else getattr(torch, dtype)
-        self._head_weight = head.weight.detach().to(head_dtype)
-        self._head_bias = None if head.bias is None else head.bias.detach().to(head_dtype)
         config = model.config
         self._softcap = getattr(config, "final_logit_softcapping", None)
-        self._vocab_size = int(self._head_weight.shape[0])
+        # float32 logits whatever the body's dtype, so log-sum-exp, ranks and top-k see float32
+        # logits, not bf16/fp16-rounded ones
+        self._output_head = OutputHead.of(model.get_output_embeddings(), device, self._softcap)
+        self._vocab_size = self._output_head.vocab_size
         self._piece = _piece_decoder(self._tok, self._vocab_size)
-        self._hidden_size = int(self._head_weight.shape[1])
+        self._hidden_size = self._output_head.hidden_size
         self._hidden_bytes = torch.empty((), dtype=getattr(torch, dtype)).element_size()
         weights = _weights_sha256(path)
         self.info = ModelInfo(
@@ -123,15 +125,16 @@ class HFScorer(ScorerBase):
                 "attn_implementation": getattr(config, "_attn_implementation", None),
                 "precision": {
                     "body": dtype,
-                    "head_matmul": str(head_dtype).removeprefix("torch."),
+                    "head_matmul": self._output_head.precision,
                     "scoring": "float32 logits; exp-sum "
-                    + ("float64 (numpy)" if device == "cpu" else "float32 (torch reduction)")
+                    + {"cpu": "float64 (numpy)", "cuda": "float32 (one compiled torch reduction)"}.get(device, "float32 (torch reduction)")
                     + ", its log and the log-probabilities float64",
                 },
                 "final_logit_softcapping": self._softcap,
                 "tokenizer": type(self._tok).__name__,
                 "tokenizer_vocab_size": len(self._tok),
-                "rows_per_block": rows_per_block or f"from free memory (at most {head_memory.max_rows(self._device)})",
+                "rows_per_block": rows_per_block
+                or f"from {'the forward length and ' if device == 'cuda' else ''}free memory (at most {head_memory.max_rows(self._device)})",
                 "batch_tokens": self._batch_tokens,
                 "n_threads": torch.get_num_threads(),
                 "torch": torch.__version__,
@@ -215,9 +218,7 @@ class HFScorer(ScorerBase):
             rows = torch.cat([hidden[b, torch.as_tensor(np.asarray(p[1], dtype=np.int64) - first, device=self._device)] for b, p in enumerate(passes)])
             del hidden
             targets = torch.as_tensor(np.concatenate([np.asarray(p[2], dtype=np.int64) for p in passes]), device=self._device)
-            block = self._rows_per_block or head_memory.head_block_rows(
-                head_memory.free_bytes(self._device), self._vocab_size, self._hidden_size, self._hidden_bytes, head_memory.max_rows(self._device)
-            )
+            block = self._rows_per_block or self._block_rows(ids.numel())
             parts = [self._score_rows(rows[lo : lo + block], targets[lo : lo + block], top_k, temperatures) for lo in range(0, len(targets), block)]
         scores = BlockScores.concat(parts)
         bounds = np.cumsum([0] + [len(p[2]) for p in passes])
@@ -304,11 +305,14 @@ class HFScorer(ScorerBase):
 
     def _head(self, hidden_rows):
         """float32 logits of hidden rows (the LM head, and the final soft-cap when the model has one)."""
-        torch = self._torch
-        logits = torch.nn.functional.linear(hidden_rows.to(self._head_weight.dtype), self._head_weight, self._head_bias)
-        if self._softcap:
-            logits = torch.tanh(logits / self._softcap) * self._softcap
-        return logits.float()
+        return self._output_head(hidden_rows)
+
+    def _block_rows(self, tokens: int) -> int:
+        """Head rows per block after a forward of `tokens` tokens, from the memory free now."""
+        free, args = head_memory.free_bytes(self._device), (self._vocab_size, self._hidden_size, self._hidden_bytes, head_memory.max_rows(self._device))
+        if self._device.type == "cuda":
+            return head_memory.cuda_head_block_rows(tokens, free, *args)
+        return head_memory.head_block_rows(free, *args)
 
     def _score_rows(self, hidden_rows, targets, top_k: int, temperatures: tuple[float, ...]) -> BlockScores:
         logits = self._head(hidden_rows)
