@@ -215,16 +215,23 @@ def test_agreement_opens_with_the_ranking_by_rho_and_says_what_was_left_out(tmp_
 
 # --- the HTML report leads with the same headlines ------------------------------------------
 
-def test_the_report_page_leads_with_each_runs_answer(tmp_path):
+def test_the_report_page_leads_with_each_runs_answer(effective, tmp_path):
+    tables, summary = effective
+    el = tmp_path / "el"
+    el.mkdir()
+    manifest = Manifest(command="effective-length", run_id="r", config={"lengths": list(LENGTHS)}, models=[{"name": m} for m in CAPS], status="complete")
+    write_manifest(el, manifest)
+    save_result(el, EffectiveLengthResult(el, manifest, summary, pd.concat(tables.values(), ignore_index=True), effective_markdown(summary)), "effective-length")
     rng = np.random.default_rng(3)
     scores = {f"model-{m}": (list((rng.random(6) < (m + 1) / 5).astype(float)), [0.0] * 6, list(rng.normal(-1, 0.3, 6))) for m in range(4)}
     ruler = _ruler_folder(tmp_path / "ruler", scores)
     api_out = tmp_path / "agreement"
     assert run_cli("agreement", str(ruler), "--replicates", "200", "--out", str(api_out)).returncode == 0
-    html = render_report([ruler, api_out])
+    html = render_report([el, ruler, api_out])
     answers = html.index('<section id="answers">')
     assert answers < html.index('<section id="runs">')
     section = html[answers:html.index('<section id="runs">')]
     assert "<strong>RULER, niah_single_1</strong>" in section and "<strong>Which cheap measure orders the models as the task does</strong>" in section
     assert "<th>effective length (≥ 85.6)</th>" in section and "<th>Spearman ρ [95 %]</th>" in section
-    assert section.count('<article class="run answer">') == 2
+    assert section.count('<article class="run answer">') == 3 and section.index("<strong>Effective context length</strong>") < section.index("<strong>RULER")
+    assert "<th>share of reference&#39;s gain kept</th>" in section and "<td>m?max_context=32</td>" in section
