@@ -211,6 +211,9 @@ def test_agreement_opens_with_the_ranking_by_rho_and_says_what_was_left_out(tmp_
             assert r[3].startswith(f"{rho[r[2]]:+.2f} [")
     assert lines[13:15] == ["Left out: retrieval accuracy (task): 0 model(s) have it beside a cheap measure; a correlation needs 2.  ",
                             "Left out: model other: it has no cheap measure (effective-length, diff, RULER likelihood)."]
+    page = (tmp_path / "agreement" / "agreement.html").read_text()  # the agreement page leads with the same answer
+    answer = page[page.index('<section id="answer">'):page.index("<h2>Correlations</h2>")]
+    assert "<strong>Which cheap measure orders the models as the task does</strong>" in answer and "Left out: model other" in answer
 
 
 # --- the HTML report leads with the same headlines ------------------------------------------

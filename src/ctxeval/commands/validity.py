@@ -117,7 +117,7 @@ def run_agreement(spec: AgreementSpec) -> AgreementResult:
         measures += measures_of(read_result(path, reader="agreement", kinds=READS), str(path))
     table = measure_table(measures)
     pairs = correlations(table, spec.replicates, spec.seed)
-    return AgreementResult(Path(spec.out), [str(p) for p in spec.runs], table, pairs, spec.replicates, spec.seed, render_agreement(table, pairs, SCATTER_PNG),
+    return AgreementResult(Path(spec.out), [str(p) for p in spec.runs], table, pairs, spec.replicates, spec.seed, render_agreement(table, pairs, SCATTER_PNG, spec.replicates),
                              agreement_markdown(table, pairs, len(spec.runs), spec.replicates))
 
 
