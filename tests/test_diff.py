@@ -163,6 +163,7 @@ def test_one_window_says_it_has_no_interval_instead_of_a_zero_width_one():
 def test_the_diff_page_prints_no_interval_for_one_window():
     from markupsafe import Markup
 
+    from ctxeval.render.diff import headline
     from ctxeval.render.diff_page import position_charts
     from ctxeval.render.page import environment
 
@@ -172,10 +173,12 @@ def test_the_diff_page_prints_no_interval_for_one_window():
               "settings": {"window": 64, "stride": 64, "confidence": 0.95, "replicates": 300, "seed": 0, "max_tokens": None, "top_k": 0},
               "gates": {"failures": [], "profile": "dev", "max_kl": None, "min_same_top": None}}
     html = environment().get_template("diff.html.j2").render(
-        report=report, cells=[s["all"], *s["buckets"]], key_summary=None, key_cells=[], charts=position_charts(s),
+        report=report, headline=headline(report), cells=[s["all"], *s["buckets"]], key_summary=None, key_cells=[], charts=position_charts(s),
         has_topk=False, data=Markup("{}"), css=Markup(""), js=Markup(""))
     row = next(line for line in html.splitlines() if "<td>all</td>" in line)
     assert row.count(">no interval<") == 3 and "[" not in row
+    answer = html[html.index('<section id="answer">'):html.index('<section id="runs">')]
+    assert answer.count('<td class="num">no interval</td>') == 3 and "<strong>CAND b against REF a</strong>" in answer
 
 
 def test_percentiles_follow_linear_interpolation():

@@ -126,8 +126,14 @@ def test_a_killed_kv_cache_diff_resumes_to_identical_records(tmp_path):
     assert sorted(pq.read_table(tmp_path / "k" / "parts", columns=["pass_index"]).column(0).unique().to_pylist()) == [0, 1]
     resumed = run_cli(*args, "--out", str(tmp_path / "k"))
     assert resumed.returncode == 0, resumed.stderr
-    clean = run_cli(*args, "--out", str(tmp_path / "c"))
+    clean = run_cli(*(a for a in args if a != "--quiet"), "--out", str(tmp_path / "c"))
     assert clean.returncode == 0, clean.stderr
+    # the answer first: KL, perplexity ratio and same top-1 with their intervals, one line each
+    head = clean.stdout.splitlines()[:10]
+    assert head[0] == "# ctxeval diff" and head[2].startswith(f"**CAND {KV_Q8} against REF gemma-3-270m**: 128 tokens, 4 windows")
+    for quantity in ("| mean KL(P_ref ‖ P_cand), nats/token | ", "| perplexity ratio CAND/REF | ", "| same top-1 token | "):
+        assert sum(line.startswith(quantity) and line.count("[") == 1 for line in head) == 1, (quantity, head)
+    assert not any(line.startswith("| 0–32 |") for line in clean.stdout.splitlines())  # one bucket: no row repeating all
     a, b = _records(tmp_path / "k"), _records(tmp_path / "c")
     pd.testing.assert_frame_equal(a, b)
     assert (a.kl >= 0).all() and a.kl.max() > 0

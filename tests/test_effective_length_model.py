@@ -96,8 +96,18 @@ def test_controls_are_recovered_on_a_real_book(tmp_path):
 def test_a_killed_run_resumes_to_the_uninterrupted_records(tmp_path):
     args = ("effective-length", str(WIKI), "--lengths", "16,64", "--starts", "2", "--targets", "8", "--replicates", "200", "--quiet", "--threads", "1",
             "--model", "gemma-3-270m", "--model", CONTROL)
-    whole = run_cli(*args, "--out", str(tmp_path / "whole"))
+    whole = run_cli(*(a for a in args if a != "--quiet"), "--out", str(tmp_path / "whole"))
     assert whole.returncode == 0, whole.stderr
+    # the answer first: L* per model, and the control's gain lost and share kept against the reference
+    head = whole.stdout.splitlines()[:12]
+    assert head[0] == "# Effective context length" and head[2].startswith("**Effective context length**: 2 spans of 8 targets in 1 document(s)")
+    reference = next(line for line in head if line.startswith("| gemma-3-270m |"))
+    control = next(line for line in head if line.startswith(f"| {CONTROL} |"))
+    assert reference.endswith("| reference | — |") and "no interval" in reference
+    cells = [c.strip() for c in control.strip("|").split("|")]
+    assert len(cells) == 6 and all("no interval" in cells[i] for i in (1, 3, 4))  # one document: no interval for L*, the gain or the gain lost
+    assert float(cells[2]) < 0  # the mean log-probability at the longest length
+    assert cells[5].endswith("(no interval)") or cells[5] == "undefined (the reference gains nothing)"
     killed = run_cli(*args, "--out", str(tmp_path / "killed"), env={STOP_AFTER_PASSES_ENV: "3"})
     assert killed.returncode == 130, killed.stderr
     assert not (tmp_path / "killed" / "records.parquet").exists()

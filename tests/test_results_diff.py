@@ -10,11 +10,13 @@ import pytest
 from ctxeval.errors import UserError
 from ctxeval.explorer.data import load_runs
 from ctxeval.judge import Verdict, judge_result
+from ctxeval.modeldiff.summary import Bootstrap, summarize
 from ctxeval.results.manifest import Manifest, write_manifest
 from ctxeval.results.base import RESULT_FILE, read_result
 from ctxeval.pipeline.engine import save_result
 from ctxeval.results.diff import DiffResult
 from ctxeval.results.judge import JudgeResult
+from tests.test_diff import _records as diff_records
 
 
 def _diff(tmp_path) -> DiffResult:
@@ -22,7 +24,8 @@ def _diff(tmp_path) -> DiffResult:
     out.mkdir()
     manifest = Manifest(command="diff", run_id="0123abcd", config={"window": 8}, models=[{"name": "ref"}, {"name": "cand"}], status="complete")
     write_manifest(out, manifest)
-    report = {"ref": {"name": "ref"}, "cand": {"name": "cand"}, "summary": {"all": {"tokens": 3, "kl": {"mean": 0.25, "ci": [0.125, 0.5]}}},
+    summary = summarize(diff_records(windows=3, per_window=8), [0, 8], Bootstrap(replicates=200))
+    report = {"ref": {"name": "ref"}, "cand": {"name": "cand"}, "summary": summary, "settings": {"window": 8, "stride": 8, "confidence": 0.95, "replicates": 200, "seed": 0},
               "gates": {"profile": "dev", "max_kl": 0.1, "min_same_top": None, "failures": ["upper CI bound of the mean KL 0.500000 exceeds --max-kl 0.1"]}}
     result = DiffResult(out, manifest, report, "# ctxeval diff\n", "<html>é</html>\n", list(report["gates"]["failures"]))
     save_result(out, result, "diff")
@@ -79,6 +82,8 @@ def test_the_report_reads_a_diff_through_its_result(tmp_path):
     result = _diff(tmp_path)
     (view,), arms = load_runs([result.run_dir])
     assert (view.kind, view.manifest, arms) == ("diff", result.manifest.to_json(), [])
+    assert [row[0] for row in view.answer.rows] == ["mean KL(P_ref ‖ P_cand), nats/token", "perplexity ratio CAND/REF", "same top-1 token"]
+    assert view.answer.notes == ("Gates (dev) failed: upper CI bound of the mean KL 0.500000 exceeds --max-kl 0.1.",)
     (result.run_dir / RESULT_FILE).unlink()
     with pytest.raises(UserError, match="has no result.json") as error:
         load_runs([result.run_dir])

@@ -50,9 +50,3 @@ def correlations(table: pd.DataFrame, replicates: int, seed: int) -> pd.DataFram
     if not rows:
         raise UserError("no model has both a cheap and a task measure: the runs' models do not overlap (agreement matches models by name)")
     return pd.DataFrame(rows)
-
-
-def left_out(table: pd.DataFrame) -> list[str]:
-    """One note per measure that only one model has: no correlation can be computed from it."""
-    counts = table.groupby("measure", sort=False)["model"].agg(list)
-    return [f"'{measure}' is left out: only {models[0]} has it" for measure, models in counts.items() if len(models) < 2]

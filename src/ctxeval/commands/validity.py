@@ -18,7 +18,7 @@ from ctxeval.results.manifest import Manifest
 from ctxeval.probes.ruler_report import RULER_THRESHOLD, ruler_result
 from ctxeval.probes.ruler_run import RulerConfig, run_ruler
 from ctxeval.probes.ruler_tasks import TASKS
-from ctxeval.agreement.analysis import correlations, left_out, measure_table
+from ctxeval.agreement.analysis import correlations, measure_table
 from ctxeval.render.agreement import agreement_markdown
 from ctxeval.render.agreement_page import render_agreement
 from ctxeval.agreement.measures import READS, measures_of
@@ -117,11 +117,8 @@ def run_agreement(spec: AgreementSpec) -> AgreementResult:
         measures += measures_of(read_result(path, reader="agreement", kinds=READS), str(path))
     table = measure_table(measures)
     pairs = correlations(table, spec.replicates, spec.seed)
-    markdown = agreement_markdown(table, pairs, len(spec.runs), spec.replicates)
-    notes = left_out(table)
-    if notes:
-        markdown += "\n".join(["", "## Left out", "", *(f"- {note}" for note in notes), ""])
-    return AgreementResult(Path(spec.out), [str(p) for p in spec.runs], table, pairs, spec.replicates, spec.seed, render_agreement(table, pairs, SCATTER_PNG), markdown)
+    return AgreementResult(Path(spec.out), [str(p) for p in spec.runs], table, pairs, spec.replicates, spec.seed, render_agreement(table, pairs, SCATTER_PNG, spec.replicates),
+                             agreement_markdown(table, pairs, len(spec.runs), spec.replicates))
 
 
 def _echo_agreement(result: AgreementResult, spec: AgreementSpec, display: None) -> str:

@@ -21,11 +21,14 @@ import pandas as pd
 from ctxeval.errors import UserError
 from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.pieces import read_pieces
+from ctxeval.render import agreement as agreement_render, diff as diff_render, effective_length as effective_render, ruler as ruler_render
+from ctxeval.render.headline import Headline
 from ctxeval.render.numerics import run_lines
 from ctxeval.render.lengths import describe_length
 from ctxeval.render.page import b64, runs_of
 from ctxeval.results.runs import require_complete
 from ctxeval.results.base import RESULT_FILE, read_header, read_result
+from ctxeval.results.agreement import AgreementResult
 from ctxeval.results.comparison import Comparison
 from ctxeval.results.context_gain import ContextGainResult
 from ctxeval.results.diff import DiffResult
@@ -33,6 +36,7 @@ from ctxeval.results.effective_length import EffectiveLengthResult
 from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.results.pplqa import PplqaResult
 from ctxeval.results.retrieval import RetrievalResult
+from ctxeval.results.ruler import RulerResult
 from ctxeval.results.scoring import RunResult
 
 TOKEN_KINDS = ("sweep", "score", "context-gain")
@@ -69,13 +73,15 @@ class RunView:
     retrieval_cells: pd.DataFrame | None = None
     compare: dict | None = None  # a compare folder's report
     effective: dict | None = None  # an effective-length run's summary
+    answer: Headline | None = None  # what the run answers, as its command prints it first
 
 
 def run_kind(path: Path) -> str:
     """What an output folder holds: its result's kind where the page reads the result
-    (`scoring`, `comparison`, `context-gain`, `effective-length`, `retrieval`, `pplqa`, `meta-eval`),
-    else the command its manifest names."""
-    if (path / RESULT_FILE).is_file() and read_header(path)["kind"] in ("scoring", "comparison", "context-gain", "effective-length", "retrieval", "pplqa", "meta-eval"):
+    (`scoring`, `comparison`, `context-gain`, `effective-length`, `retrieval`, `ruler`, `agreement`,
+    `pplqa`, `meta-eval`), else the command its manifest names."""
+    if (path / RESULT_FILE).is_file() and read_header(path)["kind"] in ("scoring", "comparison", "context-gain", "effective-length", "retrieval", "ruler", "agreement",
+                                                                        "pplqa", "meta-eval"):
         return read_header(path)["kind"]
     if (path / "manifest.json").is_file():
         return read_manifest(path).command or "unknown"
@@ -107,6 +113,10 @@ def load_runs(paths: list[Path]) -> tuple[list[RunView], list[Arm]]:
             views.append(_effective_view(read_result(path, reader="report", kinds=(EffectiveLengthResult,)), label))
         elif kind == "retrieval":
             views.append(_retrieval_view(read_result(path, reader="report", kinds=(RetrievalResult,)), label))
+        elif kind == "ruler":
+            views.append(_ruler_view(read_result(path, reader="report", kinds=(RulerResult,)), label))
+        elif kind == "agreement":
+            views.append(_agreement_view(read_result(path, reader="report", kinds=(AgreementResult,)), label))
         elif kind == "diff":  # a diff run without a header is refused
             views.append(_diff_view(read_result(path, reader="report", kinds=(DiffResult,)), label))
         elif kind in ("pplqa", "meta-eval"):  # as is an answer-quality run without one
@@ -220,7 +230,8 @@ def _effective_view(result: EffectiveLengthResult, label: str) -> RunView:
     """An effective-length run: L* per model (all targets and key tokens) and its gain, in the
     headline; the curves with their bands are charts (render._effective_charts)."""
     manifest = result.manifest.to_json()
-    view = RunView(label, result.run_dir, "effective-length", manifest, header(manifest, "effective-length"), effective=result.summary)
+    view = RunView(label, result.run_dir, "effective-length", manifest, header(manifest, "effective-length"), effective=result.summary,
+                   answer=effective_render.headline(result.summary))
     lengths = result.summary["lengths"]
     for model, s in result.summary["models"].items():
         view.headline.append({"label": f"L* {model}", "value": describe_length(s["effective_length"]), "interval": f"{s['effective_length']['units']} {s['effective_length']['unit']}s"})
@@ -258,9 +269,23 @@ def _compare_view(result: Comparison, label: str) -> RunView:
 
 
 def _diff_view(result: DiffResult, label: str) -> RunView:
-    """A diff: its manifest (its tokens are on its own page, report.html)."""
+    """A diff: its answer and manifest (its tokens are on its own page, report.html)."""
     manifest = result.manifest.to_json()
-    return RunView(label, result.run_dir, "diff", manifest, header(manifest, "diff"))
+    return RunView(label, result.run_dir, "diff", manifest, header(manifest, "diff"), answer=diff_render.headline(result.report))
+
+
+def _ruler_view(result: RulerResult, label: str) -> RunView:
+    """A RULER run: every model's score by length, and its manifest."""
+    manifest = result.manifest.to_json()
+    return RunView(label, result.run_dir, "ruler", manifest, header(manifest, "ruler"),
+                   answer=ruler_render.headline(result.table, result.effective_lengths, result.threshold))
+
+
+def _agreement_view(result: AgreementResult, label: str) -> RunView:
+    """An agreement report: the cheap measures ranked by ρ, and what it read."""
+    manifest = read_manifest(result.out).to_json()
+    return RunView(label, result.out, "agreement", manifest, header(manifest, "agreement"),
+                   answer=agreement_render.headline(result.measures, result.correlations, result.replicates))
 
 
 def _answers_view(result: PplqaResult | MetaEvalResult, label: str) -> RunView:

@@ -33,7 +33,7 @@ from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAU
 from ctxeval.results.effective_length import EffectiveLengthResult
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.records import read_records
-from ctxeval.stats.paired import PairedEstimate, paired_bca
+from ctxeval.stats.paired import PairedEstimate, paired_bca, ratio_replicates
 
 DEFAULT_SHARE = 0.95
 UNITS = ("document", "span")
@@ -252,14 +252,41 @@ def compare_gains(tables: dict[str, pd.DataFrame], a: str, b: str, lengths: tupl
     shared = gain_a.index.intersection(gain_b.index)
     counts = pd.Series(ua.span_counts, index=gain_a.index)[shared].to_numpy()
     docs = np.array([t for t, _ in shared])
+    clusters = docs if settings.unit == "document" else None
     estimate = paired_bca((gain_b[shared] - gain_a[shared]).to_numpy(), counts, settings.replicates, settings.seed, settings.confidence,
-                          clusters=docs if settings.unit == "document" else None, unit=settings.unit)
-    return {"a": a, "b": b, "lengths": [lengths[0], lengths[-1]], "gain_difference": estimate_json(estimate), "spans": int(len(shared))}
+                          clusters=clusters, unit=settings.unit)
+    share = share_kept(gain_b[shared].to_numpy(), gain_a[shared].to_numpy(), counts, clusters, settings)
+    return {"a": a, "b": b, "lengths": [lengths[0], lengths[-1]], "gain_difference": estimate_json(estimate), "share_kept": share, "spans": int(len(shared))}
+
+
+def share_kept(gain: np.ndarray, reference_gain: np.ndarray, counts: np.ndarray, clusters: np.ndarray | None, settings: EstimatorSettings) -> dict:
+    """The share of the reference's gain a variant keeps: its token-weighted mean gain over the
+    spans divided by the reference's on the same spans, Σ t·g_b / Σ t·g_a, with the percentile
+    interval of that ratio over bootstrap resamples of the units (documents, or spans). Undefined
+    when the reference gains nothing; no interval from one unit, or when some resample's
+    reference gain is not positive (the ratio then has no bound)."""
+    if clusters is None:
+        num, den = counts * gain, counts * reference_gain
+    else:
+        _, index = np.unique(clusters, return_inverse=True)
+        num, den = np.bincount(index, weights=counts * gain), np.bincount(index, weights=counts * reference_gain)
+    out = {"estimate": None, "low": None, "high": None, "interval": "none", "confidence": settings.confidence, "units": int(len(num))}
+    if not den.sum() > 0:
+        return out | {"reason": "the reference gains nothing between these lengths, so there is no share to keep"}
+    out["estimate"] = float(num.sum() / den.sum())
+    if len(num) < 2:
+        return out | {"reason": f"no interval (one {settings.unit}): a single resampling unit has no spread to resample"}
+    reference = ratio_replicates(den, np.ones_like(den), settings.replicates, settings.seed)  # the same draws as the ratio's
+    if np.any(reference <= 0):
+        return out | {"reason": f"no interval: the reference gains nothing in {100 * np.mean(reference <= 0):.1f} % of the bootstrap resamples"}
+    tail = 100 * (1.0 - settings.confidence) / 2.0
+    low, high = np.percentile(ratio_replicates(num, den, settings.replicates, settings.seed), [tail, 100 - tail])
+    return out | {"low": float(low), "high": float(high), "interval": "percentile", "reason": None}
 
 
 def summarize(tables: dict[str, pd.DataFrame], lengths: tuple[int, ...], settings: EstimatorSettings, caps: dict[str, int | None]) -> dict:
     """summary.json: the design, the key-token rule, each model's curve and L*, and every model's
-    gain against the first model's."""
+    gain against the reference's: the first model's."""
     first = next(iter(tables.values()))
     models = list(tables)
     return {

@@ -1,9 +1,12 @@
 """The tables of an agreement result (agreement.md, and the rows its HTML page shows): the
-correlations with their intervals, the models' measures, the runs' costs."""
+headline (the cheap measures ranked by ρ, what was left out), the correlations with their
+intervals, the models' measures, the runs' costs."""
 
 from __future__ import annotations
 
 import pandas as pd
+
+from ctxeval.render.headline import Headline
 
 
 def _interval(value: float | None, low: float | None, high: float | None) -> str:
@@ -36,10 +39,55 @@ def costs(m: pd.DataFrame) -> pd.DataFrame:
     return m.groupby("run", sort=False).agg(measures=("measure", lambda s: ", ".join(dict.fromkeys(s))), seconds_per_model=("seconds_per_model", "first")).reset_index()
 
 
+def left_out(measures: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
+    """Why a measure or a model is in no correlation: a correlation needs two models that have
+    both a cheap and a task measure."""
+    kinds = dict(zip(measures["measure"], measures["kind"]))
+    having = {m: set(part["model"]) for m, part in measures.groupby("measure", sort=False)}
+    paired = set(pairs["cheap"]) | set(pairs["task"])
+    notes = []
+    for m in dict.fromkeys(measures["measure"]):
+        if m in paired:
+            continue
+        other = "task" if kinds[m] == "cheap" else "cheap"
+        overlap = max((len(having[m] & having[p]) for p in having if kinds[p] != kinds[m]), default=0)
+        notes.append(f"Left out: {m} ({kinds[m]}): {overlap} model(s) have it beside a {other} measure; a correlation needs 2.")
+    in_pairs = set()
+    for pair in pairs.itertuples():
+        in_pairs |= having[pair.cheap] & having[pair.task]
+    for model, part in measures.groupby("model", sort=False):
+        if model in in_pairs:
+            continue
+        own = set(part["kind"])
+        why = ("it has no task measure (RULER with generation, retrieval)" if "task" not in own else
+               "it has no cheap measure (effective-length, diff, RULER likelihood)" if "cheap" not in own else
+               "no other model has its cheap and task measures")
+        notes.append(f"Left out: model {model}: {why}.")
+    return notes
+
+
+def headline(measures: pd.DataFrame, pairs: pd.DataFrame, replicates: int) -> Headline:
+    """The cheap measures ranked by their Spearman ρ with each task measure, with intervals, and
+    why any measure or model was left out."""
+    ranked = pairs.assign(order=pairs["spearman"].fillna(-2.0)).sort_values(["task", "order"], ascending=[True, False], kind="stable")
+    ranked = ranked.set_index("task").loc[list(dict.fromkeys(pairs["task"]))].reset_index()  # task measures in the runs' order
+    rows, rank, previous = [], 0, None
+    for pair in ranked.itertuples():
+        rank = rank + 1 if pair.task == previous else 1
+        previous = pair.task
+        rows.append((pair.task, str(rank), pair.cheap, _interval(pair.spearman, pair.spearman_low, pair.spearman_high), str(pair.models),
+                     "" if pd.isna(pair.note) else str(pair.note)))
+    return Headline("Which cheap measure orders the models as the task does", "cheap measures ranked by Spearman ρ with each task measure "
+                    f"(values oriented so that higher is better; 95 % percentile bootstrap over models, {replicates} replicates)",
+                    ("task measure", "rank", "cheap measure", "Spearman ρ [95 %]", "models", "note"), tuple(rows), tuple(left_out(measures, pairs)))
+
+
 def agreement_markdown(measures: pd.DataFrame, pairs: pd.DataFrame, runs: int, replicates: int) -> str:
-    """agreement.md: the correlations, the models' measures, the runs' costs."""
+    """agreement.md: the headline (the ranking, what was left out), the correlations, the
+    models' measures, the runs' costs."""
     models = len(dict.fromkeys(measures["model"]))
-    return "\n".join(["# Agreement across models", "", f"{models} models from {runs} runs; values oriented so that higher is better; "
+    return "\n".join(["# Agreement across models", "", *headline(measures, pairs, replicates).markdown(), "",
+                      f"{models} models from {runs} runs; values oriented so that higher is better; "
                       f"intervals: percentile bootstrap over models ({replicates} replicates).", "",
                       correlation_rows(pairs).to_markdown(index=False), "", "## Models and measures", "",
                       wide_measures(measures).to_markdown(index=False, floatfmt=".3g"), "", "## Cost", "", costs(measures).to_markdown(index=False), ""])

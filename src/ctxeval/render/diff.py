@@ -1,9 +1,10 @@
-"""diff.md: the summary tables, the key tokens, the noise floor, the gates and the numeric paths,
-from the report diff.json holds."""
+"""diff.md: the headline (KL, perplexity ratio, same top-1, the gates), the summary tables, the
+key tokens, the noise floor and the numeric paths, from the report diff.json holds."""
 
 from __future__ import annotations
 
 from ctxeval.render.compare import interval_text
+from ctxeval.render.headline import Headline
 from ctxeval.render.numerics import markdown_lines
 
 
@@ -15,27 +16,49 @@ def floor_line(floor: dict) -> str:
             f"KL mean {floor['kl_mean']:.3g} (max {floor['kl_max']:.3g}) nats")
 
 
+def headline(report: dict) -> Headline:
+    """How far CAND is from REF: the mean KL, the perplexity ratio and the share of tokens whose
+    top-1 both models agree on, each with its interval; whether the KL is within the noise
+    floor, and the gates."""
+    overall = report["summary"]["all"]
+    conf = f"{100 * report['settings']['confidence']:.0f} %"
+    kl, same, ratio = overall["kl"], overall["same_top1"], overall["ppl_ratio"]
+    rows = (("mean KL(P_ref ‖ P_cand), nats/token", f"{kl['mean']:.5f}", interval_text(kl["ci"], ".5f")),
+            ("perplexity ratio CAND/REF", f"{ratio['ratio']:.4f}", interval_text(ratio["display_ci"], ".4f")),
+            ("same top-1 token", f"{same['percent']:.2f} %", interval_text(same["ci"], ".2f")))
+    notes = []
+    if "noise_floor" in report and kl["mean"] <= report["noise_floor"]["kl_mean"]:
+        notes.append(f"The mean KL is within the noise floor ({report['noise_floor']['kl_mean']:.3g} nats): this difference is numerics, not the model.")
+    gates = report["gates"]
+    if gates["failures"]:
+        notes.append(f"Gates ({gates['profile']}) failed: " + "; ".join(gates["failures"]) + ".")
+    elif gates["profile"] != "dev" or gates["max_kl"] is not None or gates["min_same_top"] is not None:
+        notes.append(f"Gates ({gates['profile']}) passed.")
+    return Headline(f"CAND {report['cand']['name']} against REF {report['ref']['name']}", f"{overall['tokens']} tokens, {overall['windows']} windows "
+                    f"of {overall['documents']} document(s)", ("quantity", "value", f"{conf} BCa interval"), rows, tuple(notes))
+
+
 def render_markdown(report: dict) -> str:
-    """diff.md: the summary tables, the key tokens, the noise floor, the gates and the numeric paths."""
+    """diff.md: the headline, the summary table (by distance where there is more than one
+    bucket), the key tokens, the noise floor, the gates and the numeric paths."""
     s = report["settings"]
     conf = f"{100 * s['confidence']:.0f} %"
     lines = [
         "# ctxeval diff",
         "",
-        f"REF: `{report['ref']['name']}`  ",
-        f"CAND: `{report['cand']['name']}`",
+        *headline(report).markdown(),
         "",
         f"Window {s['window']}, stride {s['stride']}; intervals: {conf} BCa, {s['replicates']} replicates, seed {s['seed']}. "
         f"KL(P_ref ‖ P_cand) in nats over the full vocabulary; same-top = both argmaxes agree; "
         f"PPL ratio = CAND/REF (paper 001); Δp = P_cand(target) − P_ref(target).",
         "",
-        *_table([report["summary"]["all"], *report["summary"]["buckets"]]),
+        *_table(_cells(report["summary"])),
     ]
     key = report["summary"].get("key_tokens")
     if key is not None:
         lines += ["", f"Key tokens of `{key['run']}` (evaluator `{key['evaluator']}`: gain > {key['alpha']:g} nats and log p_long > {key['beta']:g}): {key['tokens']} tokens."]
         if key["tokens"]:
-            lines += ["", *_table([key["all"], *key["buckets"]])]
+            lines += ["", *_table(_cells(key))]
     overall = report["summary"]["all"]
     lines += ["", f"PPL REF {overall['ppl_ratio']['ppl_ref']:.3f}, CAND {overall['ppl_ratio']['ppl_cand']:.3f}; "
               f"{overall['windows']} windows of {overall['documents']} documents; intervals resample {overall['resampling_unit']}s "
@@ -51,16 +74,14 @@ def render_markdown(report: dict) -> str:
         rev = overall["kl_reverse"]
         lines.append(f"Reverse KL(P_cand ‖ P_ref): mean {rev['mean']:.5f} {interval_text(rev['ci'], '.5f')}, p99 {rev['p99']:.4f}, max {rev['max']:.4f}.")
     if "noise_floor" in report:
-        floor = report["noise_floor"]
-        below = " The mean KL is within the noise floor: this difference is numerics, not the model." if overall["kl"]["mean"] <= floor["kl_mean"] else ""
-        lines += ["", f"Noise floor: {floor_line(floor)}.{below}"]
-    gates = report["gates"]
-    if gates["failures"]:
-        lines.append(f"Gates ({gates['profile']}) failed: " + "; ".join(gates["failures"]) + ".")
-    elif gates["profile"] != "dev" or gates["max_kl"] is not None or gates["min_same_top"] is not None:
-        lines.append(f"Gates ({gates['profile']}) passed.")
+        lines += ["", f"Noise floor: {floor_line(report['noise_floor'])}."]
     lines += markdown_lines(report.get("numerics"))
     return "\n".join(lines) + "\n"
+
+
+def _cells(summary: dict) -> list[dict]:
+    """All tokens, and each distance bucket where there are several (one would repeat all)."""
+    return [summary["all"], *summary["buckets"]] if len(summary["buckets"]) > 1 else [summary["all"]]
 
 
 def _table(cells: list[dict]) -> list[str]:

@@ -1,5 +1,5 @@
-"""The HTML report of a diff (`report.html` in its run directory; its result writes it): every
-window's tokens coloured by KL(P_ref || P_cand), a card per token with both models' numbers and
+"""The HTML report of a diff (`report.html` in its run directory; its result writes it): the
+answer first (render/diff.py's headline: KL, perplexity ratio, same top-1), every window's tokens coloured by KL(P_ref || P_cand), a card per token with both models' numbers and
 their top-k side by side, and mean KL and same-top-1 % by context position with their intervals.
 
 Built from the parts every page shares: the JSON embedding and base64 typed columns of `page`,
@@ -16,6 +16,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from ctxeval.render import charts
+from ctxeval.render.diff import headline
 from ctxeval.render.page import b64, environment, page_js, runs_of, script_json, static
 
 # the records' top-k columns (modeldiff/run.py writes them; runs from before them lack them)
@@ -34,6 +35,7 @@ def render_diff(report: dict, records: pd.DataFrame, pieces: dict[int, str], key
     template = environment().get_template("diff.html.j2")
     return template.render(
         report=report,
+        headline=headline(report),
         cells=cells,
         key_summary=key_summary,
         key_cells=key_cells,

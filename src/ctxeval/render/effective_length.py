@@ -4,6 +4,7 @@ longest length, the last doubling that still helped, and the curve."""
 from __future__ import annotations
 
 
+from ctxeval.render.headline import Headline, percent
 from ctxeval.render.lengths import describe_length
 
 
@@ -15,11 +16,53 @@ def _ci(e: dict | None, fmt: str = "+.4f") -> str:
     return f"{e['estimate']:{fmt}} [{e['low']:{fmt}}, {e['high']:{fmt}}]"
 
 
+def _negated(e: dict) -> dict:
+    """A paired difference b − a as a − b (its interval's ends swapped)."""
+    return e | {"estimate": -e["estimate"], "low": None if e["low"] is None else -e["high"], "high": None if e["high"] is None else -e["low"]}
+
+
+def _share(s: dict) -> str:
+    if s["estimate"] is None:
+        return "undefined (the reference gains nothing)"
+    if s["interval"] == "none":
+        return f"{percent(s['estimate'])} (no interval)"
+    return f"{percent(s['estimate'])} [{percent(s['low'])}, {percent(s['high'])}]"
+
+
+def headline(summary: dict) -> Headline:
+    """Per model its L*, its mean log-probability at the longest length and its gain from the
+    shortest; per variant beside the reference (the first model) the gain it loses against the
+    reference and the share of the reference's gain it keeps."""
+    lengths = summary["lengths"]
+    first, last = lengths[0], lengths[-1]
+    reference = next(iter(summary["models"]))
+    against = {c["b"]: c for c in summary["comparisons"]}
+    conf = f"{100 * summary['estimator']['confidence']:g} %"
+    rows = []
+    for model, s in summary["models"].items():
+        c = against.get(model)
+        rows.append((model, describe_length(s["effective_length"]), f"{s['curve'][-1]['logprob']:.3f}", _ci(s["curve"][-1]["gain"], "+.3f"),
+                     _ci(_negated(c["gain_difference"]), "+.3f") if c else "reference", _share(c["share_kept"]) if c else "—"))
+    notes = [f"Reference: {reference}, the first --model."] if len(rows) > 1 else []
+    notes.append(f"L*: the shortest length whose gain over {first} tokens reaches {summary['estimator']['share']:g} of the gain at {last} "
+                 f"({conf} percentile interval over {summary['estimator']['unit']}s; ≥ {last}: still gaining at the longest length).")
+    if len(rows) > 1:
+        notes.append(f"Gain lost: the reference's gain {first}→{last} minus the model's, in nats/token, paired on the same targets ({conf} BCa); "
+                     f"share kept: the model's gain ÷ the reference's ({conf} percentile interval over the same resamples).")
+    return Headline("Effective context length", f"{summary['spans']} spans of {summary['targets_per_span']} targets in {len(summary['documents'])} document(s), "
+                    "the same targets at every length; log p: their mean log-probability; gains in nats/token",
+                    ("model", f"L* [{conf}]", f"log p at {last}", f"gain {first}→{last} [{conf}]", "gain lost vs reference", "share of reference's gain kept"),
+                    tuple(rows), tuple(notes))
+
+
 def render_markdown(summary: dict) -> str:
-    """effective_length.md: L* per model, then each model's gains per doubling."""
+    """effective_length.md: the headline (L* per model, each variant against the reference),
+    then the design, the key-token L*s and each model's gains per doubling."""
     est = summary["estimator"]
     lines = [
         "# Effective context length",
+        "",
+        *headline(summary).markdown(),
         "",
         f"{len(summary['documents'])} document(s), {summary['spans']} spans of {summary['targets_per_span']} targets, the same targets at every length "
         f"({', '.join(str(x) for x in summary['lengths'])} tokens; target j of a span sees L + j).",
@@ -39,10 +82,6 @@ def render_markdown(summary: dict) -> str:
             lines.append(f"\n{model}: no gain at the longest length ({e['no_gain_seen']}), so L* is the shortest length.")
     warnings = {s["effective_length"].get("warning") for s in summary["models"].values()} - {None}
     lines += [f"\nIntervals over {len(summary['documents'])} documents: {w}; read them as rough." for w in sorted(warnings)]
-    if summary["comparisons"]:
-        lines += ["", "| gain B − A | lengths | difference (nats/token) | spans |", "|---|---|---|---|"]
-        for c in summary["comparisons"]:
-            lines.append(f"| {c['b']} − {c['a']} | {c['lengths'][0]}→{c['lengths'][1]} | {_ci(c['gain_difference'])} | {c['spans']} |")
     for model, s in summary["models"].items():
         lines += ["", f"## {model}", "", "| doubling | log p gain | AVG gain | key-token log p gain |", "|---|---|---|---|"]
         for d in s["doublings"]:

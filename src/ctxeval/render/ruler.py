@@ -1,16 +1,39 @@
-"""results.md of a RULER run: scores per task and length, effective lengths, and how often the
-two scorings agree."""
+"""results.md of a RULER run: the models side by side, then scores per task and length,
+effective lengths, and how often the two scorings agree."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from ctxeval.render.headline import Headline
 from ctxeval.results.ruler import MEAN_TASK
+
+SCORINGS = {"generation": "by generation (RULER's string_match_all on the greedy output)",
+            "likelihood": "by likelihood (the answers inside the greedy prefix of the teacher-forced reference)"}
+
+
+def headline(table: pd.DataFrame, lengths: dict[str, dict[str, dict]], threshold: float) -> Headline:
+    """One row per model, one column per length: its score (the mean over tasks where there are
+    several) with its Wilson interval, and its effective length; the scoring named."""
+    tasks = [t for t in dict.fromkeys(table["task"]) if t != MEAN_TASK]
+    rows_of = table[table["task"] == (MEAN_TASK if len(tasks) > 1 else tasks[0])]
+    grid = sorted(set(rows_of["length"]))
+    scorings = list(dict.fromkeys(rows_of["scored_by"]))
+    rows = []
+    for model, part in rows_of.groupby("model", sort=False):
+        cells = {int(r.length): f"{r.score:.1f} [{r.low:.0f}, {r.high:.0f}]" for r in part.itertuples()}
+        scored = (part["scored_by"].iloc[0],) if len(scorings) > 1 else ()
+        rows.append((str(model), *scored, *(cells.get(length, "—") for length in grid), _length_text(lengths[str(model)][MEAN_TASK if len(tasks) > 1 else tasks[0]], int(part["length"].min()))))
+    what = f"mean of {len(tasks)} tasks ({', '.join(tasks)})" if len(tasks) > 1 else tasks[0]
+    scoring = f"scored {SCORINGS[scorings[0]]}" if len(scorings) == 1 else "scored as the column says: " + "; ".join(f"{k} {SCORINGS[k]}" for k in scorings)
+    return Headline(f"RULER, {what}", f"percent, {scoring}; 95 % Wilson interval; by length in tokens",
+                    ("model", *(("scored by",) if len(scorings) > 1 else ()), *(str(length) for length in grid), f"effective length (≥ {threshold:g})"), tuple(rows))
 
 
 def results_markdown(table: pd.DataFrame, lengths: dict[str, dict[str, dict]], agree: dict, threshold: float) -> str:
-    """results.md: the mean and per-task scores by length, effective lengths, and agreement."""
-    lines = ["# RULER synthetic tasks", ""]
+    """results.md: the headline (every model's score by length), then per model the mean and
+    per-task scores by length, effective lengths, and agreement."""
+    lines = ["# RULER synthetic tasks", "", *headline(table, lengths, threshold).markdown(), ""]
     for model, part in table.groupby("model", sort=False):
         pivot = part.assign(cell=[f"{s:.1f} [{lo:.0f}, {hi:.0f}]" for s, lo, hi in zip(part["score"], part["low"], part["high"])])
         wide = pivot.pivot(index="task", columns="length", values="cell")

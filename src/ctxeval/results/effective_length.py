@@ -30,7 +30,7 @@ class EffectiveLengthResult(Result):
     """A finished effective-length run: per model the curve, its gains and L* with intervals."""
 
     KIND: ClassVar[str] = "effective-length"
-    VERSION: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 2  # 2: each comparison carries the share of the reference's gain kept
     FILES: ClassVar[tuple[str, ...]] = (SUMMARY_JSON, CURVE_CSV, TARGETS_FILE, REPORT_MD, PLOT_FILE)
 
     run_dir: Path
