@@ -22,6 +22,7 @@ server gives vLLM's prompt_logprobs (`ctxeval serve` does), else ranks within it
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -32,6 +33,7 @@ from ctxeval.errors import FieldError
 from ctxeval.metrics.ruler import match_all, postprocess_pred
 from ctxeval.probes.answer_tokens import answer_cover, min_margin
 from ctxeval.probes.ruler_aggregation import Rendered
+from ctxeval.probes.ruler_prompt import ChatTemplate, model_text, text_ids, token_counter
 from ctxeval.probes.ruler_samples import SampleSpec, build_sample
 from ctxeval.probes.ruler_tasks import TASKS
 
@@ -62,8 +64,9 @@ class SampleResult:
     prompt_tokens: int  # prompt tokens the model saw, BOS included
     depth: float | None  # needle tasks: where the first answer's needle starts in the context (share of characters)
     answers: list[str]
-    prediction: str  # RULER-postprocessed generated text ("" when the generation path decided it, or no generation)
-    method: str  # "generation path", "greedy generation", "likelihood only (no generation)"
+    prompt_sha256: str  # of the text the model was given (render_sample on task, length, sample, haystack rebuilds it)
+    prediction: str  # RULER-postprocessed: the generated text; the reference where the likelihood pass settled it ("generation path"); "" without generation
+    method: str  # how it was scored: "greedy generation", "generation path" (settled by likelihood), "likelihood only (no generation)"
     generation_score: float | None  # RULER's string_match_all for this sample, in [0, 1]
     likelihood_score: float  # share of answers inside the greedy prefix
     answer_logprob: float  # summed log-probability of the reference tokens that cover the answers
@@ -79,12 +82,14 @@ class SampleResult:
         return asdict(self)
 
 
-def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack: int) -> SampleResult:
+def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack: int, chat: ChatTemplate | None = None) -> SampleResult:
     """Both scores of one rendered sample on a loaded model."""
     task = TASKS[spec.task]
     info = scorer.info
     bos = [info.bos_id] if info.uses_bos else []
-    prompt_ids = scorer.tokenize(rendered.prompt)
+    text = model_text(spec.task, rendered.prompt, chat)
+    prompt_ids = text_ids(scorer, text, chat)
+    prompt_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if info.max_context is not None:
         prompt_ids = prompt_ids[-info.max_context :]  # a truncation control sees the prompt's last N tokens
     reference = reference_text(task.family, rendered.answers)
@@ -94,18 +99,18 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
         raise FieldError("lengths", f"{spec.length} needs {need} tokens of {info.name}, beyond its training context of {info.n_ctx_train}")
     prompt = np.asarray(bos + prompt_ids, dtype=np.int32)
     answer = np.asarray(reference_ids, dtype=np.int32)
-    text: str | None = None
+    generated_text: str | None = None
     if scorer.capabilities.generation:
         scores, generated = scorer.score_then_generate(prompt, answer, task.tokens_to_generate, top_k=2, temperatures=(1.0,))
         if generated is not None:
-            text = scorer.text_of(generated)
+            generated_text = scorer.text_of(generated)
     elif scorer.remote:
         # an API re-tokenizes text: the answer is scored as the server splits prompt + answer
         # (a token may straddle the two: "is" ":" can become "is:"), the prompt generated from as given
         scored_prompt, answer, reference = _joint_split(scorer, bos + prompt_ids, reference)
         reference_ids = [int(t) for t in answer]
         scores = _teacher_forced(scorer, scored_prompt, answer)
-        text = scorer.generate_text(prompt, task.tokens_to_generate)
+        generated_text = scorer.generate_text(prompt, task.tokens_to_generate)
     else:  # one batched pass (an hf model with a press)
         scores = _teacher_forced(scorer, prompt, answer)
     covers = answer_cover(scorer, reference_ids, reference, rendered.answers)
@@ -114,11 +119,12 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     prefix = int(len(answer) if top.all() else np.argmin(top))
     inside = [bool(c.any()) and int(np.flatnonzero(c)[-1]) < prefix for c in covers]
     likelihood = sum(inside) / len(inside)
-    if text is not None:
-        method, prediction = "greedy generation", postprocess_pred(text)
+    if generated_text is not None:
+        method, prediction = "greedy generation", postprocess_pred(generated_text)
         generation = match_all(prediction, rendered.answers)
-    elif scorer.capabilities.generation:
-        method, prediction, generation = "generation path", "", match_all(reference, rendered.answers)
+    elif scorer.capabilities.generation:  # generation would produce the reference first: it stands for the generated text
+        method, prediction = "generation path", postprocess_pred(reference)
+        generation = match_all(prediction, rendered.answers)
     else:
         method, prediction, generation = "likelihood only (no generation)", "", None
     any_cover = np.any(covers, axis=0)
@@ -127,7 +133,7 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     first = int(np.flatnonzero(covers[0])[0]) if covers[0].any() else 0
     return SampleResult(
         model=info.name, task=spec.task, length=spec.length, sample=spec.index, haystack=haystack, prompt_tokens=len(prompt),
-        depth=rendered.depth, answers=list(rendered.answers), prediction=prediction, method=method, generation_score=generation,
+        depth=rendered.depth, answers=list(rendered.answers), prompt_sha256=prompt_sha256, prediction=prediction, method=method, generation_score=generation,
         likelihood_score=likelihood, answer_logprob=logprob, answer_tokens=n_cover, mean_logprob=logprob / max(1, n_cover),
         first_rank=int(scores.rank[first]), mean_log2_rank=_mean_log2_rank(scores.rank[any_cover]),
         greedy_prefix=prefix, reference_tokens=len(answer), min_margin=round(min_margin(scores.rows(0, prefix + 1)), 6),
@@ -161,10 +167,11 @@ class RulerTask:
 
     seed: int
     essay: str
+    chat: ChatTemplate | None = None
 
     def __call__(self, model: Scorer, items: list[SampleSpec]) -> list[object]:
         rows = []
         for spec in items:
-            rendered, haystack = build_sample(spec, self.seed, self.essay, lambda text: len(model.tokenize(text)))
-            rows.append(score_sample(model, rendered, spec, haystack).to_row())
+            rendered, haystack = build_sample(spec, self.seed, self.essay, token_counter(model, spec.task, self.chat))
+            rows.append(score_sample(model, rendered, spec, haystack, self.chat).to_row())
         return rows
