@@ -4,6 +4,7 @@ the agreement command on synthetic runs against scipy."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -364,3 +365,39 @@ def test_hf_models_generate_and_a_pressed_one_is_scored_by_likelihood_only(tmp_p
     assert scored_by.to_dict() == {plain["model"].iloc[0]: "generation", squeezed["model"].iloc[0]: "likelihood"}
     assert (s["answer_tokens"] > 0).all() and np.isfinite(s["answer_logprob"]).all() and (s["first_rank"] >= 1).all()
     assert not np.allclose(plain["answer_logprob"], squeezed["answer_logprob"])
+
+
+# --- records that RULER's evaluate.py re-scores, prompts rebuilt from them ------------------
+
+def test_records_rescore_with_rulers_evaluate_and_rebuild_their_prompts(tmp_path):
+    from ctxeval.backends.registry import load_scorer
+    from tests.hf_tiny import tiny_llama_dir
+    from tests.ruler_evaluate import rescored
+
+    model = f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
+    result = api.ruler(tasks=("niah_single_1", "niah_single_2", "niah_multivalue", "fwe"), lengths=(1024,), samples=1, models=(model,), out=tmp_path / "run")
+    s, table = result.samples, result.table.set_index(["model", "task", "length"])
+    for key, score in rescored(s).items():
+        assert score == round(table.loc[key, "score"], 2)
+    assert "| mean of 4 tasks (RULER has 13) |" in result.markdown
+    scorer = load_scorer(model)
+    essay = load_text(RULER_HAYSTACK_NAME).content
+    for row in s.itertuples():  # (vt's worked example, sized by the tokenizer, is rebuilt in test_ruler_model.py)
+        spec = SampleSpec(row.task, row.length, row.sample, row.haystack)
+        text = render_sample(spec, 42, essay, row.haystack).prompt
+        assert hashlib.sha256(text.encode()).hexdigest() == row.prompt_sha256 and 1 + len(scorer.tokenize(text)) == row.prompt_tokens
+    assert result.manifest.plan["essay_words"] == len(essay_words(essay)) and result.manifest.plan["essay_repeated"] == {}
+
+
+def test_a_pressed_model_with_chat_template_is_one_line_and_exit_code_2(tmp_path):
+    pytest.importorskip("kvpress")
+    from tests.hf_tiny import tiny_llama_dir
+
+    model = f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
+    cases = [(f"{model}?press=StreamingLLMPress&budget=64", "--chat-template is not offered with a KV press"),
+             (model, "--chat-template: hf:llama has no chat template")]
+    for name, message in cases:
+        proc = run_cli("ruler", "--tasks", "niah_single_1", "--lengths", "512", "--samples", "1", "--chat-template", "--model", name, "--out", str(tmp_path / "x"))
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+        assert not (tmp_path / "x" / "samples.parquet").exists()
