@@ -9,7 +9,8 @@ are, a continuous companion of RULER's `string_match_all`.
 
 Generation: on a backend that generates (llama.cpp), the reference is scored on generation's
 own kernel path (`score_then_generate`), so when the whole reference is the greedy continuation
-the generated text starts with it and scores 1 without being generated; otherwise the model
+the generated text starts with it and scores 1 without being generated (the record's prediction
+is then the reference, so that RULER's evaluate.py re-scores it alike); otherwise the model
 generates the task's `tokens_to_generate` greedily (continuing from where the greedy chain left
 the reference, the prompt decoded once) and RULER's scorer reads the text. A sample
 can be correct by generation and not by likelihood (the model answered in another form: other
