@@ -55,7 +55,7 @@ class RulerSpec:
     common- and frequent-words extraction, sized in each model's own tokens. Each sample is scored by
     greedy generation with RULER's string_match_all, and by likelihood (the answer teacher-forced
     after the prompt: log-probability, exact ranks, whether greedy decoding would produce it).
-    Score per task and length with intervals, the mean over tasks, and RULER's effective length."""
+    Score per task and length with intervals, the mean of the run's tasks (11 of RULER's 13 offered), and RULER's effective length."""
 
     tasks: tuple[str, ...] = option("--tasks", "Comma-separated RULER tasks, or all (the 11 synthetic ones; the QA tasks need SQuAD/HotpotQA and are not offered).",
                                     tuple(TASKS), cli_type=str, shown="all", to_value=_tasks, check=_tasks_check)
