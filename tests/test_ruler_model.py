@@ -123,8 +123,7 @@ def test_chat_template_gives_the_model_its_own_turns_and_rulers_answer_prefix(tm
     user's turn, the generation prompt, then the answer prefix, its special tokens single ids."""
     from ctxeval.backends.registry import load_scorer
 
-    result = api.ruler(tasks=("niah_single_1", "fwe"), lengths=(512,), samples=1, models=("smollm2-135m",), chat_template=True, out=tmp_path / "run")
-    plain = api.ruler(tasks=("niah_single_1", "fwe"), lengths=(512,), samples=1, models=("smollm2-135m",), out=tmp_path / "plain")
+    result = api.ruler(tasks=("niah_single_2",), lengths=(512,), samples=1, models=("smollm2-135m",), chat_template=True, out=tmp_path / "run")
     scorer = load_scorer("smollm2-135m")
     essay = load_text(RULER_HAYSTACK_NAME).content
     head = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\n"
@@ -136,10 +135,10 @@ def test_chat_template_gives_the_model_its_own_turns_and_rulers_answer_prefix(tm
         ids = scorer.tokenize_with_specials(wrapped)
         assert len(ids) == row.prompt_tokens and ids[:2] == [1, 9690] and ids.count(1) == 3 and ids.count(2) == 2  # <|im_start|> x3, <|im_end|> x2
         assert row.prompt_tokens + TASKS[row.task].tokens_to_generate <= 512
-    assert result.manifest.config["chat_template"] is True and result.manifest.run_id != plain.manifest.run_id
-    # the template's tokens leave less room for the haystack
-    sizes = result.manifest.plan["haystack_sizes"]["smollm2-135m"]
-    assert all(sizes[t]["512"] < plain.manifest.plan["haystack_sizes"]["smollm2-135m"][t]["512"] for t in ("niah_single_1", "fwe"))
+    assert result.manifest.config["chat_template"] is True
+    # the template's tokens leave less room for the haystack than RULER's base prompt has
+    plain = fit_size("niah_single_2", 512, 42, essay, lambda text: len(scorer.tokenize(text)), "smollm2-135m")
+    assert result.manifest.plan["haystack_sizes"]["smollm2-135m"]["niah_single_2"]["512"] < plain
 
 
 def test_the_bundled_haystack_holds_128k_tokens_of_both_tokenizers_without_a_repeat():
