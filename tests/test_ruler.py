@@ -29,7 +29,7 @@ from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
 from ctxeval.probes.ruler_aggregation import Setting, common_words, cwe_capacity, cwe_words, fallback_words, frequent_words, fwe_vocabulary, variable_tracking, vt_body
 from ctxeval.probes.ruler_prompt import ChatTemplate, model_text
 from ctxeval.probes.ruler_report import effective_length, ruler_result, wilson
-from ctxeval.probes.ruler_run import SAMPLE_SCHEMA
+from ctxeval.probes.ruler_run import SAMPLE_SCHEMA, essay_repeats
 from ctxeval.results.ruler import SAMPLES_FILE
 from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, render_sample, sample_rng, vt_worked_example
 from ctxeval.probes.ruler_tasks import DEPTHS, NOISE, TASKS, essay_words, render_niah, sentences, split_answer_prefix
@@ -186,6 +186,12 @@ def test_the_bundled_haystack_repeats_no_sentence():
     context = sample.prompt.split("\n")[1]
     found = sentences(context)
     assert len(found) == len(kept) + 1 and len(set(found)) == len(found)  # the essay's sentences and the needle
+
+
+def test_the_plan_names_where_an_essay_repeats():
+    sizes = {"m": {"niah_single_2": {"1024": 700, "4096": 3000}, "niah_single_1": {"4096": 9000}, "fwe": {"4096": 9000}}}
+    assert essay_repeats(sizes, 2000) == {"m": {"niah_single_2": [4096]}}  # noise and coded-word haystacks are no essay
+    assert essay_repeats(sizes, 3000) == {}
 
 
 def test_frequent_words_counts_follow_the_zeta_law():

@@ -79,6 +79,18 @@ class RulerConfig:
         return config_id({k: v for k, v in asdict(self).items() if not (k in ("device", "dtype", "api") and v is None or k == "chat_template" and not v)})
 
 
+def essay_repeats(sizes: dict[str, dict[str, dict[str, int]]], words: int) -> dict[str, dict[str, list[int]]]:
+    """Per model and essay task, the lengths whose haystack needs more words than the essay's
+    `words` (the text repeats from its start there), from the plan's haystack sizes."""
+    out: dict[str, dict[str, list[int]]] = {}
+    for model, tasks in sizes.items():
+        for task, by_length in tasks.items():
+            longer = [int(n) for n, size in by_length.items() if TASKS[task].args.get("type_haystack") == "essay" and size > words]
+            if longer:
+                out.setdefault(model, {})[task] = longer
+    return out
+
+
 Finish = Callable[[Path, Manifest], Any]
 SampleJob = tuple[int, SampleSpec]
 
@@ -113,7 +125,7 @@ class RulerRun:
         work = [Work(task, one_per_unit([j for j in jobs if j[0] not in done]), lambda job: job[1], lambda job: job[1].length) for task, jobs in zip(tasks, plans)]
         total = sum(len(p) for p in plans)
         manifest = {"plan": {"samples": total, "record_kind": "RULER sample", "records": SAMPLES_FILE, "haystack_sizes": sizes,
-                             "essay_words": len(essay_words(self._essay)), "essay_repeated": self._repeated(sizes)}}
+                             "essay_words": len(essay_words(self._essay)), "essay_repeated": essay_repeats(sizes, len(essay_words(self._essay)))}}
         return Plan(work, manifest, units=total, noun="samples", total=total, already=sum(j[0] in done for p in plans for j in p))
 
     def _model_jobs(self, scorer: Scorer, first: int, chat: ChatTemplate | None) -> tuple[list[SampleJob], dict[str, dict[str, int]]]:
@@ -140,17 +152,6 @@ class RulerRun:
                 for k in range(config.samples):
                     jobs.append((first + len(jobs), SampleSpec(name, n, k, sizes[name][str(n)], extra)))
         return jobs, sizes
-
-    def _repeated(self, sizes: dict[str, dict[str, dict[str, int]]]) -> dict[str, dict[str, list[int]]]:
-        """Per model and essay task, the lengths whose haystack needs more words than the essay has (it repeats there)."""
-        words = len(essay_words(self._essay))
-        out: dict[str, dict[str, list[int]]] = {}
-        for model, tasks in sizes.items():
-            for task, by_length in tasks.items():
-                longer = [int(n) for n, size in by_length.items() if TASKS[task].args.get("type_haystack") == "essay" and size > words]
-                if longer:
-                    out.setdefault(model, {})[task] = longer
-        return out
 
     def record(self, model: Scorer, job: SampleJob, result: object, columns: dict[str, list]) -> None:
         append_row(columns, {"sample_index": job[0], **result})
