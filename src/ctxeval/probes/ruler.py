@@ -88,9 +88,9 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     task = TASKS[spec.task]
     info = scorer.info
     bos = [info.bos_id] if info.uses_bos else []
-    text = model_text(spec.task, rendered.prompt, chat)
-    prompt_ids = text_ids(scorer, text, chat)
-    prompt_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    given = model_text(spec.task, rendered.prompt, chat)
+    prompt_ids = text_ids(scorer, given, chat)
+    prompt_sha256 = hashlib.sha256(given.encode("utf-8")).hexdigest()
     if info.max_context is not None:
         prompt_ids = prompt_ids[-info.max_context :]  # a truncation control sees the prompt's last N tokens
     reference = reference_text(task.family, rendered.answers)
@@ -100,18 +100,18 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
         raise FieldError("lengths", f"{spec.length} needs {need} tokens of {info.name}, beyond its training context of {info.n_ctx_train}")
     prompt = np.asarray(bos + prompt_ids, dtype=np.int32)
     answer = np.asarray(reference_ids, dtype=np.int32)
-    generated_text: str | None = None
+    text: str | None = None
     if scorer.capabilities.generation:
         scores, generated = scorer.score_then_generate(prompt, answer, task.tokens_to_generate, top_k=2, temperatures=(1.0,))
         if generated is not None:
-            generated_text = scorer.text_of(generated)
+            text = scorer.text_of(generated)
     elif scorer.remote:
         # an API re-tokenizes text: the answer is scored as the server splits prompt + answer
         # (a token may straddle the two: "is" ":" can become "is:"), the prompt generated from as given
         scored_prompt, answer, reference = _joint_split(scorer, bos + prompt_ids, reference)
         reference_ids = [int(t) for t in answer]
         scores = _teacher_forced(scorer, scored_prompt, answer)
-        generated_text = scorer.generate_text(prompt, task.tokens_to_generate)
+        text = scorer.generate_text(prompt, task.tokens_to_generate)
     else:  # one batched pass (an hf model with a press)
         scores = _teacher_forced(scorer, prompt, answer)
     covers = answer_cover(scorer, reference_ids, reference, rendered.answers)
@@ -120,8 +120,8 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     prefix = int(len(answer) if top.all() else np.argmin(top))
     inside = [bool(c.any()) and int(np.flatnonzero(c)[-1]) < prefix for c in covers]
     likelihood = sum(inside) / len(inside)
-    if generated_text is not None:
-        method, prediction = "greedy generation", postprocess_pred(generated_text)
+    if text is not None:
+        method, prediction = "greedy generation", postprocess_pred(text)
         generation = match_all(prediction, rendered.answers)
     elif scorer.capabilities.generation:  # generation would produce the reference first: it stands for the generated text
         method, prediction = "generation path", postprocess_pred(reference)
