@@ -4,6 +4,7 @@ the agreement command on synthetic runs against scipy."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -24,15 +25,17 @@ from ctxeval.results.manifest import Manifest, write_manifest
 from ctxeval.results.retrieval import CASES_FILE
 from ctxeval.probes.retrieval_run import CASE_SCHEMA
 from ctxeval.probes.ruler import reference_text
-from ctxeval.probes.ruler_aggregation import Setting, common_words, frequent_words, fwe_vocabulary, variable_tracking, vt_body
+from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
+from ctxeval.probes.ruler_aggregation import Setting, common_words, cwe_capacity, cwe_words, fallback_words, frequent_words, fwe_vocabulary, variable_tracking, vt_body
+from ctxeval.probes.ruler_prompt import ChatTemplate, model_text
 from ctxeval.probes.ruler_report import effective_length, ruler_result, wilson
-from ctxeval.probes.ruler_run import SAMPLE_SCHEMA
+from ctxeval.probes.ruler_run import SAMPLE_SCHEMA, essay_repeats
 from ctxeval.results.ruler import SAMPLES_FILE
-from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, sample_rng, vt_worked_example
-from ctxeval.probes.ruler_tasks import DEPTHS, NOISE, TASKS, render_niah, sentences
+from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, render_sample, sample_rng, vt_worked_example
+from ctxeval.probes.ruler_tasks import DEPTHS, NOISE, TASKS, essay_words, render_niah, sentences, split_answer_prefix
 from ctxeval.pipeline.engine import save_result
 from ctxeval.probes.retrieval_report import retrieval_result
-from tests.conftest import run_cli
+from tests.conftest import FIXTURES, run_cli
 
 ESSAY = " ".join(f"Sentence number {i} is here. It has words." for i in range(400))
 
@@ -134,6 +137,63 @@ def test_common_words_frequencies_follow_rulers_short_and_long_settings():
         assert sample.prompt.endswith("Question: What are the 10 most common words in the above list? Answer: The top 10 words that appear most often in the list are:")
 
 
+def test_cwe_beyond_wonderwords_samples_the_fallback_list():
+    vocabulary, fallback = cwe_words(42), fallback_words()
+    assert len(fallback) > len(vocabulary) and fallback == tuple(sorted(fallback)) and all(re.fullmatch(r"[a-z]+", w) for w in fallback)
+    assert cwe_capacity() == len(fallback)
+    for size, source in ((len(vocabulary), set(vocabulary)), (len(vocabulary) + 1, set(fallback))):
+        sample = common_words(sample_rng(42, "c"), size, Setting(TASKS["cwe"].args, 42, 65536))
+        listed = Counter(re.findall(r"\d+\. (.+?)(?= \d+\. |$)", sample.prompt.split("\n")[-2]))  # some wonderwords hold a space
+        assert len(listed) == size and set(listed) <= source and set(sample.answers) <= source
+    with pytest.raises(UserError, match=f"a cwe list of {len(fallback) + 1} distinct words exceeds the fallback list's {len(fallback)}"):
+        common_words(sample_rng(42, "c"), len(fallback) + 1, Setting(TASKS["cwe"].args, 42, 65536))
+
+
+def test_cwe_search_finds_the_largest_size_that_fits_up_to_the_longest_lengths():
+    """RULER's bisection: the size fits and the next does not (or has no word list); at 128K the
+    stand-in tokenizer (about 6 tokens a word) asks for more words than the lists hold."""
+    def tokens(size: int, length: int) -> int:
+        return words(TASKS["cwe"].render(sample_rng(42, "size", "cwe", length), size, Setting(TASKS["cwe"].args, 42, length)).prompt)
+
+    for length in (4096, 32768, 131072):
+        size = fit_size("cwe", length, 42, ESSAY, words, "m")
+        assert tokens(size, length) + 120 <= length
+        assert size == cwe_capacity() or tokens(size + 1, length) + 120 > length
+    assert fit_size("cwe", 131072, 42, ESSAY, words, "m") == cwe_capacity()
+
+
+def test_chat_template_wraps_the_input_and_keeps_rulers_answer_prefix():
+    template = ChatTemplate((FIXTURES / "gemma3-chat-template.jinja").read_text(), "<eos>")
+    sample = niah("niah_single_1", 3)
+    text, prefix = split_answer_prefix("niah", sample.prompt)
+    assert prefix.startswith(" The special magic number for ") and prefix.endswith(" mentioned in the provided text is") and text + prefix == sample.prompt
+    assert template.wrap("niah_single_1", sample.prompt) == f"<start_of_turn>user\n{text}<end_of_turn>\n<start_of_turn>model\n{prefix}"
+    fwe = frequent_words(sample_rng(42, "f"), 300, Setting(TASKS["fwe"].args, 42, 1024))
+    assert template.wrap("fwe", fwe.prompt).endswith("coded text?<end_of_turn>\n<start_of_turn>model\n Answer: According to the coded text above, "
+                                                     "the three most frequently appeared words are:")
+    assert model_text("fwe", fwe.prompt, None) == fwe.prompt
+
+
+def test_the_bundled_haystack_repeats_no_sentence():
+    """Every sentence of the bundled haystack once (its 128K tokens are counted on the real
+    tokenizers in test_ruler_model.py), and a needle haystack of all its words repeats none."""
+    essay = load_text(RULER_HAYSTACK_NAME).content
+    kept = essay.splitlines()
+    assert len(kept) == len(set(kept)) and sentences(essay.replace("\n", " ")) == kept
+    assert kept[0].startswith("[The Man Who Was Thursday by G.") and any(line.startswith("[Moby Dick by Herman Melville 1851]") for line in kept)
+    size = len(essay_words(essay))
+    sample = render_niah(sample_rng(42, "niah_single_2", 131072, 0), size, Setting(TASKS["niah_single_2"].args, 42, 131072, essay))
+    context = sample.prompt.split("\n")[1]
+    found = sentences(context)
+    assert len(found) == len(kept) + 1 and len(set(found)) == len(found)  # the essay's sentences and the needle
+
+
+def test_the_plan_names_where_an_essay_repeats():
+    sizes = {"m": {"niah_single_2": {"1024": 700, "4096": 3000}, "niah_single_1": {"4096": 9000}, "fwe": {"4096": 9000}}}
+    assert essay_repeats(sizes, 2000) == {"m": {"niah_single_2": [4096]}}  # noise and coded-word haystacks are no essay
+    assert essay_repeats(sizes, 3000) == {}
+
+
 def test_frequent_words_counts_follow_the_zeta_law():
     setting = Setting(TASKS["fwe"].args, 42, 1024)
     sample = frequent_words(sample_rng(42, "f"), 500, setting)
@@ -159,12 +219,21 @@ def test_samples_fit_the_length_and_are_seeded():
         assert other.answers != first.answers
 
 
-def test_a_length_too_short_for_a_task_is_refused():
-    with pytest.raises(Exception, match="lengths 300 is too short for vt"):
-        example = vt_worked_example(words, 42, TASKS["vt"].args)
+def test_a_length_too_short_for_a_task_is_refused_with_its_shortfall_in_tokens():
+    example = vt_worked_example(words, 42, TASKS["vt"].args)
+    smallest = words(render_sample(SampleSpec("vt", 300, 0, 0, example), 42, ESSAY, TASKS["vt"].smallest_size()).prompt)
+    assert smallest > 300  # the example alone has about 500 words
+    with pytest.raises(UserError, match=rf"lengths 300 is too short for vt with m: its smallest prompt has {smallest} tokens and 30 are generated, "
+                                        rf"{smallest + 30} in all, {smallest + 30 - 300} more than 300$"):
         fit_size("vt", 300, 42, ESSAY, words, "m", example)
-    with pytest.raises(UserError, match=r"lengths 200 is too short for fwe: its vocabulary of \(length - 50\) / 50 coded words needs at least 4"):
+    # the smallest needle prompt, counted by hand: 23 + 25 words of template, one noise line (19), one needle (10)
+    with pytest.raises(UserError, match=r"lengths 10 is too short for niah_single_1 with m: its smallest prompt has 77 tokens and 128 are generated, 205 in all, 195 more than 10$"):
+        fit_size("niah_single_1", 10, 42, ESSAY, words, "m")
+    with pytest.raises(UserError, match=r"lengths 200 is too short for fwe: its vocabulary of \(length - 50\) / 50 coded words needs at least 4, a length of 250 tokens, 50 more than 200$"):
         fit_size("fwe", 200, 42, ESSAY, words, "m")
+    for task in TASKS:  # no length gives a negative shortfall or a traceback
+        with pytest.raises(UserError, match=r"lengths 10 is too short for \w+[^:]*: .* more than 10$"):
+            fit_size(task, 10, 42, ESSAY, words, "m", example if task == "vt" else "")
 
 
 # --- scoring --------------------------------------------------------------------------------
@@ -302,3 +371,39 @@ def test_hf_models_generate_and_a_pressed_one_is_scored_by_likelihood_only(tmp_p
     assert scored_by.to_dict() == {plain["model"].iloc[0]: "generation", squeezed["model"].iloc[0]: "likelihood"}
     assert (s["answer_tokens"] > 0).all() and np.isfinite(s["answer_logprob"]).all() and (s["first_rank"] >= 1).all()
     assert not np.allclose(plain["answer_logprob"], squeezed["answer_logprob"])
+
+
+# --- records that RULER's evaluate.py re-scores, prompts rebuilt from them ------------------
+
+def test_records_rescore_with_rulers_evaluate_and_rebuild_their_prompts(tmp_path):
+    from ctxeval.backends.registry import load_scorer
+    from tests.hf_tiny import tiny_llama_dir
+    from tests.ruler_evaluate import rescored
+
+    model = f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
+    result = api.ruler(tasks=("niah_single_1", "niah_single_2", "niah_multivalue", "fwe"), lengths=(1024,), samples=1, models=(model,), out=tmp_path / "run")
+    s, table = result.samples, result.table.set_index(["model", "task", "length"])
+    for key, score in rescored(s).items():
+        assert score == round(table.loc[key, "score"], 2)
+    assert "| mean of 4 tasks (RULER has 13) |" in result.markdown
+    scorer = load_scorer(model)
+    essay = load_text(RULER_HAYSTACK_NAME).content
+    for row in s.itertuples():  # (vt's worked example, sized by the tokenizer, is rebuilt in test_ruler_model.py)
+        spec = SampleSpec(row.task, row.length, row.sample, row.haystack)
+        text = render_sample(spec, 42, essay, row.haystack).prompt
+        assert hashlib.sha256(text.encode()).hexdigest() == row.prompt_sha256 and 1 + len(scorer.tokenize(text)) == row.prompt_tokens
+    assert result.manifest.plan["essay_words"] == len(essay_words(essay)) and result.manifest.plan["essay_repeated"] == {}
+
+
+def test_a_pressed_model_with_chat_template_is_one_line_and_exit_code_2(tmp_path):
+    pytest.importorskip("kvpress")
+    from tests.hf_tiny import tiny_llama_dir
+
+    model = f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
+    args = ("--tasks", "niah_single_1", "--lengths", "512", "--samples", "1", "--chat-template", "--out", str(tmp_path / "x"))
+    proc = run_cli("ruler", *args, "--model", f"{model}?press=StreamingLLMPress&budget=64")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "--chat-template is not offered with a KV press" in proc.stderr, proc.stderr
+    with pytest.raises(UserError, match="^chat_template=: hf:llama has no chat template$"):  # the tiny tokenizer has none
+        api.ruler(tasks=("niah_single_1",), lengths=(512,), samples=1, models=(model,), chat_template=True, out=tmp_path / "x")
+    assert not (tmp_path / "x" / "samples.parquet").exists()

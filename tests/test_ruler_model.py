@@ -4,20 +4,24 @@ resumes to identical records, and a length beyond the model's context is refused
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
 from ctxeval import api
-from ctxeval.data.texts import demo_text_path
+from ctxeval.data.texts import RULER_HAYSTACK_NAME, demo_text_path, load_text
 from ctxeval.metrics.ruler import match_all
 from ctxeval.results.records import STOP_AFTER_PASSES_ENV
 from ctxeval.probes.ruler import reference_text
-from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, vt_worked_example
-from ctxeval.probes.ruler_tasks import TASKS
+from ctxeval.probes.ruler_aggregation import Setting
+from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, render_sample, sample_rng, vt_worked_example
+from ctxeval.probes.ruler_tasks import TASKS, essay_words, split_answer_prefix
 
 from .conftest import run_cli
+from .ruler_evaluate import rescored
 
 pytestmark = pytest.mark.model
 
@@ -63,11 +67,25 @@ def test_generation_and_likelihood_agree_where_the_likelihood_pass_decides(tmp_p
     row = s[(s["method"] == "generation path") & (s["model"] == "gemma-3-270m") & (s["task"] != "vt")].iloc[0]
     count = lambda text: len(gemma.tokenize(text))  # noqa: E731
     haystack = result.manifest.plan["haystack_sizes"]["gemma-3-270m"][row["task"]]["1024"]
-    sample, _ = build_sample(SampleSpec(row["task"], 1024, int(row["sample"]), haystack), 42, demo_text_path().read_text(), count)
+    essay = load_text(RULER_HAYSTACK_NAME).content
+    sample, _ = build_sample(SampleSpec(row["task"], 1024, int(row["sample"]), haystack), 42, essay, count)
     text = b"".join(gemma.token_bytes(t) for t in gemma.generate(np.asarray([gemma.info.bos_id, *gemma.tokenize(sample.prompt)]), TASKS[row["task"]].tokens_to_generate))
     assert match_all(text.decode("utf-8", errors="replace"), tuple(row["answers"])) == 1.0
     again = api.read_result(tmp_path / "run")
     pd.testing.assert_frame_equal(again.table, result.table, check_dtype=False)
+    # RULER's evaluate.py re-scores the records to the reported cells: a sample the likelihood pass
+    # settled stores the reference, which generation would have produced first
+    table = result.table.set_index(["model", "task", "length"])
+    for key, score in rescored(s).items():
+        assert score == round(table.loc[key, "score"], 2)
+    settled = s[s["method"] == "generation path"]
+    assert len(settled) and all(p == reference_text(TASKS[t].family, tuple(a)).strip() for p, t, a in zip(settled["prediction"], settled["task"], settled["answers"]))
+    # every prompt rebuilt from its record (vt's worked example from the tokenizer): the same text and tokens
+    example = vt_worked_example(count, 42, TASKS["vt"].args)
+    for row in s[s["model"] == "gemma-3-270m"].itertuples():
+        spec = SampleSpec(row.task, row.length, row.sample, row.haystack, example if row.task == "vt" else "")
+        text = render_sample(spec, 42, essay, row.haystack).prompt
+        assert hashlib.sha256(text.encode()).hexdigest() == row.prompt_sha256 and 1 + count(text) == row.prompt_tokens
 
 
 def test_a_killed_run_resumes_to_identical_records(tmp_path):
@@ -83,9 +101,73 @@ def test_a_killed_run_resumes_to_identical_records(tmp_path):
 
 
 def test_a_length_beyond_the_models_context_is_one_line_and_exit_code_2(tmp_path):
-    proc = run_cli("ruler", "--tasks", "niah_single_1", "--lengths", "16384", "--samples", "1", "--model", "smollm2-135m", "--out", str(tmp_path / "x"))
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.count("\n") == 1 and "--lengths 16384 is beyond smollm2-135m's training context of 8192 tokens" in proc.stderr
+    cases = [
+        ("smollm2-135m", "16384", "--lengths 16384 is beyond smollm2-135m's training context of 8192 tokens"),
+        # Gemma prepends BOS: a sample filling its whole context would need one more token, refused before any sample runs
+        ("gemma-3-270m", "1024,32768", "--lengths 32768 is gemma-3-270m's whole training context: a sample that fills it, as RULER's rule allows, "
+                                       "needs one more token for BOS; choose at most 32767"),
+        ("smollm2-135m", "10", "--lengths 10 is too short for niah_single_1 with smollm2-135m: its smallest prompt has 110 tokens and 128 are generated, "
+                               "238 in all, 228 more than 10"),
+        ("gemma-3-270m", "1024", "--chat-template: gemma-3-270m has no chat template"),
+    ]
+    for model, lengths, message in cases:
+        extra = ("--chat-template",) if "chat" in message else ()
+        proc = run_cli("ruler", "--tasks", "niah_single_1", "--lengths", lengths, "--samples", "1", "--model", model, *extra, "--out", str(tmp_path / "x"))
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+        assert not (tmp_path / "x" / "samples.parquet").exists()
+
+
+def test_chat_template_gives_the_model_its_own_turns_and_rulers_answer_prefix(tmp_path):
+    """SmolLM2's GGUF carries its chat template: the records' prompts are RULER's input as the
+    user's turn, the generation prompt, then the answer prefix, its special tokens single ids."""
+    from ctxeval.backends.registry import load_scorer
+
+    result = api.ruler(tasks=("niah_single_2",), lengths=(512,), samples=1, models=("smollm2-135m",), chat_template=True, out=tmp_path / "run")
+    scorer = load_scorer("smollm2-135m")
+    essay = load_text(RULER_HAYSTACK_NAME).content
+    head = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\n"
+    for row in result.samples.itertuples():
+        prompt = render_sample(SampleSpec(row.task, 512, 0, row.haystack), 42, essay, row.haystack).prompt
+        text, prefix = split_answer_prefix(TASKS[row.task].family, prompt)
+        wrapped = f"{head}{text}<|im_end|>\n<|im_start|>assistant\n{prefix}"
+        assert hashlib.sha256(wrapped.encode()).hexdigest() == row.prompt_sha256
+        ids = scorer.tokenize_with_specials(wrapped)
+        assert len(ids) == row.prompt_tokens and ids[:2] == [1, 9690] and ids.count(1) == 3 and ids.count(2) == 2  # <|im_start|> x3, <|im_end|> x2
+        assert row.prompt_tokens + TASKS[row.task].tokens_to_generate <= 512
+    assert result.manifest.config["chat_template"] is True
+    # the template's tokens leave less room for the haystack than RULER's base prompt has
+    plain = fit_size("niah_single_2", 512, 42, essay, lambda text: len(scorer.tokenize(text)), "smollm2-135m")
+    assert result.manifest.plan["haystack_sizes"]["smollm2-135m"]["niah_single_2"]["512"] < plain
+
+
+def test_the_bundled_haystack_holds_128k_tokens_of_both_tokenizers_without_a_repeat():
+    """Counted on Gemma 3's and SmolLM2's tokenizers (their GGUFs' vocabularies, no weights): at
+    least 128K tokens of sentences that never repeat (test_ruler.py), so a needle haystack fitted
+    to 128K tokens of Gemma takes fewer words than the text has; cwe at 128K finds the largest size."""
+    import llama_cpp
+    from llama_cpp._internals import LlamaModel
+
+    from ctxeval.backends.model_files import embedded_model_path, smollm2_path
+
+    essay = load_text(RULER_HAYSTACK_NAME).content
+    counts = []
+    for path in (embedded_model_path(), smollm2_path()):
+        params = llama_cpp.llama_model_default_params()
+        params.vocab_only = True
+        vocab = LlamaModel(path_model=str(path), params=params, verbose=False)
+        counts.append(lambda text, vocab=vocab: len(vocab.tokenize(text.encode("utf-8"), add_bos=False, special=False)))
+    assert all(count(" ".join(essay.split())) >= 128 * 1024 for count in counts)
+    gemma = counts[0]
+    size = fit_size("niah_single_2", 131072, 42, essay, gemma, "gemma")
+    assert 0.9 * len(essay_words(essay)) < size <= len(essay_words(essay))
+    cwe = fit_size("cwe", 131072, 42, essay, gemma, "gemma")
+    setting = Setting(TASKS["cwe"].args, 42, 131072)
+
+    def tokens(n: int) -> int:
+        return gemma(TASKS["cwe"].render(sample_rng(42, "size", "cwe", 131072), n, setting).prompt)
+
+    assert tokens(cwe) + 120 <= 131072 < tokens(cwe + 1) + 120
 
 
 def test_through_serve_an_api_model_scores_as_the_local_model(gemma, tmp_path):

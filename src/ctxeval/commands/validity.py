@@ -11,7 +11,7 @@ from ctxeval.backends.registry import backend_for
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
-from ctxeval.data.texts import DEMO_TEXT_NAME, load_text
+from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
 from ctxeval.options import argument, comma_list, comma_ints, group, joined, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.results.manifest import Manifest
@@ -55,7 +55,7 @@ class RulerSpec:
     common- and frequent-words extraction, sized in each model's own tokens. Each sample is scored by
     greedy generation with RULER's string_match_all, and by likelihood (the answer teacher-forced
     after the prompt: log-probability, exact ranks, whether greedy decoding would produce it).
-    Score per task and length with intervals, the mean over tasks, and RULER's effective length."""
+    Score per task and length with intervals, the mean of the run's tasks (11 of RULER's 13 offered), and RULER's effective length."""
 
     tasks: tuple[str, ...] = option("--tasks", "Comma-separated RULER tasks, or all (the 11 synthetic ones; the QA tasks need SQuAD/HotpotQA and are not offered).",
                                     tuple(TASKS), cli_type=str, shown="all", to_value=_tasks, check=_tasks_check)
@@ -63,8 +63,11 @@ class RulerSpec:
                                       RULER_LENGTHS, cli_type=str, shown=joined(RULER_LENGTHS), to_value=comma_ints("--lengths"), check=positive)
     samples: int = option("--samples", "Seeded samples per (task, length) (RULER uses 500).", 25, check=positive)
     models: tuple[str, ...] = common.models(f"Model(s): {common.MODEL_FORMS} MODEL?max_context=N sees the prompt's last N tokens (a truncation control). Repeat for several.")
-    essay: str = option("--essay", "Text whose words make the essay haystacks ('demo': the bundled Chesterton excerpt; RULER uses Paul Graham's essays, not shipped).",
-                        DEMO_TEXT_NAME)
+    essay: str = option("--essay", "Text whose words make the essay haystacks: 'gutenberg', two bundled public-domain books, no sentence repeated within 128K tokens; "
+                                   "'demo', the Chesterton excerpt (repeats beyond about 17.5K tokens); or a UTF-8 file, repeated where a haystack needs more words. "
+                                   "RULER uses Paul Graham's essays, not shipped.", RULER_HAYSTACK_NAME)
+    chat_template: bool = option("--chat-template", "Give each model RULER's input inside its own chat template (the user's turn, then the answer prefix), "
+                                                    "as RULER's published runs do; not with a KV press.", False)
     threshold: float = option("--threshold", "Effective length: the longest length whose score, and every shorter one's, reaches this (RULER: 85.6, Llama-2-7B at 4K).",
                               RULER_THRESHOLD, check=lambda v: None if 0 <= v <= 100 else "must lie between 0 and 100")
     seed: int = common.seed("Seed of the samples (RULER's default 42).", RULER_SEED)
@@ -81,7 +84,7 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     """Build each model's samples from its tokenizer, score them both ways, and report."""
     essay = load_text(spec.essay)
     config = RulerConfig(tuple(dict.fromkeys(spec.tasks)), tuple(sorted(set(spec.lengths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), essay.sha256,
-                         device=spec.device, dtype=spec.dtype, api=api_identity(spec.models, spec.openai))
+                         device=spec.device, dtype=spec.dtype, api=api_identity(spec.models, spec.openai), chat_template=spec.chat_template)
 
     def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
         return ruler_result(run_dir, manifest, spec.threshold)

@@ -16,6 +16,8 @@ from ctxeval.errors import UserError
 
 DEMO_TEXT_NAME = "demo"
 _DEMO_FILE = "thursday-ch1-4.txt"
+RULER_HAYSTACK_NAME = "gutenberg"
+_RULER_HAYSTACK_FILE = "haystack.txt"
 
 
 @dataclass(frozen=True)
@@ -37,13 +39,21 @@ def demo_text_path() -> Path:
     return Path(str(files("ctxeval.data").joinpath("demo", _DEMO_FILE)))
 
 
+def ruler_haystack_path() -> Path:
+    """The bundled RULER essay haystack: Chesterton's *The Man Who Was Thursday*, then Melville's
+    *Moby-Dick*, each sentence once (src/ctxeval/data/ruler/README.md), 128K tokens without a repeat."""
+    return Path(str(files("ctxeval.data").joinpath("ruler", _RULER_HAYSTACK_FILE)))
+
+
 def load_text(spec: str | Path) -> Text:
-    """Load a UTF-8 file byte-exactly; `demo` names the bundled text.
+    """Load a UTF-8 file byte-exactly; `demo` names the bundled text, `gutenberg` the bundled
+    RULER haystack.
 
     Raises UserError for a missing, unreadable, non-UTF-8 or empty file.
     """
     spec_str = str(spec)
-    path = demo_text_path() if spec_str == DEMO_TEXT_NAME else Path(spec_str)
+    bundled = {DEMO_TEXT_NAME: demo_text_path, RULER_HAYSTACK_NAME: ruler_haystack_path}
+    path = bundled[spec_str]() if spec_str in bundled else Path(spec_str)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -60,7 +70,7 @@ def load_text(spec: str | Path) -> Text:
         ) from None
     if not content.strip():
         raise UserError(f"text file is empty: {spec_str}")
-    text_id = DEMO_TEXT_NAME if spec_str == DEMO_TEXT_NAME else path.stem
+    text_id = spec_str if spec_str in bundled else path.stem
     return Text(
         text_id=text_id,
         source=str(path),

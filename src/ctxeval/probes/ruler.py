@@ -9,7 +9,8 @@ are, a continuous companion of RULER's `string_match_all`.
 
 Generation: on a backend that generates (llama.cpp), the reference is scored on generation's
 own kernel path (`score_then_generate`), so when the whole reference is the greedy continuation
-the generated text starts with it and scores 1 without being generated; otherwise the model
+the generated text starts with it and scores 1 without being generated (the record's prediction
+is then the reference, so that RULER's evaluate.py re-scores it alike); otherwise the model
 generates the task's `tokens_to_generate` greedily (continuing from where the greedy chain left
 the reference, the prompt decoded once) and RULER's scorer reads the text. A sample
 can be correct by generation and not by likelihood (the model answered in another form: other
@@ -22,6 +23,7 @@ server gives vLLM's prompt_logprobs (`ctxeval serve` does), else ranks within it
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -32,6 +34,7 @@ from ctxeval.errors import FieldError
 from ctxeval.metrics.ruler import match_all, postprocess_pred
 from ctxeval.probes.answer_tokens import answer_cover, min_margin
 from ctxeval.probes.ruler_aggregation import Rendered
+from ctxeval.probes.ruler_prompt import ChatTemplate, model_text, text_ids, token_counter
 from ctxeval.probes.ruler_samples import SampleSpec, build_sample
 from ctxeval.probes.ruler_tasks import TASKS
 
@@ -62,8 +65,9 @@ class SampleResult:
     prompt_tokens: int  # prompt tokens the model saw, BOS included
     depth: float | None  # needle tasks: where the first answer's needle starts in the context (share of characters)
     answers: list[str]
-    prediction: str  # RULER-postprocessed generated text ("" when the generation path decided it, or no generation)
-    method: str  # "generation path", "greedy generation", "likelihood only (no generation)"
+    prompt_sha256: str  # of the text the model was given (render_sample on task, length, sample, haystack rebuilds it)
+    prediction: str  # RULER-postprocessed: the generated text; the reference where the likelihood pass settled it ("generation path"); "" without generation
+    method: str  # how it was scored: "greedy generation", "generation path" (settled by likelihood), "likelihood only (no generation)"
     generation_score: float | None  # RULER's string_match_all for this sample, in [0, 1]
     likelihood_score: float  # share of answers inside the greedy prefix
     answer_logprob: float  # summed log-probability of the reference tokens that cover the answers
@@ -79,12 +83,14 @@ class SampleResult:
         return asdict(self)
 
 
-def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack: int) -> SampleResult:
+def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack: int, chat: ChatTemplate | None = None) -> SampleResult:
     """Both scores of one rendered sample on a loaded model."""
     task = TASKS[spec.task]
     info = scorer.info
     bos = [info.bos_id] if info.uses_bos else []
-    prompt_ids = scorer.tokenize(rendered.prompt)
+    given = model_text(spec.task, rendered.prompt, chat)
+    prompt_ids = text_ids(scorer, given, chat)
+    prompt_sha256 = hashlib.sha256(given.encode("utf-8")).hexdigest()
     if info.max_context is not None:
         prompt_ids = prompt_ids[-info.max_context :]  # a truncation control sees the prompt's last N tokens
     reference = reference_text(task.family, rendered.answers)
@@ -117,8 +123,9 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     if text is not None:
         method, prediction = "greedy generation", postprocess_pred(text)
         generation = match_all(prediction, rendered.answers)
-    elif scorer.capabilities.generation:
-        method, prediction, generation = "generation path", "", match_all(reference, rendered.answers)
+    elif scorer.capabilities.generation:  # generation would produce the reference first: it stands for the generated text
+        method, prediction = "generation path", postprocess_pred(reference)
+        generation = match_all(prediction, rendered.answers)
     else:
         method, prediction, generation = "likelihood only (no generation)", "", None
     any_cover = np.any(covers, axis=0)
@@ -127,7 +134,7 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     first = int(np.flatnonzero(covers[0])[0]) if covers[0].any() else 0
     return SampleResult(
         model=info.name, task=spec.task, length=spec.length, sample=spec.index, haystack=haystack, prompt_tokens=len(prompt),
-        depth=rendered.depth, answers=list(rendered.answers), prediction=prediction, method=method, generation_score=generation,
+        depth=rendered.depth, answers=list(rendered.answers), prompt_sha256=prompt_sha256, prediction=prediction, method=method, generation_score=generation,
         likelihood_score=likelihood, answer_logprob=logprob, answer_tokens=n_cover, mean_logprob=logprob / max(1, n_cover),
         first_rank=int(scores.rank[first]), mean_log2_rank=_mean_log2_rank(scores.rank[any_cover]),
         greedy_prefix=prefix, reference_tokens=len(answer), min_margin=round(min_margin(scores.rows(0, prefix + 1)), 6),
@@ -161,10 +168,11 @@ class RulerTask:
 
     seed: int
     essay: str
+    chat: ChatTemplate | None = None
 
     def __call__(self, model: Scorer, items: list[SampleSpec]) -> list[object]:
         rows = []
         for spec in items:
-            rendered, haystack = build_sample(spec, self.seed, self.essay, lambda text: len(model.tokenize(text)))
-            rows.append(score_sample(model, rendered, spec, haystack).to_row())
+            rendered, haystack = build_sample(spec, self.seed, self.essay, token_counter(model, spec.task, self.chat))
+            rows.append(score_sample(model, rendered, spec, haystack, self.chat).to_row())
         return rows

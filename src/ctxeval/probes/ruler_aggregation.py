@@ -10,6 +10,7 @@ makes those permutations the same for every sample of a given size, as in RULER.
 from __future__ import annotations
 
 import random
+import re
 import string
 from dataclasses import dataclass
 from functools import cache
@@ -17,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ctxeval.data.texts import ruler_haystack_path
 from ctxeval.errors import FieldError
 
 VT_TEMPLATE = ("Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n{context}\n"
@@ -124,10 +126,29 @@ def cwe_words(seed: int) -> tuple[str, ...]:
     return tuple(merged)
 
 
+@cache
+def fallback_words() -> tuple[str, ...]:
+    """cwe's words where a list needs more than wonderwords has: RULER then samples its whole list
+    from a larger English word list (`json/english_words.json`, a Git LFS file not in its
+    repository's text); ctxeval samples from the distinct lower-case words of the bundled
+    haystack's books, sorted."""
+    text = ruler_haystack_path().read_text(encoding="utf-8").lower()
+    return tuple(sorted(set(re.findall(r"(?<![\w'-])[a-z]+(?![\w'-])", text))))
+
+
+def cwe_capacity() -> int:
+    """The most distinct words a cwe list can have: the larger of the two word lists."""
+    return max(len(cwe_words(0)), len(fallback_words()))
+
+
 def _cwe_list(rng: random.Random, seed: int, num_words: int, common_repeats: int, uncommon_repeats: int, common: int) -> tuple[str, list[str]]:
+    """common_words_extraction.py's `get_example`: `num_words` distinct words from wonderwords,
+    or from the fallback list where wonderwords has fewer, the first `common` repeated more."""
     words = cwe_words(seed)
     if num_words > len(words):
-        raise FieldError("lengths", f"a cwe list of {num_words} distinct words exceeds wonderwords' {len(words)}: choose a shorter {{name}}")
+        words = fallback_words()
+    if num_words > len(words):
+        raise FieldError("lengths", f"a cwe list of {num_words} distinct words exceeds the fallback list's {len(words)}: choose a shorter {{name}}")
     chosen = rng.sample(words, num_words)
     top, rest = chosen[:common], chosen[common:]
     listed = top * common_repeats + rest * uncommon_repeats
@@ -150,11 +171,22 @@ def common_words(rng: random.Random, size: int, setting: Setting) -> Rendered:
     return Rendered(example + "\n" + template.format(context=context), tuple(answer))
 
 
+def fwe_vocabulary_size(length: int) -> int:
+    """fwe's vocabulary at a length, (length - 50) / 50 coded words; refused below 4 (the noise
+    word and the three answers)."""
+    size = (length - FWE_TOKENS) // 50
+    if size < 4:
+        need = FWE_TOKENS + 4 * 50
+        raise FieldError("lengths", f"{length} is too short for fwe: its vocabulary of (length - {FWE_TOKENS}) / 50 coded words needs at least 4, "
+                                    f"a length of {need} tokens, {need - length} more than {length}")
+    return size
+
+
 def fwe_vocabulary(rng: random.Random, setting: Setting) -> list[str]:
     """freq_words_extraction.py's coded words: random 6-letter words, sorted, shuffled with the
     seed; the most frequent is '...' (noise), the next three are the answer."""
     size, length = setting.args.get("vocab_size", -1), setting.args.get("coded_wordlen", 6)
-    size = (setting.length - FWE_TOKENS) // 50 if size == -1 else size
+    size = fwe_vocabulary_size(setting.length) if size == -1 else size
     vocab = ["".join(rng.choices(string.ascii_lowercase, k=length)) for _ in range(size)]
     while len(set(vocab)) < size:
         vocab.append("".join(rng.choices(string.ascii_lowercase, k=length)))
@@ -168,8 +200,6 @@ def frequent_words(rng: random.Random, size: int, setting: Setting) -> Rendered:
     """One fwe sample of `size` words: word k of the vocabulary appears int(size k^-alpha / zeta(alpha)) times."""
     from scipy.special import zeta  # imported when used: scipy is a third of the CLI's start-up
     vocab = fwe_vocabulary(rng, setting)
-    if len(vocab) < 4:
-        raise FieldError("lengths", f"{setting.length} is too short for fwe: its vocabulary of (length - {FWE_TOKENS}) / 50 coded words needs at least 4")
     k = np.arange(1, len(vocab) + 1)
     counts = (size * (k ** -setting.args["alpha"]) / zeta(setting.args["alpha"])).astype(int)
     words = [w for w, n in zip(vocab, counts) for _ in range(n)]

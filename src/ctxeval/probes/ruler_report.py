@@ -57,7 +57,7 @@ def cell_table(samples: pd.DataFrame) -> pd.DataFrame:
 
 
 def mean_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, length): the mean over tasks of the task scores (RULER's average), with a
+    """Per (model, length): the mean over the run's tasks of the task scores (RULER averages its 13; 11 are offered), with a
     Wilson interval over all the length's samples, and the same means of the likelihood numbers."""
     rows = []
     for (model, length), part in cells.groupby(["model", "length"], sort=False):

@@ -25,8 +25,9 @@ from ctxeval.results.manifest import Manifest
 from ctxeval.results.records import RecordKind, append_row
 from ctxeval.results.ruler import SAMPLES_FILE
 from ctxeval.probes.ruler import RulerTask
+from ctxeval.probes.ruler_prompt import ChatTemplate, model_chat_template, token_counter
 from ctxeval.probes.ruler_samples import SampleSpec, fit_size, vt_worked_example
-from ctxeval.probes.ruler_tasks import RULER_COMMIT, TASKS
+from ctxeval.probes.ruler_tasks import RULER_COMMIT, TASKS, essay_words
 
 SAMPLES = RecordKind(SAMPLES_FILE, "sample_index", ("sample_index",))
 SAMPLE_SCHEMA = pa.schema(
@@ -40,6 +41,7 @@ SAMPLE_SCHEMA = pa.schema(
         ("prompt_tokens", pa.int32()),
         ("depth", pa.float64()),
         ("answers", pa.list_(pa.string())),
+        ("prompt_sha256", pa.string()),
         ("prediction", pa.string()),
         ("method", pa.string()),
         ("generation_score", pa.float64()),
@@ -70,10 +72,23 @@ class RulerConfig:
     device: str | None = None  # hf: models' device and dtype (they change the numbers)
     dtype: str | None = None
     api: str | None = None  # an API model's options that decide its samples (base URL, mode, tokenizer, top logprobs)
+    chat_template: bool = False  # each model's own chat template around the input, as RULER's published runs
 
     def run_id(self) -> str:
-        """The hash of the settings; a default device and dtype are left out of it."""
-        return config_id({k: v for k, v in asdict(self).items() if not (k in ("device", "dtype", "api") and v is None)})
+        """The hash of the settings; defaults that earlier runs did not record (device, dtype, api, no chat template) are left out of it."""
+        return config_id({k: v for k, v in asdict(self).items() if not (k in ("device", "dtype", "api") and v is None or k == "chat_template" and not v)})
+
+
+def essay_repeats(sizes: dict[str, dict[str, dict[str, int]]], words: int) -> dict[str, dict[str, list[int]]]:
+    """Per model and essay task, the lengths whose haystack needs more words than the essay's
+    `words` (the text repeats from its start there), from the plan's haystack sizes."""
+    out: dict[str, dict[str, list[int]]] = {}
+    for model, tasks in sizes.items():
+        for task, by_length in tasks.items():
+            longer = [int(n) for n, size in by_length.items() if TASKS[task].args.get("type_haystack") == "essay" and size > words]
+            if longer:
+                out.setdefault(model, {})[task] = longer
+    return out
 
 
 Finish = Callable[[Path, Manifest], Any]
@@ -100,23 +115,29 @@ class RulerRun:
 
     def plan(self, models: list[Scorer], done: set) -> Plan:
         config = self.config
-        plans, sizes, index = [], {}, 0
+        plans, sizes, tasks, index = [], {}, [], 0
         for scorer in models:
-            jobs, sizes[scorer.info.name] = self._model_jobs(scorer, index)
+            chat = model_chat_template(scorer) if config.chat_template else None
+            jobs, sizes[scorer.info.name] = self._model_jobs(scorer, index, chat)
             plans.append(jobs)
+            tasks.append(RulerTask(config.seed, self._essay, chat))
             index += len(jobs)
-        task = RulerTask(config.seed, self._essay)
-        work = [Work(task, one_per_unit([j for j in jobs if j[0] not in done]), lambda job: job[1], lambda job: job[1].length) for jobs in plans]
+        work = [Work(task, one_per_unit([j for j in jobs if j[0] not in done]), lambda job: job[1], lambda job: job[1].length) for task, jobs in zip(tasks, plans)]
         total = sum(len(p) for p in plans)
-        manifest = {"plan": {"samples": total, "record_kind": "RULER sample", "records": SAMPLES_FILE, "haystack_sizes": sizes}}
+        manifest = {"plan": {"samples": total, "record_kind": "RULER sample", "records": SAMPLES_FILE, "haystack_sizes": sizes,
+                             "essay_words": len(essay_words(self._essay)), "essay_repeated": essay_repeats(sizes, len(essay_words(self._essay)))}}
         return Plan(work, manifest, units=total, noun="samples", total=total, already=sum(j[0] in done for p in plans for j in p))
 
-    def _model_jobs(self, scorer: Scorer, first: int) -> tuple[list[SampleJob], dict[str, dict[str, int]]]:
-        """This model's samples in plan order (task, length, sample) and its haystack sizes."""
+    def _model_jobs(self, scorer: Scorer, first: int, chat: ChatTemplate | None) -> tuple[list[SampleJob], dict[str, dict[str, int]]]:
+        """This model's samples in plan order (task, length, sample) and its haystack sizes; a
+        length the model cannot hold is refused before any sample runs."""
         config, info = self.config, scorer.info
         too_long = [n for n in config.lengths if n > info.n_ctx_train]
         if too_long:
             raise FieldError("lengths", f"{too_long[0]} is beyond {info.name}'s training context of {info.n_ctx_train} tokens")
+        if info.uses_bos and config.lengths[-1] == info.n_ctx_train:
+            raise FieldError("lengths", f"{info.n_ctx_train} is {info.name}'s whole training context: a sample that fills it, as RULER's rule allows, "
+                                        f"needs one more token for BOS; choose at most {info.n_ctx_train - 1}")
 
         def count(text: str) -> int:
             return len(scorer.tokenize(text))
@@ -125,7 +146,8 @@ class RulerRun:
         jobs, sizes = [], {}
         for name in config.tasks:
             extra = example if name == "vt" else ""
-            sizes[name] = {str(n): fit_size(name, n, config.seed, self._essay, count, info.name, extra) for n in config.lengths}
+            counter = token_counter(scorer, name, chat)
+            sizes[name] = {str(n): fit_size(name, n, config.seed, self._essay, counter, info.name, extra) for n in config.lengths}
             for n in config.lengths:
                 for k in range(config.samples):
                     jobs.append((first + len(jobs), SampleSpec(name, n, k, sizes[name][str(n)], extra)))

@@ -14,13 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ctxeval.errors import FieldError, UserError
-from ctxeval.probes.ruler_aggregation import Rendered, Setting, vt_body, vt_example
+from ctxeval.probes.ruler_aggregation import Rendered, Setting, cwe_capacity, fwe_vocabulary_size, vt_body, vt_example
 from ctxeval.probes.ruler_tasks import TASKS, TaskDef
-from ctxeval.probes.sizing import largest_fitting
+from ctxeval.probes.sizing import largest_fitting, largest_fitting_between
 
 CountTokens = Callable[[str], int]
 VT_EXAMPLE_LENGTH = 500  # RULER sizes vt's worked example to 500 tokens, with nothing to generate
 VT_EXAMPLE_STEP = 5
+CWE_ESTIMATE_WORDS = 4096  # RULER estimates cwe's tokens per word on a list of 4,096 words
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,9 @@ def vt_worked_example(count: CountTokens, seed: int, args: dict) -> str:
 def fit_size(task_name: str, length: int, seed: int, essay: str, count: CountTokens, model: str, example: str = "") -> int:
     """The haystack size of (task, length) for this tokenizer: the largest whose probe sample fits
     (RULER starts its search at the task's step, which at 512 tokens can exceed a UUID haystack;
-    ctxeval starts at the task's smallest size). fwe: RULER's own upward search in steps of (length - 50) / 32 words."""
+    ctxeval starts at the task's smallest size). cwe: RULER's bisection between the smallest size
+    and twice the words its tokens per word at 4,096 words allow, sizes beyond the word lists not
+    fitting. fwe: RULER's own upward search in steps of (length - 50) / 32 words."""
     task = TASKS[task_name]
     setting = setting_for(task, length, seed, essay, example)
     budget = length - task.tokens_to_generate
@@ -66,32 +69,52 @@ def fit_size(task_name: str, length: int, seed: int, essay: str, count: CountTok
         return count(task.render(sample_rng(seed, "size", task_name, length), size, setting).prompt)
 
     if task.family == "freq_words_extraction":
+        fwe_vocabulary_size(length)  # refuses a length too short for the vocabulary
         step = task.increment(length)
         size = budget // 6
         while tokens(size) < budget:
             size += step
         size -= step
         if size < 1:
-            raise FieldError("lengths", f"{length} is too short for {task_name} with {model}")
+            _too_short(task_name, length, model, tokens(1))
         return size
-    size = largest_fitting(lambda n: tokens(n) <= budget, task.smallest_size())
+    smallest = task.smallest_size()
+    if task.family == "common_words_extraction":
+        estimate = int(length // (tokens(CWE_ESTIMATE_WORDS) / CWE_ESTIMATE_WORDS)) * 2
+        size = largest_fitting_between(lambda n: tokens(n) <= budget, smallest, min(max(estimate, 2 * smallest), cwe_capacity()))
+    else:
+        size = largest_fitting(lambda n: tokens(n) <= budget, smallest)
     if size is None:
-        raise FieldError("lengths", f"{length} is too short for {task_name} with {model}: its smallest prompt needs more than {budget} tokens "
-                        f"plus {task.tokens_to_generate} to generate")
+        _too_short(task_name, length, model, tokens(smallest))
     return size
+
+
+def _too_short(task_name: str, length: int, model: str, prompt_tokens: int) -> None:
+    """Refuse a length below the task's smallest sample, saying by how many tokens."""
+    generate = TASKS[task_name].tokens_to_generate
+    need = prompt_tokens + generate
+    raise FieldError("lengths", f"{length} is too short for {task_name} with {model}: its smallest prompt has {prompt_tokens} tokens and "
+                                f"{generate} are generated, {need} in all, {need - length} more than {length}")
+
+
+def render_sample(spec: SampleSpec, seed: int, essay: str, size: int) -> Rendered:
+    """Sample `spec.index` of (task, length) with `size` haystack units: what a record's task,
+    length, sample and haystack rebuild (with the run's seed, essay and, for vt, the example)."""
+    task = TASKS[spec.task]
+    return task.render(sample_rng(seed, spec.task, spec.length, spec.index), size, setting_for(task, spec.length, seed, essay, spec.example))
 
 
 def build_sample(spec: SampleSpec, seed: int, essay: str, count: CountTokens) -> tuple[Rendered, int]:
     """The sample and the haystack size it got: RULER's per-sample loop, shrinking by the task's
     step while the prompt and the tokens to generate exceed the length."""
     task = TASKS[spec.task]
-    setting = setting_for(task, spec.length, seed, essay, spec.example)
     step = task.increment(spec.length)
     size = spec.size
     while True:
-        rendered = task.render(sample_rng(seed, spec.task, spec.length, spec.index), size, setting)
-        if count(rendered.prompt) + task.tokens_to_generate <= spec.length:
+        rendered = render_sample(spec, seed, essay, size)
+        need = count(rendered.prompt) + task.tokens_to_generate
+        if need <= spec.length:
             return rendered, size
         if size <= task.smallest_size():
-            raise UserError(f"{spec.task} sample {spec.index} does not fit in {spec.length} tokens")
+            raise UserError(f"{spec.task} sample {spec.index} does not fit in {spec.length} tokens: at its smallest it needs {need}, {need - spec.length} more")
         size = max(task.smallest_size(), size - step)

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ctxeval.probes.ruler_aggregation import FWE_TOKENS, NOISE, SHORT, Rendered, Setting, common_words, frequent_words, variable_tracking, wonderwords_list
+from ctxeval.probes.ruler_aggregation import (CWE_ANSWER_PREFIX, FWE_ANSWER_PREFIX, FWE_TOKENS, NOISE, SHORT, VT_ANSWER_PREFIX, Rendered, Setting, common_words,
+                                              frequent_words, variable_tracking, wonderwords_list)
 
 RULER_COMMIT = "c3f5e3b4f87f97e048793bb510a3a6b19a46bf3a"
 
@@ -71,6 +72,17 @@ class TaskDef:
         if self.family == "common_words_extraction":
             return 10
         return max(1, (length - self.tokens_to_generate) // 32)  # freq_words_extraction
+
+
+ANSWER_PREFIXES = {"niah": NIAH_ANSWER_PREFIX, "variable_tracking": VT_ANSWER_PREFIX, "common_words_extraction": CWE_ANSWER_PREFIX,
+                   "freq_words_extraction": FWE_ANSWER_PREFIX}
+
+
+def split_answer_prefix(family: str, prompt: str) -> tuple[str, str]:
+    """(input, answer prefix) of a prompt, cut as RULER's generators cut it: at the last occurrence
+    of the answer prefix's first 10 characters. A chat template wraps the input alone."""
+    at = prompt.rfind(ANSWER_PREFIXES[family][:10])
+    return prompt[:at], prompt[at:]
 
 
 def _niah(type_haystack: str, type_needle_k: str, type_needle_v: str, num_needle_k: int = 1, num_needle_v: int = 1, num_needle_q: int = 1) -> dict[str, Any]:

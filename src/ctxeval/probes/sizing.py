@@ -18,3 +18,16 @@ def largest_fitting(fits: Callable[[int], bool], low: int) -> int | None:
         middle = (low + high) // 2
         low, high = (middle, high) if fits(middle) else (low, middle)
     return low
+
+
+def largest_fitting_between(fits: Callable[[int], bool], low: int, high: int) -> int | None:
+    """RULER's bisection (common_words_extraction.py): the largest size in [low, high] for which
+    `fits` holds, given it holds below some size and fails above it; None when `low` does not fit."""
+    best = None
+    while low <= high:
+        middle = (low + high) // 2
+        if fits(middle):
+            best, low = middle, middle + 1
+        else:
+            high = middle - 1
+    return best

@@ -19,6 +19,7 @@ from ctxeval.results import agreement, context_gain, effective_length, probe_rep
 from ctxeval.results.base import Result
 from ctxeval.results.effective_length import curve_frame
 from ctxeval.results.ruler import MEAN_TASK
+from ctxeval.render.ruler import mean_label
 
 
 def _pyplot() -> Any:
@@ -194,7 +195,8 @@ def plot_ruler(table: pd.DataFrame, path: Path, threshold: float) -> None:
         for task, curve in part.groupby("task", sort=False):
             curve = curve.sort_values("length")
             thick = task == MEAN_TASK
-            ax.plot(curve["length"], curve["score"], marker="o", lw=2.5 if thick else 1, alpha=1 if thick else 0.6, label=task, color="black" if thick else None)
+            label = mean_label(part["task"].nunique() - 1) if thick else task
+            ax.plot(curve["length"], curve["score"], marker="o", lw=2.5 if thick else 1, alpha=1 if thick else 0.6, label=label, color="black" if thick else None)
             if thick:
                 ax.fill_between(curve["length"], curve["low"], curve["high"], color="grey", alpha=0.25)
         ax.axhline(threshold, ls="--", color="red", lw=1)

@@ -37,15 +37,22 @@ def results_markdown(table: pd.DataFrame, lengths: dict[str, dict[str, dict]], a
     for model, part in table.groupby("model", sort=False):
         pivot = part.assign(cell=[f"{s:.1f} [{lo:.0f}, {hi:.0f}]" for s, lo, hi in zip(part["score"], part["low"], part["high"])])
         wide = pivot.pivot(index="task", columns="length", values="cell")
-        order = [t for t in dict.fromkeys(part["task"]) if t != MEAN_TASK] + [MEAN_TASK]
-        wide = wide.reindex(order)
+        tasks = [t for t in dict.fromkeys(part["task"]) if t != MEAN_TASK]
+        wide = wide.reindex([*tasks, MEAN_TASK])
         wide["effective length"] = [_length_text(lengths[str(model)][t], int(part["length"].min())) for t in wide.index]
+        wide.index = [*tasks, mean_label(len(tasks))]
+        wide.index.name = "task"
         lines += [f"## {model}", "", f"Score (percent, RULER's string_match_all; 95 % Wilson interval) by length in tokens; effective length at ≥ {threshold:g}.", "",
                   wide.reset_index().to_markdown(index=False), ""]
     if agree["samples"]:
         lines += [f"Generation and likelihood agree on {agree['agree']:.1%} of {agree['samples']} samples; on {agree['answered_in_another_form']:.1%} generation found answers "
                   f"that the likelihood pass's greedy prefix did not hold (another order or form); likelihood above generation on {agree['likelihood_above_generation']:.1%}.", ""]
     return "\n".join(lines)
+
+
+def mean_label(tasks: int) -> str:
+    """How the mean row is named: of the run's tasks, which are not RULER's 13 (its QA tasks are not offered)."""
+    return f"mean of {tasks} task{'s' if tasks != 1 else ''} (RULER has 13)"
 
 
 def _length_text(entry: dict, shortest: int) -> str:

@@ -55,6 +55,7 @@ class RulerResult(Result):
                              "by likelihood where the backend does not generate (scored_by)",
                     "likelihood": "share of answers inside the greedy prefix of the teacher-forced reference, averaged (percent)",
                     "low/high": "95 % Wilson interval; partial credit counts as a fraction of a success",
+                    "mean": "the task 'mean': the mean of the run's task scores per length, over the tasks the run has (of RULER's 13; its two QA tasks are not offered)",
                     "effective length": f"the longest length whose score, and every shorter length's, is at least the threshold ({self.threshold:g})",
                 }}
 
