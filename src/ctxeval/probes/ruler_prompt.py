@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
-
-from jinja2.exceptions import TemplateError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from ctxeval.backends.base import Scorer
+from ctxeval.backends.chat_template import ChatTemplateRefused, apply_chat_template
 from ctxeval.errors import FieldError, UserError
 from ctxeval.probes.ruler_tasks import TASKS, split_answer_prefix
 
@@ -32,21 +29,11 @@ class ChatTemplate:
     def wrap(self, task: str, prompt: str) -> str:
         """RULER's prompt with the input as the user's turn and the answer prefix after the generation prompt."""
         text, answer_prefix = split_answer_prefix(TASKS[task].family, prompt)
-
-        def raise_exception(message: str):
-            raise TemplateError(message)
-
         try:
-            head = _compiled(self.template).render(messages=[{"role": "user", "content": text}], bos_token="", eos_token=self.eos_text,
-                                                   add_generation_prompt=True, raise_exception=raise_exception)
-        except TemplateError as exc:
+            head = apply_chat_template(self.template, [{"role": "user", "content": text}], eos_text=self.eos_text)
+        except ChatTemplateRefused as exc:
             raise UserError(f"the model's chat template refused a RULER prompt: {exc}") from None
         return head + answer_prefix
-
-
-@cache
-def _compiled(template: str):
-    return ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(template)
 
 
 def model_chat_template(scorer: Scorer) -> ChatTemplate:

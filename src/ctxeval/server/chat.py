@@ -6,9 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from jinja2.exceptions import TemplateError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
-
+from ctxeval.backends.chat_template import ChatTemplateRefused, apply_chat_template
 from ctxeval.server.completions import Generated, Token, cut_at_stop, generate_tokens
 from ctxeval.server.errors import ApiError
 from ctxeval.server.model import ServedModel
@@ -20,17 +18,9 @@ def render(model: ServedModel, messages: list[dict]) -> str:
     template = model.settings.chat_template or model.special.chat_template
     if not template:
         raise ApiError(400, f"messages: {model.info.name} has no chat template (start the server with --chat-template FILE); use /v1/completions", "messages")
-
-    def raise_exception(message: str):
-        raise TemplateError(message)
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     try:
-        return env.from_string(template).render(
-            messages=messages, bos_token=model.special.bos_text or "", eos_token=model.special.eos_text or "",
-            add_generation_prompt=True, raise_exception=raise_exception,
-        )
-    except TemplateError as exc:
+        return apply_chat_template(template, messages, model.special.bos_text or "", model.special.eos_text or "")
+    except ChatTemplateRefused as exc:
         raise ApiError(400, f"messages: the chat template refused them: {exc}", "messages") from None
 
 
