@@ -7,15 +7,16 @@ row). An answer is *likelihood-correct* when its tokens lie inside the greedy pr
 generation then produces it, word for word. The likelihood score is the share of answers that
 are, a continuous companion of RULER's `string_match_all`.
 
-Generation: on a backend that generates (llama.cpp), the reference is scored on generation's
+Generation: on a backend that generates (llama.cpp, hf), the reference is scored on generation's
 own kernel path (`score_then_generate`), so when the whole reference is the greedy continuation
 the generated text starts with it and scores 1 without being generated; otherwise the model
 generates the task's `tokens_to_generate` greedily (continuing from where the greedy chain left
 the reference, the prompt decoded once) and RULER's scorer reads the text. A sample
 can be correct by generation and not by likelihood (the model answered in another form: other
-order, other separators, a preamble); never the reverse on the generation path. A backend
-without generation (an hf: model with a KV press) gets the likelihood score only
-(`generation_score` null), the reference scored in one batched pass. An API model generates
+order, other separators, a preamble); never the reverse on the generation path. An hf: model
+with a KV press takes the same path with its context compressed: the task's instruction and
+haystack are prefilled inside the press, and the question, the answer prefix, the reference and
+every generated token run against the compressed cache (probes/context_split.py). An API model generates
 text (temperature 0) and scores the reference with what the API returns: exact ranks where the
 server gives vLLM's prompt_logprobs (`ctxeval serve` does), else ranks within its top-k.
 """
@@ -31,6 +32,7 @@ from ctxeval.backends.logits import BlockScores
 from ctxeval.errors import FieldError
 from ctxeval.metrics.ruler import match_all, postprocess_pred
 from ctxeval.probes.answer_tokens import answer_cover, min_margin
+from ctxeval.probes.context_split import context_end as split_at, ruler_context_chars
 from ctxeval.probes.ruler_aggregation import Rendered
 from ctxeval.probes.ruler_samples import SampleSpec, build_sample
 from ctxeval.probes.ruler_tasks import TASKS
@@ -63,7 +65,7 @@ class SampleResult:
     depth: float | None  # needle tasks: where the first answer's needle starts in the context (share of characters)
     answers: list[str]
     prediction: str  # RULER-postprocessed generated text ("" when the generation path decided it, or no generation)
-    method: str  # "generation path", "greedy generation", "likelihood only (no generation)"
+    method: str  # "generation path", "greedy generation" ("likelihood only (no generation)": a pressed model in an older run)
     generation_score: float | None  # RULER's string_match_all for this sample, in [0, 1]
     likelihood_score: float  # share of answers inside the greedy prefix
     answer_logprob: float  # summed log-probability of the reference tokens that cover the answers
@@ -84,9 +86,13 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     task = TASKS[spec.task]
     info = scorer.info
     bos = [info.bos_id] if info.uses_bos else []
-    prompt_ids = scorer.tokenize(rendered.prompt)
-    if info.max_context is not None:
-        prompt_ids = prompt_ids[-info.max_context :]  # a truncation control sees the prompt's last N tokens
+    whole = scorer.tokenize(rendered.prompt)
+    # a truncation control sees the prompt's last N tokens
+    prompt_ids = whole[-info.max_context :] if info.max_context is not None else whole
+    context_end = None
+    if scorer.compresses_context:  # the instruction and haystack compressed; the question on runs against the cache
+        chars = ruler_context_chars(task.family, rendered.prompt)
+        context_end = split_at(scorer, rendered.prompt, whole, chars, len(bos)) - (len(whole) - len(prompt_ids))
     reference = reference_text(task.family, rendered.answers)
     reference_ids = scorer.tokenize(reference)  # as generation would produce it: tokens after the prompt's
     need = len(bos) + len(prompt_ids) + max(len(reference_ids), task.tokens_to_generate)
@@ -96,18 +102,16 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     answer = np.asarray(reference_ids, dtype=np.int32)
     text: str | None = None
     if scorer.capabilities.generation:
-        scores, generated = scorer.score_then_generate(prompt, answer, task.tokens_to_generate, top_k=2, temperatures=(1.0,))
+        scores, generated = scorer.score_then_generate(prompt, answer, task.tokens_to_generate, top_k=2, temperatures=(1.0,), context_end=context_end)
         if generated is not None:
             text = scorer.text_of(generated)
-    elif scorer.remote:
-        # an API re-tokenizes text: the answer is scored as the server splits prompt + answer
+    else:  # an API model
+        # it re-tokenizes text: the answer is scored as the server splits prompt + answer
         # (a token may straddle the two: "is" ":" can become "is:"), the prompt generated from as given
         scored_prompt, answer, reference = _joint_split(scorer, bos + prompt_ids, reference)
         reference_ids = [int(t) for t in answer]
         scores = _teacher_forced(scorer, scored_prompt, answer)
         text = scorer.generate_text(prompt, task.tokens_to_generate)
-    else:  # one batched pass (an hf model with a press)
-        scores = _teacher_forced(scorer, prompt, answer)
     covers = answer_cover(scorer, reference_ids, reference, rendered.answers)
     # the top choice: the greedy id where the backend gives ids; an API gives ranks (within its top-k)
     top = scores.rank == 1 if scorer.remote else scores.greedy_id == answer
@@ -117,10 +121,8 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     if text is not None:
         method, prediction = "greedy generation", postprocess_pred(text)
         generation = match_all(prediction, rendered.answers)
-    elif scorer.capabilities.generation:
-        method, prediction, generation = "generation path", "", match_all(reference, rendered.answers)
     else:
-        method, prediction, generation = "likelihood only (no generation)", "", None
+        method, prediction, generation = "generation path", "", match_all(reference, rendered.answers)
     any_cover = np.any(covers, axis=0)
     logprob = float(scores.logprob[any_cover].sum())
     n_cover = int(any_cover.sum())
