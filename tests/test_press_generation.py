@@ -123,7 +123,7 @@ def test_a_budget_that_covers_every_context_is_one_line_and_exit_2_before_any_mo
 # --- SmolLM2 135M: kvpress's own pipeline, and `ctxeval ruler` --------------------------------
 
 def _ruler_prompt(scorer) -> tuple[str, str, str, int]:
-    """A niah_single_1 sample of 384 tokens split as kvpress's RULER benchmark splits it: the
+    """A niah_single_1 sample of 256 tokens split as kvpress's RULER benchmark splits it: the
     context up to the question, the question up to the answer prefix ("The special magic"), the
     answer prefix; and how many leading ids of the whole prompt ctxeval's ruler compresses."""
     from ctxeval.probes.context_split import context_end, ruler_context_chars
@@ -132,8 +132,8 @@ def _ruler_prompt(scorer) -> tuple[str, str, str, int]:
     def count(text: str) -> int:
         return len(scorer.tokenize(text))
 
-    size = fit_size("niah_single_1", 384, 42, TEXT, count, scorer.info.name)
-    prompt = build_sample(SampleSpec("niah_single_1", 384, 0, size), 42, TEXT, count)[0].prompt
+    size = fit_size("niah_single_1", 256, 42, TEXT, count, scorer.info.name)
+    prompt = build_sample(SampleSpec("niah_single_1", 256, 0, size), 42, TEXT, count)[0].prompt
     chars = ruler_context_chars("niah", prompt)
     split = prompt.index("The special magic", chars)
     return prompt[:chars], prompt[chars:split], prompt[split:], context_end(scorer, prompt, scorer.tokenize(prompt), chars, 0)
@@ -171,8 +171,8 @@ def test_pressed_greedy_generation_equals_kvpress_pipeline_token_for_token(kvpre
     scorer = load_scorer(f"hf:smollm2-135m?press={press}&compression_ratio={ratio}")
     *ruler, ruler_context_end = _ruler_prompt(scorer)
     prompts = [tuple(ruler),
-               (TEXT[2000:3600], "Question: Who speaks first in the text above?", "Answer:"),
-               (TEXT[9000:10400], "Question: Where does the scene above take place?", "Answer: The scene takes place")]
+               (TEXT[2000:3100], "Question: Who speaks first in the text above?", "Answer:"),
+               (TEXT[9000:10000], "Question: Where does the scene above take place?", "Answer: The scene takes place")]
     for context, question, prefix in prompts:
         ids = pipeline.preprocess(context, [question], prefix, 10**9)
         context_ids, question_ids = ids["context_ids"][0].tolist(), ids["questions_ids"][0][0].tolist()

@@ -9,7 +9,10 @@ positions it holds in the full sequence; each attention layer gets a mask built 
 cache length, because presses leave layers of different lengths (PyramidKV per layer,
 Gemma 3's uncompressed sliding-window layers) and one mask for all of them lets targets see
 later targets. Head-wise presses (AdaKV) mask keys instead of dropping them; their masks are
-folded in the same way.
+folded in the same way. Generation splits as kvpress's own pipeline does: the first
+`context_end` ids are prefilled and compressed (`prefill`), and the rest of the prompt and every
+generated token then run against the cache at their true positions (`run_against`), with the
+same masks.
 
 `budget=B` keeps B tokens of every context whatever its length: the press's ratio is set per
 pass to the ratio whose rounding (`int(c·(1−r))`, kvpress's own) keeps exactly B.
