@@ -194,3 +194,22 @@ def test_ruler_with_a_pressed_model_stores_generated_predictions(tmp_path):
     assert len(samples) == 1 and samples["generation_score"].notna().all()
     sample = samples.iloc[0]
     assert sample["method"] in ("generation path", "greedy generation") and (sample["method"] == "generation path" or sample["prediction"] != "")
+
+
+def test_the_server_scores_prompts_of_a_pressed_model_but_does_not_generate(tiny):
+    """A request does not say where its context ends, so `ctxeval serve` does not decode with a
+    press; scoring a prompt (and its one greedy token) works as for any model."""
+    import httpx
+
+    from ctxeval.server.launch import serve_in_thread
+    from ctxeval.server.settings import ServerSettings
+
+    scorer = load_scorer(f"{tiny['llama']}?press=StreamingLLMPress&compression_ratio=0.5")
+    prompt = [int(t) for t in _prompt(scorer, 40)]
+    with serve_in_thread(ServerSettings(model="tiny", n_ctx=256), scorer) as (url, _):
+        one = httpx.post(url + "/v1/completions", json={"prompt": prompt, "max_tokens": 1, "temperature": 0}, timeout=60)
+        more = httpx.post(url + "/v1/completions", json={"prompt": prompt, "max_tokens": 4, "temperature": 0}, timeout=60)
+        chat = httpx.post(url + "/v1/chat/completions", json={"messages": [{"role": "user", "content": "Hi"}]}, timeout=60)
+    assert one.status_code == 200 and one.json()["usage"]["completion_tokens"] == 1
+    assert more.status_code == 400 and "cannot generate more than one greedy token" in more.json()["error"]["message"]
+    assert chat.status_code == 400 and "cannot generate here" in chat.json()["error"]["message"]
