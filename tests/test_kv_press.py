@@ -203,13 +203,13 @@ def test_retrieval_compresses_the_record_and_scores_question_and_answer_after_it
 
 
 def test_the_record_ends_at_a_token_boundary_of_the_prompt(tiny):
-    from ctxeval.probes.retrieval import _first_token_from
+    from ctxeval.probes.context_split import first_token_from
     from ctxeval.probes.retrieval_data import make_case
 
     scorer = load_scorer(tiny["llama"])
     case = make_case("register", 8, 0.5, 0)
     ids = scorer.tokenize(case.prompt)
-    first = _first_token_from(scorer, ids, case.record_char_end)
+    first = first_token_from(scorer, ids, case.record_char_end)
     record = b"".join(scorer.token_bytes(t) for t in ids[:first]).decode()
     assert case.prompt[: case.record_char_end].startswith(record) and len(case.prompt[: case.record_char_end]) - len(record) < 8
     assert case.prompt[len(record) :].startswith(b"".join(scorer.token_bytes(t) for t in ids[first:]).decode()[:20])

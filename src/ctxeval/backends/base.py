@@ -69,7 +69,9 @@ class ScorerBase(ABC):
     concurrency: int = 1  # passes it can usefully have in flight at once (an API: requests)
     batches: bool = False  # `score_batch` runs equal-length passes in one forward pass
     remote: bool = False  # it sends requests to a server (so `estimate` and `usage` say something)
-    compresses_context: bool = False  # a KV-cache press compresses every token before a pass's first scored position
+    # a KV-cache press compresses every token before a pass's first scored position, and a
+    # generation's first `context_end` ids
+    compresses_context: bool = False
 
     @property
     def name(self) -> str:
@@ -123,9 +125,13 @@ class ScorerBase(ABC):
         thesis's context schedule; n_c comparisons, or n_c requests if `exhaustive`."""
         raise UserError(f"{self.info.name}: this backend cannot run the thesis API protocol (an openai: model in generate or chat mode can)")
 
-    def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = GREEDY, seed: int | None = None) -> list[int]:
+    def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = GREEDY, seed: int | None = None,
+                 context_end: int | None = None) -> list[int]:
         """Continuation of `input_ids` (Capabilities.generation): greedy at temperature 0, else
-        sampled from the distribution at `temperature` with `seed`."""
+        sampled from the distribution at `temperature` with `seed`. `context_end`: how many
+        leading ids (BOS included) are the context, the part a model that `compresses_context`
+        compresses before the rest of the prompt and the generated tokens run against its cache;
+        such a model requires it, a model that keeps its whole cache ignores it."""
         raise UserError(f"{self.info.name}: this backend cannot generate text")
 
     def text_of(self, ids: Sequence[int]) -> str:
@@ -147,20 +153,21 @@ class ScorerBase(ABC):
         raise UserError(f"{self.info.name}: this backend does not describe its special tokens")
 
     def score_stepwise(
-        self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...]
+        self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...], context_end: int | None = None
     ) -> BlockScores:
         """Teacher-forced scores of a continuation computed on generation's own kernel path
-        (one token per step), so a greedy chain read from them is what `generate` produces."""
+        (one token per step), so a greedy chain read from them is what `generate` produces
+        (`context_end` as there)."""
         raise UserError(f"{self.info.name}: this backend cannot score on its generation path")
 
     def score_then_generate(self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, max_new_tokens: int, top_k: int,
-                            temperatures: tuple[float, ...]) -> tuple[BlockScores, list[int] | None]:
+                            temperatures: tuple[float, ...], context_end: int | None = None) -> tuple[BlockScores, list[int] | None]:
         """`score_stepwise`, and the greedy generation of `max_new_tokens` when the greedy chain
         leaves the continuation (None when it does not: generation reproduces the continuation)."""
-        scores = self.score_stepwise(prompt_ids, continuation_ids, top_k, temperatures)
+        scores = self.score_stepwise(prompt_ids, continuation_ids, top_k, temperatures, context_end=context_end)
         if np.array_equal(scores.greedy_id, np.asarray(continuation_ids)):
             return scores, None
-        return scores, self.generate(prompt_ids, max_new_tokens)
+        return scores, self.generate(prompt_ids, max_new_tokens, context_end=context_end)
 
     def logit_blocks(self, input_ids: np.ndarray, output_positions: np.ndarray, max_rows: int) -> Iterator[np.ndarray]:
         """The full-vocabulary float32 logits at `output_positions` (strictly increasing), in

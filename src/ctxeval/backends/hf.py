@@ -51,7 +51,8 @@ DEFAULT_BATCH_TOKENS = {"cpu": 4096, "cuda": 32768, "mps": 8192}
 class HFScorer(ScorerBase):
     """Scorer for one local transformers checkpoint directory."""
 
-    capabilities = Capabilities(full_logits=True, max_top_k=None, temperatures=True)
+    # a pressed model generates too: its context compressed, the rest against the cache (`context_end`)
+    capabilities = Capabilities(full_logits=True, max_top_k=None, temperatures=True, generation=True)
     batches = True
 
     def __init__(
@@ -95,8 +96,6 @@ class HFScorer(ScorerBase):
         self._body = model.base_model
         self._press = None if press is None else PressedModel(self._model, press)
         self.compresses_context = press is not None
-        # greedy generation runs on the full cache only: a pressed model scores, it does not decode
-        self.capabilities = Capabilities(full_logits=True, max_top_k=None, temperatures=True, generation=press is None)
         config = model.config
         self._softcap = getattr(config, "final_logit_softcapping", None)
         # float32 logits whatever the body's dtype, so log-sum-exp, ranks and top-k see float32
@@ -224,10 +223,12 @@ class HFScorer(ScorerBase):
         bounds = np.cumsum([0] + [len(p[2]) for p in passes])
         return [scores.rows(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
 
-    def score_stepwise(self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...]) -> BlockScores:
+    def score_stepwise(self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...],
+                       context_end: int | None = None) -> BlockScores:
         """Teacher-forced scores of a continuation on generation's path: the prompt in one forward
-        that fills a KV cache, then one token per forward, as `generate` decodes."""
-        step = self._stepper(len(prompt_ids) + len(continuation_ids))
+        that fills a KV cache (with a press: its context compressed, then the rest), then one token
+        per forward, as `generate` decodes."""
+        step = self._stepper(np.asarray(prompt_ids), len(continuation_ids), context_end)
         logits = step(np.asarray(prompt_ids))
         parts = []
         for i, target in enumerate(np.asarray(continuation_ids)):
@@ -236,14 +237,17 @@ class HFScorer(ScorerBase):
                 logits = step(np.asarray([target]))
         return BlockScores.concat(parts)
 
-    def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = GREEDY, seed: int | None = None) -> list[int]:
+    def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = GREEDY, seed: int | None = None,
+                 context_end: int | None = None) -> list[int]:
         """Greedy continuation (ties to the lowest id) with a KV cache, float32 logits from the
         head as scoring computes them; sampled at `temperature` > 0 with a generator seeded by `seed`;
-        stops after `max_new_tokens` or at the end-of-sequence token."""
+        stops after `max_new_tokens` or at the end-of-sequence token. With a press, the first
+        `context_end` ids are compressed and the rest of the prompt and every generated token run
+        against the compressed cache at their true positions (kvpress's context / question split)."""
         if max_new_tokens < 1:
             return []
         rng = np.random.default_rng(seed)
-        step = self._stepper(len(input_ids) + max_new_tokens)
+        step = self._stepper(np.asarray(input_ids), max_new_tokens, context_end)
         logits = step(np.asarray(input_ids))
         generated: list[int] = []
         eos = self._end_ids()
@@ -260,20 +264,36 @@ class HFScorer(ScorerBase):
         ids = configured if isinstance(configured, list) else [configured]
         return {int(i) for i in [*ids, self._tok.eos_token_id] if i is not None}
 
-    def _stepper(self, max_len: int):
-        """A fresh KV-cached sequence: `step(tokens)` runs them after what came before and returns
-        the float32 logits row of the last one, [1, vocab]."""
+    def _stepper(self, prompt_ids: np.ndarray, n_new: int, context_end: int | None):
+        """A fresh KV-cached sequence for `prompt_ids` and `n_new` tokens after it: `step(tokens)`
+        runs them after what came before and returns the float32 logits row of the last one,
+        [1, vocab]. With a press, the first step compresses the prompt's first `context_end` ids
+        and runs the rest at their true positions against the compressed cache, as every later
+        step runs; without one, `context_end` changes nothing (the full cache keeps every token)."""
         torch = self._torch
+        max_len = len(prompt_ids) + n_new
         if max_len > self.info.n_ctx_train:
             raise UserError(f"{max_len} tokens exceed {self.info.name}'s training context of {self.info.n_ctx_train} tokens")
         from transformers import DynamicCache
 
-        cache = DynamicCache(config=self._model.config)
+        press = self._press
+        if press is not None:
+            if context_end is None:
+                raise UserError(f"{self.info.name} compresses its KV cache: generating needs context_end, how many leading ids form the context to compress")
+            press.check_generation_context(context_end, len(prompt_ids))
+        cache, position = DynamicCache(config=self._model.config), 0
 
         def step(tokens: np.ndarray) -> np.ndarray:
+            nonlocal cache, position
             ids = torch.as_tensor(np.asarray(tokens, dtype=np.int64)[None], device=self._device)
             with torch.inference_mode():
-                hidden = self._body(input_ids=ids, past_key_values=cache, use_cache=True).last_hidden_state[:, -1]
+                if press is None:
+                    hidden = self._body(input_ids=ids, past_key_values=cache, use_cache=True).last_hidden_state[:, -1]
+                else:
+                    if position == 0:
+                        cache, ids, position = press.prefill(self._body, ids[:, :context_end]), ids[:, context_end:], context_end
+                    hidden = press.run_against(self._body, cache, ids, position)[:, -1]
+                position += ids.shape[1]
                 return self._head(hidden).cpu().numpy()
 
         return step

@@ -9,7 +9,10 @@ positions it holds in the full sequence; each attention layer gets a mask built 
 cache length, because presses leave layers of different lengths (PyramidKV per layer,
 Gemma 3's uncompressed sliding-window layers) and one mask for all of them lets targets see
 later targets. Head-wise presses (AdaKV) mask keys instead of dropping them; their masks are
-folded in the same way.
+folded in the same way. Generation splits as kvpress's own pipeline does: the first
+`context_end` ids are prefilled and compressed (`prefill`), and the rest of the prompt and every
+generated token then run against the cache at their true positions (`run_against`), with the
+same masks.
 
 `budget=B` keeps B tokens of every context whatever its length: the press's ratio is set per
 pass to the ratio whose rounding (`int(c·(1−r))`, kvpress's own) keeps exactly B.
@@ -152,6 +155,7 @@ class PressedModel:
     runs the prefill / rest split with per-layer masks."""
 
     def __init__(self, model, options: PressOptions) -> None:
+        _check_architecture(model, options.name)
         inner = press_classes()[options.name](**({"compression_ratio": options.compression_ratio or 0.0} | options.arguments))
         self._model = model
         self._sliding = set(sliding_layers(model.config))
@@ -166,25 +170,60 @@ class PressedModel:
     def hidden_states(self, body, ids, context: int):
         """The last hidden states of positions `context`… of `ids` [B, L] with ids[:, :context]
         compressed (nothing to compress when `context` is 0), and each layer's kept cache length."""
-        import torch
-        from transformers import DynamicCache
-
         if context == 0:
             return body(input_ids=ids, use_cache=False).last_hidden_state, []
+        cache = self.prefill(body, ids[:, :context])
+        kept = [layer.keys.shape[-2] for layer in cache.layers]
+        return self.run_against(body, cache, ids[:, context:], context), kept
+
+    def prefill(self, body, context_ids):
+        """A fresh cache holding `context_ids` [B, c] prefilled inside the press, compressed
+        (the ratio set for c tokens when the press has a budget)."""
+        from transformers import DynamicCache
+
+        context = context_ids.shape[1]
         ratio = ratio_for_budget(self.options.budget, context) if self.options.budget is not None else self.options.compression_ratio
         self._press.compression_ratio = ratio
         cache = DynamicCache(config=self._model.config)
         with self._press(self._model):
             try:
-                body(input_ids=ids[:, :context], past_key_values=cache, use_cache=True)
+                body(input_ids=context_ids, past_key_values=cache, use_cache=True)
             except AssertionError as exc:  # kvpress states its presses' limits as assertions (SnapKV: context > window_size)
                 raise UserError(f"press {self.options.name} cannot compress a context of {context} tokens: {exc}") from None
-        kept = [layer.keys.shape[-2] for layer in cache.layers]
-        n = ids.shape[1] - context
-        positions = torch.arange(context, context + n, device=ids.device)[None].expand(ids.shape[0], -1)
-        with _per_layer_masks(self._model, cache, context, n, self._sliding):
-            rest = body(input_ids=ids[:, context:], past_key_values=cache, position_ids=positions, use_cache=True).last_hidden_state
-        return rest, kept
+        return cache
+
+    def run_against(self, body, cache, ids, start: int):
+        """The last hidden states of `ids` [B, n], the tokens at true positions `start`…, run
+        against `cache` (a compressed context and whatever ran after it), which they extend."""
+        import torch
+
+        n = ids.shape[1]
+        positions = torch.arange(start, start + n, device=ids.device)[None].expand(ids.shape[0], -1)
+        with _per_layer_masks(self._model, cache, start, n, self._sliding):
+            return body(input_ids=ids, past_key_values=cache, position_ids=positions, use_cache=True).last_hidden_state
+
+    def check_generation_context(self, context: int, n_input: int) -> None:
+        """Refuse a generation whose split leaves nothing to measure: no token after the context
+        to run against the compressed cache, or a budget that keeps every context token."""
+        if not 0 < context < n_input:
+            raise UserError(f"context_end must lie between 1 and {n_input - 1} (the prompt's last token runs against the compressed cache), got {context}")
+        if self.options.budget is not None and context <= self.options.budget:
+            raise UserError(f"press {self.options.name} with budget={self.options.budget} keeps all {context} tokens of the context: nothing is "
+                            "compressed; give a budget below the context's length or a longer context")
+
+
+def _check_architecture(model, press: str) -> None:
+    """Refuse a model kvpress does not compress: its own supported classes (other layouts fail
+    inside its hooks: GPT-2's and OPT's layers are not where it looks, Phi's partial rotary
+    embedding breaks SnapKV's and ExpectedAttention's queries), and Gemma3ForCausalLM, whose
+    sliding-window layers ctxeval leaves whole."""
+    from kvpress.presses.base_press import SUPPORTED_MODELS
+    from transformers import Gemma3ForCausalLM
+
+    supported = (*SUPPORTED_MODELS, Gemma3ForCausalLM)
+    if not isinstance(model, supported):
+        names = ", ".join(sorted(cls.__name__ for cls in supported))
+        raise UserError(f"press {press} cannot compress a {type(model).__name__}: kvpress compresses {names}")
 
 
 def _full_attention_only(inner):
@@ -246,8 +285,9 @@ def _rope_module() -> type:
 
 
 @contextlib.contextmanager
-def _per_layer_masks(model, cache, context: int, n: int, sliding: set[int]):
-    """Each attention layer's mask from its own cache length: the kept context entries are all
+def _per_layer_masks(model, cache, start: int, n: int, sliding: set[int]):
+    """Each attention layer's mask from its own cache length, for n new tokens at true positions
+    `start`…: every cached entry (the kept context entries, and any token run after them) is
     earlier than every new token (visible to all of them), new tokens are causal among
     themselves, and an uncompressed sliding layer applies its window on true positions."""
     import torch
@@ -259,9 +299,9 @@ def _per_layer_masks(model, cache, context: int, n: int, sliding: set[int]):
         kept = cache.layers[module.layer_idx].keys.shape[-2]
         hidden = kwargs["hidden_states"]
         batch = hidden.shape[0]
-        new = torch.arange(context, context + n)
+        new = torch.arange(start, start + n)
         if module.layer_idx in sliding and getattr(module, "sliding_window", None):
-            keys = torch.cat([torch.arange(context - kept, context), new])
+            keys = torch.cat([torch.arange(start - kept, start), new])
             allowed = (keys[None, :] <= new[:, None]) & (new[:, None] - keys[None, :] < module.sliding_window)
         else:
             allowed = torch.cat([torch.ones(n, kept, dtype=torch.bool), torch.tril(torch.ones(n, n, dtype=torch.bool))], 1)

@@ -317,12 +317,13 @@ class LlamaCppScorer(ScorerBase):
         bounds = np.cumsum([0] + [len(p[2]) for p in passes])
         return [scores.rows(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
 
-    def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = GREEDY, seed: int | None = None) -> list[int]:
+    def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = GREEDY, seed: int | None = None,
+                 context_end: int | None = None) -> list[int]:
         """Continuation of `input_ids`: at temperature 0 the argmax at every step (ties to the
         lowest id), else a draw from softmax(logits / temperature) with a generator seeded by `seed`.
 
         Decodes the input afresh, then one token per step; stops after `max_new_tokens` or at
-        the end-of-generation token.
+        the end-of-generation token. `context_end` changes nothing: the whole cache is kept.
         """
         if max_new_tokens < 1:
             return []
@@ -341,13 +342,14 @@ class LlamaCppScorer(ScorerBase):
             logits = decoder.feed(np.asarray([token]))
 
     def score_stepwise(
-        self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...]
+        self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...], context_end: int | None = None
     ) -> BlockScores:
         """Teacher-forced scores of `continuation_ids` after `prompt_ids`, computed exactly as
         `generate` computes: the prompt in batches with logits at its last token, then one token
         per decode. While every greedy token equals the continuation, generation performs these
         very computations, so its output is known without running it. `score` (one batched
         pass) takes other kernel paths and can flip near-tied argmaxes (docs/numerics.md).
+        `context_end` changes nothing, as in `generate`.
         """
         continuation_ids = np.asarray(continuation_ids)
         return self._score_along(_StepDecoder(self, len(prompt_ids) + len(continuation_ids)), prompt_ids, continuation_ids, top_k, temperatures)[0]
@@ -368,7 +370,7 @@ class LlamaCppScorer(ScorerBase):
         return BlockScores.concat(parts), leave, first
 
     def score_then_generate(self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, max_new_tokens: int, top_k: int,
-                            temperatures: tuple[float, ...]) -> tuple[BlockScores, list[int] | None]:
+                            temperatures: tuple[float, ...], context_end: int | None = None) -> tuple[BlockScores, list[int] | None]:
         """`score_stepwise`, then, where the greedy chain leaves the continuation at step d, the
         greedy generation, continued from step d on the same sequence: the cache is cut back to
         the prompt and the d tokens greedy decoding shares with the continuation (the freed

@@ -117,6 +117,11 @@ class ModelSpec:
         """Whether the model compresses its KV cache (`press=`, hf: models)."""
         return isinstance(self.options, HfOptions) and self.options.press is not None
 
+    @property
+    def press_budget(self) -> int | None:
+        """The tokens a press keeps of every context (`budget=B`); None without a budget."""
+        return self.options.press.budget if isinstance(self.options, HfOptions) and self.options.press is not None else None
+
 
 def parse_model_spec(spec: str) -> ModelSpec:
     """`spec` parsed and its options checked as loading checks them, without loading anything

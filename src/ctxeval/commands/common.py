@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Protocol
 
-from ctxeval.backends.registry import check_options
+from ctxeval.backends.registry import check_options, parse_model_spec
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K
 from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
 from ctxeval.options import at_least, comma_floats, option, positive, python_only
@@ -133,3 +133,14 @@ class Identified(Protocol):
 def out_dir(out: str | Path | None, command: str, config: Identified) -> Path:
     """Default run directory: named by the run id, so the same command resumes the same run."""
     return Path(out) if out is not None else Path("runs") / f"{command}-{config.run_id()[:8]}"
+
+
+def budget_covering(models: tuple[str, ...], size: int) -> str | None:
+    """What is wrong when a pressed model's budget keeps every token of a generation's context at
+    prompt size `size` (its context is shorter): nothing would be compressed (None: nothing)."""
+    for spec in models:
+        budget = parse_model_spec(spec).press_budget
+        if budget is not None and budget >= size:
+            return (f"{size} is within {spec}'s press budget of {budget} tokens: the press would keep every token of a context (shorter than "
+                    "the prompt) and compress nothing; use longer prompts or a smaller budget")
+    return None

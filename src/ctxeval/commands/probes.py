@@ -137,6 +137,9 @@ class RetrievalSpec:
         if self.tokens:
             if min(self.tokens) < 1:
                 raise fail(RetrievalSpec, "tokens", "must be positive integers")
+            problem = common.budget_covering(self.models, min(self.tokens))
+            if problem:
+                raise fail(RetrievalSpec, "tokens", problem)
         elif not self.lines or min(self.lines) < N_EXAMPLES + 1:
             raise fail(RetrievalSpec, "lines", f"must be integers of at least {N_EXAMPLES + 1}")
 

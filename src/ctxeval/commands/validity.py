@@ -12,7 +12,7 @@ from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
 from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
-from ctxeval.options import argument, comma_list, comma_ints, group, joined, option, positive
+from ctxeval.options import argument, comma_list, comma_ints, fail, group, joined, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.results.manifest import Manifest
 from ctxeval.probes.ruler_report import RULER_THRESHOLD, ruler_result
@@ -78,6 +78,11 @@ class RulerSpec:
     dtype: str | None = common.dtype()
     openai: OpenAIOptions = group(OpenAIOptions)
     executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+
+    def check(self) -> None:
+        problem = common.budget_covering(self.models, min(self.lengths))
+        if problem:
+            raise fail(RulerSpec, "lengths", problem)
 
 
 def run_ruler_tasks(spec: RulerSpec) -> RulerResult:

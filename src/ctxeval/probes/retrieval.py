@@ -1,15 +1,15 @@
 """Score line-retrieval cases on a model: greedy exact match and the rank of the right value.
 
-Accuracy is what real greedy generation produces. On a backend that generates (llama.cpp),
+Accuracy is what real greedy generation produces. On every local backend (llama.cpp, hf),
 the reference answer is scored teacher-forced *on generation's own kernel path*: the prompt in
 one batched decode, then one token per decode (`score_stepwise`). While every greedy token
 equals the reference, generation performs exactly these computations, so the value is produced
 and no generation is run; otherwise the model generates greedily and the value is extracted
 from its text. A shortcut through one batched pass over prompt + answer is *not* taken: batched
 and one-token decodes use different kernels, their logits differ in the last digits, and near
-ties flip (measured in docs/numerics.md). Backends without generation fall back to the batched
-greedy chain; such cases say so in `accuracy_method`, with the smallest top-1 margin recorded.
-The rank view works even when a tiny model never gets the value right.
+ties flip (measured in docs/numerics.md). A model with a KV-cache press compresses the record
+and runs the question, the answer and every generated token against the compressed cache
+(probes/context_split.py). The rank view works even when a tiny model never gets the value right.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 from ctxeval.backends.base import Scorer
 from ctxeval.errors import UserError
 from ctxeval.probes.answer_tokens import answer_cover, min_margin
+from ctxeval.probes.context_split import context_end as context_end_of
 from ctxeval.probes.retrieval_data import RetrievalCase, make_case
 
 _EXTRA_TOKENS = 4  # generated beyond the reference length, so a longer wrong answer is seen whole
@@ -40,7 +41,7 @@ class CaseResult:
     prompt_tokens: int
     correct: bool
     prediction: str
-    accuracy_method: str  # "generation path", "greedy generation", "batched greedy chain (no generation)"
+    accuracy_method: str  # "generation path", "greedy generation" ("batched greedy chain (no generation)": a pressed model in an older run)
     min_margin: float  # smallest top-1 minus runner-up log-probability over the answer's tokens
     first_rank: int  # rank of the answer's first token (full vocabulary)
     value_logprob: float  # sum of log-probabilities of the answer tokens that cover the value
@@ -64,29 +65,17 @@ def score_case(scorer: Scorer, case: RetrievalCase) -> CaseResult:
         raise UserError(f"a {case.n_lines}-line record needs {n_input} tokens, beyond {info.name}'s training context of {info.n_ctx_train}")
     prompt = np.asarray(bos + prompt_ids, dtype=np.int32)
     answer = np.asarray(answer_ids, dtype=np.int32)
-    can_generate = scorer.capabilities.generation
-    if can_generate:
-        scores = scorer.score_stepwise(prompt, answer, top_k=2, temperatures=(1.0,))
-    else:
-        input_ids = np.concatenate([prompt, answer[:-1]])
-        # a pressed model compresses what comes before the first scored position: the record
-        # alone, with the question (scored too, then dropped) and the answer after it
-        first = len(bos) + _first_token_from(scorer, prompt_ids, len(case.prompt[: case.record_char_end].encode())) if scorer.compresses_context else len(prompt) - 1
-        positions = np.arange(first, len(input_ids))
-        scores = scorer.score(input_ids, positions, np.concatenate([prompt[first + 1 :], answer]), top_k=2, temperatures=(1.0,))
-        scores = scores.rows(len(positions) - len(answer), len(positions))
+    # a pressed model compresses the record alone; the question and the answer run against its cache
+    context_end = context_end_of(scorer, case.prompt, prompt_ids, case.record_char_end, len(bos)) if scorer.compresses_context else None
+    scores = scorer.score_stepwise(prompt, answer, top_k=2, temperatures=(1.0,), context_end=context_end)
     covers_value = answer_cover(scorer, answer_ids, case.answer, (case.value,))[0]
-    chain_ok = bool(np.all(scores.greedy_id == answer))
-    if can_generate and chain_ok:
+    if np.all(scores.greedy_id == answer):
         correct, prediction, method = True, case.value, "generation path"
-    elif can_generate:
-        generated = scorer.generate(prompt, len(answer_ids) + _EXTRA_TOKENS)
+    else:
+        generated = scorer.generate(prompt, len(answer_ids) + _EXTRA_TOKENS, context_end=context_end)
         text = scorer.text_of(generated)
         prediction = extract_value(case.variant, text)
         correct, method = prediction == case.value, "greedy generation"
-    else:
-        correct, method = chain_ok, "batched greedy chain (no generation)"
-        prediction = case.value if chain_ok else ""
     return CaseResult(
         model=info.name, variant=case.variant, lines=case.n_lines, depth=case.depth, sample=case.sample,
         char_depth=round(case.char_depth, 6), prompt_tokens=len(bos) + len(prompt_ids), correct=correct,
@@ -94,12 +83,6 @@ def score_case(scorer: Scorer, case: RetrievalCase) -> CaseResult:
         value_logprob=float(scores.logprob[covers_value].sum()), value_tokens=int(covers_value.sum()),
         answer_ranks=[int(r) for r in scores.rank],
     )
-
-
-def _first_token_from(scorer, ids: list[int], byte_offset: int) -> int:
-    """Index of the first token of `ids` whose text ends after `byte_offset` (the token that starts there, or straddles it)."""
-    ends = np.cumsum([len(scorer.token_bytes(int(t))) for t in ids])
-    return int(np.searchsorted(ends, byte_offset, side="right"))
 
 
 @dataclass(frozen=True)

@@ -7,16 +7,17 @@ row). An answer is *likelihood-correct* when its tokens lie inside the greedy pr
 generation then produces it, word for word. The likelihood score is the share of answers that
 are, a continuous companion of RULER's `string_match_all`.
 
-Generation: on a backend that generates (llama.cpp), the reference is scored on generation's
+Generation: on a backend that generates (llama.cpp, hf), the reference is scored on generation's
 own kernel path (`score_then_generate`), so when the whole reference is the greedy continuation
 the generated text starts with it and scores 1 without being generated (the record's prediction
 is then the reference, so that RULER's evaluate.py re-scores it alike); otherwise the model
 generates the task's `tokens_to_generate` greedily (continuing from where the greedy chain left
 the reference, the prompt decoded once) and RULER's scorer reads the text. A sample
 can be correct by generation and not by likelihood (the model answered in another form: other
-order, other separators, a preamble); never the reverse on the generation path. A backend
-without generation (an hf: model with a KV press) gets the likelihood score only
-(`generation_score` null), the reference scored in one batched pass. An API model generates
+order, other separators, a preamble); never the reverse on the generation path. An hf: model
+with a KV press takes the same path with its context compressed: the task's instruction and
+haystack are prefilled inside the press, and the question, the answer prefix, the reference and
+every generated token run against the compressed cache (probes/context_split.py). An API model generates
 text (temperature 0) and scores the reference with what the API returns: exact ranks where the
 server gives vLLM's prompt_logprobs (`ctxeval serve` does), else ranks within its top-k.
 """
@@ -33,6 +34,7 @@ from ctxeval.backends.logits import BlockScores
 from ctxeval.errors import FieldError
 from ctxeval.metrics.ruler import match_all, postprocess_pred
 from ctxeval.probes.answer_tokens import answer_cover, min_margin
+from ctxeval.probes.context_split import context_end as split_at, ruler_context_chars
 from ctxeval.probes.ruler_aggregation import Rendered
 from ctxeval.probes.ruler_prompt import ChatTemplate, model_text, text_ids, token_counter
 from ctxeval.probes.ruler_samples import SampleSpec, build_sample
@@ -89,10 +91,14 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     info = scorer.info
     bos = [info.bos_id] if info.uses_bos else []
     given = model_text(spec.task, rendered.prompt, chat)
-    prompt_ids = text_ids(scorer, given, chat)
+    whole = text_ids(scorer, given, chat)
     prompt_sha256 = hashlib.sha256(given.encode("utf-8")).hexdigest()
-    if info.max_context is not None:
-        prompt_ids = prompt_ids[-info.max_context :]  # a truncation control sees the prompt's last N tokens
+    # a truncation control sees the prompt's last N tokens
+    prompt_ids = whole[-info.max_context :] if info.max_context is not None else whole
+    context_end = None
+    if scorer.compresses_context:  # the instruction and haystack compressed; the question on runs against the cache (no chat template with a press)
+        chars = ruler_context_chars(task.family, given)
+        context_end = split_at(scorer, given, whole, chars, len(bos)) - (len(whole) - len(prompt_ids))
     reference = reference_text(task.family, rendered.answers)
     reference_ids = scorer.tokenize(reference)  # as generation would produce it: tokens after the prompt's
     need = len(bos) + len(prompt_ids) + max(len(reference_ids), task.tokens_to_generate)
@@ -102,18 +108,16 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     answer = np.asarray(reference_ids, dtype=np.int32)
     text: str | None = None
     if scorer.capabilities.generation:
-        scores, generated = scorer.score_then_generate(prompt, answer, task.tokens_to_generate, top_k=2, temperatures=(1.0,))
+        scores, generated = scorer.score_then_generate(prompt, answer, task.tokens_to_generate, top_k=2, temperatures=(1.0,), context_end=context_end)
         if generated is not None:
             text = scorer.text_of(generated)
-    elif scorer.remote:
-        # an API re-tokenizes text: the answer is scored as the server splits prompt + answer
+    else:  # an API model
+        # it re-tokenizes text: the answer is scored as the server splits prompt + answer
         # (a token may straddle the two: "is" ":" can become "is:"), the prompt generated from as given
         scored_prompt, answer, reference = _joint_split(scorer, bos + prompt_ids, reference)
         reference_ids = [int(t) for t in answer]
         scores = _teacher_forced(scorer, scored_prompt, answer)
         text = scorer.generate_text(prompt, task.tokens_to_generate)
-    else:  # one batched pass (an hf model with a press)
-        scores = _teacher_forced(scorer, prompt, answer)
     covers = answer_cover(scorer, reference_ids, reference, rendered.answers)
     # the top choice: the greedy id where the backend gives ids; an API gives ranks (within its top-k)
     top = scores.rank == 1 if scorer.remote else scores.greedy_id == answer

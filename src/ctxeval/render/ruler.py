@@ -42,8 +42,8 @@ def results_markdown(table: pd.DataFrame, lengths: dict[str, dict[str, dict]], a
         wide["effective length"] = [_length_text(lengths[str(model)][t], int(part["length"].min())) for t in wide.index]
         wide.index = [*tasks, mean_label(len(tasks))]
         wide.index.name = "task"
-        lines += [f"## {model}", "", f"Score (percent, RULER's string_match_all; 95 % Wilson interval) by length in tokens; effective length at ≥ {threshold:g}.", "",
-                  wide.reset_index().to_markdown(index=False), ""]
+        lines += [f"## {model}", "", f"Score (percent, {_scored_by(set(part['scored_by']))}; 95 % Wilson interval) by length in tokens; "
+                  f"effective length at ≥ {threshold:g}.", "", wide.reset_index().to_markdown(index=False), ""]
     if agree["samples"]:
         lines += [f"Generation and likelihood agree on {agree['agree']:.1%} of {agree['samples']} samples; on {agree['answered_in_another_form']:.1%} generation found answers "
                   f"that the likelihood pass's greedy prefix did not hold (another order or form); likelihood above generation on {agree['likelihood_above_generation']:.1%}.", ""]
@@ -53,6 +53,15 @@ def results_markdown(table: pd.DataFrame, lengths: dict[str, dict[str, dict]], a
 def mean_label(tasks: int) -> str:
     """How the mean row is named: of the run's tasks, which are not RULER's 13 (its QA tasks are not offered)."""
     return f"mean of {tasks} task{'s' if tasks != 1 else ''} (RULER has 13)"
+
+
+def _scored_by(kinds: set[str]) -> str:
+    """Which scoring a model's numbers are: RULER's on generated text, or likelihood where its samples were not generated."""
+    generated = "RULER's string_match_all on the greedy generation"
+    if kinds == {"generation"}:
+        return generated
+    likelihood = "by likelihood, not generated: the share of answers inside the teacher-forced greedy prefix"
+    return likelihood if kinds == {"likelihood"} else f"{generated}; cells without generation {likelihood}"
 
 
 def _length_text(entry: dict, shortest: int) -> str:

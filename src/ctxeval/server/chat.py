@@ -27,8 +27,8 @@ def render(model: ServedModel, messages: list[dict]) -> str:
 async def chat(request: ChatRequest, model: ServedModel) -> dict:
     model.check_model(request.model)
     model.check_k(request.top_logprobs, "top_logprobs")
-    if not model.scorer.capabilities.generation:
-        raise ApiError(400, f"messages: {model.info.name} cannot generate on this backend; use /v1/completions", "messages")
+    if not model.generates:
+        raise ApiError(400, f"messages: {model.info.name} cannot generate here; use /v1/completions", "messages")
     ids = model.string_ids(render(model, [m.model_dump() for m in request.messages]))
     n_new = request.max_completion_tokens or request.max_tokens or max(model.settings.n_ctx - len(ids), 1)
     model.check_ids(ids, "messages", n_new)

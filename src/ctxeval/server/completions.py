@@ -57,8 +57,8 @@ async def complete(request: CompletionRequest, model: ServedModel) -> dict:
     k = request.logprobs or 0
     one_step = n_new == 1 and temperature == 0
     want_prompt = (request.echo and request.logprobs is not None) or request.prompt_logprobs is not None
-    if n_new > 0 and not one_step and not model.scorer.capabilities.generation:
-        raise ApiError(400, f"max_tokens: {model.info.name} cannot generate more than one greedy token (temperature 0) on this backend", "max_tokens")
+    if n_new > 0 and not one_step and not model.generates:
+        raise ApiError(400, f"max_tokens: {model.info.name} cannot generate more than one greedy token (temperature 0) here", "max_tokens")
 
     scores: list[tuple[BlockScores | None, BlockScores | None]] = [(None, None)] * len(ids_list)
     passes, owners = [], []

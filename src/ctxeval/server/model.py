@@ -32,6 +32,12 @@ class ServedModel:
         self.worker = ModelWorker(scorer, settings.max_queue, settings.batch_tokens)
         self._pieces: dict[int, bytes] = {}
 
+    @property
+    def generates(self) -> bool:
+        """Whether the routes may generate: a request does not say where its context ends, which a
+        model with a KV-cache press needs to know (it scores prompts, as for any model)."""
+        return self.scorer.capabilities.generation and not self.scorer.compresses_context
+
     # --- names and limits ------------------------------------------------------------------
     def check_model(self, name: str | None) -> None:
         """A request may name the model by any served name, or not at all."""
