@@ -7,10 +7,16 @@ and answer rank per length. Task measures are what users judge by: RULER's gener
 length and its effective length, and retrieval accuracy. Every measure carries its direction
 (+1: higher is better; -1: lower is better, as KL and rank), so that a correlation of oriented
 values is positive when the two measures order the models alike.
+
+RULER runs of one model made with different seeds draw different samples. The first such run
+given is the model's task run; a later run's cheap measures are kept apart as "held out" (scored on
+samples generation did not see, e.g. "RULER answer log p at 1024 (held out)") and its task
+measures are dropped, so a cheap measure is correlated with generation on other samples.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +58,27 @@ def measures_of(result: EffectiveLengthResult | RulerResult | RetrievalResult | 
         kl = result.report["summary"]["all"]["kl"]["mean"]
         return [Measure(result.report["cand"]["name"], f"mean KL vs {result.report['ref']['name']}", CHEAP, -1, float(kl), run, seconds)]
     raise TypeError(f"agreement does not read {type(result).__name__}")
+
+
+HELD_OUT = " (held out)"
+
+
+def hold_out(measures: list[Measure], seeds: dict[str, int]) -> list[Measure]:
+    """`measures` with a model's RULER runs of a seed other than its first run's kept apart:
+    their cheap measures renamed with HELD_OUT, their task measures dropped. `seeds` gives each
+    RULER run's seed by run folder; measures of other runs pass unchanged."""
+    first: dict[str, int] = {}
+    out = []
+    for m in measures:
+        if m.run not in seeds:
+            out.append(m)
+            continue
+        seed = first.setdefault(m.model, seeds[m.run])
+        if seeds[m.run] == seed:
+            out.append(m)
+        elif m.kind == CHEAP:
+            out.append(dataclasses.replace(m, measure=m.measure + HELD_OUT))
+    return out
 
 
 def _seconds_per_model(manifest: Manifest) -> float | None:

@@ -21,7 +21,7 @@ from ctxeval.probes.ruler_tasks import TASKS
 from ctxeval.agreement.analysis import correlations, measure_table
 from ctxeval.render.agreement import agreement_markdown
 from ctxeval.render.agreement_page import render_agreement
-from ctxeval.agreement.measures import READS, measures_of
+from ctxeval.agreement.measures import READS, hold_out, measures_of
 from ctxeval.results.agreement import SCATTER_PNG, AgreementResult
 from ctxeval.results.base import read_result
 from ctxeval.results.ruler import RulerResult
@@ -120,10 +120,13 @@ class AgreementSpec:
 
 def run_agreement(spec: AgreementSpec) -> AgreementResult:
     """Read every run's measures, correlate each cheap measure with each task measure, write the report."""
-    measures = []
+    measures, seeds = [], {}
     for path in spec.runs:
-        measures += measures_of(read_result(path, reader="agreement", kinds=READS), str(path))
-    table = measure_table(measures)
+        result = read_result(path, reader="agreement", kinds=READS)
+        measures += measures_of(result, str(path))
+        if isinstance(result, RulerResult):
+            seeds[str(path)] = int(result.manifest.config["seed"])
+    table = measure_table(hold_out(measures, seeds))
     pairs = correlations(table, spec.replicates, spec.seed)
     return AgreementResult(Path(spec.out), [str(p) for p in spec.runs], table, pairs, spec.replicates, spec.seed, render_agreement(table, pairs, SCATTER_PNG, spec.replicates),
                              agreement_markdown(table, pairs, len(spec.runs), spec.replicates))
