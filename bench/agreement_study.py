@@ -9,6 +9,10 @@ then `ctxeval agreement` over all of them (into --out/report). Every run is resu
 continues where it stopped (the folders under --out), across sessions.
 
     python bench/agreement_study.py --data ../shared/data/gutenberg --out runs/agreement
+
+`--study presses` runs the press study instead (bench/press_study.py, docs/agreement.md): hf
+models under kvpress presses, RULER by generation against answer log p on held-out samples,
+KL against the full cache and effective-length's gain.
 """
 
 from __future__ import annotations
@@ -48,12 +52,22 @@ def variants(name: str, out: Path) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data/gutenberg"))
-    parser.add_argument("--out", type=Path, default=Path("runs/agreement"))
+    parser.add_argument("--out", type=Path, default=None, help="runs/agreement (variants) or runs/press-study (presses)")
     parser.add_argument("--samples", default="6,3", help="RULER samples per (task, length), per family in --families order")
     parser.add_argument("--lengths", default="1024,2048")
     parser.add_argument("--families", default=",".join(FAMILIES))
     parser.add_argument("--only", choices=("ruler", "effective-length", "all"), default="all")
-    args = parser.parse_args()
+    parser.add_argument("--study", choices=("variants", "presses"), default="variants",
+                        help="variants: the llama.cpp study above; presses: the press study (see bench/press_study.py --help)")
+    args, rest = parser.parse_known_args()
+    if args.study == "presses":
+        from press_study import main as press_main  # bench/ is the script's own folder, first on sys.path
+
+        press_main(rest, data=args.data, out=args.out or Path("runs/press-study"))
+        return
+    args.out = args.out or Path("runs/agreement")
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     args.out.mkdir(parents=True, exist_ok=True)
     lengths = tuple(int(n) for n in args.lengths.split(","))
     runs = []

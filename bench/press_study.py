@@ -1,0 +1,200 @@
+"""The press study (docs/agreement.md, "The press study"): which cheap likelihood number orders
+KV-cache presses as RULER's generated score does, on samples generation did not see, and at what
+cost. Run through `bench/agreement_study.py --study presses`.
+
+Per family (hf:gemma-3-270m, hf:smollm2-135m) the variants are the full cache, a truncation
+control `max_context=B` per budget B, and each press at each budget (`press=NAME&budget=B`).
+Runs, each resumable (re-running continues the folders under --out):
+- `ruler-gen-FAMILY`: RULER by generation (seed --seed), the task measure;
+- `ruler-heldout-FAMILY`: the same tasks on another seed (--seed + 1), whose answer log p is the
+  held-out cheap measure (the two runs' prompts are checked to be disjoint);
+- `diff-FAMILY-VARIANT`: KL of each variant against the full cache, sliding windows (--window,
+  --stride) so that every scored target follows a context longer than the budget;
+- `effective-length-FAMILY`: gain and log p over context lengths.
+Then `ctxeval agreement` over them (the held-out run labelled by agreement itself) and the
+press-study analysis (ctxeval.agreement.press_study) into --out/report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import pandas as pd
+
+import ctxeval
+from ctxeval.agreement.measures import CHEAP, Measure, hold_out, measures_of
+from ctxeval.agreement.analysis import measure_table
+from ctxeval.agreement.press_study import press_study_table, separation
+from ctxeval.results.base import read_result
+from ctxeval.results.ruler import RulerResult
+
+FAMILIES = ("hf:gemma-3-270m", "hf:smollm2-135m")
+PRESSES = ("StreamingLLMPress", "SnapKVPress", "ExpectedAttentionPress", "KnormPress", "TOVAPress")
+TASKS = ("niah_single_1", "niah_single_2", "niah_multikey_1", "niah_multivalue", "vt", "fwe")
+BOOKS = ("austen-emma.txt", "melville-moby_dick.txt")
+SMALL = {"families": "hf:smollm2-135m", "presses": "StreamingLLMPress,SnapKVPress", "budgets": "256", "tasks": "niah_single_1",
+         "lengths": "1024", "samples": 2, "books": "austen-emma.txt", "window": 512, "stride": 128, "max_tokens": 1024,
+         "el_lengths": "128,512", "starts": 1, "targets": 8}
+
+
+def variants(family: str, presses: list[str], budgets: list[int]) -> list[str]:
+    """The full cache, a truncation control per budget, every press at every budget."""
+    return [family, *(f"{family}?max_context={b}" for b in budgets), *(f"{family}?press={p}&budget={b}" for b in budgets for p in presses)]
+
+
+def _seconds(run: Path) -> float:
+    timing = json.loads((run / "manifest.json").read_text()).get("timing") or {}
+    return float(timing.get("seconds_all_sessions", timing.get("seconds_this_session", math.nan)))
+
+
+def _slug(variant: str) -> str:
+    return variant.split("?", 1)[1].replace("&", "-").replace("=", "") if "?" in variant else "full"
+
+
+def estimate(args: argparse.Namespace, out: Path) -> float:
+    """Seconds the study should take here, from two tiny timed RULER runs per family of the full
+    cache and one press at the shortest length (--out/calibrate-FAMILY-N, 1 and 2 samples): their
+    difference is the time of one sample per model without loading (t2 − t1 over the models), the
+    rest is the fixed cost per run and model. Scaled by the study's samples (linear in length), its
+    runs' loads, and the tokens diff and effective-length score (a 1,024-token pass costing one
+    sample)."""
+    total = 0.0
+    for family in args.families:
+        models = (family, f"{family}?press={args.presses[0]}&budget={args.budgets[0]}")
+        timed = []
+        for n in (1, 2):
+            run = out / f"calibrate-{family.split(':')[1]}-{n}"
+            ctxeval.ruler(tasks=args.tasks[:1], lengths=args.lengths[:1], samples=n, models=models, seed=args.seed, out=run)
+            timed.append(_seconds(run))
+        per_sample = max(timed[1] - timed[0], 0.0) / len(models) * 1024 / args.lengths[0]
+        fixed = max(timed[0] / len(models) - per_sample * args.lengths[0] / 1024, 0.0)
+        n_variants = len(variants(family, args.presses, args.budgets))
+        ruler = 2 * n_variants * len(args.tasks) * args.samples * sum(n / 1024 for n in args.lengths)
+        diff_windows = max(1, (args.max_tokens - args.window) // args.stride + 1) * len(args.books)
+        diff = (n_variants - 1) * 2 * diff_windows * args.window / 1024
+        el = n_variants * len(args.books) * args.starts * sum(n / 1024 for n in args.el_lengths)
+        loads = (2 + 1) * n_variants + 2 * (n_variants - 1)  # two ruler runs and effective-length per variant, two models per diff
+        total += per_sample * (ruler + diff + el) + fixed * loads
+        print(f"{family}: {per_sample:.1f} s per 1,024-token RULER sample, {fixed:.0f} s per model loaded (timed here); {n_variants} variants",
+              flush=True)
+    return total
+
+
+def _check_disjoint(gen: Path, held: Path) -> None:
+    """The held-out run's prompts share none with the generation run's (different samples)."""
+    a, b = (set(read_result(p).samples["prompt_sha256"]) for p in (gen, held))
+    if a & b:
+        raise SystemExit(f"{held} repeats {len(a & b)} prompts of {gen}: the seeds do not give disjoint samples")
+    print(f"held-out samples: {len(b)} prompts, none of the {len(a)} generation prompts", flush=True)
+
+
+def run_family(family: str, args: argparse.Namespace, data: Path, out: Path) -> tuple[list[Path], list[Path]]:
+    """Every run of one family (resumable); the ruler/effective-length runs and the diff runs."""
+    name = family.split(":")[1]
+    models = tuple(variants(family, args.presses, args.budgets))
+    runs, diffs = [], []
+    for kind, seed in (("gen", args.seed), ("heldout", args.seed + 1)):
+        run = out / f"ruler-{kind}-{name}"
+        started = time.time()
+        ctxeval.ruler(tasks=tuple(args.tasks), lengths=tuple(args.lengths), samples=args.samples, models=models, seed=seed, out=run, progress=True)
+        print(f"ruler ({kind}, seed {seed}) {family}: {time.time() - started:.0f} s this session", flush=True)
+        runs.append(run)
+    _check_disjoint(*runs)
+    texts = tuple(str(data / b) for b in args.books)
+    for variant in models[1:]:
+        run = out / f"diff-{name}-{_slug(variant)}"
+        started = time.time()
+        result = ctxeval.diff(family, variant, texts, window=args.window, stride=args.stride, max_tokens=args.max_tokens, out=run, progress=True)
+        print(f"diff {variant}: mean KL {result.report['summary']['all']['kl']['mean']:.4f}, {time.time() - started:.0f} s this session", flush=True)
+        diffs.append(run)
+    run = out / f"effective-length-{name}"
+    started = time.time()
+    ctxeval.effective_length(texts, models=models, lengths=tuple(args.el_lengths), starts=args.starts, targets=args.targets, out=run, progress=True)
+    print(f"effective-length {family}: {time.time() - started:.0f} s this session", flush=True)
+    runs.append(run)
+    return runs, diffs
+
+
+def analyse(families: list[str], runs: list[Path], diffs: list[Path], out: Path, replicates: int) -> str:
+    """agreement's measures with the held-out run kept apart, the full cache's KL against itself
+    (0 by definition), diff costs as whole runs (one variant each), and the press-study tables."""
+    measures, seeds = [], {}
+    for run in runs + diffs:
+        result = read_result(run)
+        found = measures_of(result, str(run))
+        if isinstance(result, RulerResult):
+            seeds[str(run)] = int(result.manifest.config["seed"])
+        if run in diffs:
+            found = [Measure(m.model, "mean KL vs full cache", m.kind, m.direction, m.value, m.run, _seconds(run)) for m in found]
+        measures += found
+    measures += [Measure(f, "mean KL vs full cache", CHEAP, -1, 0.0, "(the full cache against itself)", 0.0) for f in families]
+    table = measure_table(hold_out(measures, seeds))
+    lines = []
+    for task in sorted(m for m in set(table["measure"]) if m.startswith("RULER score at")):
+        pairs = press_study_table(table, task, replicates, seed=0)
+        lines += [f"## {task} (generated) against each cheap measure, {table[table['measure'] == task]['model'].nunique()} variants", "",
+                  pairs[["cheap", "models", "spearman", "spearman_low", "spearman_high", "kendall", "kendall_low", "kendall_high",
+                         "seconds_per_variant", "task_seconds_per_variant", "cost_share"]].to_markdown(index=False, floatfmt=".3g"), ""]
+    per_sample = []
+    for run in runs:
+        if run.name.startswith("ruler-"):
+            s = read_result(run).samples
+            column, label = ("generation_score", "RULER generated score") if run.name.startswith("ruler-gen") else ("mean_logprob", "RULER answer log p (held out)")
+            per_sample.append(pd.DataFrame({"measure": label, "variant": s["model"], "sample": list(zip(s["task"], s["length"], s["sample"])),
+                                            "value": s[column].astype(float)}))
+    sep = pd.concat([separation(part, family) for family in families for part in [p[p["variant"].str.startswith(family)] for p in per_sample]])
+    lines += ["## Samples needed to tell each variant from the full cache (paired t, 95 %)", "", sep.to_markdown(index=False, floatfmt=".3g")]
+    (out / "report").mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "report" / "measures.csv", index=False)
+    sep.to_csv(out / "report" / "samples_needed.csv", index=False)
+    text = "\n".join(lines)
+    (out / "report" / "press_study.md").write_text(text + "\n")
+    return text
+
+
+def main(argv: list[str], data: Path, out: Path) -> None:
+    parser = argparse.ArgumentParser(prog="agreement_study.py --study presses", description=__doc__.splitlines()[0])
+    parser.add_argument("--small", action="store_true", help="one family, 2 presses, 1 budget, 1 task, 1,024 tokens, 2 samples: checks the script")
+    parser.add_argument("--families", default=",".join(FAMILIES))
+    parser.add_argument("--presses", default=",".join(PRESSES))
+    parser.add_argument("--budgets", default="256,512")
+    parser.add_argument("--tasks", default=",".join(TASKS))
+    parser.add_argument("--lengths", default="1024,2048")
+    parser.add_argument("--samples", type=int, default=2, help="RULER samples per (task, length), in each of the two seeds' runs")
+    parser.add_argument("--seed", type=int, default=42, help="RULER's seed for generation; the held-out run uses seed + 1")
+    parser.add_argument("--books", default=",".join(BOOKS))
+    parser.add_argument("--window", type=int, default=1024)
+    parser.add_argument("--stride", type=int, default=256, help="diff's sliding stride: each target follows window − stride tokens or more")
+    parser.add_argument("--max-tokens", type=int, default=4096, help="tokens of each book diff scores")
+    parser.add_argument("--el-lengths", default="128,512,2048")
+    parser.add_argument("--starts", type=int, default=2)
+    parser.add_argument("--targets", type=int, default=16)
+    parser.add_argument("--replicates", type=int, default=2000)
+    parser.add_argument("--yes", action="store_true", help="run without a pause after the time estimate")
+    args = parser.parse_args(argv)
+    if args.small:
+        for key, value in SMALL.items():
+            setattr(args, key, value)
+    for key in ("families", "presses", "tasks", "books"):
+        setattr(args, key, str(getattr(args, key)).split(","))
+    for key in ("budgets", "lengths", "el_lengths"):
+        setattr(args, key, [int(n) for n in str(getattr(args, key)).split(",")])
+    if args.window - args.stride <= max(args.budgets):
+        parser.error(f"--window − --stride ({args.window - args.stride}) must exceed the largest budget ({max(args.budgets)}) so that diff compresses every context")
+    out.mkdir(parents=True, exist_ok=True)
+    n_variants = sum(len(variants(f, args.presses, args.budgets)) for f in args.families)
+    print(f"press study: {n_variants} variants over {len(args.families)} families; timing one sample per family first", flush=True)
+    seconds = estimate(args, out)
+    print(f"estimated time: {seconds / 3600:.1f} h ({seconds:.0f} s) on this machine; runs already finished under {out} are skipped", flush=True)
+    if not args.yes and not args.small:
+        time.sleep(10)  # a moment to stop a study that would not fit
+    runs, diffs = [], []
+    for family in args.families:
+        r, d = run_family(family, args, data, out)
+        runs += r
+        diffs += d
+    print(analyse(args.families, runs, diffs, out, args.replicates))
