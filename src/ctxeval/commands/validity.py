@@ -124,7 +124,7 @@ def run_agreement(spec: AgreementSpec) -> AgreementResult:
     for path in spec.runs:
         result = read_result(path, reader="agreement", kinds=READS)
         measures += measures_of(result, str(path))
-        if isinstance(result, RulerResult):
+        if isinstance(result, RulerResult) and "seed" in result.manifest.config:
             seeds[str(path)] = int(result.manifest.config["seed"])
     table = measure_table(hold_out(measures, seeds))
     pairs = correlations(table, spec.replicates, spec.seed)
