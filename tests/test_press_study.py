@@ -4,6 +4,7 @@ labelling of a RULER run with another seed."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -82,3 +83,28 @@ def test_hold_out_renames_a_later_seeds_cheap_measures_and_drops_its_task_measur
                                                   ("RULER answer log p at 1024 (held out)", -1.2), ("L*", 512.0)]
     # the same seed twice is not held out (agreement refuses the duplicate measure as before)
     assert len(hold_out(ms, {"a": 42, "b": 42})) == 5
+
+
+def _seeded_ruler(path, scores, seed):
+    from ctxeval.results.manifest import read_manifest, write_manifest
+    from tests.test_ruler import _ruler_folder
+
+    run = _ruler_folder(path, scores)
+    manifest = read_manifest(run)
+    write_manifest(run, dataclasses.replace(manifest, config=manifest.config | {"seed": seed}))
+    return run
+
+
+def test_agreement_keeps_a_ruler_run_of_another_seed_apart_as_held_out(tmp_path):
+    from ctxeval import api
+
+    gen = {f"m{i}": ([float(i > 1)] * 2 + [float(i > 0)] * 2, [0.0] * 4, [-3.0 + i] * 4) for i in range(4)}
+    held = {f"m{i}": ([0.0] * 4, [0.0] * 4, [-2.0 + i / 2, -2.5 + i / 2, -2.0 + i / 2, -2.0 + i / 2]) for i in range(4)}
+    runs = [_seeded_ruler(tmp_path / "gen", gen, 42), _seeded_ruler(tmp_path / "held", held, 43)]
+    result = api.agreement(runs, out=tmp_path / "agreement", replicates=100)
+    measures = result.measures.set_index(["model", "measure"])["value"]
+    assert measures[("m2", "RULER answer log p at 1024 (held out)")] == pytest.approx(-1.125)  # the held-out run's mean
+    assert measures[("m2", "RULER answer log p at 1024")] == pytest.approx(-1.0)  # the generation run's own
+    assert measures[("m1", "RULER score at 1024")] == pytest.approx(50.0)  # from the first run only: the held-out run's 0 is not used
+    row = result.correlations.set_index(["cheap", "task"]).loc[("RULER answer log p at 1024 (held out)", "RULER score at 1024")]
+    assert row["spearman"] == pytest.approx(stats.spearmanr([0, 1, 2, 3], [0, 50, 100, 100]).statistic)
