@@ -28,7 +28,8 @@ import pandas as pd
 import ctxeval
 from ctxeval.agreement.measures import CHEAP, Measure, hold_out, measures_of
 from ctxeval.agreement.analysis import measure_table
-from ctxeval.agreement.press_study import press_study_table, separation
+from ctxeval.agreement.press_study import compressed_kl, press_study_table, separation
+from ctxeval.modeldiff.run import DIFF_FILE
 from ctxeval.results.base import read_result
 from ctxeval.results.ruler import RulerResult
 
@@ -109,7 +110,9 @@ def run_family(family: str, args: argparse.Namespace, data: Path, out: Path) -> 
         run = out / f"diff-{name}-{_slug(variant)}"
         started = time.time()
         result = ctxeval.diff(family, variant, texts, window=args.window, stride=args.stride, max_tokens=args.max_tokens, out=run, progress=True)
-        print(f"diff {variant}: mean KL {result.report['summary']['all']['kl']['mean']:.4f}, {time.time() - started:.0f} s this session", flush=True)
+        passes = compressed_kl(pd.read_parquet(run / DIFF_FILE), args.window - args.stride)
+        print(f"diff {variant}: mean KL {result.report['summary']['all']['kl']['mean']:.4f} over all targets, "
+              f"{passes['kl'].mean():.4f} over the {len(passes)} compressed passes; {time.time() - started:.0f} s this session", flush=True)
         diffs.append(run)
     run = out / f"effective-length-{name}"
     started = time.time()
@@ -119,19 +122,33 @@ def run_family(family: str, args: argparse.Namespace, data: Path, out: Path) -> 
     return runs, diffs
 
 
-def analyse(families: list[str], runs: list[Path], diffs: list[Path], out: Path, replicates: int) -> str:
-    """agreement's measures with the held-out run kept apart, the full cache's KL against itself
-    (0 by definition), diff costs as whole runs (one variant each), and the press-study tables."""
-    measures, seeds = [], {}
-    for run in runs + diffs:
+def analyse(families: list[str], runs: list[Path], diffs: list[Path], out: Path, min_context: int, replicates: int) -> str:
+    """agreement's measures (the held-out run kept apart), KL against the full cache over the diff
+    passes scored against a compressed cache (the full cache: 0 by definition), diff costs as whole
+    runs (one variant each), the press-study tables and the samples each measure needs."""
+    measures, seeds, per_sample = [], {}, []
+    for run in runs:
         result = read_result(run)
-        found = measures_of(result, str(run))
+        measures += measures_of(result, str(run))
         if isinstance(result, RulerResult):
             seeds[str(run)] = int(result.manifest.config["seed"])
-        if run in diffs:
-            found = [Measure(m.model, "mean KL vs full cache", m.kind, m.direction, m.value, m.run, _seconds(run)) for m in found]
-        measures += found
-    measures += [Measure(f, "mean KL vs full cache", CHEAP, -1, 0.0, "(the full cache against itself)", 0.0) for f in families]
+            s = result.samples
+            column, label = ("generation_score", "RULER generated score") if run.name.startswith("ruler-gen") else ("mean_logprob", "RULER answer log p (held out)")
+            per_sample.append(pd.DataFrame({"measure": label, "variant": s["model"], "sample": list(zip(s["task"], s["length"], s["sample"])),
+                                            "value": s[column].astype(float)}))
+    kl_name = "mean KL vs full cache (compressed passes)"
+    for run in diffs:
+        variant = read_result(run).report["cand"]["name"]
+        passes = compressed_kl(pd.read_parquet(run / DIFF_FILE), min_context)
+        if passes.empty:
+            raise SystemExit(f"{run}: no pass follows {min_context} tokens of context; lengthen --max-tokens")
+        kl = float((passes["kl"] * passes["targets"]).sum() / passes["targets"].sum())
+        measures.append(Measure(variant, kl_name, CHEAP, -1, kl, str(run), _seconds(run)))
+        keys = list(zip(passes["text_id"], passes["pass_index"]))
+        family = next(f for f in families if variant.startswith(f))
+        per_sample += [pd.DataFrame({"measure": "KL vs full cache per pass", "variant": variant, "sample": keys, "value": passes["kl"]}),
+                       pd.DataFrame({"measure": "KL vs full cache per pass", "variant": family, "sample": keys, "value": 0.0})]
+    measures += [Measure(f, kl_name, CHEAP, -1, 0.0, "(the full cache against itself)", 0.0) for f in families]
     table = measure_table(hold_out(measures, seeds))
     lines = []
     for task in sorted(m for m in set(table["measure"]) if m.startswith("RULER score at")):
@@ -139,14 +156,8 @@ def analyse(families: list[str], runs: list[Path], diffs: list[Path], out: Path,
         lines += [f"## {task} (generated) against each cheap measure, {table[table['measure'] == task]['model'].nunique()} variants", "",
                   pairs[["cheap", "models", "spearman", "spearman_low", "spearman_high", "kendall", "kendall_low", "kendall_high",
                          "seconds_per_variant", "task_seconds_per_variant", "cost_share"]].to_markdown(index=False, floatfmt=".3g"), ""]
-    per_sample = []
-    for run in runs:
-        if run.name.startswith("ruler-"):
-            s = read_result(run).samples
-            column, label = ("generation_score", "RULER generated score") if run.name.startswith("ruler-gen") else ("mean_logprob", "RULER answer log p (held out)")
-            per_sample.append(pd.DataFrame({"measure": label, "variant": s["model"], "sample": list(zip(s["task"], s["length"], s["sample"])),
-                                            "value": s[column].astype(float)}))
-    sep = pd.concat([separation(part, family) for family in families for part in [p[p["variant"].str.startswith(family)] for p in per_sample]])
+    samples = pd.concat(per_sample, ignore_index=True)
+    sep = pd.concat([separation(samples[samples["variant"].str.startswith(f)], f) for f in families], ignore_index=True)
     lines += ["## Samples needed to tell each variant from the full cache (paired t, 95 %)", "", sep.to_markdown(index=False, floatfmt=".3g")]
     (out / "report").mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "report" / "measures.csv", index=False)
@@ -164,14 +175,14 @@ def main(argv: list[str], data: Path, out: Path) -> None:
     parser.add_argument("--budgets", default="256,512")
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--lengths", default="1024,2048")
-    parser.add_argument("--samples", type=int, default=2, help="RULER samples per (task, length), in each of the two seeds' runs")
+    parser.add_argument("--samples", type=int, default=1, help="RULER samples per (task, length), in each of the two seeds' runs")
     parser.add_argument("--seed", type=int, default=42, help="RULER's seed for generation; the held-out run uses seed + 1")
     parser.add_argument("--books", default=",".join(BOOKS))
     parser.add_argument("--window", type=int, default=1024)
     parser.add_argument("--stride", type=int, default=256, help="diff's sliding stride: each target follows window − stride tokens or more")
-    parser.add_argument("--max-tokens", type=int, default=4096, help="tokens of each book diff scores")
+    parser.add_argument("--max-tokens", type=int, default=2048, help="tokens of each book diff scores")
     parser.add_argument("--el-lengths", default="128,512,2048")
-    parser.add_argument("--starts", type=int, default=2)
+    parser.add_argument("--starts", type=int, default=1)
     parser.add_argument("--targets", type=int, default=16)
     parser.add_argument("--replicates", type=int, default=2000)
     parser.add_argument("--yes", action="store_true", help="run without a pause after the time estimate")
@@ -197,4 +208,4 @@ def main(argv: list[str], data: Path, out: Path) -> None:
         r, d = run_family(family, args, data, out)
         runs += r
         diffs += d
-    print(analyse(args.families, runs, diffs, out, args.replicates))
+    print(analyse(args.families, runs, diffs, out, args.window - args.stride, args.replicates))

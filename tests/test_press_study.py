@@ -108,3 +108,14 @@ def test_agreement_keeps_a_ruler_run_of_another_seed_apart_as_held_out(tmp_path)
     assert measures[("m1", "RULER score at 1024")] == pytest.approx(50.0)  # from the first run only: the held-out run's 0 is not used
     row = result.correlations.set_index(["cheap", "task"]).loc[("RULER answer log p at 1024 (held out)", "RULER score at 1024")]
     assert row["spearman"] == pytest.approx(stats.spearmanr([0, 1, 2, 3], [0, 50, 100, 100]).statistic)
+
+
+def test_compressed_kl_keeps_the_passes_whose_first_target_follows_the_context():
+    from ctxeval.agreement.press_study import compressed_kl
+
+    # sliding windows of 4 moved by 2: pass 0 scores positions 0-3 (contexts 0-3), passes 1 and 2 contexts 2-3
+    records = pd.DataFrame({"text_id": ["a"] * 8, "pass_index": [0, 0, 0, 0, 1, 1, 2, 2], "context_len": [0, 1, 2, 3, 2, 3, 2, 3],
+                            "kl": [0.0, 0.0, 0.0, 0.0, 0.2, 0.4, 0.1, 0.3]})
+    kept = compressed_kl(records, min_context=2)
+    assert kept["pass_index"].tolist() == [1, 2] and kept["kl"].tolist() == pytest.approx([0.3, 0.2])
+    assert (kept["targets"] * kept["kl"]).sum() / kept["targets"].sum() == pytest.approx(0.25)  # token-weighted mean

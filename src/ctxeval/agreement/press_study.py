@@ -83,3 +83,12 @@ def press_study_table(table: pd.DataFrame, task: str, replicates: int, seed: int
     pairs["task_seconds_per_variant"] = task_cost
     pairs["cost_share"] = pairs["seconds_per_variant"] / task_cost
     return pairs.sort_values("spearman", ascending=False, na_position="last").reset_index(drop=True)
+
+
+def compressed_kl(records: pd.DataFrame, min_context: int) -> pd.DataFrame:
+    """Per diff pass whose every target follows at least `min_context` tokens (a pressed model
+    compresses the tokens before a pass's first target, so these are the passes scored against a
+    compressed cache; a text's first sliding window starts at position 0 and compresses nothing):
+    text, pass, targets and mean KL. `records` are a diff run's per-token records."""
+    passes = records.groupby(["text_id", "pass_index"], sort=True).agg(first_context=("context_len", "min"), targets=("kl", "size"), kl=("kl", "mean"))
+    return passes[passes["first_context"] >= min_context].reset_index()
