@@ -50,7 +50,8 @@ def variants(name: str, out: Path) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], add_help=False)
+    parser.add_argument("-h", "--help", action="store_true", help="this help (with --study presses: the press study's options)")
     parser.add_argument("--data", type=Path, default=Path("../shared/data/gutenberg"))
     parser.add_argument("--out", type=Path, default=None, help="runs/agreement (variants) or runs/press-study (presses)")
     parser.add_argument("--samples", default="6,3", help="RULER samples per (task, length), per family in --families order")
@@ -60,6 +61,11 @@ def main() -> None:
     parser.add_argument("--study", choices=("variants", "presses"), default="variants",
                         help="variants: the llama.cpp study above; presses: the press study (see bench/press_study.py --help)")
     args, rest = parser.parse_known_args()
+    if args.help and args.study == "presses":
+        rest.append("--help")
+    elif args.help:
+        parser.print_help()
+        return
     if args.study == "presses":
         from press_study import main as press_main  # bench/ is the script's own folder, first on sys.path
 

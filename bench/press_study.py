@@ -1,6 +1,7 @@
-"""The press study (docs/agreement.md, "The press study"): which cheap likelihood number orders
-KV-cache presses as RULER's generated score does, on samples generation did not see, and at what
-cost. Run through `bench/agreement_study.py --study presses`.
+"""The press study (docs/agreement.md): which cheap number orders KV-cache presses as RULER does.
+
+On samples generation did not see, and at what cost; run through
+`bench/agreement_study.py --study presses`.
 
 Per family (hf:gemma-3-270m, hf:smollm2-135m) the variants are the full cache, a truncation
 control `max_context=B` per budget B, and each press at each budget (`press=NAME&budget=B`).
