@@ -187,6 +187,7 @@ def main(argv: list[str], data: Path, out: Path) -> None:
     parser.add_argument("--targets", type=int, default=16)
     parser.add_argument("--replicates", type=int, default=2000)
     parser.add_argument("--yes", action="store_true", help="run without a pause after the time estimate")
+    parser.add_argument("--estimate-only", action="store_true", help="time the calibration runs, print the estimate and stop")
     args = parser.parse_args(argv)
     if args.small:
         for key, value in SMALL.items():
@@ -202,6 +203,8 @@ def main(argv: list[str], data: Path, out: Path) -> None:
     print(f"press study: {n_variants} variants over {len(args.families)} families; timing one sample per family first", flush=True)
     seconds = estimate(args, out)
     print(f"estimated time: {seconds / 3600:.1f} h ({seconds:.0f} s) on this machine; runs already finished under {out} are skipped", flush=True)
+    if args.estimate_only:
+        return
     if not args.yes and not args.small:
         time.sleep(10)  # a moment to stop a study that would not fit
     runs, diffs = [], []
