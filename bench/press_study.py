@@ -77,9 +77,10 @@ def estimate(args: argparse.Namespace, out: Path) -> float:
         n_variants = len(variants(family, args.presses, args.budgets))
         ruler = 2 * n_variants * len(args.tasks) * args.samples * sum(n / 1024 for n in args.lengths)
         diff_windows = max(1, (args.max_tokens - args.window) // args.stride + 1) * len(args.books)
-        diff = (n_variants - 1) * 2 * diff_windows * args.window / 1024
+        n_pressed = len(args.presses) * len(args.budgets)
+        diff = n_pressed * 2 * diff_windows * args.window / 1024
         el = n_variants * len(args.books) * args.starts * sum(n / 1024 for n in args.el_lengths)
-        loads = (2 + 1) * n_variants + 2 * (n_variants - 1)  # two ruler runs and effective-length per variant, two models per diff
+        loads = (2 + 1) * n_variants + 2 * n_pressed  # two ruler runs and effective-length per variant, two models per diff
         total += per_sample * (ruler + diff + el) + fixed * loads
         print(f"{family}: {per_sample:.1f} s per 1,024-token RULER sample, {fixed:.0f} s per model loaded (timed here); {n_variants} variants",
               flush=True)
@@ -107,7 +108,7 @@ def run_family(family: str, args: argparse.Namespace, data: Path, out: Path) -> 
         runs.append(run)
     _check_disjoint(*runs)
     texts = tuple(str(data / b) for b in args.books)
-    for variant in models[1:]:
+    for variant in (m for m in models if "press=" in m):  # diff does not take max_context: the controls have no KL
         run = out / f"diff-{name}-{_slug(variant)}"
         started = time.time()
         result = ctxeval.diff(family, variant, texts, window=args.window, stride=args.stride, max_tokens=args.max_tokens, out=run, progress=True)
