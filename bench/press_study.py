@@ -19,7 +19,6 @@ press-study analysis (ctxeval.agreement.press_study) into --out/report.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from pathlib import Path
@@ -32,6 +31,7 @@ from ctxeval.agreement.analysis import measure_table
 from ctxeval.agreement.press_study import compressed_kl, press_study_table, separation
 from ctxeval.modeldiff.run import DIFF_FILE
 from ctxeval.results.base import read_result
+from ctxeval.results.manifest import read_manifest
 from ctxeval.results.ruler import RulerResult
 
 FAMILIES = ("hf:gemma-3-270m", "hf:smollm2-135m")
@@ -49,7 +49,7 @@ def variants(family: str, presses: list[str], budgets: list[int]) -> list[str]:
 
 
 def _seconds(run: Path) -> float:
-    timing = json.loads((run / "manifest.json").read_text()).get("timing") or {}
+    timing = read_manifest(run).timing or {}
     return float(timing.get("seconds_all_sessions", timing.get("seconds_this_session", math.nan)))
 
 

@@ -110,7 +110,8 @@ class AgreementSpec:
     across models between every cheap likelihood measure (L*, gain, key-token gain and L*, mean KL,
     RULER by likelihood) and every task measure (RULER score per length and its effective length,
     retrieval accuracy), Spearman and Kendall with bootstrap intervals over models, a scatter per pair,
-    and each run's cost."""
+    and each run's cost. A model's later RULER run with another seed gives its cheap measures
+    "held out" (on samples its generated score did not see)."""
 
     runs: tuple[Path, ...] = argument("Finished run directories: effective-length, diff, ruler and retrieval runs.", cli_type=list[Path], to_value=tuple)
     out: Path = common.out("Directory for agreement.json/.md/.html and the scatter.", Path("runs/agreement-report"))
