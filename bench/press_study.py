@@ -7,8 +7,8 @@ Per family (hf:gemma-3-270m, hf:smollm2-135m) the variants are the full cache, a
 control `max_context=B` per budget B, and each press at each budget (`press=NAME&budget=B`).
 Runs, each resumable (re-running continues the folders under --out):
 - `ruler-gen-FAMILY`: RULER by generation (seed --seed), the task measure;
-- `ruler-heldout-FAMILY`: the same tasks on another seed (--seed + 1), whose answer log p is the
-  held-out cheap measure (the two runs' prompts are checked to be disjoint);
+- `ruler-heldout-FAMILY`: the same tasks on another seed (--seed + 1), scored by likelihood only
+  (`--likelihood-only`: nothing generated), whose answer log p is the held-out cheap measure (the two runs' prompts are checked to be disjoint);
 - `diff-FAMILY-VARIANT`: KL of each variant against the full cache, sliding windows (--window,
   --stride) so that every scored target follows a context longer than the budget;
 - `effective-length-FAMILY`: gain and log p over context lengths.
@@ -63,8 +63,9 @@ def estimate(args: argparse.Namespace, out: Path) -> float:
     difference is the time of one sample per model without loading (t2 − t1 over the models), the
     rest is the fixed cost per run and model. On shared cores the difference can come out below
     zero or above t2's own share; then one sample costs t2's share, load included (an upper
-    bound), and loading nothing more. Scaled by the study's samples (linear in length), its runs'
-    loads, and the tokens diff and effective-length score (a 1,024-token pass costing one sample)."""
+    bound), and loading nothing more. Scaled by the study's samples (linear in length; the held-out
+    run, which generates nothing, counted as a generating one: an upper bound), its runs' loads, and
+    the tokens diff and effective-length score (a 1,024-token pass costing one sample)."""
     total = 0.0
     for family in args.families:
         models = (family, f"{family}?press={args.presses[0]}&budget={args.budgets[0]}")
@@ -107,7 +108,8 @@ def run_family(family: str, args: argparse.Namespace, data: Path, out: Path) -> 
     for kind, seed in (("gen", args.seed), ("heldout", args.seed + 1)):
         run = out / f"ruler-{kind}-{name}"
         started = time.time()
-        ctxeval.ruler(tasks=tuple(args.tasks), lengths=tuple(args.lengths), samples=args.samples, models=models, seed=seed, out=run, progress=True)
+        ctxeval.ruler(tasks=tuple(args.tasks), lengths=tuple(args.lengths), samples=args.samples, models=models, seed=seed, out=run, progress=True,
+                      likelihood_only=kind == "heldout")
         print(f"ruler ({kind}, seed {seed}) {family}: {time.time() - started:.0f} s this session", flush=True)
         runs.append(run)
     _check_disjoint(*runs)

@@ -377,6 +377,23 @@ def test_hf_models_generate_and_a_pressed_one_generates_against_its_compressed_c
     assert plain["prediction"].tolist() != squeezed["prediction"].tolist()
 
 
+def test_likelihood_only_records_the_generating_runs_likelihood_numbers_and_generates_nothing(tmp_path):
+    pytest.importorskip("kvpress")
+    from tests.hf_tiny import tiny_llama_dir
+
+    model = f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
+    models = (model, f"{model}?press=StreamingLLMPress&budget=64")
+    settings = dict(tasks=("niah_single_1", "fwe"), lengths=(512,), samples=2, models=models)
+    both = api.ruler(**settings, out=tmp_path / "both")
+    alone = api.ruler(**settings, likelihood_only=True, out=tmp_path / "alone")
+    assert alone.manifest.run_id != both.manifest.run_id
+    a, b = (r.samples.sort_values(["model", "task", "sample"]).reset_index(drop=True) for r in (alone, both))
+    assert a["generation_score"].isna().all() and set(a["method"]) == {"likelihood only (no generation)"} and (a["prediction"] == "").all()
+    for column in ("prompt_sha256", "likelihood_score", "answer_logprob", "first_rank", "greedy_prefix", "mean_log2_rank"):
+        assert a[column].tolist() == b[column].tolist(), column  # the same computation on the same path
+    assert set(alone.table["scored_by"]) == {"likelihood"} and set(both.table["scored_by"]) == {"generation"}
+
+
 # --- records that RULER's evaluate.py re-scores, prompts rebuilt from them ------------------
 
 def test_records_rescore_with_rulers_evaluate_and_rebuild_their_prompts(tmp_path):

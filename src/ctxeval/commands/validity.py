@@ -68,6 +68,8 @@ class RulerSpec:
                                    "RULER uses Paul Graham's essays, not shipped.", RULER_HAYSTACK_NAME)
     chat_template: bool = option("--chat-template", "Give each model RULER's input inside its own chat template (the user's turn, then the answer prefix), "
                                                     "as RULER's published runs do; not with a KV press.", False)
+    likelihood_only: bool = option("--likelihood-only", "Score each sample by likelihood alone (the answer's log-probability, ranks and greedy prefix, "
+                                                        "the numbers a generating run also records) and generate nothing: cheaper, no generated score.", False)
     threshold: float = option("--threshold", "Effective length: the longest length whose score, and every shorter one's, reaches this (RULER: 85.6, Llama-2-7B at 4K).",
                               RULER_THRESHOLD, check=lambda v: None if 0 <= v <= 100 else "must lie between 0 and 100")
     seed: int = common.seed("Seed of the samples (RULER's default 42).", RULER_SEED)
@@ -89,7 +91,8 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     """Build each model's samples from its tokenizer, score them both ways, and report."""
     essay = load_text(spec.essay)
     config = RulerConfig(tuple(dict.fromkeys(spec.tasks)), tuple(sorted(set(spec.lengths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), essay.sha256,
-                         device=spec.device, dtype=spec.dtype, api=api_identity(spec.models, spec.openai), chat_template=spec.chat_template)
+                         device=spec.device, dtype=spec.dtype, api=api_identity(spec.models, spec.openai), chat_template=spec.chat_template,
+                         likelihood_only=spec.likelihood_only)
 
     def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
         return ruler_result(run_dir, manifest, spec.threshold)

@@ -20,6 +20,9 @@ haystack are prefilled inside the press, and the question, the answer prefix, th
 every generated token run against the compressed cache (probes/context_split.py). An API model generates
 text (temperature 0) and scores the reference with what the API returns: exact ranks where the
 server gives vLLM's prompt_logprobs (`ctxeval serve` does), else ranks within its top-k.
+
+Likelihood only (`--likelihood-only`): the reference is scored on the same path and nothing is
+generated; the records hold the same likelihood numbers as a generating run's, no generated score.
 """
 
 from __future__ import annotations
@@ -85,8 +88,10 @@ class SampleResult:
         return asdict(self)
 
 
-def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack: int, chat: ChatTemplate | None = None) -> SampleResult:
-    """Both scores of one rendered sample on a loaded model."""
+def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack: int, chat: ChatTemplate | None = None,
+                 generate: bool = True) -> SampleResult:
+    """Both scores of one rendered sample on a loaded model; the likelihood scores alone when
+    `generate` is False (the same numbers a generating run records, without its cost)."""
     task = TASKS[spec.task]
     info = scorer.info
     bos = [info.bos_id] if info.uses_bos else []
@@ -107,7 +112,9 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     prompt = np.asarray(bos + prompt_ids, dtype=np.int32)
     answer = np.asarray(reference_ids, dtype=np.int32)
     text: str | None = None
-    if scorer.capabilities.generation:
+    if scorer.capabilities.generation and not generate:  # generation's own kernel path, so the numbers equal a generating run's
+        scores = scorer.score_stepwise(prompt, answer, top_k=2, temperatures=(1.0,), context_end=context_end)
+    elif scorer.capabilities.generation:
         scores, generated = scorer.score_then_generate(prompt, answer, task.tokens_to_generate, top_k=2, temperatures=(1.0,), context_end=context_end)
         if generated is not None:
             text = scorer.text_of(generated)
@@ -117,7 +124,7 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
         scored_prompt, answer, reference = _joint_split(scorer, bos + prompt_ids, reference)
         reference_ids = [int(t) for t in answer]
         scores = _teacher_forced(scorer, scored_prompt, answer)
-        text = scorer.generate_text(prompt, task.tokens_to_generate)
+        text = scorer.generate_text(prompt, task.tokens_to_generate) if generate else None
     covers = answer_cover(scorer, reference_ids, reference, rendered.answers)
     # the top choice: the greedy id where the backend gives ids; an API gives ranks (within its top-k)
     top = scores.rank == 1 if scorer.remote else scores.greedy_id == answer
@@ -127,7 +134,7 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     if text is not None:
         method, prediction = "greedy generation", postprocess_pred(text)
         generation = match_all(prediction, rendered.answers)
-    elif scorer.capabilities.generation:  # generation would produce the reference first: it stands for the generated text
+    elif scorer.capabilities.generation and generate:  # generation would produce the reference first: it stands for the generated text
         method, prediction = "generation path", postprocess_pred(reference)
         generation = match_all(prediction, rendered.answers)
     else:
@@ -173,10 +180,11 @@ class RulerTask:
     seed: int
     essay: str
     chat: ChatTemplate | None = None
+    generate: bool = True  # False: likelihood only
 
     def __call__(self, model: Scorer, items: list[SampleSpec]) -> list[object]:
         rows = []
         for spec in items:
             rendered, haystack = build_sample(spec, self.seed, self.essay, token_counter(model, spec.task, self.chat))
-            rows.append(score_sample(model, rendered, spec, haystack, self.chat).to_row())
+            rows.append(score_sample(model, rendered, spec, haystack, self.chat, self.generate).to_row())
         return rows

@@ -73,10 +73,12 @@ class RulerConfig:
     dtype: str | None = None
     api: str | None = None  # an API model's options that decide its samples (base URL, mode, tokenizer, top logprobs)
     chat_template: bool = False  # each model's own chat template around the input, as RULER's published runs
+    likelihood_only: bool = False  # score the reference only, generate nothing
 
     def run_id(self) -> str:
-        """The hash of the settings; defaults that earlier runs did not record (device, dtype, api, no chat template) are left out of it."""
-        return config_id({k: v for k, v in asdict(self).items() if not (k in ("device", "dtype", "api") and v is None or k == "chat_template" and not v)})
+        """The hash of the settings; defaults that earlier runs did not record (device, dtype, api, no chat template, generation) are left out of it."""
+        return config_id({k: v for k, v in asdict(self).items()
+                          if not (k in ("device", "dtype", "api") and v is None or k in ("chat_template", "likelihood_only") and not v)})
 
 
 def essay_repeats(sizes: dict[str, dict[str, dict[str, int]]], words: int) -> dict[str, dict[str, list[int]]]:
@@ -120,7 +122,7 @@ class RulerRun:
             chat = model_chat_template(scorer) if config.chat_template else None
             jobs, sizes[scorer.info.name] = self._model_jobs(scorer, index, chat)
             plans.append(jobs)
-            tasks.append(RulerTask(config.seed, self._essay, chat))
+            tasks.append(RulerTask(config.seed, self._essay, chat, generate=not config.likelihood_only))
             index += len(jobs)
         work = [Work(task, one_per_unit([j for j in jobs if j[0] not in done]), lambda job: job[1], lambda job: job[1].length) for task, jobs in zip(tasks, plans)]
         total = sum(len(p) for p in plans)
