@@ -352,9 +352,9 @@ def test_every_result_kind_with_a_figure_file_has_its_drawer():
     from ctxeval.render.figures import FIGURES
     from ctxeval.results.base import result_class
 
-    with_png = {kind for kind in KINDS if any(name.endswith(".png") for name in result_class(kind).FILES)}
+    with_png = {kind for kind in KINDS if any(name.endswith(".png") for name in result_class(kind).file_names())}
     assert set(FIGURES) == with_png
-    assert all(name in result_class(kind).FILES for kind, (name, _) in FIGURES.items())
+    assert all(name in result_class(kind).file_names() for kind, (name, _) in FIGURES.items())
 
 
 def test_the_engine_is_the_one_module_that_writes_results():
@@ -477,7 +477,7 @@ def test_nothing_outside_results_names_another_commands_output_file():
     from ctxeval.catalog import RESULTS
     from ctxeval.results.base import result_class
 
-    owned = {name for kind in RESULTS for name in result_class(kind).FILES}
+    owned = {name for kind in RESULTS for name in result_class(kind).file_names()}
     found = []
     for path in SRC.rglob("*.py"):
         module = _module_name(path)
