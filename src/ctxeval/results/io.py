@@ -75,6 +75,10 @@ class File:
     def writes(self, result: Any) -> bool:
         return self.when is None or getattr(result, self.when) is not None
 
+    def holds(self) -> set[str]:
+        """The fields a reader finds in this file."""
+        return set()
+
     def save(self, result: Any, path: Path) -> None:
         raise NotImplementedError
 
@@ -94,6 +98,10 @@ class Json(File):
     ensure_ascii: bool = True
     sort_keys: bool = False
     newline: bool = False
+
+    def holds(self) -> set[str]:
+        places = self.content.values() if isinstance(self.content, Mapping) else [self.content]
+        return {v.field for v in map(_value, places) if v.field is not None}
 
     def data(self, result: Any) -> Any:
         """What the file holds, as Python values."""
@@ -132,6 +140,9 @@ class Text(File):
     field: str
     prefix: str = ""
 
+    def holds(self) -> set[str]:
+        return {self.field}
+
     def save(self, result: Any, path: Path) -> None:
         path.write_text(self.prefix + getattr(result, self.field), encoding="utf-8")
 
@@ -147,6 +158,9 @@ class Csv(File):
 
     content: str | Value
     text: tuple[str, ...] | None = None
+
+    def holds(self) -> set[str]:
+        return {f for f in [_value(self.content).field] if f is not None}
 
     def save(self, result: Any, path: Path) -> None:
         table = _value(self.content).write(result)
@@ -166,6 +180,9 @@ class Parquet(File):
     """A DataFrame field as Parquet (pandas' `to_parquet`, no index)."""
 
     field: str
+
+    def holds(self) -> set[str]:
+        return {self.field}
 
     def save(self, result: Any, path: Path) -> None:
         getattr(result, self.field).to_parquet(path, index=False)
