@@ -37,7 +37,7 @@ class Value:
     """One place in a file: `write` gives what it holds from the result; `read` turns that back
     into field `field` (None: written only, a value computed from the result). With `item`, the
     field is a dict and this place holds its entry `item`; `missing` is what a file written
-    without this key (an older version) reads as."""
+    without this key (an older version) reads as (None: the key must be there)."""
 
     field: str | None
     write: Callable[[Any], Any]
@@ -57,7 +57,8 @@ def rows(name: str) -> Value:
 
 
 def written(compute: Callable[[Any], Any]) -> Value:
-    """A value computed from the result when it is written (a reader recomputes it from the fields)."""
+    """A value computed from the result when it is written; not read back (the fields it is
+    computed from are)."""
     return Value(None, compute)
 
 
