@@ -14,27 +14,20 @@ TOY_FAMILY = '''
 """A toy post-hoc command: the number of words of a text file."""
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 from ctxeval.commands.base import Command
 from ctxeval.errors import FieldError
 from ctxeval.options import argument, option
 from ctxeval.results.base import Result
+from ctxeval.results.io import Json, folder
 
 
 @dataclass
 class ToyResult(Result):
-    KIND: ClassVar[str] = "toy"
-    FILES: ClassVar[tuple[str, ...]] = ("toy.txt",)
-    out: Path
+    KIND = "toy"
+    FILES = (Json("toy.json", {"words": "words"}),)  # its fields, declared: the one writer and reader do the rest
+    out: Path = folder()
     words: int
-
-    def write_files(self, out: Path) -> None:
-        (out / "toy.txt").write_text(str(self.words))
-
-    @classmethod
-    def read_files(cls, out: Path, version: int) -> "ToyResult":
-        return cls(out, int((out / "toy.txt").read_text()))
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ def test_a_diff_reads_back_equal(tmp_path):
     assert (again.run_dir, again.report, again.markdown, again.html, again.failures) == (result.run_dir, result.report, result.markdown, result.html, result.failures)
     assert again.manifest.to_json() == result.manifest.to_json()
     assert json.loads((result.run_dir / RESULT_FILE).read_text())["files"] == ["diff.json", "diff.md", "report.html"]
-    assert {p.name for p in result.paths().values()} == set(DiffResult.FILES)
+    assert {p.name for p in result.paths().values()} == set(DiffResult.file_names())
 
 
 def test_a_judge_result_reads_back_equal(tmp_path):

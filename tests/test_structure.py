@@ -14,7 +14,9 @@ import pytest
 import ctxeval
 
 SRC = Path(ctxeval.__file__).parent
-RESULT_CONTRACT = "ctxeval.results.base"
+# the output contract: Result, its header, the declarations of its files and the one writer and
+# reader (results/io.py), with the plain table helpers they use
+RESULT_CONTRACT = ("ctxeval.results.base", "ctxeval.results.io", "ctxeval.results.rows", "ctxeval.results.tables")
 
 
 def _module_name(path: Path) -> str:
@@ -96,10 +98,10 @@ def test_graph_sees_known_edges():
 
 def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     """The graph between ctxeval's first-level modules and subpackages (ctxeval.report, ...).
-    `results.base` (the output contract, which the engine writes through) is a unit of its own:
-    the kinds above it hold manifests and records of the engine."""
+    The output contract (`results.base` and its writer and reader, which the engine writes
+    through) is a unit of its own: the kinds above it hold manifests and records of the engine."""
     def unit(module: str) -> str:
-        return module if module == RESULT_CONTRACT else ".".join(module.split(".")[:2])
+        return RESULT_CONTRACT[0] if module in RESULT_CONTRACT else ".".join(module.split(".")[:2])
 
     out: dict[str, set[str]] = {}
     for module, imported in graph.items():
@@ -110,7 +112,8 @@ def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 def test_the_result_contract_imports_only_errors_and_the_catalog():
     """The catalog (which class reads which kind) imports nothing itself."""
     graph = import_graph(deferred=True)
-    assert graph[RESULT_CONTRACT] <= {"ctxeval.errors", "ctxeval.catalog"}
+    for module in RESULT_CONTRACT:
+        assert graph[module] <= {"ctxeval.errors", "ctxeval.catalog", *RESULT_CONTRACT}, module
     assert graph["ctxeval.catalog"] == set()
 
 
@@ -282,7 +285,8 @@ def test_api_options_are_keyword_only():
 
 # modules that write files and are not results: records and manifests (their own typed, versioned
 # writers), the token pieces beside the records, the embedded model's cache, the HTML report
-# (one file, not a folder); every other write goes through a Result's write_files
+# (one file, not a folder); every other write goes through results/io.py, the one writer of
+# every Result
 NON_RESULT_WRITERS = {"ctxeval.results.records", "ctxeval.results.manifest", "ctxeval.pieces", "ctxeval.backends.hf_embedded", "ctxeval.explorer.render"}
 _WRITE_CALLS = ("write_text", "write_bytes", "to_csv", "to_parquet", "write_table", "dump")
 
@@ -352,9 +356,9 @@ def test_every_result_kind_with_a_figure_file_has_its_drawer():
     from ctxeval.render.figures import FIGURES
     from ctxeval.results.base import result_class
 
-    with_png = {kind for kind in KINDS if any(name.endswith(".png") for name in result_class(kind).FILES)}
+    with_png = {kind for kind in KINDS if any(name.endswith(".png") for name in result_class(kind).file_names())}
     assert set(FIGURES) == with_png
-    assert all(name in result_class(kind).FILES for kind, (name, _) in FIGURES.items())
+    assert all(name in result_class(kind).file_names() for kind, (name, _) in FIGURES.items())
 
 
 def test_the_engine_is_the_one_module_that_writes_results():
@@ -444,8 +448,36 @@ def test_every_result_class_in_results_is_a_registered_kind():
 
     for path in (SRC / "results").glob("*.py"):
         importlib.import_module(_module_name(path))
-    found = {cls.KIND: (cls.__module__, cls.__name__) for cls in _subclasses(Result) if "KIND" in vars(cls)}
+    found = {cls.KIND: (cls.__module__, cls.__name__) for cls in _subclasses(Result) if "KIND" in vars(cls) and cls.__module__.startswith("ctxeval.results.")}
     assert found == RESULTS
+
+
+def test_a_kind_is_registered_once_in_the_catalog():
+    """`result_class` reads the catalog alone: a Result class does not register itself."""
+    from ctxeval.results.base import Result
+
+    assert "__init_subclass__" not in vars(Result)
+
+
+def test_every_result_declares_its_fields_and_reads_and_writes_none_by_hand():
+    """A kind declares its files (`FILES`, results/io.py); the one writer and reader do the rest:
+    no kind defines a writer or reader of its own or writes a file, every field is held by one
+    file, says where a reader finds it (folder, loaded, derived) or has a default."""
+    from dataclasses import MISSING, fields
+
+    from ctxeval.catalog import RESULTS
+    from ctxeval.results.base import result_class
+    from ctxeval.results.io import File
+
+    for kind, (module, _) in RESULTS.items():
+        cls = result_class(kind)
+        assert cls.FILES and all(isinstance(f, File) for f in cls.FILES), kind
+        assert not {"write_files", "read_files", "from_json", "to_json"} & set(vars(cls)), kind
+        held = [name for f in cls.FILES for name in f.holds()]
+        assert len(held) == len(set(held)), (kind, held)  # one file holds a field
+        for f in fields(cls):
+            assert f.name in held or f.metadata or f.default is not MISSING or f.default_factory is not MISSING, (kind, f.name)
+        assert module not in _functions_calling(_WRITE_CALLS + ("dumps",)), module
 
 
 def _subclasses(cls: type) -> list[type]:
@@ -477,7 +509,7 @@ def test_nothing_outside_results_names_another_commands_output_file():
     from ctxeval.catalog import RESULTS
     from ctxeval.results.base import result_class
 
-    owned = {name for kind in RESULTS for name in result_class(kind).FILES}
+    owned = {name for kind in RESULTS for name in result_class(kind).file_names()}
     found = []
     for path in SRC.rglob("*.py"):
         module = _module_name(path)

@@ -1,15 +1,16 @@
 """The output contract: every folder a command writes holds one typed, versioned `Result`.
 
-A `Result` subclass is one output kind (a scoring summary, a comparison, a diff, ...): it owns
-its files (`FILES`), is the only code that writes them (`write_files`) and the only code that
-reads them back (`read_files`). `write_result` writes the files, then the header `result.json`
-(`{"kind", "version", "command", "files", "ctxeval"}`), last, so a folder with a header holds
-every file the header lists. `read_result` dispatches on the header's kind and refuses, in one
-line, a folder without a header (written before outputs carried one), a kind the reader does
-not take, or a version this ctxeval cannot read.
+A `Result` subclass is one output kind (a scoring summary, a comparison, a diff, ...), catalogued
+once (`catalog.RESULTS`): it declares its files and what each holds (`FILES`, results/io.py), and
+the one writer and reader of every kind write and read them from that declaration.
+`write_result` writes the files, then the header `result.json` (`{"kind", "version", "command",
+"files", "ctxeval"}`), last, so a folder with a header holds every file the header lists.
+`read_result` dispatches on the header's kind and refuses, in one line, a folder without a header
+(written before outputs carried one), a kind the reader does not take, or a version this
+ctxeval cannot read.
 
-A kind whose layout changes bumps `VERSION`; `READS` lists the earlier versions its
-`read_files` still understands, so an old folder either reads or is refused naming its version.
+A kind whose layout changes bumps `VERSION`; `READS` lists the earlier versions its declaration
+still reads, so an old folder either reads or is refused naming its version.
 """
 
 from __future__ import annotations
@@ -23,39 +24,33 @@ from typing import Any, ClassVar, TypeVar
 
 from ctxeval import catalog
 from ctxeval.errors import FieldError, UserError, a_or_an
+from ctxeval.results.io import File, file_names, first_json, read_files, write_files
 
 RESULT_FILE = "result.json"
 
 T = TypeVar("T", bound="Result")
 
-_KINDS: dict[str, type[Result]] = {}
-
 
 class Result:
-    """One output kind: what a command found, the files it owns, how they are written and read."""
+    """One output kind: what a command found and the files it owns (`FILES`, what each holds)."""
 
     KIND: ClassVar[str]
     VERSION: ClassVar[int] = 1
-    READS: ClassVar[tuple[int, ...]] = ()  # earlier versions `read_files` still reads
-    FILES: ClassVar[tuple[str, ...]] = ()  # the files it owns, relative to its folder
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "KIND" in cls.__dict__:
-            _KINDS[cls.KIND] = cls
-
-    def files(self) -> tuple[str, ...]:
-        """The files this result writes (a subclass may add optional ones to `FILES`)."""
-        return self.FILES
-
-    def write_files(self, out: Path) -> None:
-        """Write every file of `files()` into `out` (which exists)."""
-        raise NotImplementedError
+    READS: ClassVar[tuple[int, ...]] = ()  # earlier versions its declaration still reads
+    FILES: ClassVar[tuple[File, ...]] = ()  # the files it owns, relative to its folder, in header order
 
     @classmethod
-    def read_files(cls: type[T], out: Path, version: int) -> T:
-        """The result stored in `out` (written with header version `version`)."""
-        raise NotImplementedError
+    def file_names(cls) -> tuple[str, ...]:
+        """Every file the kind may write."""
+        return file_names(cls.FILES)
+
+    def files(self) -> tuple[str, ...]:
+        """The files this result writes (an optional one only while its field is set)."""
+        return file_names(self.FILES, self)
+
+    def to_json(self) -> Any:
+        """What its (first) JSON file holds, as Python values."""
+        return first_json(self)
 
 
 def check_folder(path: Path, field: str = "out") -> None:
@@ -93,7 +88,7 @@ def write_result(out: str | Path, result: Result, command: str, draw: Callable[[
             raise FieldError("out", f"{out} holds a {found['kind']} result" + (f" (from `ctxeval {found['command']}`)" if found["command"] else "")
                              + f", not a {result.KIND} result; choose another {{name}} or remove it")
     header.unlink(missing_ok=True)  # no stale header while the files are rewritten
-    result.write_files(out)
+    write_files(result, out)
     draw(result, out)
     payload = {"kind": result.KIND, "version": result.VERSION, "command": command, "files": list(result.files()), "ctxeval": _version()}
     tmp = header.with_suffix(".tmp")
@@ -137,16 +132,16 @@ def read_result(path: str | Path, *, reader: str | None = None, kinds: Collectio
     missing = [f for f in header["files"] if not (path / f).exists()]
     if missing:
         raise UserError(f"{path} lacks {missing[0]}, which its {RESULT_FILE} lists; re-run the command that made it")
-    return cls.read_files(path, version)  # type: ignore[return-value]
+    return read_files(cls, path, header["files"])  # type: ignore[no-any-return]
 
 
 def result_class(kind: str) -> type[Result]:
-    """The class of an output kind (its module is imported on first use)."""
-    if kind not in _KINDS and kind in catalog.RESULTS:
-        import_module(catalog.RESULTS[kind][0])
-    if kind not in _KINDS:
+    """The class of an output kind, as the catalog names it (its module is imported on first use)."""
+    if kind not in catalog.RESULTS:
         raise UserError(f"unknown result kind {kind!r}: written by a newer ctxeval? (this one reads {', '.join(sorted(catalog.RESULTS))})")
-    return _KINDS[kind]
+    module, name = catalog.RESULTS[kind]
+    cls: type[Result] = getattr(import_module(module), name)
+    return cls
 
 
 def _version() -> str:

@@ -8,19 +8,18 @@ recomputes the key tokens from the records by itself.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ctxeval.metrics.gain import LONG_METHOD, key_tables
 from ctxeval.results.base import Result
+from ctxeval.results.io import Csv, Figure, Json, Text, derived, folder, loaded
 from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.results.records import read_records
-from ctxeval.results.rows import frame
 
 SUMMARY_JSON = "summary.json"
 DISTANCE_CSV = "gain_by_distance.csv"
@@ -28,21 +27,27 @@ REPORT_MD = "context_gain.md"
 PLOT_FILE = "context_gain.png"
 
 
+def found_key_tables(found: dict) -> tuple[dict, dict]:
+    """The gain tables with their key flags, and the key spans, as the task computed them from
+    the records and the key-token rule summary.json states."""
+    data, rule = found["summary"], found["summary"]["key_tokens"]
+    return key_tables(found["records"], data["models"], list(data["texts"]), rule["evaluator"], rule["alpha"], rule["beta"])
+
+
 @dataclass
 class ContextGainResult(Result):
     """A finished context-gain run: per (model, text) summaries and the gain-by-distance table."""
 
-    KIND: ClassVar[str] = "context-gain"
-    VERSION: ClassVar[int] = 1
-    FILES: ClassVar[tuple[str, ...]] = (SUMMARY_JSON, DISTANCE_CSV, REPORT_MD, PLOT_FILE)
+    KIND = "context-gain"
+    FILES = (Json(SUMMARY_JSON, "summary"), Csv(DISTANCE_CSV, "by_distance"), Text(REPORT_MD, "markdown"), Figure(PLOT_FILE))
 
-    run_dir: Path
-    manifest: Manifest
-    records: pd.DataFrame = field(repr=False)  # the run's records, as loaded where the result was built
+    run_dir: Path = folder()
+    manifest: Manifest = loaded(read_manifest)
+    records: pd.DataFrame = loaded(read_records, repr=False)  # the run's records, as loaded where the result was built
     summary: dict  # what summary.json holds
     by_distance: pd.DataFrame
-    tables: dict[tuple[str, str], pd.DataFrame] = field(repr=False)  # (model, text) -> gain table with `key`
-    key_spans: dict[str, np.ndarray] = field(repr=False)  # text -> the evaluator's key-token character spans
+    tables: dict[tuple[str, str], pd.DataFrame] = derived(found_key_tables, 0, repr=False)  # (model, text) -> gain table with `key`
+    key_spans: dict[str, np.ndarray] = derived(found_key_tables, 1, repr=False)  # text -> the evaluator's key-token character spans
     markdown: str = ""  # what context_gain.md holds
 
     @property
@@ -59,25 +64,3 @@ class ContextGainResult(Result):
         """What the run wrote beside its records, by role."""
         d = self.run_dir
         return {"summary": d / SUMMARY_JSON, "report": d / REPORT_MD, "plot": d / PLOT_FILE, "by_distance": d / DISTANCE_CSV}
-
-    def to_json(self) -> dict[str, Any]:
-        return self.summary
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any], run_dir: Path, manifest: Manifest, records: pd.DataFrame) -> ContextGainResult:
-        """The result summary.json describes, around the run's manifest and records."""
-        rule = data["key_tokens"]
-        tables, spans = key_tables(records, data["models"], list(data["texts"]), rule["evaluator"], rule["alpha"], rule["beta"])
-        by_distance = frame(data["gain_by_distance"])
-        return cls(Path(run_dir), manifest, records, data, by_distance, tables, spans)
-
-    def write_files(self, out: Path) -> None:
-        (out / SUMMARY_JSON).write_text(json.dumps(self.summary, indent=2))
-        self.by_distance.to_csv(out / DISTANCE_CSV, index=False)
-        (out / REPORT_MD).write_text(self.markdown)
-
-    @classmethod
-    def read_files(cls, out: Path, version: int) -> ContextGainResult:
-        out = Path(out)
-        result = cls.from_json(json.loads((out / SUMMARY_JSON).read_text()), out, read_manifest(out), read_records(out))
-        return replace(result, by_distance=pd.read_csv(out / DISTANCE_CSV), markdown=(out / REPORT_MD).read_text())

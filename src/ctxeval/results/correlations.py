@@ -3,13 +3,12 @@ metric's Kendall τ-b) and corr.md."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from ctxeval.results.base import Result
+from ctxeval.results.io import Json, Text, kept
 
 CORR_JSON = "corr.json"
 CORR_MD = "corr.md"
@@ -27,35 +26,25 @@ class Correlation:
     tasks: int | None  # tasks averaged (scores.json inputs); None for a plain table
 
 
+def _rows(correlations: list[Correlation]) -> list[dict[str, Any]]:
+    return [{"metric": r.metric, "tau": _null(r.tau), "p_value": _null(r.p_value), "models": list(r.models), "tasks": r.tasks} for r in correlations]
+
+
+def _correlations(rows: list[dict[str, Any]]) -> list[Correlation]:
+    return [Correlation(r["metric"], _nan(r["tau"]), _nan(r["p_value"]), tuple(r["models"]), r["tasks"]) for r in rows]
+
+
 @dataclass
 class Correlations(Result):
     """How each metric's model ranking agrees with the human one."""
 
-    KIND: ClassVar[str] = "correlations"
-    VERSION: ClassVar[int] = 1
-    FILES: ClassVar[tuple[str, ...]] = (CORR_JSON, CORR_MD)
+    KIND = "correlations"
+    FILES = (Json(CORR_JSON, {"human": "human", "correlations": kept("correlations", _rows, _correlations)}, newline=True),
+             Text(CORR_MD, "markdown", prefix=_TITLE))
 
     human: dict[str, float]  # human score per model
     correlations: list[Correlation]
     markdown: str = ""  # the table (corr.md holds it under a title)
-
-    def to_json(self) -> dict[str, Any]:
-        rows = [{"metric": r.metric, "tau": _null(r.tau), "p_value": _null(r.p_value), "models": list(r.models), "tasks": r.tasks} for r in self.correlations]
-        return {"human": self.human, "correlations": rows}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any], markdown: str = "") -> Correlations:
-        rows = [Correlation(r["metric"], _nan(r["tau"]), _nan(r["p_value"]), tuple(r["models"]), r["tasks"]) for r in data["correlations"]]
-        return cls(data["human"], rows, markdown)
-
-    def write_files(self, out: Path) -> None:
-        (out / CORR_JSON).write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
-        (out / CORR_MD).write_text(_TITLE + self.markdown, encoding="utf-8")
-
-    @classmethod
-    def read_files(cls, out: Path, version: int) -> Correlations:
-        markdown = (out / CORR_MD).read_text(encoding="utf-8").removeprefix(_TITLE)
-        return cls.from_json(json.loads((out / CORR_JSON).read_text(encoding="utf-8")), markdown)
 
 
 def _null(value: float) -> float | None:

@@ -8,14 +8,13 @@ the curve and L* from here and never rebuild them from the records.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
 
 import pandas as pd
 
 from ctxeval.results.base import Result
+from ctxeval.results.io import Csv, Figure, Json, Parquet, Text, folder, loaded, written
 from ctxeval.results.manifest import Manifest, read_manifest
 
 SUMMARY_JSON = "summary.json"
@@ -29,12 +28,13 @@ PLOT_FILE = "effective_length.png"
 class EffectiveLengthResult(Result):
     """A finished effective-length run: per model the curve, its gains and L* with intervals."""
 
-    KIND: ClassVar[str] = "effective-length"
-    VERSION: ClassVar[int] = 2  # 2: each comparison carries the share of the reference's gain kept
-    FILES: ClassVar[tuple[str, ...]] = (SUMMARY_JSON, CURVE_CSV, TARGETS_FILE, REPORT_MD, PLOT_FILE)
+    KIND = "effective-length"
+    VERSION = 2  # 2: each comparison carries the share of the reference's gain kept
+    FILES = (Json(SUMMARY_JSON, "summary"), Csv(CURVE_CSV, written(lambda r: r.curve)), Parquet(TARGETS_FILE, "targets"), Text(REPORT_MD, "markdown"),
+             Figure(PLOT_FILE))
 
-    run_dir: Path
-    manifest: Manifest
+    run_dir: Path = folder()
+    manifest: Manifest = loaded(read_manifest)
     summary: dict  # what summary.json holds
     targets: pd.DataFrame = field(repr=False)  # every model's target table (targets.parquet)
     markdown: str = ""  # what effective_length.md holds
@@ -52,20 +52,6 @@ class EffectiveLengthResult(Result):
         """What the run wrote beside its records, by role."""
         d = self.run_dir
         return {"summary": d / SUMMARY_JSON, "curve": d / CURVE_CSV, "targets": d / TARGETS_FILE, "report": d / REPORT_MD, "plot": d / PLOT_FILE}
-
-    def to_json(self) -> dict[str, Any]:
-        return self.summary
-
-    def write_files(self, out: Path) -> None:
-        (out / SUMMARY_JSON).write_text(json.dumps(self.summary, indent=2))
-        self.curve.to_csv(out / CURVE_CSV, index=False)
-        self.targets.to_parquet(out / TARGETS_FILE, index=False)
-        (out / REPORT_MD).write_text(self.markdown)
-
-    @classmethod
-    def read_files(cls, out: Path, version: int) -> EffectiveLengthResult:
-        out = Path(out)
-        return cls(out, read_manifest(out), json.loads((out / SUMMARY_JSON).read_text()), pd.read_parquet(out / TARGETS_FILE), (out / REPORT_MD).read_text())
 
 
 def curve_frame(summary: dict) -> pd.DataFrame:

@@ -7,15 +7,15 @@ needs no second trip to the run directory.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
 
 import pandas as pd
 
 import pyarrow.parquet as pq
 
 from ctxeval.results.base import Result
+from ctxeval.results.io import Figure, Json, Text, Value, folder, loaded, written
 from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.results.rows import frame, json_rows
 from ctxeval.stats.threshold_lengths import RETRIEVAL_THRESHOLD, effective_lengths
@@ -28,19 +28,43 @@ RESULTS_MD = "results.md"
 HEATMAP_FILE = "retrieval_heatmap.png"
 
 
+DEFINITIONS = {
+    "accuracy": "share of cases whose greedy answer equals the value exactly",
+    "mean_rank": "mean full-vocabulary rank of the answer's first token after the prompt (1 = the model's top choice)",
+    "mean_value_logprob": "mean over cases of the summed log-probability of the value's tokens (teacher forcing)",
+    "generated": "cases whose accuracy needed real greedy generation (the answer left generation's greedy chain)",
+    "tokens_target": "with --tokens: the prompt size asked for; lines is the most lines that fit it for this model",
+}
+
+
+def _model_cells(result: RetrievalResult, model: str) -> list[dict]:
+    return json_rows(result.cells[result.cells["model"] == model].drop(columns="model"))
+
+
+def _cells(by_model: dict[str, list[dict]]) -> pd.DataFrame:
+    """The cells table results.json's `by_model` describes, ordered as `cell_table` orders it."""
+    cells = pd.concat([frame(rows).assign(model=model) for model, rows in by_model.items()], ignore_index=True)
+    cells = cells[["model", *(c for c in cells.columns if c != "model")]]
+    return cells.sort_values(cell_keys(cells), kind="stable", ignore_index=True)
+
+
 @dataclass
 class RetrievalResult(Result):
-    """A finished retrieval run: accuracy and ranks per cell, and the cases they come from."""
+    """A finished retrieval run: accuracy and ranks per cell, and the cases they come from.
+    results.json holds, per model (in run order, the first the primary one) and (lines or token
+    target, depth): accuracy, mean_rank, n, ..."""
 
-    KIND: ClassVar[str] = "retrieval"
-    VERSION: ClassVar[int] = 1
-    FILES: ClassVar[tuple[str, ...]] = (RESULTS_JSON, RESULTS_MD, HEATMAP_FILE)
+    KIND = "retrieval"
+    FILES = (Json(RESULTS_JSON, {"variant": "variant", "model": written(lambda r: r.models[0]), "cells": written(lambda r: _model_cells(r, r.models[0])),
+                                 "by_model": Value("cells", lambda r: {m: _model_cells(r, m) for m in r.models}, _cells),
+                                 "definitions": written(lambda r: DEFINITIONS)}),
+             Text(RESULTS_MD, "markdown"), Figure(HEATMAP_FILE))
 
-    run_dir: Path
-    manifest: Manifest
+    run_dir: Path = folder()
+    manifest: Manifest = loaded(read_manifest)
     variant: str
     cells: pd.DataFrame  # one row per (model, [token target,] lines, depth)
-    cases: pd.DataFrame = field(repr=False)  # the run's records, in plan order
+    cases: pd.DataFrame = loaded(lambda run_dir: read_cases(run_dir), repr=False)  # the run's records, in plan order
     markdown: str = ""  # what results.md holds
 
     @property
@@ -57,47 +81,6 @@ class RetrievalResult(Result):
         """What the run wrote, by role."""
         d = self.run_dir
         return {"results": d / RESULTS_JSON, "cases": d / CASES_FILE, "heatmap": d / HEATMAP_FILE, "report": d / RESULTS_MD}
-
-    def to_json(self) -> dict[str, Any]:
-        return results_json(self.variant, self.cells, self.models)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any], run_dir: Path, manifest: Manifest, cases: pd.DataFrame) -> RetrievalResult:
-        """The result results.json describes, around the run's manifest and cases."""
-        parts = [frame(rows).assign(model=model) for model, rows in data["by_model"].items()]
-        cells = pd.concat(parts, ignore_index=True)
-        cells = cells[["model", *(c for c in cells.columns if c != "model")]]
-        cells = cells.sort_values(cell_keys(cells), kind="stable", ignore_index=True)  # as `cell_table` orders them
-        return cls(Path(run_dir), manifest, data["variant"], cells, cases)
-
-    def write_files(self, out: Path) -> None:
-        (out / RESULTS_JSON).write_text(json.dumps(self.to_json(), indent=2))
-        (out / RESULTS_MD).write_text(self.markdown)
-
-    @classmethod
-    def read_files(cls, out: Path, version: int) -> RetrievalResult:
-        out = Path(out)
-        result = cls.from_json(json.loads((out / RESULTS_JSON).read_text()), out, read_manifest(out), read_cases(out))
-        result.markdown = (out / RESULTS_MD).read_text()
-        return result
-
-
-def results_json(variant: str, cells: pd.DataFrame, models: list[str]) -> dict:
-    """results.json: per model (in run order, the first the primary one) and (lines or token
-    target, depth): accuracy, mean_rank, n, ..."""
-    return {
-        "variant": variant,
-        "model": models[0],
-        "cells": json_rows(cells[cells["model"] == models[0]].drop(columns="model")),
-        "by_model": {m: json_rows(cells[cells["model"] == m].drop(columns="model")) for m in models},
-        "definitions": {
-            "accuracy": "share of cases whose greedy answer equals the value exactly",
-            "mean_rank": "mean full-vocabulary rank of the answer's first token after the prompt (1 = the model's top choice)",
-            "mean_value_logprob": "mean over cases of the summed log-probability of the value's tokens (teacher forcing)",
-            "generated": "cases whose accuracy needed real greedy generation (the answer left generation's greedy chain)",
-            "tokens_target": "with --tokens: the prompt size asked for; lines is the most lines that fit it for this model",
-        },
-    }
 
 
 def cell_keys(table: pd.DataFrame) -> list[str]:

@@ -3,17 +3,15 @@ agreement of the two scorings), results.md and the score plot, beside the run's 
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
 
 import pandas as pd
 import pyarrow.parquet as pq
 
 from ctxeval.results.base import Result
+from ctxeval.results.io import Figure, Json, Text, folder, loaded, rows, written
 from ctxeval.results.manifest import Manifest, read_manifest
-from ctxeval.results.rows import frame, json_rows
 
 SAMPLES_FILE = "samples.parquet"  # the run's records, one row per sample (the engine writes them)
 MEAN_TASK = "mean"  # the row of every length that averages a model's tasks
@@ -22,21 +20,35 @@ RESULTS_MD = "results.md"
 PLOT_FILE = "ruler_scores.png"
 
 
+def definitions(threshold: float) -> dict[str, str]:
+    """What results.json's numbers mean."""
+    return {
+        "score": "RULER's string_match_all in percent: per sample the share of answers found in the generated text (case-insensitive), averaged; "
+                 "by likelihood where the backend does not generate (scored_by)",
+        "likelihood": "share of answers inside the greedy prefix of the teacher-forced reference, averaged (percent)",
+        "low/high": "95 % Wilson interval; partial credit counts as a fraction of a success",
+        "mean": "the task 'mean': the mean of the run's task scores per length, over the tasks the run has (of RULER's 13; its two QA tasks are not offered)",
+        "effective length": f"the longest length whose score, and every shorter length's, is at least the threshold ({threshold:g})",
+    }
+
+
 @dataclass
 class RulerResult(Result):
     """A finished RULER run: scores per (model, task, length) and their mean, effective lengths."""
 
-    KIND: ClassVar[str] = "ruler"
-    VERSION: ClassVar[int] = 1
-    FILES: ClassVar[tuple[str, ...]] = (RESULTS_JSON, RESULTS_MD, PLOT_FILE)
+    KIND = "ruler"
+    FILES = (Json(RESULTS_JSON, {"threshold": "threshold", "models": written(lambda r: r.models), "scores": rows("table"), "effective_lengths": "effective_lengths",
+                                 "agreement": "agreement", "ruler_commit": written(lambda r: r.manifest.config.get("ruler_commit")),
+                                 "definitions": written(lambda r: definitions(r.threshold))}),
+             Text(RESULTS_MD, "markdown"), Figure(PLOT_FILE))
 
-    run_dir: Path
-    manifest: Manifest
+    run_dir: Path = folder()
+    manifest: Manifest = loaded(read_manifest)
     threshold: float
     table: pd.DataFrame  # one row per (model, task or "mean", length)
     effective_lengths: dict[str, dict[str, dict]]
     agreement: dict
-    samples: pd.DataFrame = field(repr=False)
+    samples: pd.DataFrame = loaded(lambda run_dir: read_samples(run_dir), repr=False)
     markdown: str = ""
 
     @property
@@ -46,30 +58,6 @@ class RulerResult(Result):
     def paths(self) -> dict[str, Path]:
         d = self.run_dir
         return {"results": d / RESULTS_JSON, "samples": d / SAMPLES_FILE, "plot": d / PLOT_FILE, "report": d / RESULTS_MD}
-
-    def to_json(self) -> dict[str, Any]:
-        return {"threshold": self.threshold, "models": self.models, "scores": json_rows(self.table), "effective_lengths": self.effective_lengths,
-                "agreement": self.agreement, "ruler_commit": self.manifest.config.get("ruler_commit"),
-                "definitions": {
-                    "score": "RULER's string_match_all in percent: per sample the share of answers found in the generated text (case-insensitive), averaged; "
-                             "by likelihood where the backend does not generate (scored_by)",
-                    "likelihood": "share of answers inside the greedy prefix of the teacher-forced reference, averaged (percent)",
-                    "low/high": "95 % Wilson interval; partial credit counts as a fraction of a success",
-                    "mean": "the task 'mean': the mean of the run's task scores per length, over the tasks the run has (of RULER's 13; its two QA tasks are not offered)",
-                    "effective length": f"the longest length whose score, and every shorter length's, is at least the threshold ({self.threshold:g})",
-                }}
-
-    def write_files(self, out: Path) -> None:
-        (out / RESULTS_JSON).write_text(json.dumps(self.to_json(), indent=2))
-        (out / RESULTS_MD).write_text(self.markdown)
-
-    @classmethod
-    def read_files(cls, out: Path, version: int) -> RulerResult:
-        out = Path(out)
-        data = json.loads((out / RESULTS_JSON).read_text())
-        samples = read_samples(out)
-        return cls(out, read_manifest(out), data["threshold"], frame(data["scores"]), data["effective_lengths"], data["agreement"], samples,
-                   (out / RESULTS_MD).read_text())
 
 
 def read_samples(run_dir: Path) -> pd.DataFrame:

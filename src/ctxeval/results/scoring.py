@@ -9,17 +9,17 @@ as read where it was built, so a reader needs no second trip to the run director
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pandas as pd
 
 from ctxeval.metrics.config import MetricConfig
-from ctxeval.results.base import Result, read_header
+from ctxeval.results.base import Result
+from ctxeval.results.io import Csv, Figure, Json, Text, Value, folder, loaded, rows, written
 from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.results.records import RECORDS_FILE, read_records
-from ctxeval.results.rows import frame, json_rows
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
@@ -30,27 +30,32 @@ CORPUS_CSV = "corpus_summary.csv"
 NOISE_JSON = "noise_floor.json"
 
 
+def _metrics(result: RunResult) -> dict[str, Any]:
+    return asdict(result.metrics)
+
+
 @dataclass
 class RunResult(Result):
     """A finished run: where it lives and what it found."""
 
-    KIND: ClassVar[str] = "scoring"
-    VERSION: ClassVar[int] = 1
-    FILES: ClassVar[tuple[str, ...]] = (SUMMARY_JSON, SUMMARY_CSV, TABLES_MD, PLOT_FILE)
+    KIND = "scoring"
+    FILES = (Json(SUMMARY_JSON, {"run_id": written(lambda r: r.manifest.run_id), "metrics": Value("metrics", _metrics, MetricConfig.from_dict),
+                                 "groups": rows("summary"), "approx_vs_exact": rows("approx_vs_exact"), "numerics": written(lambda r: run_json(r.manifest))}),
+             Csv(SUMMARY_CSV, written(lambda r: r.summary)), Text(TABLES_MD, "tables"), Figure(PLOT_FILE),
+             # several documents: the corpus-level rows
+             Json(CORPUS_JSON, {"run_id": written(lambda r: r.manifest.run_id), "metrics": written(_metrics), "corpus": rows("corpus")}, when="corpus"),
+             Csv(CORPUS_CSV, written(lambda r: r.corpus), when="corpus"),
+             Json(NOISE_JSON, "noise_floor", default=float, when="noise_floor"))
 
-    run_dir: Path
-    manifest: Manifest
-    records: pd.DataFrame = field(repr=False)  # the run's records, as loaded where the result was built
+    run_dir: Path = folder()
+    manifest: Manifest = loaded(read_manifest)
+    records: pd.DataFrame = loaded(read_records, repr=False)  # the run's records, as loaded where the result was built
     summary: pd.DataFrame
     approx_vs_exact: pd.DataFrame
     metrics: MetricConfig  # the settings the summaries were computed with
     tables: str = ""  # the Markdown tables (what tables.md holds once written)
     noise_floor: dict | None = None  # `--noise-floor`: the model on a second numeric path (noise_floor.json)
     corpus: pd.DataFrame | None = None  # several documents: the corpus-level rows (intervals resample documents)
-
-    def files(self) -> tuple[str, ...]:
-        extra = ((CORPUS_JSON, CORPUS_CSV) if self.corpus is not None else ()) + ((NOISE_JSON,) if self.noise_floor is not None else ())
-        return self.FILES + extra
 
     def paths(self) -> dict[str, Path]:
         """The run's files by role, its records included (what the CLI lists)."""
@@ -61,40 +66,6 @@ class RunResult(Result):
         if self.noise_floor is not None:
             paths["noise_floor"] = d / NOISE_JSON
         return paths
-
-    def to_json(self) -> dict[str, Any]:
-        """summary.json: the per-document rows, approx-vs-exact deltas and the run's numerics."""
-        return {
-            "run_id": self.manifest.run_id,
-            "metrics": asdict(self.metrics),
-            "groups": json_rows(self.summary),
-            "approx_vs_exact": json_rows(self.approx_vs_exact),
-            "numerics": run_json(self.manifest),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any], run_dir: Path, manifest: Manifest, records: pd.DataFrame) -> RunResult:
-        """The result summary.json describes, around the run's manifest and records."""
-        return cls(Path(run_dir), manifest, records, frame(data["groups"]), frame(data["approx_vs_exact"]), MetricConfig.from_dict(data["metrics"]))
-
-    def write_files(self, out: Path) -> None:
-        self.summary.to_csv(out / SUMMARY_CSV, index=False)
-        (out / SUMMARY_JSON).write_text(json.dumps(self.to_json(), indent=2))
-        (out / TABLES_MD).write_text(self.tables)
-        if self.corpus is not None:
-            self.corpus.to_csv(out / CORPUS_CSV, index=False)
-            corpus = {"run_id": self.manifest.run_id, "metrics": asdict(self.metrics), "corpus": json_rows(self.corpus)}
-            (out / CORPUS_JSON).write_text(json.dumps(corpus, indent=2))
-        if self.noise_floor is not None:
-            (out / NOISE_JSON).write_text(json.dumps(self.noise_floor, indent=2, default=float))
-
-    @classmethod
-    def read_files(cls, out: Path, version: int) -> RunResult:
-        out = Path(out)
-        listed = read_header(out)["files"]
-        result = cls.from_json(json.loads((out / SUMMARY_JSON).read_text()), out, read_manifest(out), read_records(out))
-        corpus = frame(json.loads((out / CORPUS_JSON).read_text())["corpus"]) if CORPUS_JSON in listed else None
-        return replace(result, tables=(out / TABLES_MD).read_text(), noise_floor=stored_noise_floor(out) if NOISE_JSON in listed else None, corpus=corpus)
 
 
 def stored_noise_floor(run_dir: Path) -> dict | None:
