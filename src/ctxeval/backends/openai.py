@@ -35,7 +35,7 @@ from ctxeval.backends.api_client import ApiClient, RequestFailed
 from ctxeval.backends.base import Capabilities, ModelInfo, ScheduledScores, ScorerBase
 from ctxeval.backends.logits import BlockScores
 from ctxeval.backends.openai_options import MODES, OpenAIOptions, RetryPolicy
-from ctxeval.backends.registry import backend_for, load_scorer
+from ctxeval.backends.registry import backend_for, load_vocabulary
 from ctxeval.backends.request_cache import RequestCache
 from ctxeval.errors import FieldError, UserError
 
@@ -436,9 +436,9 @@ def _first_difference(a: list[str], b: list[str]) -> int:
 
 def _load_tokenizer(options: OpenAIOptions, model: str, api_key: str | None, cache: RequestCache | None, n_threads: int | None):
     if options.tokenizer:
-        if not backend_for(options.tokenizer).tokenizer:
-            raise FieldError("tokenizer", "must be a GGUF model (gemma-3-270m or a .gguf path)")
-        return load_scorer(options.tokenizer, n_threads=n_threads)  # vocabulary only: no inference context
+        if not backend_for(options.tokenizer).tokenizer or "?" in options.tokenizer:
+            raise FieldError("tokenizer", "must be a GGUF model (gemma-3-270m or a .gguf path, without options)")
+        return load_vocabulary(options.tokenizer, n_threads=n_threads)  # vocabulary only: no inference context
     client = ApiClient(options.base_url, api_key, cache, 1, RetryPolicy(max_attempts=2, base_delay=0.2, timeout=30))
     return ServerTokenizer(client, model)
 

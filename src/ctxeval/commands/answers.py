@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from ctxeval.backends.openai_options import OpenAIOptions
-from ctxeval.backends.registry import refuse_api_models
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
@@ -159,10 +158,12 @@ def run_meta_eval(spec: MetaEvalSpec) -> MetaEvalResult:
     return meta_evaluate(evaluator, data, config, out, spec.replicates, spec.seed, spec.progress, spec.executor)
 
 
-def _evaluator_spec(model: str, n_threads: int | None) -> ScorerSpec:
+def _evaluator_spec(text: str, n_threads: int | None) -> ScorerSpec:
     """The evaluator to load, refused up front when it cannot compute the methods as defined."""
-    refuse_api_models([model], "answer-quality evaluation",
-                      "the log-probability of an answer's first token given only BOS (for PPL(a)) and of every score token (for G-Eval)")
+    model = common.model_spec(text)
+    common.refuse_truncation(model, truncates=False)
+    common.refuse_api_models([model], "answer-quality evaluation",
+                             "the log-probability of an answer's first token given only BOS (for PPL(a)) and of every score token (for G-Eval)")
     return ScorerSpec(model, n_threads)
 
 
