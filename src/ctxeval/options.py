@@ -20,7 +20,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from functools import cache
 from typing import Any, Optional
 
-from ctxeval.backends.described import DESCRIBED, Described
+from ctxeval.described import DESCRIBED, Described
 from ctxeval.errors import FieldError, UserError, phrase
 
 Check = Callable[[Any], "str | None"]
@@ -60,7 +60,7 @@ class Flag:
 @cache
 def field_flag(f: dataclasses.Field) -> Flag | None:
     """A field's CLI face: its own (`option`), or the one a backend's description of the field
-    (backends/described.py) gives it: `--` and its name, a list when given once per value, a
+    (ctxeval/described.py) gives it: `--` and its name, a list when given once per value, a
     text turned into the option by the description; None: a field with no face."""
     if "flag" in f.metadata:
         return f.metadata["flag"]

@@ -200,7 +200,7 @@ class OpenAIScorer(ScorerBase):
     # --- prompt scoring --------------------------------------------------------------------
     def _prompt_scores(self, full: np.ndarray, targets: np.ndarray, top_k: int) -> list[Comparison]:
         if targets[0] == 0:
-            raise FieldError("method", "the prompt-scoring path cannot score a window's first token (the API returns no log-probability for it); use {method} fixed {head} skip, or a sweep")
+            raise FieldError("method", "the prompt-scoring path cannot score a window's first token (the API returns no log-probability for it); use {method} fixed {head} skip, or windows that open after some context")
         pieces = [self.token_bytes(int(t)) for t in full]
         # prompt_logprobs: vLLM's extension (also `ctxeval serve`), whose entries carry each prompt
         # token's exact rank over the whole vocabulary; other servers ignore it

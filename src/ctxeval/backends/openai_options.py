@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from ctxeval.backends.described import described
+from ctxeval.described import described
 from ctxeval.stats.defaults import DEFAULT_SEED
 
 DEFAULT_CACHE = Path.home() / ".cache" / "ctxeval" / "api-cache.sqlite"

@@ -1,7 +1,7 @@
 """How a backend describes its own options (the openai backend's server, mode, tokenizer, ...):
 what each means and how a value given as text becomes it, in the backend's terms. The command
 layer (ctxeval.options) turns a description into a CLI option and a Python keyword, so no
-backend imports the face."""
+backend imports the face. A leaf module: the face and the backends both import it."""
 
 from __future__ import annotations
 
