@@ -2,11 +2,13 @@
 used on this machine.
 
 A model string (`gemma-3-270m`, `x.gguf?max_context=128`, `hf:smollm2-135m?press=SnapKVPress&budget=256`,
-`openai:MODEL`) is parsed by `parse_model_spec` alone, once, where the user gives it; checks,
-planning, executors and `load_scorer` receive the typed spec. Each backend is a `Backend` entry: the prefix that names its models (or none: the backend of
+`openai:MODEL`) is parsed by `parse_model_spec` alone, once, where the user gives it (the command
+layer); checks, planning, executors and `load_scorer` receive the typed spec.
+
+Each backend is a `Backend` entry: the prefix that names its models (or none: the backend of
 model names and files), its scorer class by dotted path ("module:Class", as lm-eval registers its
-models) and what it can do. Callers ask `backend_for(spec)` what a model can do instead of reading
-its spec. Backends are imported only when a model needs them: importing the registry loads no
+models) and what it can do. Callers ask a spec's `backend` (or `backend_for(text)`) what a model
+can do instead of reading its string. Backends are imported only when a model needs them: importing the registry loads no
 backend, no torch, no llama.cpp and no HTTP client, and no backend module needs the registry
 imported first.
 """

@@ -26,7 +26,6 @@ from ctxeval.results.pplqa import PplqaResult
 from ctxeval.stats.agreement import TAU_VARIANTS
 
 _EVALUATOR = f"Evaluator: {DEFAULT_MODEL} (embedded default), a .gguf path or hf:MODEL (not openai:, whose APIs return no log-probability for an answer's first token)."
-_EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
 
 
 def _evaluator() -> Any:
@@ -53,7 +52,7 @@ class PplqaSpec:
     tau: str = option("--tau", "Per-question Kendall tau: a (the paper's eq. 4; a constant ranking counts 0) or b (tau-b; constant rankings skipped).", "a", check=one_of(TAU_VARIANTS))
     n_threads: int | None = common.threads()
     progress: bool = common.progress()
-    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+    executor: ExecutorOptions = common.executor()
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ class MetaEvalSpec:
     seed: int = common.seed("Bootstrap seed.")
     n_threads: int | None = common.threads()
     progress: bool = common.progress()
-    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+    executor: ExecutorOptions = common.executor()
 
 
 @dataclass(frozen=True)

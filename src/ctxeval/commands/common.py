@@ -12,8 +12,10 @@ from typing import Any, Optional, Protocol
 from ctxeval.backends.registry import ModelSpec, parse_model_spec
 from ctxeval.errors import UserError
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K
+from ctxeval.data.corpus import CorpusOptions
 from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
-from ctxeval.options import at_least, comma_floats, option, positive, python_only
+from ctxeval.options import at_least, comma_floats, group, option, positive, python_only
+from ctxeval.pipeline.executors.spec import ExecutorOptions
 from ctxeval.stats.defaults import DEFAULT_SEED, replicates_option
 
 TEXT_INPUTS = "UTF-8 text files ('demo' for the bundled excerpt), corpus folders, .jsonl/.json or .parquet corpora."
@@ -133,6 +135,17 @@ def device() -> Any:
 
 def dtype() -> Any:
     return option("--dtype", "hf: models only: float32 (default), bfloat16, float16 or float64 (slow reference).", None)
+
+
+def corpus() -> Any:
+    """How inputs are read as corpora (--glob, --sample, ...)."""
+    return group(CorpusOptions)
+
+
+def executor(gpus: bool = False) -> Any:
+    """--executor and its Ray settings; `gpus`: the command's models may run on GPUs
+    (--gpus-per-worker), else they run on CPUs only."""
+    return group(ExecutorOptions) if gpus else group(ExecutorOptions, only=("kind", "workers", "address", "threads_per_worker"))
 
 
 def progress() -> Any:

@@ -55,8 +55,8 @@ class DiffSpec:
     out: Path | None = common.out()
     progress: bool = common.progress()
     n_threads: int | None = common.threads()
-    corpus: CorpusOptions = group(CorpusOptions)
-    executor: ExecutorOptions = group(ExecutorOptions, only=("kind", "workers", "address", "threads_per_worker"))
+    corpus: CorpusOptions = common.corpus()
+    executor: ExecutorOptions = common.executor()
 
     def check(self) -> None:
         for model in (self.ref, self.cand):

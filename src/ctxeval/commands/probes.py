@@ -30,7 +30,6 @@ from ctxeval.probes.retrieval_report import retrieval_result
 from ctxeval.results.retrieval import RetrievalResult
 
 _LOCAL_MODELS = f"Model(s): {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat for several."
-_EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
 
 
 @dataclass(frozen=True)
@@ -55,9 +54,9 @@ class ContextGainSpec:
     out: Path | None = common.out()
     progress: bool = common.progress()
     n_threads: int | None = common.threads()
-    corpus: CorpusOptions = group(CorpusOptions)
+    corpus: CorpusOptions = common.corpus()
     seed: int = common.seed("Seed of --sample and of the bootstrap.")
-    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+    executor: ExecutorOptions = common.executor()
 
 
 EFFECTIVE_LENGTHS = (128, 256, 512, 1024, 2048, 4096)
@@ -99,9 +98,9 @@ class EffectiveLengthSpec:
     n_threads: int | None = common.threads()
     device: str | None = common.device()
     dtype: str | None = common.dtype()
-    corpus: CorpusOptions = group(CorpusOptions)
+    corpus: CorpusOptions = common.corpus()
     seed: int = common.seed("Seed of the spans, of --sample and of the bootstrap.")
-    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+    executor: ExecutorOptions = common.executor()
 
     def check(self) -> None:
         if self.evaluator is not None and self.evaluator not in self.models:
@@ -128,7 +127,7 @@ class RetrievalSpec:
     out: Path | None = common.out()
     progress: bool = common.progress()
     n_threads: int | None = common.threads()
-    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+    executor: ExecutorOptions = common.executor()
 
     def check(self) -> None:
         if self.tokens:

@@ -51,8 +51,8 @@ class TokenScoringOptions:
     dtype: str | None = common.dtype()
     openai: OpenAIOptions = group(OpenAIOptions)
     dry_run: bool = common.dry_run()
-    corpus: CorpusOptions = group(CorpusOptions)
-    executor: ExecutorOptions = group(ExecutorOptions)
+    corpus: CorpusOptions = common.corpus()
+    executor: ExecutorOptions = common.executor(gpus=True)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,6 @@ from ctxeval.results.ruler import RulerResult
 
 RULER_LENGTHS = (1024, 2048, 4096)
 RULER_SEED = 42  # RULER's --random_seed
-_EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
 
 
 def api_identity(models: tuple[str, ...], openai: OpenAIOptions) -> str | None:
@@ -76,7 +75,7 @@ class RulerSpec:
     device: str | None = common.device()
     dtype: str | None = common.dtype()
     openai: OpenAIOptions = group(OpenAIOptions)
-    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+    executor: ExecutorOptions = common.executor()
 
     def check(self) -> None:
         problem = common.budget_covering(self.models, min(self.lengths))
