@@ -1,6 +1,7 @@
 """Options several commands share, each declared once here (a function, since a dataclass field
 cannot be shared): its flag, help, default and check. A command that needs another default or
-a help text of its own says so where it uses it."""
+a help text of its own says so where it uses it. A model string becomes its typed `ModelSpec`
+here (`model_spec`), and only here."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from pathlib import Path
 from typing import Any, Optional, Protocol
 
 from ctxeval.backends.registry import ModelSpec, parse_model_spec
-from ctxeval.errors import UserError
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K
 from ctxeval.data.corpus import CorpusOptions
+from ctxeval.errors import UserError
 from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
 from ctxeval.options import at_least, comma_floats, group, option, positive, python_only
 from ctxeval.pipeline.executors.spec import ExecutorOptions
@@ -38,6 +39,7 @@ def model_spec(text: str) -> ModelSpec:
 
 
 def model_specs(texts: Iterable[str]) -> list[ModelSpec]:
+    """Several model strings typed, in order."""
     return [model_spec(text) for text in texts]
 
 
