@@ -85,7 +85,7 @@ def arm_plan_streaming(corpus: Path, n: int) -> int:
 def arm_plan_naive(corpus: Path, n: int) -> int:
     """The executor before corpora: all texts loaded, all tokenized, then planned."""
     from ctxeval.pipeline import windows
-    from ctxeval.backends.registry import load_scorer
+    from ctxeval.backends.registry import load_scorer, parse_model_spec
     from ctxeval.data.texts import Text
     from ctxeval.pipeline.tokens import tokenize
     import hashlib
@@ -95,7 +95,7 @@ def arm_plan_naive(corpus: Path, n: int) -> int:
         for line, _ in zip(f, range(n)):
             row = json.loads(line)
             texts.append(Text(row["id"], str(corpus), row["text"], hashlib.sha256(row["text"].encode()).hexdigest()))
-    scorer = load_scorer("gemma-3-270m")
+    scorer = load_scorer(parse_model_spec("gemma-3-270m"))
     tokenized = [tokenize(scorer, t) for t in texts]
     plan = [windows.chunked(len(tt), 1024) for tt in tokenized]
     scorer.close()

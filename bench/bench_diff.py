@@ -47,19 +47,19 @@ def windows(scorer, text_path: Path, n_tokens: int, window: int) -> list:
 
 
 def run_side(side: str, cand: str, text_path: Path, n_tokens: int, window: int) -> dict:
-    from ctxeval.backends.registry import load_scorer
+    from ctxeval.backends.registry import load_scorer, parse_model_spec
     from ctxeval.modeldiff.pair import DiffTask, ModelPair
     from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS
 
-    ref = load_scorer("gemma-3-270m")
+    ref = load_scorer(parse_model_spec("gemma-3-270m"))
     items = windows(ref, text_path, n_tokens, window)
     if side in ("ref", "cand"):
-        alone = ref if side == "ref" else load_scorer(cand)
+        alone = ref if side == "ref" else load_scorer(parse_model_spec(cand))
 
         def work(item) -> int:
             return len(alone.score(*item.arrays, 10, (1.0,)).logprob)
     else:
-        pair = ModelPair(ref, load_scorer(cand))
+        pair = ModelPair(ref, load_scorer(parse_model_spec(cand)))
         task = DiffTask(10, False, DEFAULT_BLOCK_ROWS)
 
         def work(item) -> int:

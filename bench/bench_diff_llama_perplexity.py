@@ -205,9 +205,9 @@ def token_agreement(text: Path, window_lengths: tuple[int, ...], n_windows: int,
     import llama_cpp
 
     from ctxeval.backends.llamacpp import load_llama_without_amx_buffers
-    from ctxeval.backends.registry import load_scorer
+    from ctxeval.backends.registry import load_scorer, parse_model_spec
 
-    scorer = load_scorer("gemma-3-270m", n_threads=threads)
+    scorer = load_scorer(parse_model_spec("gemma-3-270m"), n_threads=threads)
     ids = np.asarray(scorer.tokenize(text.read_bytes()[:200_000].decode("utf-8", errors="ignore")), dtype=np.int32)
     load_llama_without_amx_buffers(llama_cpp)
     llm = llama_cpp.Llama(model_path=str(embedded_model_path()), n_ctx=max(window_lengths) + 1, n_batch=512, logits_all=True,

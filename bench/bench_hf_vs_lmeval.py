@@ -75,12 +75,12 @@ def prepare(args: argparse.Namespace) -> dict:
     """The text prefix, its ids and the windows, computed once and handed to every process."""
     import torch
 
-    from ctxeval.backends.registry import load_scorer
+    from ctxeval.backends.registry import load_scorer, parse_model_spec
     from ctxeval.data.texts import load_text
     from ctxeval.pipeline.tokens import tokenize
 
     threads = args.threads or torch.get_num_threads()
-    scorer = load_scorer("hf:gemma-3-270m", n_threads=threads)
+    scorer = load_scorer(parse_model_spec("hf:gemma-3-270m"), n_threads=threads)
     demo = load_text("demo")
     spans = tokenize(scorer, demo)
     n = min(args.tokens, len(spans))
@@ -138,9 +138,9 @@ def lmeval_runner(setup: dict):
 def ctxeval_runner(side: str, setup: dict):
     import numpy as np
 
-    from ctxeval.backends.registry import load_scorer
+    from ctxeval.backends.registry import load_scorer, parse_model_spec
 
-    scorer = load_scorer("hf:gemma-3-270m", n_threads=setup["threads"])
+    scorer = load_scorer(parse_model_spec("hf:gemma-3-270m"), n_threads=setup["threads"])
     ids, bos, m = setup["ids"], setup["bos"], setup["max_length"]
     if side == "chunked":
         windows = [([bos] + ids[s : s + m][:-1], ids[s : s + m]) for s in range(0, len(ids), m)]

@@ -74,14 +74,14 @@ def kl_row(run: Path, first_window_tokens: int) -> float:
 
 def pass_cost(models: list[str], text: Path, context: int, targets: int, repeats: int) -> dict[str, float]:
     """Seconds per pass of `context` + `targets` tokens, each model timed in turn, best of `repeats`."""
-    from ctxeval.backends.registry import load_scorer
+    from ctxeval.backends.registry import load_scorer, parse_model_spec
 
     rows = {}
     ids = None
     for spec in models:
         if "max_context" in spec:
             continue
-        scorer = load_scorer(spec)
+        scorer = load_scorer(parse_model_spec(spec))
         if ids is None:
             ids = np.asarray(scorer.tokenize(text.read_text(encoding="utf-8")[100_000:200_000]), dtype=np.int32)[: context + targets + 1]
         args = (ids[:-1], np.arange(context, context + targets), ids[context + 1 :], 20, (1.0,))

@@ -57,11 +57,11 @@ def main() -> None:
     import torch
     from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
 
-    from ctxeval.backends.registry import load_scorer
+    from ctxeval.backends.registry import load_scorer, parse_model_spec
 
     torch.set_num_threads(args.threads)
     docs = documents()
-    hf = load_scorer("hf:gemma-3-270m", n_threads=args.threads)
+    hf = load_scorer(parse_model_spec("hf:gemma-3-270m"), n_threads=args.threads)
     bos = hf.info.bos_id
     ids = [hf.tokenize(d) for d in docs]
     assert all(len(x) + 1 <= args.max_length for x in ids), "every document must fit one window"
@@ -80,7 +80,7 @@ def main() -> None:
     hf_own = ctxeval_sums(hf, own)
     bos_after_bos = ctxeval_sums(hf, [([bos], [bos])])[0]
     hf.close()
-    llama = load_scorer("gemma-3-270m", n_threads=args.threads)
+    llama = load_scorer(parse_model_spec("gemma-3-270m"), n_threads=args.threads)
     llama_own = ctxeval_sums(llama, own)
     llama.close()
 

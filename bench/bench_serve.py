@@ -27,7 +27,7 @@ import urllib.request
 from pathlib import Path
 
 from ctxeval import api
-from ctxeval.backends.registry import load_scorer
+from ctxeval.backends.registry import load_scorer, parse_model_spec
 from ctxeval.server.launch import free_port, spawn_server
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "wikitext2-test-head.txt"
@@ -103,7 +103,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.update(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1")
     docs = documents()
-    vocab = load_scorer("gemma-3-270m")
+    vocab = load_scorer(parse_model_spec("gemma-3-270m"))
     counts = [len(vocab.tokenize(d)) for d in docs]
     old_docs, total = [], 0
     for d, n in zip(docs, counts):

@@ -53,9 +53,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def gemma():
     """The embedded Gemma 3 270M scorer (llama.cpp backend)."""
-    from ctxeval.backends.registry import load_scorer
+    from ctxeval.backends.registry import load_scorer, parse_model_spec
 
-    scorer = load_scorer("gemma-3-270m")
+    scorer = load_scorer(parse_model_spec("gemma-3-270m"))
     yield scorer
     scorer.close()
 

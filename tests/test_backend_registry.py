@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxeval.backends.registry import BACKENDS, backend_for, check_options, load_scorer, refuse_api_models
+from ctxeval.backends.registry import BACKENDS, backend_for, load_scorer, parse_model_spec
+from ctxeval.commands.common import refuse_api_models
 from ctxeval.errors import UserError
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "ctxeval"
@@ -44,23 +45,34 @@ def test_target_drops_only_the_backends_own_prefix():
 
 
 def test_refusals_come_from_capabilities():
-    refuse_api_models(["gemma-3-270m", "hf:DIR"], "diff", "the full distribution")
+    refuse_api_models([parse_model_spec("gemma-3-270m"), parse_model_spec("hf:DIR")], "diff", "the full distribution")
     with pytest.raises(UserError, match="diff cannot use openai:m"):
-        refuse_api_models(["gemma-3-270m", "openai:m"], "diff", "the full distribution")
+        refuse_api_models([parse_model_spec("gemma-3-270m"), parse_model_spec("openai:m")], "diff", "the full distribution")
     with pytest.raises(UserError, match="apply to hf: models only"):
-        load_scorer("openai:m", device="cpu")
+        load_scorer(parse_model_spec("openai:m"), device="cpu")
     with pytest.raises(UserError, match="needs a model name"):
-        load_scorer("openai:")
+        load_scorer(parse_model_spec("openai:"))
     with pytest.raises(UserError, match="unknown model"):
-        load_scorer("no-such-model")
+        load_scorer(parse_model_spec("no-such-model"))
 
 
-def test_check_options_parses_by_backend():
-    assert check_options("openai:m?anything=1") == "openai:m?anything=1"
+def test_parse_checks_options_by_backend():
+    assert parse_model_spec("openai:m?anything=1").text == "openai:m?anything=1"
     with pytest.raises(UserError):
-        check_options("hf:DIR?type_k=q8_0")
+        parse_model_spec("hf:DIR?type_k=q8_0")
     with pytest.raises(UserError):
-        check_options("gemma-3-270m?dtype=float32")
+        parse_model_spec("gemma-3-270m?dtype=float32")
+    with pytest.raises(UserError, match="applies to local models only"):
+        parse_model_spec("openai:m?max_context=8")
+
+
+def test_the_typed_spec_holds_backend_base_options_and_max_context():
+    model = parse_model_spec("hf:smollm2-135m?press=SnapKVPress&budget=256&max_context=512")
+    assert (model.backend.name, model.base, model.plain, model.max_context) == ("hf", "hf:smollm2-135m", "hf:smollm2-135m?press=SnapKVPress&budget=256", 512)
+    assert model.pressed and model.press_budget == 256 and model.suffix == "?press=SnapKVPress&budget=256"
+    plain = parse_model_spec("gemma-3-270m?type_k=q8_0&flash_attn=1")
+    assert (plain.backend.name, plain.base, plain.max_context, plain.pressed, plain.press_budget) == ("llamacpp", "gemma-3-270m", None, False, None)
+    assert (plain.options.type_k, plain.options.flash_attn) == ("q8_0", True)
 
 
 def _prefix_tests(tree: ast.AST) -> list[int]:

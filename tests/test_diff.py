@@ -467,10 +467,11 @@ def test_key_tokens_of_a_context_gain_run_restrict_the_summary(tmp_path, tiny):
 def test_what_a_ray_worker_receives_pickles():
     import pickle
 
+    from ctxeval.backends.registry import parse_model_spec
     from ctxeval.pipeline.executors.spec import ScorerSpec
     from ctxeval.modeldiff.pair import DiffTask, PairSpec
 
-    spec = PairSpec(ScorerSpec("gemma-3-270m", 2), ScorerSpec("x.gguf?type_k=q8_0&type_v=q8_0&flash_attn=1", 2))
+    spec = PairSpec(ScorerSpec(parse_model_spec("gemma-3-270m"), 2), ScorerSpec(parse_model_spec("x.gguf?type_k=q8_0&type_v=q8_0&flash_attn=1"), 2))
     task = DiffTask(10, True, 128)
     assert pickle.loads(pickle.dumps(spec)) == spec and pickle.loads(pickle.dumps(task)) == task
     assert spec.per_server() == [spec]

@@ -19,7 +19,7 @@ from scipy.special import log_softmax
 from ctxeval import api
 from ctxeval.backends.model_files import embedded_model_path
 from ctxeval.backends.quantize import requantize
-from ctxeval.backends.registry import load_scorer
+from ctxeval.backends.registry import load_scorer, parse_model_spec
 from ctxeval.data.texts import DEMO_TEXT_NAME, load_text
 from ctxeval.modeldiff.run import DIFF_FILE
 from ctxeval.results.records import STOP_AFTER_PASSES_ENV
@@ -77,7 +77,7 @@ def test_the_embedded_gguf_in_llamacpp_and_in_transformers_pair_and_match_a_floa
     assert rec.same_top1.mean() > 0.8 and (rec.delta_p.abs() < 0.5).all()  # the same model, differently computed
     assert result.report["summary"]["all"]["kl"]["mean"] < 0.05
     _matches_a_float64_reference(rec, "gemma-3-270m", "hf:gemma-3-270m", 40)
-    ref, cand = load_scorer("gemma-3-270m"), load_scorer("hf:gemma-3-270m")
+    ref, cand = load_scorer(parse_model_spec("gemma-3-270m")), load_scorer(parse_model_spec("hf:gemma-3-270m"))
     try:
         assert (ref.token_bytes(0), cand.token_bytes(0)) == (b"", b"<pad>")
         assert ref.token_text(0) == cand.token_text(0) == b"<pad>" and ref.info.bos_id == cand.info.bos_id == 2
@@ -93,7 +93,7 @@ def _matches_a_float64_reference(first, ref_spec: str, cand_spec: str, n: int):
     rows (an hf model's head in blocks of 512 moves a float32 log-probability by up to 4e-6, a
     decode of one token fewer moves llama.cpp's last rows), so the logits are the same floats and
     a fixed 1e-6 bound holds; returns REF's scoring-path scores (decode batches of 512)."""
-    ref, cand = load_scorer(ref_spec), load_scorer(cand_spec)
+    ref, cand = load_scorer(parse_model_spec(ref_spec)), load_scorer(parse_model_spec(cand_spec))
     try:
         tokens = np.asarray(ref.tokenize(load_text(DEMO_TEXT_NAME).content), dtype=np.int32)[:n]
         input_ids = np.concatenate([[ref.info.bos_id], tokens]).astype(np.int32)

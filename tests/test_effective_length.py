@@ -118,8 +118,8 @@ def test_models_with_different_tokenizers_start_each_span_at_the_same_character(
 
 
 def test_a_truncated_model_plans_each_capped_target_once():
-    planner = EffectiveLengthPlanner((16, 32, 64, 128), spans=2, targets=8, seed=0)
-    plain, capped = planner([_info("m"), _info("m?max_context=32", max_context=32)], [[_words()], [_words()]])[0]
+    planner = EffectiveLengthPlanner((16, 32, 64, 128), spans=2, targets=8, seed=0, caps=(None, 32))  # the models' specs' max_context
+    plain, capped = planner([_info("m"), _info("m?max_context=32")], [[_words()], [_words()]])[0]
     need = {(t, min(p.nominal_len + t - p.target_start, 32)) for p in plain[0] for t in range(p.target_start, p.target_end)}
     seen = [(t, int(c)) for p in capped[0] for t, c in zip(range(p.target_start, p.target_end), p.context_lens())]
     assert sorted(seen) == sorted(need)

@@ -197,7 +197,7 @@ def test_cli_refuses_ray_options_without_ray_executor():
 def test_serve_refuses_a_model_it_cannot_serve():
     result = run_cli("serve", "model.bin", "--port", "8000")
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == ["ctxeval: error: unknown model 'model.bin': use gemma-3-270m, smollm2-135m or a path to a .gguf file (see `ctxeval models`)"]
+    assert result.stderr.strip().splitlines() == ["ctxeval: error: unknown model 'model.bin': use gemma-3-270m, smollm2-135m or a path to a .gguf file"]
 
 
 def test_more_servers_do_not_change_what_decides_records():

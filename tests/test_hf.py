@@ -166,9 +166,9 @@ def test_score_run_through_the_pipeline(tiny_dirs, tmp_path):
 
 @pytest.fixture(scope="session")
 def hf_gemma():
-    from ctxeval.backends.registry import load_scorer
+    from ctxeval.backends.registry import load_scorer, parse_model_spec
 
-    scorer = load_scorer("hf:gemma-3-270m")
+    scorer = load_scorer(parse_model_spec("hf:gemma-3-270m"))
     yield scorer
     scorer.close()
 

@@ -25,7 +25,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("kvpress")
 
 from ctxeval.backends.kv_press import parse_press, ratio_for_budget  # noqa: E402
-from ctxeval.backends.registry import load_scorer  # noqa: E402
+from ctxeval.backends.registry import load_scorer, parse_model_spec  # noqa: E402
 
 TEXT = load_text("demo").content
 PRESSES = ("StreamingLLMPress", "SnapKVPress", "KnormPress", "ExpectedAttentionPress")
@@ -46,8 +46,8 @@ def _pass(scorer, context: int, n: int):
 @pytest.mark.parametrize("kind", ["llama", "gemma3"])
 @pytest.mark.parametrize("press", PRESSES)
 def test_ratio_zero_scores_as_the_plain_model(tiny, kind, press):
-    plain = load_scorer(tiny[kind])
-    pressed = load_scorer(f"{tiny[kind]}?press={press}&compression_ratio=0")
+    plain = load_scorer(parse_model_spec(tiny[kind]))
+    pressed = load_scorer(parse_model_spec(f"{tiny[kind]}?press={press}&compression_ratio=0"))
     args = _pass(plain, 80, 24)
     a, b = plain.score(*args, 5, (1.0,)), pressed.score(*args, 5, (1.0,))
     # the pressed pass is two forwards (prefill, then the rest against the cache) with explicit
@@ -74,7 +74,7 @@ def _masked_reference(scorer, input_ids, context: int, kept: np.ndarray) -> np.n
 
 
 def test_streaming_llm_equals_a_masked_forward_over_the_whole_pass(tiny):
-    pressed = load_scorer(f"{tiny['llama']}?press=StreamingLLMPress&budget=20&n_sink=4")
+    pressed = load_scorer(parse_model_spec(f"{tiny['llama']}?press=StreamingLLMPress&budget=20&n_sink=4"))
     input_ids, positions, targets = _pass(pressed, 80, 24)
     got = pressed.score(input_ids, positions, targets, 5, (1.0,))
     kept = np.r_[0:4, 80 - 16 : 80]  # 4 sinks and the last 16 of the 80 context tokens
@@ -85,7 +85,7 @@ def test_streaming_llm_equals_a_masked_forward_over_the_whole_pass(tiny):
 @pytest.mark.parametrize("kind", ["llama", "gemma3"])
 def test_no_target_sees_a_later_target(tiny, kind):
     """Changing the last target moves no earlier target's score, whatever each layer kept."""
-    pressed = load_scorer(f"{tiny[kind]}?press=PyramidKVPress&budget=24&window_size=8")
+    pressed = load_scorer(parse_model_spec(f"{tiny[kind]}?press=PyramidKVPress&budget=24&window_size=8"))
     input_ids, positions, targets = _pass(pressed, 80, 24)
     changed = input_ids.copy()
     changed[-1] = (changed[-1] + 1) % 100
@@ -95,7 +95,7 @@ def test_no_target_sees_a_later_target(tiny, kind):
 
 @pytest.mark.parametrize("press", PRESSES)
 def test_gemma3_compresses_its_full_attention_layers_only(tiny, press):
-    pressed = load_scorer(f"{tiny['gemma3']}?press={press}&budget=20")
+    pressed = load_scorer(parse_model_spec(f"{tiny['gemma3']}?press={press}&budget=20"))
     details = pressed.info.details["kv_press"]
     assert details["compressed_layers"] == [1, 3] and details["uncompressed_sliding_layers"] == [0, 2]
     ids = torch.as_tensor(np.asarray(pressed.tokenize(TEXT)[:104], dtype=np.int64)[None])
@@ -108,7 +108,7 @@ def test_gemma3_compresses_its_full_attention_layers_only(tiny, press):
 
 @pytest.mark.parametrize("press", PRESSES)
 def test_a_budget_keeps_exactly_b_tokens_whatever_the_context(tiny, press):
-    pressed = load_scorer(f"{tiny['llama']}?press={press}&budget=29" + ("&window_size=8" if press == "SnapKVPress" else ""))
+    pressed = load_scorer(parse_model_spec(f"{tiny['llama']}?press={press}&budget=29" + ("&window_size=8" if press == "SnapKVPress" else "")))
     for context in (37, 80, 113):
         ids = torch.as_tensor(np.asarray(pressed.tokenize(TEXT)[: context + 8], dtype=np.int64)[None])
         with torch.inference_mode():
@@ -117,7 +117,7 @@ def test_a_budget_keeps_exactly_b_tokens_whatever_the_context(tiny, press):
 
 
 def test_a_context_a_press_cannot_compress_is_one_clear_error(tiny):
-    pressed = load_scorer(f"{tiny['llama']}?press=SnapKVPress&budget=8")  # SnapKV's window of 64 needs a longer context
+    pressed = load_scorer(parse_model_spec(f"{tiny['llama']}?press=SnapKVPress&budget=8"))  # SnapKV's window of 64 needs a longer context
     with pytest.raises(UserError, match="press SnapKVPress cannot compress a context of 40 tokens: .*window size 64"):
         pressed.score(*_pass(pressed, 40, 8), 5, (1.0,))
 
@@ -206,7 +206,7 @@ def test_the_record_ends_at_a_token_boundary_of_the_prompt(tiny):
     from ctxeval.probes.context_split import first_token_from
     from ctxeval.probes.retrieval_data import make_case
 
-    scorer = load_scorer(tiny["llama"])
+    scorer = load_scorer(parse_model_spec(tiny["llama"]))
     case = make_case("register", 8, 0.5, 0)
     ids = scorer.tokenize(case.prompt)
     first = first_token_from(scorer, ids, case.record_char_end)
@@ -241,7 +241,7 @@ def test_kl_against_the_full_cache_is_zero_when_the_budget_covers_the_context_an
 def test_the_embedded_gemma_compresses_its_three_global_layers_only():
     """Gemma 3 270M: 18 layers, every sixth full attention; its sliding-window layers (512
     positions) keep their own cache whole."""
-    pressed = load_scorer("hf:gemma-3-270m?press=ExpectedAttentionPress&budget=64")
+    pressed = load_scorer(parse_model_spec("hf:gemma-3-270m?press=ExpectedAttentionPress&budget=64"))
     details = pressed.info.details["kv_press"]
     assert details["compressed_layers"] == [5, 11, 17] and len(details["uncompressed_sliding_layers"]) == 15
     ids = torch.as_tensor(np.asarray(pressed.tokenize(TEXT)[:616], dtype=np.int64)[None])

@@ -20,7 +20,7 @@ from tests.numeric_paths import FLOAT32_FORWARD
 torch = pytest.importorskip("torch")
 pytest.importorskip("kvpress")
 
-from ctxeval.backends.registry import load_scorer  # noqa: E402
+from ctxeval.backends.registry import load_scorer, parse_model_spec  # noqa: E402
 from tests.test_kv_press import _masked_reference  # noqa: E402
 
 TEXT = load_text("demo").content
@@ -38,7 +38,7 @@ def _prompt(scorer, n: int) -> np.ndarray:
 
 
 def test_a_pressed_model_generates_only_when_told_where_its_context_ends(tiny):
-    pressed = load_scorer(f"{tiny['llama']}?press=StreamingLLMPress&budget=20")
+    pressed = load_scorer(parse_model_spec(f"{tiny['llama']}?press=StreamingLLMPress&budget=20"))
     assert pressed.capabilities.generation and pressed.compresses_context
     prompt = _prompt(pressed, 96)
     with pytest.raises(UserError, match="compresses its KV cache: generating needs context_end"):
@@ -51,8 +51,8 @@ def test_a_pressed_model_generates_only_when_told_where_its_context_ends(tiny):
 
 @pytest.mark.parametrize("kind", ["llama", "gemma3"])
 def test_ratio_zero_decodes_as_the_plain_model(tiny, kind):
-    plain = load_scorer(tiny[kind])
-    zero = load_scorer(f"{tiny[kind]}?press=SnapKVPress&compression_ratio=0&window_size=8")
+    plain = load_scorer(parse_model_spec(tiny[kind]))
+    zero = load_scorer(parse_model_spec(f"{tiny[kind]}?press=SnapKVPress&compression_ratio=0&window_size=8"))
     prompt, continuation = _prompt(plain, 96), _prompt(plain, 112)[96:]
     a = plain.score_stepwise(prompt, continuation, 5, (1.0,))
     b = zero.score_stepwise(prompt, continuation, 5, (1.0,), context_end=80)
@@ -64,7 +64,7 @@ def test_each_step_equals_a_masked_forward_over_the_whole_sequence(tiny):
     """Independent reference: one plain forward over prompt and continuation whose rows after the
     context see only the kept context positions (StreamingLLM: 4 sinks and the last 16) and every
     later token; decoding one token per step against the compressed cache gives its scores."""
-    pressed = load_scorer(f"{tiny['llama']}?press=StreamingLLMPress&budget=20&n_sink=4")
+    pressed = load_scorer(parse_model_spec(f"{tiny['llama']}?press=StreamingLLMPress&budget=20&n_sink=4"))
     ids = _prompt(pressed, 113)
     prompt, continuation = ids[:96], ids[96:]
     got = pressed.score_stepwise(prompt, continuation, 5, (1.0,), context_end=80)
@@ -78,7 +78,7 @@ def test_one_token_per_step_equals_the_rest_in_one_forward(tiny, kind):
     """Decoding the continuation one token at a time against the compressed cache equals scoring
     prompt and continuation in one pass whose first scored position ends the context (per-layer
     masks on true positions, Gemma 3's whole sliding-window layers included)."""
-    pressed = load_scorer(f"{tiny[kind]}?press=KnormPress&budget=24")
+    pressed = load_scorer(parse_model_spec(f"{tiny[kind]}?press=KnormPress&budget=24"))
     ids = _prompt(pressed, 113)
     prompt, continuation, context = ids[:96], ids[96:], 80
     stepwise = pressed.score_stepwise(prompt, continuation, 5, (1.0,), context_end=context)
@@ -147,7 +147,7 @@ def kvpress_pipeline():
     from kvpress import KVPressTextGenerationPipeline
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = load_scorer("hf:smollm2-135m").info.path
+    path = load_scorer(parse_model_spec("hf:smollm2-135m")).info.path
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="sdpa").eval()
     tokenizer = AutoTokenizer.from_pretrained(path)
     tokenizer.chat_template, tokenizer.bos_token = None, ""
@@ -168,7 +168,7 @@ def test_pressed_greedy_generation_equals_kvpress_pipeline_token_for_token(kvpre
     import kvpress
 
     pipeline, decoded = kvpress_pipeline
-    scorer = load_scorer(f"hf:smollm2-135m?press={press}&compression_ratio={ratio}")
+    scorer = load_scorer(parse_model_spec(f"hf:smollm2-135m?press={press}&compression_ratio={ratio}"))
     *ruler, ruler_context_end = _ruler_prompt(scorer)
     prompts = [tuple(ruler),
                (TEXT[2000:3100], "Question: Who speaks first in the text above?", "Answer:"),
@@ -204,7 +204,7 @@ def test_the_server_scores_prompts_of_a_pressed_model_but_does_not_generate(tiny
     from ctxeval.server.launch import serve_in_thread
     from ctxeval.server.settings import ServerSettings
 
-    scorer = load_scorer(f"{tiny['llama']}?press=StreamingLLMPress&compression_ratio=0.5")
+    scorer = load_scorer(parse_model_spec(f"{tiny['llama']}?press=StreamingLLMPress&compression_ratio=0.5"))
     prompt = [int(t) for t in _prompt(scorer, 40)]
     with serve_in_thread(ServerSettings(model="tiny", n_ctx=256), scorer) as (url, _):
         one = httpx.post(url + "/v1/completions", json={"prompt": prompt, "max_tokens": 1, "temperature": 0}, timeout=60)

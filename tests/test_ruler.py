@@ -397,7 +397,7 @@ def test_likelihood_only_records_the_generating_runs_likelihood_numbers_and_gene
 # --- records that RULER's evaluate.py re-scores, prompts rebuilt from them ------------------
 
 def test_records_rescore_with_rulers_evaluate_and_rebuild_their_prompts(tmp_path):
-    from ctxeval.backends.registry import load_scorer
+    from ctxeval.backends.registry import load_scorer, parse_model_spec
     from tests.hf_tiny import tiny_llama_dir
     from tests.ruler_evaluate import rescored
 
@@ -407,7 +407,7 @@ def test_records_rescore_with_rulers_evaluate_and_rebuild_their_prompts(tmp_path
     for key, score in rescored(s).items():
         assert score == round(table.loc[key, "score"], 2)
     assert "| mean of 4 tasks (RULER has 13) |" in result.markdown
-    scorer = load_scorer(model)
+    scorer = load_scorer(parse_model_spec(model))
     essay = load_text(RULER_HAYSTACK_NAME).content
     for row in s.itertuples():  # (vt's worked example, sized by the tokenizer, is rebuilt in test_ruler_model.py)
         spec = SampleSpec(row.task, row.length, row.sample, row.haystack)

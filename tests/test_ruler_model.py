@@ -121,10 +121,10 @@ def test_a_length_beyond_the_models_context_is_one_line_and_exit_code_2(tmp_path
 def test_chat_template_gives_the_model_its_own_turns_and_rulers_answer_prefix(tmp_path):
     """SmolLM2's GGUF carries its chat template: the records' prompts are RULER's input as the
     user's turn, the generation prompt, then the answer prefix, its special tokens single ids."""
-    from ctxeval.backends.registry import load_scorer
+    from ctxeval.backends.registry import load_scorer, parse_model_spec
 
     result = api.ruler(tasks=("niah_single_2",), lengths=(512,), samples=1, models=("smollm2-135m",), chat_template=True, out=tmp_path / "run")
-    scorer = load_scorer("smollm2-135m")
+    scorer = load_scorer(parse_model_spec("smollm2-135m"))
     essay = load_text(RULER_HAYSTACK_NAME).content
     head = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\n"
     for row in result.samples.itertuples():

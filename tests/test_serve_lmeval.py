@@ -134,9 +134,9 @@ def test_lm_eval_local_completions_equals_ctxeval_scoring(gemma, lm_eval_env, to
 @pytest.fixture(scope="module")
 def hf_gemma_module():
     pytest.importorskip("lm_eval")
-    from ctxeval.backends.registry import load_scorer
+    from ctxeval.backends.registry import load_scorer, parse_model_spec
 
-    scorer = load_scorer("hf:gemma-3-270m")
+    scorer = load_scorer(parse_model_spec("hf:gemma-3-270m"))
     yield scorer
     scorer.close()
 

@@ -24,9 +24,9 @@ pytestmark = pytest.mark.model
 
 @pytest.fixture(scope="module")
 def smollm2():
-    from ctxeval.backends.registry import load_scorer
+    from ctxeval.backends.registry import load_scorer, parse_model_spec
 
-    scorer = load_scorer("smollm2-135m")
+    scorer = load_scorer(parse_model_spec("smollm2-135m"))
     yield scorer
     scorer.close()
 
@@ -53,9 +53,9 @@ def test_hf_smollm2_agrees_with_llamacpp(smollm2):
     """Same GGUF weights and token ids: hf dequantized to float32, llama.cpp on Q4_1 kernels.
     Measured on 255 demo tokens (AMD EPYC, 2026-11-26): mean |Δ logprob| 0.063, max 0.52,
     perplexity 39.27 vs 39.57, the same top-1 on 96 %, ranks within a factor 2 on 99 %."""
-    from ctxeval.backends.registry import load_scorer
+    from ctxeval.backends.registry import load_scorer, parse_model_spec
 
-    hf = load_scorer("hf:smollm2-135m")
+    hf = load_scorer(parse_model_spec("hf:smollm2-135m"))
     assert hf.tokenize(TEXT) == smollm2.tokenize(TEXT) and hf.info.bos_id is None
     assert hf.info.details["gguf_sha256"] == smollm2.info.sha256 and hf.info.details["adds_bos"] is False
     ids = np.asarray(smollm2.tokenize(TEXT), dtype=np.int32)[3000:3256]

@@ -17,7 +17,7 @@ from ctxeval.cli import _build, _parameters, _top_values, app
 from ctxeval.commands import COMMANDS
 from ctxeval.commands.scoring import ScoreSpec, SweepSpec
 from ctxeval.errors import UserError
-from ctxeval.options import SpecError, check_spec, flat_fields
+from ctxeval.options import SpecError, check_spec, field_flag, flat_fields
 
 SRC = Path(api.__file__).parent
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -45,7 +45,7 @@ def test_no_flag_is_declared_in_the_cli_or_the_api():
 
 def test_a_flag_has_one_meaning_per_command():
     for command in COMMANDS.values():
-        flags = [f.metadata["flag"].flag for _, f in flat_fields(command.spec) if f.metadata["flag"].flag]
+        flags = [field_flag(f).flag for _, f in flat_fields(command.spec) if field_flag(f).flag]
         assert len(flags) == len(set(flags)), command.name
 
 

@@ -369,10 +369,10 @@ def test_the_engine_is_the_one_module_that_writes_results():
 
 def _all_flags() -> set[str]:
     from ctxeval.commands import COMMANDS
-    from ctxeval.options import flat_fields
+    from ctxeval.options import field_flag, flat_fields
 
-    flags = {f.metadata["flag"].flag for c in COMMANDS.values() for spec in (c.spec, c.display) if spec for _, f in flat_fields(spec)}
-    return {flag.split("/")[0] for flag in flags if flag} | {f.metadata["flag"].negative for c in COMMANDS.values() for _, f in flat_fields(c.spec) if f.metadata["flag"].negative}
+    flags = {field_flag(f).flag for c in COMMANDS.values() for spec in (c.spec, c.display) if spec for _, f in flat_fields(spec)}
+    return {flag.split("/")[0] for flag in flags if flag} | {field_flag(f).negative for c in COMMANDS.values() for _, f in flat_fields(c.spec) if field_flag(f).negative}
 
 
 def test_no_error_below_the_commands_spells_a_flag():
@@ -537,3 +537,76 @@ def test_the_cli_starts_without_scipy_or_matplotlib():
     code = "import sys, ctxeval.cli; print(sorted(m for m in ('scipy', 'matplotlib') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# -- the model spec travels typed ---------------------------------------------------------------
+
+FACE_MODULES = ("ctxeval.options", "ctxeval.commands", "ctxeval.cli", "ctxeval.api")
+
+
+def _call_sites(name: str) -> list[str]:
+    """Where `name(...)` is called in src: "module.function" of each call (module level: the module)."""
+    found = []
+    for path in SRC.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for outer in ast.walk(tree):
+            scope = outer.name if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+            body = outer.body if scope else []
+            for node in (n for stmt in body for n in ast.walk(stmt)):
+                if isinstance(node, ast.Call) and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == name:
+                    found.append(f"{_module_name(path)}.{scope}")
+    return found
+
+
+def test_the_model_string_is_parsed_in_one_function_called_from_one_place():
+    """`parse_model_spec` is the one parser of a model string; the command layer's conversion
+    (`commands.common.model_spec`, cached) is its one caller, so a run parses each model once and
+    checks, planning, executors and loading receive the typed spec. The pieces of the parser
+    are called by the parser alone (and by the option merge of a noise floor's second path)."""
+    assert _call_sites("parse_model_spec") == ["ctxeval.commands.common.model_spec"]
+    assert sorted(set(_call_sites("pop_max_context"))) == ["ctxeval.backends.registry.parse_model_spec"]
+    assert sorted(set(_call_sites("split_spec"))) == ["ctxeval.backends.model_options.pop_max_context", "ctxeval.backends.model_options.with_options",
+                                                 "ctxeval.backends.registry.parse_model_spec"]
+
+
+def test_one_model_spec_class():
+    named = [f"{_module_name(p)}" for p in SRC.rglob("*.py") for node in ast.walk(ast.parse(p.read_text()))
+             if isinstance(node, ast.ClassDef) and node.name == "ModelSpec"]
+    assert named == ["ctxeval.backends.registry"]
+
+
+def test_loading_takes_the_typed_spec():
+    import inspect
+    import typing
+
+    from ctxeval.backends.registry import ModelSpec, load_scorer
+    from ctxeval.pipeline.executors.spec import ScorerSpec
+
+    assert typing.get_type_hints(load_scorer)[next(iter(inspect.signature(load_scorer).parameters))] is ModelSpec
+    assert typing.get_type_hints(ScorerSpec)["model"] is ModelSpec
+
+
+def test_backends_import_nothing_from_the_face():
+    """Backends describe their options in their own terms (ctxeval/described.py); the command
+    layer gives them flags."""
+    bad = {m: sorted(i for i in imported if _in(i, FACE_MODULES)) for m, imported in _imports_of(("ctxeval.backends",)).items()}
+    assert {m: b for m, b in bad.items() if b} == {}
+
+
+def test_no_backend_error_names_a_command():
+    """A backend's error says what is wrong with the model or its options; which commands take
+    what is the command layer's to say (no `ctxeval COMMAND`, no list of commands)."""
+    import re
+
+    from ctxeval import catalog
+
+    commands = set(catalog.COMMANDS)
+    found = []
+    for path in (SRC / "backends").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and (getattr(node.func, "id", None) or getattr(node.func, "attr", "")).endswith("Error"):
+                text = " ".join(c.value for arg in node.args for c in ast.walk(arg) if isinstance(c, ast.Constant) and isinstance(c.value, str))
+                named = [w for w in re.findall(r"[a-z][a-z0-9-]*", text) if w in commands]
+                if set(re.findall(r"ctxeval ([a-z][a-z0-9-]*)", text)) & commands or len(set(named)) > 1:
+                    found.append(f"{_module_name(path)}:{node.lineno} {named}")
+    assert found == []

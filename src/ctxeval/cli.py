@@ -19,7 +19,7 @@ from ctxeval import catalog
 from ctxeval.commands import command as catalogued
 from ctxeval.commands.base import AppOptions, Command, execute
 from ctxeval.errors import EXIT_INCOMPLETE, EXIT_USER_ERROR, IncompleteRun, UserError
-from ctxeval.options import SAME, Flag, field_default, flat_fields
+from ctxeval.options import SAME, Flag, field_default, field_flag, flat_fields
 
 HELP = "Measure how well language models use long contexts: perplexity, rank-based perplexity, context-length sweeps."
 _SEP = "__"  # joins a group field's path into one parameter name
@@ -42,7 +42,8 @@ def _parameters(spec: type, display: type | None) -> list[inspect.Parameter]:
     fields_in_order = sorted(flat_fields(spec), key=lambda pf: pf[0][0] not in own)
     sources = [(spec, path, f) for path, f in fields_in_order] + ([(display, ("display", *p), f) for p, f in flat_fields(display)] if display else [])
     for root, path, f in sources:
-        flag: Flag = f.metadata["flag"]
+        flag = field_flag(f)
+        assert flag is not None
         owner = _owner(root, path[1:] if path[0] == "display" else path)
         default = flag.shown if flag.shown is not SAME else field_default(f)
         cli_type = _cli_type(owner, f, flag)
@@ -72,7 +73,7 @@ def _build(cls: type, values: dict[str, Any], prefix: tuple[str, ...], top: dict
         if "group" in f.metadata:
             group_cls = f.metadata["group"]
             if f.metadata["optional"]:
-                first = next(g.name for g in fields(group_cls) if "flag" in g.metadata)
+                first = next(g.name for g in fields(group_cls) if field_flag(g) is not None)
                 if values.get(_SEP.join((*prefix, f.name, first))) is None:
                     kwargs[f.name] = None
                     continue
@@ -80,7 +81,8 @@ def _build(cls: type, values: dict[str, Any], prefix: tuple[str, ...], top: dict
         elif "shared" in f.metadata:
             kwargs[f.name] = top[f.metadata["shared"]]
         elif key in values:
-            flag: Flag = f.metadata["flag"]
+            flag = field_flag(f)
+            assert flag is not None
             value = values[key]
             kwargs[f.name] = flag.to_value(value) if flag.to_value is not None else value
     from_cli = getattr(cls, "from_cli", None)
@@ -91,8 +93,8 @@ def _top_values(spec: type, values: dict[str, Any]) -> dict[str, Any]:
     """The command's own (ungrouped) field values, for the groups' shared fields."""
     out = {}
     for f in fields(spec):
-        if "flag" in f.metadata and f.name in values:
-            flag: Flag = f.metadata["flag"]
+        flag = field_flag(f)
+        if flag is not None and f.name in values:
             out[f.name] = flag.to_value(values[f.name]) if flag.to_value is not None else values[f.name]
     return out
 

@@ -33,7 +33,7 @@ from ctxeval.backends.model_files import file_sha256
 from ctxeval.config import config_id
 from ctxeval.errors import FieldError, ScoringFailed, UserError
 from ctxeval.pipeline.engine import Plan, RunSpec, run
-from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work
+from ctxeval.pipeline.executors import ExecutorOptions, Loadable, Work
 from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.records import RecordKind, append_row
@@ -156,12 +156,12 @@ class JudgeRun:
     unit = "requests"
     finish_incomplete = True  # the report counts failed requests as errors
 
-    def __init__(self, load_spec: ModelSpec, pairs: Sequence[Pair], result: Callable[[list[Verdict]], JudgeResult]) -> None:
+    def __init__(self, load_spec: Loadable, pairs: Sequence[Pair], result: Callable[[list[Verdict]], JudgeResult]) -> None:
         self.load_spec = load_spec
         self.jobs = [(2 * i + k, pair, order) for i, pair in enumerate(pairs) for k, order in enumerate(ORDERS)]
         self.result = result
 
-    def load_specs(self) -> list[ModelSpec]:
+    def load_specs(self) -> list[Loadable]:
         return [self.load_spec]
 
     def plan(self, models: list[ChatGenerator], done: set) -> Plan:
@@ -259,7 +259,7 @@ def judge_result(out: Path, model: str, base: str, judge_name: str, questions: s
     return JudgeResult(report, Path(out), markdown(report))
 
 
-def run_judge(load_spec: ModelSpec, judge_name: str, predictions: Path, base_predictions: Path, out: Path,
+def run_judge(load_spec: Loadable, judge_name: str, predictions: Path, base_predictions: Path, out: Path,
               limit: int | None = None, questions: str = "auto", executor: ExecutorOptions | None = None, max_tokens: int | None = None) -> JudgeResult:
     """Judge a model's L-Eval predictions against a base model's on a question set (`auto`: the
     one L-Eval uses for this judge); return the result (the engine has written it). A run directory holds one

@@ -3,8 +3,9 @@
 A spec (commands/) or an option group (corpus, executor, metric, openai options) is a frozen
 dataclass. Each field carries its face in its metadata: the CLI flag, the help
 text, how a CLI value becomes the field's value (comma lists, 'full', 'none') and a check. A field
-may hold a group (another dataclass whose fields carry their own flags: corpus, executor, metric,
-openai options), which the CLI flattens into flags and Python callers pass as one object.
+may hold a group (another dataclass whose fields carry their own flags: corpus, executor, metric
+options; or a backend's options, which describe themselves in the backend's terms and get their
+flags here, `field_flag`), which the CLI flattens into flags and Python callers pass as one object.
 
 The CLI (cli.py) and the API (api.py) are both built from the specs (commands/registry.py), so a
 default, a help text and a check live in exactly one place. A bad value raises `SpecError`,
@@ -16,8 +17,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any
+from functools import cache
+from typing import Any, Optional
 
+from ctxeval.described import DESCRIBED, Described
 from ctxeval.errors import FieldError, UserError, phrase
 
 Check = Callable[[Any], "str | None"]
@@ -52,6 +55,24 @@ class Flag:
     @property
     def positional(self) -> bool:
         return not self.flag
+
+
+@cache
+def field_flag(f: dataclasses.Field) -> Flag | None:
+    """A field's CLI face: its own (`option`), or the one a backend's description of the field
+    (ctxeval/described.py) gives it: `--` and its name, a list when given once per value, a
+    text turned into the option by the description; None: a field with no face."""
+    if "flag" in f.metadata:
+        return f.metadata["flag"]
+    if DESCRIBED not in f.metadata:
+        return None
+    d: Described = f.metadata[DESCRIBED]
+    flag = "--" + (d.name or f.name.replace("_", "-"))
+    if d.many:
+        return Flag(flag, d.help, cli_type=Optional[list[str]], shown=None)
+    if d.from_text is not None:
+        return Flag(flag, d.help, cli_type=Optional[str], to_value=d.from_text, shown=None)
+    return Flag(flag, d.help)
 
 
 class SpecError(UserError):
@@ -127,7 +148,7 @@ def flag_of(spec_cls: type, path: tuple[str, ...]) -> str:
         if "group" in f.metadata:
             cls = f.metadata["group"]
         else:
-            flag: Flag | None = f.metadata.get("flag")
+            flag = field_flag(f)
             return flag.flag if flag and flag.flag else name.upper()
     return ""
 
@@ -136,7 +157,7 @@ def check_spec(spec: Any, path: tuple[str, ...] = ()) -> None:
     """Run every field's check, then the spec's own `check()` (rules across fields)."""
     for f in fields(spec):
         value = getattr(spec, f.name)
-        flag: Flag | None = f.metadata.get("flag")
+        flag = field_flag(f)
         if flag is not None and flag.check is not None and value is not None:
             problem = flag.check(value)
             if problem:
@@ -212,7 +233,7 @@ def flat_fields(spec_cls: type, path: tuple[str, ...] = ()) -> list[tuple[tuple[
         if "group" in f.metadata:
             only = f.metadata["only"]
             out += [(p, g) for p, g in flat_fields(f.metadata["group"], (*path, f.name)) if only is None or p[len(path) + 1] in only]
-        elif "flag" in f.metadata:
+        elif field_flag(f) is not None:
             out.append(((*path, f.name), f))
     return out
 

@@ -43,6 +43,15 @@ def split_spec(spec: str) -> tuple[str, dict[str, str]]:
     return base, options
 
 
+def with_options(spec: str, added: str) -> str | None:
+    """The model string `spec` with the options `added` (`?key=value&...`) merged in, later
+    ones winning; None when they change none of its options."""
+    base, options = split_spec(spec)
+    _, extra = split_spec(f"x{added}")
+    merged = {**options, **extra}
+    return None if merged == options else base + "?" + "&".join(f"{k}={v}" for k, v in merged.items())
+
+
 MAX_CONTEXT = "max_context"
 
 

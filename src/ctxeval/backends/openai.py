@@ -35,7 +35,7 @@ from ctxeval.backends.api_client import ApiClient, RequestFailed
 from ctxeval.backends.base import Capabilities, ModelInfo, ScheduledScores, ScorerBase
 from ctxeval.backends.logits import BlockScores
 from ctxeval.backends.openai_options import MODES, OpenAIOptions, RetryPolicy
-from ctxeval.backends.registry import backend_for, load_scorer
+from ctxeval.backends.registry import backend_for, load_vocabulary
 from ctxeval.backends.request_cache import RequestCache
 from ctxeval.errors import FieldError, UserError
 
@@ -200,7 +200,7 @@ class OpenAIScorer(ScorerBase):
     # --- prompt scoring --------------------------------------------------------------------
     def _prompt_scores(self, full: np.ndarray, targets: np.ndarray, top_k: int) -> list[Comparison]:
         if targets[0] == 0:
-            raise FieldError("method", "the prompt-scoring path cannot score a window's first token (the API returns no log-probability for it); use {method} fixed {head} skip, or a sweep")
+            raise FieldError("method", "the prompt-scoring path cannot score a window's first token (the API returns no log-probability for it); use {method} fixed {head} skip, or windows that open after some context")
         pieces = [self.token_bytes(int(t)) for t in full]
         # prompt_logprobs: vLLM's extension (also `ctxeval serve`), whose entries carry each prompt
         # token's exact rank over the whole vocabulary; other servers ignore it
@@ -436,9 +436,9 @@ def _first_difference(a: list[str], b: list[str]) -> int:
 
 def _load_tokenizer(options: OpenAIOptions, model: str, api_key: str | None, cache: RequestCache | None, n_threads: int | None):
     if options.tokenizer:
-        if not backend_for(options.tokenizer).tokenizer:
-            raise FieldError("tokenizer", "must be a GGUF model (gemma-3-270m or a .gguf path)")
-        return load_scorer(options.tokenizer, n_threads=n_threads)  # vocabulary only: no inference context
+        if not backend_for(options.tokenizer).tokenizer or "?" in options.tokenizer:
+            raise FieldError("tokenizer", "must be a GGUF model (gemma-3-270m or a .gguf path, without options)")
+        return load_vocabulary(options.tokenizer, n_threads=n_threads)  # vocabulary only: no inference context
     client = ApiClient(options.base_url, api_key, cache, 1, RetryPolicy(max_attempts=2, base_delay=0.2, timeout=30))
     return ServerTokenizer(client, model)
 

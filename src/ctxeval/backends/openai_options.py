@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Optional
-
-from ctxeval.options import option
+from ctxeval.described import described
 from ctxeval.stats.defaults import DEFAULT_SEED
 
 DEFAULT_CACHE = Path.home() / ".cache" / "ctxeval" / "api-cache.sqlite"
@@ -36,19 +34,19 @@ class OpenAIOptions:
     """How to reach and use an OpenAI-compatible server. Only `identity()` decides records."""
 
     # `--base-url` repeated: the first reaches the model, the others are `fanout` (from_cli)
-    base_url: str = option("--base-url", "openai models: the server's base URL (default http://127.0.0.1:8000). Repeat for several servers of the same model: passes are dealt across them.",
-                           "http://127.0.0.1:8000", cli_type=Optional[list[str]], shown=None)
-    api_key_env: str = option("--api-key-env", "openai models: environment variable holding the API key (never stored).", "OPENAI_API_KEY")
-    mode: str = option("--api-mode", "openai models: auto (probe), prompt (echo+logprobs), generate (completions, thesis reuse) or chat (chat completions, thesis reuse).", "auto")
-    tokenizer: str | None = option("--tokenizer", "openai models: a GGUF (gemma-3-270m or .gguf path) with the served model's vocabulary; default: the server's tokenize endpoint.", None)
-    top_logprobs: int = option("--top-logprobs", "openai models: top-k log-probabilities to request (chat: at most 20).", 20)  # OpenAI chat allows at most 20
-    gen_tokens: int | None = option("--gen-tokens", "openai generate/chat: tokens requested per request (reused while the sampled tokens equal the text). Default: n_c with --context-mode thesis, else 10.", None)
-    temperature: float = option("--api-temperature", "openai generate/chat: sampling temperature.", OPENAI_TEMPERATURE)  # decides reuse
+    base_url: str = described("openai models: the server's base URL (default http://127.0.0.1:8000). Repeat for several servers of the same model: passes are dealt across them.",
+                              "http://127.0.0.1:8000", many=True)
+    api_key_env: str = described("openai models: environment variable holding the API key (never stored).", "OPENAI_API_KEY")
+    mode: str = described("openai models: auto (probe), prompt (echo+logprobs), generate (completions, thesis reuse) or chat (chat completions, thesis reuse).", "auto", name="api-mode")
+    tokenizer: str | None = described("openai models: a GGUF (gemma-3-270m or .gguf path) with the served model's vocabulary; default: the server's tokenize endpoint.", None)
+    top_logprobs: int = described("openai models: top-k log-probabilities to request (chat: at most 20).", 20)  # OpenAI chat allows at most 20
+    gen_tokens: int | None = described("openai generate/chat: tokens requested per request (reused while the sampled tokens equal the text). Default: n_c with --context-mode thesis, else 10.", None)
+    temperature: float = described("openai generate/chat: sampling temperature.", OPENAI_TEMPERATURE, name="api-temperature")  # decides reuse
     seed: int = DEFAULT_SEED
     system_prompt: str = SYSTEM_PROMPT
-    concurrency: int = option("--concurrency", "openai models: requests in flight at once.", DEFAULT_CONCURRENCY)
-    cache: str | None = option("--cache", "openai models: SQLite request cache ('none' to disable). Default ~/.cache/ctxeval/api-cache.sqlite.", str(DEFAULT_CACHE),
-                               cli_type=Optional[str], shown=None, to_value=lambda v: str(DEFAULT_CACHE) if v is None else (None if v.strip().lower() == "none" else v))
+    concurrency: int = described("openai models: requests in flight at once.", DEFAULT_CONCURRENCY)
+    cache: str | None = described("openai models: SQLite request cache ('none' to disable). Default ~/.cache/ctxeval/api-cache.sqlite.", str(DEFAULT_CACHE),
+                                  from_text=lambda v: str(DEFAULT_CACHE) if v is None else (None if v.strip().lower() == "none" else v))
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     # more servers of the same model (`--base-url` repeated): the executor deals passes across
     # base_url and these; they serve the same records, so they are not part of identity()

@@ -1,9 +1,14 @@
-"""Turn a `--model` value into a scorer, and list what can be used on this machine.
+"""Turn a model string into its typed `ModelSpec` and a spec into a scorer, and list what can be
+used on this machine.
+
+A model string (`gemma-3-270m`, `x.gguf?max_context=128`, `hf:smollm2-135m?press=SnapKVPress&budget=256`,
+`openai:MODEL`) is parsed by `parse_model_spec` alone, once, where the user gives it (the command
+layer); checks, planning, executors and `load_scorer` receive the typed spec.
 
 Each backend is a `Backend` entry: the prefix that names its models (or none: the backend of
 model names and files), its scorer class by dotted path ("module:Class", as lm-eval registers its
-models) and what it can do. Callers ask `backend_for(spec)` what a model can do instead of reading
-its spec. Backends are imported only when a model needs them: importing the registry loads no
+models) and what it can do. Callers ask a spec's `backend` (or `backend_for(text)`) what a model
+can do instead of reading its string. Backends are imported only when a model needs them: importing the registry loads no
 backend, no torch, no llama.cpp and no HTTP client, and no backend module needs the registry
 imported first.
 """
@@ -86,19 +91,11 @@ def backend_class(name: str) -> type:
     return getattr(module, class_name)
 
 
-def refuse_api_models(specs: list[str] | tuple[str, ...], command: str, needs: str) -> None:
-    """Stop before any request when a command needs what no OpenAI-compatible API returns
-    (`needs` says what: a first token's log-probability, the full distribution, ...)."""
-    for spec in specs:
-        if not backend_for(spec).full_distribution:
-            raise UserError(f"{command} cannot use {spec}: it needs {needs}, which OpenAI-compatible APIs do not return; "
-                            "use a local model (a .gguf path or hf:MODEL)")
-
-
 @dataclass(frozen=True)
 class ModelSpec:
-    """A `--model` value parsed once: its backend, what it loads, its options as that backend
-    takes them (checked), and its truncation control. Checking a spec and loading it read this."""
+    """A model string parsed once: its backend, what it loads, its options as that backend takes
+    them (checked), and its truncation control. Checks, planning, executors and loading read
+    this; it pickles, so a Ray actor loads from it as the driver does."""
 
     text: str  # as given: names the model in outputs
     backend: Backend
@@ -136,28 +133,18 @@ def parse_model_spec(spec: str) -> ModelSpec:
         parsed = LlamaCppOptions.parse(options, spec)
     elif "press" in options:
         raise UserError(f"{spec!r}: KV-cache presses run on hf: models only; an API model's cache is its server's")
+    if max_context is not None and backend.remote:
+        raise UserError(f"model option max_context of {spec!r} applies to local models only (an API chooses its own contexts)")
     return ModelSpec(spec, backend, plain, base, parsed, max_context)
 
 
-def check_options(spec: str) -> str:
-    """`spec`, once its options are checked (`parse_model_spec`)."""
-    parse_model_spec(spec)
-    return spec
-
-
-def load_scorer(spec: str, n_threads: int | None = None, device: str | None = None, dtype: str | None = None, openai_options=None,
-                caps_context: bool = False) -> Scorer:
-    """A scorer for `spec`: `gemma-3-270m` (the embedded default), a path to a .gguf file,
+def load_scorer(model: ModelSpec, n_threads: int | None = None, device: str | None = None, dtype: str | None = None, openai_options=None) -> Scorer:
+    """A scorer for `model`: `gemma-3-270m` (the embedded default), a path to a .gguf file,
     `hf:gemma-3-270m` / `hf:DIR` (transformers; `device` and `dtype` apply to it only), or
     `openai:MODEL` (a model behind an OpenAI-compatible server, reached with `openai_options`).
-    A local model's spec may end in options, `?key=value&...` (backends/model_options.py).
-    `max_context=N` is taken only by a caller that plans it (`caps_context`: the token-scoring
-    commands); the scorer then carries N in `info.max_context` and its name keeps the option."""
-    model = parse_model_spec(spec)
-    if model.max_context is not None and not caps_context:
-        raise UserError(f"model option max_context of {spec!r} applies to sweep, score, context-gain, effective-length and ruler only")
-    if model.max_context is not None and model.backend.remote:
-        raise UserError(f"model option max_context of {spec!r} applies to local models only (an API chooses its own contexts)")
+    A local model's string may end in options, `?key=value&...` (backends/model_options.py).
+    With `max_context=N` the scorer carries N in `info.max_context` (the manifest records it)
+    and its name keeps the option; planners read N from the spec."""
     if not model.backend.takes_device and (device is not None or dtype is not None):
         raise FieldError("device", f"{{name}} and {{dtype}} apply to hf: models only, not {model.plain}")
     if model.backend.name == "hf":
@@ -180,15 +167,25 @@ def _load_openai(spec: str, n_threads: int | None, openai_options) -> Scorer:
 
 
 def _load_llamacpp(model: ModelSpec, n_threads: int | None) -> Scorer:
-    base = model.base
+    assert isinstance(model.options, LlamaCppOptions)
+    return _load_gguf(model.base, model.plain, model.suffix, n_threads, model.options)
+
+
+def load_vocabulary(name: str, n_threads: int | None = None) -> Scorer:
+    """A GGUF model (an embedded name or a .gguf path, no options) loaded for its vocabulary
+    alone: an API model's tokenizer, which needs no inference settings."""
+    return _load_gguf(name, name, "", n_threads, LlamaCppOptions())
+
+
+def _load_gguf(base: str, plain: str, suffix: str, n_threads: int | None, options: LlamaCppOptions) -> Scorer:
     if base in EMBEDDED:
-        return backend_class("llamacpp")(embedded_path(base), base + model.suffix, n_threads=n_threads, options=model.options)
+        return backend_class("llamacpp")(embedded_path(base), base + suffix, n_threads=n_threads, options=options)
     path = Path(base)
     if path.suffix.lower() == ".gguf":
         if not path.is_file():
             raise UserError(f"model file not found: {base}")
-        return backend_class("llamacpp")(path, path.name + model.suffix, n_threads=n_threads, options=model.options)
-    raise UserError(f"unknown model {model.plain!r}: use {', '.join(EMBEDDED)} or a path to a .gguf file (see `ctxeval models`)")
+        return backend_class("llamacpp")(path, path.name + suffix, n_threads=n_threads, options=options)
+    raise UserError(f"unknown model {plain!r}: use {', '.join(EMBEDDED)} or a path to a .gguf file")
 
 
 def _load_hf_spec(model: ModelSpec, n_threads: int | None, device: str | None, dtype: str | None) -> Scorer:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from ctxeval.backends.openai_options import OpenAIOptions
-from ctxeval.backends.registry import refuse_api_models
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
@@ -27,7 +26,6 @@ from ctxeval.results.pplqa import PplqaResult
 from ctxeval.stats.agreement import TAU_VARIANTS
 
 _EVALUATOR = f"Evaluator: {DEFAULT_MODEL} (embedded default), a .gguf path or hf:MODEL (not openai:, whose APIs return no log-probability for an answer's first token)."
-_EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
 
 
 def _evaluator() -> Any:
@@ -54,7 +52,7 @@ class PplqaSpec:
     tau: str = option("--tau", "Per-question Kendall tau: a (the paper's eq. 4; a constant ranking counts 0) or b (tau-b; constant rankings skipped).", "a", check=one_of(TAU_VARIANTS))
     n_threads: int | None = common.threads()
     progress: bool = common.progress()
-    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+    executor: ExecutorOptions = common.executor()
 
 
 @dataclass(frozen=True)
@@ -73,7 +71,7 @@ class MetaEvalSpec:
     seed: int = common.seed("Bootstrap seed.")
     n_threads: int | None = common.threads()
     progress: bool = common.progress()
-    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+    executor: ExecutorOptions = common.executor()
 
 
 @dataclass(frozen=True)
@@ -159,10 +157,12 @@ def run_meta_eval(spec: MetaEvalSpec) -> MetaEvalResult:
     return meta_evaluate(evaluator, data, config, out, spec.replicates, spec.seed, spec.progress, spec.executor)
 
 
-def _evaluator_spec(model: str, n_threads: int | None) -> ScorerSpec:
+def _evaluator_spec(text: str, n_threads: int | None) -> ScorerSpec:
     """The evaluator to load, refused up front when it cannot compute the methods as defined."""
-    refuse_api_models([model], "answer-quality evaluation",
-                      "the log-probability of an answer's first token given only BOS (for PPL(a)) and of every score token (for G-Eval)")
+    model = common.model_spec(text)
+    common.refuse_truncation(model, truncates=False)
+    common.refuse_api_models([model], "answer-quality evaluation",
+                             "the log-probability of an answer's first token given only BOS (for PPL(a)) and of every score token (for G-Eval)")
     return ScorerSpec(model, n_threads)
 
 

@@ -1,16 +1,22 @@
 """Options several commands share, each declared once here (a function, since a dataclass field
 cannot be shared): its flag, help, default and check. A command that needs another default or
-a help text of its own says so where it uses it."""
+a help text of its own says so where it uses it. A model string becomes its typed `ModelSpec`
+here (`model_spec`), and only here."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 from typing import Any, Optional, Protocol
 
-from ctxeval.backends.registry import check_options, parse_model_spec
+from ctxeval.backends.registry import ModelSpec, parse_model_spec
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K
+from ctxeval.data.corpus import CorpusOptions
+from ctxeval.errors import UserError
 from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
-from ctxeval.options import at_least, comma_floats, option, positive, python_only
+from ctxeval.options import at_least, comma_floats, group, option, positive, python_only
+from ctxeval.pipeline.executors.spec import ExecutorOptions
 from ctxeval.stats.defaults import DEFAULT_SEED, replicates_option
 
 TEXT_INPUTS = "UTF-8 text files ('demo' for the bundled excerpt), corpus folders, .jsonl/.json or .parquet corpora."
@@ -21,21 +27,54 @@ def to_tuple(value: Any) -> tuple:
     return tuple(value or ())
 
 
-def models(help: str) -> Any:
-    """--model repeated: several models on the same work."""
+# the commands whose planners honour a truncation control `?max_context=N`
+TRUNCATING = "sweep, score, context-gain, effective-length and ruler"
+
+
+@cache
+def model_spec(text: str) -> ModelSpec:
+    """The typed spec of a model string: the one place a model string is parsed (once per
+    string: checks, planning and loading of a run all reuse it)."""
+    return parse_model_spec(text)
+
+
+def model_specs(texts: Iterable[str]) -> list[ModelSpec]:
+    """Several model strings typed, in order."""
+    return [model_spec(text) for text in texts]
+
+
+def models(help: str, truncates: bool = False) -> Any:
+    """--model repeated: several models on the same work. `truncates`: the command plans
+    `?max_context=N`."""
     return option("--model", help, (DEFAULT_MODEL,), cli_type=Optional[list[str]], shown=None,
-                  to_value=lambda v: tuple(v) if v else (DEFAULT_MODEL,), check=lambda v: _some("must name at least one model")(v) or _options_checked(v))
+                  to_value=lambda v: tuple(v) if v else (DEFAULT_MODEL,), check=lambda v: _some("must name at least one model")(v) or _models_checked(v, truncates))
 
 
-def model(help: str = MODEL_FORMS) -> Any:
-    return option("--model", help, DEFAULT_MODEL, check=lambda v: _options_checked((v,)))
+def model(help: str = MODEL_FORMS, truncates: bool = False) -> Any:
+    return option("--model", help, DEFAULT_MODEL, check=lambda v: _models_checked((v,), truncates))
 
 
-def _options_checked(specs: tuple[str, ...]) -> None:
-    """Every model's options checked as loading checks them (an unknown press, a ratio out of
-    range), before any model of the run loads."""
-    for spec in specs:
-        check_options(spec)
+def _models_checked(texts: tuple[str, ...], truncates: bool) -> None:
+    """Every model parsed and its options checked as loading checks them (an unknown press, a
+    ratio out of range), before any model of the run loads; a truncation control is refused
+    where no planner honours it."""
+    for text in texts:
+        refuse_truncation(model_spec(text), truncates)
+
+
+def refuse_truncation(model: ModelSpec, truncates: bool) -> None:
+    """Stop when `model` asks for `max_context=N` and the command plans no truncation."""
+    if model.max_context is not None and not truncates:
+        raise UserError(f"model option max_context of {model.text!r} applies to {TRUNCATING} only")
+
+
+def refuse_api_models(models: Iterable[ModelSpec], command: str, needs: str) -> None:
+    """Stop before any request when a command needs what no OpenAI-compatible API returns
+    (`needs` says what: a first token's log-probability, the full distribution, ...)."""
+    for model in models:
+        if not model.backend.full_distribution:
+            raise UserError(f"{command} cannot use {model.text}: it needs {needs}, which OpenAI-compatible APIs do not return; "
+                            "use a local model (a .gguf path or hf:MODEL)")
 
 
 def evaluator(help: str) -> Any:
@@ -100,6 +139,17 @@ def dtype() -> Any:
     return option("--dtype", "hf: models only: float32 (default), bfloat16, float16 or float64 (slow reference).", None)
 
 
+def corpus() -> Any:
+    """How inputs are read as corpora (--glob, --sample, ...)."""
+    return group(CorpusOptions)
+
+
+def executor(gpus: bool = False) -> Any:
+    """--executor and its Ray settings; `gpus`: the command's models may run on GPUs
+    (--gpus-per-worker), else they run on CPUs only."""
+    return group(ExecutorOptions) if gpus else group(ExecutorOptions, only=("kind", "workers", "address", "threads_per_worker"))
+
+
 def progress() -> Any:
     """Python callers ask for a progress bar; the CLI shows one unless --quiet."""
     return python_only(False)
@@ -139,7 +189,7 @@ def budget_covering(models: tuple[str, ...], size: int) -> str | None:
     """What is wrong when a pressed model's budget keeps every token of a generation's context at
     prompt size `size` (its context is shorter): nothing would be compressed (None: nothing)."""
     for spec in models:
-        budget = parse_model_spec(spec).press_budget
+        budget = model_spec(spec).press_budget
         if budget is not None and budget >= size:
             return (f"{size} is within {spec}'s press budget of {budget} tokens: the press would keep every token of a context (shorter than "
                     "the prompt) and compress nothing; use longer prompts or a smaller budget")

@@ -9,7 +9,6 @@ from typing import Any, Optional
 
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
-from ctxeval.backends.registry import check_options, refuse_api_models
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.data.corpus import CorpusOptions, open_corpus
 from ctxeval.modeldiff.finish import DEFAULT_TOP_K as DIFF_TOP_K, diff_result
@@ -56,12 +55,12 @@ class DiffSpec:
     out: Path | None = common.out()
     progress: bool = common.progress()
     n_threads: int | None = common.threads()
-    corpus: CorpusOptions = group(CorpusOptions)
-    executor: ExecutorOptions = group(ExecutorOptions, only=("kind", "workers", "address", "threads_per_worker"))
+    corpus: CorpusOptions = common.corpus()
+    executor: ExecutorOptions = common.executor()
 
     def check(self) -> None:
-        check_options(self.ref)
-        check_options(self.cand)
+        for model in (self.ref, self.cand):
+            common.refuse_truncation(common.model_spec(model), truncates=False)
         stride = self.window if self.stride is None else self.stride
         if not 1 <= stride <= self.window:
             from ctxeval.options import fail
@@ -80,9 +79,13 @@ def run_diff(spec: DiffSpec) -> DiffResult:
     noise floor where asked, gates and renders them into the result (its page is the
     explorer's), which the engine writes into the run directory."""
     full = "the full next-token distribution"
-    refuse_api_models([spec.ref, spec.cand], "diff", full)
+    ref, cand = common.model_spec(spec.ref), common.model_spec(spec.cand)
+    common.refuse_api_models([ref, cand], "diff", full)
+    second = None
     if spec.noise_floor is not None:
-        refuse_api_models([spec.noise_floor.second_spec(spec.ref)], "--noise-floor", full)
+        second = common.model_spec(spec.noise_floor.second_spec(spec.ref))
+        common.refuse_truncation(second, truncates=False)
+        common.refuse_api_models([second], "--noise-floor", full)
     stride = spec.window if spec.stride is None else spec.stride
     edges = bucket_edges(spec.window, spec.buckets)
     if spec.key_tokens is not None:
@@ -97,10 +100,10 @@ def run_diff(spec: DiffSpec) -> DiffResult:
     floor_run = {"block_rows": spec.block_rows, "n_threads": spec.n_threads, "executor": spec.executor, "progress": spec.progress}
 
     def finish(run_dir: Path, manifest: Manifest) -> DiffResult:
-        return diff_result(run_dir, manifest, ref=spec.ref, loaded=loaded, settings=settings, bootstrap=bootstrap, key_tokens=spec.key_tokens and Path(spec.key_tokens),
-                           noise_floor=spec.noise_floor, floor_run=floor_run, gates=gates)
+        return diff_result(run_dir, manifest, ref=ref, loaded=loaded, settings=settings, bootstrap=bootstrap, key_tokens=spec.key_tokens and Path(spec.key_tokens),
+                           noise_floor=spec.noise_floor, second=second, floor_run=floor_run, gates=gates)
 
-    task = DiffRun(config, loaded, spec.n_threads, finish)
+    task = DiffRun(config, loaded, (ref, cand), spec.n_threads, finish)
     return run(task, task.spec(), common.out_dir(spec.out, "diff", config), executor=spec.executor, progress=spec.progress)
 
 

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ctxeval.backends.registry import check_options, refuse_api_models
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
@@ -31,7 +30,6 @@ from ctxeval.probes.retrieval_report import retrieval_result
 from ctxeval.results.retrieval import RetrievalResult
 
 _LOCAL_MODELS = f"Model(s): {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat for several."
-_EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
 
 
 @dataclass(frozen=True)
@@ -45,7 +43,7 @@ class ContextGainSpec:
     window: int = option("--window", "W: long context. Chunks of W tokens; each target sees every token before it in its chunk.", 2048, check=positive)
     short: int = option("--short", "k: short context. Targets are re-scored with only about the last k tokens of their long context.", 128, check=positive)
     short_stride: int | None = option("--short-stride", "Targets per short pass (default k/4): short contexts lie between k and k + stride - 1 tokens; 1 = exactly k (slowest).", None, check=positive)
-    models: tuple[str, ...] = common.models(f"Model(s) to probe: {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat for several.")
+    models: tuple[str, ...] = common.models(f"Model(s) to probe: {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat for several.", truncates=True)
     evaluator: str | None = common.evaluator("Model that picks the key tokens for LongPPL (default: the first --model); added to the run if not one of them. Key tokens reach other models as character spans.")
     alpha: float = common.key_alpha("LongPPL: a key token gains more than alpha nats from distant context (g = log p_long - log p_short > alpha).")
     beta: float = common.key_beta("LongPPL: ... and the long context predicts it well (log p_long > beta).")
@@ -56,9 +54,9 @@ class ContextGainSpec:
     out: Path | None = common.out()
     progress: bool = common.progress()
     n_threads: int | None = common.threads()
-    corpus: CorpusOptions = group(CorpusOptions)
+    corpus: CorpusOptions = common.corpus()
     seed: int = common.seed("Seed of --sample and of the bootstrap.")
-    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+    executor: ExecutorOptions = common.executor()
 
 
 EFFECTIVE_LENGTHS = (128, 256, 512, 1024, 2048, 4096)
@@ -80,7 +78,7 @@ class EffectiveLengthSpec:
     texts: tuple[str, ...] = argument("UTF-8 text files, corpus folders, .jsonl/.json or .parquet corpora; 'demo' (the default) is the bundled Chesterton excerpt.",
                                       (DEMO_TEXT_NAME,), cli_type=Optional[list[str]], shown=None, to_value=lambda v: tuple(v) if v else (DEMO_TEXT_NAME,))
     models: tuple[str, ...] = common.models(f"Model(s): {DEFAULT_MODEL} (embedded default), a .gguf path or hf:DIR; MODEL?max_context=N sees only the last N tokens "
-                                            "before each target (a truncation control). Repeat: every model scores the same targets.")
+                                            "before each target (a truncation control). Repeat: every model scores the same targets.", truncates=True)
     lengths: tuple[int, ...] = option("--lengths", "Comma-separated context lengths L in tokens (target j of a span sees L + j).", EFFECTIVE_LENGTHS,
                                       cli_type=str, shown=joined(EFFECTIVE_LENGTHS), to_value=comma_ints("--lengths"), check=_lengths_check)
     starts: int = option("--starts", "Seeded spans per document, one per equal stratum of the text after the longest length.", 8, check=positive)
@@ -100,13 +98,11 @@ class EffectiveLengthSpec:
     n_threads: int | None = common.threads()
     device: str | None = common.device()
     dtype: str | None = common.dtype()
-    corpus: CorpusOptions = group(CorpusOptions)
+    corpus: CorpusOptions = common.corpus()
     seed: int = common.seed("Seed of the spans, of --sample and of the bootstrap.")
-    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+    executor: ExecutorOptions = common.executor()
 
     def check(self) -> None:
-        for model in self.models:
-            check_options(model)
         if self.evaluator is not None and self.evaluator not in self.models:
             raise fail(EffectiveLengthSpec, "evaluator", f"must be one of the models ({', '.join(self.models)}), got {self.evaluator!r}")
 
@@ -131,7 +127,7 @@ class RetrievalSpec:
     out: Path | None = common.out()
     progress: bool = common.progress()
     n_threads: int | None = common.threads()
-    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+    executor: ExecutorOptions = common.executor()
 
     def check(self) -> None:
         if self.tokens:
@@ -165,7 +161,8 @@ def run_context_gain(spec: ContextGainSpec) -> ContextGainResult:
     evaluator_spec = spec.evaluator or model_specs[0]
     if evaluator_spec not in model_specs:
         model_specs.append(evaluator_spec)
-    refuse_api_models(model_specs, "context-gain", "the log-probability of each chunk's first token given only BOS")
+    models = common.model_specs(model_specs)
+    common.refuse_api_models(models, "context-gain", "the log-probability of each chunk's first token given only BOS")
     loaded = open_corpus(spec.texts, spec.corpus)
     config = RunConfig.of_documents(
         "context-gain", loaded.refs, model_specs,
@@ -182,14 +179,15 @@ def run_context_gain(spec: ContextGainSpec) -> ContextGainResult:
         evaluator_name = manifest.model_names[model_specs.index(evaluator_spec)]
         return context_gain_result(run_dir, manifest, KeyTokenSettings(evaluator_name, spec.alpha, spec.beta, spec.block, spec.replicates, spec.seed))
 
-    return run_scoring(config, loaded, model_specs, planner, common.out_dir(spec.out, "context-gain", config), spec, None, finish)
+    return run_scoring(config, loaded, models, planner, common.out_dir(spec.out, "context-gain", config), spec, None, finish)
 
 
 def run_effective_length(spec: EffectiveLengthSpec) -> EffectiveLengthResult:
     """Score the same spans of target tokens with every context length, then the curve, its
     gains per doubling and L* per model (probes/effective_length.py)."""
     model_specs = list(dict.fromkeys(spec.models))
-    refuse_api_models(model_specs, "effective-length", "exact ranks and the log-probability of every target at every context length")
+    models = common.model_specs(model_specs)
+    common.refuse_api_models(models, "effective-length", "exact ranks and the log-probability of every target at every context length")
     loaded = open_corpus(spec.texts, spec.corpus)
     lengths = tuple(sorted(set(spec.lengths)))
     config = RunConfig.of_documents(
@@ -203,7 +201,7 @@ def run_effective_length(spec: EffectiveLengthSpec) -> EffectiveLengthResult:
         device=spec.device,
         dtype=spec.dtype,
     )
-    planner = EffectiveLengthPlanner(lengths, spec.starts, spec.targets, spec.seed)
+    planner = EffectiveLengthPlanner(lengths, spec.starts, spec.targets, spec.seed, caps=tuple(m.max_context for m in models))
     evaluator_spec = spec.evaluator or model_specs[0]
 
     def finish(run_dir: Path, manifest: Manifest, metrics: MetricConfig) -> EffectiveLengthResult:
@@ -211,7 +209,7 @@ def run_effective_length(spec: EffectiveLengthSpec) -> EffectiveLengthResult:
                                      alpha=spec.alpha, beta=spec.beta)
         return effective_length_result(run_dir, manifest, metrics, settings)
 
-    return run_scoring(config, loaded, model_specs, planner, common.out_dir(spec.out, "effective-length", config), spec, None, finish)
+    return run_scoring(config, loaded, models, planner, common.out_dir(spec.out, "effective-length", config), spec, None, finish)
 
 
 def run_retrieval_probe(spec: RetrievalSpec) -> RetrievalResult:
@@ -221,9 +219,10 @@ def run_retrieval_probe(spec: RetrievalSpec) -> RetrievalResult:
     match (what greedy generation produces) and the rank of the right answer, per cell."""
     token_targets = tuple(sorted(set(spec.tokens))) if spec.tokens else ()
     lines = () if spec.tokens else tuple(sorted(set(spec.lines)))
-    refuse_api_models(list(spec.models), "retrieval", "the rank of the answer's first token over the whole vocabulary")
-    config = RetrievalConfig(spec.variant, lines, tuple(sorted(set(spec.depths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), tokens=token_targets)
-    return run_retrieval(config, common.out_dir(spec.out, "retrieval", config), retrieval_result, spec.progress, spec.n_threads, spec.executor)
+    models = common.model_specs(dict.fromkeys(spec.models))
+    common.refuse_api_models(models, "retrieval", "the rank of the answer's first token over the whole vocabulary")
+    config = RetrievalConfig(spec.variant, lines, tuple(sorted(set(spec.depths))), spec.samples, spec.seed, tuple(m.text for m in models), tokens=token_targets)
+    return run_retrieval(config, models, common.out_dir(spec.out, "retrieval", config), retrieval_result, spec.progress, spec.n_threads, spec.executor)
 
 
 def run_probe_report(spec: ProbeReportSpec) -> ProbeReport:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ctxeval.backends.openai_options import OpenAIOptions, dry_run_table
-from ctxeval.backends.registry import backend_for, parse_model_spec, refuse_api_models
+from ctxeval.backends.registry import ModelSpec
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.config import DEFAULT_LENGTHS, RunConfig
@@ -51,8 +51,8 @@ class TokenScoringOptions:
     dtype: str | None = common.dtype()
     openai: OpenAIOptions = group(OpenAIOptions)
     dry_run: bool = common.dry_run()
-    corpus: CorpusOptions = group(CorpusOptions)
-    executor: ExecutorOptions = group(ExecutorOptions)
+    corpus: CorpusOptions = common.corpus()
+    executor: ExecutorOptions = common.executor(gpus=True)
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class SweepSpec(TokenScoringOptions):
 
     texts: tuple[str, ...] = argument("UTF-8 text files, corpus folders, .jsonl/.json or .parquet corpora; 'demo' (the default) is the bundled Chesterton excerpt.",
                                       (DEMO_TEXT_NAME,), cli_type=Optional[list[str]], shown=None, to_value=lambda v: tuple(v) if v else (DEMO_TEXT_NAME,))
-    models: tuple[str, ...] = common.models(f"Model: {common.MODEL_FORMS[:-1]}. Repeat to sweep several models on the same starts.")
+    models: tuple[str, ...] = common.models(f"Model: {common.MODEL_FORMS[:-1]}. Repeat to sweep several models on the same starts.", truncates=True)
     lengths: tuple[int, ...] = option("--lengths", "Comma-separated context lengths in tokens.", DEFAULT_LENGTHS, cli_type=str, shown=joined(DEFAULT_LENGTHS),
                                       to_value=comma_ints("--lengths"), check=lambda v: "must name at least one context length" if not v else positive(v))
     n_compare: int = option("--n-compare", "n_c: consecutive targets scored per start.", 30, check=positive)
@@ -86,7 +86,7 @@ class ScoreSpec(TokenScoringOptions):
     stride: int | None = option("--stride", "Stride S of --method sliding.", None, check=positive)
     head: str | None = option("--head", "--method fixed only. full (default, paper 002): score the first W tokens with all their previous tokens, so fixed covers the same tokens as chunked; skip: leave them out, so every target sees exactly W tokens.",
                               None, check=one_of(windows.HEADS))
-    model: str = common.model()
+    model: str = common.model(truncates=True)
     max_tokens: int | None = common.max_tokens("Score only the first N tokens of the text.")
     seed: int = common.seed("Seed of --sample and of --noise-floor's windows.")
     noise_floor: NoiseFloor | None = group(NoiseFloor, optional=True)
@@ -98,7 +98,7 @@ class ScoreSpec(TokenScoringOptions):
             raise fail(ScoreSpec, "stride", f"applies only to --method sliding, not {self.method}")
         if self.method != "fixed" and self.head is not None:
             raise fail(ScoreSpec, "head", f"applies only to --method fixed, not {self.method}")
-        if self.method == "chunked" and parse_model_spec(self.model).pressed:
+        if self.method == "chunked" and common.model_spec(self.model).pressed:
             raise fail(ScoreSpec, "method", "chunked scores every token of a window from its start, so a pressed model has no context to compress; "
                        "use --method sliding --stride S, effective-length or context-gain")
         if self.noise_floor is not None and self.method == "fixed":
@@ -185,7 +185,7 @@ def run_sweep(spec: SweepSpec) -> RunResult | dict:
     gen_tokens = openai.tokens_per_request if thesis else 1
     thesis_targets = spec.n_compare * gen_tokens if spec.exhaustive else spec.n_compare
     planner = SweepPlanner(lengths, spec.n_compare, spec.seed, spec.repeats, modes, thesis_targets, gen_tokens)
-    return run_scoring(config, loaded, list(spec.models), planner, common.out_dir(spec.out, "sweep", config), spec, openai, dry_run=spec.dry_run)
+    return run_scoring(config, loaded, common.model_specs(spec.models), planner, common.out_dir(spec.out, "sweep", config), spec, openai, dry_run=spec.dry_run)
 
 
 def run_score(spec: ScoreSpec) -> RunResult | dict:
@@ -201,8 +201,10 @@ def run_score(spec: ScoreSpec) -> RunResult | dict:
     all their predecessors, so fixed and chunked cover the same tokens; `skip` leaves them out.
     """
     head = (spec.head or "full") if spec.method == "fixed" else None
-    if spec.noise_floor is not None:
-        refuse_api_models([spec.model, spec.noise_floor.second_spec(spec.model)], "--noise-floor", "the full next-token distribution")
+    model = common.model_spec(spec.model)
+    second = _second_path(model, spec.noise_floor)
+    if second is not None:
+        common.refuse_api_models([model, second], "--noise-floor", "the full next-token distribution")
     loaded = open_corpus(spec.texts, spec.corpus)
     config = RunConfig.of_documents(
         "score", loaded.refs, (spec.model,),
@@ -219,10 +221,10 @@ def run_score(spec: ScoreSpec) -> RunResult | dict:
         backend_options=_backend_options([spec.model], spec.openai),
     )
     planner = ScorePlanner(spec.method, spec.window, spec.stride, head or "full", spec.max_tokens)
-    result = run_scoring(config, loaded, [spec.model], planner, common.out_dir(spec.out, "score", config), spec, spec.openai, dry_run=spec.dry_run)
-    if spec.noise_floor is None or not isinstance(result, RunResult):
+    result = run_scoring(config, loaded, [model], planner, common.out_dir(spec.out, "score", config), spec, spec.openai, dry_run=spec.dry_run)
+    if spec.noise_floor is None or second is None or not isinstance(result, RunResult):
         return result
-    floor = measure_noise_floor(spec.model, spec.noise_floor, loaded, window=spec.window, stride=spec.stride, max_tokens=spec.max_tokens,
+    floor = measure_noise_floor(model, second, spec.noise_floor, loaded, window=spec.window, stride=spec.stride, max_tokens=spec.max_tokens,
                                 edges=bucket_edges(spec.window, None), out=floor_dir(result.run_dir), n_threads=spec.n_threads,
                                 executor=spec.executor, progress=spec.progress)
     result = replace(result, noise_floor=floor)
@@ -247,7 +249,7 @@ def run_summary(spec: SummarySpec) -> RunResult:
     return result
 
 
-def run_scoring(config: RunConfig, texts: Corpus, model_specs: list[str], planner: Any, out: Path, spec: Any, openai: OpenAIOptions | None,
+def run_scoring(config: RunConfig, texts: Corpus, model_specs: list[ModelSpec], planner: Any, out: Path, spec: Any, openai: OpenAIOptions | None,
                 finish: Finish = scoring_result, dry_run: bool = False) -> Any:
     """A scoring run through the engine (or, with `dry_run`, what it would send to API models).
     Passes a backend fails to score are left out of the records, listed in the manifest, and
@@ -261,7 +263,7 @@ def run_scoring(config: RunConfig, texts: Corpus, model_specs: list[str], planne
 def _thesis_options(models: tuple[str, ...], openai: OpenAIOptions, n_compare: int) -> OpenAIOptions:
     """The thesis context mode is the API protocol of paper 000 (section 3.1.2): only for
     `openai:` models on a generation path; `gen_tokens` defaults to n_c as in the thesis."""
-    local = [m for m in models if not backend_for(m).remote]
+    local = [m for m in models if not common.model_spec(m).backend.remote]
     if local:
         raise UserError(f"--context-mode thesis is the protocol for API models that only score generated tokens; {local[0]} is not an openai: model (use exact)")
     if openai.mode == "prompt":
@@ -271,9 +273,18 @@ def _thesis_options(models: tuple[str, ...], openai: OpenAIOptions, n_compare: i
 
 def _backend_options(models: Sequence[str], openai: OpenAIOptions | None) -> str:
     """The API options that decide records, when any model is an `openai:` model."""
-    if not any(backend_for(m).remote for m in models):
+    if not any(common.model_spec(m).backend.remote for m in models):
         return ""
     return json.dumps((openai or OpenAIOptions()).identity(), sort_keys=True)
+
+
+def _second_path(model: ModelSpec, floor: NoiseFloor | None) -> ModelSpec | None:
+    """The typed model of a noise floor's second numeric path (None without --noise-floor)."""
+    if floor is None:
+        return None
+    second = common.model_spec(floor.second_spec(model.text))
+    common.refuse_truncation(second, truncates=False)
+    return second
 
 
 def _temperatures(values: Sequence[float]) -> tuple[float, ...]:
@@ -285,7 +296,7 @@ def _check_token_scoring(spec: Any) -> None:
     if spec.metrics.approx_k > spec.top_k:
         raise UserError(f"--approx-k ({spec.metrics.approx_k}) cannot exceed --top-k ({spec.top_k})")
     models = spec.models if isinstance(spec, SweepSpec) else (spec.model,)
-    if (spec.device is not None or spec.dtype is not None) and not any(backend_for(m).takes_device for m in models):
+    if (spec.device is not None or spec.dtype is not None) and not any(common.model_spec(m).backend.takes_device for m in models):
         raise UserError("--device and --dtype apply to hf: models only; no hf: model was given")
 
 

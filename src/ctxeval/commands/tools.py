@@ -70,9 +70,11 @@ def run_serve(spec: ServeSpec) -> None:
     (docs/serve.md); the server extra is imported on demand."""
     from ctxeval.server.launch import serve
 
+    model = common.model_spec(spec.model)
+    common.refuse_truncation(model, truncates=False)
     serve(server_settings(spec.model, spec.chat_template, spec.api_key_env, host=spec.host, port=spec.port, served_names=spec.served_names, n_ctx=spec.n_ctx,
                           n_threads=spec.n_threads, device=spec.device, dtype=spec.dtype, string_bos=spec.string_bos, max_queue=spec.max_queue,
-                          max_body_bytes=spec.max_body_bytes, max_logprobs=spec.max_logprobs, batch_tokens=spec.batch_tokens))
+                          max_body_bytes=spec.max_body_bytes, max_logprobs=spec.max_logprobs, batch_tokens=spec.batch_tokens), model)
 
 
 def _echo_models(entries: list[ModelEntry], spec: ModelsSpec, display: None) -> str:

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxeval.backends.openai_options import OpenAIOptions
-from ctxeval.backends.registry import backend_for
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
@@ -28,12 +27,11 @@ from ctxeval.results.ruler import RulerResult
 
 RULER_LENGTHS = (1024, 2048, 4096)
 RULER_SEED = 42  # RULER's --random_seed
-_EXECUTOR = ("kind", "workers", "address", "threads_per_worker")
 
 
 def api_identity(models: tuple[str, ...], openai: OpenAIOptions) -> str | None:
     """The API options that decide an API model's samples (None when no model is an API's)."""
-    return json.dumps(openai.identity(), sort_keys=True) if any(backend_for(m).remote for m in models) else None
+    return json.dumps(openai.identity(), sort_keys=True) if any(common.model_spec(m).backend.remote for m in models) else None
 
 
 def _tasks(value: str) -> tuple[str, ...]:
@@ -62,7 +60,7 @@ class RulerSpec:
     lengths: tuple[int, ...] = option("--lengths", "Comma-separated lengths in the model's tokens: prompt plus the task's tokens to generate (RULER runs 4K to 128K).",
                                       RULER_LENGTHS, cli_type=str, shown=joined(RULER_LENGTHS), to_value=comma_ints("--lengths"), check=positive)
     samples: int = option("--samples", "Seeded samples per (task, length) (RULER uses 500).", 25, check=positive)
-    models: tuple[str, ...] = common.models(f"Model(s): {common.MODEL_FORMS} MODEL?max_context=N sees the prompt's last N tokens (a truncation control). Repeat for several.")
+    models: tuple[str, ...] = common.models(f"Model(s): {common.MODEL_FORMS} MODEL?max_context=N sees the prompt's last N tokens (a truncation control). Repeat for several.", truncates=True)
     essay: str = option("--essay", "Text whose words make the essay haystacks: 'gutenberg', two bundled public-domain books, no sentence repeated within 128K tokens; "
                                    "'demo', the Chesterton excerpt (repeats beyond about 17.5K tokens); or a UTF-8 file, repeated where a haystack needs more words. "
                                    "RULER uses Paul Graham's essays, not shipped.", RULER_HAYSTACK_NAME)
@@ -79,7 +77,7 @@ class RulerSpec:
     device: str | None = common.device()
     dtype: str | None = common.dtype()
     openai: OpenAIOptions = group(OpenAIOptions)
-    executor: ExecutorOptions = group(ExecutorOptions, only=_EXECUTOR)
+    executor: ExecutorOptions = common.executor()
 
     def check(self) -> None:
         problem = common.budget_covering(self.models, min(self.lengths))
@@ -97,7 +95,8 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
         return ruler_result(run_dir, manifest, spec.threshold)
 
-    return run_ruler(config, essay.content, common.out_dir(spec.out, "ruler", config), finish, spec.progress, spec.n_threads, spec.executor, spec.openai)
+    models = common.model_specs(config.models)
+    return run_ruler(config, models, essay.content, common.out_dir(spec.out, "ruler", config), finish, spec.progress, spec.n_threads, spec.executor, spec.openai)
 
 
 def _echo_ruler(result: RulerResult, spec: RulerSpec, display: QuietDisplay) -> str:

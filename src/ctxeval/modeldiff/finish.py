@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from ctxeval.backends.registry import ModelSpec
 from ctxeval.data.corpus import Corpus
 from ctxeval.modeldiff.keytokens import key_token_mask
 from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_summary
@@ -24,8 +25,8 @@ from ctxeval.results.diff import DiffResult
 DEFAULT_TOP_K = 10
 
 
-def diff_result(run_dir: Path, manifest: Manifest, *, ref: str, loaded: Corpus, settings: dict, bootstrap: Bootstrap, key_tokens: Path | None,
-                noise_floor: NoiseFloor | None, floor_run: dict, gates: dict) -> DiffResult:
+def diff_result(run_dir: Path, manifest: Manifest, *, ref: ModelSpec, loaded: Corpus, settings: dict, bootstrap: Bootstrap, key_tokens: Path | None,
+                noise_floor: NoiseFloor | None, second: ModelSpec | None, floor_run: dict, gates: dict) -> DiffResult:
     """A finished diff's result: the records summarised (also over a context-gain run's key
     tokens), the noise floor measured where asked (`floor_run`: its block_rows, n_threads,
     executor, progress), gated (`gates`: profile, max_kl, min_same_top, min_windows,
@@ -38,8 +39,8 @@ def diff_result(run_dir: Path, manifest: Manifest, *, ref: str, loaded: Corpus, 
         mask, picked = key_token_mask(records, manifest.texts or [], key_tokens)
         summary["key_tokens"] = picked | (summarize(records[mask], edges, bootstrap) if mask.any() else {})
     floor = None
-    if noise_floor is not None:
-        floor = measure_noise_floor(ref, noise_floor, loaded, window=settings["window"], stride=settings["stride"], max_tokens=settings["max_tokens"], edges=edges,
+    if noise_floor is not None and second is not None:
+        floor = measure_noise_floor(ref, second, noise_floor, loaded, window=settings["window"], stride=settings["stride"], max_tokens=settings["max_tokens"], edges=edges,
                                     out=floor_dir(run_dir), bootstrap=bootstrap, **floor_run)
     failures = diff_gate(summary, gates["profile"], gates["max_kl"], gates["min_same_top"], gates["min_windows"], gates["min_tokens"])
     recorded = {"profile": gates["profile"], "max_kl": gates["max_kl"], "min_same_top": gates["min_same_top"], "failures": failures}
@@ -75,7 +76,8 @@ def diff_report(manifest: Manifest, settings: dict, summary: dict, gates: dict, 
 
 
 def measure_noise_floor(
-    model: str,
+    model: ModelSpec,
+    second: ModelSpec,
     floor: NoiseFloor,
     loaded: Corpus,
     *,
@@ -90,14 +92,13 @@ def measure_noise_floor(
     block_rows: int = DEFAULT_BLOCK_ROWS,
     bootstrap: Bootstrap = Bootstrap(),
 ) -> dict:
-    """`model` against itself on `floor`'s second numeric path, on a seeded sample of the
-    windows a run with these options scores over the `loaded` texts (a diff run in `out`,
+    """`model` against itself on `second`, `floor`'s second numeric path, on a seeded sample of
+    the windows a run with these options scores over the `loaded` texts (a diff run in `out`,
     resumed like any other). The callers refuse API models before their own run."""
-    second = floor.second_spec(model)
     stride = window if stride is None else stride
-    config = DiffConfig(model, second, tuple(r.sha256 for r in loaded.refs), tuple(r.text_id for r in loaded.refs), window, stride, max_tokens,
+    config = DiffConfig(model.text, second.text, tuple(r.sha256 for r in loaded.refs), tuple(r.text_id for r in loaded.refs), window, stride, max_tokens,
                         DEFAULT_TOP_K, False, block_rows, sample_windows=floor.windows, sample_seed=floor.seed)
-    task = DiffRun(config, loaded, n_threads)
+    task = DiffRun(config, loaded, (model, second), n_threads)
     run(task, task.spec(), out, executor=executor, progress=progress)
     records = pq.read_table(out / DIFF_FILE).to_pandas()
-    return floor_summary(records, model, second, summarize(records, edges, bootstrap))
+    return floor_summary(records, model.text, second.text, summarize(records, edges, bootstrap))

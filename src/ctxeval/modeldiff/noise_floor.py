@@ -17,8 +17,7 @@ from typing import Optional
 
 import pandas as pd
 
-from ctxeval.backends.model_options import split_spec
-from ctxeval.backends.registry import check_options
+from ctxeval.backends.model_options import with_options
 from ctxeval.errors import FieldError
 from ctxeval.options import option, positive, shared
 
@@ -41,16 +40,14 @@ class NoiseFloor:
     seed: int = field(default=0, metadata=shared("seed"))  # the command's --seed
 
     def second_spec(self, model: str) -> str:
-        """The model spec of the second path: `model` with the options added, or `path` itself."""
+        """The model string of the second path: `model` with the options added, or `path` itself
+        (the command layer parses it as it parses every model string)."""
         if not self.path.startswith("?"):
-            return check_options(self.path)
-        base, options = split_spec(model)
-        _, added = split_spec(f"x{self.path}")
-        merged = {**options, **added}
-        second = base + "?" + "&".join(f"{k}={v}" for k, v in merged.items())
-        if merged == options:
+            return self.path
+        second = with_options(model, self.path)
+        if second is None:
             raise FieldError("path", f"{self.path!r} leaves {model!r} on the same numeric path; name an option that changes it")
-        return check_options(second)
+        return second
 
 
 def floor_summary(records: pd.DataFrame, ref: str, cand: str, summary: dict) -> dict:

@@ -48,7 +48,7 @@ class ModelPair:
 
 @dataclass(frozen=True)
 class PairSpec:
-    """How a worker loads its own REF and CAND (picklable, as a `ModelSpec`)."""
+    """How a worker loads its own REF and CAND (picklable, as a `Loadable`)."""
 
     ref: ScorerSpec
     cand: ScorerSpec

@@ -25,6 +25,7 @@ from ctxeval.modeldiff.pair import DiffTask, ModelPair, PairSpec
 from ctxeval.backends.base import ScorerBase
 from ctxeval.errors import FieldError, UserError
 from ctxeval.pipeline.engine import Plan, RunSpec
+from ctxeval.backends.registry import ModelSpec
 from ctxeval.pipeline.executors import ScorerSpec, Work
 from ctxeval.pipeline.executors.work import Job, one_per_unit, work_item
 from ctxeval.results.fingerprint import FingerprintColumns
@@ -105,12 +106,13 @@ class DiffRun:
     unit = "tokens"
     finish_incomplete = False
 
-    def __init__(self, config: DiffConfig, corpus: Corpus, n_threads: int | None = None,
+    def __init__(self, config: DiffConfig, corpus: Corpus, pair: tuple[ModelSpec, ModelSpec], n_threads: int | None = None,
                  finish: Callable[[Path, Manifest], Any] | None = None) -> None:
         self.config = config
         self.corpus = corpus
         self._finish = finish
-        self._spec = PairSpec(ScorerSpec(config.ref, n_threads), ScorerSpec(config.cand, n_threads))
+        ref, cand = pair
+        self._spec = PairSpec(ScorerSpec(ref, n_threads), ScorerSpec(cand, n_threads))
 
     def spec(self) -> RunSpec:
         return RunSpec("diff", self.config.run_id(), asdict(self.config), "diff")

@@ -42,7 +42,7 @@ import pyarrow as pa
 from ctxeval.pipeline.machine_path import numeric_path
 from ctxeval.config import config_id
 from ctxeval.errors import FieldError, IncompleteRun, a_or_an
-from ctxeval.pipeline.executors import ExecutorOptions, ModelSpec, Work, WorkerModel, open_executor
+from ctxeval.pipeline.executors import ExecutorOptions, Loadable, Work, WorkerModel, open_executor
 from ctxeval.results.fingerprint import run_fingerprints
 from ctxeval.results.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, write_manifest
 from ctxeval.results.records import RecordKind, RowSink, check_resumable, done_passes, merge_parts
@@ -86,7 +86,7 @@ class RunTask(Protocol, Generic[R]):
     # write the outputs even when some work failed (the judge reports failed requests as errors)
     finish_incomplete: bool
 
-    def load_specs(self) -> Sequence[ModelSpec]:
+    def load_specs(self) -> Sequence[Loadable]:
         """The models the run needs, loaded by the engine in this order."""
         ...
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 from ctxeval.backends.base import Scorer
 from ctxeval.errors import FieldError
 from ctxeval.pipeline.engine import Plan, RunSpec, run
+from ctxeval.backends.registry import ModelSpec
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.config import config_id
@@ -86,10 +87,10 @@ class RetrievalRun:
     unit = "cases"
     finish_incomplete = False
 
-    def __init__(self, config: RetrievalConfig, finish: Finish, n_threads: int | None = None) -> None:
+    def __init__(self, config: RetrievalConfig, models: list[ModelSpec], finish: Finish, n_threads: int | None = None) -> None:
         self.config = config
         self._finish = finish
-        self._specs = [ScorerSpec(spec, n_threads) for spec in config.models]
+        self._specs = [ScorerSpec(model, n_threads) for model in models]
 
     def load_specs(self) -> list[ScorerSpec]:
         return self._specs
@@ -120,12 +121,12 @@ class RetrievalRun:
         return self._finish(run_dir, manifest)
 
 
-def run_retrieval(config: RetrievalConfig, run_dir: Path, finish: Finish, progress: bool = True, n_threads: int | None = None,
+def run_retrieval(config: RetrievalConfig, models: list[ModelSpec], run_dir: Path, finish: Finish, progress: bool = True, n_threads: int | None = None,
                   executor: ExecutorOptions | None = None) -> Any:
-    """Score every (model, lines, depth, sample) case not yet recorded, then return what
-    `finish` makes of the run (the command's result)."""
+    """Score every (model, lines, depth, sample) case not yet recorded (`models`:
+    `config.models` typed), then return what `finish` makes of the run (the command's result)."""
     spec = RunSpec("retrieval", config.run_id(), asdict(config))
-    return run(RetrievalRun(config, finish, n_threads), spec, Path(run_dir), executor=executor, progress=progress)
+    return run(RetrievalRun(config, models, finish, n_threads), spec, Path(run_dir), executor=executor, progress=progress)
 
 
 def _plan_cases(config: RetrievalConfig, names: list[str], sizes: dict[str, list[tuple[int | None, int]]]) -> list[list[CaseJob]]:

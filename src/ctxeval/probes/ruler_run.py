@@ -19,6 +19,7 @@ from ctxeval.backends.base import Scorer
 from ctxeval.config import config_id
 from ctxeval.errors import FieldError
 from ctxeval.pipeline.engine import Plan, RunSpec, run
+from ctxeval.backends.registry import ModelSpec
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.results.manifest import Manifest
@@ -105,12 +106,12 @@ class RulerRun:
     unit = "samples"
     finish_incomplete = False
 
-    def __init__(self, config: RulerConfig, essay: str, finish: Finish, n_threads: int | None = None, openai: Any = None) -> None:
+    def __init__(self, config: RulerConfig, models: list[ModelSpec], essay: str, finish: Finish, n_threads: int | None = None, openai: Any = None) -> None:
         self.config = config
         self._essay = essay
         self._finish = finish
         # score_sample cuts the prompt to max_context
-        self._specs = [ScorerSpec(spec, n_threads, openai, config.device, config.dtype, caps_context=True) for spec in config.models]
+        self._specs = [ScorerSpec(model, n_threads, openai, config.device, config.dtype) for model in models]
 
     def load_specs(self) -> list[ScorerSpec]:
         return self._specs
@@ -169,8 +170,9 @@ class RulerRun:
         return self._finish(run_dir, manifest)
 
 
-def run_ruler(config: RulerConfig, essay: str, run_dir: Path, finish: Finish, progress: bool = True, n_threads: int | None = None,
+def run_ruler(config: RulerConfig, models: list[ModelSpec], essay: str, run_dir: Path, finish: Finish, progress: bool = True, n_threads: int | None = None,
               executor: ExecutorOptions | None = None, openai: Any = None) -> Any:
-    """Score every (model, task, length, sample) not yet recorded, then return `finish`'s result."""
+    """Score every (model, task, length, sample) not yet recorded (`models`: `config.models`
+    typed), then return `finish`'s result."""
     spec = RunSpec("ruler", config.run_id(), asdict(config))
-    return run(RulerRun(config, essay, finish, n_threads, openai), spec, Path(run_dir), executor=executor, progress=progress)
+    return run(RulerRun(config, models, essay, finish, n_threads, openai), spec, Path(run_dir), executor=executor, progress=progress)

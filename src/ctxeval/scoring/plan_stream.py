@@ -12,7 +12,7 @@ tokenized once (an API model's tokenizer is a request per text). Pass indices ar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from ctxeval.backends.base import ModelInfo, Scorer
 from ctxeval.data.texts import Text
@@ -25,11 +25,12 @@ HOLD_TOKENS = 4_000_000  # about 150 MB of token arrays kept from planning for t
 Planner = Callable[[list[ModelInfo], list[list[TokenizedText]]], tuple[list[list[list[Pass]]], dict]]
 
 
-def plan_documents(planner: Planner, scorers: list[Scorer], texts: Iterable[Text]) -> tuple[list[list[list[Pass]]], dict, list[dict], dict[int, list[TokenizedText]]]:
+def plan_documents(planner: Planner, scorers: list[Scorer], caps: Sequence[int | None], texts: Iterable[Text]) -> tuple[list[list[list[Pass]]], dict, list[dict], dict[int, list[TokenizedText]]]:
     """plan[model][document][pass], the planner's facts merged over documents, one manifest
     entry per document, and the tokenized documents held for the executor
     ({document index: [per model]}, up to HOLD_TOKENS tokens). Each model's passes are
-    fitted to it here, whatever the planner (`windows.for_model`: a model without BOS predicts no first token; `max_context` capped). A document the planner refuses (too short for a requested
+    fitted to it here, whatever the planner (`windows.for_model`: a model without BOS predicts no first token;
+    capped at its spec's `max_context`, `caps[model]`). A document the planner refuses (too short for a requested
     length, say) is skipped and its entry says why; if every document is refused, the first
     refusal is raised, so a single text fails exactly as it always did."""
     infos = [s.info for s in scorers]
@@ -51,8 +52,8 @@ def plan_documents(planner: Planner, scorers: list[Scorer], texts: Iterable[Text
             for per_model in plan:
                 per_model.append([])
         else:
-            for per_model, doc, info in zip(plan, doc_plan, infos):
-                per_model.append(for_model(doc[0], info.uses_bos, info.max_context))
+            for per_model, doc, info, cap in zip(plan, doc_plan, infos, caps, strict=True):
+                per_model.append(for_model(doc[0], info.uses_bos, cap))
             facts.append((text.text_id, doc_facts))
             n_tokens = sum(len(tt) for tt in tokenized)
             if held_tokens + n_tokens <= HOLD_TOKENS:

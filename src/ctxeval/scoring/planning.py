@@ -130,13 +130,15 @@ class EffectiveLengthPlanner:
     every length L scores the *same* targets in one pass of L + targets tokens (target j sees
     L + j tokens). Spans start at a character where every model's tokenizer starts a token
     (as the sweep's starts), one span per equal stratum of the text, so they never overlap.
-    A truncated model (`?max_context=N`) scores each target with its last N tokens once
+    A truncated model (`?max_context=N`, `caps`: each model's N from its spec, in the order of
+    the models; empty: none is truncated) scores each target with its last N tokens once
     (`windows.cap_context(unique=True)`), whatever the length."""
 
     lengths: tuple[int, ...]
     spans: int
     targets: int
     seed: int
+    caps: tuple[int | None, ...] = ()
 
     def __call__(self, infos: list[ModelInfo], tokenized: list[list[TokenizedText]]) -> tuple[Plan, dict[str, Any]]:
         longest = max(self.lengths)
@@ -153,7 +155,7 @@ class EffectiveLengthPlanner:
                     first = int(np.searchsorted(tt.char_starts, char, side="left"))
                     passes.extend(Pass(f"E{k}-L{length}", "effective-length", "approx", length, k, first - length, first, first + self.targets)
                                   for length in self.lengths)
-                plan[mi][ti] = windows.cap_context(passes, infos[mi].max_context, unique=True)
+                plan[mi][ti] = windows.cap_context(passes, self.caps[mi] if self.caps else None, unique=True)
         return plan, {"span_start_chars": starts, "targets_per_span": self.targets}
 
     def span_chars(self, text: Text, per_model: list[TokenizedText]) -> list[int]:

@@ -25,6 +25,7 @@ from ctxeval.data.texts import Text
 from ctxeval.errors import ScoringFailed
 from ctxeval.pieces import has_pieces, write_pieces
 from ctxeval.pipeline.engine import Plan, RunSpec
+from ctxeval.backends.registry import ModelSpec
 from ctxeval.pipeline.executors import ScorerSpec
 from ctxeval.pipeline.executors.work import Job
 from ctxeval.scoring.work import scoring_work
@@ -52,7 +53,7 @@ class ScoringRun:
     unit = "tokens"
     finish_incomplete = False
 
-    def __init__(self, config: RunConfig, texts: Iterable[Text], model_specs: list[str], planner: Planner, finish: Finish, *,
+    def __init__(self, config: RunConfig, texts: Iterable[Text], model_specs: list[ModelSpec], planner: Planner, finish: Finish, *,
                  n_threads: int | None = None, openai_options: Any = None, input_facts: dict | None = None) -> None:
         self.config = config
         self.texts = texts
@@ -60,7 +61,7 @@ class ScoringRun:
         self._finish = finish
         self.input_facts = input_facts
         self.schema = schema_for(config.temperatures)
-        self._specs = [ScorerSpec(spec, n_threads, openai_options, config.device, config.dtype, caps_context=True) for spec in model_specs]
+        self._specs = [ScorerSpec(model, n_threads, openai_options, config.device, config.dtype) for model in model_specs]
         self.passes: list[list[list[Pass]]] = []
         self.done: set = set()
 
@@ -68,7 +69,8 @@ class ScoringRun:
         return self._specs
 
     def plan(self, models: list[Scorer], done: set) -> Plan:
-        plan, plan_facts, text_entries, held = plan_documents(self.planner, models, self.texts)
+        caps = [spec.model.max_context for spec in self._specs]
+        plan, plan_facts, text_entries, held = plan_documents(self.planner, models, caps, self.texts)
         self.passes, self.done = plan, done
         manifest: dict[str, Any] = {
             "texts": text_entries,

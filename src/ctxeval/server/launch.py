@@ -11,13 +11,14 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ctxeval.backends.registry import ModelSpec
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.errors import UserError, install_hint
 from ctxeval.server.settings import ServerSettings
 
 
-def serve(settings: ServerSettings) -> None:
-    """Load the model, then serve until interrupted."""
+def serve(settings: ServerSettings, spec: ModelSpec) -> None:
+    """Load the model (`spec`: `settings.model` typed), then serve until interrupted."""
     settings.check()
     try:
         import uvicorn
@@ -25,12 +26,12 @@ def serve(settings: ServerSettings) -> None:
         from ctxeval.server.app import create_app
     except ImportError:
         raise UserError(f"ctxeval serve needs FastAPI and uvicorn: {install_hint('server')}") from None
-    from ctxeval.backends.registry import backend_for, load_scorer
+    from ctxeval.backends.registry import load_scorer
     from ctxeval.server.model import ServedModel
 
-    if backend_for(settings.model).remote:
+    if spec.backend.remote:
         raise UserError(f"ctxeval serve scores with a local model (a .gguf path, {DEFAULT_MODEL} or hf:...), not {settings.model}")
-    scorer = load_scorer(settings.model, n_threads=settings.n_threads, device=settings.device, dtype=settings.dtype)
+    scorer = load_scorer(spec, n_threads=settings.n_threads, device=settings.device, dtype=settings.dtype)
     model = ServedModel(scorer, settings)
     try:
         uvicorn.run(create_app(model), host=settings.host, port=settings.port, log_level="warning")

@@ -8,22 +8,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-from ctxeval.pipeline.executors.spec import EXECUTORS, ExecutorOptions, ModelSpec, ScorerSpec, WorkerModel
+from ctxeval.pipeline.executors.spec import EXECUTORS, ExecutorOptions, Loadable, ScorerSpec, WorkerModel
 from ctxeval.pipeline.executors.work import J, Work
 
-__all__ = ["EXECUTORS", "Executor", "ExecutorOptions", "ModelSpec", "ScorerSpec", "Work", "WorkerModel", "open_executor"]
+__all__ = ["EXECUTORS", "Executor", "ExecutorOptions", "Loadable", "ScorerSpec", "Work", "WorkerModel", "open_executor"]
 
 
 class Executor(Protocol):
     # usage() of the models it loaded besides the driver's, per model name (API requests they sent)
     worker_usage: dict[str, list[dict]]
 
-    def stream(self, model: WorkerModel, load_spec: ModelSpec, work: Work[J]) -> Iterator[tuple[J, object]]:
+    def stream(self, model: WorkerModel, load_spec: Loadable, work: Work[J]) -> Iterator[tuple[J, object]]:
         """(job, the task's result for it) for every job of `work`, each exactly once, in any
         order (records are sorted into plan order when parts are merged)."""
         ...
 
-    def warm(self, load_spec: ModelSpec) -> None:
+    def warm(self, load_spec: Loadable) -> None:
         """Start loading a model on the workers ahead of its `stream` (the driver plans meanwhile)."""
         ...
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
 
-from ctxeval.pipeline.executors.spec import ModelSpec, WorkerModel
+from ctxeval.pipeline.executors.spec import Loadable, WorkerModel
 from ctxeval.pipeline.executors.work import J, Work
 
 
@@ -18,7 +18,7 @@ class LocalExecutor:
     def __init__(self) -> None:
         self.worker_usage: dict[str, list[dict]] = {}
 
-    def stream(self, model: WorkerModel, load_spec: ModelSpec, work: Work[J]) -> Iterator[tuple[J, object]]:
+    def stream(self, model: WorkerModel, load_spec: Loadable, work: Work[J]) -> Iterator[tuple[J, object]]:
         """(job, result) for every job, in plan order; jobs are taken lazily, a few units ahead
         of the results."""
         models = [model] + [spec.load() for spec in load_spec.per_server()[1:]]
@@ -42,7 +42,7 @@ class LocalExecutor:
                 self.worker_usage.setdefault(extra.name, []).append(extra.usage())
                 extra.close()
 
-    def warm(self, load_spec: ModelSpec) -> None:
+    def warm(self, load_spec: Loadable) -> None:
         """Nothing to start: the driver's own model runs the work."""
 
     def close(self) -> None:

@@ -14,7 +14,7 @@ from collections import Counter, deque
 from collections.abc import Iterator
 
 from ctxeval.errors import FieldError, UserError, install_hint
-from ctxeval.pipeline.executors.spec import ExecutorOptions, ModelSpec, WorkerModel
+from ctxeval.pipeline.executors.spec import ExecutorOptions, Loadable, WorkerModel
 from ctxeval.pipeline.executors.work import J, Task, Work
 
 IN_FLIGHT_PER_WORKER = 2  # a queued unit keeps an actor busy while the driver writes results
@@ -26,7 +26,7 @@ KILL_WORKER_AFTER_ENV = "CTXEVAL_TEST_KILL_WORKER_AFTER"
 class ModelWorker:
     """A Ray actor holding one loaded model (loaded inside the actor, on its node)."""
 
-    def __init__(self, load_spec: ModelSpec, n_threads: int) -> None:
+    def __init__(self, load_spec: Loadable, n_threads: int) -> None:
         self.model: WorkerModel | None = None
         self.error: str | None = None
         try:
@@ -58,7 +58,7 @@ class RayExecutor:
         self._started = False
         self._actors: list = []
         self._worker_class = None
-        self._warm: tuple[ModelSpec, list] | None = None
+        self._warm: tuple[Loadable, list] | None = None
         self.worker_usage: dict[str, list[dict]] = {}
         if not ray.is_initialized():
             address = options.address or os.environ.get("RAY_ADDRESS")
@@ -72,7 +72,7 @@ class RayExecutor:
                 raise UserError(f"cannot start or reach a Ray cluster{f' at {address}' if address else ''}: {str(exc).splitlines()[0]}") from None
             self._started = True
 
-    def stream(self, model: WorkerModel, load_spec: ModelSpec, work: Work[J]) -> Iterator[tuple[J, object]]:
+    def stream(self, model: WorkerModel, load_spec: Loadable, work: Work[J]) -> Iterator[tuple[J, object]]:
         """(job, result) for every job exactly once, in completion order. The driver holds every
         pending job (and, for scoring, its document's tokens) to deal long and short units together."""
         ray = self._ray
@@ -107,12 +107,12 @@ class RayExecutor:
         finally:
             self._kill_actors()
 
-    def warm(self, load_spec: ModelSpec) -> None:
+    def warm(self, load_spec: Loadable) -> None:
         """Start `--workers` actors loading this model now, so they load while the driver plans;
         the next `stream` of the same model uses them."""
         self._warm = (load_spec, [self._spawn(load_spec, slot) for slot in range(self.options.workers)])
 
-    def _take_warm(self, load_spec: ModelSpec, n_actors: int) -> list:
+    def _take_warm(self, load_spec: Loadable, n_actors: int) -> list:
         """Up to `n_actors` warmed actors of this model; the others warmed (surplus, or of
         another model) are killed, so their CPUs are free for the actors that run."""
         warm, self._warm = self._warm, None
@@ -124,7 +124,7 @@ class RayExecutor:
             self._ray.kill(surplus, no_restart=True)
         return keep
 
-    def _spawn(self, load_spec: ModelSpec, slot: int):
+    def _spawn(self, load_spec: Loadable, slot: int):
         """A new actor for `slot`; actor i reaches server i mod n (openai: several --base-url)."""
         if self._worker_class is None:
             self._worker_class = self._ray.remote(num_cpus=self.options.threads_per_worker, num_gpus=self.options.gpus_per_worker)(ModelWorker)

@@ -1,5 +1,5 @@
 """What an executor needs to know: where work runs (`ExecutorOptions`) and how a worker loads
-its own copy of a model (a `ModelSpec`: `ScorerSpec` for scoring backends, the judge's chat
+its own copy of a model (a `Loadable`: `ScorerSpec` for scoring backends, the judge's chat
 spec for chat models). A leaf module, so the executors can import it."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ctxeval.backends.base import ScorerBase
+from ctxeval.backends.registry import ModelSpec
 from ctxeval.errors import FieldError
 from ctxeval.options import option
 
@@ -56,36 +57,34 @@ class WorkerModel(Protocol):
     def close(self) -> None: ...
 
 
-class ModelSpec(Protocol):
+class Loadable(Protocol):
     """How a worker loads its own copy of the driver's model; picklable."""
 
     def load(self, n_threads: int | None = None) -> WorkerModel: ...
 
-    def per_server(self) -> list[ModelSpec]: ...
+    def per_server(self) -> list[Loadable]: ...
 
 
 @dataclass(frozen=True)
 class ScorerSpec:
-    """How to load a scorer: what a worker needs to load its own copy of the driver's model."""
+    """How to load a scorer: the typed model and the settings a worker needs to load its own
+    copy of the driver's model."""
 
-    spec: str
+    model: ModelSpec
     n_threads: int | None = None
     openai_options: Any = None  # OpenAIOptions for openai: models
     device: str | None = None
     dtype: str | None = None
-    caps_context: bool = False  # the caller plans `?max_context=N` (token-scoring runs)
 
     def load(self, n_threads: int | None = None) -> ScorerBase:
         """The scorer, with `n_threads` in place of the spec's own when given."""
-        from ctxeval.backends.registry import backend_for, load_scorer
+        from ctxeval.backends.registry import load_scorer
 
-        hf = {"device": self.device, "dtype": self.dtype} if backend_for(self.spec).takes_device else {}
-        return load_scorer(self.spec, n_threads=n_threads or self.n_threads, openai_options=self.openai_options, caps_context=self.caps_context, **hf)
+        hf = {"device": self.device, "dtype": self.dtype} if self.model.backend.takes_device else {}
+        return load_scorer(self.model, n_threads=n_threads or self.n_threads, openai_options=self.openai_options, **hf)
 
     def per_server(self) -> list[ScorerSpec]:
         """One spec per server of an API model given several (`--base-url` repeated), else itself."""
-        from ctxeval.backends.registry import backend_for
-
-        if not backend_for(self.spec).remote or self.openai_options is None or not self.openai_options.fanout:
+        if not self.model.backend.remote or self.openai_options is None or not self.openai_options.fanout:
             return [self]
         return [replace(self, openai_options=options) for options in self.openai_options.per_server()]
