@@ -50,6 +50,16 @@ def variants(name: str, out: Path) -> list[str]:
 
 
 def main() -> None:
+    study = argparse.ArgumentParser(add_help=False)  # the study first: the press study's options share names with this one's
+    study.add_argument("--study", choices=("variants", "presses"), default="variants")
+    study.add_argument("--data", type=Path, default=Path("../shared/data/gutenberg"))
+    study.add_argument("--out", type=Path, default=None)
+    chosen, rest = study.parse_known_args()
+    if chosen.study == "presses":
+        from press_study import main as press_main  # bench/ is the script's own folder, first on sys.path
+
+        press_main(rest, data=chosen.data, out=chosen.out or Path("runs/press-study"))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], add_help=False)
     parser.add_argument("-h", "--help", action="store_true", help="this help (with --study presses: the press study's options)")
     parser.add_argument("--data", type=Path, default=Path("../shared/data/gutenberg"))
@@ -60,20 +70,11 @@ def main() -> None:
     parser.add_argument("--only", choices=("ruler", "effective-length", "all"), default="all")
     parser.add_argument("--study", choices=("variants", "presses"), default="variants",
                         help="variants: the llama.cpp study above; presses: the press study (see bench/press_study.py --help)")
-    args, rest = parser.parse_known_args()
-    if args.help and args.study == "presses":
-        rest.append("--help")
-    elif args.help:
+    args = parser.parse_args()
+    if args.help:
         parser.print_help()
         return
-    if args.study == "presses":
-        from press_study import main as press_main  # bench/ is the script's own folder, first on sys.path
-
-        press_main(rest, data=args.data, out=args.out or Path("runs/press-study"))
-        return
     args.out = args.out or Path("runs/agreement")
-    if rest:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     args.out.mkdir(parents=True, exist_ok=True)
     lengths = tuple(int(n) for n in args.lengths.split(","))
     runs = []

@@ -207,7 +207,8 @@ def main(argv: list[str], data: Path, out: Path) -> None:
         parser.error(f"--window − --stride ({args.window - args.stride}) must exceed the largest budget ({max(args.budgets)}) so that diff compresses every context")
     out.mkdir(parents=True, exist_ok=True)
     n_variants = sum(len(variants(f, args.presses, args.budgets)) for f in args.families)
-    print(f"press study: {n_variants} variants over {len(args.families)} families; timing one sample per family first", flush=True)
+    print(f"press study: {n_variants} variants over {', '.join(args.families)}; presses {', '.join(args.presses)} at budgets {args.budgets}; "
+          f"RULER {', '.join(args.tasks)} at {args.lengths} tokens, {args.samples} samples each; timing one sample per family first", flush=True)
     seconds = estimate(args, out)
     print(f"estimated time: {seconds / 3600:.1f} h ({seconds:.0f} s) on this machine; runs already finished under {out} are skipped", flush=True)
     if args.estimate_only:
