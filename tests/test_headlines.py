@@ -22,7 +22,7 @@ from ctxeval.probes.ruler_run import SAMPLE_SCHEMA
 from ctxeval.render.diff import render_markdown as diff_markdown
 from ctxeval.render.effective_length import render_markdown as effective_markdown
 from ctxeval.render.headline import percent
-from ctxeval.render.lengths import describe_length
+from ctxeval.results.effective_length import describe_length
 from ctxeval.results.diff import DiffResult
 from ctxeval.results.effective_length import EffectiveLengthResult
 from ctxeval.results.manifest import Manifest, write_manifest

@@ -19,6 +19,7 @@ from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, Dif
 from ctxeval.modeldiff.summary import Bootstrap, bucket_edges
 from ctxeval.options import argument, at_least, comma_ints, group, non_negative, one_of, option, positive
 from ctxeval.pipeline.engine import run
+from ctxeval.render.kinds import RENDERING
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.results.manifest import Manifest
 from ctxeval.stats.gates import PROFILES
@@ -101,7 +102,7 @@ def run_diff(spec: DiffSpec) -> DiffResult:
                            noise_floor=spec.noise_floor, floor_run=floor_run, gates=gates)
 
     task = DiffRun(config, loaded, spec.n_threads, finish)
-    return run(task, task.spec(), common.out_dir(spec.out, "diff", config), executor=spec.executor, progress=spec.progress)
+    return run(task, task.spec(), common.out_dir(spec.out, "diff", config), render=RENDERING, executor=spec.executor, progress=spec.progress)
 
 
 def _echo(result: DiffResult, spec: DiffSpec, display: QuietDisplay) -> tuple[str, int]:

@@ -21,6 +21,7 @@ from ctxeval.scoring.planning import ContextGainPlanner, EffectiveLengthPlanner
 from ctxeval.probes.gain_report import KeyTokenSettings, context_gain_result
 from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
 from ctxeval.probes.retrieval_run import RetrievalConfig, run_retrieval
+from ctxeval.render.kinds import RENDERING
 from ctxeval.metrics.config import MetricConfig
 from ctxeval.probes.effective_length import DEFAULT_SHARE, UNITS, EstimatorSettings, effective_length_result
 from ctxeval.results.context_gain import ContextGainResult
@@ -223,7 +224,7 @@ def run_retrieval_probe(spec: RetrievalSpec) -> RetrievalResult:
     lines = () if spec.tokens else tuple(sorted(set(spec.lines)))
     refuse_api_models(list(spec.models), "retrieval", "the rank of the answer's first token over the whole vocabulary")
     config = RetrievalConfig(spec.variant, lines, tuple(sorted(set(spec.depths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), tokens=token_targets)
-    return run_retrieval(config, common.out_dir(spec.out, "retrieval", config), retrieval_result, spec.progress, spec.n_threads, spec.executor)
+    return run_retrieval(config, common.out_dir(spec.out, "retrieval", config), retrieval_result, spec.progress, spec.n_threads, spec.executor, render=RENDERING)
 
 
 def run_probe_report(spec: ProbeReportSpec) -> ProbeReport:

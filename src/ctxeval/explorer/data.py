@@ -24,7 +24,6 @@ from ctxeval.pieces import read_pieces
 from ctxeval.render import agreement as agreement_render, diff as diff_render, effective_length as effective_render, ruler as ruler_render
 from ctxeval.render.headline import Headline
 from ctxeval.render.numerics import run_lines
-from ctxeval.render.lengths import describe_length
 from ctxeval.render.page import b64, runs_of
 from ctxeval.results.runs import require_complete
 from ctxeval.results.base import RESULT_FILE, read_header, read_result
@@ -32,7 +31,7 @@ from ctxeval.results.agreement import AgreementResult
 from ctxeval.results.comparison import Comparison
 from ctxeval.results.context_gain import ContextGainResult
 from ctxeval.results.diff import DiffResult
-from ctxeval.results.effective_length import EffectiveLengthResult
+from ctxeval.results.effective_length import EffectiveLengthResult, describe_length
 from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.results.pplqa import PplqaResult
 from ctxeval.results.retrieval import RetrievalResult

@@ -42,3 +42,8 @@ class Comparison(Result):
         result = cls.from_json(json.loads((out / COMPARE_JSON).read_text()), out)
         result.markdown = (out / COMPARE_MD).read_text()
         return result
+
+
+def window_label(window: dict) -> str:
+    """A paired window as the report names it: its id, or both arms' ids where they differ."""
+    return window["a"] if window["a"] == window["b"] else f"{window['a']}/{window['b']}"

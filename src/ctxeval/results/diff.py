@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
+import pandas as pd
+
 from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.results.base import Result
 
@@ -34,9 +37,13 @@ class DiffResult(Result):
     run_dir: Path
     manifest: Manifest
     report: dict
-    markdown: str  # what diff.md holds
-    html: str = field(repr=False)  # what report.html holds
+    markdown: str = ""  # what diff.md holds
+    html: str = field(repr=False, default="")  # what report.html holds
     failures: list[str] = field(default_factory=list)
+    # what the page shows, as loaded where the result was built (no files of their own; None when read back)
+    records: pd.DataFrame | None = field(repr=False, default=None)
+    pieces: dict[int, str] | None = field(repr=False, default=None)  # token id -> text
+    key_mask: np.ndarray | None = field(repr=False, default=None)  # `--key-tokens`: which records are key tokens
 
     def paths(self) -> dict[str, Path]:
         """The result's files by role."""
