@@ -9,8 +9,9 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN, Arm, RunView, arm_payload, load_runs
+from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN, arm_payload, load_runs
 from ctxeval.explorer.pairs import ArmPair, all_pairs
+from ctxeval.render.views import Arm, RunView
 from ctxeval.render import charts
 from ctxeval.results.effective_length import describe_length
 from ctxeval.render.page import b64, environment, page_js, script_json, static

@@ -1,7 +1,8 @@
-"""Each result kind's texts, rendered from the Result alone: the Markdown (and page) a Result
-holds is built here, not by the task that computed it. `RENDERING` (with render/figures.py's
-`draw`) is what the command layer hands the engine, so the one write path renders every kind
-while neither tasks nor the engine import render/."""
+"""Each result kind's renderer, from the Result alone: its texts (the Markdown, and a page, a
+Result holds are built here, not by the task that computed it) and its view on the `ctxeval
+report` page (render/views.py). `RENDERING` (texts, and render/figures.py's `draw`) is what the
+command layer hands the engine, so the one write path renders every kind while neither tasks
+nor the engine import render/."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxeval.render import (agreement, agreement_page, compare, context_gain, correlations, diff, diff_page, effective_length, figures, judge, leval, meta_eval,
-                            numerics, pplqa, probe_report, retrieval, ruler, tables, trends)
+                            numerics, pplqa, probe_report, retrieval, ruler, tables, trends, views)
 from ctxeval.results.agreement import SCATTER_PNG
 from ctxeval.results.base import Result
 
@@ -41,6 +42,20 @@ TEXTS: dict[str, Callable[[Any], Any]] = {
     "meta-eval": lambda r: replace(r, markdown=meta_eval.markdown_table(r.report)),
     "leval": lambda r: replace(r, markdown=leval.markdown(r.scores, r.variant, r.tokenize, r.notes)),
     "correlations": lambda r: replace(r, markdown=correlations.correlation_markdown(r.correlations, sorted(r.human))),
+}
+
+# kind -> its view on the `ctxeval report` page (a kind without one shows its manifest there)
+VIEWS: dict[str, Callable[[Any, str, int], tuple[views.RunView, list[views.Arm]]]] = {
+    "scoring": views.lm_view,
+    "comparison": views.compare_view,
+    "context-gain": views.gain_view,
+    "effective-length": views.effective_view,
+    "retrieval": views.retrieval_view,
+    "ruler": views.ruler_view,
+    "agreement": views.agreement_view,
+    "diff": views.diff_view,
+    "pplqa": views.answers_view,
+    "meta-eval": views.answers_view,
 }
 
 
