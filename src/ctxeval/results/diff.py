@@ -40,10 +40,11 @@ class DiffResult(Result):
     markdown: str = ""  # what diff.md holds
     html: str = field(repr=False, default="")  # what report.html holds
     failures: list[str] = field(default_factory=list)
-    # what the page shows, as loaded where the result was built (no files of their own; None when read back)
-    records: pd.DataFrame | None = field(repr=False, default=None)
-    pieces: dict[int, str] | None = field(repr=False, default=None)  # token id -> text
-    key_mask: np.ndarray | None = field(repr=False, default=None)  # `--key-tokens`: which records are key tokens
+    # what the page shows, as loaded where the result was built (no files of their own: None when
+    # read back, and a result read back equals the one written)
+    records: pd.DataFrame | None = field(repr=False, default=None, compare=False)
+    pieces: dict[int, str] | None = field(repr=False, default=None, compare=False)  # token id -> text
+    key_mask: np.ndarray | None = field(repr=False, default=None, compare=False)  # `--key-tokens`: which records are key tokens
 
     def paths(self) -> dict[str, Path]:
         """The result's files by role."""
