@@ -22,6 +22,7 @@ from ctxeval.render.pplqa import markdown as pplqa_markdown
 from ctxeval.results.manifest import Manifest, write_manifest
 from ctxeval.qa.meta_eval import evaluate_picks
 from ctxeval.pipeline.engine import save_result
+from ctxeval.render.kinds import RENDERING
 from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.results.pplqa import PplqaResult
 from ctxeval.scoring.finish import scoring_result
@@ -113,7 +114,7 @@ def write_gain_run(run_dir: Path, model: str, n_tokens: int = 96, window: int = 
         from ctxeval.probes.gain_report import KeyTokenSettings
         from ctxeval.probes.gain_report import context_gain_result
 
-        save_result(run_dir, context_gain_result(run_dir, manifest, KeyTokenSettings(model, 2.0, -2.0, 16, 200, seed)), "context-gain")
+        save_result(run_dir, context_gain_result(run_dir, manifest, KeyTokenSettings(model, 2.0, -2.0, 16, 200, seed)), "context-gain", RENDERING)
     return run_dir
 
 
@@ -150,7 +151,7 @@ def write_run(run_dir: Path, model: str, lengths: list[int], n_compare: int, rep
     config = {"command": command, "lengths": lengths, "n_compare": n_compare, "seed": seed, "repeats": repeats, "context_modes": ["exact"]}
     manifest = Manifest.from_json(_manifest(model, _text(ids), n_text, config))
     write_manifest(run_dir, manifest)
-    save_result(run_dir, scoring_result(run_dir, manifest, manifest.metrics), command)
+    save_result(run_dir, scoring_result(run_dir, manifest, manifest.metrics), command, RENDERING)
     return run_dir
 
 
@@ -180,7 +181,7 @@ def write_retrieval_run(run_dir: Path, model: str, lines: tuple[int, ...] = (5, 
     manifest = Manifest(command="retrieval", run_id=config.run_id(), config=asdict(config), models=models, status="complete",
                         plan={"cases": len(grid), "record_kind": "retrieval case", "records": CASES.file})
     write_manifest(run_dir, manifest)
-    save_result(run_dir, retrieval_result(run_dir, manifest), "retrieval")
+    save_result(run_dir, retrieval_result(run_dir, manifest), "retrieval", RENDERING)
     return run_dir
 
 
@@ -192,7 +193,7 @@ def write_answer_quality_run(run_dir: Path, command: str = "meta-eval") -> Path:
     manifest = Manifest(command=command, run_id=hashlib.sha256(command.encode()).hexdigest()[:16], config=config,
                         models=[{"name": "synthetic", "backend": "synthetic"}], status="complete")
     write_manifest(run_dir, manifest)
-    save_result(run_dir, answer_quality_result(command, manifest, run_dir), command)
+    save_result(run_dir, answer_quality_result(command, manifest, run_dir), command, RENDERING)
     return run_dir
 
 

@@ -16,6 +16,7 @@ from ctxeval.leval.report import leval_result
 from ctxeval.leval.score import LevalScores, TaskScore
 from ctxeval.results.base import read_result
 from ctxeval.pipeline.engine import save_result
+from ctxeval.render.kinds import RENDERING
 from ctxeval.results.correlations import Correlation, Correlations
 from ctxeval.explorer.data import load_runs
 from ctxeval.results.leval import LevalResult
@@ -31,15 +32,14 @@ def _leval(out: Path) -> LevalResult:
 
 
 def test_leval_round_trip(tmp_path):
-    written = _leval(tmp_path)
-    save_result(tmp_path, written, "leval")
+    written = save_result(tmp_path, _leval(tmp_path), "leval", RENDERING)
     assert read_result(tmp_path, kinds=(LevalResult,)) == written
     assert written.notes == ("m1/qa: 1 rows skipped (evaluation kind not scored with the others)",)
 
 
 def test_correlations_round_trip(tmp_path):
-    written = correlations_result({"a": 1.0, "b": 2.0}, [Correlation("f1", 1.0, 0.5, ("a", "b"), 2), Correlation("judge:m", math.nan, math.nan, ("a", "b"), None)])
-    save_result(tmp_path, written, "leval-corr")
+    built = correlations_result({"a": 1.0, "b": 2.0}, [Correlation("f1", 1.0, 0.5, ("a", "b"), 2), Correlation("judge:m", math.nan, math.nan, ("a", "b"), None)])
+    written = save_result(tmp_path, built, "leval-corr", RENDERING)
     read = read_result(tmp_path, kinds=(Correlations,))
     assert read.human == written.human and read.markdown == written.markdown
     assert [(c.metric, c.models, c.tasks) for c in read.correlations] == [(c.metric, c.models, c.tasks) for c in written.correlations]
@@ -48,10 +48,10 @@ def test_correlations_round_trip(tmp_path):
 
 def test_leval_corr_reads_a_leval_result_and_refuses_other_folders(tmp_path):
     leval = tmp_path / "leval"
-    save_result(leval, _leval(leval), "leval")
+    save_result(leval, _leval(leval), "leval", RENDERING)
     assert metric_tables(f"x={leval}", ["m1"]) == metric_tables(f"x={leval / 'scores.json'}", ["m1"]) == {"x:f1": ({"m1": 41.5}, 1)}
     corr = tmp_path / "corr"
-    save_result(corr, correlations_result({"a": 1.0, "b": 2.0}, [Correlation("f1", 1.0, 0.5, ("a", "b"), 2)]), "leval-corr")
+    save_result(corr, correlations_result({"a": 1.0, "b": 2.0}, [Correlation("f1", 1.0, 0.5, ("a", "b"), 2)]), "leval-corr", RENDERING)
     with pytest.raises(UserError, match="holds a correlations result .*leval-corr reads leval results") as refused:
         metric_tables(str(corr), ["a", "b"])
     assert "\n" not in str(refused.value)
@@ -67,7 +67,7 @@ def test_leval_corr_reads_a_leval_result_and_refuses_other_folders(tmp_path):
 def test_answer_quality_round_trip(tmp_path, command):
     written = read_result(write_answer_quality_run(tmp_path / command, command))
     kind = PplqaResult if command == "pplqa" else MetaEvalResult
-    built = answer_quality_result(command, written.manifest, written.out)
+    built = RENDERING.texts(answer_quality_result(command, written.manifest, written.out))
     assert isinstance(written, kind) and written.KIND == command
     table = "scores" if command == "pplqa" else "items"
     pd.testing.assert_frame_equal(getattr(written, table), getattr(built, table))
@@ -85,7 +85,7 @@ def test_explorer_refuses_an_answer_quality_folder_without_a_header(tmp_path, co
 
 def test_a_result_of_another_kind_is_refused(tmp_path):
     leval = tmp_path / "leval"
-    save_result(leval, _leval(leval), "leval")
+    save_result(leval, _leval(leval), "leval", RENDERING)
     with pytest.raises(UserError, match="holds a leval result .*report reads pplqa/meta-eval results") as refused:
         read_result(leval, reader="report", kinds=(PplqaResult, MetaEvalResult))
     assert "\n" not in str(refused.value)

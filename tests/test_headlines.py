@@ -16,13 +16,14 @@ from ctxeval.commands import COMMANDS
 from ctxeval.explorer.render import render_report
 from ctxeval.modeldiff.summary import Bootstrap, summarize as summarize_diff
 from ctxeval.pipeline.engine import save_result
+from ctxeval.render.kinds import RENDERING
 from ctxeval.probes.effective_length import EstimatorSettings, share_kept, summarize
 from ctxeval.probes.ruler_report import ruler_result
 from ctxeval.probes.ruler_run import SAMPLE_SCHEMA
 from ctxeval.render.diff import render_markdown as diff_markdown
 from ctxeval.render.effective_length import render_markdown as effective_markdown
 from ctxeval.render.headline import percent
-from ctxeval.render.lengths import describe_length
+from ctxeval.results.effective_length import describe_length
 from ctxeval.results.diff import DiffResult
 from ctxeval.results.effective_length import EffectiveLengthResult
 from ctxeval.results.manifest import Manifest, write_manifest
@@ -36,9 +37,10 @@ from .test_ruler import _retrieval_folder, _ruler_folder
 
 
 def _echo(name: str, result, spec=None) -> list[str]:
-    """What the CLI prints for `result`, as lines (the exit code, where the echo gives one, dropped)."""
+    """What the CLI prints for `result` as its command returns it (its texts rendered), as lines
+    (the exit code, where the echo gives one, dropped)."""
     command = COMMANDS[name]
-    out = command.echo(result, spec, command.display() if command.display else None)
+    out = command.echo(RENDERING.texts(result), spec, command.display() if command.display else None)
     return (out[0] if isinstance(out, tuple) else out).splitlines()
 
 
@@ -224,7 +226,7 @@ def test_the_report_page_leads_with_each_runs_answer(effective, tmp_path):
     el.mkdir()
     manifest = Manifest(command="effective-length", run_id="r", config={"lengths": list(LENGTHS)}, models=[{"name": m} for m in CAPS], status="complete")
     write_manifest(el, manifest)
-    save_result(el, EffectiveLengthResult(el, manifest, summary, pd.concat(tables.values(), ignore_index=True), effective_markdown(summary)), "effective-length")
+    save_result(el, EffectiveLengthResult(el, manifest, summary, pd.concat(tables.values(), ignore_index=True), effective_markdown(summary)), "effective-length", RENDERING)
     rng = np.random.default_rng(3)
     scores = {f"model-{m}": (list((rng.random(6) < (m + 1) / 5).astype(float)), [0.0] * 6, list(rng.normal(-1, 0.3, 6))) for m in range(4)}
     ruler = _ruler_folder(tmp_path / "ruler", scores)

@@ -459,13 +459,14 @@ def test_compare_headline_formats_estimate_and_bounds_alike(tmp_path):
     """A ratio 1.0077 with CI [1.0004, 1.0164] reads "1.0077 [1.0004, 1.0164]" (4 decimals for
     both, not "[1, 1.016]"); a rank-score difference +0.0023 with CI [-0.0000518, 0.005293] reads
     "+0.0023 [-0.0001, +0.0053]" (signed, 4 decimals, not "[-5.18e-05, 0.005293]")."""
-    from ctxeval.explorer.data import _compare_view
+    from ctxeval.render.views import compare_view
     from ctxeval.results.comparison import Comparison
 
     report = {"runs": {"a": "A", "b": "B"}, "profile": "dev",
               "primary_metric": {"ratio": 1.00771, "display_ci": [1.00041, 1.01638]},
               "secondary_metrics": {"avg": {"difference": 0.00231, "ci": [-5.18e-05, 0.005293]}}}
-    headline = _compare_view(Comparison(report, tmp_path, []), "cmp").headline
+    view, arms = compare_view(Comparison(report, tmp_path, []), "cmp", 0)
+    headline = view.headline
     assert [(h["value"], h["interval"]) for h in headline] == [("1.0077", "[1.0004, 1.0164]"), ("+0.0023", "[-0.0001, +0.0053]")]
 
 
@@ -473,7 +474,7 @@ def test_compare_headline_formats_estimate_and_bounds_alike(tmp_path):
                                                          ("sliding", 128, "sliding window 512 stride 128")])
 def test_score_header_names_a_stride_only_for_sliding_windows(method, stride, shown):
     """Chunked and fixed windows have no stride (their config records 0): the header shows none."""
-    from ctxeval.explorer.data import header
+    from ctxeval.render.views import header
 
     manifest = {"run_id": "r", "models": [], "config": {"method": method, "window": 512, "stride": stride}}
     assert header(manifest, "score")["windows"] == shown

@@ -14,6 +14,7 @@ from ctxeval.modeldiff.summary import Bootstrap, summarize
 from ctxeval.results.manifest import Manifest, write_manifest
 from ctxeval.results.base import RESULT_FILE, read_result
 from ctxeval.pipeline.engine import save_result
+from ctxeval.render.kinds import RENDERING
 from ctxeval.results.diff import DiffResult
 from ctxeval.results.judge import JudgeResult
 from tests.test_diff import _records as diff_records
@@ -28,16 +29,14 @@ def _diff(tmp_path) -> DiffResult:
     report = {"ref": {"name": "ref"}, "cand": {"name": "cand"}, "summary": summary, "settings": {"window": 8, "stride": 8, "confidence": 0.95, "replicates": 200, "seed": 0},
               "gates": {"profile": "dev", "max_kl": 0.1, "min_same_top": None, "failures": ["upper CI bound of the mean KL 0.500000 exceeds --max-kl 0.1"]}}
     result = DiffResult(out, manifest, report, "# ctxeval diff\n", "<html>é</html>\n", list(report["gates"]["failures"]))
-    save_result(out, result, "diff")
-    return result
+    return save_result(out, result, "diff", RENDERING)
 
 
 def _judge(tmp_path) -> JudgeResult:
     verdicts = [Verdict("q1", "model_first", "win", "[[A]]"), Verdict("q1", "base_first", "tie", "[[C]] — égal"), Verdict("q2", "model_first", "error", "none")]
     result = judge_result(tmp_path / "j", "m", "b", "openai:judge", "gpt4", verdicts, 0)
     (tmp_path / "j").mkdir()
-    save_result(tmp_path / "j", result, "judge")
-    return result
+    return save_result(tmp_path / "j", result, "judge", RENDERING)
 
 
 def test_a_diff_reads_back_equal(tmp_path):

@@ -14,6 +14,7 @@ import pytest
 from ctxeval import api
 from ctxeval.errors import FieldError, UserError
 from ctxeval.modeldiff.keytokens import check_gain_run
+from ctxeval.render.kinds import RENDERING
 from ctxeval.results.base import RESULT_FILE, read_result
 from ctxeval.results.context_gain import ContextGainResult
 from ctxeval.results.probe_report import ProbeReport
@@ -39,7 +40,7 @@ def test_a_context_gain_result_reads_back_equal(runs):
 
     path = runs["context-gain"]
     again = read_result(path, reader="report", kinds=(ContextGainResult,))
-    result = context_gain_result(path, again.manifest, KeyTokenSettings("tiny", 2.0, -2.0, 16, 200, 0))
+    result = RENDERING.texts(context_gain_result(path, again.manifest, KeyTokenSettings("tiny", 2.0, -2.0, 16, 200, 0)))
     assert again.summary == json.loads(json.dumps(result.summary)) and again.markdown == result.markdown
     assert again.manifest.to_json() == result.manifest.to_json()
     pd.testing.assert_frame_equal(again.records, result.records)
@@ -58,7 +59,7 @@ def test_a_retrieval_result_reads_back_equal(runs):
 
     path = runs["retrieval"]
     again = read_result(path, kinds=(RetrievalResult,))
-    result = retrieval_result(path, again.manifest)
+    result = RENDERING.texts(retrieval_result(path, again.manifest))
     pd.testing.assert_frame_equal(again.cells, result.cells, check_dtype=False)
     pd.testing.assert_frame_equal(again.cases, result.cases)
     assert (again.variant, again.markdown, again.models) == (result.variant, result.markdown, result.models)

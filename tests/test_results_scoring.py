@@ -12,6 +12,7 @@ from ctxeval.errors import UserError
 from ctxeval.results.manifest import read_manifest
 from ctxeval.results.base import RESULT_FILE, read_result
 from ctxeval.pipeline.engine import save_result
+from ctxeval.render.kinds import RENDERING
 from ctxeval.results.scoring import NOISE_JSON, RunResult
 from ctxeval.scoring.finish import scoring_result
 
@@ -34,8 +35,7 @@ def _written(tmp_path, noise_floor: dict | None = None) -> RunResult:
     manifest = read_manifest(run)
     result = scoring_result(run, manifest, manifest.metrics)
     result.noise_floor = noise_floor
-    save_result(run, result, "sweep")
-    return result
+    return save_result(run, result, "sweep", RENDERING)
 
 
 def test_a_scoring_result_reads_back_equal(tmp_path):

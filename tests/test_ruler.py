@@ -34,6 +34,7 @@ from ctxeval.results.ruler import SAMPLES_FILE
 from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, render_sample, sample_rng, vt_worked_example
 from ctxeval.probes.ruler_tasks import DEPTHS, NOISE, TASKS, essay_words, render_niah, sentences, split_answer_prefix
 from ctxeval.pipeline.engine import save_result
+from ctxeval.render.kinds import RENDERING
 from ctxeval.probes.retrieval_report import retrieval_result
 from tests.conftest import FIXTURES, run_cli
 
@@ -285,7 +286,7 @@ def _ruler_folder(path: Path, scores: dict[str, tuple[list[float], list[float], 
     manifest = Manifest(command="ruler", run_id="synthetic", config={"ruler_commit": "c3f5e3b"}, models=[{"name": m} for m in scores], status="complete",
                         timing={"seconds_this_session": 10.0, "seconds_all_sessions": 60.0})
     write_manifest(path, manifest)
-    save_result(path, ruler_result(path, manifest, 85.6), "ruler")
+    save_result(path, ruler_result(path, manifest, 85.6), "ruler", RENDERING)
     return path
 
 
@@ -330,7 +331,7 @@ def _retrieval_folder(path: Path, accuracy: dict[str, list[bool]]) -> Path:
     pq.write_table(pa.Table.from_pylist(rows, schema=CASE_SCHEMA), path / CASES_FILE)
     manifest = Manifest(command="retrieval", run_id="synthetic", config={"variant": "cat"}, models=[{"name": m} for m in accuracy], status="complete")
     write_manifest(path, manifest)
-    save_result(path, retrieval_result(path, manifest), "retrieval")
+    save_result(path, retrieval_result(path, manifest), "retrieval", RENDERING)
     return path
 
 

@@ -191,16 +191,19 @@ def test_cli_reads_back_no_file():
     assert "read_text" not in source and "open(" not in source
 
 
-# The layers, bottom up: metrics/stats (pure functions); the engine (pipeline/: run lifecycle,
-# manifest, records, planners, executors); the tasks (one per command family); report/explorer
-# (files and tables); the face (api, cli, serve).
+# The layers, bottom up: metrics/stats (pure functions); results (plain typed data); render
+# (draws Results); the engine (pipeline/: run lifecycle, manifest, records, planners, executors);
+# the tasks (one per command family: they compute and return a Result); report/explorer (files
+# and tables); the commands (which hand render/ to the engine); the face (api, cli, serve).
 ENGINE = ("ctxeval.pipeline",)
-TASKS = ("ctxeval.scoring", "ctxeval.judge", "ctxeval.probes", "ctxeval.qa", "ctxeval.leval", "ctxeval.modeldiff")
+TASKS = ("ctxeval.scoring", "ctxeval.judge", "ctxeval.probes", "ctxeval.qa", "ctxeval.leval", "ctxeval.modeldiff", "ctxeval.agreement")
 COMMANDS = ("ctxeval.commands",)  # the specs: options, checks, what a command runs and prints
 REPORT = ("ctxeval.report", "ctxeval.explorer")
 FACE = ("ctxeval.api", "ctxeval.cli", "ctxeval.serve", "ctxeval.server")
 RESULTS = ("ctxeval.results",)  # plain typed data: what a folder holds, its readers and writers
-RENDER = ("ctxeval.render",)  # the Markdown, figures and HTML pages of results: figures drawn from a Result alone when the engine writes it
+# each kind's Markdown, figure and HTML page, from the Result alone (render/kinds.py), handed by
+# the command layer to the engine's one write path
+RENDER = ("ctxeval.render",)
 
 
 def _in(module: str, layer: tuple[str, ...]) -> bool:
@@ -214,11 +217,27 @@ def _imports_of(layer: tuple[str, ...]) -> dict[str, set[str]]:
 def test_layer_checks_see_every_layer():
     assert set(_imports_of(ENGINE)) >= {"ctxeval.pipeline.engine", "ctxeval.pipeline.executors.work"}
     assert set(_imports_of(RESULTS)) >= {"ctxeval.results.base", "ctxeval.results.manifest", "ctxeval.results.records", "ctxeval.results.scoring"}
-    assert set(_imports_of(TASKS)) >= {"ctxeval.scoring.run", "ctxeval.judge", "ctxeval.probes.retrieval_run", "ctxeval.qa.passes", "ctxeval.modeldiff.run"}
+    assert set(_imports_of(TASKS)) >= {"ctxeval.scoring.run", "ctxeval.judge", "ctxeval.probes.retrieval_run", "ctxeval.qa.passes", "ctxeval.modeldiff.run", "ctxeval.agreement.analysis"}
+    assert set(_imports_of(RENDER)) >= {"ctxeval.render.kinds", "ctxeval.render.figures", "ctxeval.render.page"}
 
 
 def test_engine_imports_no_command_task_report_or_face():
     bad = {m: sorted(i for i in imported if _in(i, COMMANDS + TASKS + REPORT + FACE)) for m, imported in _imports_of(ENGINE).items()}
+    assert {m: b for m, b in bad.items() if b} == {}
+
+
+def test_tasks_and_the_engine_import_nothing_from_render():
+    """Results hold data; render/ draws: a task returns its Result and report/ computes, neither
+    builds Markdown, a page or a figure; the engine writes what the command layer's `Rendering`
+    renders, so it imports no render/ code either."""
+    bad = {m: sorted(i for i in imported if _in(i, RENDER)) for m, imported in _imports_of(TASKS + ("ctxeval.report",) + ENGINE).items()}
+    assert {m: b for m, b in bad.items() if b} == {}
+
+
+def test_render_and_explorer_import_no_task():
+    """render/ and explorer/ (render's page of a set of runs) read Results: what they show is
+    in the Result, never computed by calling into a task."""
+    bad = {m: sorted(i for i in imported if _in(i, TASKS)) for m, imported in _imports_of(RENDER + ("ctxeval.explorer",)).items()}
     assert {m: b for m, b in bad.items() if b} == {}
 
 

@@ -32,12 +32,11 @@ import pyarrow.parquet as pq
 from ctxeval.backends.model_files import file_sha256
 from ctxeval.config import config_id
 from ctxeval.errors import FieldError, ScoringFailed, UserError
-from ctxeval.pipeline.engine import Plan, RunSpec, run
+from ctxeval.pipeline.engine import Plan, Rendering, RunSpec, run
 from ctxeval.pipeline.executors import ExecutorOptions, Loadable, Work
 from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.records import RecordKind, append_row
-from ctxeval.render.judge import markdown
 from ctxeval.results.judge import QUESTION_SETS, JudgeResult, describe_questions
 
 # L-Eval's "pair-v2" judge prompt (Evaluation/llm_eval.py), used for its GPT-4 judged tasks
@@ -256,13 +255,14 @@ def judge_result(out: Path, model: str, base: str, judge_name: str, questions: s
     by_order = {order: win_rate([v for v in verdicts if v.order == order]) for order in ("model_first", "base_first")}
     report = {"model": model, "base": base, "judge": judge_name, "prompt": "L-Eval pair-v2", "questions": questions,
               "totals": totals, "by_order": by_order, "unmatched_questions": unmatched, "verdicts": [asdict(v) for v in verdicts]}
-    return JudgeResult(report, Path(out), markdown(report))
+    return JudgeResult(report, Path(out))
 
 
 def run_judge(load_spec: Loadable, judge_name: str, predictions: Path, base_predictions: Path, out: Path,
-              limit: int | None = None, questions: str = "auto", executor: ExecutorOptions | None = None, max_tokens: int | None = None) -> JudgeResult:
+              limit: int | None = None, questions: str = "auto", executor: ExecutorOptions | None = None, max_tokens: int | None = None, *,
+              render: Rendering) -> JudgeResult:
     """Judge a model's L-Eval predictions against a base model's on a question set (`auto`: the
-    one L-Eval uses for this judge); return the result (the engine has written it). A run directory holds one
+    one L-Eval uses for this judge); return the result (rendered by `render`; the engine has written it). A run directory holds one
     configuration (files, judge, question set, limit), as for every command."""
     if questions == "auto":
         questions = leval_question_set(judge_name)
@@ -278,11 +278,11 @@ def run_judge(load_spec: Loadable, judge_name: str, predictions: Path, base_pred
               "questions": questions, "limit": limit, "max_tokens": max_tokens, "prompt": "L-Eval pair-v2"}
     unmatched = len(considered) - len(pairs) if limit is None else 0
     task = JudgeRun(load_spec, pairs, lambda verdicts: judge_result(out, model, base, judge_name, questions, verdicts, unmatched))
-    return run(task, RunSpec("judge", config_id(config), config, "judge run"), out, executor=executor)
+    return run(task, RunSpec("judge", config_id(config), config, "judge run"), out, render=render, executor=executor)
 
 
 def run_api_judge(predictions: Path, base_predictions: Path, judge_model: str, options, max_tokens: int, limit: int | None,
-                  out: Path, questions: str = "auto", executor: ExecutorOptions | None = None) -> JudgeResult:
+                  out: Path, questions: str = "auto", executor: ExecutorOptions | None = None, *, render: Rendering) -> JudgeResult:
     """Judge with an `openai:` chat model (the `ctxeval judge` command); returns the result."""
     from ctxeval.backends.registry import backend_for
 
@@ -296,4 +296,4 @@ def run_api_judge(predictions: Path, base_predictions: Path, judge_model: str, o
     from ctxeval.backends.openai_chat import ChatSpec
 
     spec = ChatSpec(backend.target(judge_model), options, max_tokens)
-    return run_judge(spec, judge_model, predictions, base_predictions, out, limit, questions, executor, max_tokens)
+    return run_judge(spec, judge_model, predictions, base_predictions, out, limit, questions, executor, max_tokens, render=render)

@@ -17,6 +17,7 @@ from ctxeval.config import DEFAULT_MODEL
 from ctxeval.errors import UserError
 from ctxeval.options import argument, group, one_of, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
+from ctxeval.render.kinds import RENDERING
 from ctxeval.qa.methods import QA_SCOPES, MethodConfig, parse_methods
 from ctxeval.results.judge import JudgeResult
 from ctxeval.results.correlations import Correlations
@@ -140,7 +141,7 @@ def run_pplqa(spec: PplqaSpec) -> PplqaResult:
     elif spec.reference not in (None, "auto", "none"):
         reference, note = read_reference(Path(spec.reference)), {"description": f"scores from {spec.reference} (higher = better)"}
     out = Path(spec.out) if spec.out is not None else Path("runs") / "pplqa"
-    return rank_answers(evaluator, questions, config, out, reference, note, spec.seed, spec.progress, spec.tau, spec.executor)
+    return rank_answers(evaluator, questions, config, out, reference, note, spec.seed, spec.progress, spec.tau, spec.executor, render=RENDERING)
 
 
 def run_meta_eval(spec: MetaEvalSpec) -> MetaEvalResult:
@@ -154,7 +155,7 @@ def run_meta_eval(spec: MetaEvalSpec) -> MetaEvalResult:
     data = load_dataset(spec.dataset, spec.ties)
     data = replace(data, items=data.items[:spec.limit]) if spec.limit is not None else data
     out = Path(spec.out) if spec.out is not None else Path("runs") / f"meta-eval-{re.sub(r'[^A-Za-z0-9_.-]+', '_', data.name)}"
-    return meta_evaluate(evaluator, data, config, out, spec.replicates, spec.seed, spec.progress, spec.executor)
+    return meta_evaluate(evaluator, data, config, out, spec.replicates, spec.seed, spec.progress, spec.executor, render=RENDERING)
 
 
 def _evaluator_spec(text: str, n_threads: int | None) -> ScorerSpec:
@@ -188,7 +189,7 @@ def run_judge(spec: JudgeSpec) -> JudgeResult:
     from ctxeval.judge import run_api_judge
 
     return run_api_judge(Path(spec.predictions), Path(spec.base_predictions), spec.judge_model, spec.openai, spec.max_tokens, spec.limit, Path(spec.out),
-                         spec.questions, spec.executor)
+                         spec.questions, spec.executor, render=RENDERING)
 
 
 def _echo_markdown(result: PplqaResult | MetaEvalResult, spec: Any, display: QuietDisplay | None) -> str:

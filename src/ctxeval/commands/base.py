@@ -57,7 +57,8 @@ class AppOptions:
 
 def execute(command: Command, spec: Any) -> Any:
     """Check the spec (every field, then the rules across fields) and run the command; a
-    post-hoc command's folder gets its manifest (what it read, with which settings). A bad
+    post-hoc command's result gets its texts (render/) and its folder its manifest (what it
+    read, with which settings). A bad
     option value the task finds (`FieldError`) is named by the spec's flag (CLI) or keyword (API)."""
     try:
         return _execute(command, spec)
@@ -74,8 +75,13 @@ def _execute(command: Command, spec: Any) -> Any:
         check_posthoc_out(out, command.name)
     started = time.time()
     result = command.run(spec)
+    if command.posthoc is None:  # rendered where the engine writes it (or by the command that writes nothing)
+        return result
+    from ctxeval.render.kinds import RENDERING
+
+    result = RENDERING.texts(result)
     if out is not None:
-        write_posthoc(out, result, command.name, spec_config(spec), inputs, time.time() - started)
+        write_posthoc(out, result, command.name, spec_config(spec), inputs, time.time() - started, RENDERING)
     return result
 
 

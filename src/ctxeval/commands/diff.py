@@ -18,6 +18,7 @@ from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, Dif
 from ctxeval.modeldiff.summary import Bootstrap, bucket_edges
 from ctxeval.options import argument, at_least, comma_ints, group, non_negative, one_of, option, positive
 from ctxeval.pipeline.engine import run
+from ctxeval.render.kinds import RENDERING
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.results.manifest import Manifest
 from ctxeval.stats.gates import PROFILES
@@ -104,7 +105,7 @@ def run_diff(spec: DiffSpec) -> DiffResult:
                            noise_floor=spec.noise_floor, second=second, floor_run=floor_run, gates=gates)
 
     task = DiffRun(config, loaded, (ref, cand), spec.n_threads, finish)
-    return run(task, task.spec(), common.out_dir(spec.out, "diff", config), executor=spec.executor, progress=spec.progress)
+    return run(task, task.spec(), common.out_dir(spec.out, "diff", config), render=RENDERING, executor=spec.executor, progress=spec.progress)
 
 
 def _echo(result: DiffResult, spec: DiffSpec, display: QuietDisplay) -> tuple[str, int]:

@@ -20,6 +20,7 @@ from ctxeval.scoring.planning import ContextGainPlanner, EffectiveLengthPlanner
 from ctxeval.probes.gain_report import KeyTokenSettings, context_gain_result
 from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
 from ctxeval.probes.retrieval_run import RetrievalConfig, run_retrieval
+from ctxeval.render.kinds import RENDERING
 from ctxeval.metrics.config import MetricConfig
 from ctxeval.probes.effective_length import DEFAULT_SHARE, UNITS, EstimatorSettings, effective_length_result
 from ctxeval.results.context_gain import ContextGainResult
@@ -222,7 +223,8 @@ def run_retrieval_probe(spec: RetrievalSpec) -> RetrievalResult:
     models = common.model_specs(dict.fromkeys(spec.models))
     common.refuse_api_models(models, "retrieval", "the rank of the answer's first token over the whole vocabulary")
     config = RetrievalConfig(spec.variant, lines, tuple(sorted(set(spec.depths))), spec.samples, spec.seed, tuple(m.text for m in models), tokens=token_targets)
-    return run_retrieval(config, models, common.out_dir(spec.out, "retrieval", config), retrieval_result, spec.progress, spec.n_threads, spec.executor)
+    return run_retrieval(config, models, common.out_dir(spec.out, "retrieval", config), retrieval_result, spec.progress, spec.n_threads, spec.executor,
+                         render=RENDERING)
 
 
 def run_probe_report(spec: ProbeReportSpec) -> ProbeReport:

@@ -24,6 +24,7 @@ from ctxeval.modeldiff.summary import bucket_edges
 from ctxeval.options import argument, check_spec, comma_floats, comma_ints, fail, group, joined, one_of, option, positive, python_only
 from ctxeval.pipeline import windows
 from ctxeval.pipeline.engine import estimate, run, save_result
+from ctxeval.render.kinds import RENDERING
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.scoring.planning import ScorePlanner, SweepPlanner
 from ctxeval.render.numerics import run_markdown
@@ -228,7 +229,7 @@ def run_score(spec: ScoreSpec) -> RunResult | dict:
                                 edges=bucket_edges(spec.window, None), out=floor_dir(result.run_dir), n_threads=spec.n_threads,
                                 executor=spec.executor, progress=spec.progress)
     result = replace(result, noise_floor=floor)
-    save_result(result.run_dir, result, "score")
+    result = save_result(result.run_dir, result, "score", RENDERING)
     return result
 
 
@@ -242,8 +243,9 @@ def run_summary(spec: SummarySpec) -> RunResult:
     check_spec(metrics, ("metrics",))
     result = scoring_result(run_dir, manifest, metrics, records, corpus=spec.write)
     if spec.write:
-        result = replace(result, noise_floor=stored_noise_floor(run_dir))
-        save_result(run_dir, result, "summary")
+        result = save_result(run_dir, replace(result, noise_floor=stored_noise_floor(run_dir)), "summary", RENDERING)
+    else:
+        result = RENDERING.texts(result)
     if spec.thesis:
         result = replace(result, tables=markdown_tables(result.summary, metrics, result.approx_vs_exact, thesis=True) + "\n" + run_markdown(manifest))
     return result
@@ -257,7 +259,7 @@ def run_scoring(config: RunConfig, texts: Corpus, model_specs: list[ModelSpec], 
     task = ScoringRun(config, texts, model_specs, planner, finish, n_threads=spec.n_threads, openai_options=openai, input_facts=texts.facts())
     if dry_run:
         return estimate(task, out, task.estimate)
-    return run(task, scoring_spec(config), out, executor=spec.executor, progress=spec.progress)
+    return run(task, scoring_spec(config), out, render=RENDERING, executor=spec.executor, progress=spec.progress)
 
 
 def _thesis_options(models: tuple[str, ...], openai: OpenAIOptions, n_compare: int) -> OpenAIOptions:

@@ -16,12 +16,11 @@ from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.results.manifest import Manifest
 from ctxeval.probes.ruler_report import RULER_THRESHOLD, ruler_result
 from ctxeval.probes.ruler_run import RulerConfig, run_ruler
+from ctxeval.render.kinds import RENDERING
 from ctxeval.probes.ruler_tasks import TASKS
 from ctxeval.agreement.analysis import correlations, measure_table
-from ctxeval.render.agreement import agreement_markdown
-from ctxeval.render.agreement_page import render_agreement
 from ctxeval.agreement.measures import READS, hold_out, measures_of
-from ctxeval.results.agreement import SCATTER_PNG, AgreementResult
+from ctxeval.results.agreement import AgreementResult
 from ctxeval.results.base import read_result
 from ctxeval.results.ruler import RulerResult
 
@@ -96,7 +95,8 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
         return ruler_result(run_dir, manifest, spec.threshold)
 
     models = common.model_specs(config.models)
-    return run_ruler(config, models, essay.content, common.out_dir(spec.out, "ruler", config), finish, spec.progress, spec.n_threads, spec.executor, spec.openai)
+    return run_ruler(config, models, essay.content, common.out_dir(spec.out, "ruler", config), finish, spec.progress, spec.n_threads, spec.executor, spec.openai,
+                     render=RENDERING)
 
 
 def _echo_ruler(result: RulerResult, spec: RulerSpec, display: QuietDisplay) -> str:
@@ -131,8 +131,7 @@ def run_agreement(spec: AgreementSpec) -> AgreementResult:
             seeds[str(path)] = int(result.manifest.config["seed"])
     table = measure_table(hold_out(measures, seeds))
     pairs = correlations(table, spec.replicates, spec.seed)
-    return AgreementResult(Path(spec.out), [str(p) for p in spec.runs], table, pairs, spec.replicates, spec.seed, render_agreement(table, pairs, SCATTER_PNG, spec.replicates),
-                             agreement_markdown(table, pairs, len(spec.runs), spec.replicates))
+    return AgreementResult(Path(spec.out), [str(p) for p in spec.runs], table, pairs, spec.replicates, spec.seed)
 
 
 def _echo_agreement(result: AgreementResult, spec: AgreementSpec, display: None) -> str:

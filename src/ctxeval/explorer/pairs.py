@@ -18,7 +18,7 @@ from ctxeval.results.manifest import Manifest
 from ctxeval.metrics.registry import rank_keys
 from ctxeval.pairing import pair_windows
 from ctxeval.report.compare import build_report, window_table
-from ctxeval.explorer.data import Arm
+from ctxeval.render.views import Arm
 
 COMPARE_REPLICATES = 2000  # `ctxeval compare`'s defaults, so the numbers match its compare.json
 COMPARE_SEED = 0

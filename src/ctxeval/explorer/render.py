@@ -9,10 +9,11 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN, Arm, RunView, arm_payload, load_runs
+from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN, arm_payload, load_runs
 from ctxeval.explorer.pairs import ArmPair, all_pairs
+from ctxeval.render.views import Arm, RunView
 from ctxeval.render import charts
-from ctxeval.render.lengths import describe_length
+from ctxeval.results.effective_length import describe_length
 from ctxeval.render.page import b64, environment, page_js, script_json, static
 from ctxeval.results.base import make_folder
 

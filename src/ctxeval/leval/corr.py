@@ -19,7 +19,6 @@ from pathlib import Path
 
 from ctxeval.errors import FieldError, UserError
 from ctxeval.results.base import read_result
-from ctxeval.render.correlations import correlation_markdown
 from ctxeval.results.correlations import Correlation, Correlations
 from ctxeval.results.leval import SCORES_JSON, LevalResult
 from ctxeval.stats.agreement import kendall_tau_b
@@ -128,5 +127,5 @@ def correlate(human: dict[str, float], sources: list[str]) -> list[Correlation]:
 
 
 def correlations_result(human: dict[str, float], correlations: list[Correlation]) -> Correlations:
-    """The `correlations` result of `leval-corr`, with its Markdown table."""
-    return Correlations(human, correlations, correlation_markdown(correlations, sorted(human)))
+    """The `correlations` result of `leval-corr` (render/ adds its Markdown table)."""
+    return Correlations(human, correlations)

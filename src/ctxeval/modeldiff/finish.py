@@ -1,4 +1,4 @@
-"""What a finished diff run is made of: its records summarised, gated and rendered into the result, and the noise floor (a diff of a model against itself on a second numeric path)."""
+"""What a finished diff run is made of: its records summarised and gated into the result (render/ draws its Markdown and page), and the noise floor (a diff of a model against itself on a second numeric path)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from ctxeval.modeldiff.keytokens import key_token_mask
 from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_summary
 from ctxeval.stats.gates import diff_gate
 from ctxeval.pieces import read_pieces
-from ctxeval.render.diff import render_markdown
-from ctxeval.render.diff_page import render_diff
 from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, DiffRun
 from ctxeval.pipeline.engine import run
 from ctxeval.modeldiff.summary import Bootstrap, summarize
@@ -30,7 +28,7 @@ def diff_result(run_dir: Path, manifest: Manifest, *, ref: ModelSpec, loaded: Co
     """A finished diff's result: the records summarised (also over a context-gain run's key
     tokens), the noise floor measured where asked (`floor_run`: its block_rows, n_threads,
     executor, progress), gated (`gates`: profile, max_kl, min_same_top, min_windows,
-    min_tokens) and rendered. `settings` is diff.json's (window, stride, bucket_edges, ...)."""
+    min_tokens); the result keeps the records, token texts and key-token mask its page shows. `settings` is diff.json's (window, stride, bucket_edges, ...)."""
     records = pq.read_table(run_dir / DIFF_FILE).to_pandas()
     edges = settings["bucket_edges"]
     summary = summarize(records, edges, bootstrap)
@@ -45,7 +43,7 @@ def diff_result(run_dir: Path, manifest: Manifest, *, ref: ModelSpec, loaded: Co
     failures = diff_gate(summary, gates["profile"], gates["max_kl"], gates["min_same_top"], gates["min_windows"], gates["min_tokens"])
     recorded = {"profile": gates["profile"], "max_kl": gates["max_kl"], "min_same_top": gates["min_same_top"], "failures": failures}
     report = diff_report(manifest, settings, summary, recorded, floor)
-    return DiffResult(run_dir, manifest, report, render_markdown(report), render_diff(report, records, read_pieces(run_dir, report["ref"]["name"]), mask), failures)
+    return DiffResult(run_dir, manifest, report, failures=failures, records=records, pieces=read_pieces(run_dir, report["ref"]["name"]), key_mask=mask)
 
 
 def diff_report(manifest: Manifest, settings: dict, summary: dict, gates: dict, floor: dict | None) -> dict:

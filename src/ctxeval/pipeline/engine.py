@@ -17,12 +17,13 @@ every command (sweep, score, context-gain, retrieval, pplqa, meta-eval, judge) i
    `EXIT_INCOMPLETE`, and a re-run of the same command retries only that work);
    For token records, one fingerprint per model (results/fingerprint.py) joins the manifest;
    every manifest records each model's numeric path (results/numeric_path.py, built by machine_path.py);
-6. calls the task's `finish`, which returns the command's `Result`, and writes it
-   (results/base.py); `model_done`, called once per model whose work is recorded, lets a task
+6. calls the task's `finish`, which returns the command's `Result`, has the caller's
+   `Rendering` add its texts and figure, and writes it (results/base.py); `model_done`, called once per model whose work is recorded, lets a task
    keep what only the loaded model knows.
 
 A task (`RunTask`) supplies what differs: record kind and schema, models, the plan, how a
-result becomes records, and the finisher. The engine imports no task and no report code.
+result becomes records, and the finisher. The engine imports no task, report or render/ code:
+the command layer hands it render/'s `Rendering` (a result's Markdown, page and figure).
 """
 
 from __future__ import annotations
@@ -46,11 +47,24 @@ from ctxeval.pipeline.executors import ExecutorOptions, Loadable, Work, WorkerMo
 from ctxeval.results.fingerprint import run_fingerprints
 from ctxeval.results.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, write_manifest
 from ctxeval.results.records import RecordKind, RowSink, check_resumable, done_passes, merge_parts
-from ctxeval.render.figures import draw
 from ctxeval.pipeline.progress import progress_bar
 from ctxeval.results.base import Result, check_folder, make_folder, write_result
 
 R = TypeVar("R", covariant=True)
+
+
+class Rendering(Protocol):
+    """What render/ adds to a Result as it is written, from the Result alone: its texts (the
+    Markdown, a page) and its figure. The command layer passes render/'s; the engine, the tasks
+    and results/ import no render/ code."""
+
+    def texts(self, result: Result) -> Result:
+        """`result` with the texts it holds (Markdown, page) rendered."""
+        ...
+
+    def draw(self, result: Result, out: Path) -> None:
+        """Draw `result`'s figure into its folder `out` (nothing for a kind without one)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -113,13 +127,14 @@ class RunTask(Protocol, Generic[R]):
         ...
 
 
-def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions | None = None, progress: bool = False) -> R:
-    """Run `task` into `out` (resuming what an earlier session left) and return its result."""
+def run(task: RunTask[R], spec: RunSpec, out: Path, *, render: Rendering | None = None, executor: ExecutorOptions | None = None, progress: bool = False) -> R:
+    """Run `task` into `out` (resuming what an earlier session left) and return its result,
+    rendered by `render` (None only for a task whose finish returns no Result)."""
     out = Path(out)
     check_folder(out)
     previous = existing_manifest(out, spec.run_id, spec.what, spec.command)
     if previous is not None and previous.status == "complete":
-        return _finished(task, out, previous, spec.command)
+        return _finished(task, out, previous, spec.command, render)
     check_resumable(out, task.schema, task.records, spec.what)
     started = time.time()
     options = executor or ExecutorOptions()
@@ -177,37 +192,44 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, executor: ExecutorOptions
         manifest.fingerprints = run_fingerprints(table, task.records.fingerprint, task.records.order, manifest.model_names)
     manifest.status = "incomplete" if failures else "complete"
     write_manifest(out, manifest)
-    result = _finished(task, out, manifest, spec.command)
+    result = _finished(task, out, manifest, spec.command, render)
     if failures:
         raise _incomplete(failures, plan, out)
     return result
 
 
-def _finished(task: RunTask[R], out: Path, manifest: Manifest, command: str) -> R:
-    """The task's result of a run whose records are merged, written into the run directory."""
+def _finished(task: RunTask[R], out: Path, manifest: Manifest, command: str, render: Rendering | None) -> R:
+    """The task's result of a run whose records are merged, rendered and written into the run directory."""
     result = task.finish(out, manifest)
-    if isinstance(result, Result):  # a sub-run (the noise floor's diff, inside its run's folder) returns its manifest: no result of its own
-        save_result(out, result, command)
-    return result
+    if not isinstance(result, Result):  # a sub-run (the noise floor's diff, inside its run's folder) returns its manifest: no result of its own
+        return result
+    if render is None:
+        raise TypeError(f"{command}: a task whose finish returns a Result is run with render=")
+    return save_result(out, result, command, render)  # type: ignore[return-value]  # the task's R is its Result
 
 
-def write_posthoc(out: Path, result: Result, command: str, config: dict[str, Any], inputs: Sequence[str | Path], seconds: float) -> None:
+def write_posthoc(out: Path, result: Result, command: str, config: dict[str, Any], inputs: Sequence[str | Path], seconds: float, render: Rendering) -> Result:
     """Write the result of a command that computes from finished outputs and loads no model
     (compare, trends, probe-report, agreement, leval, leval-corr), then its manifest: what it
-    read and with which settings, so its folder says what it is like every run directory."""
+    read and with which settings, so its folder says what it is like every run directory.
+    Returns the result as rendered."""
     out = Path(out)
     check_posthoc_out(out, command)
-    save_result(out, result, command)
+    result = save_result(out, result, command, render)
     manifest = Manifest(command=command, run_id=config_id(config), config=config, models=[], status="complete",
                         created=now(), versions=versions(), plan={"inputs": [str(p) for p in inputs]}, timing={"seconds_this_session": round(seconds, 2)})
     write_manifest(out, manifest)
+    return result
 
 
-def save_result(out: Path, result: Result, command: str) -> None:
-    """Write `result` into `out`: its files, its figure (render/figures.py), then its header. Also
-    how a finished run's result is written again with what a later step added (`summary
-    --write`'s metric settings, `score --noise-floor`'s floor); records and manifest stay."""
-    write_result(out, result, command, draw)
+def save_result(out: Path, result: Result, command: str, render: Rendering) -> Result:
+    """Write `result` into `out` with its texts and figure rendered by `render`: its files, its
+    figure, then its header; returns the rendered result. Also how a finished run's result is
+    written again with what a later step added (`summary --write`'s metric settings, `score
+    --noise-floor`'s floor); records and manifest stay."""
+    result = render.texts(result)
+    write_result(out, result, command, render.draw)
+    return result
 
 
 def check_posthoc_out(out: Path, command: str) -> None:

@@ -27,7 +27,6 @@ import pandas as pd
 
 from ctxeval.metrics.registry import MetricConfig, token_metrics, tokens
 from ctxeval.pipeline.windows import capped_context
-from ctxeval.render.effective_length import render_markdown
 from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask, merge_spans, tokens_within
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED, FEW_CLUSTERS, RELIABLE_CLUSTERS
 from ctxeval.results.effective_length import EffectiveLengthResult
@@ -314,4 +313,4 @@ def effective_length_result(run_dir: Path, manifest: Manifest, metrics: MetricCo
     tables = {name: add_avg(target_table(records, name, lengths, caps[name]), metrics, vocab[name]) for name in manifest.model_names}
     tables = mark_key_tokens(tables, settings.evaluator, settings.alpha, settings.beta)
     summary = summarize(tables, lengths, settings, caps) | {"run_id": manifest.run_id}
-    return EffectiveLengthResult(Path(run_dir), manifest, summary, pd.concat(tables.values(), ignore_index=True), render_markdown(summary))
+    return EffectiveLengthResult(Path(run_dir), manifest, summary, pd.concat(tables.values(), ignore_index=True))

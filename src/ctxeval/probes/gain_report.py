@@ -11,7 +11,6 @@ import pandas as pd
 
 from ctxeval.metrics.gain import key_tables
 from ctxeval.probes.context_gain import gain_by_distance, summarize_text
-from ctxeval.render.context_gain import render_markdown
 from ctxeval.results.context_gain import ContextGainResult
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.records import read_records
@@ -70,4 +69,4 @@ def context_gain_result(run_dir: Path, manifest: Manifest, settings: KeyTokenSet
     texts = [t["text_id"] for t in manifest.texts or [] if "skipped" not in t]  # a corpus document too short for the plan has no records
     tables, spans = key_tables(records, manifest.model_names, texts, settings.evaluator, settings.alpha, settings.beta)
     summary, by_distance = gain_summary(manifest, tables, spans, settings)
-    return ContextGainResult(Path(run_dir), manifest, records, summary, by_distance, tables, spans, render_markdown(summary, by_distance))
+    return ContextGainResult(Path(run_dir), manifest, records, summary, by_distance, tables, spans)

@@ -13,11 +13,9 @@ from pathlib import Path
 import pandas as pd
 
 from ctxeval.errors import UserError
-from ctxeval.render.lengths import describe_length
-from ctxeval.render.probe_report import render
 from ctxeval.results.base import read_result
 from ctxeval.results.context_gain import ContextGainResult
-from ctxeval.results.effective_length import EffectiveLengthResult
+from ctxeval.results.effective_length import EffectiveLengthResult, describe_length
 from ctxeval.results.probe_report import SECTIONS, ProbeReport
 from ctxeval.results.retrieval import RetrievalResult
 from ctxeval.results.runs import require_complete
@@ -133,4 +131,4 @@ def probe_report(run_dirs: list[Path], out: Path) -> ProbeReport:
             rows["effective_length"].append(retrieval_length_rows(run_dir, result.effective_lengths()))
     sections = {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in rows.items()}
     glance = at_a_glance(sections)
-    return ProbeReport(Path(out), [str(d) for d in run_dirs], glance, sections, render(glance, sections, run_dirs))
+    return ProbeReport(Path(out), [str(d) for d in run_dirs], glance, sections)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from ctxeval.render.retrieval import results_markdown
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.retrieval import RetrievalResult, cell_keys, read_cases
 
@@ -34,4 +33,4 @@ def retrieval_result(run_dir: Path, manifest: Manifest) -> RetrievalResult:
     cases = read_cases(run_dir)
     cells = cell_table(cases)
     variant = manifest.config["variant"]
-    return RetrievalResult(Path(run_dir), manifest, variant, cells, cases, results_markdown(variant, cells))
+    return RetrievalResult(Path(run_dir), manifest, variant, cells, cases)

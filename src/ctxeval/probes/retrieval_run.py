@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ctxeval.backends.base import Scorer
 from ctxeval.errors import FieldError
-from ctxeval.pipeline.engine import Plan, RunSpec, run
+from ctxeval.pipeline.engine import Plan, Rendering, RunSpec, run
 from ctxeval.backends.registry import ModelSpec
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
@@ -122,11 +122,12 @@ class RetrievalRun:
 
 
 def run_retrieval(config: RetrievalConfig, models: list[ModelSpec], run_dir: Path, finish: Finish, progress: bool = True, n_threads: int | None = None,
-                  executor: ExecutorOptions | None = None) -> Any:
+                  executor: ExecutorOptions | None = None, *, render: Rendering) -> Any:
     """Score every (model, lines, depth, sample) case not yet recorded (`models`:
-    `config.models` typed), then return what `finish` makes of the run (the command's result)."""
+    `config.models` typed), then return what `finish` makes of the run (the command's result,
+    rendered by `render`)."""
     spec = RunSpec("retrieval", config.run_id(), asdict(config))
-    return run(RetrievalRun(config, models, finish, n_threads), spec, Path(run_dir), executor=executor, progress=progress)
+    return run(RetrievalRun(config, models, finish, n_threads), spec, Path(run_dir), render=render, executor=executor, progress=progress)
 
 
 def _plan_cases(config: RetrievalConfig, names: list[str], sizes: dict[str, list[tuple[int | None, int]]]) -> list[list[CaseJob]]:

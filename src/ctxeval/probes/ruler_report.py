@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from ctxeval.render.ruler import results_markdown
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.ruler import MEAN_TASK, RulerResult, read_samples
 
@@ -107,4 +106,4 @@ def ruler_result(run_dir: Path, manifest: Manifest, threshold: float) -> RulerRe
     table = pd.concat([cells, mean_table(cells)], ignore_index=True)
     lengths = effective_lengths(table, threshold)
     agree = agreement(samples)
-    return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, samples, results_markdown(table, lengths, agree, threshold))
+    return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, samples)

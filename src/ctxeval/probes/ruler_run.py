@@ -18,7 +18,7 @@ import pyarrow as pa
 from ctxeval.backends.base import Scorer
 from ctxeval.config import config_id
 from ctxeval.errors import FieldError
-from ctxeval.pipeline.engine import Plan, RunSpec, run
+from ctxeval.pipeline.engine import Plan, Rendering, RunSpec, run
 from ctxeval.backends.registry import ModelSpec
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
@@ -171,8 +171,8 @@ class RulerRun:
 
 
 def run_ruler(config: RulerConfig, models: list[ModelSpec], essay: str, run_dir: Path, finish: Finish, progress: bool = True, n_threads: int | None = None,
-              executor: ExecutorOptions | None = None, openai: Any = None) -> Any:
+              executor: ExecutorOptions | None = None, openai: Any = None, *, render: Rendering) -> Any:
     """Score every (model, task, length, sample) not yet recorded (`models`: `config.models`
-    typed), then return `finish`'s result."""
+    typed), then return `finish`'s result (rendered by `render`)."""
     spec = RunSpec("ruler", config.run_id(), asdict(config))
-    return run(RulerRun(config, models, essay, finish, n_threads, openai), spec, Path(run_dir), executor=executor, progress=progress)
+    return run(RulerRun(config, models, essay, finish, n_threads, openai), spec, Path(run_dir), render=render, executor=executor, progress=progress)

@@ -16,11 +16,11 @@ from pathlib import Path
 import pandas as pd
 
 from ctxeval.data.pairwise import PairDataset
+from ctxeval.pipeline.engine import Rendering
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.metrics.qa import pick_winner
 from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, answer_passes, score_answer
 from ctxeval.qa.passes import PassRecords, run_passes
-from ctxeval.render.meta_eval import markdown_table
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.stats.bootstrap import bootstrap_classification, classification_metrics
@@ -73,9 +73,11 @@ def run_meta_eval(
     seed: int = DEFAULT_SEED,
     progress: bool = False,
     executor: ExecutorOptions | None = None,
+    *,
+    render: Rendering,
 ) -> MetaEvalResult:
     """Score, pick and compare with the human labels; the result (written by the engine) has the
-    metrics, their Markdown table and the items."""
+    metrics, their Markdown table (`render`'s) and the items."""
     started = time.time()
     requests = [r for it in dataset.items for a in (it.answer_1, it.answer_2) for r in answer_passes(it.question, a, config)]
     run_config = {"dataset": dataset.name, "items": len(dataset.items), "method_config": asdict(config), "model": load_spec.spec}
@@ -84,7 +86,7 @@ def run_meta_eval(
         rows = score_items(records, dataset, config)
         return _meta_eval_result(_report(records, dataset, config, rows, replicates, seed, started), pd.DataFrame(rows), manifest, out_dir)
 
-    return run_passes(load_spec, requests, out_dir, "meta-eval", run_config, progress, executor, build)
+    return run_passes(load_spec, requests, out_dir, "meta-eval", run_config, progress, executor, build, render)
 
 
 def _report(records: PassRecords, dataset: PairDataset, config: MethodConfig, rows: list[dict], replicates: int, seed: int, started: float) -> dict:
@@ -102,4 +104,4 @@ def _report(records: PassRecords, dataset: PairDataset, config: MethodConfig, ro
 
 
 def _meta_eval_result(report: dict, items: pd.DataFrame, manifest: Manifest, out: Path) -> MetaEvalResult:
-    return MetaEvalResult(report, items, manifest, Path(out), markdown_table(report))
+    return MetaEvalResult(report, items, manifest, Path(out))

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from ctxeval.backends.base import ModelInfo, Scorer
 from ctxeval.config import config_id
-from ctxeval.pipeline.engine import Plan, RunSpec, run
+from ctxeval.pipeline.engine import Plan, Rendering, RunSpec, run
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.results.manifest import Manifest
@@ -119,7 +119,7 @@ class QAPassRun(Generic[R]):
 
 
 def run_passes(load_spec: ScorerSpec, requests: list[PassRequest], out_dir: Path, command: str, config: dict,
-               progress: bool, executor: ExecutorOptions | None, build: Callable[[PassRecords, Manifest], R]) -> R:
-    """Record every request's pass that is not recorded yet, then build the command's result from all of them."""
+               progress: bool, executor: ExecutorOptions | None, build: Callable[[PassRecords, Manifest], R], render: Rendering) -> R:
+    """Record every request's pass that is not recorded yet, then build the command's result from all of them (rendered by `render`)."""
     spec = RunSpec(command, config_id(config), config)
-    return run(QAPassRun(command, load_spec, requests, build), spec, out_dir, executor=executor, progress=progress)
+    return run(QAPassRun(command, load_spec, requests, build), spec, out_dir, render=render, executor=executor, progress=progress)

@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.data.mt_bench import RankingQuestion
+from ctxeval.pipeline.engine import Rendering
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.metrics.qa import rank_scores
 from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, answer_passes, score_answer
-from ctxeval.render.pplqa import markdown
 from ctxeval.results.manifest import Manifest
 from ctxeval.qa.passes import PassRecords, run_passes
 from ctxeval.results.pplqa import PplqaResult
@@ -78,17 +78,19 @@ def rank_answers(
     progress: bool = False,
     tau: str = "a",
     executor: ExecutorOptions | None = None,
+    *,
+    render: Rendering,
 ) -> PplqaResult:
-    """Score and rank all answers; the result (written by the engine) has scores.csv, pplqa.json and pplqa.md."""
+    """Score and rank all answers; the result (written by the engine) has scores.csv, pplqa.json and pplqa.md (`render`'s)."""
     started = time.time()
     requests = [r for q in questions for a in q.answers.values() for r in answer_passes(q.question, a, config)]
     run_config = {"questions": [q.question_id for q in questions], "method_config": asdict(config), "model": load_spec.spec}
 
     def build(records: PassRecords, manifest: Manifest) -> PplqaResult:
         report, rows = _ranked(records, questions, config, reference, reference_note, seed, tau, started)
-        return PplqaResult(report, pd.DataFrame(rows), manifest, Path(out_dir), markdown(report))
+        return PplqaResult(report, pd.DataFrame(rows), manifest, Path(out_dir))
 
-    return run_passes(load_spec, requests, out_dir, "pplqa", run_config, progress, executor, build)
+    return run_passes(load_spec, requests, out_dir, "pplqa", run_config, progress, executor, build, render)
 
 
 def _ranked(records: PassRecords, questions: list[RankingQuestion], config: MethodConfig, reference: dict[str, dict[str, float]] | None,

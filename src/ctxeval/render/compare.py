@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 from ctxeval.render.numerics import markdown_lines
-
-
-def window_label(window: dict) -> str:
-    """A paired window as the report names it: its id, or both arms' ids where they differ."""
-    return window["a"] if window["a"] == window["b"] else f"{window['a']}/{window['b']}"
+from ctxeval.results.comparison import window_label
 
 
 def interval_text(bounds: list[float] | None, fmt: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 from ctxeval.render.headline import Headline, percent
-from ctxeval.render.lengths import describe_length
+from ctxeval.results.effective_length import describe_length
 
 
 def _ci(e: dict | None, fmt: str = "+.4f") -> str:

@@ -6,18 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxeval.results.fingerprint import Fingerprint
 from ctxeval.results.manifest import Manifest
-from ctxeval.results.numeric_path import NumericPath
-
-
-def model_line(path: NumericPath | None, fingerprint: Fingerprint | None) -> str:
-    """e.g. `llama.cpp 0.3.36 · AMD EPYC AVX-512 · Q4_K_M · f16 KV · n_batch 512 · flash attn off ·
-    2 threads · fingerprint 3f9a0c1d2e4b5a69`."""
-    parts = [path.compact() if path else "numeric path not recorded"]
-    if fingerprint is not None:
-        parts.append(f"fingerprint {fingerprint.short}")
-    return " · ".join(parts)
+from ctxeval.results.numeric_path import model_line
 
 
 def run_lines(manifest: Manifest) -> list[str]:

@@ -14,9 +14,8 @@ from ctxeval.metrics.config import MetricConfig
 from ctxeval.errors import FieldError, UserError
 from ctxeval.results.manifest import Manifest
 from ctxeval.pairing import KEY, Pairing
-from ctxeval.render.compare import render_markdown, window_label
 from ctxeval.report.summary import window_metrics
-from ctxeval.results.comparison import Comparison
+from ctxeval.results.comparison import Comparison, window_label
 from ctxeval.stats.paired import all_equal, paired_bca, weighted_mean
 from ctxeval.stats.defaults import MIN_CLUSTERS
 from ctxeval.stats.gates import log_and_display, resampling_unit
@@ -239,5 +238,5 @@ def check_invariants(report: dict, delta: np.ndarray) -> list[str]:
 
 
 def comparison_result(report: dict, out: Path) -> Comparison:
-    """The comparison a report makes: its Markdown, and the failures its gates recorded."""
-    return Comparison(report, Path(out), list(report["gates"]["failures"]), render_markdown(report))
+    """The comparison a report makes, and the failures its gates recorded (render/ adds its Markdown)."""
+    return Comparison(report, Path(out), list(report["gates"]["failures"]))

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxeval.results.numeric_path import NumericPath, differences
+from ctxeval.results.numeric_path import NumericPath, differences, model_line
 from ctxeval.results.fingerprint import Fingerprint, differing_documents
-from ctxeval.render.numerics import model_line
 from ctxeval.results.manifest import Manifest
 
 NAMED_DOCUMENTS = 5  # differing documents a note names

@@ -11,9 +11,7 @@ import pandas as pd
 from ctxeval.metrics.config import MetricConfig
 from ctxeval.errors import FieldError
 from ctxeval.results.manifest import Manifest
-from ctxeval.render.numerics import run_markdown
 from ctxeval.report.summary import approx_vs_exact, summarize
-from ctxeval.render.tables import markdown_tables
 
 
 @dataclass
@@ -22,7 +20,6 @@ class Summaries:
 
     summary: pd.DataFrame  # one row per model × document × setting × length
     approx_vs_exact: pd.DataFrame  # `--context-mode both`: how far the one-pass scores are off
-    tables: str  # the Markdown tables, the run's numerics below them
 
 
 def compute(run_dir: Path, manifest: Manifest, records: pd.DataFrame, metrics: MetricConfig) -> Summaries:
@@ -31,4 +28,4 @@ def compute(run_dir: Path, manifest: Manifest, records: pd.DataFrame, metrics: M
         raise FieldError("approx_k", f"{metrics.approx_k} exceeds the top-k stored by this run ({manifest.top_k})")
     summary = summarize(records, metrics, manifest.vocab_sizes, manifest.temperatures)
     versus = approx_vs_exact(records)
-    return Summaries(summary, versus, markdown_tables(summary, metrics, versus) + "\n" + run_markdown(manifest))
+    return Summaries(summary, versus)

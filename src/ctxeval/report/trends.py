@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.results.rows import wide_ints
-from ctxeval.render.trends import render_trends
 from ctxeval.results.trends import ALL_TEXTS, SERIES, Trends
 from ctxeval.stats.trends import loo_outliers, slope
 
@@ -63,7 +62,7 @@ def outlier_rule(k: float) -> str:
 
 
 def trends_result(trends: pd.DataFrame, variance: pd.DataFrame, outlier_sd: float, out: Path) -> Trends:
-    """The `trends` result of the tables, with its Markdown."""
+    """The `trends` result of the tables (render/ adds its Markdown)."""
     rule = outlier_rule(outlier_sd)
     trends, variance = wide_ints(trends), wide_ints(variance)
-    return Trends(trends, variance, rule, Path(out), render_trends(trends, variance, rule))
+    return Trends(trends, variance, rule, Path(out))

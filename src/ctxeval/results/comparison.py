@@ -28,3 +28,8 @@ class Comparison(Result):
     out: Path = folder()
     failures: list[str] = derived(gate_failures)
     markdown: str = ""  # what compare.md holds
+
+
+def window_label(window: dict) -> str:
+    """A paired window as the report names it: its id, or both arms' ids where they differ."""
+    return window["a"] if window["a"] == window["b"] else f"{window['a']}/{window['b']}"

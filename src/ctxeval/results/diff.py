@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 from ctxeval.results.base import Result
 from ctxeval.results.comparison import gate_failures
 from ctxeval.results.io import Json, Text, derived, folder, loaded
@@ -32,9 +35,14 @@ class DiffResult(Result):
     run_dir: Path = folder()
     manifest: Manifest = loaded(read_manifest)
     report: dict
-    markdown: str  # what diff.md holds
-    html: str = field(repr=False)  # what report.html holds
+    markdown: str = ""  # what diff.md holds
+    html: str = field(repr=False, default="")  # what report.html holds
     failures: list[str] = derived(gate_failures, default_factory=list)
+    # what the page shows, as loaded where the result was built (no files of their own: None when
+    # read back, and a result read back equals the one written)
+    records: pd.DataFrame | None = field(repr=False, default=None, compare=False)
+    pieces: dict[int, str] | None = field(repr=False, default=None, compare=False)  # token id -> text
+    key_mask: np.ndarray | None = field(repr=False, default=None, compare=False)  # `--key-tokens`: which records are key tokens
 
     def paths(self) -> dict[str, Path]:
         """The result's files by role."""

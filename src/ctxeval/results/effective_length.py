@@ -3,7 +3,8 @@ curve.csv, targets.parquet (every target at every length: its context, log-proba
 rank, AVG and key-token flag), effective_length.md and the plot.
 
 It holds the per-model target tables beside the summary, so the report and probe-report read
-the curve and L* from here and never rebuild them from the records.
+the curve and L* from here and never rebuild them from the records; `describe_length` gives L*
+in words, as the probe report's rows and every page print it.
 """
 
 from __future__ import annotations
@@ -65,3 +66,14 @@ def curve_frame(summary: dict) -> pd.DataFrame:
                          "gain": gain["estimate"], "gain_low": gain["low"], "gain_high": gain["high"], "gain_interval": gain["interval"],
                          "key_logprob": point["key_logprob"]})
     return pd.DataFrame(rows)
+
+
+def describe_length(e: dict | None) -> str:
+    """L* in words: `1024 [512, 2048]`, `≥ 4096`, `no interval`."""
+    if e is None:
+        return "no key tokens"
+    value = f"≥ {e['value']}" if e["at_least"] else (f"≤ {e['value']} (no gain)" if e["no_gain"] else f"{e['value']}")
+    if e["interval"] == "none":
+        return f"{value}, no interval"
+    high = f"≥ {e['high']}" if e.get("high_at_least") else f"{e['high']}"
+    return f"{value} [{e['low']}, {high}]"

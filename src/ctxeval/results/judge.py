@@ -1,7 +1,7 @@
 """The `judge` result of `ctxeval judge`: judge.json (every verdict and the win rates) and judge.md.
 
 The verdict records (verdicts.parquet) and the manifest are the engine's, not part of it. Its
-Markdown is kept as the text judge.py renders, so this module imports no task.
+Markdown is kept as the text render/judge.py renders, so this module imports no task.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class JudgeResult(Result):
 
     report: dict
     out: Path = folder()
-    markdown: str  # what judge.md holds
+    markdown: str = ""  # what judge.md holds (render/judge.py renders it when the result is written)
 
     def paths(self) -> tuple[Path, ...]:
         """judge.json and judge.md in the folder (what the CLI lists)."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from ctxeval.results.fingerprint import Fingerprint
+
 @dataclass(frozen=True)
 class NumericPath:
     """How one model's numbers were computed. None: does not apply to the backend, or unknown."""
@@ -84,3 +86,13 @@ def instruction_set(path: NumericPath) -> str | None:
 def differences(a: NumericPath, b: NumericPath) -> list[str]:
     """Names of the fields in which two numeric paths differ (empty: the same path)."""
     return [f.name for f in fields(NumericPath) if getattr(a, f.name) != getattr(b, f.name)]
+
+
+def model_line(path: NumericPath | None, fingerprint: Fingerprint | None) -> str:
+    """A model's numeric path and fingerprint in one line (a comparison's notes and every
+    page print it), e.g. `llama.cpp 0.3.36 · AMD EPYC AVX-512 · Q4_K_M · f16 KV · n_batch 512 · flash attn off ·
+    2 threads · fingerprint 3f9a0c1d2e4b5a69`."""
+    parts = [path.compact() if path else "numeric path not recorded"]
+    if fingerprint is not None:
+        parts.append(f"fingerprint {fingerprint.short}")
+    return " · ".join(parts)

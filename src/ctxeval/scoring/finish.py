@@ -22,5 +22,5 @@ def scoring_result(run_dir: Path, manifest: Manifest, metrics: MetricConfig, rec
     records = read_records(run_dir) if records is None else records
     found = compute(run_dir, manifest, records, metrics)
     pooled = corpus_summary(records, metrics, manifest.vocab_sizes, manifest.temperatures) if corpus and records["text_id"].nunique() > 1 else None
-    return RunResult(run_dir, manifest, records, wide_ints(found.summary), wide_ints(found.approx_vs_exact), metrics, found.tables,
+    return RunResult(run_dir, manifest, records, wide_ints(found.summary), wide_ints(found.approx_vs_exact), metrics,
                      corpus=None if pooled is None else wide_ints(pooled))
