@@ -1,6 +1,6 @@
 """render/kinds.py: every result kind's texts are rendered from the Result alone, so a result read
 back from its folder renders to the very bytes its folder holds (a re-rendered or resumed run
-writes the same files), and the report page's views are declared for result kinds only."""
+writes the same files), and every kind's renderer (texts, view, figure) is the one its catalog line names."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from ctxeval import api, catalog
-from ctxeval.render.kinds import RENDERING, TEXTS, VIEWS
+from ctxeval.render.kinds import RENDERING, renderer
+from ctxeval.render.renderer import Renderer
 from ctxeval.results.base import read_result
 
 from .synthetic_runs import write_answer_quality_run, write_gain_run, write_retrieval_run, write_run
@@ -39,9 +40,10 @@ def folders(tmp_path_factory):
             "pplqa": write_answer_quality_run(root / "pplqa", "pplqa"), "meta-eval": write_answer_quality_run(root / "meta-eval", "meta-eval")}
 
 
-def test_every_result_kind_has_its_texts_and_views_are_of_result_kinds():
-    assert set(TEXTS) == set(catalog.RESULTS)  # every kind holds a text: a new kind without its renderer would write it empty
-    assert set(VIEWS) <= set(catalog.RESULTS)
+def test_every_result_kind_has_its_renderer():
+    # every kind holds a text: a new kind without its renderer would write it empty
+    assert set(catalog.RENDERERS) == set(catalog.RESULTS)
+    assert all(isinstance(renderer(kind), Renderer) for kind in catalog.RESULTS)
 
 
 @pytest.mark.parametrize("kind", sorted(TEXT_FILES))

@@ -330,9 +330,11 @@ def test_every_output_file_is_written_by_its_result():
     writers = {m for m in _functions_calling(_WRITE_CALLS) if not m.startswith("ctxeval.results.")}
     assert writers <= NON_RESULT_WRITERS, sorted(writers - NON_RESULT_WRITERS)
     assert set(_functions_calling(("savefig",))) == {"ctxeval.render.figures"}
-    from ctxeval.render.figures import FIGURES
+    from ctxeval.catalog import RESULTS
+    from ctxeval.render.kinds import renderer
 
-    called = {name for _, plot in FIGURES.values() for name in plot.__code__.co_names}  # what each kind's drawer calls
+    drawers = [renderer(kind).draw for kind in RESULTS if renderer(kind).draw is not None]
+    called = {name for draw in drawers for name in draw.__code__.co_names}  # what each kind's drawer calls
     assert _functions_calling(("savefig",))["ctxeval.render.figures"] <= called
 
 
@@ -345,8 +347,9 @@ def test_results_import_only_stats_metrics_and_errors():
 
 
 def test_render_reads_results_only():
-    """The figures read a Result alone: render/ imports results, stats and metrics, nothing above."""
-    allowed = RENDER + RESULTS + ("ctxeval.stats", "ctxeval.metrics", "ctxeval.errors")
+    """The figures read a Result alone: render/ imports results, stats and metrics, nothing above
+    (and the catalog, a leaf, which names each kind's renderer)."""
+    allowed = RENDER + RESULTS + ("ctxeval.stats", "ctxeval.metrics", "ctxeval.errors", "ctxeval.catalog")
     bad = {m: sorted(i for i in imported if not _in(i, allowed)) for m, imported in _imports_of(RENDER).items()}
     assert {m: b for m, b in bad.items() if b} == {}
 
@@ -372,12 +375,13 @@ def test_markdown_tables_are_built_in_render_only():
 
 def test_every_result_kind_with_a_figure_file_has_its_drawer():
     from ctxeval.catalog import RESULTS as KINDS
-    from ctxeval.render.figures import FIGURES
+    from ctxeval.render.kinds import renderer
     from ctxeval.results.base import result_class
+    from ctxeval.results.io import Figure
 
     with_png = {kind for kind in KINDS if any(name.endswith(".png") for name in result_class(kind).file_names())}
-    assert set(FIGURES) == with_png
-    assert all(name in result_class(kind).file_names() for kind, (name, _) in FIGURES.items())
+    assert {kind for kind in KINDS if renderer(kind).draw is not None} == with_png
+    assert all(isinstance(f, Figure) for kind in with_png for f in result_class(kind).FILES if f.name.endswith(".png"))
 
 
 def test_the_engine_is_the_one_module_that_writes_results():

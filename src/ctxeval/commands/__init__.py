@@ -15,9 +15,9 @@ def _registry() -> dict[str, Command]:
     """Each catalogued command from its family; a family declaring a command the catalog does not
     list stops the import (it would otherwise vanish from the CLI and the API), as does a
     catalogued name no family declares."""
-    by_family = {module: {c.name: c for c in import_module(module).COMMANDS} for module in dict.fromkeys(catalog.COMMANDS.values())}
+    by_family = {module: {c.name: c for c in import_module(module).COMMANDS} for module in dict.fromkeys(e.module for e in catalog.COMMANDS.values())}
     declared = {name: c for commands in by_family.values() for name, c in commands.items()}
-    misplaced = sorted(set(declared) ^ set(catalog.COMMANDS) | {n for n, m in catalog.COMMANDS.items() if n not in by_family[m]})
+    misplaced = sorted(set(declared) ^ set(catalog.COMMANDS) | {n for n, e in catalog.COMMANDS.items() if n not in by_family[e.module]})
     if misplaced:
         raise RuntimeError(f"ctxeval.catalog.COMMANDS and the families' COMMANDS differ: {misplaced}")
     return {name: declared[name] for name in catalog.COMMANDS}
@@ -26,9 +26,9 @@ def _registry() -> dict[str, Command]:
 def command(name: str) -> Command:
     """One catalogued command, importing only its family: the CLI loads no other command's code
     (`ctxeval --help` and `ctxeval ruler` import no task of another command)."""
-    found = {c.name: c for c in import_module(catalog.COMMANDS[name]).COMMANDS}
+    found = {c.name: c for c in import_module(catalog.COMMANDS[name].module).COMMANDS}
     if name not in found:
-        raise RuntimeError(f"ctxeval.catalog.COMMANDS names {catalog.COMMANDS[name]} for {name!r}, which does not declare it")
+        raise RuntimeError(f"ctxeval.catalog.COMMANDS names {catalog.COMMANDS[name].module} for {name!r}, which does not declare it")
     return found[name]
 
 

@@ -17,7 +17,8 @@ import numpy as np
 
 from ctxeval.errors import UserError
 from ctxeval.pieces import read_pieces
-from ctxeval.render.kinds import VIEWS
+from ctxeval.render.kinds import renderer
+from ctxeval.render.renderer import View
 from ctxeval.render.page import b64, runs_of
 from ctxeval.render.views import Arm, RunView, header
 from ctxeval.results.base import RESULT_FILE, read_header, read_result, result_class
@@ -29,10 +30,16 @@ DEFAULT_TOP_K_SHOWN = 10
 COMMAND_KINDS = {"sweep": "scoring", "score": "scoring", "compare": "comparison"}
 
 
+def _view(kind: str) -> View | None:
+    """The view of `kind` its renderer declares (None: the page shows its manifest)."""
+    found = renderer(kind)
+    return None if found is None else found.view
+
+
 def run_kind(path: Path) -> str:
-    """What an output folder holds: its result's kind where the page has a view of it
-    (`kinds.VIEWS`), else the command its manifest names."""
-    if (path / RESULT_FILE).is_file() and read_header(path)["kind"] in VIEWS:
+    """What an output folder holds: its result's kind where the page has a view of it (its
+    renderer's), else the command its manifest names."""
+    if (path / RESULT_FILE).is_file() and _view(read_header(path)["kind"]) is not None:
         return read_header(path)["kind"]
     if (path / "manifest.json").is_file():
         return read_manifest(path).command or "unknown"
@@ -40,7 +47,7 @@ def run_kind(path: Path) -> str:
 
 
 def load_runs(paths: list[Path]) -> tuple[list[RunView], list[Arm]]:
-    """Read every run directory, each as its result's view (`kinds.VIEWS`; a kind without one
+    """Read every run directory, each as its result's view (its renderer's; a kind without one
     shows its manifest); UserError for a missing, unknown or unfinished one."""
     if not paths:
         raise UserError("give at least one run directory")
@@ -52,8 +59,9 @@ def load_runs(paths: list[Path]) -> tuple[list[RunView], list[Arm]]:
         label = _unique(path.name or str(path), labels)
         kind = run_kind(path)
         kind = COMMAND_KINDS.get(kind, kind)
-        if kind in VIEWS:
-            view, run_arms = VIEWS[kind](read_result(path, reader="report", kinds=(result_class(kind),)), label, len(arms))
+        show = _view(kind)
+        if show is not None:
+            view, run_arms = show(read_result(path, reader="report", kinds=(result_class(kind),)), label, len(arms))
             arms += run_arms
         else:
             view = _generic_view(path, label, kind)

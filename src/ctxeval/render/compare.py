@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ctxeval.render.numerics import markdown_lines
-from ctxeval.results.comparison import window_label
+from ctxeval.render.renderer import Renderer
+from ctxeval.render.views import compare_view
+from ctxeval.results.comparison import Comparison, window_label
 
 
 def interval_text(bounds: list[float] | None, fmt: str) -> str:
@@ -64,3 +68,11 @@ def render_markdown(report: dict) -> str:
         lines.append(f"{label}{st['paired_delta_summary']['reason']}.")
     lines += markdown_lines(report.get("numerics"))
     return "\n".join(lines) + "\n"
+
+
+def texts(r: Comparison) -> Comparison:
+    """compare.md, from the report."""
+    return replace(r, markdown=render_markdown(r.report))
+
+
+RENDERER = Renderer(texts, compare_view)

@@ -3,9 +3,16 @@ LongPPL over the key tokens, and the gain by distance."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pandas as pd
 
+from ctxeval.render import figures
 from ctxeval.render.compare import interval_text
+from ctxeval.render.renderer import Renderer
+from ctxeval.render.views import gain_view
+from ctxeval.results.context_gain import PLOT_FILE, ContextGainResult
 
 
 def render_markdown(summary: dict, by_distance: pd.DataFrame) -> str:
@@ -35,3 +42,15 @@ def render_markdown(summary: dict, by_distance: pd.DataFrame) -> str:
 
 def _fmt(value: float | None, spec: str) -> str:
     return "—" if value is None else format(value, spec)
+
+
+def texts(r: ContextGainResult) -> ContextGainResult:
+    """context_gain.md, from the summary and the gain by distance."""
+    return replace(r, markdown=render_markdown(r.summary, r.by_distance))
+
+
+def draw(r: ContextGainResult, out: Path) -> None:
+    figures.plot_gain(r.tables, r.by_distance, out / PLOT_FILE)
+
+
+RENDERER = Renderer(texts, gain_view, draw)

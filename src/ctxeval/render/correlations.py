@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
-from ctxeval.results.correlations import Correlation
+from ctxeval.render.renderer import Renderer
+from ctxeval.results.correlations import Correlation, Correlations
 
 
 def correlation_markdown(results: list[Correlation], human_models: list[str]) -> str:
@@ -16,3 +18,11 @@ def correlation_markdown(results: list[Correlation], human_models: list[str]) ->
         tasks = "" if r.tasks is None else str(r.tasks)
         lines.append(f"| {r.metric} | {tau} | {p} | {len(r.models)} of {len(human_models)} | {tasks} |")
     return "\n".join(lines) + "\n"
+
+
+def texts(r: Correlations) -> Correlations:
+    """corr.md, from the correlations."""
+    return replace(r, markdown=correlation_markdown(r.correlations, sorted(r.human)))
+
+
+RENDERER = Renderer(texts)

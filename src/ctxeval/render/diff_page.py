@@ -11,13 +11,19 @@ REF's pieces (the two models share one token table; the task reads them from the
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 from markupsafe import Markup
 
 from ctxeval.render import charts
-from ctxeval.render.diff import headline
+from ctxeval.render.diff import headline, render_markdown
 from ctxeval.render.page import b64, environment, page_js, runs_of, script_json, static
+from ctxeval.render.renderer import Renderer
+from ctxeval.render.views import Arm, RunView, header
+from ctxeval.results.diff import DiffResult
+
 
 # the records' top-k columns (modeldiff/run.py writes them; runs from before them lack them)
 TOPK_COLUMNS = ("ref_topk_ids", "ref_topk_logprobs", "cand_topk_ids", "cand_topk_logprobs")
@@ -123,3 +129,19 @@ def diff_payload(records: pd.DataFrame, pieces: dict[int, str], key: np.ndarray 
         },
         "tokens": tokens,
     }
+
+
+def texts(r: DiffResult) -> DiffResult:
+    """diff.md from the report; report.html from the records, token texts and key-token mask
+    the result was built with (a diff read back from its folder holds its page already)."""
+    page = r.html if r.records is None else render_diff(r.report, r.records, r.pieces or {}, r.key_mask)
+    return replace(r, markdown=render_markdown(r.report), html=page)
+
+
+def view(result: DiffResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
+    """A diff: its answer and manifest (its tokens are on its own page, report.html)."""
+    manifest = result.manifest.to_json()
+    return RunView(label, result.run_dir, "diff", manifest, header(manifest, "diff"), answer=headline(result.report)), []
+
+
+RENDERER = Renderer(texts, view)

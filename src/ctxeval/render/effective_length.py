@@ -3,9 +3,14 @@ longest length, the last doubling that still helped, and the curve."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 
+from ctxeval.render import figures
 from ctxeval.render.headline import Headline, percent
-from ctxeval.results.effective_length import describe_length
+from ctxeval.render.renderer import Renderer
+from ctxeval.render.views import Arm, RunView, header
+from ctxeval.results.effective_length import PLOT_FILE, describe_length, EffectiveLengthResult
 
 
 def _ci(e: dict | None, fmt: str = "+.4f") -> str:
@@ -87,3 +92,31 @@ def render_markdown(summary: dict) -> str:
         for d in s["doublings"]:
             lines.append(f"| {d['from']}→{d['to']} | {_ci(d['logprob_gain'])} | {_ci(d['avg_gain'])} | {_ci(d['key_logprob_gain'])} |")
     return "\n".join(lines) + "\n"
+
+
+def texts(r: EffectiveLengthResult) -> EffectiveLengthResult:
+    """effective_length.md, from the summary."""
+    return replace(r, markdown=render_markdown(r.summary))
+
+
+def view(result: EffectiveLengthResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
+    """An effective-length run: L* per model (all targets and key tokens) and its gain, in the
+    headline; the curves with their bands are charts (explorer/render.py's `_effective_charts`)."""
+    manifest = result.manifest.to_json()
+    view = RunView(label, result.run_dir, "effective-length", manifest, header(manifest, "effective-length"), effective=result.summary,
+                   answer=headline(result.summary))
+    lengths = result.summary["lengths"]
+    for model, s in result.summary["models"].items():
+        view.headline.append({"label": f"L* {model}", "value": describe_length(s["effective_length"]), "interval": f"{s['effective_length']['units']} {s['effective_length']['unit']}s"})
+        view.headline.append({"label": f"key-token L* {model}", "value": describe_length(s["key_effective_length"]), "interval": f"{s['n_key']} key tokens"})
+        gain = s["curve"][-1]["gain"]
+        view.headline.append({"label": f"gain {lengths[0]}→{lengths[-1]} {model} (nats/token)", "value": f"{gain['estimate']:+.4f}",
+                              "interval": "no interval" if gain["interval"] == "none" else f"[{gain['low']:+.4f}, {gain['high']:+.4f}]"})
+    return view, []
+
+
+def draw(r: EffectiveLengthResult, out: Path) -> None:
+    figures.plot_curves(r.summary, out / PLOT_FILE)
+
+
+RENDERER = Renderer(texts, view, draw)

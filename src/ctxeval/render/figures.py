@@ -1,4 +1,5 @@
-"""Every figure a result folder holds, drawn from its Result alone (`draw` picks the kind's).
+"""Every figure a result folder holds, drawn from its Result's data (each kind's renderer
+declares its `draw`, which calls one of these).
 
 The figures are drawn when the result is written (the engine's one write path), so a Result
 itself holds data only."""
@@ -15,11 +16,8 @@ import pandas as pd
 
 from ctxeval.metrics.config import MetricConfig
 from ctxeval.metrics.registry import panel_metrics
-from ctxeval.results import agreement, context_gain, effective_length, probe_report, retrieval, ruler, scoring
-from ctxeval.results.base import Result
 from ctxeval.results.effective_length import curve_frame
 from ctxeval.results.ruler import MEAN_TASK
-from ctxeval.render.ruler import mean_label
 
 
 def _pyplot() -> Any:
@@ -185,8 +183,9 @@ def plot_heatmaps(cells: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
-def plot_ruler(table: pd.DataFrame, path: Path, threshold: float) -> None:
-    """Score by length, one panel per model: each task thin, the mean thick, the threshold dashed."""
+def plot_ruler(table: pd.DataFrame, path: Path, threshold: float, mean_label: Callable[[int], str]) -> None:
+    """Score by length, one panel per model: each task thin, the mean thick (its legend
+    `mean_label(tasks)`), the threshold dashed."""
     models = list(dict.fromkeys(table["model"]))
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4), squeeze=False, constrained_layout=True)
@@ -243,22 +242,3 @@ def plot_report(sections: dict[str, pd.DataFrame], path: Path) -> None:
         ax.grid(True, alpha=0.3)
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-# kind -> (its figure's file, how the figure is drawn from the result); kinds without a figure are absent
-FIGURES: dict[str, tuple[str, Callable[[Any, Path], None]]] = {
-    scoring.RunResult.KIND: (scoring.PLOT_FILE, lambda r, path: plot_scores(r.summary, r.metrics, path)),
-    context_gain.ContextGainResult.KIND: (context_gain.PLOT_FILE, lambda r, path: plot_gain(r.tables, r.by_distance, path)),
-    effective_length.EffectiveLengthResult.KIND: (effective_length.PLOT_FILE, lambda r, path: plot_curves(r.summary, path)),
-    retrieval.RetrievalResult.KIND: (retrieval.HEATMAP_FILE, lambda r, path: plot_heatmaps(r.cells, path)),
-    ruler.RulerResult.KIND: (ruler.PLOT_FILE, lambda r, path: plot_ruler(r.table, path, r.threshold)),
-    probe_report.ProbeReport.KIND: (probe_report.PLOT_FILE, lambda r, path: plot_report(r.sections, path)),
-    agreement.AgreementResult.KIND: (agreement.SCATTER_PNG, lambda r, path: scatter_grid(r.measures, r.correlations, path)),
-}
-
-
-def draw(result: Result, out: Path) -> None:
-    """Draw `result`'s figure into its folder `out` (nothing for a kind without one)."""
-    if result.KIND in FIGURES:
-        name, plot = FIGURES[result.KIND]
-        plot(result, Path(out) / name)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ctxeval.results.judge import describe_questions
+from dataclasses import replace
+
+from ctxeval.render.renderer import Renderer
+from ctxeval.results.judge import describe_questions, JudgeResult
 
 
 def markdown(report: dict) -> str:
@@ -20,3 +23,11 @@ def markdown(report: dict) -> str:
         lines.append(f"| {name} | {t['verdicts']} | {t['win']} | {t['loss']} | {t['tie']} | {t['error']} | {t['win_rate']:.4f} |")
     lines += ["", "win rate = (wins + ½ ties) / verdicts that are not errors; errors are reported, not scored."]
     return "\n".join(lines) + "\n"
+
+
+def texts(r: JudgeResult) -> JudgeResult:
+    """judge.md, from the report."""
+    return replace(r, markdown=markdown(r.report))
+
+
+RENDERER = Renderer(texts)

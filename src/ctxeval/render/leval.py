@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
+
+from ctxeval.render.renderer import Renderer
+from ctxeval.results.leval import LevalResult
 
 
 COLUMNS = (("exact_match", "EM"), ("f1", "F1"), ("rouge1", "R-1"), ("rouge2", "R-2"), ("rougeL", "R-L"), ("delta_len", "ΔL"))
@@ -44,3 +48,11 @@ def markdown(data: dict[str, dict[str, dict]], variant: str, tokenize: str, note
     if notes:
         lines += ["", "## Notes", ""] + [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"
+
+
+def texts(r: LevalResult) -> LevalResult:
+    """scores.md, from the scores."""
+    return replace(r, markdown=markdown(r.scores, r.variant, r.tokenize, r.notes))
+
+
+RENDERER = Renderer(texts)

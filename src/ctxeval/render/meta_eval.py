@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ctxeval.render.renderer import Renderer
+from ctxeval.render.views import answers_view
+from ctxeval.results.meta_eval import MetaEvalResult
+
+
 ROWS = (("Precision", "precision"), ("Recall", "recall"), ("F1", "f1"))
 
 
@@ -48,3 +55,11 @@ def markdown_table(result: dict) -> str:
               f"human labels: {ds['labels']}; scoring took {result['timing']['scoring_seconds']} s "
               f"({result['timing']['passes_run_this_session']} new model passes).", "", tie_policy_line(ds)]
     return "\n".join(lines) + "\n"
+
+
+def texts(r: MetaEvalResult) -> MetaEvalResult:
+    """The Markdown table, from the report."""
+    return replace(r, markdown=markdown_table(r.report))
+
+
+RENDERER = Renderer(texts, answers_view)

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ctxeval.render.renderer import Renderer
+from ctxeval.render.views import answers_view
+from ctxeval.results.pplqa import PplqaResult
+
+
 TAU_NOTES = {
     "a": "Kendall tau-a per question (the paper's eq. 4: a tied pair counts 0, a constant ranking gives 0), averaged over questions",
     "b": "Kendall tau-b per question, averaged over questions; a question with a constant ranking is skipped",
@@ -25,3 +32,11 @@ def markdown(result: dict) -> str:
     if result.get("reference"):
         lines += ["", f"Reference: {result['reference'].get('description', '')}"]
     return "\n".join(lines) + "\n"
+
+
+def texts(r: PplqaResult) -> PplqaResult:
+    """The Markdown, from the report."""
+    return replace(r, markdown=markdown(r.report))
+
+
+RENDERER = Renderer(texts, answers_view)

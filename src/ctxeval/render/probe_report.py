@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
+
+from ctxeval.render import figures
+from ctxeval.render.renderer import Renderer
+from ctxeval.results.probe_report import PLOT_FILE, ProbeReport
 
 
 def render(glance: pd.DataFrame, sections: dict[str, pd.DataFrame], run_dirs: list[Path]) -> str:
@@ -26,3 +31,15 @@ def render(glance: pd.DataFrame, sections: dict[str, pd.DataFrame], run_dirs: li
 
 def _table(frame: pd.DataFrame) -> str:
     return frame.to_markdown(index=False, floatfmt=".4g") if not frame.empty else "(nothing)"
+
+
+def texts(r: ProbeReport) -> ProbeReport:
+    """probe_report.md, from the at-a-glance table and the sections."""
+    return replace(r, markdown=render(r.at_a_glance, r.sections, r.runs))
+
+
+def draw(r: ProbeReport, out: Path) -> None:
+    figures.plot_report(r.sections, out / PLOT_FILE)
+
+
+RENDERER = Renderer(texts, draw=draw)

@@ -3,10 +3,17 @@ effective lengths, and how often the two scorings agree."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pandas as pd
 
+from ctxeval.render import figures
 from ctxeval.render.headline import Headline
-from ctxeval.results.ruler import MEAN_TASK
+from ctxeval.render.renderer import Renderer
+from ctxeval.render.views import Arm, RunView, header
+from ctxeval.results.ruler import MEAN_TASK, PLOT_FILE, RulerResult
+
 
 SCORINGS = {"generation": "by generation (RULER's string_match_all on the greedy output)",
             "likelihood": "by likelihood (the answers inside the greedy prefix of the teacher-forced reference)"}
@@ -68,3 +75,22 @@ def _length_text(entry: dict, shortest: int) -> str:
     if entry["value"] is None:
         return f"below the shortest (< {shortest})"
     return f"≥ {entry['value']}" if entry["at_least"] else str(entry["value"])
+
+
+def texts(r: RulerResult) -> RulerResult:
+    """results.md, from the scores, the effective lengths and the scorings' agreement."""
+    return replace(r, markdown=results_markdown(r.table, r.effective_lengths, r.agreement, r.threshold))
+
+
+def view(result: RulerResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
+    """A RULER run: every model's score by length, and its manifest."""
+    manifest = result.manifest.to_json()
+    return RunView(label, result.run_dir, "ruler", manifest, header(manifest, "ruler"),
+                   answer=headline(result.table, result.effective_lengths, result.threshold)), []
+
+
+def draw(r: RulerResult, out: Path) -> None:
+    figures.plot_ruler(r.table, out / PLOT_FILE, r.threshold, mean_label)
+
+
+RENDERER = Renderer(texts, view, draw)

@@ -3,9 +3,12 @@ repeated starts."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
-from ctxeval.results.trends import ALL_TEXTS, SERIES
+from ctxeval.render.renderer import Renderer
+from ctxeval.results.trends import ALL_TEXTS, SERIES, Trends
 
 
 def render_trends(trends: pd.DataFrame, variance: pd.DataFrame, rule: str) -> str:
@@ -17,3 +20,11 @@ def render_trends(trends: pd.DataFrame, variance: pd.DataFrame, rule: str) -> st
     spread["outliers"] = spread["outliers"].map(lambda w: ", ".join(w))
     md += ["# Spread across repeats", "", rule + ".", "", spread.to_markdown(index=False, floatfmt=".4g"), ""]
     return "\n".join(md)
+
+
+def texts(r: Trends) -> Trends:
+    """trends.md, from the fits and the spread."""
+    return replace(r, markdown=render_trends(r.trends, r.variance, r.outlier_rule))
+
+
+RENDERER = Renderer(texts)

@@ -1,7 +1,8 @@
 """Each result kind's view on the `ctxeval report` page: what the page shows of one output
 folder (its header, headline numbers, answer and tables) and, for runs with per-token records,
-its arms (one model's scored tokens). A view reads the Result alone; `kinds.VIEWS` declares
-each kind's view beside its texts, so explorer/ keeps no per-kind switch of its own."""
+its arms (one model's scored tokens). A view reads the Result alone; each kind's renderer
+declares its view beside its texts (`renderer.Renderer`), so explorer/ keeps no per-kind switch
+of its own. The views several kinds share, and their parts, are here."""
 
 from __future__ import annotations
 
@@ -12,19 +13,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ctxeval.render import agreement as agreement_render, diff as diff_render, effective_length as effective_render, ruler as ruler_render
 from ctxeval.render.headline import Headline
 from ctxeval.render.numerics import run_lines
-from ctxeval.results.agreement import AgreementResult
 from ctxeval.results.comparison import Comparison
 from ctxeval.results.context_gain import ContextGainResult
-from ctxeval.results.diff import DiffResult
-from ctxeval.results.effective_length import EffectiveLengthResult, describe_length
-from ctxeval.results.manifest import Manifest, read_manifest
+from ctxeval.results.manifest import Manifest
 from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.results.pplqa import PplqaResult
 from ctxeval.results.retrieval import RetrievalResult
-from ctxeval.results.ruler import RulerResult
 from ctxeval.results.runs import require_complete
 from ctxeval.results.scoring import RunResult
 
@@ -154,22 +150,6 @@ def gain_view(result: ContextGainResult, label: str, first_arm: int) -> tuple[Ru
     return view, arms
 
 
-def effective_view(result: EffectiveLengthResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
-    """An effective-length run: L* per model (all targets and key tokens) and its gain, in the
-    headline; the curves with their bands are charts (explorer/render.py's `_effective_charts`)."""
-    manifest = result.manifest.to_json()
-    view = RunView(label, result.run_dir, "effective-length", manifest, header(manifest, "effective-length"), effective=result.summary,
-                   answer=effective_render.headline(result.summary))
-    lengths = result.summary["lengths"]
-    for model, s in result.summary["models"].items():
-        view.headline.append({"label": f"L* {model}", "value": describe_length(s["effective_length"]), "interval": f"{s['effective_length']['units']} {s['effective_length']['unit']}s"})
-        view.headline.append({"label": f"key-token L* {model}", "value": describe_length(s["key_effective_length"]), "interval": f"{s['n_key']} key tokens"})
-        gain = s["curve"][-1]["gain"]
-        view.headline.append({"label": f"gain {lengths[0]}→{lengths[-1]} {model} (nats/token)", "value": f"{gain['estimate']:+.4f}",
-                              "interval": "no interval" if gain["interval"] == "none" else f"[{gain['low']:+.4f}, {gain['high']:+.4f}]"})
-    return view, []
-
-
 def retrieval_view(result: RetrievalResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
     manifest = result.manifest.to_json()
     view = RunView(label, result.run_dir, "retrieval", manifest, header(manifest, "retrieval"))
@@ -194,26 +174,6 @@ def compare_view(result: Comparison, label: str, first_arm: int) -> tuple[RunVie
     for name, m in report.get("secondary_metrics", {}).items():
         view.headline.append({"label": f"{name} B − A", "value": f"{m['difference']:+.4f}", "interval": _bounds(m["ci"], "+.4f")})
     return view, []
-
-
-def diff_view(result: DiffResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
-    """A diff: its answer and manifest (its tokens are on its own page, report.html)."""
-    manifest = result.manifest.to_json()
-    return RunView(label, result.run_dir, "diff", manifest, header(manifest, "diff"), answer=diff_render.headline(result.report)), []
-
-
-def ruler_view(result: RulerResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
-    """A RULER run: every model's score by length, and its manifest."""
-    manifest = result.manifest.to_json()
-    return RunView(label, result.run_dir, "ruler", manifest, header(manifest, "ruler"),
-                   answer=ruler_render.headline(result.table, result.effective_lengths, result.threshold)), []
-
-
-def agreement_view(result: AgreementResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
-    """An agreement report: the cheap measures ranked by ρ, and what it read."""
-    manifest = read_manifest(result.out).to_json()
-    return RunView(label, result.out, "agreement", manifest, header(manifest, "agreement"),
-                   answer=agreement_render.headline(result.measures, result.correlations, result.replicates)), []
 
 
 def answers_view(result: PplqaResult | MetaEvalResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
