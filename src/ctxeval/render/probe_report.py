@@ -1,4 +1,5 @@
-"""probe_report.md: the at-a-glance table and one section per probe."""
+"""probe_report.md: the at-a-glance table and one section per probe, each headed by the title the
+kinds adding rows to it declare (`Result.PROBE`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from ctxeval import catalog
 from ctxeval.render import figures
 from ctxeval.render.renderer import Renderer
+from ctxeval.results.base import result_class
 from ctxeval.results.probe_report import PLOT_FILE, ProbeReport
 
 
@@ -21,11 +24,10 @@ def render(glance: pd.DataFrame, sections: dict[str, pd.DataFrame], run_dirs: li
              "different gains or retrieval scores mean perplexity is reflecting local modelling (paper 002). The effective length L* is the shortest context "
              "that brings 95 % of the likelihood gain of the longest one (same targets at every length); the retrieval effective length is the longest "
              "prompt whose retrieval accuracy stays above the threshold.", ""]
-    titles = {"language_modelling": "Perplexity and rank-based scores by context", "context_gain": "Context gain and LongPPL",
-              "effective_length": "Effective context length", "retrieval": "Line retrieval"}
-    for key, title in titles.items():
-        if not sections[key].empty:
-            parts += [f"## {title}", "", _table(sections[key]), ""]
+    titles = {s.key: s.title for kind in catalog.RESULTS for s in result_class(kind).PROBE}
+    for key, rows in sections.items():
+        if not rows.empty:
+            parts += [f"## {titles[key]}", "", _table(rows), ""]
     return "\n".join(parts)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from importlib import import_module, metadata
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -31,6 +32,15 @@ RESULT_FILE = "result.json"
 T = TypeVar("T", bound="Result")
 
 
+@dataclass(frozen=True)
+class Section:
+    """A section of the probe report: its key in probe_report.json and its heading in
+    probe_report.md."""
+
+    key: str
+    title: str
+
+
 class Result:
     """One output kind: what a command found and the files it owns (`FILES`, what each holds)."""
 
@@ -38,6 +48,14 @@ class Result:
     VERSION: ClassVar[int] = 1
     READS: ClassVar[tuple[int, ...]] = ()  # earlier versions its declaration still reads
     FILES: ClassVar[tuple[File, ...]] = ()  # the files it owns, relative to its folder, in header order
+    # the probe-report sections it adds rows to (`probe_rows`): probe-report reads every
+    # catalogued kind that declares one
+    PROBE: ClassVar[tuple[Section, ...]] = ()
+
+    def probe_rows(self, run: Path) -> dict[str, Any]:
+        """Its rows (a DataFrame) in each section of `PROBE`, by key; `run` is its folder as the
+        probe-report's caller named it."""
+        raise NotImplementedError(f"the {self.KIND} result adds no probe-report section")
 
     @classmethod
     def file_names(cls) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from ctxeval.metrics.gain import LONG_METHOD, key_tables
 from ctxeval.results.base import Result
 from ctxeval.results.io import Csv, Figure, Json, Text, derived, folder, loaded
 from ctxeval.results.manifest import Manifest, read_manifest
+from ctxeval.results.probe_report import CONTEXT_GAIN
 from ctxeval.results.records import read_records
 
 SUMMARY_JSON = "summary.json"
@@ -39,6 +40,7 @@ class ContextGainResult(Result):
     """A finished context-gain run: per (model, text) summaries and the gain-by-distance table."""
 
     KIND = "context-gain"
+    PROBE = (CONTEXT_GAIN,)
     FILES = (Json(SUMMARY_JSON, "summary"), Csv(DISTANCE_CSV, "by_distance"), Text(REPORT_MD, "markdown"), Figure(PLOT_FILE))
 
     run_dir: Path = folder()
@@ -64,3 +66,19 @@ class ContextGainResult(Result):
         """What the run wrote beside its records, by role."""
         d = self.run_dir
         return {"summary": d / SUMMARY_JSON, "report": d / REPORT_MD, "plot": d / PLOT_FILE, "by_distance": d / DISTANCE_CSV}
+
+    def probe_rows(self, run: Path) -> dict[str, pd.DataFrame]:
+        """Its gain and LongPPL per text and model."""
+        return {CONTEXT_GAIN.key: gain_rows(run, self.summary)}
+
+
+def gain_rows(run: Path, summary: dict) -> pd.DataFrame:
+    """Context-gain rows of a context-gain run, from its summary (summary.json's content)."""
+    rows = []
+    for text_id, entry in summary["texts"].items():
+        for model, s in entry["by_model"].items():
+            rows.append({"run": str(run), "model": model, "text_id": text_id, "window": summary["window"], "short": summary["short"],
+                         "n": s["n_tokens"], "ppl_long": s["ppl_long"], "ppl_short": s["ppl_short"], "mean_gain": s["mean_gain"],
+                         **dict(zip(("gain_ci_low", "gain_ci_high"), s["mean_gain_ci"] or (None, None))),
+                         "key_fraction": s["key_fraction"], "longppl": s["longppl"], "evaluator": summary["key_tokens"]["evaluator"]})
+    return pd.DataFrame(rows)

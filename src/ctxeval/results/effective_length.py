@@ -17,6 +17,7 @@ import pandas as pd
 from ctxeval.results.base import Result
 from ctxeval.results.io import Csv, Figure, Json, Parquet, Text, folder, loaded, written
 from ctxeval.results.manifest import Manifest, read_manifest
+from ctxeval.results.probe_report import EFFECTIVE_LENGTH
 
 SUMMARY_JSON = "summary.json"
 CURVE_CSV = "curve.csv"
@@ -30,6 +31,7 @@ class EffectiveLengthResult(Result):
     """A finished effective-length run: per model the curve, its gains and L* with intervals."""
 
     KIND = "effective-length"
+    PROBE = (EFFECTIVE_LENGTH,)
     VERSION = 2  # 2: each comparison carries the share of the reference's gain kept
     FILES = (Json(SUMMARY_JSON, "summary"), Csv(CURVE_CSV, written(lambda r: r.curve)), Parquet(TARGETS_FILE, "targets"), Text(REPORT_MD, "markdown"),
              Figure(PLOT_FILE))
@@ -54,6 +56,10 @@ class EffectiveLengthResult(Result):
         d = self.run_dir
         return {"summary": d / SUMMARY_JSON, "curve": d / CURVE_CSV, "targets": d / TARGETS_FILE, "report": d / REPORT_MD, "plot": d / PLOT_FILE}
 
+    def probe_rows(self, run: Path) -> dict[str, pd.DataFrame]:
+        """Its L* and key-token L* per model."""
+        return {EFFECTIVE_LENGTH.key: effective_rows(run, self.summary)}
+
 
 def curve_frame(summary: dict) -> pd.DataFrame:
     """One row per (model, length): mean log-probability and AVG, the gain over the shortest
@@ -77,3 +83,14 @@ def describe_length(e: dict | None) -> str:
         return f"{value}, no interval"
     high = f"≥ {e['high']}" if e.get("high_at_least") else f"{e['high']}"
     return f"{value} [{e['low']}, {high}]"
+
+
+def effective_rows(run: Path, summary: dict) -> pd.DataFrame:
+    """Effective-length rows of an effective-length run: L* and the key-token L* per model."""
+    rows = []
+    for model, s in summary["models"].items():
+        for measure, e in (("effective length", s["effective_length"]), ("key-token effective length", s["key_effective_length"])):
+            if e is not None:
+                rows.append({"run": str(run), "model": model, "measure": measure, "max_context": s["max_context"], "value": e["value"], "low": e["low"], "high": e["high"],
+                             "at_least": e["at_least"], "units": f"{e['units']} {e['unit']}s", "text": describe_length(e)})
+    return pd.DataFrame(rows)

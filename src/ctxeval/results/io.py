@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,23 +91,27 @@ class File:
 @dataclass(frozen=True)
 class Json(File):
     """A JSON file (indent 2): one value (`content` a field name or a `Value`), or an object
-    whose keys, in file order, each hold one; `json.dumps`' `default`, `ensure_ascii` and
-    `sort_keys` as given, and a final line break with `newline`."""
+    whose keys, in file order, each hold one, then (`more`) the keys its result adds, each an
+    entry of a dict field (`more.write` gives them all, by key; `more.read` reads each back);
+    `json.dumps`' `default`, `ensure_ascii` and `sort_keys` as given, and a final line break
+    with `newline`."""
 
     content: str | Value | Mapping[str, str | Value]
     default: Callable[[Any], Any] | None = None
     ensure_ascii: bool = True
     sort_keys: bool = False
     newline: bool = False
+    more: Value | None = None
 
     def holds(self) -> set[str]:
-        places = self.content.values() if isinstance(self.content, Mapping) else [self.content]
+        places = [*(self.content.values() if isinstance(self.content, Mapping) else [self.content]), *([self.more] if self.more else [])]
         return {v.field for v in map(_value, places) if v.field is not None}
 
     def data(self, result: Any) -> Any:
         """What the file holds, as Python values."""
         if isinstance(self.content, Mapping):
-            return {key: _value(v).write(result) for key, v in self.content.items()}
+            declared = {key: _value(v).write(result) for key, v in self.content.items()}
+            return declared | (self.more.write(result) if self.more is not None else {})
         return _value(self.content).write(result)
 
     def save(self, result: Any, path: Path) -> None:
@@ -123,6 +127,9 @@ class Json(File):
             v = _value(v)
             if v.field is not None:
                 _put(found, v, data[key] if key in data or v.missing is None else v.missing)
+        if self.more is not None:
+            for key in [k for k in data if k not in self.content]:
+                _put(found, replace(self.more, item=key), data[key])
 
 
 def _put(found: dict[str, Any], value: Value, stored: Any) -> None:

@@ -8,13 +8,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from ctxeval.results.base import Result
+from ctxeval.results.base import Result, Section
 from ctxeval.results.io import Figure, Json, Text, Value, folder, kept
 
 REPORT_MD = "probe_report.md"
 REPORT_JSON = "probe_report.json"
 PLOT_FILE = "probe_report.png"
-SECTIONS = ("language_modelling", "context_gain", "effective_length", "retrieval")
+# the sections every probe report holds (the at-a-glance table reads them); a kind that adds
+# rows to another declares it (`Result.PROBE`) and the report holds it after these
+LANGUAGE_MODELLING = Section("language_modelling", "Perplexity and rank-based scores by context")
+CONTEXT_GAIN = Section("context_gain", "Context gain and LongPPL")
+EFFECTIVE_LENGTH = Section("effective_length", "Effective context length")
+RETRIEVAL = Section("retrieval", "Line retrieval")
+SECTIONS = tuple(s.key for s in (LANGUAGE_MODELLING, CONTEXT_GAIN, EFFECTIVE_LENGTH, RETRIEVAL))
 
 
 def records(frame: pd.DataFrame) -> list[dict]:
@@ -36,13 +42,14 @@ class ProbeReport(Result):
     VERSION = 2
     READS = (1,)  # version 1 had no effective-length section
     FILES = (Text(REPORT_MD, "markdown"),
-             Json(REPORT_JSON, {"runs": "runs", "at_a_glance": kept("at_a_glance", records, pd.DataFrame), **{key: _section(key) for key in SECTIONS}}),
+             Json(REPORT_JSON, {"runs": "runs", "at_a_glance": kept("at_a_glance", records, pd.DataFrame), **{key: _section(key) for key in SECTIONS}},
+                  more=Value("sections", lambda report: {k: records(v) for k, v in report.sections.items() if k not in SECTIONS}, pd.DataFrame)),
              Figure(PLOT_FILE))
 
     out: Path = folder()
     runs: list[str]  # the run directories it read, as given
     at_a_glance: pd.DataFrame
-    sections: dict[str, pd.DataFrame]  # SECTIONS -> rows (empty where no run of that kind was given)
+    sections: dict[str, pd.DataFrame]  # SECTIONS, then any other section a kind declares -> rows (empty where no run adds to it)
     markdown: str = ""  # what probe_report.md holds
 
     def paths(self) -> dict[str, Path]:

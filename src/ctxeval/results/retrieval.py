@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from ctxeval.results.base import Result
 from ctxeval.results.io import Figure, Json, Text, Value, folder, loaded, written
 from ctxeval.results.manifest import Manifest, read_manifest
+from ctxeval.results.probe_report import EFFECTIVE_LENGTH, RETRIEVAL
 from ctxeval.results.rows import frame, json_rows
 from ctxeval.stats.threshold_lengths import RETRIEVAL_THRESHOLD, effective_lengths
 
@@ -55,6 +56,7 @@ class RetrievalResult(Result):
     target, depth): accuracy, mean_rank, n, ..."""
 
     KIND = "retrieval"
+    PROBE = (RETRIEVAL, EFFECTIVE_LENGTH)
     FILES = (Json(RESULTS_JSON, {"variant": "variant", "model": written(lambda r: r.models[0]), "cells": written(lambda r: _model_cells(r, r.models[0])),
                                  "by_model": Value("cells", lambda r: {m: _model_cells(r, m) for m in r.models}, _cells),
                                  "definitions": written(lambda r: DEFINITIONS)}),
@@ -82,6 +84,10 @@ class RetrievalResult(Result):
         d = self.run_dir
         return {"results": d / RESULTS_JSON, "cases": d / CASES_FILE, "heatmap": d / HEATMAP_FILE, "report": d / RESULTS_MD}
 
+    def probe_rows(self, run: Path) -> dict[str, pd.DataFrame]:
+        """Its accuracy per model and record size, and its effective length per model."""
+        return {RETRIEVAL.key: retrieval_rows(run, self.variant, self.cells, self.models), EFFECTIVE_LENGTH.key: retrieval_length_rows(run, self.effective_lengths())}
+
 
 def cell_keys(table: pd.DataFrame) -> list[str]:
     """What a cell is: (model, lines, depth), or (model, token target, lines, depth) for a run
@@ -104,4 +110,29 @@ def read_cases(run_dir: Path) -> pd.DataFrame:
             rows.append({"tokens_target": None, **json.loads(line)})
         except json.JSONDecodeError:
             break  # a torn last line of an interrupted run
+    return pd.DataFrame(rows)
+
+
+def retrieval_rows(run: Path, variant: str, cells: pd.DataFrame, models: list[str]) -> pd.DataFrame:
+    """Retrieval rows of a retrieval run: its cells pooled over depths, per model (in `models`
+    order) and record size."""
+    rows = []
+    for model in models:
+        for lines, part in cells[cells["model"] == model].groupby("lines"):
+            n = part["n"].sum()
+            rows.append({"run": str(run), "model": model, "variant": variant, "lines": int(lines),
+                         "mean_prompt_tokens": float(part["mean_prompt_tokens"].mean()), "n": int(n),
+                         "accuracy": float((part["accuracy"] * part["n"]).sum() / n), "mean_rank": float((part["mean_rank"] * part["n"]).sum() / n),
+                         "worst_depth_accuracy": float(part["accuracy"].min())})
+    return pd.DataFrame(rows)
+
+
+def retrieval_length_rows(run: Path, lengths: dict[str, dict]) -> pd.DataFrame:
+    """Effective-length rows of a retrieval run sized in tokens: the longest prompt size whose
+    accuracy stays at or above the threshold (RULER's rule), per model."""
+    rows = []
+    for model, e in lengths.items():
+        text = "below the shortest size" if e["value"] is None else (f"≥ {e['value']}" if e["at_least"] else str(e["value"]))
+        rows.append({"run": str(run), "model": model, "measure": "retrieval effective length", "max_context": None, "value": e["value"], "low": None, "high": None,
+                     "at_least": e["at_least"], "units": f"accuracy ≥ {e['threshold']:g}", "text": text})
     return pd.DataFrame(rows)

@@ -19,7 +19,9 @@ from ctxeval.metrics.config import MetricConfig
 from ctxeval.results.base import Result
 from ctxeval.results.io import Csv, Figure, Json, Text, Value, folder, loaded, rows, written
 from ctxeval.results.manifest import Manifest, read_manifest
+from ctxeval.results.probe_report import LANGUAGE_MODELLING
 from ctxeval.results.records import RECORDS_FILE, read_records
+from ctxeval.results.runs import require_complete
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_CSV = "summary.csv"
@@ -39,6 +41,7 @@ class RunResult(Result):
     """A finished run: where it lives and what it found."""
 
     KIND = "scoring"
+    PROBE = (LANGUAGE_MODELLING,)
     FILES = (Json(SUMMARY_JSON, {"run_id": written(lambda r: r.manifest.run_id), "metrics": Value("metrics", _metrics, MetricConfig.from_dict),
                                  "groups": rows("summary"), "approx_vs_exact": rows("approx_vs_exact"), "numerics": written(lambda r: run_json(r.manifest))}),
              Csv(SUMMARY_CSV, written(lambda r: r.summary)), Text(TABLES_MD, "tables"), Figure(PLOT_FILE),
@@ -67,6 +70,11 @@ class RunResult(Result):
             paths["noise_floor"] = d / NOISE_JSON
         return paths
 
+    def probe_rows(self, run: Path) -> dict[str, pd.DataFrame]:
+        """Its perplexity and rank scores by context (a finished run only)."""
+        require_complete(self.run_dir, self.manifest)
+        return {LANGUAGE_MODELLING.key: lm_rows(run, self.summary)}
+
 
 def stored_noise_floor(run_dir: Path) -> dict | None:
     """The noise floor a `score --noise-floor` run measured, if it has one (kept when `summary
@@ -84,3 +92,10 @@ def run_json(manifest: Manifest) -> list[dict[str, Any]]:
          "fingerprint": fingerprints[i].sha256 if i < len(fingerprints) else None}
         for i, name in enumerate(manifest.model_names)
     ]
+
+
+def lm_rows(run: Path, summary: pd.DataFrame) -> pd.DataFrame:
+    """Language-modelling rows of a sweep/score run, from its summary rows."""
+    rows = summary[["model", "text_id", "method", "context_mode", "nominal_len", "n", "ppl", "bpb", "avg", "rp", "top1"]].rename(columns={"nominal_len": "context"})
+    rows.insert(0, "run", str(run))
+    return rows
