@@ -100,3 +100,21 @@ def test_an_optional_file_the_header_does_not_list_reads_as_its_default_and_a_mi
     (tmp_path / "a.json").write_text(json.dumps(data))
     again = read_files(Sample, tmp_path, [n for n in result.files() if n != "i.json"])
     assert again.extra is None and again.parts == {"x": 1, "y": -1}
+
+
+@dataclass
+class Open(Result):
+    KIND = "open"
+    FILES = (Json("o.json", {"x": Value("parts", lambda r: r.parts["x"], item="x")}, more=Value("parts", lambda r: {k: v for k, v in r.parts.items() if k != "x"})),)
+
+    out: Path = folder()
+    parts: dict[str, int]
+
+
+def test_the_keys_a_result_adds_follow_the_declared_ones_and_read_back_as_entries(tmp_path):
+    write_files(Open(tmp_path, {"x": 1, "z": 3, "y": 2}), tmp_path)
+    assert (tmp_path / "o.json").read_text() == json.dumps({"x": 1, "z": 3, "y": 2}, indent=2)
+    again = read_files(Open, tmp_path, ["o.json"])
+    assert again.parts == {"x": 1, "z": 3, "y": 2} and list(again.parts) == ["x", "z", "y"]
+    write_files(Open(tmp_path, {"x": 1}), tmp_path)  # nothing added: the declared keys alone
+    assert read_files(Open, tmp_path, ["o.json"]).parts == {"x": 1}

@@ -36,6 +36,9 @@ _NOT_PREFILL_HOOKS = ("KVzipPress", "RestoreKVPress", "KVgradPress", "FastKVzipP
                       "CompressionRatioDecodingPress", "PrefillDecodingPress", "DMSPress", "DuoAttentionPress", "QFilterPress", "KVzapPress",
                       "ExpectedAttentionStatsPress", "LUKVPress")
 _WRAPPER_FIELDS = ("press", "base_press", "presses", "prefilling_press", "decoding_press")
+# the model options a press takes itself, read by `parse_press` (the press's own constructor
+# arguments pass through); other backends refuse them as press options (model_options.py)
+PRESS_KEYS = ("press", "compression_ratio", "budget")
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,7 @@ def parse_press(options: dict[str, str], spec: str) -> PressOptions | None:
     takes = [f.name for f in dataclasses.fields(classes[name]) if f.init]
     arguments = {}
     for key, value in options.items():
-        if key in ("press", "compression_ratio", "budget", "dtype", "device"):
+        if key in (*PRESS_KEYS, "dtype", "device"):
             continue
         if key not in takes:
             raise UserError(f"unknown model option {key!r} in {spec!r}; {name} takes {', '.join(k for k in takes if k != 'compression_ratio') or 'no other arguments'}")

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ctxeval.backends.kv_press import PressOptions, parse_press
+from ctxeval.backends.kv_press import PRESS_KEYS, PressOptions, parse_press
 from ctxeval.errors import UserError
 
 KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 _UNQUANTIZED = ("f32", "f16", "bf16")
 LLAMACPP_KEYS = ("type_k", "type_v", "flash_attn", "rope_freq_scale", "rope_freq_base", "n_batch", "threads")
 HF_KEYS = ("dtype", "device")
-PRESS_KEYS = ("press", "compression_ratio", "budget")
 
 
 def split_spec(spec: str) -> tuple[str, dict[str, str]]:
