@@ -80,7 +80,7 @@ def run_meta_eval(
     metrics, their Markdown table (`render`'s) and the items."""
     started = time.time()
     requests = [r for it in dataset.items for a in (it.answer_1, it.answer_2) for r in answer_passes(it.question, a, config)]
-    run_config = {"dataset": dataset.name, "items": len(dataset.items), "method_config": asdict(config), "model": load_spec.spec}
+    run_config = {"dataset": dataset.name, "items": len(dataset.items), "method_config": asdict(config), "model": load_spec.model.text}
 
     def build(records: PassRecords, manifest: Manifest) -> MetaEvalResult:
         rows = score_items(records, dataset, config)

@@ -84,7 +84,7 @@ def rank_answers(
     """Score and rank all answers; the result (written by the engine) has scores.csv, pplqa.json and pplqa.md (`render`'s)."""
     started = time.time()
     requests = [r for q in questions for a in q.answers.values() for r in answer_passes(q.question, a, config)]
-    run_config = {"questions": [q.question_id for q in questions], "method_config": asdict(config), "model": load_spec.spec}
+    run_config = {"questions": [q.question_id for q in questions], "method_config": asdict(config), "model": load_spec.model.text}
 
     def build(records: PassRecords, manifest: Manifest) -> PplqaResult:
         report, rows = _ranked(records, questions, config, reference, reference_note, seed, tau, started)
