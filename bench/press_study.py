@@ -195,6 +195,7 @@ def main(argv: list[str], data: Path, out: Path) -> None:
     parser.add_argument("--replicates", type=int, default=2000)
     parser.add_argument("--yes", action="store_true", help="run without a pause after the time estimate")
     parser.add_argument("--estimate-only", action="store_true", help="time the calibration runs, print the estimate and stop")
+    parser.add_argument("--analyse-only", action="store_true", help="run nothing: analyse the finished runs of --families under --out")
     args = parser.parse_args(argv)
     if args.small:
         for key, value in SMALL.items():
@@ -206,6 +207,11 @@ def main(argv: list[str], data: Path, out: Path) -> None:
     if args.window - args.stride <= max(args.budgets):
         parser.error(f"--window − --stride ({args.window - args.stride}) must exceed the largest budget ({max(args.budgets)}) so that diff compresses every context")
     out.mkdir(parents=True, exist_ok=True)
+    if args.analyse_only:
+        runs = [out / f"{kind}-{f.split(':')[1]}" for f in args.families for kind in ("ruler-gen", "ruler-heldout", "effective-length")]
+        diffs = sorted(d for f in args.families for d in out.glob(f"diff-{f.split(':')[1]}-*"))
+        print(analyse(args.families, runs, diffs, out, args.window - args.stride, args.replicates))
+        return
     n_variants = sum(len(variants(f, args.presses, args.budgets)) for f in args.families)
     print(f"press study: {n_variants} variants over {', '.join(args.families)}; presses {', '.join(args.presses)} at budgets {args.budgets}; "
           f"RULER {', '.join(args.tasks)} at {args.lengths} tokens, {args.samples} samples each; timing one sample per family first", flush=True)
