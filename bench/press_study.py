@@ -57,6 +57,19 @@ def _slug(variant: str) -> str:
     return variant.split("?", 1)[1].replace("&", "-").replace("=", "") if "?" in variant else "full"
 
 
+RUN_KINDS = ("ruler-gen", "ruler-heldout", "effective-length")
+
+
+def run_folders(family: str, args: argparse.Namespace, out: Path) -> tuple[dict[str, Path], dict[str, Path]]:
+    """Where a family's runs live under --out, for the runs and for --analyse-only alike: the
+    RULER and effective-length runs by kind, the diff runs by pressed variant (diff takes no
+    max_context, so the truncation controls have none)."""
+    name = family.split(":")[1]
+    runs = {kind: out / f"{kind}-{name}" for kind in RUN_KINDS}
+    diffs = {v: out / f"diff-{name}-{_slug(v)}" for v in variants(family, args.presses, args.budgets) if "press=" in v}
+    return runs, diffs
+
+
 def estimate(args: argparse.Namespace, out: Path) -> float:
     """Seconds the study should take here, from two tiny timed RULER runs per family of the full
     cache and one press at the shortest length (--out/calibrate-FAMILY-N, 1 and 2 samples): their
@@ -100,34 +113,27 @@ def _check_disjoint(gen: Path, held: Path) -> None:
     print(f"held-out samples: {len(b)} prompts, none of the {len(a)} generation prompts", flush=True)
 
 
-def run_family(family: str, args: argparse.Namespace, data: Path, out: Path) -> tuple[list[Path], list[Path]]:
-    """Every run of one family (resumable); the ruler/effective-length runs and the diff runs."""
-    name = family.split(":")[1]
+def run_family(family: str, args: argparse.Namespace, data: Path, out: Path) -> None:
+    """Every run of one family (resumable), in the folders `run_folders` names."""
     models = tuple(variants(family, args.presses, args.budgets))
-    runs, diffs = [], []
+    folders, diff_folders = run_folders(family, args, out)
     for kind, seed in (("gen", args.seed), ("heldout", args.seed + 1)):
-        run = out / f"ruler-{kind}-{name}"
         started = time.time()
-        ctxeval.ruler(tasks=tuple(args.tasks), lengths=tuple(args.lengths), samples=args.samples, models=models, seed=seed, out=run, progress=True,
-                      likelihood_only=kind == "heldout")
+        ctxeval.ruler(tasks=tuple(args.tasks), lengths=tuple(args.lengths), samples=args.samples, models=models, seed=seed,
+                      out=folders[f"ruler-{kind}"], progress=True, likelihood_only=kind == "heldout")
         print(f"ruler ({kind}, seed {seed}) {family}: {time.time() - started:.0f} s this session", flush=True)
-        runs.append(run)
-    _check_disjoint(*runs)
+    _check_disjoint(folders["ruler-gen"], folders["ruler-heldout"])
     texts = tuple(str(data / b) for b in args.books)
-    for variant in (m for m in models if "press=" in m):  # diff does not take max_context: the controls have no KL
-        run = out / f"diff-{name}-{_slug(variant)}"
+    for variant, run in diff_folders.items():
         started = time.time()
         result = ctxeval.diff(family, variant, texts, window=args.window, stride=args.stride, max_tokens=args.max_tokens, out=run, progress=True)
         passes = compressed_kl(pd.read_parquet(run / DIFF_FILE), args.window - args.stride)
         print(f"diff {variant}: mean KL {result.report['summary']['all']['kl']['mean']:.4f} over all targets, "
               f"{passes['kl'].mean():.4f} over the {len(passes)} compressed passes; {time.time() - started:.0f} s this session", flush=True)
-        diffs.append(run)
-    run = out / f"effective-length-{name}"
     started = time.time()
-    ctxeval.effective_length(texts, models=models, lengths=tuple(args.el_lengths), starts=args.starts, targets=args.targets, out=run, progress=True)
+    ctxeval.effective_length(texts, models=models, lengths=tuple(args.el_lengths), starts=args.starts, targets=args.targets,
+                             out=folders["effective-length"], progress=True)
     print(f"effective-length {family}: {time.time() - started:.0f} s this session", flush=True)
-    runs.append(run)
-    return runs, diffs
 
 
 def analyse(families: list[str], runs: list[Path], diffs: list[Path], out: Path, min_context: int, replicates: int) -> str:
@@ -207,9 +213,10 @@ def main(argv: list[str], data: Path, out: Path) -> None:
     if args.window - args.stride <= max(args.budgets):
         parser.error(f"--window − --stride ({args.window - args.stride}) must exceed the largest budget ({max(args.budgets)}) so that diff compresses every context")
     out.mkdir(parents=True, exist_ok=True)
+    folders = [run_folders(f, args, out) for f in args.families]
+    runs = [run for family_runs, _ in folders for run in family_runs.values()]
+    diffs = [run for _, family_diffs in folders for run in family_diffs.values()]
     if args.analyse_only:
-        runs = [out / f"{kind}-{f.split(':')[1]}" for f in args.families for kind in ("ruler-gen", "ruler-heldout", "effective-length")]
-        diffs = sorted(d for f in args.families for d in out.glob(f"diff-{f.split(':')[1]}-*"))
         print(analyse(args.families, runs, diffs, out, args.window - args.stride, args.replicates))
         return
     n_variants = sum(len(variants(f, args.presses, args.budgets)) for f in args.families)
@@ -221,9 +228,6 @@ def main(argv: list[str], data: Path, out: Path) -> None:
         return
     if not args.yes and not args.small:
         time.sleep(10)  # a moment to stop a study that would not fit
-    runs, diffs = [], []
     for family in args.families:
-        r, d = run_family(family, args, data, out)
-        runs += r
-        diffs += d
+        run_family(family, args, data, out)
     print(analyse(args.families, runs, diffs, out, args.window - args.stride, args.replicates))

@@ -18,11 +18,12 @@ bash scripts/setup.sh test,hf
 # test_hf.py (whose hf Gemma lives for its whole session), then test_serve_lmeval.py and
 # test_smollm2_model.py. The arguments go to each. The run fails if a part fails; a part that
 # selects no test (exit code 5, e.g. `scripts/test.sh tests/test_cli.py`) fails it only if no
-# part selects any.
+# part selects any. Each part runs its test modules on two pytest-xdist workers, a module to a
+# worker (its module fixtures set up once); `-n 0` after the command runs each part in one process.
 statuses=()
 for part in 1 2 3; do
   status=0
-  CTXEVAL_TEST_PART=$part .venv/bin/python -m pytest "$@" || status=$?
+  CTXEVAL_TEST_PART=$part .venv/bin/python -m pytest -n 2 --dist loadfile "$@" || status=$?
   if [ "$status" = 2 ]; then exit 2; fi  # interrupted (Ctrl-C): no further part
   statuses+=("$status")
 done

@@ -8,11 +8,10 @@ no network access. The conversion takes a minute or two and happens on first use
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
-from ctxeval.backends.model_files import embedded_path, file_sha256
+from ctxeval.backends.model_files import cache_base, embedded_path, file_sha256, one_writer
 from ctxeval.errors import UserError, install_hint
 
 SOURCE_FILE = "ctxeval_source.json"
@@ -22,8 +21,7 @@ CONVERSION = 2  # 2: SentencePiece GGUFs get llama.cpp's merges-by-score tokeniz
 
 def cache_root() -> Path:
     """Where converted checkpoints live: $CTXEVAL_CACHE/hf, default ~/.cache/ctxeval/hf."""
-    base = os.environ.get("CTXEVAL_CACHE")
-    return (Path(base) if base else Path.home() / ".cache" / "ctxeval") / "hf"
+    return cache_base() / "hf"
 
 
 def embedded_hf_dir(name: str) -> tuple[Path, dict]:
@@ -31,11 +29,12 @@ def embedded_hf_dir(name: str) -> tuple[Path, dict]:
     gguf = embedded_path(name)
     target = cache_root() / name
     source = target / SOURCE_FILE
-    if source.is_file():
-        provenance = json.loads(source.read_text())
-        if provenance.get("conversion_version") == CONVERSION:
-            return target, provenance
-    return target, convert_gguf(gguf, target)
+    with one_writer(f"hf-{name}"):  # a second process waits, then finds the first one's conversion
+        if source.is_file():
+            provenance = json.loads(source.read_text())
+            if provenance.get("conversion_version") == CONVERSION:
+                return target, provenance
+        return target, convert_gguf(gguf, target)
 
 
 def convert_gguf(gguf: Path, target: Path) -> dict:

