@@ -129,8 +129,8 @@ class _HoldingServer:
 @pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_run_is_incomplete_and_resumes(sent, tmp_path):
     """A real CLI run (the judge over a local server) gets SIGINT or SIGTERM while it waits for its
-    second request: it exits 130, its manifest says `incomplete` and keeps the first verdict,
-    and the same command again finishes the run."""
+    second request: it exits 130, its manifest says `incomplete`, keeps the first verdict and the
+    time the session ran, and the same command again finishes the run, counting both sessions."""
     args = [sys.executable, "-m", "ctxeval.cli", "judge", str(LEVAL / "claude-100k.pred.jsonl"), str(LEVAL / "turbo-16k-0613.pred.jsonl"),
             "--judge-model", "openai:judge", "--concurrency", "1", "--cache", "none", "--limit", "1", "--out", str(tmp_path / "run")]
     server = _HoldingServer()
@@ -143,10 +143,15 @@ def test_an_interrupted_run_is_incomplete_and_resumes(sent, tmp_path):
         assert "interrupted" in stderr and "Traceback" not in stderr, stderr
         manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
         assert manifest["status"] == "incomplete" and not manifest.get("failed_passes")
+        first = manifest["timing"]
+        assert first["seconds_this_session"] > 0 and first["seconds_all_sessions"] == first["seconds_this_session"] and not first["resumed"]
         server.release.set()
         resumed = subprocess.run([*args, "--base-url", server.url], capture_output=True, text=True, timeout=300)
         assert resumed.returncode == 0, resumed.stderr
-        assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "complete"
+        manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+        assert manifest["status"] == "complete"
+        timing = manifest["timing"]
+        assert timing["resumed"] and timing["seconds_all_sessions"] == pytest.approx(first["seconds_all_sessions"] + timing["seconds_this_session"], abs=0.011)
         assert server.requests == 3  # the held request is asked again, the first one not
     finally:
         server.close()

@@ -155,11 +155,13 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, render: Rendering | None 
         # a task whose one worker model holds several models (diff's pair) names them in its plan
         fields = {"models": [m.describe() for m in models]} | plan.manifest
         paths = [numeric_path(m, options.kind, options.threads_per_worker) for m in fields["models"]]
+        # the earlier sessions' time stays on disk while this one runs (a SIGKILL writes nothing)
         manifest = Manifest(command=spec.command, run_id=spec.run_id, config=spec.config, numeric_paths=paths,
-                            created=(previous.created if previous else None) or now(), versions=versions(), **fields)
+                            created=(previous.created if previous else None) or now(), versions=versions(),
+                            timing=previous.timing if previous else None, **fields)
         write_manifest(out, manifest)
         sink = RowSink(out, task.schema)
-        with terminate_as_interrupt(), incomplete_if_interrupted(out, manifest), progress_bar(progress, plan.total, plan.already, task.unit) as shown:
+        with terminate_as_interrupt(), incomplete_if_interrupted(out, manifest, lambda: session_timing(previous, started)), progress_bar(progress, plan.total, plan.already, task.unit) as shown:
             for model, load_spec, work in zip(models, load_specs, plan.work):
                 try:
                     for job, result in runner.stream(model, load_spec, work):
@@ -177,11 +179,7 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, render: Rendering | None 
                     if model.remote:
                         usage[model.name] = _session_usage(model, runner.worker_usage.get(model.name, []))
     _record_usage(manifest, usage, (previous.api_usage_total if previous else None) or {})
-    seconds = round(time.time() - started, 2)
-    earlier = (previous.timing or {}) if previous else {}
-    # what the run cost over the sessions that reached this line (an interrupted session's time is not counted)
-    total = round(earlier.get("seconds_all_sessions", earlier.get("seconds_this_session", 0.0)) + seconds, 2)
-    manifest.timing = {"seconds_this_session": seconds, "seconds_all_sessions": total, "resumed": previous is not None}
+    manifest.timing = session_timing(previous, started)
     manifest.failed_passes = failures or None
     if failures and not task.finish_incomplete:
         manifest.status = "incomplete"
@@ -196,6 +194,16 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, render: Rendering | None 
     if failures:
         raise _incomplete(failures, plan, out)
     return result
+
+
+def session_timing(previous: Manifest | None, started: float) -> dict[str, Any]:
+    """This session's seconds and the run's over every session so far: an interrupted session
+    (Ctrl-C, `kill`) records its own before it stops, so a run finished over several sessions
+    counts them all (only a SIGKILLed session's time is lost)."""
+    seconds = round(time.time() - started, 2)
+    earlier = (previous.timing or {}) if previous else {}
+    total = round(earlier.get("seconds_all_sessions", earlier.get("seconds_this_session", 0.0)) + seconds, 2)
+    return {"seconds_this_session": seconds, "seconds_all_sessions": total, "resumed": previous is not None}
 
 
 def _finished(task: RunTask[R], out: Path, manifest: Manifest, command: str, render: Rendering | None) -> R:
@@ -318,12 +326,13 @@ def terminate_as_interrupt() -> Iterator[None]:
 
 
 @contextmanager
-def incomplete_if_interrupted(out: Path, manifest: Manifest) -> Iterator[None]:
-    """An interrupted session (Ctrl-C, `kill`) leaves the run `incomplete`: its finished work is
-    on disk and the same command resumes it."""
+def incomplete_if_interrupted(out: Path, manifest: Manifest, timing: Callable[[], dict[str, Any]]) -> Iterator[None]:
+    """An interrupted session (Ctrl-C, `kill`) leaves the run `incomplete`, with the time it ran:
+    its finished work is on disk and the same command resumes it."""
     try:
         yield
     except KeyboardInterrupt:
         manifest.status = "incomplete"
+        manifest.timing = timing()
         write_manifest(out, manifest)
         raise
