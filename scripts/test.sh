@@ -19,7 +19,8 @@ bash scripts/setup.sh test,hf
 # test_smollm2_model.py. The arguments go to each. The run fails if a part fails; a part that
 # selects no test (exit code 5, e.g. `scripts/test.sh tests/test_cli.py`) fails it only if no
 # part selects any. Each part runs its test modules on two pytest-xdist workers, a module to a
-# worker (its module fixtures set up once); `-n 0` after the command runs each part in one process.
+# worker (its module fixtures set up once), each worker on its own half of the cores
+# (tests/conftest.py); `-n 0` after the command runs each part in one process on every core.
 statuses=()
 for part in 1 2 3; do
   status=0

@@ -31,6 +31,25 @@ TEST_PART_ENV = "CTXEVAL_TEST_PART"
 TEST_PARTS = {"test_hf.py": "2", "test_serve_lmeval.py": "3", "test_smollm2_model.py": "3"}
 
 
+def _pin_this_worker() -> None:
+    """Under pytest-xdist (scripts/test.sh runs two workers) each worker runs on its own share of
+    the cores, and the backends' default thread count follows it (`usable_cores`): two workers
+    each running llama.cpp on every core made a one-token-decode test seven times slower
+    (llama.cpp's threads spin while they wait; 2-core AMD EPYC, 2026-11-27). Subprocesses the
+    tests start inherit the share; OpenMP (torch) is told it before it starts."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if worker is None or count < 2 or not hasattr(os, "sched_setaffinity"):
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) >= count:
+        share = cores[int(worker.removeprefix("gw")) % count::count]
+        os.sched_setaffinity(0, share)
+        os.environ["OMP_NUM_THREADS"] = str(len(share))
+
+
+_pin_this_worker()
+
+
 def _in_another_part(path: Path) -> bool:
     part = os.environ.get(TEST_PART_ENV)
     return bool(part) and path.name.startswith("test_") and TEST_PARTS.get(path.name, "1") != part
@@ -48,6 +67,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if other:
         config.hook.pytest_deselected(items=other)
         items[:] = [item for item in items if not _in_another_part(item.path)]
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # pytest-xdist deals modules to its workers in this order: the modules that load a
+        # model (the long ones) first, so that the short ones fill the end of the run
+        loads = {item.path for item in items if item.get_closest_marker("model") is not None}
+        items.sort(key=lambda item: item.path not in loads)  # stable: each module's tests keep their order
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from ctxeval.backends.logits import BlockScores, pick_token, score_block
 from ctxeval.backends.model_files import file_sha256
 from ctxeval.backends.model_options import LlamaCppOptions
 from ctxeval.errors import UserError
+from ctxeval.backends.cores import usable_cores
 
 DEFAULT_N_BATCH = 512
 # a packed decode stream holds at most this many passes and tokens (the KV cache it needs)
@@ -88,7 +88,7 @@ class LlamaCppScorer(ScorerBase):
         self._lib = llama_cpp
         self._extra_bufts = not _amx_build(llama_cpp)
         self._path = path
-        self._n_threads = options.threads or n_threads or os.cpu_count() or 1
+        self._n_threads = options.threads or n_threads or usable_cores()
         self._n_batch = options.n_batch or n_batch
         self._pack_tokens = pack_tokens
         self._options = options

@@ -12,11 +12,12 @@ target counts in the target's favour.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+
+from ctxeval.backends.cores import usable_cores
 
 # Top-k candidates are found through maxima of vocabulary groups of this size: the k-th
 # largest group maximum is a lower bound for the k-th largest logit, so the few logits at or
@@ -54,7 +55,7 @@ _POOL: ThreadPoolExecutor | None = None
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="ctxeval-logits")
+        _POOL = ThreadPoolExecutor(max_workers=usable_cores(), thread_name_prefix="ctxeval-logits")
     return _POOL
 
 

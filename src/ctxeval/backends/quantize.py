@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
 from pathlib import Path
 
 from ctxeval.errors import UserError
+from ctxeval.backends.cores import usable_cores
 
 # llama.cpp file types by their usual names (llama_ftype)
 FILE_TYPES = {"q8_0": "LLAMA_FTYPE_MOSTLY_Q8_0", "q6_k": "LLAMA_FTYPE_MOSTLY_Q6_K", "q5_k_m": "LLAMA_FTYPE_MOSTLY_Q5_K_M",
@@ -27,7 +27,7 @@ def requantize(source: Path, target: Path, file_type: str, n_threads: int | None
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, FILE_TYPES[file_type])
     params.allow_requantize = True
-    params.nthread = n_threads or os.cpu_count() or 1
+    params.nthread = n_threads or usable_cores()
     target.parent.mkdir(parents=True, exist_ok=True)
     if llama_cpp.llama_model_quantize(str(source).encode(), str(target).encode(), ctypes.byref(params)) != 0:
         raise UserError(f"llama.cpp could not quantize {source} to {file_type}")

@@ -128,7 +128,7 @@ def out(help: str = "Run directory. Default: runs/<command>-<run id>. Re-running
 
 
 def threads() -> Any:
-    return option("--threads", "CPU threads for the model (default: all cores).", None, check=positive)
+    return option("--threads", "CPU threads for the model (default: the cores this process may run on).", None, check=positive)
 
 
 def device() -> Any:
