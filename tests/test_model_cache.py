@@ -10,9 +10,10 @@ from ctxeval.backends import hf_embedded
 from ctxeval.backends.model_files import cache_base
 
 
-def test_two_processes_share_one_conversion(tmp_path, monkeypatch):
-    """The second caller waits for the first one's conversion and returns it: convert_gguf runs
-    once, and both see its finished folder (its provenance file written last, as the real one)."""
+def test_two_callers_share_one_conversion(tmp_path, monkeypatch):
+    """Two threads stand for two processes (the lock is a file lock, held per open file): the
+    second caller waits for the first one's conversion and returns it. convert_gguf runs once,
+    and both see its finished folder (its provenance file written last, as the real one)."""
     monkeypatch.setenv("CTXEVAL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(hf_embedded, "embedded_path", lambda name: tmp_path / f"{name}.gguf")
     calls = []

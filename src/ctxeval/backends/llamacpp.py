@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from ctxeval.backends.base import GREEDY, Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens
+from ctxeval.backends.cores import usable_cores
 from ctxeval.backends.logits import BlockScores, pick_token, score_block
 from ctxeval.backends.model_files import file_sha256
 from ctxeval.backends.model_options import LlamaCppOptions
 from ctxeval.errors import UserError
-from ctxeval.backends.cores import usable_cores
 
 DEFAULT_N_BATCH = 512
 # a packed decode stream holds at most this many passes and tokens (the KV cache it needs)

@@ -7,8 +7,8 @@ import ctypes
 import logging
 from pathlib import Path
 
-from ctxeval.errors import UserError
 from ctxeval.backends.cores import usable_cores
+from ctxeval.errors import UserError
 
 # llama.cpp file types by their usual names (llama_ftype)
 FILE_TYPES = {"q8_0": "LLAMA_FTYPE_MOSTLY_Q8_0", "q6_k": "LLAMA_FTYPE_MOSTLY_Q6_K", "q5_k_m": "LLAMA_FTYPE_MOSTLY_Q5_K_M",
