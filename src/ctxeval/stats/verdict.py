@@ -1,0 +1,96 @@
+"""The verdict on a variant, paired on the same samples: it *hurts*, it is *within δ*, or there
+are *too few samples to tell* — and then how many samples would settle it.
+
+A paired interval answers "how much does this press (KV type, context limit) hurt?" only when
+it is read against two lines: 0 (does the variant differ at all?) and ±δ (is the difference
+small enough not to matter?). An interval that crosses 0 and reaches past δ answers neither,
+and the honest outcome is "too few samples to tell", with the sample count that would settle
+it from the observed paired spread (a normal approximation: n = (z·sd / margin)², where the
+margin is the distance from the estimate to the line it would have to clear).
+
+The difference is oriented by `worse`: "higher" when a larger difference is a loss (Δ log-loss,
+KL), "lower" when a smaller one is (a task score's candidate − reference). An interval that
+excludes 0 on the better side is reported as *gains*, never hidden as "within δ".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from scipy.stats import norm
+
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
+
+OUTCOMES = ("hurts", "gains", "within δ", "too few samples to tell")
+Direction = Literal["higher", "lower"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One variant's verdict against its reference.
+
+    `outcome` is one of OUTCOMES; `low`/`high` the paired interval (NaN where there is none);
+    `delta` the equivalence margin it was read against, in the difference's own unit;
+    `samples_needed` the paired samples (of the kind `n` counted) that would settle an
+    undecided verdict at the observed spread, None when it is decided or the spread is unknown."""
+
+    outcome: str
+    estimate: float
+    low: float
+    high: float
+    delta: float
+    n: int
+    samples_needed: int | None
+    reason: str = ""
+
+    @property
+    def settled(self) -> bool:
+        return self.outcome != "too few samples to tell"
+
+    def line(self, unit: str = "") -> str:
+        """The verdict as one line: outcome first, then the interval and what would settle it."""
+        interval = "no interval" if math.isnan(self.low) else f"[{self.low:+.4g}, {self.high:+.4g}]"
+        text = f"{self.outcome}: {self.estimate:+.4g}{unit} {interval}, δ = {self.delta:.4g}{unit}, n = {self.n}"
+        if self.samples_needed is not None:
+            text += f"; about {self.samples_needed} samples would settle it"
+        return text + (f" ({self.reason})" if self.reason else "")
+
+    def as_dict(self) -> dict:
+        return {"outcome": self.outcome, "estimate": self.estimate, "low": self.low, "high": self.high, "delta": self.delta,
+                "n": self.n, "samples_needed": self.samples_needed, "reason": self.reason}
+
+
+def verdict(estimate: float, low: float, high: float, delta: float, n: int, sd: float | None = None,
+            worse: Direction = "higher", confidence: float = DEFAULT_CONFIDENCE, reason: str = "") -> Verdict:
+    """The verdict of a paired difference `estimate` with interval [low, high] over `n` paired
+    samples whose per-sample differences have standard deviation `sd` (for the samples needed).
+
+    Order: an interval that excludes 0 decides first (*hurts* or *gains*: a real difference,
+    even one smaller than δ); then one that lies inside ±δ (*within δ*); else *too few samples*."""
+    if delta <= 0 or not math.isfinite(delta):
+        raise ValueError(f"delta must be a positive number, not {delta}")
+    if worse not in ("higher", "lower"):
+        raise ValueError(f"worse must be 'higher' or 'lower', not {worse!r}")
+    has_interval = math.isfinite(low) and math.isfinite(high)
+    if has_interval and (low > 0 or high < 0):
+        loss = (low > 0) == (worse == "higher")
+        return Verdict("hurts" if loss else "gains", estimate, low, high, delta, n, None, reason)
+    if has_interval and -delta <= low and high <= delta:
+        return Verdict("within δ", estimate, low, high, delta, n, None, reason)
+    return Verdict("too few samples to tell", estimate, low, high, delta, n, samples_to_settle(estimate, delta, sd, confidence),
+                   reason or ("" if has_interval else "no interval"))
+
+
+def samples_to_settle(estimate: float, delta: float, sd: float | None, confidence: float = DEFAULT_CONFIDENCE) -> int | None:
+    """Paired samples at which the interval, at the observed spread `sd`, would clear the nearer
+    of its two lines: exclude 0 (margin |estimate|) or fit inside ±δ (margin δ − |estimate|).
+    None where the spread is unknown or zero, or the estimate sits on both lines."""
+    if sd is None or not math.isfinite(sd) or sd <= 0 or not math.isfinite(estimate):
+        return None
+    z = float(norm.ppf(0.5 + confidence / 2))
+    margins = [m for m in (abs(estimate), delta - abs(estimate)) if m > 0]
+    if not margins:
+        return None
+    return max(2, math.ceil((z * sd / max(margins)) ** 2))
