@@ -6,6 +6,7 @@ import ctypes
 import gc
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -117,6 +118,35 @@ def _release_memory_after_each_module():
     gc.collect()
     if sys.platform.startswith("linux"):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+# Signals whose disposition (handler) or blocked state a test must leave as it found them: a
+# process started with SIGINT ignored or blocked inherits that, and Python then raises no
+# KeyboardInterrupt in it, so a test that sends Ctrl-C to a child would pass or fail by which
+# module ran before it in the same worker.
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _signal_state() -> tuple:
+    return tuple(signal.getsignal(s) for s in _SIGNALS), frozenset(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+
+@pytest.fixture(autouse=True)
+def _signals_restored(request):
+    """Fail the test that leaves a signal ignored, handled or blocked in the test process, after
+    restoring it, so no later test inherits the change."""
+    before = _signal_state()
+    yield
+    after = _signal_state()
+    if after != before:
+        for sig, handler in zip(_SIGNALS, before[0]):
+            signal.signal(sig, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before[1])
+        log = os.environ.get("CTXEVAL_SIGNAL_LEAKS")
+        if log:
+            with open(log, "a") as f:
+                f.write(f"{request.node.nodeid}: {before} -> {after}\n")
+        pytest.fail(f"the test changed the process's signal handling: {before} -> {after} (restored)", pytrace=False)
 
 
 _GUARD = pytest.StashKey[pytest.MonkeyPatch]()

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import metadata
 from pathlib import Path
@@ -84,13 +85,21 @@ def test_help_imports_no_heavy_library():
     assert proc.stdout.strip().splitlines()[-1] == "IMPORTED []"
 
 
-class _HoldingServer:
-    """An OpenAI-compatible chat server that answers its first request and holds the second until
-    released, so a test can interrupt a run while it waits for a model."""
+# How long the local server holds a request: far beyond how long a test waits for an interrupted
+# run to exit, so a run that waited for its request (instead of abandoning it) fails the test
+# rather than passing once the server lets go.
+HOLD_SECONDS = 600
+EXIT_WAIT_SECONDS = 60
 
-    def __init__(self) -> None:
+
+class _HoldingServer:
+    """An OpenAI-compatible chat server that answers its first `answer` requests and holds every
+    later one until released, so a test can interrupt a run while it waits for a model."""
+
+    def __init__(self, answer: int = 1) -> None:
         self.holding, self.release = threading.Event(), threading.Event()
         self.requests = 0
+        lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -99,10 +108,12 @@ class _HoldingServer:
 
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("content-length", 0)))
-                server.requests += 1
-                if server.requests == 2:
+                with lock:
+                    server.requests += 1
+                    held = server.requests > answer and not server.release.is_set()
+                if held:
                     server.holding.set()
-                    server.release.wait(120)
+                    server.release.wait(HOLD_SECONDS)
                 payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": "[[A]]"}}],
                                       "usage": {"prompt_tokens": 100, "completion_tokens": 5}}).encode()
                 try:
@@ -125,22 +136,47 @@ class _HoldingServer:
         self._server.server_close()
 
 
+def _sigint_at_default() -> None:
+    """In the child before exec: SIGINT at its default disposition and unblocked, whatever the
+    test process inherited (a background job of a non-interactive shell starts with SIGINT
+    ignored), so the child's Python installs its KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _judge_args(tmp_path: Path, concurrency: int, limit: int) -> list[str]:
+    return [sys.executable, "-m", "ctxeval.cli", "judge", str(LEVAL / "claude-100k.pred.jsonl"), str(LEVAL / "turbo-16k-0613.pred.jsonl"),
+            "--judge-model", "openai:judge", "--concurrency", str(concurrency), "--cache", "none", "--limit", str(limit), "--out", str(tmp_path / "run")]
+
+
+def _interrupt_while_held(args: list[str], server: _HoldingServer, sent: int) -> tuple[str, float]:
+    """Start the run, send `sent` once the server holds a request, and return its stderr and
+    the seconds it took to exit after the signal."""
+    proc = subprocess.Popen([*args, "--base-url", server.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_at_default)
+    try:
+        assert server.holding.wait(300), proc.communicate(timeout=60)
+        signalled = time.monotonic()
+        proc.send_signal(sent)
+        _, stderr = proc.communicate(timeout=EXIT_WAIT_SECONDS)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr, stderr
+    return stderr, time.monotonic() - signalled
+
+
 @pytest.mark.skipif(not LEVAL.exists(), reason="shared L-Eval predictions not present")
-@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_an_interrupted_run_is_incomplete_and_resumes(sent, tmp_path):
     """A real CLI run (the judge over a local server) gets SIGINT or SIGTERM while it waits for its
     second request: it exits 130, its manifest says `incomplete`, keeps the first verdict and the
     time the session ran, and the same command again finishes the run, counting both sessions."""
-    args = [sys.executable, "-m", "ctxeval.cli", "judge", str(LEVAL / "claude-100k.pred.jsonl"), str(LEVAL / "turbo-16k-0613.pred.jsonl"),
-            "--judge-model", "openai:judge", "--concurrency", "1", "--cache", "none", "--limit", "1", "--out", str(tmp_path / "run")]
+    args = _judge_args(tmp_path, concurrency=1, limit=1)
     server = _HoldingServer()
     try:
-        proc = subprocess.Popen([*args, "--base-url", server.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert server.holding.wait(300), proc.communicate(timeout=60)
-        proc.send_signal(sent)
-        _, stderr = proc.communicate(timeout=120)
-        assert proc.returncode == 130, stderr
-        assert "interrupted" in stderr and "Traceback" not in stderr, stderr
+        _interrupt_while_held(args, server, sent)
         manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
         assert manifest["status"] == "incomplete" and not manifest.get("failed_passes")
         first = manifest["timing"]
@@ -153,5 +189,33 @@ def test_an_interrupted_run_is_incomplete_and_resumes(sent, tmp_path):
         timing = manifest["timing"]
         assert timing["resumed"] and timing["seconds_all_sessions"] == pytest.approx(first["seconds_all_sessions"] + timing["seconds_this_session"], abs=0.011)
         assert server.requests == 3  # the held request is asked again, the first one not
+    finally:
+        server.close()
+
+
+@pytest.mark.skipif(not LEVAL.exists(), reason="shared L-Eval predictions not present")
+def test_an_interrupt_abandons_requests_in_flight_on_worker_threads(tmp_path):
+    """With --concurrency 4 the requests run on worker threads; the server answers the first and
+    holds the rest. Ctrl-C ends the run at once (the held requests are abandoned, not waited
+    for: the server would hold them for HOLD_SECONDS), exit 130, the manifest `incomplete`; the
+    same command finishes it, asking again only what the first session did not keep."""
+    args = _judge_args(tmp_path, concurrency=4, limit=3)
+    server = _HoldingServer(answer=1)
+    try:
+        _, seconds = _interrupt_while_held(args, server, signal.SIGINT)
+        assert seconds < EXIT_WAIT_SECONDS
+        manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+        assert manifest["status"] == "incomplete"
+        asked_first = server.requests
+        assert 2 <= asked_first <= 4  # never more in flight than --concurrency
+        server.release.set()
+        resumed = subprocess.run([*args, "--base-url", server.url], capture_output=True, text=True, timeout=300)
+        assert resumed.returncode == 0, resumed.stderr
+        manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+        assert manifest["status"] == "complete"
+        assert json.loads((tmp_path / "run" / "judge.json").read_text())["totals"]["verdicts"] == 6  # 3 questions x 2 orders
+        # Results are kept in plan order: the answered request is kept when it was the first of the
+        # plan, and only then is it not asked again; a held request is always asked again.
+        assert 5 <= server.requests - asked_first <= 6
     finally:
         server.close()

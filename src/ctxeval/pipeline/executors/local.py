@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from itertools import islice
-
 from ctxeval.pipeline.executors.spec import Loadable, WorkerModel
+from ctxeval.pipeline.executors.threads import ordered_map
 from ctxeval.pipeline.executors.work import J, Work
 
 
 class LocalExecutor:
     """Runs units one after another, or, for a model with `concurrency` > 1 (an API), that
-    many at once on threads, dealt round-robin over its servers when it has several; results
-    come back in plan order."""
+    many at once on daemon threads, dealt round-robin over its servers when it has several;
+    results come back in plan order."""
 
     def __init__(self) -> None:
         self.worker_usage: dict[str, list[dict]] = {}
@@ -33,10 +31,9 @@ class LocalExecutor:
                 for k, group in groups:
                     yield from zip(group, run(k, group))
                 return
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ctxeval-api") as pool:
-                while chunk := list(islice(groups, 4 * workers)):
-                    for (_, group), results in zip(chunk, pool.map(lambda kg: run(*kg), chunk)):
-                        yield from zip(group, results)
+            # daemon threads: an interrupt abandons the requests in flight instead of waiting for them
+            for (_, group), results in ordered_map(lambda kg: (kg, run(*kg)), groups, workers, ahead=4 * workers, name="ctxeval-api"):
+                yield from zip(group, results)
         finally:
             for extra in models[1:]:
                 self.worker_usage.setdefault(extra.name, []).append(extra.usage())
