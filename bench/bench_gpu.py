@@ -61,6 +61,7 @@ def main() -> None:
     parser.add_argument("--gemma", type=int, default=0, help="also score the embedded Gemma 3 270M over this many tokens (e.g. 32768)")
     parser.add_argument("--keep", default=None, help="save the random-weight models under this folder and reuse them (default: a temporary folder)")
     parser.add_argument("--out", default=None, help="also write the tables (Markdown) to this file, and the raw results beside it (.json)")
+    parser.add_argument("--profile", action="store_true", help="also profile one ctxeval score at the first length on the full-depth model (torch profiler: the ops with the most device time)")
     parser.add_argument("--no-tests", action="store_true", help="skip tests/test_hf_head.py (run at the end: on CUDA its device-only tests run too)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -76,7 +77,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ctxeval-bench-gpu-") as tmp:
         folder = Path(args.keep or tmp)
         sweep = [int(L) for L in sweep_lengths.split(",") if L]
-        jobs = [{"layers": config["num_hidden_layers"], "lengths": lengths, "time_parts": True, "sweep_lengths": sweep}]
+        jobs = [{"layers": config["num_hidden_layers"], "lengths": lengths, "time_parts": True, "sweep_lengths": sweep, "profile": args.profile}]
         if shallow != "none":
             layers, shallow_lengths = shallow.split(":")
             jobs.append({"layers": int(layers), "lengths": [int(x) for x in shallow_lengths.split(",")], "time_parts": False, "sweep_lengths": []})
@@ -133,6 +134,8 @@ def run_child(job: dict) -> dict:
         out["parts"] = head_parts(scorer, rows, job["device"])
         out["numerics"] = head_numerics(scorer, rows[:256])
         del rows
+    if job.get("profile"):
+        out["profile"] = profile_score(scorer, _ids(scorer._tok, job["lengths"][0]), job["device"])
     if job["sweep_lengths"]:
         ids = _ids(scorer._tok, 20000)
         out["sweep"] = [{"L": L} | _sweep_one(scorer, ids, L, job["n_c"], job["device"]) for L in job["sweep_lengths"]]
@@ -317,6 +320,28 @@ def head_numerics(scorer, rows) -> dict:
     }
 
 
+def profile_score(scorer, ids: list[int], device: str, top: int = 15) -> dict:
+    """One ctxeval `score` of the window under torch's profiler (after the timed calls warmed it):
+    the ops with the most self time on the device (on the CPU where there is no device), with
+    their share of the total — where a missed throughput goal loses its time."""
+    import numpy as np
+    from torch.profiler import ProfilerActivity, profile
+
+    inp = np.asarray(ids, dtype=np.int32)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    start = time.perf_counter()
+    with profile(activities=activities) as prof:
+        scorer.score(inp, np.arange(len(ids) - 1), inp[1:], TOP_K, (1.0,))
+        _sync(device)
+    wall = time.perf_counter() - start
+    key = "self_device_time_total" if device == "cuda" else "self_cpu_time_total"
+    events = [e for e in prof.key_averages() if getattr(e, key) > 0]
+    total = sum(getattr(e, key) for e in events)
+    events.sort(key=lambda e: getattr(e, key), reverse=True)
+    return {"n": len(ids), "clock": "device" if device == "cuda" else "cpu", "wall_ms": wall * 1e3, "total_ms": total / 1e3,
+            "ops": [{"op": e.key[:90], "ms": getattr(e, key) / 1e3, "share": getattr(e, key) / total, "calls": e.count} for e in events[:top]]}
+
+
 def _sweep_one(scorer, ids, L: int, n_c: int, device: str) -> dict:
     """n_c exact-sweep passes of L+1 tokens (BOS + L context tokens, the last token scored): one
     forward each (unpacked) vs `score_batch` (packed [B, L+1] forwards)."""
@@ -442,6 +467,10 @@ def report(args: argparse.Namespace, results: list[dict], seconds: float) -> str
             m = r["numerics"]
             lines += ["", f"Head numerics on {m['rows']} rows (half the targets the float64 argmax, half random) against float64:", ""]
             lines += ["| measure | value |", "|---|---|"] + [f"| {k} | {v:.3g} |" if isinstance(v, float) else f"| {k} | {v} |" for k, v in m.items()]
+        if "profile" in r:
+            prof = r["profile"]
+            lines += ["", f"Profile of one ctxeval score of {prof['n']:,} tokens ({prof['clock']} self time {prof['total_ms']:,.1f} ms; wall {prof['wall_ms']:,.1f} ms under the profiler):", ""]
+            lines += ["| op | ms | share | calls |", "|---|---|---|---|"] + [f"| `{o['op']}` | {o['ms']:.2f} | {o['share']:.1%} | {o['calls']} |" for o in prof["ops"]]
         if r.get("sweep"):
             lines += ["", f"Exact sweep, {args.n_compare} passes per L: unpacked (one forward per pass) vs packed (score_batch)", ""]
             lines += ["| L | unpacked s | packed s | speed-up | max abs Δ logprob | same rank |", "|---|---|---|---|---|---|"]
