@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -61,7 +62,7 @@ def main() -> None:
     parser.add_argument("--gemma", type=int, default=0, help="also score the embedded Gemma 3 270M over this many tokens (e.g. 32768)")
     parser.add_argument("--keep", default=None, help="save the random-weight models under this folder and reuse them (default: a temporary folder)")
     parser.add_argument("--out", default=None, help="also write the tables (Markdown) to this file, and the raw results beside it (.json)")
-    parser.add_argument("--profile", action="store_true", help="also profile one ctxeval score at the first length on the full-depth model (torch profiler: the ops with the most device time)")
+    parser.add_argument("--profile", action="store_true", help="also profile one ctxeval score at the first length of each model shape (torch profiler: the ops with the most device time)")
     parser.add_argument("--no-tests", action="store_true", help="skip tests/test_hf_head.py (run at the end: on CUDA its device-only tests run too)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -80,7 +81,7 @@ def main() -> None:
         jobs = [{"layers": config["num_hidden_layers"], "lengths": lengths, "time_parts": True, "sweep_lengths": sweep, "profile": args.profile}]
         if shallow != "none":
             layers, shallow_lengths = shallow.split(":")
-            jobs.append({"layers": int(layers), "lengths": [int(x) for x in shallow_lengths.split(",")], "time_parts": False, "sweep_lengths": []})
+            jobs.append({"layers": int(layers), "lengths": [int(x) for x in shallow_lengths.split(",")], "time_parts": False, "sweep_lengths": [], "profile": args.profile})
         if args.gemma:
             jobs.append({"layers": 0, "lengths": [args.gemma], "time_parts": False, "sweep_lengths": [], "gemma": True})
         results = []
@@ -100,7 +101,9 @@ def main() -> None:
 
 def run_tests() -> str:
     """tests/test_hf_head.py on this machine: its CUDA tests run where CUDA is present."""
-    proc = subprocess.run([sys.executable, "-m", "pytest", "tests/test_hf_head.py", "-q", "-rs", "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=ROOT)
+    path = os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))  # ctxeval from this checkout, installed or not
+    proc = subprocess.run([sys.executable, "-m", "pytest", "tests/test_hf_head.py", "-q", "-rs", "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=path))
     lines = proc.stdout.strip().splitlines()
     failures = [line for line in lines if line.startswith(("FAILED", "ERROR", "SKIPPED"))]
     return "\n`pytest tests/test_hf_head.py`: " + (lines[-1] if lines else proc.stderr.strip()[-300:]) + "".join(f"\n- {f}" for f in failures) + "\n"
