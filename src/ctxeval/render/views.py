@@ -36,8 +36,9 @@ class Arm:
     model: str
     manifest: dict
     records: pd.DataFrame  # in plan order, only the explorer's rows (context-gain: long contexts)
-    gain: np.ndarray | None = None  # context-gain: log p_long - log p_short per row
-    key: np.ndarray | None = None  # context-gain: LongPPL key token per row
+    gain: np.ndarray | None = None  # log p_long - log p_short per row (context-gain; effective-length: over the shortest length)
+    key: np.ndarray | None = None  # LongPPL key token per row (context-gain, effective-length)
+    pieces_of: str | None = None  # whose token pieces the run keeps for this arm (a diff's: REF's, shared by CAND); None: its own
 
 
 @dataclass
