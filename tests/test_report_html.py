@@ -19,6 +19,7 @@ from ctxeval import api
 from ctxeval.metrics.keytokens import key_token_mask
 from ctxeval.results.records import read_records
 from ctxeval.explorer.data import load_runs
+from ctxeval.commands.compare import compare_models
 from ctxeval.explorer.pairs import all_pairs
 from ctxeval.render.page import script_json
 
@@ -147,14 +148,30 @@ def test_script_json_cannot_close_its_script_element():
 
 def test_token_differences_average_to_compares_delta(runs, tmp_path):
     """Δ per token (log p_A − log p_B) averaged over every paired token is compare's Δ log-NLL
-    (its windows are all paired here, so the token-weighted mean of window deltas is the token mean)."""
+    (its windows are all paired here, so the token-weighted mean of window deltas is the token
+    mean), and the pair's numbers are those `ctxeval compare` writes."""
     _, arms = load_runs([runs["a"], runs["b"]])
-    (pair,) = all_pairs(arms)
+    (pair,) = all_pairs(arms, compare_models)
     assert np.isfinite(pair.delta).all()
-    compared = api.compare(runs["a"], runs["b"], out=tmp_path / "cmp").report["primary_metric"]
-    assert pair.delta.mean() == pytest.approx(compared["delta_log_nll"], abs=1e-12)
-    assert pair.overall["primary_metric"]["ratio"] == pytest.approx(compared["ratio"], rel=1e-12)
-    assert pair.overall["primary_metric"]["display_ci"] == pytest.approx(compared["display_ci"], rel=1e-12)
+    compared = api.compare(runs["a"], runs["b"], out=tmp_path / "cmp").report
+    assert pair.delta.mean() == pytest.approx(compared["primary_metric"]["delta_log_nll"], abs=1e-12)
+    for key in ("primary_metric", "secondary_metrics", "by_length", "paired_windows"):
+        assert pair.comparison.report[key] == compared[key]
+
+
+def test_the_ratio_per_length_is_the_token_mean_of_that_lengths_differences(runs):
+    """Each length's ratio B/A (compare's `by_length`, the report's chart) against an independent
+    computation from the records: exp of the mean over that length's tokens of log p_A − log p_B
+    (the runs score the same targets in every window, so the token-weighted window mean is the
+    token mean)."""
+    _, arms = load_runs([runs["a"], runs["b"]])
+    (pair,) = all_pairs(arms, compare_models)
+    a, b = read_records(runs["a"]), read_records(runs["b"])
+    rows = pair.by_length
+    assert rows["nominal_len"].tolist() == [8, 16, 32] and rows["windows"].tolist() == [3, 3, 3]
+    for length, ratio, lo, hi in zip(rows["nominal_len"], rows["ratio"], rows["lo"], rows["hi"]):
+        la, lb = a[a["nominal_len"] == length]["logprob"].to_numpy(), b[b["nominal_len"] == length]["logprob"].to_numpy()
+        assert ratio == pytest.approx(math.exp(np.mean(la - lb)), rel=1e-12) and lo <= ratio <= hi
 
 
 class _Tags(HTMLParser):

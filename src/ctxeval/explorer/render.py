@@ -10,7 +10,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN, arm_payload, load_runs
-from ctxeval.explorer.pairs import ArmPair, all_pairs
+from ctxeval.explorer.pairs import ArmPair, Compare, all_pairs
 from ctxeval.render.views import Arm, RunView
 from ctxeval.render import charts
 from ctxeval.results.effective_length import describe_length
@@ -105,15 +105,16 @@ def payload(arms: list[Arm], pairs: list[ArmPair], top_k_shown: int) -> dict:
     }
 
 
-def render_report(run_dirs: list[Path], top_k_shown: int = DEFAULT_TOP_K_SHOWN) -> str:
-    """The whole report as one HTML string."""
+def render_report(run_dirs: list[Path], compare: Compare, top_k_shown: int = DEFAULT_TOP_K_SHOWN) -> str:
+    """The whole report as one HTML string; `compare` compares its language-modelling arms."""
     views, arms = load_runs(run_dirs)
-    pairs = all_pairs(arms)
+    pairs = all_pairs(arms, compare)
     counts = {f"{a.run} · {a.model}": charts.rank_bucket_counts(a.records["rank"].to_numpy(dtype=float)) for a in arms}
     chart_list = _lm_charts(views) + ([Markup(charts.rank_histogram("rank of the target (GLTR buckets)", counts))] if counts else [])
     chart_list += _gain_charts(views) + _effective_charts(views) + _retrieval_charts(views) + _compare_charts(pairs)
     compare_rows = [
-        {"label": f"B {p.b.run} · {p.b.model} vs A {p.a.run} · {p.a.model}", "ratio": p.overall["primary_metric"]["ratio"], "ci": p.overall["primary_metric"]["display_ci"], "windows": p.overall["dataset"]["windows"]["stats"]["compared_windows"]}
+        {"label": f"B {p.b.run} · {p.b.model} vs A {p.a.run} · {p.a.model}", "ratio": p.comparison.report["primary_metric"]["ratio"],
+         "ci": p.comparison.report["primary_metric"]["display_ci"], "windows": p.comparison.report["dataset"]["windows"]["stats"]["compared_windows"]}
         for p in pairs
     ]
     template = environment().get_template("report.html.j2")
