@@ -680,3 +680,26 @@ def test_effective_length_report_pages_through_its_tokens(browser, chart_runs):
     first = records[(records["model"] == records["model"].iloc[0]) & (records["window_id"] == records["window_id"].iloc[0])]
     assert len(page.query_selector_all("#tokens .tok")) == len(first) == 8
     page.close()
+
+
+def test_effective_length_figure_text_neither_overlaps_nor_is_clipped(chart_runs):
+    """effective_length.png (matplotlib): every visible text — title, tick labels, axis labels,
+    legend entries with the long model name — lies inside the figure and intersects no other."""
+    from matplotlib.text import Text
+
+    from ctxeval.render.figures import curves_figure
+
+    fig = curves_figure(chart_runs["el"].summary)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    page = fig.bbox
+    ticks = [(tick, axis) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for tick in axis.get_major_ticks() + axis.get_minor_ticks()]
+    # a tick outside its axis's view is not drawn (matplotlib keeps its label object, unplaced)
+    drawn = [tick.label1 for tick, axis in ticks if min(axis.get_view_interval()) <= tick.get_loc() <= max(axis.get_view_interval())]
+    labels = {id(tick.label1) for tick, _ in ticks} | {id(tick.label2) for tick, _ in ticks}
+    texts = [t for t in fig.findobj(Text) if id(t) not in labels] + drawn
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts if t.get_visible() and t.get_text().strip()]
+    assert any(LONG_NAME in text for text, _ in boxes) and any("gain with 95 % band" in text for text, _ in boxes)
+    outside = [text for text, b in boxes if b.x0 < page.x0 - 0.5 or b.x1 > page.x1 + 0.5 or b.y0 < page.y0 - 0.5 or b.y1 > page.y1 + 0.5]
+    overlapping = [(s, t) for i, (s, a) in enumerate(boxes) for t, b in boxes[i + 1 :] if a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1]
+    assert (outside, overlapping) == ([], [])
