@@ -43,7 +43,7 @@ def wrap(text: str, room: float, char: float = FONT_CHAR) -> list[str]:
 
 
 def _svg(title: str, height: float) -> ET.Element:
-    """The figure with its title, wrapped to the figure's width (`title_height` tall)."""
+    """A figure `height` tall with its title, wrapped to the figure's width (`title_height`)."""
     svg = ET.Element("svg", {"xmlns": "http://www.w3.org/2000/svg", "viewBox": f"0 0 {W} {height:g}", "width": str(W), "height": f"{height:g}", "role": "img", "class": "chart"})
     ET.SubElement(svg, "title").text = title
     for i, line in enumerate(wrap(title, W - 2 * MARGIN, TITLE_CHAR)):
