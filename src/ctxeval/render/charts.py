@@ -116,7 +116,8 @@ def line_chart(title: str, xlabel: str, ylabel: str, series: list[Series], log2_
     top = title_height(title)
     plot_h = max(PLOT_H, width(ylabel) + 8)  # the rotated y label fits beside the plot
     bottom = top + plot_h
-    left = MARGIN + LINE + 4 + max(width(t) for _, t in y_ticks) + 4  # y label, tick labels
+    # room for the y label and tick labels, and for half of the first x label
+    left = max(MARGIN + LINE + 4 + max(width(t) for _, t in y_ticks) + 4, width(x_ticks[0][1]) / 2 + MARGIN)
     right = W - max(MARGIN + 4, width(x_ticks[-1][1]) / 2 + MARGIN)  # the last x label whole
     height = bottom + 2 * LINE + 10 + legend_height([s.label for s in series]) + MARGIN
     svg = _svg(title, height)
