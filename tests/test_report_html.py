@@ -641,12 +641,13 @@ def test_chart_text_check_finds_overlap_and_clipping(browser):
 def test_effective_length_and_diff_runs_add_their_tokens_to_the_explorer(chart_runs):
     """Each model of the effective-length run is an arm holding every record (each target at
     each length), its gain the record's log p minus the same target's at the shortest length;
-    the diff adds REF's and CAND's numbers of every scored token, with REF's token texts."""
+    the diff adds REF's and CAND's numbers of every scored token, with REF's token texts, and
+    their difference per token."""
     from ctxeval.explorer.data import arm_payload
     from ctxeval.pieces import read_pieces
 
     el, diff = chart_runs["el"], chart_runs["diff"]
-    _, arms = load_runs([el.run_dir, diff.run_dir])
+    (_, diff_view), arms = load_runs([el.run_dir, diff.run_dir])
     records = read_records(el.run_dir)
     models = list(dict.fromkeys(records["model"]))
     assert [a.model for a in arms[:2]] == models and [a.kind for a in arms] == ["effective-length"] * 2 + ["diff"] * 2
@@ -662,6 +663,8 @@ def test_effective_length_and_diff_runs_add_their_tokens_to_the_explorer(chart_r
     assert (ref.model, cand.model) == (diff.report["ref"]["name"], diff.report["cand"]["name"])
     assert ref.records["logprob"].tolist() == diff_records["ref_logprob"].tolist() and cand.records["logprob"].tolist() == diff_records["cand_logprob"].tolist()
     assert cand.records["rank"].tolist() == diff_records["cand_rank"].tolist()
+    (pair,) = diff_view.pairs  # the explorer's A − B: REF − CAND, token by token
+    assert (pair.a, pair.b) == (ref, cand) and pair.delta.tolist() == (diff_records["ref_logprob"] - diff_records["cand_logprob"]).tolist()
     pieces = read_pieces(diff.run_dir, ref.model)
     vocab = arm_payload(cand, 5)["vocab"]
     assert all(vocab[str(i)] == pieces[i] for i in diff_records["target_id"].head(50))
@@ -679,6 +682,12 @@ def test_effective_length_report_pages_through_its_tokens(browser, chart_runs):
     assert "effective-length" in page.inner_text("#window-title") and "L=16" in page.inner_text("#window-title")
     first = records[(records["model"] == records["model"].iloc[0]) & (records["window_id"] == records["window_id"].iloc[0])]
     assert len(page.query_selector_all("#tokens .tok")) == len(first) == 8
+    diff = pd.read_parquet(chart_runs["diff"].run_dir / "diff_records.parquet")
+    assert page.eval_on_selector_all("#pair option", "els => els.map(e => e.textContent)") == [f"A d · {chart_runs['diff'].report['ref']['name']} − B d · {chart_runs['diff'].report['cand']['name']}"]
+    page.select_option("#mode", "diff")
+    select_window(page, 2, 0)  # REF's first window
+    delta = (diff["ref_logprob"] - diff["cand_logprob"]).to_numpy()[:8]
+    assert token_colours(page)[:8] == [expected_colour("diff", float(np.float32(v))) for v in delta]
     page.close()
 
 

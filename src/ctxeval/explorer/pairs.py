@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.errors import UserError
-from ctxeval.render.views import Arm
+from ctxeval.render.views import Arm, TokenPair
 from ctxeval.results.comparison import Comparison
 
 # compare's task on one model of each of two runs (run A, model A, run B, model B); UserError
@@ -25,13 +25,10 @@ Compare = Callable[[Path, str, Path, str], Comparison]
 
 
 @dataclass
-class ArmPair:
-    """Arm B against arm A: Δ per token of A (NaN where B has no token on the same characters)
-    and the comparison of B against A over all their paired windows."""
+class ArmPair(TokenPair):
+    """Arm B against arm A of two runs: Δ per token of A and the comparison of B against A over
+    all their paired windows."""
 
-    a: Arm
-    b: Arm
-    delta: np.ndarray
     comparison: Comparison
 
     @property

@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN, arm_payload, load_runs
 from ctxeval.explorer.pairs import ArmPair, Compare, all_pairs
-from ctxeval.render.views import Arm, RunView
+from ctxeval.render.views import Arm, RunView, TokenPair
 from ctxeval.render import charts
 from ctxeval.results.effective_length import describe_length
 from ctxeval.render.page import b64, environment, page_js, script_json, static
@@ -97,8 +97,9 @@ def _compare_charts(pairs: list[ArmPair]) -> list[Markup]:
     return [Markup(charts.line_chart("PPL ratio B/A per context length (BCa 95 % CI)", "context length (tokens)", "PPL ratio B/A", series))] if series else []
 
 
-def payload(arms: list[Arm], pairs: list[ArmPair], top_k_shown: int) -> dict:
-    """The explorer's data: every arm's columns and, per pair, Δ aligned to arm A's tokens."""
+def payload(arms: list[Arm], pairs: list[TokenPair], top_k_shown: int) -> dict:
+    """The explorer's data: every arm's columns and, per pair (of two runs, or a run's own), Δ
+    aligned to arm A's tokens."""
     return {
         "arms": [arm_payload(arm, top_k_shown) for arm in arms],
         "pairs": [{"a": p.a.index, "b": p.b.index, "label": f"A {p.a.run} · {p.a.model} − B {p.b.run} · {p.b.model}", "delta": b64(p.delta, "f4")} for p in pairs],
@@ -123,7 +124,7 @@ def render_report(run_dirs: list[Path], compare: Compare, top_k_shown: int = DEF
         charts=chart_list,
         compare_rows=compare_rows,
         n_tokens=sum(len(a.records) for a in arms),
-        data=script_json(payload(arms, pairs, top_k_shown)),
+        data=script_json(payload(arms, [*pairs, *(p for view in views for p in view.pairs)], top_k_shown)),
         css=Markup(static("report.css")),
         js=page_js("explorer.js"),
     )

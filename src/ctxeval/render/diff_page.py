@@ -21,7 +21,7 @@ from ctxeval.render import charts
 from ctxeval.render.diff import headline, render_markdown
 from ctxeval.render.page import b64, environment, page_js, runs_of, script_json, static
 from ctxeval.render.renderer import Renderer
-from ctxeval.render.views import Arm, RunView, header
+from ctxeval.render.views import Arm, RunView, TokenPair, header
 from ctxeval.results.diff import DiffResult
 
 
@@ -140,14 +140,17 @@ def texts(r: DiffResult) -> DiffResult:
 
 def view(result: DiffResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
     """A diff: its answer and manifest; its scored tokens as two arms of the explorer, REF's
-    numbers and CAND's (its own page, report.html, shows them side by side with the KL)."""
+    numbers and CAND's, paired token by token (REF − CAND; its own page, report.html, shows them
+    side by side with the KL)."""
     manifest = result.manifest.to_json()
     records = result.token_records()
     window = manifest["config"].get("window", 0)
     arms = [Arm(first_arm + i, label, result.run_dir, "diff", result.report[side]["name"], manifest, arm_records(records, side, result.report[side]["name"], window),
                 pieces_of=result.report["ref"]["name"])
             for i, side in enumerate(("ref", "cand"))]
-    return RunView(label, result.run_dir, "diff", manifest, header(manifest, "diff"), answer=headline(result.report)), arms
+    ref, cand = arms
+    pair = TokenPair(ref, cand, ref.records["logprob"].to_numpy(dtype=float) - cand.records["logprob"].to_numpy(dtype=float))
+    return RunView(label, result.run_dir, "diff", manifest, header(manifest, "diff"), answer=headline(result.report), pairs=[pair]), arms
 
 
 def arm_records(records: pd.DataFrame, side: str, model: str, window: int) -> pd.DataFrame:

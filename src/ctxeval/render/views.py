@@ -42,6 +42,16 @@ class Arm:
 
 
 @dataclass
+class TokenPair:
+    """Arm B against arm A token by token: Δ = log p_A − log p_B per token of A (NaN where B has
+    no token on the same characters); the explorer's A − B colour."""
+
+    a: Arm
+    b: Arm
+    delta: np.ndarray
+
+
+@dataclass
 class RunView:
     """One run directory as the report shows it."""
 
@@ -57,6 +67,7 @@ class RunView:
     compare: dict | None = None  # a compare folder's report
     effective: dict | None = None  # an effective-length run's summary
     answer: Headline | None = None  # what the run answers, as its command prints it first
+    pairs: list[TokenPair] = field(default_factory=list)  # its own arms compared token by token (a diff: REF − CAND)
 
 
 def header(manifest: dict, kind: str) -> dict:
