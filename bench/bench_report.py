@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ctxeval.results.records import read_records  # noqa: E402
+from ctxeval.commands.compare import compare_models  # noqa: E402
 from ctxeval.explorer import write_report  # noqa: E402
 from tests.synthetic_runs import write_run  # noqa: E402
 
@@ -89,7 +90,7 @@ def main() -> None:
         run = write_run(work / "run", "synthetic", [args.window], args.window, repeats=args.tokens // args.window, n_text_tokens=args.tokens + 2 * args.window)
         t_run = time.perf_counter() - t
         t = time.perf_counter()
-        ours = write_report([run], work / "report.html")
+        ours = write_report([run], work / "report.html", compare_models)
         t_ours = time.perf_counter() - t
         t = time.perf_counter()
         records = read_records(run)

@@ -193,3 +193,21 @@ def test_a_hundred_thousand_rows_hash_in_one_vectorised_pass(n_documents):
     fp = fingerprint(table.take(rng.permutation(n)), COLUMNS, TOKENS.order, "m")
     assert fp.tokens == n and len(fp.documents) == n_documents
     assert fp == fingerprint(table, COLUMNS, TOKENS.order, "m")
+
+
+@pytest.mark.parametrize(("version", "models", "says"), [
+    (2, [{"name": "m"}], "recorded from manifest version 3 on; this run's manifest is version 2"),
+    (3, [], "no model ran here (computed from finished outputs)"),
+    (3, [{"name": "m"}], "holds no numeric path or fingerprint (they are recorded for the models a run loads)"),
+])
+def test_a_manifest_without_numeric_paths_says_why_as_information(version, models, says):
+    """What the summary and the report show where a manifest holds neither a numeric path nor a
+    fingerprint: the reason, never a bare "not recorded" that reads as a fault."""
+    from ctxeval.render.numerics import run_lines
+    from ctxeval.render.views import header
+    from ctxeval.results.manifest import Manifest
+
+    manifest = Manifest(command="sweep", run_id="r", config={}, models=models, version=version)
+    (line,) = run_lines(manifest)
+    assert says in line and "not recorded" not in line
+    assert says in header(manifest.to_json() | {"version": version}, "sweep")["numerics"]

@@ -19,6 +19,7 @@ from ctxeval import api
 from ctxeval.metrics.keytokens import key_token_mask
 from ctxeval.results.records import read_records
 from ctxeval.explorer.data import load_runs
+from ctxeval.commands.compare import compare_models
 from ctxeval.explorer.pairs import all_pairs
 from ctxeval.render.page import script_json
 
@@ -147,14 +148,30 @@ def test_script_json_cannot_close_its_script_element():
 
 def test_token_differences_average_to_compares_delta(runs, tmp_path):
     """Δ per token (log p_A − log p_B) averaged over every paired token is compare's Δ log-NLL
-    (its windows are all paired here, so the token-weighted mean of window deltas is the token mean)."""
+    (its windows are all paired here, so the token-weighted mean of window deltas is the token
+    mean), and the pair's numbers are those `ctxeval compare` writes."""
     _, arms = load_runs([runs["a"], runs["b"]])
-    (pair,) = all_pairs(arms)
+    (pair,) = all_pairs(arms, compare_models)
     assert np.isfinite(pair.delta).all()
-    compared = api.compare(runs["a"], runs["b"], out=tmp_path / "cmp").report["primary_metric"]
-    assert pair.delta.mean() == pytest.approx(compared["delta_log_nll"], abs=1e-12)
-    assert pair.overall["primary_metric"]["ratio"] == pytest.approx(compared["ratio"], rel=1e-12)
-    assert pair.overall["primary_metric"]["display_ci"] == pytest.approx(compared["display_ci"], rel=1e-12)
+    compared = api.compare(runs["a"], runs["b"], out=tmp_path / "cmp").report
+    assert pair.delta.mean() == pytest.approx(compared["primary_metric"]["delta_log_nll"], abs=1e-12)
+    for key in ("primary_metric", "secondary_metrics", "by_length", "paired_windows"):
+        assert pair.comparison.report[key] == compared[key]
+
+
+def test_the_ratio_per_length_is_the_token_mean_of_that_lengths_differences(runs):
+    """Each length's ratio B/A (compare's `by_length`, the report's chart) against an independent
+    computation from the records: exp of the mean over that length's tokens of log p_A − log p_B
+    (the runs score the same targets in every window, so the token-weighted window mean is the
+    token mean)."""
+    _, arms = load_runs([runs["a"], runs["b"]])
+    (pair,) = all_pairs(arms, compare_models)
+    a, b = read_records(runs["a"]), read_records(runs["b"])
+    rows = pair.by_length
+    assert rows["nominal_len"].tolist() == [8, 16, 32] and rows["windows"].tolist() == [3, 3, 3]
+    for length, ratio, lo, hi in zip(rows["nominal_len"], rows["ratio"], rows["lo"], rows["hi"]):
+        la, lb = a[a["nominal_len"] == length]["logprob"].to_numpy(), b[b["nominal_len"] == length]["logprob"].to_numpy()
+        assert ratio == pytest.approx(math.exp(np.mean(la - lb)), rel=1e-12) and lo <= ratio <= hi
 
 
 class _Tags(HTMLParser):
@@ -527,3 +544,171 @@ def test_a_window_row_opens_on_click_and_on_enter(which, request):
     page.focus("#windows tbody tr:nth-child(1)")
     page.keyboard.press("Enter")
     assert selected() == [i == 0 for i in range(n)] and page.inner_text("#window-title") != title
+
+
+# ---- charts: no text overlaps another or leaves its figure; the explorer holds every run's tokens ----
+LONG_NAME = "smollm2-135m-instruct-with-a-long-model-name"
+
+
+@pytest.fixture(scope="module")
+def chart_runs(tmp_path_factory):
+    """An effective-length run of a model with a long name and its truncation control, and a
+    diff of one 1,024-token window (its last context bucket is labelled "512–1K"), on tiny
+    random-weight transformers models; the report of both."""
+    pytest.importorskip("transformers")
+    from ctxeval.data.texts import load_text
+    from tests.hf_tiny import tiny_llama_dir
+
+    root, text = tmp_path_factory.mktemp("charts"), load_text("demo").content[:20000]
+    a = tiny_llama_dir(root / LONG_NAME, text, seed=0, max_positions=1100)
+    b = tiny_llama_dir(root / "b", text, seed=1, max_positions=1100)
+    el = api.effective_length(["demo"], models=(f"hf:{a}", f"hf:{a}?max_context=64"), lengths=(16, 32, 64, 128, 256), starts=3, targets=8,
+                              unit="span", replicates=200, out=root / "el")
+    diff = api.diff(f"hf:{a}", f"hf:{b}", ["demo"], window=1024, max_tokens=1024, top_k=5, out=root / "d", bootstrap=api.Bootstrap(replicates=200))
+    report = api.report([el.run_dir, diff.run_dir], out=root / "report.html")
+    return {"el": el, "diff": diff, "report": report, "diff_html": diff.paths()["html"]}
+
+
+# every text element of every chart: its box, the figure's box, its legend entry (-1: none)
+CHART_TEXT = """svgs => svgs.map(svg => {
+  const box = r => ({left: r.left, top: r.top, right: r.right, bottom: r.bottom});
+  return {
+    figure: box(svg.getBoundingClientRect()),
+    title: svg.querySelector('title').textContent,
+    series: [...svg.querySelectorAll('g.series > title')].map(t => t.textContent),
+    legend: [...svg.querySelectorAll('g.legend-entry')].map(g => [...g.querySelectorAll('text')].map(t => t.textContent)),
+    texts: [...svg.querySelectorAll('text')].filter(t => t.textContent.length).map(t => ({text: t.textContent, box: box(t.getBoundingClientRect())})),
+  };
+})"""
+
+
+def chart_text_problems(page) -> list[str]:
+    """What is wrong with the text of the page's charts: a text box outside its figure, two text
+    boxes that intersect, a legend entry whose lines are not its series' whole label."""
+    problems = []
+    for chart in page.eval_on_selector_all("svg.chart", CHART_TEXT):
+        fig, texts = chart["figure"], chart["texts"]
+        for t in texts:
+            b = t["box"]
+            if b["left"] < fig["left"] - 0.5 or b["right"] > fig["right"] + 0.5 or b["top"] < fig["top"] - 0.5 or b["bottom"] > fig["bottom"] + 0.5:
+                problems.append(f"{chart['title']}: {t['text']!r} leaves the figure")
+        for i, s in enumerate(texts):
+            for t in texts[i + 1 :]:
+                a, b = s["box"], t["box"]
+                if a["left"] < b["right"] and b["left"] < a["right"] and a["top"] < b["bottom"] and b["top"] < a["bottom"]:
+                    problems.append(f"{chart['title']}: {s['text']!r} overlaps {t['text']!r}")
+        shown = [" ".join(lines) for lines in chart["legend"]]
+        if chart["series"] and shown != [" ".join(label.split()) for label in chart["series"]]:
+            problems.append(f"{chart['title']}: legend {shown} is not the series {chart['series']}")
+    return problems
+
+
+@pytest.mark.parametrize("which", ["report", "diff_html"])
+def test_chart_text_neither_overlaps_nor_is_clipped(browser, chart_runs, which, tmp_path):
+    """The effective-length run's report (a long model name in its legend) and the diff's page
+    (its last x label "512–1K"): in Chromium, no title, tick, axis or legend text intersects
+    another or leaves its figure, and every legend entry reads its series' whole label."""
+    page = browser.new_page()
+    page.goto(chart_runs[which].as_uri())
+    charts = page.eval_on_selector_all("svg.chart", CHART_TEXT)
+    texts = [t["text"] for c in charts for t in c["texts"]]
+    if which == "report":
+        assert any("log p gain over the shortest length" in c["title"] for c in charts)
+        assert any(f"hf:{LONG_NAME}?max_context=64 · L* " in label for c in charts for label in c["series"])
+    else:
+        assert "512–1K" in texts
+    assert chart_text_problems(page) == []
+    page.screenshot(path=str(Path(os.environ.get("CTXEVAL_TEST_ARTIFACTS", tmp_path)) / f"charts-{which}.png"), full_page=True)
+    page.close()
+
+
+def test_chart_text_check_finds_overlap_and_clipping(browser):
+    """The check above is not vacuous: a title on its top tick, a clipped legend label and a
+    half-drawn x label are each found."""
+    page = browser.new_page()
+    page.set_content("""<svg class="chart" viewBox="0 0 200 100" width="200" height="100"><title>t</title>
+      <text x="100" y="16" text-anchor="middle">a title on the tick</text><text x="60" y="18">0.5</text>
+      <g class="series"><title>a long model name · L* ≥ 1024 [64, ≥ 1024]</title></g>
+      <g class="legend"><g class="legend-entry"><text x="150" y="60">a long model name · L* ≥ 1024 [64, ≥ 1024]</text></g></g>
+      <text x="200" y="90" text-anchor="middle">512–1K</text></svg>""")
+    problems = chart_text_problems(page)
+    page.close()
+    assert any("overlaps" in p for p in problems)
+    assert any("'512–1K' leaves the figure" in p for p in problems)
+    assert any("a long model name · L* ≥ 1024 [64, ≥ 1024]' leaves the figure" in p for p in problems)
+
+
+def test_effective_length_and_diff_runs_add_their_tokens_to_the_explorer(chart_runs):
+    """Each model of the effective-length run is an arm holding every record (each target at
+    each length), its gain the record's log p minus the same target's at the shortest length;
+    the diff adds REF's and CAND's numbers of every scored token, with REF's token texts, and
+    their difference per token."""
+    from ctxeval.explorer.data import arm_payload
+    from ctxeval.pieces import read_pieces
+
+    el, diff = chart_runs["el"], chart_runs["diff"]
+    (_, diff_view), arms = load_runs([el.run_dir, diff.run_dir])
+    records = read_records(el.run_dir)
+    models = list(dict.fromkeys(records["model"]))
+    assert [a.model for a in arms[:2]] == models and [a.kind for a in arms] == ["effective-length"] * 2 + ["diff"] * 2
+    full = arms[0].records  # the untruncated model scores each target once per length
+    assert len(full) == (records["model"] == models[0]).sum() == 5 * 3 * 8
+    shortest = full[full["nominal_len"] == 16].set_index(["repeat", "target_pos"])["logprob"]
+    expected = [lp - shortest[(r, p)] for lp, r, p in zip(full["logprob"], full["repeat"], full["target_pos"])]
+    assert arms[0].gain == pytest.approx(expected, abs=1e-6) and (arms[0].gain[full["nominal_len"] == 16] == 0).all()
+    payload = arm_payload(arms[0], 5)
+    assert payload["n"] == len(full) and sorted(set(payload["windows"]["nominal_len"])) == [16, 32, 64, 128, 256]
+    diff_records = pd.read_parquet(diff.run_dir / "diff_records.parquet")
+    ref, cand = arms[2], arms[3]
+    assert (ref.model, cand.model) == (diff.report["ref"]["name"], diff.report["cand"]["name"])
+    assert ref.records["logprob"].tolist() == diff_records["ref_logprob"].tolist() and cand.records["logprob"].tolist() == diff_records["cand_logprob"].tolist()
+    assert cand.records["rank"].tolist() == diff_records["cand_rank"].tolist()
+    (pair,) = diff_view.pairs  # the explorer's A − B: REF − CAND, token by token
+    assert (pair.a, pair.b) == (ref, cand) and pair.delta.tolist() == (diff_records["ref_logprob"] - diff_records["cand_logprob"]).tolist()
+    pieces = read_pieces(diff.run_dir, ref.model)
+    vocab = arm_payload(cand, 5)["vocab"]
+    assert all(vocab[str(i)] == pieces[i] for i in diff_records["target_id"].head(50))
+
+
+def test_effective_length_report_pages_through_its_tokens(browser, chart_runs):
+    """In the browser the report counts the runs' tokens and opens the first window of the
+    effective-length run, its tokens' log p as its records hold them."""
+    page = browser.new_page()
+    page.goto(chart_runs["report"].as_uri())
+    page.wait_for_function("window.ctxevalReport !== undefined")
+    records = read_records(chart_runs["el"].run_dir)
+    diff_tokens = len(pd.read_parquet(chart_runs["diff"].run_dir / "diff_records.parquet"))
+    assert f"{len(records) + 2 * diff_tokens} scored tokens" in page.inner_text("header")
+    assert "effective-length" in page.inner_text("#window-title") and "L=16" in page.inner_text("#window-title")
+    first = records[(records["model"] == records["model"].iloc[0]) & (records["window_id"] == records["window_id"].iloc[0])]
+    assert len(page.query_selector_all("#tokens .tok")) == len(first) == 8
+    diff = pd.read_parquet(chart_runs["diff"].run_dir / "diff_records.parquet")
+    assert page.eval_on_selector_all("#pair option", "els => els.map(e => e.textContent)") == [f"A d · {chart_runs['diff'].report['ref']['name']} − B d · {chart_runs['diff'].report['cand']['name']}"]
+    page.select_option("#mode", "diff")
+    select_window(page, 2, 0)  # REF's first window
+    delta = (diff["ref_logprob"] - diff["cand_logprob"]).to_numpy()[:8]
+    assert token_colours(page)[:8] == [expected_colour("diff", float(np.float32(v))) for v in delta]
+    page.close()
+
+
+def test_effective_length_figure_text_neither_overlaps_nor_is_clipped(chart_runs):
+    """effective_length.png (matplotlib): every visible text — title, tick labels, axis labels,
+    legend entries with the long model name — lies inside the figure and intersects no other."""
+    from matplotlib.text import Text
+
+    from ctxeval.render.figures import curves_figure
+
+    fig = curves_figure(chart_runs["el"].summary)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    page = fig.bbox
+    ticks = [(tick, axis) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for tick in axis.get_major_ticks() + axis.get_minor_ticks()]
+    # a tick outside its axis's view is not drawn (matplotlib keeps its label object, unplaced)
+    drawn = [tick.label1 for tick, axis in ticks if min(axis.get_view_interval()) <= tick.get_loc() <= max(axis.get_view_interval())]
+    labels = {id(tick.label1) for tick, _ in ticks} | {id(tick.label2) for tick, _ in ticks}
+    texts = [t for t in fig.findobj(Text) if id(t) not in labels] + drawn
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts if t.get_visible() and t.get_text().strip()]
+    assert any(LONG_NAME in text for text, _ in boxes) and any("gain with 95 % band" in text for text, _ in boxes)
+    outside = [text for text, b in boxes if b.x0 < page.x0 - 0.5 or b.x1 > page.x1 + 0.5 or b.y0 < page.y0 - 0.5 or b.y1 > page.y1 + 0.5]
+    overlapping = [(s, t) for i, (s, a) in enumerate(boxes) for t, b in boxes[i + 1 :] if a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1]
+    assert (outside, overlapping) == ([], [])

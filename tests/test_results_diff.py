@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from ctxeval.errors import UserError
-from ctxeval.explorer.data import load_runs
+from ctxeval.explorer.data import arm_payload, load_runs
 from ctxeval.judge import Verdict, judge_result
 from ctxeval.modeldiff.summary import Bootstrap, summarize
 from ctxeval.results.manifest import Manifest, write_manifest
 from ctxeval.results.base import RESULT_FILE, read_result
 from ctxeval.pipeline.engine import save_result
 from ctxeval.render.kinds import RENDERING
-from ctxeval.results.diff import DiffResult
+from ctxeval.results.diff import RECORDS_FILE, DiffResult
 from ctxeval.results.judge import JudgeResult
 from tests.test_diff import _records as diff_records
 
@@ -78,9 +79,21 @@ def test_a_folder_without_a_header_is_refused_in_one_line(tmp_path, kind):
 
 
 def test_the_report_reads_a_diff_through_its_result(tmp_path):
+    """Its answer and manifest, and its records as two arms of the explorer: REF's numbers and
+    CAND's of every scored token (the records of this fixture have no top-k: none shown)."""
     result = _diff(tmp_path)
-    (view,), arms = load_runs([result.run_dir])
-    assert (view.kind, view.manifest, arms) == ("diff", result.manifest.to_json(), [])
+    records = diff_records(windows=3, per_window=8)
+    n = len(records)
+    records = records.assign(window_id=[f"C8-{i}" for i in records["pass_index"]], target_pos=np.arange(n), char_start=np.arange(n), char_end=np.arange(n) + 1,
+                             target_id=np.arange(n) % 7, ref_rank=np.arange(n) % 5 + 1, cand_rank=np.arange(n) % 3 + 1, ref_top1=1, cand_top1=2)
+    records.to_parquet(result.run_dir / RECORDS_FILE)
+    (view,), (ref, cand) = load_runs([result.run_dir])
+    assert (view.kind, view.manifest) == ("diff", result.manifest.to_json())
+    assert (ref.model, cand.model, ref.pieces_of, cand.pieces_of) == ("ref", "cand", "ref", "ref")
+    for arm, side in ((ref, "ref"), (cand, "cand")):
+        assert arm.records["logprob"].tolist() == records[f"{side}_logprob"].tolist() and arm.records["rank"].tolist() == records[f"{side}_rank"].tolist()
+        assert (arm.records["nominal_len"] == 8).all() and arm.records["window_id"].tolist() == records["window_id"].tolist()
+        assert arm_payload(arm, 5)["k"] == 0
     assert [row[0] for row in view.answer.rows] == ["mean KL(P_ref ‖ P_cand), nats/token", "perplexity ratio CAND/REF", "same top-1 token"]
     assert view.answer.notes == ("Gates (dev) failed: upper CI bound of the mean KL 0.500000 exceeds --max-kl 0.1.",)
     (result.run_dir / RESULT_FILE).unlink()

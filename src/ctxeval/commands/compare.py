@@ -11,7 +11,7 @@ from ctxeval.commands.base import Command
 from ctxeval.metrics.registry import rank_keys, trend_keys
 from ctxeval.options import argument, greater_than_zero, one_of, option
 from ctxeval.pairing import pair_windows
-from ctxeval.report.compare import NAN_POLICIES, build_report, comparison_result, window_table
+from ctxeval.report.compare import NAN_POLICIES, build_report, by_length, comparison_result, paired_ids, window_table
 from ctxeval.stats.gates import PROFILES, gate, resolve_minima
 from ctxeval.report.numerics import compare_numerics
 from ctxeval.results.runs import load_run
@@ -77,11 +77,19 @@ def run_compare(spec: CompareSpec) -> Comparison:
     scores = rank_keys(metrics)
     minima = resolve_minima(spec.profile, spec.min_windows, spec.min_tokens)
     report = build_report(pairing, (str(spec.run_a), str(spec.run_b)), spec.replicates, spec.seed, spec.cluster_by_text, scores, spec.nan_windows, spec.resample, minima)
+    report["by_length"] = by_length(a, b, (str(spec.run_a), str(spec.run_b)), spec.replicates, spec.seed, spec.cluster_by_text, scores, spec.resample)
+    report["paired_windows"] = paired_ids(pairing)
     report["profile"] = spec.profile
     report["numerics"] = compare_numerics(manifest_a, spec.model_a or records_a["model"].iloc[0], manifest_b, spec.model_b or records_b["model"].iloc[0])
     failures = gate(report, spec.profile, spec.max_ratio)
     report["gates"] = {"passed": not failures, "failures": failures}
     return comparison_result(report, Path(spec.out))
+
+
+def compare_models(run_a: Path, model_a: str, run_b: Path, model_b: str) -> Comparison:
+    """`compare` with its own defaults on one model of each run: what the report's pair view
+    reads (UserError where the two cannot be compared: no shared window, several context modes)."""
+    return run_compare(CompareSpec(Path(run_a), Path(run_b), model_a=model_a, model_b=model_b))
 
 
 def run_trends(spec: TrendsSpec) -> Trends:

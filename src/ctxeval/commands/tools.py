@@ -10,6 +10,7 @@ from typing import Any, Optional
 from ctxeval.backends.registry import ModelEntry, list_models
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
+from ctxeval.commands.compare import compare_models
 from ctxeval.explorer import DEFAULT_TOP_K_SHOWN, write_report
 from ctxeval.options import argument, option
 from ctxeval.server.settings import ServerSettings, server_settings
@@ -20,7 +21,7 @@ class ReportSpec:
     """One offline, self-contained HTML report: run headers, headline numbers with intervals, charts and a
     per-token explorer (colour by logprob, rank bucket, probability vs top-1, context gain, key tokens, A−B)."""
 
-    runs: tuple[Path, ...] = argument("Finished run directories of any kind: sweep, score, context-gain, retrieval, compare outputs, pplqa/meta-eval.", cli_type=list[Path], to_value=tuple)
+    runs: tuple[Path, ...] = argument("Finished run directories of any kind: sweep, score, context-gain, effective-length, diff, retrieval, ruler, compare outputs, pplqa/meta-eval.", cli_type=list[Path], to_value=tuple)
     out: Path = common.out("The HTML file to write.", Path("report.html"))
     top_k_shown: int = option("--top-k-shown", "Top-k alternatives per token embedded for the hover card (at most the run's --top-k).", DEFAULT_TOP_K_SHOWN)
 
@@ -56,8 +57,9 @@ class ServeSpec:
 
 def run_report(spec: ReportSpec) -> Path:
     """One offline HTML file over any mix of finished runs: headers, headline numbers, charts
-    and a per-token explorer (`top_k_shown` alternatives per token are embedded)."""
-    return write_report([Path(r) for r in spec.runs], Path(spec.out), spec.top_k_shown)
+    and a per-token explorer (`top_k_shown` alternatives per token are embedded); pairs of
+    sweep/score runs compared by compare's task with its defaults."""
+    return write_report([Path(r) for r in spec.runs], Path(spec.out), compare_models, spec.top_k_shown)
 
 
 def run_models(spec: ModelsSpec) -> list[ModelEntry]:

@@ -77,32 +77,6 @@ def _unique(label: str, seen: set[str]) -> str:
     return out
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def _generic_view(path: Path, label: str, kind: str) -> RunView:
     """Runs without per-token records and without a view of their own: their manifest only."""
     manifest = read_manifest(path).to_json()
@@ -110,13 +84,13 @@ def _generic_view(path: Path, label: str, kind: str) -> RunView:
 
 
 def _vocab(arm: Arm, topk_ids: np.ndarray) -> dict[int, str]:
-    """Text of every id the page can show (targets, greedy tokens, the top-k shown): from the
-    run's token pieces, else (a run without them) the records' own targets."""
+    """Text of every id the page can show (targets, greedy tokens, the top-k shown): the records'
+    own target texts, where they hold them (a diff's do not), over the run's token pieces."""
     r = arm.records
     shown = np.unique(np.concatenate([r["target_id"].to_numpy(dtype=np.int64), r["greedy_id"].fillna(-1).to_numpy(dtype=np.int64), topk_ids.ravel().astype(np.int64)]))
-    pieces = read_pieces(arm.run_dir, arm.model)
+    pieces = read_pieces(arm.run_dir, arm.pieces_of or arm.model)
     vocab = {int(i): pieces[int(i)] for i in shown if int(i) in pieces}
-    return vocab | dict(zip(r["target_id"].astype(int).tolist(), r["target_text"].tolist()))
+    return vocab | {i: text for i, text in zip(r["target_id"].astype(int).tolist(), r["target_text"].tolist()) if text is not None}
 
 
 def arm_payload(arm: Arm, top_k_shown: int) -> dict:

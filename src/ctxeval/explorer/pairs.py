@@ -1,68 +1,52 @@
-"""A−B: two arms' windows paired exactly as `compare` pairs them, per token and per length.
+"""A−B: two arms' tokens paired as `compare` paired their windows, per token and per length.
 
-Per token, Δ = log p_A − log p_B = loss_B − loss_A on tokens scoring the same characters of a
-paired window, so the token-weighted mean of Δ over a window is compare's Δ_i. Per context
-length, the ratio and its interval come from `build_report` on that length's paired windows.
+The numbers are a `Comparison` that compare's task computed with its own defaults (the report
+command hands the explorer that task, `Compare`); the explorer only ties them to the tokens. Per
+token, Δ = log p_A − log p_B = loss_B − loss_A on tokens scoring the same characters of a paired
+window, so the token-weighted mean of Δ over a window is compare's Δ_i.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ctxeval.metrics.config import MetricConfig
 from ctxeval.errors import UserError
-from ctxeval.results.manifest import Manifest
-from ctxeval.metrics.registry import rank_keys
-from ctxeval.pairing import pair_windows
-from ctxeval.report.compare import build_report, window_table
-from ctxeval.render.views import Arm
+from ctxeval.render.views import Arm, TokenPair
+from ctxeval.results.comparison import Comparison
 
-COMPARE_REPLICATES = 2000  # `ctxeval compare`'s defaults, so the numbers match its compare.json
-COMPARE_SEED = 0
+# compare's task on one model of each of two runs (run A, model A, run B, model B); UserError
+# where the two cannot be compared
+Compare = Callable[[Path, str, Path, str], Comparison]
 
 
 @dataclass
-class ArmPair:
-    """Arm B against arm A: Δ per token of A (NaN where B has no token on the same characters),
-    and compare's report over all paired windows and per nominal length."""
+class ArmPair(TokenPair):
+    """Arm B against arm A of two runs: Δ per token of A and the comparison of B against A over
+    all their paired windows."""
 
-    a: Arm
-    b: Arm
-    delta: np.ndarray
-    overall: dict
-    by_length: pd.DataFrame  # nominal_len, windows, ratio, lo, hi (display CI)
+    comparison: Comparison
 
-
-def _table(arm: Arm, label: str) -> pd.DataFrame:
-    manifest = Manifest.from_json(arm.manifest)
-    return window_table(arm.records, manifest, manifest.metrics, arm.model, None, label)
+    @property
+    def by_length(self) -> pd.DataFrame:
+        """nominal_len, windows, ratio and its display interval (lo, hi) per nominal length."""
+        rows = [{"nominal_len": r["nominal_len"], "windows": r["windows"], "ratio": r["ratio"],
+                 **dict(zip(("lo", "hi"), r["display_ci"] or (float("nan"),) * 2))} for r in self.comparison.report["by_length"]]
+        return pd.DataFrame(rows, columns=["nominal_len", "windows", "ratio", "lo", "hi"])
 
 
-def pair_arms(a: Arm, b: Arm) -> ArmPair | None:
-    """None when the two arms share no window (different texts, lengths or spans)."""
+def pair_arms(a: Arm, b: Arm, compare: Compare) -> ArmPair | None:
+    """None when `compare` cannot compare the two arms (no shared window, several context modes)."""
     try:
-        table_a, table_b = _table(a, "A"), _table(b, "B")
+        comparison = compare(a.run_dir, a.model, b.run_dir, b.model)
     except UserError:
-        return None  # e.g. both context modes in one run: compare needs one chosen per arm
-    pairing = pair_windows(table_a, table_b)
-    if pairing.paired.empty:
         return None
-    metrics = MetricConfig.from_dict(a.manifest["config"]["metrics"])
-    scores = rank_keys(metrics)
-    labels = (f"{a.run} · {a.model}", f"{b.run} · {b.model}")
-    overall = build_report(pairing, labels, COMPARE_REPLICATES, COMPARE_SEED, False, scores)
-    rows = []
-    for length in sorted(table_a["nominal_len"].unique()):
-        part = pair_windows(table_a[table_a["nominal_len"] == length], table_b[table_b["nominal_len"] == length])
-        if part.paired.empty:
-            continue
-        report = build_report(part, labels, COMPARE_REPLICATES, COMPARE_SEED, False, scores)
-        pm = report["primary_metric"]
-        rows.append({"nominal_len": int(length), "windows": len(part.paired), "ratio": pm["ratio"], **dict(zip(("lo", "hi"), pm["display_ci"] or (float("nan"),) * 2))})
-    return ArmPair(a, b, token_delta(a, b, pairing.paired), overall, pd.DataFrame(rows))
+    paired = pd.DataFrame(comparison.report["paired_windows"], columns=["a", "b"]).rename(columns={"a": "window_id_a", "b": "window_id_b"})
+    return ArmPair(a, b, token_delta(a, b, paired), comparison)
 
 
 def token_delta(a: Arm, b: Arm, paired: pd.DataFrame) -> np.ndarray:
@@ -76,16 +60,16 @@ def token_delta(a: Arm, b: Arm, paired: pd.DataFrame) -> np.ndarray:
     return delta
 
 
-def all_pairs(arms: list[Arm], limit: int = 6) -> list[ArmPair]:
-    """Every pair of language-modelling arms (sweep/score) that shares windows, in arm order,
-    at most `limit` (each costs bootstraps)."""
+def all_pairs(arms: list[Arm], compare: Compare, limit: int = 6) -> list[ArmPair]:
+    """Every pair of language-modelling arms (sweep/score) that `compare` can compare, in arm
+    order, at most `limit` (each costs bootstraps)."""
     lm = [arm for arm in arms if arm.kind in ("sweep", "score")]
     out = []
     for i, a in enumerate(lm):
         for b in lm[i + 1 :]:
             if len(out) >= limit:
                 return out
-            pair = pair_arms(a, b)
+            pair = pair_arms(a, b, compare)
             if pair is not None:
                 out.append(pair)
     return out

@@ -10,8 +10,8 @@ from pathlib import Path
 from markupsafe import Markup
 
 from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN, arm_payload, load_runs
-from ctxeval.explorer.pairs import ArmPair, all_pairs
-from ctxeval.render.views import Arm, RunView
+from ctxeval.explorer.pairs import ArmPair, Compare, all_pairs
+from ctxeval.render.views import Arm, RunView, TokenPair
 from ctxeval.render import charts
 from ctxeval.results.effective_length import describe_length
 from ctxeval.render.page import b64, environment, page_js, script_json, static
@@ -97,23 +97,25 @@ def _compare_charts(pairs: list[ArmPair]) -> list[Markup]:
     return [Markup(charts.line_chart("PPL ratio B/A per context length (BCa 95 % CI)", "context length (tokens)", "PPL ratio B/A", series))] if series else []
 
 
-def payload(arms: list[Arm], pairs: list[ArmPair], top_k_shown: int) -> dict:
-    """The explorer's data: every arm's columns and, per pair, Δ aligned to arm A's tokens."""
+def payload(arms: list[Arm], pairs: list[TokenPair], top_k_shown: int) -> dict:
+    """The explorer's data: every arm's columns and, per pair (of two runs, or a run's own), Δ
+    aligned to arm A's tokens."""
     return {
         "arms": [arm_payload(arm, top_k_shown) for arm in arms],
         "pairs": [{"a": p.a.index, "b": p.b.index, "label": f"A {p.a.run} · {p.a.model} − B {p.b.run} · {p.b.model}", "delta": b64(p.delta, "f4")} for p in pairs],
     }
 
 
-def render_report(run_dirs: list[Path], top_k_shown: int = DEFAULT_TOP_K_SHOWN) -> str:
-    """The whole report as one HTML string."""
+def render_report(run_dirs: list[Path], compare: Compare, top_k_shown: int = DEFAULT_TOP_K_SHOWN) -> str:
+    """The whole report as one HTML string; `compare` compares its language-modelling arms."""
     views, arms = load_runs(run_dirs)
-    pairs = all_pairs(arms)
+    pairs = all_pairs(arms, compare)
     counts = {f"{a.run} · {a.model}": charts.rank_bucket_counts(a.records["rank"].to_numpy(dtype=float)) for a in arms}
     chart_list = _lm_charts(views) + ([Markup(charts.rank_histogram("rank of the target (GLTR buckets)", counts))] if counts else [])
     chart_list += _gain_charts(views) + _effective_charts(views) + _retrieval_charts(views) + _compare_charts(pairs)
     compare_rows = [
-        {"label": f"B {p.b.run} · {p.b.model} vs A {p.a.run} · {p.a.model}", "ratio": p.overall["primary_metric"]["ratio"], "ci": p.overall["primary_metric"]["display_ci"], "windows": p.overall["dataset"]["windows"]["stats"]["compared_windows"]}
+        {"label": f"B {p.b.run} · {p.b.model} vs A {p.a.run} · {p.a.model}", "ratio": p.comparison.report["primary_metric"]["ratio"],
+         "ci": p.comparison.report["primary_metric"]["display_ci"], "windows": p.comparison.report["dataset"]["windows"]["stats"]["compared_windows"]}
         for p in pairs
     ]
     template = environment().get_template("report.html.j2")
@@ -122,7 +124,7 @@ def render_report(run_dirs: list[Path], top_k_shown: int = DEFAULT_TOP_K_SHOWN) 
         charts=chart_list,
         compare_rows=compare_rows,
         n_tokens=sum(len(a.records) for a in arms),
-        data=script_json(payload(arms, pairs, top_k_shown)),
+        data=script_json(payload(arms, [*pairs, *(p for view in views for p in view.pairs)], top_k_shown)),
         css=Markup(static("report.css")),
         js=page_js("explorer.js"),
     )

@@ -31,10 +31,11 @@ from ctxeval.pipeline.executors.work import Job, one_per_unit, work_item
 from ctxeval.results.fingerprint import FingerprintColumns
 from ctxeval.results.manifest import Manifest
 from ctxeval.pieces import has_pieces, record_ids, write_pieces
+from ctxeval.results.diff import RECORDS_FILE
 from ctxeval.results.records import RecordKind
 from ctxeval.pipeline.tokens import TokenizedText, tokenize
 
-DIFF_FILE = "diff_records.parquet"
+DIFF_FILE = RECORDS_FILE
 # fingerprints: REF's and CAND's scores of the same tokens, in the manifest's model order
 DIFF_FINGERPRINTS = (FingerprintColumns("ref_logprob", "ref_rank", None), FingerprintColumns("cand_logprob", "cand_rank", None))
 DIFF_RECORDS = RecordKind(DIFF_FILE, "pass_index", ("pass_index", "target_pos"), DIFF_FINGERPRINTS)

@@ -21,7 +21,7 @@ from ctxeval.render import charts
 from ctxeval.render.diff import headline, render_markdown
 from ctxeval.render.page import b64, environment, page_js, runs_of, script_json, static
 from ctxeval.render.renderer import Renderer
-from ctxeval.render.views import Arm, RunView, header
+from ctxeval.render.views import Arm, RunView, TokenPair, header
 from ctxeval.results.diff import DiffResult
 
 
@@ -139,9 +139,35 @@ def texts(r: DiffResult) -> DiffResult:
 
 
 def view(result: DiffResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
-    """A diff: its answer and manifest (its tokens are on its own page, report.html)."""
+    """A diff: its answer and manifest; its scored tokens as two arms of the explorer, REF's
+    numbers and CAND's, paired token by token (REF − CAND; its own page, report.html, shows them
+    side by side with the KL)."""
     manifest = result.manifest.to_json()
-    return RunView(label, result.run_dir, "diff", manifest, header(manifest, "diff"), answer=headline(result.report)), []
+    records = result.token_records()
+    window = manifest["config"].get("window", 0)
+    arms = [Arm(first_arm + i, label, result.run_dir, "diff", result.report[side]["name"], manifest, arm_records(records, side, result.report[side]["name"], window),
+                pieces_of=result.report["ref"]["name"])
+            for i, side in enumerate(("ref", "cand"))]
+    ref, cand = arms
+    pair = TokenPair(ref, cand, ref.records["logprob"].to_numpy(dtype=float) - cand.records["logprob"].to_numpy(dtype=float))
+    return RunView(label, result.run_dir, "diff", manifest, header(manifest, "diff"), answer=headline(result.report), pairs=[pair]), arms
+
+
+def arm_records(records: pd.DataFrame, side: str, model: str, window: int) -> pd.DataFrame:
+    """One model's numbers of a diff's records (`side` "ref" or "cand") in the columns of the
+    explorer's token records: its log p, rank, top-1 as the greedy token and top-k; window
+    length `window` as the nominal length, the side as the context mode; no target text (the
+    run's pieces, REF's, give it)."""
+    r = records
+    has_topk = all(c in r for c in TOPK_COLUMNS)
+    none = pd.Series([[]] * len(r), index=r.index)
+    return pd.DataFrame({
+        "model": model, "text_id": r["text_id"], "window_id": r["window_id"], "method": "diff", "context_mode": side.upper(),
+        "nominal_len": window, "repeat": 0, "pass_index": r["pass_index"], "target_pos": r["target_pos"], "char_start": r["char_start"],
+        "char_end": r["char_end"], "context_len": r["context_len"], "target_id": r["target_id"], "target_text": None,
+        "logprob": r[f"{side}_logprob"], "rank": r[f"{side}_rank"], "greedy_id": r[f"{side}_top1"],
+        "topk_ids": r[f"{side}_topk_ids"] if has_topk else none, "topk_logprobs": r[f"{side}_topk_logprobs"] if has_topk else none,
+    }).reset_index(drop=True)
 
 
 RENDERER = Renderer(texts, view)

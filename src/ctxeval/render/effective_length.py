@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
+
 from ctxeval.render import figures
 from ctxeval.render.headline import Headline, percent
 from ctxeval.render.renderer import Renderer
@@ -101,7 +103,8 @@ def texts(r: EffectiveLengthResult) -> EffectiveLengthResult:
 
 def view(result: EffectiveLengthResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
     """An effective-length run: L* per model (all targets and key tokens) and its gain, in the
-    headline; the curves with their bands are charts (explorer/render.py's `_effective_charts`)."""
+    headline; the curves with their bands are charts (explorer/render.py's `_effective_charts`);
+    each model's records are an arm of the explorer (`arms`)."""
     manifest = result.manifest.to_json()
     view = RunView(label, result.run_dir, "effective-length", manifest, header(manifest, "effective-length"), effective=result.summary,
                    answer=headline(result.summary))
@@ -112,7 +115,27 @@ def view(result: EffectiveLengthResult, label: str, first_arm: int) -> tuple[Run
         gain = s["curve"][-1]["gain"]
         view.headline.append({"label": f"gain {lengths[0]}→{lengths[-1]} {model} (nats/token)", "value": f"{gain['estimate']:+.4f}",
                               "interval": "no interval" if gain["interval"] == "none" else f"[{gain['low']:+.4f}, {gain['high']:+.4f}]"})
-    return view, []
+    return view, arms(result, label, first_arm)
+
+
+def arms(result: EffectiveLengthResult, label: str, first_arm: int) -> list[Arm]:
+    """Each model's records (every target at every length, one window per span and length), with
+    per record its gain over the shortest length (its log p minus the same target's log p at L_1)
+    and its key-token flag, both from the target table the curve was computed from."""
+    if result.records is None:
+        return []
+    manifest = result.manifest.to_json()
+    target = ["text_id", "span", "target_pos"]
+    shortest = result.targets[result.targets["length"] == result.summary["lengths"][0]]
+    out = []
+    for i, (model, part) in enumerate(result.records.groupby("model", sort=False)):
+        part = part.reset_index(drop=True)
+        first = shortest[shortest["model"] == model].drop_duplicates(target).set_index(target)
+        where = pd.MultiIndex.from_frame(part[["text_id", "repeat", "target_pos"]].set_axis(target, axis=1))
+        gain = part["logprob"].to_numpy(dtype=float) - first["logprob"].reindex(where).to_numpy(dtype=float)
+        key = first["key"].reindex(where).eq(True).to_numpy()  # a target without a row at L_1 is no key token
+        out.append(Arm(first_arm + i, label, result.run_dir, "effective-length", model, manifest, part, gain, key))
+    return out
 
 
 def draw(r: EffectiveLengthResult, out: Path) -> None:

@@ -127,10 +127,20 @@ def plot_gain(tables: dict[tuple[str, str], pd.DataFrame], by_distance: pd.DataF
 
 
 def plot_curves(summary: dict, path: Path) -> None:
-    """Left: gain over the shortest length with its paired interval, L* marked; right: the
-    key tokens' mean log-probability."""
+    """effective_length.png: `curves_figure`, saved."""
     plt = _pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    fig = curves_figure(summary)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def curves_figure(summary: dict) -> Any:
+    """Left: gain over the shortest length with its paired interval, L* marked; right: the
+    key tokens' mean log-probability (or, where no target is one, that said). The legends sit
+    below the panels, so a long model name widens the figure's margin instead of covering a
+    curve or the other panel."""
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
     curves = curve_frame(summary)
     for i, (model, part) in enumerate(curves.groupby("model", sort=False)):
         colour = f"C{i % 10}"
@@ -148,10 +158,13 @@ def plot_curves(summary: dict, path: Path) -> None:
         ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize="small")
+            ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=1, frameon=False)
+    if not right.get_legend_handles_labels()[0]:
+        right.set_xlim(left.get_xlim())
+        right.text(0.5, 0.5, "no key tokens in this run", ha="center", va="center", transform=right.transAxes)
+        right.set_yticks([])
     left.set_title("gain with 95 % band; dashed: L*")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
 
 
 def plot_heatmaps(cells: pd.DataFrame, path: Path) -> None:

@@ -13,7 +13,7 @@ from ctxeval.results.numeric_path import model_line
 def run_lines(manifest: Manifest) -> list[str]:
     """One line per model of a run: its name, numeric path and fingerprint."""
     if manifest.numeric_paths is None and manifest.fingerprints is None:
-        return [f"numeric paths and fingerprints not recorded (manifest version {manifest.version})"]
+        return [_none_recorded(manifest)]
     fingerprints = manifest.fingerprints or []
     paths = manifest.numeric_paths or []
     lines = []
@@ -22,6 +22,16 @@ def run_lines(manifest: Manifest) -> list[str]:
         fingerprint = fingerprints[i] if i < len(fingerprints) else None
         lines.append(f"{name}: {model_line(path, fingerprint)}")
     return lines
+
+
+def _none_recorded(manifest: Manifest) -> str:
+    """Why a manifest holds no numeric path or fingerprint, as information: manifests record them
+    from version 3 on, for the models a run loads."""
+    if manifest.version < 3:
+        return f"numeric paths and fingerprints are recorded from manifest version 3 on; this run's manifest is version {manifest.version}"
+    if not manifest.models:
+        return "no model ran here (computed from finished outputs), so there is no numeric path or fingerprint to record"
+    return "this run's manifest holds no numeric path or fingerprint (they are recorded for the models a run loads)"
 
 
 def run_markdown(manifest: Manifest) -> str:

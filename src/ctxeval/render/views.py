@@ -36,8 +36,19 @@ class Arm:
     model: str
     manifest: dict
     records: pd.DataFrame  # in plan order, only the explorer's rows (context-gain: long contexts)
-    gain: np.ndarray | None = None  # context-gain: log p_long - log p_short per row
-    key: np.ndarray | None = None  # context-gain: LongPPL key token per row
+    gain: np.ndarray | None = None  # log p_long - log p_short per row (context-gain; effective-length: over the shortest length)
+    key: np.ndarray | None = None  # LongPPL key token per row (context-gain, effective-length)
+    pieces_of: str | None = None  # whose token pieces the run keeps for this arm (a diff's: REF's, shared by CAND); None: its own
+
+
+@dataclass
+class TokenPair:
+    """Arm B against arm A token by token: Δ = log p_A − log p_B per token of A (NaN where B has
+    no token on the same characters); the explorer's A − B colour."""
+
+    a: Arm
+    b: Arm
+    delta: np.ndarray
 
 
 @dataclass
@@ -56,6 +67,7 @@ class RunView:
     compare: dict | None = None  # a compare folder's report
     effective: dict | None = None  # an effective-length run's summary
     answer: Headline | None = None  # what the run answers, as its command prints it first
+    pairs: list[TokenPair] = field(default_factory=list)  # its own arms compared token by token (a diff: REF − CAND)
 
 
 def header(manifest: dict, kind: str) -> dict:

@@ -13,7 +13,7 @@ import pandas as pd
 from ctxeval.metrics.config import MetricConfig
 from ctxeval.errors import FieldError, UserError
 from ctxeval.results.manifest import Manifest
-from ctxeval.pairing import KEY, Pairing
+from ctxeval.pairing import KEY, Pairing, pair_windows
 from ctxeval.report.summary import window_metrics
 from ctxeval.results.comparison import Comparison, window_label
 from ctxeval.stats.paired import all_equal, paired_bca, weighted_mean
@@ -165,6 +165,28 @@ def build_report(
     violations = check_invariants(report, delta)
     report["invariants"] = {"holds": not violations, "violations": violations}
     return report
+
+
+def by_length(a: pd.DataFrame, b: pd.DataFrame, runs: tuple[str, str], replicates: int, seed: int, cluster_by_text: bool | None,
+              rank_scores: list[str], resample: str = "windows") -> list[dict]:
+    """Per nominal length (a sweep's context lengths; a score run's window) the perplexity ratio
+    B/A over that length's paired windows of window tables `a` and `b`, with its interval: the
+    same report as the whole comparison's, on those windows only."""
+    rows = []
+    for length in sorted(a["nominal_len"].unique()):
+        part = pair_windows(a[a["nominal_len"] == length], b[b["nominal_len"] == length])
+        if part.paired.empty:
+            continue
+        pm = build_report(part, runs, replicates, seed, cluster_by_text, rank_scores, resample=resample)["primary_metric"]
+        rows.append({"nominal_len": int(length), "windows": len(part.paired), "ratio": pm["ratio"], "display_ci": pm["display_ci"]})
+    return rows
+
+
+def paired_ids(pairing: Pairing) -> list[dict]:
+    """The windows a comparison paired, as {a, b} window ids in A's order: what ties its numbers
+    to each arm's tokens (the report's per-token A − B)."""
+    p = pairing.paired
+    return [{"a": a, "b": b} for a, b in zip(p["window_id_a"], p["window_id_b"])]
 
 
 def arm_coverage(windows: int, tokens: int, compared_windows: int, compared_tokens: int, minima: tuple[int | None, int | None]) -> dict:

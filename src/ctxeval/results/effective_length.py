@@ -1,6 +1,7 @@
 """The `effective-length` result: summary.json (each model's curve, gains per doubling and L*),
 curve.csv, targets.parquet (every target at every length: its context, log-probability, exact
-rank, AVG and key-token flag), effective_length.md and the plot.
+rank, AVG and key-token flag), effective_length.md and the plot; read back from its folder, the
+run's records too (the report's explorer shows them).
 
 It holds the per-model target tables beside the summary, so the report and probe-report read
 the curve and L* from here and never rebuild them from the records; `describe_length` gives L*
@@ -18,6 +19,7 @@ from ctxeval.results.base import Result
 from ctxeval.results.io import Csv, Figure, Json, Parquet, Text, folder, loaded, written
 from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.results.probe_report import EFFECTIVE_LENGTH
+from ctxeval.results.records import read_records
 
 SUMMARY_JSON = "summary.json"
 CURVE_CSV = "curve.csv"
@@ -41,6 +43,9 @@ class EffectiveLengthResult(Result):
     summary: dict  # what summary.json holds
     targets: pd.DataFrame = field(repr=False)  # every model's target table (targets.parquet)
     markdown: str = ""  # what effective_length.md holds
+    # the run's records (every target at every length, with its top-k), as read from the folder:
+    # what the report's explorer pages through (None in the result the task built)
+    records: pd.DataFrame | None = loaded(read_records, repr=False, compare=False, default=None)
 
     @property
     def curve(self) -> pd.DataFrame:
