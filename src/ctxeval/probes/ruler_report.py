@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ctxeval.probes.ruler_paired import PairedSettings, paired_table
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.ruler import MEAN_TASK, RulerResult, read_samples
 
@@ -99,11 +100,14 @@ def agreement(samples: pd.DataFrame) -> dict:
             "likelihood_above_generation": float((generated["generation_score"] < generated["likelihood_score"]).mean())}
 
 
-def ruler_result(run_dir: Path, manifest: Manifest, threshold: float) -> RulerResult:
-    """A finished run's result, from its recorded samples."""
+def ruler_result(run_dir: Path, manifest: Manifest, threshold: float, paired: PairedSettings = PairedSettings()) -> RulerResult:
+    """A finished run's result, from its recorded samples; `paired`: the margins and bootstrap
+    of the paired differences against the first model."""
     samples = read_samples(run_dir)
     cells = cell_table(samples)
     table = pd.concat([cells, mean_table(cells)], ignore_index=True)
     lengths = effective_lengths(table, threshold)
     agree = agreement(samples)
-    return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, samples)
+    settings = {"score_delta": paired.score_delta, "logp_delta": paired.logp_delta, "replicates": paired.replicates, "seed": paired.seed,
+                "confidence": paired.confidence}
+    return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, paired_table(samples, score_column(samples), paired), settings, samples)
