@@ -13,7 +13,6 @@ from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
-from ctxeval.config import DEFAULT_MODEL
 from ctxeval.errors import UserError
 from ctxeval.options import argument, group, one_of, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
@@ -26,13 +25,6 @@ from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.results.pplqa import PplqaResult
 from ctxeval.stats.agreement import TAU_VARIANTS
 
-_EVALUATOR = f"Evaluator: {DEFAULT_MODEL} (embedded default), a .gguf path or hf:MODEL (not openai:, whose APIs return no log-probability for an answer's first token)."
-
-
-def _evaluator() -> Any:
-    return option("--model", _EVALUATOR, DEFAULT_MODEL)
-
-
 def _qa_scope() -> Any:
     return option("--qa-scope", "PPL(q+a) over all tokens, or over the answer tokens only.", "all", check=one_of(QA_SCOPES))
 
@@ -44,7 +36,7 @@ class PplqaSpec:
     answers: str = argument("mt-bench (shared turn-1 answers of 6 models) or a JSONL file of {question_id, question, model, answer}.", "mt-bench")
     methods: str | tuple[str, ...] = option("--methods", "Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted.", "pplqa", cli_type=str)
     out: Path | None = common.out()
-    model: str = _evaluator()
+    model: str = common.model()
     limit: int | None = option("--limit", "Only the first N questions.", None, check=positive)
     qa_scope: str = _qa_scope()
     aspect: str | None = option("--aspect", "Score inside this aspect prompt (the paper's 'with prompt' variant), e.g. coherence.", None)
@@ -63,7 +55,7 @@ class MetaEvalSpec:
     dataset: str = option("--dataset", "llmbar:NAME (e.g. llmbar:MT-Bench) or pandalm (from the folder CTXEVAL_SHARED_DATA names), or the path of an LLMBar, PandaLM or MT-Bench human-judgment file (.json, .jsonl, .parquet).")
     methods: str | tuple[str, ...] = option("--methods", "Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted, pplqa+prompt, gptscore+prompt.", "pplqa,gptscore,geval,geval_weighted", cli_type=str)
     out: Path | None = common.out()
-    model: str = _evaluator()
+    model: str = common.model()
     limit: int | None = option("--limit", "Only the first N items.", None, check=positive)
     qa_scope: str = _qa_scope()
     aspect: str = option("--aspect", "Aspect prompt for G-Eval and the +prompt variants.", "coherence")

@@ -10,6 +10,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Optional, Protocol
 
+from ctxeval.backends.model_files import EMBEDDED
+from ctxeval.backends.model_options import TRUNCATING
 from ctxeval.backends.registry import ModelSpec, parse_model_spec
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K
 from ctxeval.data.corpus import CorpusOptions
@@ -20,15 +22,18 @@ from ctxeval.pipeline.executors.spec import ExecutorOptions
 from ctxeval.stats.defaults import DEFAULT_SEED, replicates_option
 
 TEXT_INPUTS = "UTF-8 text files ('demo' for the bundled excerpt), corpus folders, .jsonl/.json or .parquet corpora."
-MODEL_FORMS = f"{DEFAULT_MODEL} (embedded default), smollm2-135m, a .gguf path, hf:{DEFAULT_MODEL}, hf:smollm2-135m or hf:DIR."
+# the one help text of --model (and of serve's MODEL): every backend's forms and the options a model string takes
+MODEL_FORMS = (f"Model: {' or '.join(EMBEDDED)} (embedded, llama.cpp; {DEFAULT_MODEL} the default), a .gguf path, "
+               f"{', '.join('hf:' + name for name in EMBEDDED)} or hf:DIR (transformers), or openai:MODEL (an OpenAI-compatible server, --base-url). "
+               "Options follow a ? joined by &: max_context=N (a truncation control), type_k=q8_0 type_v=q8_0 flash_attn=1 (llama.cpp KV types), "
+               "press=SnapKVPress budget=256 (hf:, a kvpress press), e.g. hf:smollm2-135m?press=SnapKVPress&budget=256; `ctxeval models` lists every option. "
+               "Repeatable where a command compares models (the first is the reference); a form a command cannot use is refused before any model loads.")
 
 
 def to_tuple(value: Any) -> tuple:
     return tuple(value or ())
 
 
-# the commands whose planners honour a truncation control `?max_context=N`
-TRUNCATING = "sweep, score, context-gain, effective-length and ruler"
 
 
 @cache
@@ -43,15 +48,16 @@ def model_specs(texts: Iterable[str]) -> list[ModelSpec]:
     return [model_spec(text) for text in texts]
 
 
-def models(help: str, truncates: bool = False) -> Any:
+def models(truncates: bool = False) -> Any:
     """--model repeated: several models on the same work. `truncates`: the command plans
     `?max_context=N`."""
-    return option("--model", help, (DEFAULT_MODEL,), cli_type=Optional[list[str]], shown=None,
+    return option("--model", MODEL_FORMS, (DEFAULT_MODEL,), cli_type=Optional[list[str]], shown=None,
                   to_value=lambda v: tuple(v) if v else (DEFAULT_MODEL,), check=lambda v: _some("must name at least one model")(v) or _models_checked(v, truncates))
 
 
-def model(help: str = MODEL_FORMS, truncates: bool = False) -> Any:
-    return option("--model", help, DEFAULT_MODEL, check=lambda v: _models_checked((v,), truncates))
+def model(truncates: bool = False) -> Any:
+    """--model once: the command's one model."""
+    return option("--model", MODEL_FORMS, DEFAULT_MODEL, check=lambda v: _models_checked((v,), truncates))
 
 
 def _models_checked(texts: tuple[str, ...], truncates: bool) -> None:

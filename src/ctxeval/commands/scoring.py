@@ -62,7 +62,7 @@ class SweepSpec(TokenScoringOptions):
 
     texts: tuple[str, ...] = argument("UTF-8 text files, corpus folders, .jsonl/.json or .parquet corpora; 'demo' (the default) is the bundled Chesterton excerpt.",
                                       (DEMO_TEXT_NAME,), cli_type=Optional[list[str]], shown=None, to_value=lambda v: tuple(v) if v else (DEMO_TEXT_NAME,))
-    models: tuple[str, ...] = common.models(f"Model: {common.MODEL_FORMS[:-1]}. Repeat to sweep several models on the same starts.", truncates=True)
+    models: tuple[str, ...] = common.models(truncates=True)
     lengths: tuple[int, ...] = option("--lengths", "Comma-separated context lengths in tokens.", DEFAULT_LENGTHS, cli_type=str, shown=joined(DEFAULT_LENGTHS),
                                       to_value=comma_ints("--lengths"), check=lambda v: "must name at least one context length" if not v else positive(v))
     n_compare: int = option("--n-compare", "n_c: consecutive targets scored per start.", 30, check=positive)

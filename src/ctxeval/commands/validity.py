@@ -62,7 +62,7 @@ class RulerSpec:
     lengths: tuple[int, ...] = option("--lengths", "Comma-separated lengths in the model's tokens: prompt plus the task's tokens to generate (RULER runs 4K to 128K).",
                                       RULER_LENGTHS, cli_type=str, shown=joined(RULER_LENGTHS), to_value=comma_ints("--lengths"), check=positive)
     samples: int = option("--samples", "Seeded samples per (task, length) (RULER uses 500).", 25, check=positive)
-    models: tuple[str, ...] = common.models(f"Model(s): {common.MODEL_FORMS} MODEL?max_context=N sees the prompt's last N tokens (a truncation control). Repeat for several.", truncates=True)
+    models: tuple[str, ...] = common.models(truncates=True)
     essay: str = option("--essay", "Text whose words make the essay haystacks: 'gutenberg', two bundled public-domain books, no sentence repeated within 128K tokens; "
                                    "'demo', the Chesterton excerpt (repeats beyond about 17.5K tokens); or a UTF-8 file, repeated where a haystack needs more words. "
                                    "RULER uses Paul Graham's essays, not shipped.", RULER_HAYSTACK_NAME)
