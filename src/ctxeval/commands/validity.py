@@ -125,8 +125,8 @@ class AgreementSpec:
 
     runs: tuple[Path, ...] = argument("Finished run directories: effective-length, diff, ruler and retrieval runs.", cli_type=list[Path], to_value=tuple)
     out: Path = common.out("Directory for agreement.json/.md/.html and the scatter.", Path("runs/agreement-report"))
-    replicates: int = common.replicates("Bootstrap replicates (resamples of models) per interval.")
-    seed: int = common.seed("Seed of the bootstrap.")
+    replicates: int = common.replicates()
+    seed: int = common.seed()
 
 
 def run_agreement(spec: AgreementSpec) -> AgreementResult:
