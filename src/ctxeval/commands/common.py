@@ -35,8 +35,6 @@ def to_tuple(value: Any) -> tuple:
     return tuple(value or ())
 
 
-
-
 @cache
 def model_spec(text: str) -> ModelSpec:
     """The typed spec of a model string: the one place a model string is parsed (once per

@@ -1,6 +1,7 @@
 """What a RULER run's samples report: cells per (model, task, length) with intervals, the mean
 over tasks per length, RULER's effective length per task and for the mean, how often the two
-scorings agree, the Markdown, and the run's result built from them."""
+scorings agree, the paired differences of every variant against the first model
+(probes/ruler_paired.py), and the run's result built from them."""
 
 from __future__ import annotations
 

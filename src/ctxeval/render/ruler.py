@@ -1,5 +1,6 @@
-"""results.md of a RULER run: the models side by side, then scores per task and length,
-effective lengths, and how often the two scorings agree."""
+"""results.md of a RULER run: the paired differences against the first model (where variants
+share its prompts), the models side by side, then scores per task and length, effective lengths,
+and how often the two scorings agree."""
 
 from __future__ import annotations
 
