@@ -4,9 +4,13 @@ model has is named as left out (synthetic finished runs, no model)."""
 
 from __future__ import annotations
 
+import pytest
+
 from ctxeval import api
 from tests.conftest import run_cli
 from tests.test_ruler import _retrieval_folder, _ruler_folder
+
+pytestmark = pytest.mark.filterwarnings("error::FutureWarning")  # pandas' deprecations (fillna's downcasting) fail here, with pandas 2 or 3
 
 
 def test_one_models_runs_are_refused_saying_several_models_are_needed(tmp_path):
@@ -37,3 +41,23 @@ def test_a_measure_only_one_model_has_is_named_as_left_out(tmp_path):
     assert "retrieval accuracy" not in set(result.correlations["task"])
     note = "Left out: retrieval accuracy (task): 1 model(s) have it beside a cheap measure; a correlation needs 2."
     assert note in result.markdown and note in (tmp_path / "agreement" / "agreement.md").read_text()
+
+
+def test_an_undefined_rho_is_not_ranked_and_says_why(tmp_path):
+    # both models score 100: the task measure is constant and every ρ against it is undefined
+    both_right = {"full": ([1.0] * 4, [1.0] * 4, [-1.0] * 4), "pressed": ([1.0] * 4, [0.0] * 4, [-2.0] * 4)}
+    result = api.agreement([_ruler_folder(tmp_path / "ruler", both_right)], out=tmp_path / "agreement", replicates=100)
+    lines = result.markdown.splitlines()
+    rows = [line.split(" | ") for line in lines if line.startswith("| RULER score at 1024 |")]
+    assert rows and all(r[1] == "—" for r in rows), rows
+    assert all("not ranked: ρ undefined (the task measure is the same for all 2 models" in r[5] for r in rows)
+    from ctxeval.render.agreement import headline
+    again = api.read_result(tmp_path / "agreement")  # undefined values read back as nulls
+    assert headline(again.measures, again.correlations, 100) == headline(result.measures, result.correlations, 100)
+
+
+def test_two_models_give_no_ranking(tmp_path):
+    scores = {"a": ([1.0] * 4, [1.0] * 4, [-1.0] * 4), "b": ([0.0] * 4, [0.0] * 4, [-2.0] * 4)}
+    result = api.agreement([_ruler_folder(tmp_path / "ruler", scores)], out=tmp_path / "agreement", replicates=100)
+    rows = [line.split(" | ") for line in result.markdown.splitlines() if line.startswith("| RULER score at 1024 |")]
+    assert rows and all(r[1] == "—" and "with 2 models ρ is ±1 whatever the measures" in r[5] for r in rows), rows

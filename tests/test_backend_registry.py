@@ -103,3 +103,33 @@ def test_no_module_outside_the_registry_reads_a_spec_prefix():
 
 def test_the_scan_sees_a_prefix_test():
     assert sorted(_prefix_tests(ast.parse('s.startswith("hf:")\nx = s[len("openai:"):]\np.suffix == ".gguf"'))) == [1, 2, 3]
+
+
+def test_models_lists_every_model_option_with_an_example_that_parses_and_its_extra():
+    from ctxeval.backends.kv_press import PRESS_KEYS
+    from ctxeval.backends.model_options import HF_KEYS, LLAMACPP_KEYS, MAX_CONTEXT, MODEL_OPTIONS
+    from ctxeval.backends.registry import list_model_options
+    from tests.conftest import run_cli
+
+    listed = " ".join(o.keys for o in MODEL_OPTIONS)
+    for key in (*LLAMACPP_KEYS, *HF_KEYS, *PRESS_KEYS, MAX_CONTEXT):
+        assert f"{key}=" in listed, key  # no option of a model string is left unlisted
+    for option in MODEL_OPTIONS:
+        if "kvpress" in option.extra:
+            pytest.importorskip("kvpress")
+        spec = parse_model_spec(option.example)
+        assert spec.backend.name == ("hf" if "hf: models" == option.takes else "llamacpp")
+    assert {o.option.keys: o.option.extra for o in list_model_options()}["press=NAME&budget=B"] == ("hf", "kvpress")
+    out = run_cli("models").stdout
+    assert "hf:smollm2-135m?press=StreamingLLMPress&budget=128" in out and "needs the hf and kvpress extras" in out
+    assert "gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1" in out and "max_context=N" in out
+
+
+def test_an_unknown_model_names_every_form():
+    from ctxeval.backends.model_files import EMBEDDED
+    from tests.conftest import run_cli
+
+    proc = run_cli("score", "demo", "--model", "gemma-4", "--max-tokens", "8", "--out", "/tmp/never-written-52b")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    for form in (*EMBEDDED, *(f"hf:{name}" for name in EMBEDDED), "hf:DIR", "openai:MODEL", ".gguf"):
+        assert form in proc.stderr, form

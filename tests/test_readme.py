@@ -45,7 +45,9 @@ def test_the_model_list_is_what_ctxeval_models_lists():
     listed = set(re.findall(r"`([^`]+)`", entry.group(1)))
     shown = run_cli("models")
     assert shown.returncode == 0, shown.stderr
-    assert listed == {line.split()[0] for line in shown.stdout.splitlines() if line.strip()}
+    models, options = shown.stdout.split("\n\n", 1)
+    keys = {line.split()[0] for line in options.splitlines()[1:] if line.strip() and not line.strip().startswith("e.g.")}
+    assert listed == {line.split()[0] for line in models.splitlines() if line.strip()} | keys
 
 
 def test_ctxeval_models_spells_a_missing_model_package_as_the_readme_does(monkeypatch):

@@ -28,7 +28,10 @@ from ctxeval.probes.ruler import reference_text
 from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
 from ctxeval.probes.ruler_aggregation import Setting, common_words, cwe_capacity, cwe_words, fallback_words, frequent_words, fwe_vocabulary, variable_tracking, vt_body
 from ctxeval.probes.ruler_prompt import ChatTemplate, model_text
+from ctxeval.probes.ruler_paired import PairedSettings
 from ctxeval.probes.ruler_report import effective_length, ruler_result, wilson
+from ctxeval.stats.paired import paired_bca
+from ctxeval.stats.paired_binary import tango_interval
 from ctxeval.probes.ruler_run import SAMPLE_SCHEMA, essay_repeats
 from ctxeval.results.ruler import SAMPLES_FILE
 from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, render_sample, sample_rng, vt_worked_example
@@ -269,15 +272,19 @@ def test_effective_length_is_the_longest_length_before_the_first_fall():
     assert effective_length(pd.Series({1024: 50.0, 2048: 99.0}))["value"] is None
 
 
-# --- the agreement command on synthetic runs -------------------------------------------------
+# --- paired differences against the first model ---------------------------------------------
 
-def _ruler_folder(path: Path, scores: dict[str, tuple[list[float], list[float], list[float]]], generated: bool = True) -> Path:
-    """A finished RULER folder whose samples carry the given (generation, likelihood, mean log p) per model."""
+def _ruler_folder(path: Path, scores: dict[str, tuple[list[float], list[float], list[float]]], generated: bool = True,
+                  own_prompts: tuple[str, ...] = (), task: str = "niah_single_1", **settings) -> Path:
+    """A finished RULER folder whose samples carry the given (generation, likelihood, mean log p)
+    per model; sample k is the same prompt for every model but those of `own_prompts` (another
+    tokenizer); `settings`: the paired differences' (PairedSettings)."""
     rows, index = [], 0
     for model, (gen, lik, logp) in scores.items():
         for k, (g, l, p) in enumerate(zip(gen, lik, logp)):
-            rows.append({"sample_index": index, "model": model, "task": "niah_single_1", "length": 1024, "sample": k, "haystack": 10, "prompt_tokens": 900,
-                         "depth": 0.5, "answers": ["1"], "prediction": "", "method": "greedy generation" if generated else "likelihood only (no generation)",
+            prompt = hashlib.sha256(f"{task} {k} {model if model in own_prompts else ''}".encode()).hexdigest()
+            rows.append({"sample_index": index, "model": model, "task": task, "length": 1024, "sample": k, "haystack": 10, "prompt_tokens": 900,
+                         "depth": 0.5, "answers": ["1"], "prompt_sha256": prompt, "prediction": "", "method": "greedy generation" if generated else "likelihood only (no generation)",
                          "generation_score": g if generated else None, "likelihood_score": l, "answer_logprob": p, "answer_tokens": 1, "mean_logprob": p,
                          "first_rank": 1, "mean_log2_rank": -p, "greedy_prefix": 1, "reference_tokens": 2, "min_margin": 1.0})
             index += 1
@@ -286,9 +293,58 @@ def _ruler_folder(path: Path, scores: dict[str, tuple[list[float], list[float], 
     manifest = Manifest(command="ruler", run_id="synthetic", config={"ruler_commit": "c3f5e3b"}, models=[{"name": m} for m in scores], status="complete",
                         timing={"seconds_this_session": 10.0, "seconds_all_sessions": 60.0})
     write_manifest(path, manifest)
-    save_result(path, ruler_result(path, manifest, 85.6), "ruler", RENDERING)
+    save_result(path, ruler_result(path, manifest, 85.6, PairedSettings(**settings)), "ruler", RENDERING)
     return path
 
+
+def test_paired_differences_against_the_first_model_come_first_with_their_verdicts(tmp_path):
+    rng = np.random.default_rng(4)
+    full_logp = rng.normal(-1.0, 0.3, 9)
+    press_logp = full_logp - 0.5 + rng.normal(0, 0.05, 9)
+    scores = {"full": ([1.0] * 9, [1.0] * 9, list(full_logp)), "full?press=S": ([1.0] + [0.0] * 8, [0.0] * 9, list(press_logp)),
+              "other": ([1.0] * 9, [1.0] * 9, list(full_logp))}
+    run = _ruler_folder(tmp_path / "ruler", scores, own_prompts=("other",), replicates=500, seed=3)
+    result = api.read_result(run)
+    paired = result.paired.set_index("model")
+    row = paired.loc["full?press=S"]
+    low, high = tango_interval(0, 8, 9)
+    assert row["score_diff"] == pytest.approx(-800 / 9) and (row["score_low"], row["score_high"]) == pytest.approx((100 * low, 100 * high))
+    bca = paired_bca(press_logp - full_logp, np.ones(9), replicates=500, seed=3)
+    assert (row["logp_diff"], row["logp_low"], row["logp_high"]) == pytest.approx((bca.estimate, bca.low, bca.high))
+    assert row["score_outcome"] == row["logp_outcome"] == "hurts" and row["reference"] == "full"
+    assert not paired.loc["other", "paired"] and "prompts differ from full's" in paired.loc["other", "note"]
+    lines = result.markdown.splitlines()
+    assert lines[2].startswith("**RULER, paired differences against full**") and "δ = 5 points" in lines[2] and "δ = 0.1 nats" in lines[2]
+    assert lines[6].startswith("| full?press=S | 1024 | niah_single_1 | 9 | -88.9 [") and lines[6].endswith("| hurts |")
+    assert any(line.startswith("other: not paired") for line in lines[7:10])
+    assert result.paired_settings == {"score_delta": 5.0, "logp_delta": 0.1, "replicates": 500, "seed": 3, "confidence": 0.95}
+
+
+def test_paired_verdicts_within_delta_and_too_few_samples_to_tell(tmp_path):
+    rng = np.random.default_rng(5)
+    logp = rng.normal(-1.0, 0.3, 200)
+    near = {"full": ([1.0] * 200, [1.0] * 200, list(logp)), "same": ([1.0] * 200, [1.0] * 200, list(logp + rng.normal(0, 0.01, 200)))}
+    within = api.read_result(_ruler_folder(tmp_path / "within", near, replicates=200)).paired.iloc[0]
+    assert within["score_outcome"] == within["logp_outcome"] == "within δ" and within["score_high"] < 5
+    few = {"full": ([1.0] * 9, [1.0] * 9, list(logp[:9])), "one lost": ([0.0] + [1.0] * 8, [1.0] * 9, list(logp[:9] + rng.normal(0, 0.3, 9)))}
+    row = api.read_result(_ruler_folder(tmp_path / "few", few, replicates=200)).paired.iloc[0]
+    assert row["score_outcome"] == row["logp_outcome"] == "too few samples to tell"
+    assert row["score_low"] < -5 < 0 < row["score_high"] and row["score_samples_needed"] > 9 and row["logp_samples_needed"] > 9
+
+
+def test_one_model_has_no_paired_table_and_version_1_results_read_without_one(tmp_path):
+    run = _ruler_folder(tmp_path / "ruler", {"only": ([1.0, 0.0], [1.0, 0.0], [-1.0, -2.0])})
+    assert api.read_result(run).paired.empty
+    data = json.loads((run / "results.json").read_text())
+    del data["paired"], data["paired_settings"]
+    (run / "results.json").write_text(json.dumps(data))
+    header = json.loads((run / "result.json").read_text())
+    (run / "result.json").write_text(json.dumps(header | {"version": 1}))
+    old = api.read_result(run)
+    assert old.paired.empty and old.paired_settings == {}
+
+
+# --- the agreement command on synthetic runs -------------------------------------------------
 
 def test_agreement_equals_scipy_on_the_same_table(tmp_path):
     rng = np.random.default_rng(1)
@@ -315,7 +371,9 @@ def test_agreement_equals_scipy_on_the_same_table(tmp_path):
 def test_fewer_than_four_models_give_no_interval(tmp_path):
     run = _ruler_folder(tmp_path / "ruler", {f"m{i}": ([float(i > 0)] * 4, [0.0] * 4, [-1.0 - i] * 4) for i in range(3)})
     result = api.agreement([run], out=tmp_path / "agreement", replicates=200)
-    assert result.correlations["spearman_low"].isna().all() and result.correlations["note"].str.contains("at least 4").all()
+    c = result.correlations
+    assert c["spearman_low"].isna().all() and c[c["spearman"].notna()]["note"].str.contains("at least 4").all()
+    assert c[c["spearman"].isna()]["note"].str.contains("the cheap measure is the same for all 3 models").all()  # likelihood score 0 for all
 
 
 def _retrieval_folder(path: Path, accuracy: dict[str, list[bool]]) -> Path:
@@ -346,6 +404,7 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path):
         (["agreement", str(likelihood_only), str(retrieval)], "the runs' models do not overlap"),
         (["ruler", "--tasks", "niah_single_1,nope"], "unknown task 'nope'"),
         (["ruler", "--threshold", "120"], "--threshold must lie between 0 and 100"),
+        (["ruler", "--delta", "0"], "--delta must be positive, got 0"),
     ]
     for args, message in cases:
         proc = run_cli(*args, "--out", str(tmp_path / "out"))

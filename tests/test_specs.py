@@ -111,3 +111,38 @@ def test_every_spec_field_has_a_face_or_is_python_only():
 def test_a_boolean_pair_sets_its_field_on_and_off(command, args, param, value):
     click_command = typer.main.get_command(app).commands[command]
     assert click_command.make_context(command, list(args)).params[param] is value
+
+
+def test_every_model_flag_has_one_help_naming_every_backend():
+    from ctxeval.backends.model_files import EMBEDDED
+
+    helps = {}
+    for command in COMMANDS.values():
+        for _, f in flat_fields(command.spec):
+            flag = field_flag(f)
+            if flag is not None and flag.flag == "--model":
+                helps[command.name] = flag.help
+    assert {"sweep", "score", "context-gain", "effective-length", "retrieval", "ruler", "pplqa"} <= set(helps)
+    assert len(set(helps.values())) == 1, helps
+    text = next(iter(helps.values()))
+    for form in (*EMBEDDED, *(f"hf:{name}" for name in EMBEDDED), "hf:DIR", "openai:MODEL", ".gguf", "max_context=N", "press=", "type_k=", "ctxeval models"):
+        assert form in text, form
+
+
+def test_a_flag_shared_with_one_default_keeps_one_help():
+    """A flag several commands share with the same default reads the same in each --help
+    (declared once, in commands/common.py); --out alone differs where a command writes its
+    files elsewhere than a run directory of its own (trends into the run, leval-corr beside its input)."""
+    from collections import defaultdict
+    from dataclasses import MISSING
+
+    helps: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for command in COMMANDS.values():
+        for _, f in flat_fields(command.spec):
+            flag = field_flag(f)
+            if flag is not None and flag.flag:
+                default = f.default if f.default is not MISSING else f.default_factory
+                helps[(flag.flag, repr(default))][flag.help].add(command.name)
+    split = {key: dict(texts) for key, texts in helps.items() if len(texts) > 1}
+    assert set(split) <= {("--out", "None")}, split
+    assert sorted(c for texts in split.values() for h, cs in texts.items() if not h.startswith("Run directory") for c in cs) == ["leval-corr", "trends"]

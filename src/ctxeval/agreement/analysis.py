@@ -20,6 +20,16 @@ def measure_table(measures: list[Measure]) -> pd.DataFrame:
     return table
 
 
+def constant_note(both: pd.DataFrame, cheap: str, task: str) -> str:
+    """Why a pair has no coefficient when a measure is the same for every model that has both
+    ("" when neither is): which measure, and its value."""
+    constant = [m for m in (task, cheap) if both[m].nunique() == 1]
+    if not constant:
+        return ""
+    which = " and the ".join(f"{'task' if m == task else 'cheap'} measure" for m in constant)
+    return f"no coefficient: the {which} {'is' if len(constant) == 1 else 'are'} the same for all {len(both)} models (a constant measure orders nothing)"
+
+
 def correlations(table: pd.DataFrame, replicates: int, seed: int) -> pd.DataFrame:
     """Spearman and Kendall (tau-b) between every cheap and every task measure over the models
     that have both, on values oriented so that higher is better."""
@@ -45,8 +55,8 @@ def correlations(table: pd.DataFrame, replicates: int, seed: int) -> pd.DataFram
             for name in ("spearman", "kendall"):
                 r = rank_correlation(both[c].to_numpy(), both[t].to_numpy(), name, replicates=replicates, seed=seed).to_dict()
                 row |= {name: r["value"], f"{name}_low": r["low"], f"{name}_high": r["high"], f"{name}_p": r["p_value"]}
-                row["note"] = r["why"]
+                row["note"] = constant_note(both, c, t) or r["why"]
             rows.append(row)
     if not rows:
         raise UserError("no model has both a cheap and a task measure: the runs' models do not overlap (agreement matches models by name)")
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).astype({f"{name}{part}": "float64" for name in ("spearman", "kendall") for part in ("", "_low", "_high", "_p")})

@@ -26,6 +26,37 @@ LLAMACPP_KEYS = ("type_k", "type_v", "flash_attn", "rope_freq_scale", "rope_freq
 HF_KEYS = ("dtype", "device")
 
 
+@dataclass(frozen=True)
+class ModelOption:
+    """One model option as `ctxeval models` lists it: its keys, the models that take it, one
+    example, what it does, and the extras it needs (none: nothing beyond the default install)."""
+
+    keys: str
+    takes: str  # which models take it
+    example: str
+    what: str
+    extra: tuple[str, ...] = ()
+
+
+# the commands whose planners honour a truncation control `?max_context=N`
+TRUNCATING = "sweep, score, context-gain, effective-length and ruler"
+MODEL_OPTIONS = (
+    ModelOption("max_context=N", "every local model", "gemma-3-270m?max_context=256",
+                f"a truncation control: the model sees only the last N tokens before each target ({TRUNCATING})"),
+    ModelOption("press=NAME&budget=B", "hf: models", "hf:smollm2-135m?press=StreamingLLMPress&budget=128",
+                "a kvpress KV-cache press keeping B tokens of every context (SnapKVPress, KnormPress, ...: an unknown NAME lists them)", ("hf", "kvpress")),
+    ModelOption("press=NAME&compression_ratio=R", "hf: models", "hf:smollm2-135m?press=SnapKVPress&compression_ratio=0.5",
+                "the press dropping the share R in [0, 1) of every context instead; the press's own arguments follow (&n_sink=4, &window_size=16)", ("hf", "kvpress")),
+    ModelOption("type_k=T&type_v=T", "llama.cpp (embedded names, .gguf paths)", "gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1",
+                f"KV-cache types ({', '.join(KV_TYPES)}; default f16); a quantized V cache needs flash_attn=1"),
+    ModelOption("flash_attn=1", "llama.cpp", "gemma-3-270m?flash_attn=1", "flash attention (0/1), a numeric path of its own"),
+    ModelOption("n_batch=N", "llama.cpp", "gemma-3-270m?n_batch=64", "tokens per decode: another numeric path (diff's --noise-floor)"),
+    ModelOption("threads=N", "llama.cpp", "gemma-3-270m?threads=1", "CPU threads of this model alone: another numeric path"),
+    ModelOption("rope_freq_scale=S&rope_freq_base=B", "llama.cpp", "gemma-3-270m?rope_freq_scale=0.5", "RoPE frequency scale and base"),
+    ModelOption("dtype=D&device=X", "hf: models", "hf:smollm2-135m?dtype=bfloat16", "--dtype and --device for this model alone (one model of a pair)", ("hf",)),
+)
+
+
 def split_spec(spec: str) -> tuple[str, dict[str, str]]:
     """The model spec without its options, and the options in the order given."""
     base, sep, query = spec.partition("?")

@@ -23,7 +23,7 @@ from pathlib import Path
 from ctxeval.backends.base import Scorer
 from ctxeval.backends.hf_embedded import SOURCE_FILE, cache_root, embedded_hf_dir
 from ctxeval.backends.model_files import EMBEDDED, embedded_path
-from ctxeval.backends.model_options import HfOptions, LlamaCppOptions, hf_options, pop_max_context, split_spec
+from ctxeval.backends.model_options import MODEL_OPTIONS, HfOptions, LlamaCppOptions, ModelOption, hf_options, pop_max_context, split_spec
 from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.errors import FieldError, UserError, install_hint
@@ -185,7 +185,7 @@ def _load_gguf(base: str, plain: str, suffix: str, n_threads: int | None, option
         if not path.is_file():
             raise UserError(f"model file not found: {base}")
         return backend_class("llamacpp")(path, path.name + suffix, n_threads=n_threads, options=options)
-    raise UserError(f"unknown model {plain!r}: use {', '.join(EMBEDDED)} or a path to a .gguf file")
+    raise UserError(unknown_model(plain))
 
 
 def _load_hf_spec(model: ModelSpec, n_threads: int | None, device: str | None, dtype: str | None) -> Scorer:
@@ -206,6 +206,49 @@ def _load_hf(target: str, n_threads: int | None, device: str | None, dtype: str 
     if not path.is_dir():
         raise UserError(f"hf model directory not found: {target} (use hf:{DEFAULT_MODEL}, hf:smollm2-135m or hf:DIR with config.json and weights)")
     return scorer_class(path, f"hf:{path.name}", device, dtype, n_threads, press=options.press)
+
+
+@dataclass(frozen=True)
+class OptionEntry:
+    """A model option and whether what it needs is installed here."""
+
+    option: ModelOption
+    available: bool
+    install: str  # how to install its extras ("" when it needs none)
+
+
+@dataclass(frozen=True)
+class ModelListing:
+    """What `ctxeval models` lists: the models and backends, then the options a model string takes."""
+
+    models: list[ModelEntry]
+    options: list[OptionEntry]
+
+
+# the packages of an extra that its model options need, asked for their versions (installed or not)
+_EXTRA_PACKAGES = {"hf": ("torch", "transformers"), "kvpress": ("kvpress",)}
+
+
+def list_model_options() -> list[OptionEntry]:
+    """Every model option with its example and whether its extra is installed."""
+    entries = []
+    for option in MODEL_OPTIONS:
+        available = True
+        for package in (p for extra in option.extra for p in _EXTRA_PACKAGES[extra]):
+            try:
+                metadata.version(package)
+            except metadata.PackageNotFoundError:
+                available = False
+        entries.append(OptionEntry(option, available, install_hint(",".join(option.extra)) if option.extra else ""))
+    return entries
+
+
+def unknown_model(plain: str) -> str:
+    """The error line of a model string no backend knows: every form a model can take."""
+    embedded = ", ".join(EMBEDDED)
+    hf = ", ".join(f"hf:{name}" for name in EMBEDDED)
+    return (f"unknown model {plain!r}: use an embedded model ({embedded}), a path to a .gguf file, {hf} or hf:DIR (transformers), "
+            "or openai:MODEL (an OpenAI-compatible server); `ctxeval models` lists them")
 
 
 def list_models() -> list[ModelEntry]:

@@ -13,9 +13,8 @@ from ctxeval.backends.openai_options import OpenAIOptions
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
-from ctxeval.config import DEFAULT_MODEL
 from ctxeval.errors import UserError
-from ctxeval.options import argument, group, one_of, option, positive
+from ctxeval.options import argument, group, one_of, option
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.render.kinds import RENDERING
 from ctxeval.qa.methods import QA_SCOPES, MethodConfig, parse_methods
@@ -25,13 +24,6 @@ from ctxeval.results.leval import LevalResult
 from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.results.pplqa import PplqaResult
 from ctxeval.stats.agreement import TAU_VARIANTS
-
-_EVALUATOR = f"Evaluator: {DEFAULT_MODEL} (embedded default), a .gguf path or hf:MODEL (not openai:, whose APIs return no log-probability for an answer's first token)."
-
-
-def _evaluator() -> Any:
-    return option("--model", _EVALUATOR, DEFAULT_MODEL)
-
 
 def _qa_scope() -> Any:
     return option("--qa-scope", "PPL(q+a) over all tokens, or over the answer tokens only.", "all", check=one_of(QA_SCOPES))
@@ -44,12 +36,12 @@ class PplqaSpec:
     answers: str = argument("mt-bench (shared turn-1 answers of 6 models) or a JSONL file of {question_id, question, model, answer}.", "mt-bench")
     methods: str | tuple[str, ...] = option("--methods", "Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted.", "pplqa", cli_type=str)
     out: Path | None = common.out()
-    model: str = _evaluator()
-    limit: int | None = option("--limit", "Only the first N questions.", None, check=positive)
+    model: str = common.model()
+    limit: int | None = common.limit()
     qa_scope: str = _qa_scope()
     aspect: str | None = option("--aspect", "Score inside this aspect prompt (the paper's 'with prompt' variant), e.g. coherence.", None)
     reference: str | None = option("--reference", "auto (MT-Bench: LLMBar human votes), none, or a CSV question_id,model,score.", "auto")
-    seed: int = common.seed("Seed of the random-ranking baseline (Monte Carlo above 8 answers).")
+    seed: int = common.seed()
     tau: str = option("--tau", "Per-question Kendall tau: a (the paper's eq. 4; a constant ranking counts 0) or b (tau-b; constant rankings skipped).", "a", check=one_of(TAU_VARIANTS))
     n_threads: int | None = common.threads()
     progress: bool = common.progress()
@@ -63,13 +55,13 @@ class MetaEvalSpec:
     dataset: str = option("--dataset", "llmbar:NAME (e.g. llmbar:MT-Bench) or pandalm (from the folder CTXEVAL_SHARED_DATA names), or the path of an LLMBar, PandaLM or MT-Bench human-judgment file (.json, .jsonl, .parquet).")
     methods: str | tuple[str, ...] = option("--methods", "Comma-separated: pplqa, gptscore, geval (integer 1-5), geval_weighted, pplqa+prompt, gptscore+prompt.", "pplqa,gptscore,geval,geval_weighted", cli_type=str)
     out: Path | None = common.out()
-    model: str = _evaluator()
-    limit: int | None = option("--limit", "Only the first N items.", None, check=positive)
+    model: str = common.model()
+    limit: int | None = common.limit()
     qa_scope: str = _qa_scope()
     aspect: str = option("--aspect", "Aspect prompt for G-Eval and the +prompt variants.", "coherence")
     ties: str | None = option("--ties", "Human ties: drop, or keep as label 0 (a third class). Default: keep for MT-Bench human judgments (as the PPLqa paper's Table 3), drop for PandaLM.", None)
-    replicates: int = common.replicates("Bootstrap replicates for the intervals.")
-    seed: int = common.seed("Bootstrap seed.")
+    replicates: int = common.replicates()
+    seed: int = common.seed()
     n_threads: int | None = common.threads()
     progress: bool = common.progress()
     executor: ExecutorOptions = common.executor()
@@ -105,7 +97,7 @@ class JudgeSpec:
     judge_model: str = option("--judge-model", "Judge as openai:MODEL (chat completions).", "openai:gpt-4")
     openai: OpenAIOptions = group(OpenAIOptions, only=("base_url", "api_key_env", "concurrency", "cache"))
     max_tokens: int = option("--max-tokens", "Judge answer length (L-Eval: 2048).", 2048)
-    limit: int | None = option("--limit", "Judge only the first N paired questions.", None)
+    limit: int | None = common.limit()
     questions: str = option("--questions", "Rows judged: auto (L-Eval's set for the judge: turbo for GPT-3.5, else gpt4), gpt4 (96 'LLM' rows), turbo (181 'LLM' and 'human' rows) or file (as L-Eval's llm_eval.py reads the file).", "auto")
     out: Path = common.out("Directory for judge.json, judge.md and the verdict records (a re-run resumes).", Path("runs/judge"))
     executor: ExecutorOptions = group(ExecutorOptions, only=("kind", "workers", "address"))

@@ -10,25 +10,29 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Optional, Protocol
 
+from ctxeval.backends.model_files import EMBEDDED
+from ctxeval.backends.model_options import TRUNCATING
 from ctxeval.backends.registry import ModelSpec, parse_model_spec
 from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K
 from ctxeval.data.corpus import CorpusOptions
 from ctxeval.errors import UserError
 from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
-from ctxeval.options import at_least, comma_floats, group, option, positive, python_only
+from ctxeval.options import at_least, comma_floats, group, one_of, option, positive, python_only
 from ctxeval.pipeline.executors.spec import ExecutorOptions
 from ctxeval.stats.defaults import DEFAULT_SEED, replicates_option
+from ctxeval.stats.gates import PROFILES
 
 TEXT_INPUTS = "UTF-8 text files ('demo' for the bundled excerpt), corpus folders, .jsonl/.json or .parquet corpora."
-MODEL_FORMS = f"{DEFAULT_MODEL} (embedded default), smollm2-135m, a .gguf path, hf:{DEFAULT_MODEL}, hf:smollm2-135m or hf:DIR."
+# the one help text of --model (and of serve's MODEL): every backend's forms and the options a model string takes
+MODEL_FORMS = (f"Model: {' or '.join(EMBEDDED)} (embedded, llama.cpp; {DEFAULT_MODEL} the default), a .gguf path, "
+               f"{', '.join('hf:' + name for name in EMBEDDED)} or hf:DIR (transformers), or openai:MODEL (an OpenAI-compatible server, --base-url). "
+               "Options follow a ? joined by &: max_context=N (a truncation control), type_k=q8_0 type_v=q8_0 flash_attn=1 (llama.cpp KV types), "
+               "press=SnapKVPress budget=256 (hf:, a kvpress press), e.g. hf:smollm2-135m?press=SnapKVPress&budget=256; `ctxeval models` lists every option. "
+               "Repeatable where a command compares models (the first is the reference); a form a command cannot use is refused before any model loads.")
 
 
 def to_tuple(value: Any) -> tuple:
     return tuple(value or ())
-
-
-# the commands whose planners honour a truncation control `?max_context=N`
-TRUNCATING = "sweep, score, context-gain, effective-length and ruler"
 
 
 @cache
@@ -43,15 +47,16 @@ def model_specs(texts: Iterable[str]) -> list[ModelSpec]:
     return [model_spec(text) for text in texts]
 
 
-def models(help: str, truncates: bool = False) -> Any:
+def models(truncates: bool = False) -> Any:
     """--model repeated: several models on the same work. `truncates`: the command plans
     `?max_context=N`."""
-    return option("--model", help, (DEFAULT_MODEL,), cli_type=Optional[list[str]], shown=None,
+    return option("--model", MODEL_FORMS, (DEFAULT_MODEL,), cli_type=Optional[list[str]], shown=None,
                   to_value=lambda v: tuple(v) if v else (DEFAULT_MODEL,), check=lambda v: _some("must name at least one model")(v) or _models_checked(v, truncates))
 
 
-def model(help: str = MODEL_FORMS, truncates: bool = False) -> Any:
-    return option("--model", help, DEFAULT_MODEL, check=lambda v: _models_checked((v,), truncates))
+def model(truncates: bool = False) -> Any:
+    """--model once: the command's one model."""
+    return option("--model", MODEL_FORMS, DEFAULT_MODEL, check=lambda v: _models_checked((v,), truncates))
 
 
 def _models_checked(texts: tuple[str, ...], truncates: bool) -> None:
@@ -77,37 +82,61 @@ def refuse_api_models(models: Iterable[ModelSpec], command: str, needs: str) -> 
                             "use a local model (a .gguf path or hf:MODEL)")
 
 
-def evaluator(help: str) -> Any:
+def evaluator() -> Any:
     """--evaluator: the model whose scores pick key tokens (None: the first --model)."""
-    return option("--evaluator", help, None)
+    return option("--evaluator", "Model that picks the key tokens (default: the first --model; context-gain adds it to the run if it is not one of them); "
+                                 "other models get them as character spans.", None)
 
 
-def key_alpha(help: str) -> Any:
+def key_alpha() -> Any:
     """--alpha of LongPPL's key-token rule (log p gain above alpha nats)."""
-    return option("--alpha", help, DEFAULT_ALPHA)
+    return option("--alpha", "Key token (LongPPL's rule): its log p with the long context (effective-length: the longest length) exceeds its log p "
+                             "with the short one (the shortest) by more than alpha nats ...", DEFAULT_ALPHA)
 
 
-def key_beta(help: str) -> Any:
+def key_beta() -> Any:
     """--beta of LongPPL's key-token rule (log p with the long context above beta)."""
-    return option("--beta", help, DEFAULT_BETA)
+    return option("--beta", "... and its log p with the long context exceeds beta.", DEFAULT_BETA)
 
 
-def min_windows(help: str) -> Any:
+def profile() -> Any:
+    """--profile: the gates of compare and diff (stats/gates.py)."""
+    return option("--profile", "Gates: dev (diff: only --max-kl / --min-same-top; compare: none, report everything); ci / release: also at least "
+                               "20 / 100 compared windows and 2000 / 20000 tokens per arm, and for compare a complete pairing (equal window and token "
+                               "counts, no overlapping or excluded window). A failed gate exits with code 1.", "dev", check=one_of(tuple(PROFILES)))
+
+
+def min_windows() -> Any:
     """--min-windows: overrides a gate profile's minimum compared windows."""
-    return option("--min-windows", help, None)
+    return option("--min-windows", "Override the profile's minimum compared windows per arm (ci 20, release 100; dev: recorded, not gated).", None)
 
 
-def min_tokens(help: str) -> Any:
+def min_tokens() -> Any:
     """--min-tokens: overrides a gate profile's minimum compared tokens."""
-    return option("--min-tokens", help, None)
+    return option("--min-tokens", "Override the profile's minimum compared tokens per arm (ci 2000, release 20000; dev: recorded, not gated).", None)
 
 
-def seed(help: str, default: int = DEFAULT_SEED) -> Any:
+def stride() -> Any:
+    """--stride of sliding windows (score's --method sliding, diff)."""
+    return option("--stride", "Stride S < W: sliding windows, each target scored once with between W - S and W tokens of context "
+                              "(score: with --method sliding); default: disjoint chunks of W.", None, check=positive)
+
+
+def limit() -> Any:
+    """--limit: the first N items of a question or judgment set."""
+    return option("--limit", "Only the first N items (questions, judgment pairs, paired predictions).", None, check=positive)
+
+
+SEED_HELP = "Seed of every random draw of the run (samples, spans or starts, --sample, --noise-floor's windows, the bootstrap): the same seed gives the same numbers."
+
+
+def seed(help: str = SEED_HELP, default: int = DEFAULT_SEED) -> Any:
+    """--seed; a command whose seed has another default (RULER's 42) says what it seeds there."""
     return option("--seed", help, default)
 
 
-def replicates(help: str = "Bootstrap replicates.") -> Any:
-    return replicates_option(help)
+def replicates() -> Any:
+    return replicates_option()
 
 
 def top_k(help: str = "How many top tokens (ids, logprobs) to store per target.", default: int = DEFAULT_TOP_K) -> Any:
@@ -119,11 +148,12 @@ def temperatures() -> Any:
                   cli_type=str, shown="1", to_value=comma_floats("--temperatures"), check=_positive_numbers)
 
 
-def max_tokens(help: str, low: int = 1) -> Any:
-    return option("--max-tokens", help, None, check=at_least(low) if low > 1 else positive)
+def max_tokens(low: int = 1) -> Any:
+    return option("--max-tokens", "Use only the first N tokens of each text.", None, check=at_least(low) if low > 1 else positive)
 
 
 def out(help: str = "Run directory. Default: runs/<command>-<run id>. Re-running the same command resumes it.", default: Path | None = None) -> Any:
+    """--out: a command writing elsewhere than a run directory (a report, a post-hoc folder) says where."""
     return option("--out", help, default, cli_type=Optional[Path] if default is None else Path)
 
 

@@ -12,7 +12,7 @@ from ctxeval.metrics.registry import rank_keys, trend_keys
 from ctxeval.options import argument, greater_than_zero, one_of, option
 from ctxeval.pairing import pair_windows
 from ctxeval.report.compare import NAN_POLICIES, build_report, by_length, comparison_result, paired_ids, window_table
-from ctxeval.stats.gates import PROFILES, gate, resolve_minima
+from ctxeval.stats.gates import gate, resolve_minima
 from ctxeval.report.numerics import compare_numerics
 from ctxeval.results.runs import load_run
 from ctxeval.report.summary import window_metrics
@@ -31,15 +31,14 @@ class CompareSpec:
     run_b: Path = argument("Run B (compared against A).")
     out: Path = common.out("Directory for compare.json and compare.md.", Path("runs/compare"))
     replicates: int = common.replicates()
-    seed: int = common.seed("Bootstrap seed.")
+    seed: int = common.seed()
     cluster_by_text: bool | None = option("--cluster-by-text", "Resample whole texts (documents) instead of windows. Default: by document when at least 3 documents are compared, by window otherwise (the reason is in the report).",
                                           None, negative="--no-cluster-by-text")
     resample: str = option("--resample", "Bootstrap scheme: windows (draw units uniformly, ratio of sums; default) or tokens (draw them with probability proportional to their tokens, plain mean of the drawn differences: paper 001's wording).",
                            "windows", check=one_of(RESAMPLE_SCHEMES))
-    profile: str = option("--profile", "dev: report everything; ci / release: exit code 1 unless pairing is complete, A and B (preview and final arm) hold equal window counts, token counts agree, windows do not overlap, no window was excluded and each arm meets the minimum windows/tokens.",
-                          "dev", check=one_of(tuple(PROFILES)))
-    min_windows: int | None = common.min_windows("Override the profile's minimum compared windows per arm (ci 20, release 100; dev: recorded, not gated).")
-    min_tokens: int | None = common.min_tokens("Override the profile's minimum compared tokens per arm (ci 2000, release 20000; dev: recorded, not gated).")
+    profile: str = common.profile()
+    min_windows: int | None = common.min_windows()
+    min_tokens: int | None = common.min_tokens()
     max_ratio: float | None = option("--max-ratio", "Fail (exit 1) if the upper CI bound of the perplexity ratio B/A exceeds this.", None)
     model_a: str | None = option("--model-a", "Model of run A to use, if it holds several.", None)
     model_b: str | None = option("--model-b", "Model of run B to use, if it holds several.", None)

@@ -16,12 +16,11 @@ from ctxeval.modeldiff.noise_floor import NoiseFloor
 from ctxeval.modeldiff.keytokens import check_gain_run
 from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, DiffRun
 from ctxeval.modeldiff.summary import Bootstrap, bucket_edges
-from ctxeval.options import argument, at_least, comma_ints, group, non_negative, one_of, option, positive
+from ctxeval.options import argument, at_least, comma_ints, group, non_negative, option, positive
 from ctxeval.pipeline.engine import run
 from ctxeval.render.kinds import RENDERING
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.results.manifest import Manifest
-from ctxeval.stats.gates import PROFILES
 from ctxeval.results.diff import DiffResult
 
 
@@ -35,21 +34,20 @@ class DiffSpec:
     cand: str = argument("CAND model, same forms; e.g. gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1, a requantized .gguf, or 'hf:M?press=SnapKVPress&budget=256' (REF hf:M): KL against the uncompressed cache.")
     texts: tuple[str, ...] = argument("UTF-8 text files ('demo' for the bundled excerpt) or corpora: folders, .jsonl/.json or .parquet.", cli_type=list[str], to_value=tuple)
     window: int = option("--window", "Window W: tokens per pass (BOS not counted).", 512, check=at_least(2))
-    stride: int | None = option("--stride", "Stride S < W: sliding windows, each token scored once (default: disjoint chunks).", None)
-    max_tokens: int | None = common.max_tokens("Compare only the first N tokens of each document.")
+    stride: int | None = common.stride()
+    max_tokens: int | None = common.max_tokens()
     top_k: int = common.top_k("k of each model's recorded top-k (ids and log-probabilities, side by side in report.html's token card) and of their overlap.", DIFF_TOP_K)
     reverse: bool = option("--reverse-kl", "Also record KL(P_cand || P_ref).", False)
     buckets: tuple[int, ...] | None = option("--buckets", "Comma-separated context-length bucket edges from 0 (default 0,512,1024,2048,... up to the window).", None,
                                              cli_type=Optional[str], to_value=lambda v: comma_ints("--buckets")(v) if v else None)
-    profile: str = option("--profile", "dev: gate only on --max-kl / --min-same-top; ci / release: also need at least 20 / 100 windows and 2000 / 20000 tokens. A failed gate exits with code 1.",
-                          "dev", check=one_of(tuple(PROFILES)))
+    profile: str = common.profile()
     max_kl: float | None = option("--max-kl", "Fail (exit 1) if the upper CI bound of the mean KL exceeds this (nats).", None, check=non_negative)
     min_same_top: float | None = option("--min-same-top", "Fail (exit 1) if the lower CI bound of same-top-1 is below this percentage.", None,
                                         check=lambda v: None if 0 <= v <= 100 else f"is a percentage within 0..100, got {v:g}")
-    min_windows: int | None = common.min_windows("Override the profile's minimum windows.")
-    min_tokens: int | None = common.min_tokens("Override the profile's minimum tokens.")
+    min_windows: int | None = common.min_windows()
+    min_tokens: int | None = common.min_tokens()
     bootstrap: Bootstrap = group(Bootstrap)
-    seed: int = common.seed("Bootstrap seed (and --sample's and --noise-floor's).")
+    seed: int = common.seed()
     noise_floor: NoiseFloor | None = group(NoiseFloor, optional=True)
     block_rows: int = option("--block-rows", "Logit rows per block of each model (memory: 2 x rows x vocab floats).", DEFAULT_BLOCK_ROWS, check=positive)
     key_tokens: Path | None = option("--key-tokens", "A finished context-gain run over the same texts: also summarise over its evaluator's key tokens.", None)

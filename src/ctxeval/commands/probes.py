@@ -10,7 +10,7 @@ from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
 from ctxeval.commands.scoring import run_scoring
-from ctxeval.config import DEFAULT_MODEL, RunConfig
+from ctxeval.config import RunConfig
 from ctxeval.data.corpus import CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
 from ctxeval.options import argument, comma_floats, comma_ints, fail, group, joined, one_of, option, positive
@@ -30,8 +30,6 @@ from ctxeval.results.probe_report import ProbeReport
 from ctxeval.probes.retrieval_report import retrieval_result
 from ctxeval.results.retrieval import RetrievalResult
 
-_LOCAL_MODELS = f"Model(s): {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat for several."
-
 
 @dataclass(frozen=True)
 class ContextGainSpec:
@@ -44,19 +42,19 @@ class ContextGainSpec:
     window: int = option("--window", "W: long context. Chunks of W tokens; each target sees every token before it in its chunk.", 2048, check=positive)
     short: int = option("--short", "k: short context. Targets are re-scored with only about the last k tokens of their long context.", 128, check=positive)
     short_stride: int | None = option("--short-stride", "Targets per short pass (default k/4): short contexts lie between k and k + stride - 1 tokens; 1 = exactly k (slowest).", None, check=positive)
-    models: tuple[str, ...] = common.models(f"Model(s) to probe: {DEFAULT_MODEL} (embedded default) or a .gguf path. Repeat for several.", truncates=True)
-    evaluator: str | None = common.evaluator("Model that picks the key tokens for LongPPL (default: the first --model); added to the run if not one of them. Key tokens reach other models as character spans.")
-    alpha: float = common.key_alpha("LongPPL: a key token gains more than alpha nats from distant context (g = log p_long - log p_short > alpha).")
-    beta: float = common.key_beta("LongPPL: ... and the long context predicts it well (log p_long > beta).")
-    max_tokens: int | None = common.max_tokens("Score only the first N tokens of each text.", low=2)
+    models: tuple[str, ...] = common.models(truncates=True)
+    evaluator: str | None = common.evaluator()
+    alpha: float = common.key_alpha()
+    beta: float = common.key_beta()
+    max_tokens: int | None = common.max_tokens(low=2)
     block: int = option("--block", "Bootstrap unit: blocks of this many consecutive targets.", 256, check=positive)
-    replicates: int = common.replicates("Bootstrap replicates of the paired interval.")
+    replicates: int = common.replicates()
     top_k: int = common.top_k()
     out: Path | None = common.out()
     progress: bool = common.progress()
     n_threads: int | None = common.threads()
     corpus: CorpusOptions = common.corpus()
-    seed: int = common.seed("Seed of --sample and of the bootstrap.")
+    seed: int = common.seed()
     executor: ExecutorOptions = common.executor()
 
 
@@ -78,8 +76,7 @@ class EffectiveLengthSpec:
 
     texts: tuple[str, ...] = argument("UTF-8 text files, corpus folders, .jsonl/.json or .parquet corpora; 'demo' (the default) is the bundled Chesterton excerpt.",
                                       (DEMO_TEXT_NAME,), cli_type=Optional[list[str]], shown=None, to_value=lambda v: tuple(v) if v else (DEMO_TEXT_NAME,))
-    models: tuple[str, ...] = common.models(f"Model(s): {DEFAULT_MODEL} (embedded default), a .gguf path or hf:DIR; MODEL?max_context=N sees only the last N tokens "
-                                            "before each target (a truncation control). Repeat: every model scores the same targets.", truncates=True)
+    models: tuple[str, ...] = common.models(truncates=True)
     lengths: tuple[int, ...] = option("--lengths", "Comma-separated context lengths L in tokens (target j of a span sees L + j).", EFFECTIVE_LENGTHS,
                                       cli_type=str, shown=joined(EFFECTIVE_LENGTHS), to_value=comma_ints("--lengths"), check=_lengths_check)
     starts: int = option("--starts", "Seeded spans per document, one per equal stratum of the text after the longest length.", 8, check=positive)
@@ -88,10 +85,10 @@ class EffectiveLengthSpec:
                           check=lambda v: None if 0 < v < 1 else "must lie strictly between 0 and 1")
     unit: str = option("--unit", "Bootstrap unit: document (clustered; one document gives no interval) or span (spans of one long text as independent units).",
                        "document", check=one_of(UNITS))
-    evaluator: str | None = common.evaluator("Model that picks the key tokens (default: the first --model); other models get them as character spans.")
-    alpha: float = common.key_alpha("Key token: log p at the longest length exceeds log p at the shortest by more than alpha nats ...")
-    beta: float = common.key_beta("... and log p at the longest length exceeds beta (LongPPL's rule).")
-    replicates: int = common.replicates("Bootstrap replicates of every interval.")
+    evaluator: str | None = common.evaluator()
+    alpha: float = common.key_alpha()
+    beta: float = common.key_beta()
+    replicates: int = common.replicates()
     top_k: int = common.top_k()
     metrics: MetricConfig = group(MetricConfig)
     out: Path | None = common.out()
@@ -100,7 +97,7 @@ class EffectiveLengthSpec:
     device: str | None = common.device()
     dtype: str | None = common.dtype()
     corpus: CorpusOptions = common.corpus()
-    seed: int = common.seed("Seed of the spans, of --sample and of the bootstrap.")
+    seed: int = common.seed()
     executor: ExecutorOptions = common.executor()
 
     def check(self) -> None:
@@ -123,8 +120,8 @@ class RetrievalSpec:
                                        cli_type=str, shown="0,0.25,0.5,0.75,1", to_value=comma_floats("--depths"),
                                        check=lambda d: None if d and min(d) >= 0 and max(d) <= 1 else "must be numbers between 0 and 1")
     samples: int = option("--samples", "Seeded records per (lines, depth) cell.", 3, check=positive)
-    models: tuple[str, ...] = common.models(_LOCAL_MODELS)
-    seed: int = common.seed("Seed of the records.")
+    models: tuple[str, ...] = common.models()
+    seed: int = common.seed()
     out: Path | None = common.out()
     progress: bool = common.progress()
     n_threads: int | None = common.threads()

@@ -62,11 +62,11 @@ class SweepSpec(TokenScoringOptions):
 
     texts: tuple[str, ...] = argument("UTF-8 text files, corpus folders, .jsonl/.json or .parquet corpora; 'demo' (the default) is the bundled Chesterton excerpt.",
                                       (DEMO_TEXT_NAME,), cli_type=Optional[list[str]], shown=None, to_value=lambda v: tuple(v) if v else (DEMO_TEXT_NAME,))
-    models: tuple[str, ...] = common.models(f"Model: {common.MODEL_FORMS[:-1]}. Repeat to sweep several models on the same starts.", truncates=True)
+    models: tuple[str, ...] = common.models(truncates=True)
     lengths: tuple[int, ...] = option("--lengths", "Comma-separated context lengths in tokens.", DEFAULT_LENGTHS, cli_type=str, shown=joined(DEFAULT_LENGTHS),
                                       to_value=comma_ints("--lengths"), check=lambda v: "must name at least one context length" if not v else positive(v))
     n_compare: int = option("--n-compare", "n_c: consecutive targets scored per start.", 30, check=positive)
-    seed: int = common.seed("Seed of the random starts (and of --sample).")
+    seed: int = common.seed()
     repeats: int = option("--repeats", "Independent seeded starts per length.", RunConfig.repeats, check=positive)
     context_mode: str = option("--context-mode", "exact: every target sees exactly L tokens (one pass per target); approx: one pass of L+n_c tokens (contexts L..L+n_c-1); both: run both and report their mean |delta logprob|; thesis (openai generate/chat): the thesis's API schedule, each request sends exactly L tokens, reused generated steps see L+j.",
                                "exact", check=one_of(_THESIS))
@@ -84,12 +84,12 @@ class ScoreSpec(TokenScoringOptions):
     method: str = option("--method", "chunked: disjoint windows; sliding: window W moved by stride S, each token scored once; fixed: every target sees the W tokens before it (all of them while fewer than W exist; see --head).",
                          "chunked", check=one_of(windows.METHODS))
     window: int = option("--window", "Window W (for fixed: the context length).", 1024, check=positive)
-    stride: int | None = option("--stride", "Stride S of --method sliding.", None, check=positive)
+    stride: int | None = common.stride()
     head: str | None = option("--head", "--method fixed only. full (default, paper 002): score the first W tokens with all their previous tokens, so fixed covers the same tokens as chunked; skip: leave them out, so every target sees exactly W tokens.",
                               None, check=one_of(windows.HEADS))
     model: str = common.model(truncates=True)
-    max_tokens: int | None = common.max_tokens("Score only the first N tokens of the text.")
-    seed: int = common.seed("Seed of --sample and of --noise-floor's windows.")
+    max_tokens: int | None = common.max_tokens()
+    seed: int = common.seed()
     noise_floor: NoiseFloor | None = group(NoiseFloor, optional=True)
 
     def check(self) -> None:

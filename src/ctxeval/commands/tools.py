@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from ctxeval.backends.registry import ModelEntry, list_models
+from ctxeval.backends.registry import ModelListing, list_model_options, list_models
 from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.compare import compare_models
@@ -28,7 +28,8 @@ class ReportSpec:
 
 @dataclass(frozen=True)
 class ModelsSpec:
-    """List the models and backends usable here."""
+    """List the models and backends usable here, and the options a model string takes after `?`
+    (presses, max_context, KV types, flash attention, ...) with an example each and the extra each needs."""
 
 
 @dataclass(frozen=True)
@@ -62,9 +63,9 @@ def run_report(spec: ReportSpec) -> Path:
     return write_report([Path(r) for r in spec.runs], Path(spec.out), compare_models, spec.top_k_shown)
 
 
-def run_models(spec: ModelsSpec) -> list[ModelEntry]:
-    """Models and backends usable on this machine."""
-    return list_models()
+def run_models(spec: ModelsSpec) -> ModelListing:
+    """Models and backends usable on this machine, and the model options with what they need."""
+    return ModelListing(list_models(), list_model_options())
 
 
 def run_serve(spec: ServeSpec) -> None:
@@ -79,8 +80,16 @@ def run_serve(spec: ServeSpec) -> None:
                           max_body_bytes=spec.max_body_bytes, max_logprobs=spec.max_logprobs, batch_tokens=spec.batch_tokens), model)
 
 
-def _echo_models(entries: list[ModelEntry], spec: ModelsSpec, display: None) -> str:
-    return "\n".join(f"{e.name:<14} {e.backend:<9} {'available' if e.available else 'missing':<10} {e.location}  — {e.note}" for e in entries)
+def _echo_models(listing: ModelListing, spec: ModelsSpec, display: None) -> str:
+    width = max(len(e.name) for e in listing.models) + 1
+    lines = [f"{e.name:<{width}} {e.backend:<9} {'available' if e.available else 'missing':<10} {e.location}  — {e.note}" for e in listing.models]
+    lines += ["", "Model options, after the model: MODEL?key=value&key=value (one example each; the extra each needs)"]
+    for entry in listing.options:
+        o = entry.option
+        extras = " and ".join(o.extra) + (" extras" if len(o.extra) > 1 else " extra")
+        need = "" if not o.extra else f"; needs the {extras}" + ("" if entry.available else f" (missing: {entry.install})")
+        lines += [f"  {o.keys:<36} {o.takes}: {o.what}{need}", f"  {'':<36} e.g. {o.example}"]
+    return "\n".join(lines)
 
 
 def _echo_report(path: Any, spec: ReportSpec, display: None) -> str:

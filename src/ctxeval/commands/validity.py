@@ -11,9 +11,10 @@ from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
 from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
-from ctxeval.options import argument, comma_list, comma_ints, fail, group, joined, option, positive
+from ctxeval.options import argument, comma_list, comma_ints, fail, greater_than_zero, group, joined, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.results.manifest import Manifest
+from ctxeval.probes.ruler_paired import DEFAULT_LOGP_DELTA, DEFAULT_SCORE_DELTA, PairedSettings
 from ctxeval.probes.ruler_report import RULER_THRESHOLD, ruler_result
 from ctxeval.probes.ruler_run import RulerConfig, run_ruler
 from ctxeval.render.kinds import RENDERING
@@ -52,14 +53,16 @@ class RulerSpec:
     common- and frequent-words extraction, sized in each model's own tokens. Each sample is scored by
     greedy generation with RULER's string_match_all, and by likelihood (the answer teacher-forced
     after the prompt: log-probability, exact ranks, whether greedy decoding would produce it).
-    Score per task and length with intervals, the mean of the run's tasks (11 of RULER's 13 offered), and RULER's effective length."""
+    Score per task and length with intervals, the mean of the run's tasks (11 of RULER's 13 offered), and RULER's effective length.
+    Variants that answer the first model's prompts (the same tokenizer: presses, KV types, context limits) get paired differences against
+    it first: the score with Tango's interval, the answer log p with a paired BCa interval, each with its verdict."""
 
     tasks: tuple[str, ...] = option("--tasks", "Comma-separated RULER tasks, or all (the 11 synthetic ones; the QA tasks need SQuAD/HotpotQA and are not offered).",
                                     tuple(TASKS), cli_type=str, shown="all", to_value=_tasks, check=_tasks_check)
     lengths: tuple[int, ...] = option("--lengths", "Comma-separated lengths in the model's tokens: prompt plus the task's tokens to generate (RULER runs 4K to 128K).",
                                       RULER_LENGTHS, cli_type=str, shown=joined(RULER_LENGTHS), to_value=comma_ints("--lengths"), check=positive)
     samples: int = option("--samples", "Seeded samples per (task, length) (RULER uses 500).", 25, check=positive)
-    models: tuple[str, ...] = common.models(f"Model(s): {common.MODEL_FORMS} MODEL?max_context=N sees the prompt's last N tokens (a truncation control). Repeat for several.", truncates=True)
+    models: tuple[str, ...] = common.models(truncates=True)
     essay: str = option("--essay", "Text whose words make the essay haystacks: 'gutenberg', two bundled public-domain books, no sentence repeated within 128K tokens; "
                                    "'demo', the Chesterton excerpt (repeats beyond about 17.5K tokens); or a UTF-8 file, repeated where a haystack needs more words. "
                                    "RULER uses Paul Graham's essays, not shipped.", RULER_HAYSTACK_NAME)
@@ -69,7 +72,12 @@ class RulerSpec:
                                                         "the numbers a generating run also records) and generate nothing: cheaper, no generated score.", False)
     threshold: float = option("--threshold", "Effective length: the longest length whose score, and every shorter one's, reaches this (RULER: 85.6, Llama-2-7B at 4K).",
                               RULER_THRESHOLD, check=lambda v: None if 0 <= v <= 100 else "must lie between 0 and 100")
-    seed: int = common.seed("Seed of the samples (RULER's default 42).", RULER_SEED)
+    delta: float = option("--delta", "Verdict margin of a variant's paired score difference against the first --model, in points: within ±delta is "
+                                     "'within δ'; an interval that crosses 0 and reaches past it is 'too few samples to tell'.", DEFAULT_SCORE_DELTA, check=greater_than_zero)
+    delta_logp: float = option("--delta-logp", "Verdict margin of a variant's paired difference of the answer log p (mean per answer token) against the first --model, in nats.",
+                               DEFAULT_LOGP_DELTA, check=greater_than_zero)
+    replicates: int = common.replicates()
+    seed: int = common.seed("Seed of the samples (RULER's default 42) and of the paired bootstrap.", RULER_SEED)
     out: Path | None = common.out()
     progress: bool = common.progress()
     n_threads: int | None = common.threads()
@@ -92,7 +100,7 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
                          likelihood_only=spec.likelihood_only)
 
     def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
-        return ruler_result(run_dir, manifest, spec.threshold)
+        return ruler_result(run_dir, manifest, spec.threshold, PairedSettings(spec.delta, spec.delta_logp, spec.replicates, spec.seed))
 
     models = common.model_specs(config.models)
     return run_ruler(config, models, essay.content, common.out_dir(spec.out, "ruler", config), finish, spec.progress, spec.n_threads, spec.executor, spec.openai,
@@ -117,8 +125,8 @@ class AgreementSpec:
 
     runs: tuple[Path, ...] = argument("Finished run directories: effective-length, diff, ruler and retrieval runs.", cli_type=list[Path], to_value=tuple)
     out: Path = common.out("Directory for agreement.json/.md/.html and the scatter.", Path("runs/agreement-report"))
-    replicates: int = common.replicates("Bootstrap replicates (resamples of models) per interval.")
-    seed: int = common.seed("Seed of the bootstrap.")
+    replicates: int = common.replicates()
+    seed: int = common.seed()
 
 
 def run_agreement(spec: AgreementSpec) -> AgreementResult:

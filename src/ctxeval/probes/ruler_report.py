@@ -1,6 +1,7 @@
 """What a RULER run's samples report: cells per (model, task, length) with intervals, the mean
 over tasks per length, RULER's effective length per task and for the mean, how often the two
-scorings agree, the Markdown, and the run's result built from them."""
+scorings agree, the paired differences of every variant against the first model
+(probes/ruler_paired.py), and the run's result built from them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ctxeval.probes.ruler_paired import PairedSettings, paired_table
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.ruler import MEAN_TASK, RulerResult, read_samples
 
@@ -99,11 +101,14 @@ def agreement(samples: pd.DataFrame) -> dict:
             "likelihood_above_generation": float((generated["generation_score"] < generated["likelihood_score"]).mean())}
 
 
-def ruler_result(run_dir: Path, manifest: Manifest, threshold: float) -> RulerResult:
-    """A finished run's result, from its recorded samples."""
+def ruler_result(run_dir: Path, manifest: Manifest, threshold: float, paired: PairedSettings = PairedSettings()) -> RulerResult:
+    """A finished run's result, from its recorded samples; `paired`: the margins and bootstrap
+    of the paired differences against the first model."""
     samples = read_samples(run_dir)
     cells = cell_table(samples)
     table = pd.concat([cells, mean_table(cells)], ignore_index=True)
     lengths = effective_lengths(table, threshold)
     agree = agreement(samples)
-    return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, samples)
+    settings = {"score_delta": paired.score_delta, "logp_delta": paired.logp_delta, "replicates": paired.replicates, "seed": paired.seed,
+                "confidence": paired.confidence}
+    return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, paired_table(samples, score_column(samples), paired), settings, samples)

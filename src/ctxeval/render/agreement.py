@@ -20,7 +20,7 @@ def correlation_rows(c: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"task measure": c["task"], "cheap measure": c["cheap"], "models": c["models"],
                          "Spearman ρ [95 %]": [_interval(*v) for v in zip(c["spearman"], c["spearman_low"], c["spearman_high"])],
                          "Kendall τ-b [95 %]": [_interval(*v) for v in zip(c["kendall"], c["kendall_low"], c["kendall_high"])],
-                         "note": c["note"].fillna("")})
+                         "note": c["note"].astype(object).where(c["note"].notna(), "")})
 
 
 def wide_measures(measures: pd.DataFrame) -> pd.DataFrame:
@@ -66,17 +66,34 @@ def left_out(measures: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
     return notes
 
 
+MIN_RANKED = 3  # two models give ρ = ±1 whatever the measures: a ranking by ρ needs three
+
+
+def unranked_reason(models: int, spearman: float, note: str) -> str:
+    """Why a pair is not ranked by its ρ ("" when it is): ρ undefined, or too few models for ρ to order anything."""
+    if spearman != spearman:
+        return f"not ranked: ρ undefined ({note.removeprefix('no coefficient: ') or 'a measure is constant'})"
+    if models < MIN_RANKED:
+        return f"not ranked: with {models} models ρ is ±1 whatever the measures (a ranking needs at least {MIN_RANKED})"
+    return ""
+
+
 def headline(measures: pd.DataFrame, pairs: pd.DataFrame, replicates: int) -> Headline:
-    """The cheap measures ranked by their Spearman ρ with each task measure, with intervals, and
-    why any measure or model was left out."""
-    ranked = pairs.assign(order=pairs["spearman"].fillna(-2.0)).sort_values(["task", "order"], ascending=[True, False], kind="stable")
+    """The cheap measures ranked by their Spearman ρ with each task measure, with intervals; a
+    pair whose ρ is undefined or cannot order (too few models) is listed unranked with the
+    reason; and why any measure or model was left out."""
+    spearman = pd.to_numeric(pairs["spearman"], errors="coerce").astype("float64")
+    notes = pairs["note"].astype(object).where(pairs["note"].notna(), "").astype(str)
+    why = [unranked_reason(int(m), float(r), n) for m, r, n in zip(pairs["models"], spearman, notes)]
+    ranked = pairs.assign(spearman=spearman, note=notes, why=why, order=[r if not w else -2.0 for r, w in zip(spearman, why)])
+    ranked = ranked.sort_values(["task", "order"], ascending=[True, False], kind="stable")
     ranked = ranked.set_index("task").loc[list(dict.fromkeys(pairs["task"]))].reset_index()  # task measures in the runs' order
     rows, rank, previous = [], 0, None
     for pair in ranked.itertuples():
         rank = rank + 1 if pair.task == previous else 1
         previous = pair.task
-        rows.append((pair.task, str(rank), pair.cheap, _interval(pair.spearman, pair.spearman_low, pair.spearman_high), str(pair.models),
-                     "" if pd.isna(pair.note) else str(pair.note)))
+        rows.append((pair.task, "—" if pair.why else str(rank), pair.cheap, _interval(pair.spearman, pair.spearman_low, pair.spearman_high), str(pair.models),
+                     pair.why or pair.note))
     return Headline("Which cheap measure orders the models as the task does", "cheap measures ranked by Spearman ρ with each task measure "
                     f"(values oriented so that higher is better; 95 % percentile bootstrap over models, {replicates} replicates)",
                     ("task measure", "rank", "cheap measure", "Spearman ρ [95 %]", "models", "note"), tuple(rows), tuple(left_out(measures, pairs)))

@@ -1,8 +1,11 @@
-"""results.md of a RULER run: the models side by side, then scores per task and length,
-effective lengths, and how often the two scorings agree."""
+"""results.md of a RULER run: the paired differences against the first model (where variants
+share its prompts), the models side by side, then scores per task and length, effective lengths,
+and how often the two scorings agree."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,10 +40,71 @@ def headline(table: pd.DataFrame, lengths: dict[str, dict[str, dict]], threshold
                     ("model", *(("scored by",) if len(scorings) > 1 else ()), *(str(length) for length in grid), f"effective length (≥ {threshold:g})"), tuple(rows))
 
 
-def results_markdown(table: pd.DataFrame, lengths: dict[str, dict[str, dict]], agree: dict, threshold: float) -> str:
-    """results.md: the headline (every model's score by length), then per model the mean and
-    per-task scores by length, effective lengths, and agreement."""
-    lines = ["# RULER synthetic tasks", "", *headline(table, lengths, threshold).markdown(), ""]
+def _signed(value: float, low: float, high: float, digits: int) -> str:
+    """An estimate with its interval, signed; "no interval" where there is none."""
+    if value != value:
+        return "unknown"
+    interval = "no interval" if low != low else f"[{low:+.{digits}f}, {high:+.{digits}f}]"
+    return f"{value:+.{digits}f} {interval}"
+
+
+def _verdict(outcome: str, needed: float | None) -> str:
+    """A verdict cell: the outcome, and the samples that would settle an undecided one."""
+    if outcome == "too few samples to tell" and needed is not None and not (isinstance(needed, float) and math.isnan(needed)):
+        return f"{outcome} (about {int(needed)} would settle it)"
+    return outcome
+
+
+# the paired table's columns: (header, cell of a paired row); a later estimator adds its own here
+PAIRED_COLUMNS: tuple[tuple[str, Callable[[pd.Series], str]], ...] = (
+    ("variant", lambda r: str(r["model"])),
+    ("length", lambda r: str(int(r["length"]))),
+    ("task", lambda r: str(r["task"])),
+    ("n", lambda r: str(int(r["n"]))),
+    ("score Δ, points [95 %]", lambda r: _signed(r["score_diff"], r["score_low"], r["score_high"], 1)),
+    ("score verdict", lambda r: _verdict(r["score_outcome"], r["score_samples_needed"])),
+    ("answer log p Δ, nats [95 %]", lambda r: _signed(r["logp_diff"], r["logp_low"], r["logp_high"], 3)),
+    ("log p verdict", lambda r: _verdict(r["logp_outcome"], r["logp_samples_needed"])),
+)
+
+
+def paired_headline(paired: pd.DataFrame, settings: dict, scored_by: str) -> Headline:
+    """The paired differences of every variant against the first model, on the same prompts:
+    per length the mean over tasks first, then each task; unpaired variants in the notes."""
+    reference = str(paired["reference"].iloc[0])
+    tasks = [t for t in dict.fromkeys(paired["task"]) if t != MEAN_TASK]
+    shown = paired[paired["paired"].astype(bool)]
+    rows = tuple(tuple(cell(row) for _, cell in PAIRED_COLUMNS) for _, row in shown.iterrows())
+    notes = []
+    if len(tasks) > 1:
+        notes.append(f"{mean_label(len(tasks))}: the samples of every task pooled (equal samples per task: the mean of the task differences).")
+    for model, part in paired[~paired["paired"].astype(bool)].groupby("model", sort=False):
+        notes.append(f"{model}: {part['note'].iloc[-1]} on {len(part)} cell(s); compare its scores through their own intervals.")
+    notes.append("Verdict: hurts or gains where the interval excludes 0; within δ where it lies inside ±δ; else too few samples to tell, "
+                 "with the paired samples that would settle it at the observed spread.")
+    detail = (f"candidate − {reference} on the same prompts, per length; score {SCORINGS[scored_by]}, in points with Tango's score interval for "
+              f"paired 0/1 outcomes, δ = {settings['score_delta']:g} points; answer log p (mean per answer token) in nats with a paired BCa interval "
+              f"over samples ({settings['replicates']} replicates, seed {settings['seed']}), δ = {settings['logp_delta']:g} nats")
+    return Headline(f"RULER, paired differences against {reference}", detail, tuple(h for h, _ in PAIRED_COLUMNS), rows, tuple(notes))
+
+
+def first_headline(r: RulerResult) -> Headline:
+    """The answer a RULER run gives first: the paired differences where variants share the
+    first model's prompts, else every model's score by length."""
+    if not r.paired.empty and r.paired["paired"].astype(bool).any():
+        scored_by = str(r.table["scored_by"].iloc[0]) if r.table["scored_by"].nunique() == 1 else "likelihood"
+        return paired_headline(r.paired, r.paired_settings, scored_by)
+    return headline(r.table, r.effective_lengths, r.threshold)
+
+
+def results_markdown(r: RulerResult) -> str:
+    """results.md: the paired differences against the first model (where variants share its
+    prompts), the scores of every model by length, then per model the mean and per-task scores
+    by length, effective lengths, and agreement."""
+    table, lengths, agree, threshold = r.table, r.effective_lengths, r.agreement, r.threshold
+    first = first_headline(r)
+    scores = headline(table, lengths, threshold)
+    lines = ["# RULER synthetic tasks", "", *first.markdown(), ""] + ([] if first == scores else [*scores.markdown(), ""])
     for model, part in table.groupby("model", sort=False):
         pivot = part.assign(cell=[f"{s:.1f} [{lo:.0f}, {hi:.0f}]" for s, lo, hi in zip(part["score"], part["low"], part["high"])])
         wide = pivot.pivot(index="task", columns="length", values="cell")
@@ -79,14 +143,14 @@ def _length_text(entry: dict, shortest: int) -> str:
 
 def texts(r: RulerResult) -> RulerResult:
     """results.md, from the scores, the effective lengths and the scorings' agreement."""
-    return replace(r, markdown=results_markdown(r.table, r.effective_lengths, r.agreement, r.threshold))
+    return replace(r, markdown=results_markdown(r))
 
 
 def view(result: RulerResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
     """A RULER run: every model's score by length, and its manifest."""
     manifest = result.manifest.to_json()
     return RunView(label, result.run_dir, "ruler", manifest, header(manifest, "ruler"),
-                   answer=headline(result.table, result.effective_lengths, result.threshold)), []
+                   answer=first_headline(result)), []
 
 
 def draw(r: RulerResult, out: Path) -> None:

@@ -10,8 +10,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ctxeval.results.base import Result
-from ctxeval.results.io import Figure, Json, Text, folder, loaded, rows, written
+from ctxeval.results.io import Figure, Json, Text, Value, folder, loaded, rows, written
 from ctxeval.results.manifest import Manifest, read_manifest
+from ctxeval.results.rows import frame, json_rows
 
 SAMPLES_FILE = "samples.parquet"  # the run's records, one row per sample (the engine writes them)
 MEAN_TASK = "mean"  # the row of every length that averages a model's tasks
@@ -29,6 +30,10 @@ def definitions(threshold: float) -> dict[str, str]:
         "low/high": "95 % Wilson interval; partial credit counts as a fraction of a success",
         "mean": "the task 'mean': the mean of the run's task scores per length, over the tasks the run has (of RULER's 13; its two QA tasks are not offered)",
         "effective length": f"the longest length whose score, and every shorter length's, is at least the threshold ({threshold:g})",
+        "paired": "each model after the first against the first, on the same prompts (sample k of a cell the same text for both): score_diff, candidate "
+                  "minus reference in points, with Tango's score interval for paired 0/1 outcomes (partial credit as a fraction of a sample); logp_diff, "
+                  "the difference of the mean answer log p per token in nats, with a paired BCa interval over samples; each with its verdict "
+                  "(hurts, gains, within δ, too few samples to tell) against score_delta / logp_delta and the samples that would settle an undecided one",
     }
 
 
@@ -37,8 +42,11 @@ class RulerResult(Result):
     """A finished RULER run: scores per (model, task, length) and their mean, effective lengths."""
 
     KIND = "ruler"
+    VERSION = 2
+    READS = (1,)  # version 1 had no paired differences
     FILES = (Json(RESULTS_JSON, {"threshold": "threshold", "models": written(lambda r: r.models), "scores": rows("table"), "effective_lengths": "effective_lengths",
-                                 "agreement": "agreement", "ruler_commit": written(lambda r: r.manifest.config.get("ruler_commit")),
+                                 "agreement": "agreement", "paired": Value("paired", lambda r: json_rows(r.paired), frame, missing=[]),
+                                 "paired_settings": Value("paired_settings", lambda r: r.paired_settings, missing={}), "ruler_commit": written(lambda r: r.manifest.config.get("ruler_commit")),
                                  "definitions": written(lambda r: definitions(r.threshold))}),
              Text(RESULTS_MD, "markdown"), Figure(PLOT_FILE))
 
@@ -48,6 +56,8 @@ class RulerResult(Result):
     table: pd.DataFrame  # one row per (model, task or "mean", length)
     effective_lengths: dict[str, dict[str, dict]]
     agreement: dict
+    paired: pd.DataFrame  # one row per (variant, task or "mean", length) against the first model (probes/ruler_paired.py); empty with one model
+    paired_settings: dict  # the verdicts' margins (score_delta points, logp_delta nats), replicates and seed
     samples: pd.DataFrame = loaded(lambda run_dir: read_samples(run_dir), repr=False)
     markdown: str = ""
 

@@ -22,6 +22,6 @@ FEW_CLUSTERS = (f"with fewer than {RELIABLE_CLUSTERS} documents the cluster boot
                 "(bench/bench_compare_coverage.py)")
 
 
-def replicates_option(help: str = "Bootstrap replicates.") -> Any:
-    """The --replicates field of a spec or option group."""
-    return option("--replicates", help, DEFAULT_REPLICATES, check=at_least(MIN_REPLICATES))
+def replicates_option() -> Any:
+    """The --replicates field of a spec or option group: one help for every command."""
+    return option("--replicates", "Bootstrap replicates of every interval.", DEFAULT_REPLICATES, check=at_least(MIN_REPLICATES))

@@ -69,10 +69,12 @@ def rank_correlation(x: Sequence[float], y: Sequence[float], name: str, replicat
         raise ValueError("the two measures must cover the same models")
     value, p_value = coefficient(name, a, b) if len(a) >= 2 else (math.nan, math.nan)
     n = len(a)
-    if n < MIN_MODELS:
-        return RankCorrelation(name, value, p_value, None, None, n, 0.0, f"no interval: {n} models (at least {MIN_MODELS} are needed)")
+    if n < 2:
+        return RankCorrelation(name, value, p_value, None, None, n, 0.0, f"no coefficient: {n} model (a correlation needs at least 2)")
     if math.isnan(value):
         return RankCorrelation(name, value, p_value, None, None, n, 0.0, "no coefficient: every model scores the same on one of the measures")
+    if n < MIN_MODELS:
+        return RankCorrelation(name, value, p_value, None, None, n, 0.0, f"no interval: {n} models (at least {MIN_MODELS} are needed)")
     draws = np.random.default_rng(seed).integers(0, n, size=(replicates, n))
     values = np.array([coefficient(name, a[d], b[d])[0] for d in draws])
     defined = values[~np.isnan(values)]
