@@ -13,6 +13,7 @@ from scipy import stats
 
 from ctxeval import api
 from ctxeval.commands import COMMANDS
+from ctxeval.commands.compare import compare_models
 from ctxeval.explorer.render import render_report
 from ctxeval.modeldiff.summary import Bootstrap, summarize as summarize_diff
 from ctxeval.pipeline.engine import save_result
@@ -232,7 +233,7 @@ def test_the_report_page_leads_with_each_runs_answer(effective, tmp_path):
     ruler = _ruler_folder(tmp_path / "ruler", scores)
     api_out = tmp_path / "agreement"
     assert run_cli("agreement", str(ruler), "--replicates", "200", "--out", str(api_out)).returncode == 0
-    html = render_report([el, ruler, api_out])
+    html = render_report([el, ruler, api_out], compare_models)
     answers = html.index('<section id="answers">')
     assert answers < html.index('<section id="runs">')
     section = html[answers:html.index('<section id="runs">')]

@@ -19,13 +19,17 @@ from ctxeval.results.base import Result
 from ctxeval.results.io import Csv, Figure, Json, Parquet, Text, folder, loaded, written
 from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.results.probe_report import EFFECTIVE_LENGTH
-from ctxeval.results.records import read_records
+from ctxeval.results.records import RECORDS_FILE, read_records
 
 SUMMARY_JSON = "summary.json"
 CURVE_CSV = "curve.csv"
 TARGETS_FILE = "targets.parquet"
 REPORT_MD = "effective_length.md"
 PLOT_FILE = "effective_length.png"
+
+
+def _records_if_written(run_dir: Path) -> pd.DataFrame | None:
+    return read_records(run_dir) if (run_dir / RECORDS_FILE).is_file() else None
 
 
 @dataclass
@@ -44,8 +48,9 @@ class EffectiveLengthResult(Result):
     targets: pd.DataFrame = field(repr=False)  # every model's target table (targets.parquet)
     markdown: str = ""  # what effective_length.md holds
     # the run's records (every target at every length, with its top-k), as read from the folder:
-    # what the report's explorer pages through (None in the result the task built)
-    records: pd.DataFrame | None = loaded(read_records, repr=False, compare=False, default=None)
+    # what the report's explorer pages through (None in the result the task built, and in a
+    # folder whose result was saved without the run's records)
+    records: pd.DataFrame | None = loaded(_records_if_written, repr=False, compare=False, default=None)
 
     @property
     def curve(self) -> pd.DataFrame:
