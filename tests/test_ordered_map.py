@@ -69,3 +69,15 @@ def test_closing_abandons_a_running_call_and_its_threads_are_daemons():
 
 def test_an_empty_input_yields_nothing():
     assert list(ordered_map(lambda i: i, [], workers=3, ahead=3, name="t")) == []
+
+
+def test_a_failing_source_is_raised_in_order_and_does_not_hang():
+    def items():
+        yield from range(3)
+        raise RuntimeError("planning failed")
+
+    got = []
+    with pytest.raises(RuntimeError, match="planning failed"):
+        for value in ordered_map(lambda i: i, items(), workers=2, ahead=4, name="t"):
+            got.append(value)
+    assert got == [0, 1, 2]

@@ -39,9 +39,14 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int, ahead: i
             with source_lock:
                 if stop.is_set():
                     return
-                index, item = taken[0], next(source, _DONE)
+                index = taken[0]
+                try:
+                    item = next(source, _DONE)
+                except BaseException as error:  # the items' own generator failed: the caller sees it in order
+                    stop_taking(index, (False, error))
+                    return
                 if item is _DONE:
-                    stop_taking(index)
+                    stop_taking(index, (True, _DONE))
                     return
                 taken[0] += 1
             try:
@@ -52,9 +57,9 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int, ahead: i
                 results[index] = outcome
                 ready.notify_all()
 
-    def stop_taking(end: int) -> None:
+    def stop_taking(end: int, outcome: tuple[bool, object]) -> None:
         with ready:
-            results.setdefault(end, (True, _DONE))
+            results.setdefault(end, outcome)
             ready.notify_all()
         stop.set()
 
