@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,7 @@ from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
 from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
+from ctxeval.errors import install_hint
 from ctxeval.options import argument, comma_list, comma_ints, fail, group, joined, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.results.manifest import Manifest
@@ -67,6 +69,10 @@ class RulerSpec:
                                                     "as RULER's published runs do; not with a KV press.", False)
     likelihood_only: bool = option("--likelihood-only", "Score each sample by likelihood alone (the answer's log-probability, ranks and greedy prefix, "
                                                         "the numbers a generating run also records) and generate nothing: cheaper, no generated score.", False)
+    generate_share: float | None = option("--generate-share", "P: score every sample by likelihood, generate only a seeded share P of the samples the likelihood "
+                                                              "pass does not settle (settled ones are exact at no cost), predict the rest from their likelihood "
+                                                              "numbers, and report PPI++ scores and paired differences with 95 % intervals (needs ppi-python).", None,
+                                          check=lambda v: None if v is None or 0 < v <= 1 else "must lie in (0, 1]")
     threshold: float = option("--threshold", "Effective length: the longest length whose score, and every shorter one's, reaches this (RULER: 85.6, Llama-2-7B at 4K).",
                               RULER_THRESHOLD, check=lambda v: None if 0 <= v <= 100 else "must lie between 0 and 100")
     seed: int = common.seed("Seed of the samples (RULER's default 42).", RULER_SEED)
@@ -82,6 +88,10 @@ class RulerSpec:
         problem = common.budget_covering(self.models, min(self.lengths))
         if problem:
             raise fail(RulerSpec, "lengths", problem)
+        if self.generate_share is not None and self.likelihood_only:
+            raise fail(RulerSpec, "generate_share", "generates a share of the samples; --likelihood-only generates none: choose one")
+        if self.generate_share is not None and importlib.util.find_spec("ppi_py") is None:
+            raise fail(RulerSpec, "generate_share", f"needs ppi-python: {install_hint('ppi')}")
 
 
 def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
@@ -89,7 +99,7 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     essay = load_text(spec.essay)
     config = RulerConfig(tuple(dict.fromkeys(spec.tasks)), tuple(sorted(set(spec.lengths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), essay.sha256,
                          device=spec.device, dtype=spec.dtype, api=api_identity(spec.models, spec.openai), chat_template=spec.chat_template,
-                         likelihood_only=spec.likelihood_only)
+                         likelihood_only=spec.likelihood_only, generate_share=spec.generate_share)
 
     def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
         return ruler_result(run_dir, manifest, spec.threshold)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ctxeval.probes.ruler_ppi import ppi_tables
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.ruler import MEAN_TASK, RulerResult, read_samples
 
@@ -100,10 +101,12 @@ def agreement(samples: pd.DataFrame) -> dict:
 
 
 def ruler_result(run_dir: Path, manifest: Manifest, threshold: float) -> RulerResult:
-    """A finished run's result, from its recorded samples."""
+    """A finished run's result, from its recorded samples; a --generate-share run's with its
+    prediction-powered scores and differences."""
     samples = read_samples(run_dir)
     cells = cell_table(samples)
     table = pd.concat([cells, mean_table(cells)], ignore_index=True)
     lengths = effective_lengths(table, threshold)
     agree = agreement(samples)
-    return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, samples)
+    ppi, differences = (None, None) if manifest.config.get("generate_share") is None else ppi_tables(samples, int(manifest.config["seed"]))
+    return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, samples, ppi=ppi, ppi_differences=differences)

@@ -11,6 +11,7 @@ import pandas as pd
 from ctxeval.render import figures
 from ctxeval.render.headline import Headline
 from ctxeval.render.renderer import Renderer
+from ctxeval.render.ruler_ppi import ppi_markdown
 from ctxeval.render.views import Arm, RunView, header
 from ctxeval.results.ruler import MEAN_TASK, PLOT_FILE, RulerResult
 
@@ -79,7 +80,8 @@ def _length_text(entry: dict, shortest: int) -> str:
 
 def texts(r: RulerResult) -> RulerResult:
     """results.md, from the scores, the effective lengths and the scorings' agreement."""
-    return replace(r, markdown=results_markdown(r.table, r.effective_lengths, r.agreement, r.threshold))
+    body = results_markdown(r.table, r.effective_lengths, r.agreement, r.threshold)
+    return replace(r, markdown=body if r.ppi is None else "\n".join(ppi_markdown(r.ppi, r.ppi_differences)) + "\n" + body)
 
 
 def view(result: RulerResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
