@@ -220,3 +220,18 @@ def test_a_share_run_generates_only_drawn_unsettled_samples_and_settled_ones_cos
     assert result.ppi is not None and result.markdown.startswith("# RULER, prediction-powered (PPI++)")
     again = read_result(tmp_path / "run")
     assert again.ppi["estimate"].tolist() == pytest.approx(result.ppi["estimate"].tolist(), nan_ok=True)
+
+
+def test_the_calibrations_logistic_fit_equals_scikit_learns():
+    """Fractional labels as weighted successes and failures, L2 penalty C = 1 on the slopes only."""
+    sklearn = pytest.importorskip("sklearn.linear_model")
+    from ctxeval.stats.crossfit import logistic_fit
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(50, 3))
+    y = (rng.random(50) < 1 / (1 + np.exp(-2 * x[:, 0]))).astype(float)
+    y[:5] = 0.5
+    rows, targets, weights = np.concatenate([x, x]), np.r_[np.ones(50), np.zeros(50)], np.r_[y, 1 - y]
+    keep = weights > 0
+    model = sklearn.LogisticRegression(C=1.0, tol=1e-10, max_iter=10000).fit(rows[keep], targets[keep], sample_weight=weights[keep])
+    assert logistic_fit(np.column_stack([np.ones(50), x]), y) == pytest.approx(np.r_[model.intercept_, model.coef_[0]], abs=1e-5)

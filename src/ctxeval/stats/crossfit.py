@@ -6,7 +6,9 @@ interval with it. So the labelled samples are split into K folds (fixed by the c
 sample identity), fold k's predictions come from a model fitted on the other folds' labels
 only, and a sample without a label gets the mean of the K fold models (cross-prediction, Zrnic
 and Candès 2023). The model is a logistic regression of the label (a share of answers found,
-counted as that fraction of a success) on standardized features, lightly regularized.
+counted as that fraction of a success) on standardized features, lightly regularized
+(scikit-learn's default C = 1, fitted here by Newton's method: a few features, thousands of fits in
+bench/ppi_validation.py).
 """
 
 from __future__ import annotations
@@ -24,17 +26,42 @@ def fit_predict(features: np.ndarray, labels: np.ndarray, new: np.ndarray) -> np
         return np.full(len(new), UNINFORMED)
     if np.ptp(labels) == 0:
         return np.full(len(new), float(labels[0]))
-    from sklearn.linear_model import LogisticRegression  # imported when used: only a --generate-share run fits
-
     centre, scale = features.mean(axis=0), features.std(axis=0)
     scale[scale == 0] = 1.0
-    x = (features - centre) / scale
-    rows = np.concatenate([x, x])
-    targets = np.concatenate([np.ones(len(labels)), np.zeros(len(labels))])
-    weights = np.concatenate([labels, 1 - labels])
-    keep = weights > 0
-    model = LogisticRegression(C=1.0, max_iter=1000).fit(rows[keep], targets[keep], sample_weight=weights[keep])
-    return model.predict_proba((new - centre) / scale)[:, 1]
+    coef = logistic_fit(np.column_stack([np.ones(len(labels)), (features - centre) / scale]), labels)
+    return _expit(np.column_stack([np.ones(len(new)), (new - centre) / scale]) @ coef)
+
+
+def logistic_fit(x: np.ndarray, y: np.ndarray, penalty: float = 1.0, steps: int = 100) -> np.ndarray:
+    """Coefficients of the L2-penalized logistic regression of the shares `y` on `x` (its first
+    column the intercept, not penalized): the minimum of the cross-entropy plus penalty/2 |b|^2
+    (scikit-learn's C = 1/penalty), by Newton's method with step halving."""
+    ridge = np.full(x.shape[1], penalty)
+    ridge[0] = 0.0
+
+    def loss(b: np.ndarray) -> float:
+        z = x @ b
+        return float(np.sum(np.logaddexp(0, z) - y * z) + 0.5 * np.sum(ridge * b * b))
+
+    b = np.zeros(x.shape[1])
+    current = loss(b)
+    for _ in range(steps):
+        p = _expit(x @ b)
+        gradient = x.T @ (p - y) + ridge * b
+        hessian = (x * (p * (1 - p))[:, None]).T @ x + np.diag(ridge) + 1e-9 * np.eye(x.shape[1])
+        step = np.linalg.solve(hessian, gradient)
+        t = 1.0
+        while t > 1e-6 and loss(b - t * step) > current:
+            t /= 2
+        b, previous = b - t * step, current
+        current = loss(b)
+        if previous - current < 1e-10:
+            break
+    return b
+
+
+def _expit(z: np.ndarray) -> np.ndarray:
+    return np.exp(-np.logaddexp(0, -z))
 
 
 def cross_fit(features: np.ndarray, labels: np.ndarray, labelled: np.ndarray, folds: np.ndarray, k: int = FOLDS) -> np.ndarray:
