@@ -17,7 +17,9 @@ from ctxeval.options import argument, comma_list, comma_ints, fail, group, joine
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.results.manifest import Manifest
 from ctxeval.probes.ruler_report import RULER_THRESHOLD, ruler_result
-from ctxeval.probes.ruler_run import RulerConfig, run_ruler
+from ctxeval.probes.ruler_run import SAMPLE_SCHEMA, RulerConfig, run_ruler
+from ctxeval.probes.ruler_until import Until, UntilConfig, parse_until, run_until, write_merged
+from ctxeval.pipeline.engine import save_result
 from ctxeval.render.kinds import RENDERING
 from ctxeval.probes.ruler_tasks import TASKS
 from ctxeval.agreement.analysis import correlations, measure_table
@@ -47,6 +49,16 @@ def _tasks_check(values: tuple[str, ...]) -> str | None:
     return f"unknown task {unknown[0]!r}; RULER's synthetic tasks here: {', '.join(TASKS)}" if unknown else None
 
 
+def _until_check(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        parse_until(value)
+    except ValueError:
+        return "must be a positive number of points, 'verdict' or 'verdict:D' with D > 0"
+    return None
+
+
 @dataclass(frozen=True)
 class RulerSpec:
     """RULER's synthetic tasks (NVIDIA/RULER): needle in a haystack (single, multi-key, multi-value,
@@ -73,6 +85,11 @@ class RulerSpec:
                                                               "pass does not settle (settled ones are exact at no cost), predict the rest from their likelihood "
                                                               "numbers, and report PPI++ scores and paired differences with 95 % intervals (needs ppi-python).", None,
                                           check=lambda v: None if v is None or 0 < v <= 1 else "must lie in (0, 1]")
+    until: str | None = option("--until", "With --generate-share and --max-samples: add --samples new samples per task and length in rounds until each is answered: "
+                                          "a number (every model's interval at most that many points on each side), or 'verdict' / 'verdict:D' (every variant's "
+                                          "paired difference against the first model hurts, gains or is within D points, default 5); each look at 95 % "
+                                          "Bonferroni-corrected over the rounds.", None, check=_until_check)
+    max_samples: int | None = option("--max-samples", "With --until: the most samples per task and length (the budget).", None, check=lambda v: None if v is None else positive(v))
     threshold: float = option("--threshold", "Effective length: the longest length whose score, and every shorter one's, reaches this (RULER: 85.6, Llama-2-7B at 4K).",
                               RULER_THRESHOLD, check=lambda v: None if 0 <= v <= 100 else "must lie between 0 and 100")
     seed: int = common.seed("Seed of the samples (RULER's default 42).", RULER_SEED)
@@ -92,6 +109,15 @@ class RulerSpec:
             raise fail(RulerSpec, "generate_share", "generates a share of the samples; --likelihood-only generates none: choose one")
         if self.generate_share is not None and importlib.util.find_spec("ppi_py") is None:
             raise fail(RulerSpec, "generate_share", f"needs ppi-python: {install_hint('ppi')}")
+        if (self.until is None) != (self.max_samples is None):
+            raise fail(RulerSpec, "until" if self.until is None else "max_samples", "and --max-samples go together: --until needs a budget, --max-samples a target")
+        if self.until is not None:
+            if self.generate_share is None:
+                raise fail(RulerSpec, "until", "needs --generate-share (its rounds are prediction-powered)")
+            if self.max_samples < self.samples:
+                raise fail(RulerSpec, "max_samples", f"must be at least --samples ({self.samples}), the size of a round")
+            if parse_until(self.until)[0] is None and len(set(self.models)) < 2:
+                raise fail(RulerSpec, "until", "verdict compares variants against the first --model: give at least two")
 
 
 def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
@@ -105,8 +131,18 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
         return ruler_result(run_dir, manifest, spec.threshold)
 
     models = common.model_specs(config.models)
-    return run_ruler(config, models, essay.content, common.out_dir(spec.out, "ruler", config), finish, spec.progress, spec.n_threads, spec.executor, spec.openai,
-                     render=RENDERING)
+
+    def run_round(round_config: RulerConfig, out: Path) -> RulerResult:
+        return run_ruler(round_config, models, essay.content, out, finish, spec.progress, spec.n_threads, spec.executor, spec.openai, render=RENDERING)
+
+    if spec.until is None:
+        return run_round(config, common.out_dir(spec.out, "ruler", config))
+    until = Until(*parse_until(spec.until), spec.max_samples, spec.samples)
+    whole = UntilConfig(config, until)
+    out = common.out_dir(spec.out, "ruler", whole)
+    samples, last, rounds = run_until(config, until, out, run_round)
+    manifest = write_merged(out, samples, last, whole, rounds, SAMPLE_SCHEMA)
+    return save_result(out, ruler_result(out, manifest, spec.threshold), "ruler", RENDERING)
 
 
 def _echo_ruler(result: RulerResult, spec: RulerSpec, display: QuietDisplay) -> str:

@@ -26,7 +26,7 @@ import pandas as pd
 from ctxeval.probes.ruler_samples import sample_rng
 from ctxeval.results.ruler import MEAN_TASK
 from ctxeval.stats.crossfit import FOLDS, cross_fit
-from ctxeval.stats.ppi import PPIEstimate, mean_of, stratified_ppi
+from ctxeval.stats.ppi import CONFIDENCE, PPIEstimate, mean_of, stratified_ppi
 
 GENERATED = "greedy generation"
 SETTLED = "generation path"
@@ -66,12 +66,12 @@ def with_predictions(samples: pd.DataFrame, seed: int, k: int = FOLDS) -> pd.Dat
     return out
 
 
-def _estimate(part: pd.DataFrame) -> PPIEstimate:
+def _estimate(part: pd.DataFrame, confidence: float) -> PPIEstimate:
     y = part["generation_score"].to_numpy(float)
-    return stratified_ppi(y, part["prediction"].to_numpy(float), part["exact"].to_numpy(), part["generated"].to_numpy())
+    return stratified_ppi(y, part["prediction"].to_numpy(float), part["exact"].to_numpy(), part["generated"].to_numpy(), confidence)
 
 
-def _difference(pairs: pd.DataFrame) -> PPIEstimate:
+def _difference(pairs: pd.DataFrame, confidence: float) -> PPIEstimate:
     """The paired difference variant − reference: exact where both sides are, labelled where
     both labels are known, else the difference of predictions (an exact side's label standing
     for its prediction)."""
@@ -84,28 +84,28 @@ def _difference(pairs: pd.DataFrame) -> PPIEstimate:
     y_v, f_v, known_v = side("_v")
     y_r, f_r, known_r = side("_r")
     exact = pairs["exact_v"].to_numpy() & pairs["exact_r"].to_numpy()
-    return stratified_ppi(y_v - y_r, f_v - f_r, exact, known_v & known_r & ~exact)
+    return stratified_ppi(y_v - y_r, f_v - f_r, exact, known_v & known_r & ~exact, confidence)
 
 
 def _row(model: str, task: str, length: int, estimate: PPIEstimate, **extra: object) -> dict:
     return {"model": model, "task": task, "length": length, **extra, **estimate.scaled(100).as_dict()}
 
 
-def ppi_tables(samples: pd.DataFrame, seed: int, k: int = FOLDS) -> tuple[pd.DataFrame, pd.DataFrame]:
+def ppi_tables(samples: pd.DataFrame, seed: int, k: int = FOLDS, confidence: float = CONFIDENCE) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(scores, differences) in percent: per model, task and length (and the mean over tasks
-    per length) the PPI++ score with its 95 % interval; per variant after the first model, its
+    per length) the PPI++ score with its interval (95 %, or `confidence`: `--until`'s per look); per variant after the first model, its
     paired difference against the first on the same samples (cells whose prompts differ, as
     across tokenizers, are left out)."""
     scored = with_predictions(samples, seed, k)
     cells: dict[tuple[str, int], dict[str, PPIEstimate]] = {}
     rows = []
     for (model, task, length), part in scored.groupby(["model", "task", "length"], sort=False):
-        estimate = _estimate(part)
+        estimate = _estimate(part, confidence)
         cells.setdefault((str(model), int(length)), {})[str(task)] = estimate
         rows.append(_row(str(model), str(task), int(length), estimate))
     for (model, length), by_task in cells.items():
         if len(by_task) > 1:
-            rows.append(_row(model, MEAN_TASK, length, mean_of(list(by_task.values()))))
+            rows.append(_row(model, MEAN_TASK, length, mean_of(list(by_task.values()), confidence)))
     models = list(dict.fromkeys(scored["model"]))
     diffs = []
     keys = ["task", "length", "sample"]
@@ -116,10 +116,10 @@ def ppi_tables(samples: pd.DataFrame, seed: int, k: int = FOLDS) -> tuple[pd.Dat
         for (task, length), part in pairs.groupby(["task", "length"], sort=False):
             if not (part["prompt_sha256_v"] == part["prompt_sha256_r"]).all():
                 continue
-            estimate = _difference(part)
+            estimate = _difference(part, confidence)
             by_length.setdefault(int(length), []).append(estimate)
             diffs.append(_row(str(model), str(task), int(length), estimate, reference=models[0]))
         for length, estimates in by_length.items():
             if len(estimates) > 1:
-                diffs.append(_row(str(model), MEAN_TASK, length, mean_of(estimates), reference=models[0]))
+                diffs.append(_row(str(model), MEAN_TASK, length, mean_of(estimates, confidence), reference=models[0]))
     return pd.DataFrame(rows), pd.DataFrame(diffs)

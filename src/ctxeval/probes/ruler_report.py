@@ -108,5 +108,7 @@ def ruler_result(run_dir: Path, manifest: Manifest, threshold: float) -> RulerRe
     table = pd.concat([cells, mean_table(cells)], ignore_index=True)
     lengths = effective_lengths(table, threshold)
     agree = agreement(samples)
-    ppi, differences = (None, None) if manifest.config.get("generate_share") is None else ppi_tables(samples, int(manifest.config["seed"]))
+    until = manifest.config.get("until") or {}
+    ppi, differences = ((None, None) if manifest.config.get("generate_share") is None
+                        else ppi_tables(samples, int(manifest.config["seed"]), confidence=until.get("confidence", CONFIDENCE)))
     return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, samples, ppi=ppi, ppi_differences=differences)

@@ -81,7 +81,10 @@ def _length_text(entry: dict, shortest: int) -> str:
 def texts(r: RulerResult) -> RulerResult:
     """results.md, from the scores, the effective lengths and the scorings' agreement."""
     body = results_markdown(r.table, r.effective_lengths, r.agreement, r.threshold)
-    return replace(r, markdown=body if r.ppi is None else "\n".join(ppi_markdown(r.ppi, r.ppi_differences)) + "\n" + body)
+    if r.ppi is None:
+        return replace(r, markdown=body)
+    section = ppi_markdown(r.ppi, r.ppi_differences, r.manifest.config.get("until"), (r.manifest.plan or {}).get("rounds"))
+    return replace(r, markdown="\n".join(section) + "\n" + body)
 
 
 def view(result: RulerResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
