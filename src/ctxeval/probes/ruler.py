@@ -131,11 +131,12 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
         scored_prompt, answer, reference = _joint_split(scorer, bos + prompt_ids, reference)
         reference_ids = [int(t) for t in answer]
         scores = _teacher_forced(scorer, scored_prompt, answer)
-        text = scorer.generate_text(prompt, task.tokens_to_generate) if generate else None
     covers = answer_cover(scorer, reference_ids, reference, rendered.answers)
     # the top choice: the greedy id where the backend gives ids; an API gives ranks (within its top-k)
     top = scores.rank == 1 if scorer.remote else scores.greedy_id == answer
     prefix = int(len(answer) if top.all() else np.argmin(top))
+    if not scorer.capabilities.generation and generate and not (settle and prefix == len(answer)):  # an API model generates apart (not a settled sample of a share run)
+        text = scorer.generate_text(prompt, task.tokens_to_generate)
     inside = [bool(c.any()) and int(np.flatnonzero(c)[-1]) < prefix for c in covers]
     likelihood = sum(inside) / len(inside)
     if text is not None:
