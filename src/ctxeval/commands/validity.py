@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,12 +12,15 @@ from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
 from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
+from ctxeval.errors import install_hint
 from ctxeval.options import argument, comma_list, comma_ints, fail, greater_than_zero, group, joined, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.results.manifest import Manifest
 from ctxeval.probes.ruler_paired import DEFAULT_LOGP_DELTA, DEFAULT_SCORE_DELTA, PairedSettings
 from ctxeval.probes.ruler_report import RULER_THRESHOLD, ruler_result
-from ctxeval.probes.ruler_run import RulerConfig, run_ruler
+from ctxeval.probes.ruler_run import SAMPLE_SCHEMA, RulerConfig, run_ruler
+from ctxeval.probes.ruler_until import Until, UntilConfig, parse_until, run_until, write_merged
+from ctxeval.pipeline.engine import save_result
 from ctxeval.render.kinds import RENDERING
 from ctxeval.probes.ruler_tasks import TASKS
 from ctxeval.agreement.analysis import correlations, measure_table
@@ -46,6 +50,16 @@ def _tasks_check(values: tuple[str, ...]) -> str | None:
     return f"unknown task {unknown[0]!r}; RULER's synthetic tasks here: {', '.join(TASKS)}" if unknown else None
 
 
+def _until_check(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        parse_until(value)
+    except ValueError:
+        return "must be a positive number of points, 'verdict' or 'verdict:D' with D > 0"
+    return None
+
+
 @dataclass(frozen=True)
 class RulerSpec:
     """RULER's synthetic tasks (NVIDIA/RULER): needle in a haystack (single, multi-key, multi-value,
@@ -70,6 +84,15 @@ class RulerSpec:
                                                     "as RULER's published runs do; not with a KV press.", False)
     likelihood_only: bool = option("--likelihood-only", "Score each sample by likelihood alone (the answer's log-probability, ranks and greedy prefix, "
                                                         "the numbers a generating run also records) and generate nothing: cheaper, no generated score.", False)
+    generate_share: float | None = option("--generate-share", "P: score every sample by likelihood, generate only a seeded share P of the samples the likelihood "
+                                                              "pass does not settle (settled ones are exact at no cost), predict the rest from their likelihood "
+                                                              "numbers, and report PPI++ scores and paired differences with 95 % intervals (needs ppi-python).", None,
+                                          check=lambda v: None if v is None or 0 < v <= 1 else "must lie in (0, 1]")
+    until: str | None = option("--until", "With --generate-share and --max-samples: add --samples new samples per task and length in rounds until each is answered: "
+                                          "a number (every model's interval at most that many points on each side), or 'verdict' / 'verdict:D' (every variant's "
+                                          "paired difference against the first model hurts, gains or is within D points, default 5); each look at 95 % "
+                                          "Bonferroni-corrected over the rounds.", None, check=_until_check)
+    max_samples: int | None = option("--max-samples", "With --until: the most samples per task and length (the budget).", None, check=lambda v: None if v is None else positive(v))
     threshold: float = option("--threshold", "Effective length: the longest length whose score, and every shorter one's, reaches this (RULER: 85.6, Llama-2-7B at 4K).",
                               RULER_THRESHOLD, check=lambda v: None if 0 <= v <= 100 else "must lie between 0 and 100")
     delta: float = option("--delta", "Verdict margin of a variant's paired score difference against the first --model, in points: within ±delta is "
@@ -90,6 +113,19 @@ class RulerSpec:
         problem = common.budget_covering(self.models, min(self.lengths))
         if problem:
             raise fail(RulerSpec, "lengths", problem)
+        if self.generate_share is not None and self.likelihood_only:
+            raise fail(RulerSpec, "generate_share", "generates a share of the samples; --likelihood-only generates none: choose one")
+        if self.generate_share is not None and importlib.util.find_spec("ppi_py") is None:
+            raise fail(RulerSpec, "generate_share", f"needs ppi-python: {install_hint('ppi')}")
+        if (self.until is None) != (self.max_samples is None):
+            raise fail(RulerSpec, "until" if self.until is None else "max_samples", "and --max-samples go together: --until needs a budget, --max-samples a target")
+        if self.until is not None:
+            if self.generate_share is None:
+                raise fail(RulerSpec, "until", "needs --generate-share (its rounds are prediction-powered)")
+            if self.max_samples < self.samples:
+                raise fail(RulerSpec, "max_samples", f"must be at least --samples ({self.samples}), the size of a round")
+            if parse_until(self.until)[0] is None and len(set(self.models)) < 2:
+                raise fail(RulerSpec, "until", "verdict compares variants against the first --model: give at least two")
 
 
 def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
@@ -97,14 +133,24 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     essay = load_text(spec.essay)
     config = RulerConfig(tuple(dict.fromkeys(spec.tasks)), tuple(sorted(set(spec.lengths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), essay.sha256,
                          device=spec.device, dtype=spec.dtype, api=api_identity(spec.models, spec.openai), chat_template=spec.chat_template,
-                         likelihood_only=spec.likelihood_only)
+                         likelihood_only=spec.likelihood_only, generate_share=spec.generate_share)
 
     def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
         return ruler_result(run_dir, manifest, spec.threshold, PairedSettings(spec.delta, spec.delta_logp, spec.replicates, spec.seed))
 
     models = common.model_specs(config.models)
-    return run_ruler(config, models, essay.content, common.out_dir(spec.out, "ruler", config), finish, spec.progress, spec.n_threads, spec.executor, spec.openai,
-                     render=RENDERING)
+
+    def run_round(round_config: RulerConfig, out: Path) -> RulerResult:
+        return run_ruler(round_config, models, essay.content, out, finish, spec.progress, spec.n_threads, spec.executor, spec.openai, render=RENDERING)
+
+    if spec.until is None:
+        return run_round(config, common.out_dir(spec.out, "ruler", config))
+    until = Until(*parse_until(spec.until), spec.max_samples, spec.samples)
+    whole = UntilConfig(config, until)
+    out = common.out_dir(spec.out, "ruler", whole)
+    samples, last, rounds = run_until(config, until, out, run_round)
+    manifest = write_merged(out, samples, last, whole, rounds, SAMPLE_SCHEMA)
+    return save_result(out, ruler_result(out, manifest, spec.threshold), "ruler", RENDERING)
 
 
 def _echo_ruler(result: RulerResult, spec: RulerSpec, display: QuietDisplay) -> str:

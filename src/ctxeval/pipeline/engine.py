@@ -45,7 +45,7 @@ from ctxeval.config import config_id
 from ctxeval.errors import FieldError, IncompleteRun, a_or_an
 from ctxeval.pipeline.executors import ExecutorOptions, Loadable, Work, WorkerModel, open_executor
 from ctxeval.results.fingerprint import run_fingerprints
-from ctxeval.results.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, write_manifest
+from ctxeval.results.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, read_manifest, write_manifest
 from ctxeval.results.records import RecordKind, RowSink, check_resumable, done_passes, merge_parts
 from ctxeval.pipeline.progress import progress_bar
 from ctxeval.results.base import Result, check_folder, make_folder, write_result
@@ -228,6 +228,13 @@ def write_posthoc(out: Path, result: Result, command: str, config: dict[str, Any
                         created=now(), versions=versions(), plan={"inputs": [str(p) for p in inputs]}, timing={"seconds_this_session": round(seconds, 2)})
     write_manifest(out, manifest)
     return result
+
+
+def write_combined(out: Path, manifest: Manifest) -> Manifest:
+    """The manifest of a run combined from finished runs in its subfolders (`ruler --until`'s
+    rounds), written beside the records combined from theirs; returned as read back."""
+    write_manifest(Path(out), manifest)
+    return read_manifest(Path(out))
 
 
 def save_result(out: Path, result: Result, command: str, render: Rendering) -> Result:

@@ -23,6 +23,10 @@ server gives vLLM's prompt_logprobs (`ctxeval serve` does), else ranks within it
 
 Likelihood only (`--likelihood-only`): the reference is scored on the same path and nothing is
 generated; the records hold the same likelihood numbers as a generating run's, no generated score.
+
+A generated share (`--generate-share P`): every sample's likelihood pass; a sample greedy decoding
+would answer with the reference is settled without generating; of the others, the seeded draw
+of probes/ruler_ppi.py picks those generated, and the rest are recorded as predicted.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from ctxeval.metrics.ruler import match_all, postprocess_pred
 from ctxeval.probes.answer_tokens import answer_cover, min_margin
 from ctxeval.probes.context_split import context_end as split_at, ruler_context_chars
 from ctxeval.probes.ruler_aggregation import Rendered
+from ctxeval.probes.ruler_ppi import PREDICTED, drawn
 from ctxeval.probes.ruler_prompt import ChatTemplate, model_text, text_ids, token_counter
 from ctxeval.probes.ruler_samples import SampleSpec, build_sample
 from ctxeval.probes.ruler_tasks import TASKS
@@ -89,9 +94,11 @@ class SampleResult:
 
 
 def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack: int, chat: ChatTemplate | None = None,
-                 generate: bool = True) -> SampleResult:
+                 generate: bool = True, settle: bool = False) -> SampleResult:
     """Both scores of one rendered sample on a loaded model; the likelihood scores alone when
-    `generate` is False (the same numbers a generating run records, without its cost)."""
+    `generate` is False (the same numbers a generating run records, without its cost). With
+    `settle`, a sample not generated is still labelled where greedy decoding produces the whole
+    reference (its generated score is then known), else recorded as predicted."""
     task = TASKS[spec.task]
     info = scorer.info
     bos = [info.bos_id] if info.uses_bos else []
@@ -124,11 +131,12 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
         scored_prompt, answer, reference = _joint_split(scorer, bos + prompt_ids, reference)
         reference_ids = [int(t) for t in answer]
         scores = _teacher_forced(scorer, scored_prompt, answer)
-        text = scorer.generate_text(prompt, task.tokens_to_generate) if generate else None
     covers = answer_cover(scorer, reference_ids, reference, rendered.answers)
     # the top choice: the greedy id where the backend gives ids; an API gives ranks (within its top-k)
     top = scores.rank == 1 if scorer.remote else scores.greedy_id == answer
     prefix = int(len(answer) if top.all() else np.argmin(top))
+    if not scorer.capabilities.generation and generate and not (settle and prefix == len(answer)):  # an API model generates apart (not a settled sample of a share run)
+        text = scorer.generate_text(prompt, task.tokens_to_generate)
     inside = [bool(c.any()) and int(np.flatnonzero(c)[-1]) < prefix for c in covers]
     likelihood = sum(inside) / len(inside)
     if text is not None:
@@ -137,6 +145,11 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     elif scorer.capabilities.generation and generate:  # generation would produce the reference first: it stands for the generated text
         method, prediction = "generation path", postprocess_pred(reference)
         generation = match_all(prediction, rendered.answers)
+    elif settle and prefix == len(answer):  # greedy decoding would produce the reference: labelled at no cost
+        method, prediction = "generation path", postprocess_pred(reference)
+        generation = match_all(prediction, rendered.answers)
+    elif settle:
+        method, prediction, generation = PREDICTED, "", None
     else:
         method, prediction, generation = "likelihood only (no generation)", "", None
     any_cover = np.any(covers, axis=0)
@@ -181,10 +194,13 @@ class RulerTask:
     essay: str
     chat: ChatTemplate | None = None
     generate: bool = True  # False: likelihood only
+    generate_share: float | None = None  # generate only the drawn share of the samples the likelihood pass does not settle
 
     def __call__(self, model: Scorer, items: list[SampleSpec]) -> list[object]:
         rows = []
+        share = self.generate_share
         for spec in items:
             rendered, haystack = build_sample(spec, self.seed, self.essay, token_counter(model, spec.task, self.chat))
-            rows.append(score_sample(model, rendered, spec, haystack, self.chat, self.generate).to_row())
+            generate = self.generate and (share is None or drawn(self.seed, spec.task, spec.length, spec.index, share))
+            rows.append(score_sample(model, rendered, spec, haystack, self.chat, generate, settle=share is not None).to_row())
         return rows

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from ctxeval.probes.ruler_paired import PairedSettings, paired_table
+from ctxeval.probes.ruler_ppi import ppi_tables
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.ruler import MEAN_TASK, RulerResult, read_samples
 
@@ -103,7 +104,8 @@ def agreement(samples: pd.DataFrame) -> dict:
 
 def ruler_result(run_dir: Path, manifest: Manifest, threshold: float, paired: PairedSettings = PairedSettings()) -> RulerResult:
     """A finished run's result, from its recorded samples; `paired`: the margins and bootstrap
-    of the paired differences against the first model."""
+    of the paired differences against the first model; a --generate-share run's with its
+    prediction-powered scores and differences."""
     samples = read_samples(run_dir)
     cells = cell_table(samples)
     table = pd.concat([cells, mean_table(cells)], ignore_index=True)
@@ -111,4 +113,8 @@ def ruler_result(run_dir: Path, manifest: Manifest, threshold: float, paired: Pa
     agree = agreement(samples)
     settings = {"score_delta": paired.score_delta, "logp_delta": paired.logp_delta, "replicates": paired.replicates, "seed": paired.seed,
                 "confidence": paired.confidence}
-    return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, paired_table(samples, score_column(samples), paired), settings, samples)
+    until = manifest.config.get("until") or {}
+    ppi, differences = ((None, None) if manifest.config.get("generate_share") is None
+                        else ppi_tables(samples, int(manifest.config["seed"]), confidence=until.get("confidence", CONFIDENCE)))
+    return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, paired_table(samples, score_column(samples), paired), settings, samples,
+                       ppi=ppi, ppi_differences=differences)

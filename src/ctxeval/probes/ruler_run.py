@@ -75,11 +75,15 @@ class RulerConfig:
     api: str | None = None  # an API model's options that decide its samples (base URL, mode, tokenizer, top logprobs)
     chat_template: bool = False  # each model's own chat template around the input, as RULER's published runs
     likelihood_only: bool = False  # score the reference only, generate nothing
+    generate_share: float | None = None  # generate only this seeded share of the samples the likelihood pass does not settle
+    first_sample: int = 0  # the samples are first_sample ... first_sample + samples - 1 (a round of `--until`)
+    cells: tuple[tuple[str, int], ...] | None = None  # only these (task, length) pairs; None: every one
 
     def run_id(self) -> str:
-        """The hash of the settings; defaults that earlier runs did not record (device, dtype, api, no chat template, generation) are left out of it."""
+        """The hash of the settings; defaults that earlier runs did not record (device, dtype, api, no chat template, generation, every sample generated, every cell from sample 0) are left out of it."""
         return config_id({k: v for k, v in asdict(self).items()
-                          if not (k in ("device", "dtype", "api") and v is None or k in ("chat_template", "likelihood_only") and not v)})
+                          if not (k in ("device", "dtype", "api", "generate_share", "cells") and v is None or k in ("chat_template", "likelihood_only") and not v
+                                  or k == "first_sample" and v == 0)})
 
 
 def essay_repeats(sizes: dict[str, dict[str, dict[str, int]]], words: int) -> dict[str, dict[str, list[int]]]:
@@ -123,7 +127,7 @@ class RulerRun:
             chat = model_chat_template(scorer) if config.chat_template else None
             jobs, sizes[scorer.info.name] = self._model_jobs(scorer, index, chat)
             plans.append(jobs)
-            tasks.append(RulerTask(config.seed, self._essay, chat, generate=not config.likelihood_only))
+            tasks.append(RulerTask(config.seed, self._essay, chat, generate=not config.likelihood_only, generate_share=config.generate_share))
             index += len(jobs)
         work = [Work(task, one_per_unit([j for j in jobs if j[0] not in done]), lambda job: job[1], lambda job: job[1].length) for task, jobs in zip(tasks, plans)]
         total = sum(len(p) for p in plans)
@@ -152,7 +156,9 @@ class RulerRun:
             counter = token_counter(scorer, name, chat)
             sizes[name] = {str(n): fit_size(name, n, config.seed, self._essay, counter, info.name, extra) for n in config.lengths}
             for n in config.lengths:
-                for k in range(config.samples):
+                if config.cells is not None and (name, n) not in config.cells:
+                    continue
+                for k in range(config.first_sample, config.first_sample + config.samples):
                     jobs.append((first + len(jobs), SampleSpec(name, n, k, sizes[name][str(n)], extra)))
         return jobs, sizes
 

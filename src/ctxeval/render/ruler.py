@@ -14,6 +14,7 @@ import pandas as pd
 from ctxeval.render import figures
 from ctxeval.render.headline import Headline
 from ctxeval.render.renderer import Renderer
+from ctxeval.render.ruler_ppi import ppi_markdown
 from ctxeval.render.views import Arm, RunView, header
 from ctxeval.results.ruler import MEAN_TASK, PLOT_FILE, RulerResult
 
@@ -143,7 +144,11 @@ def _length_text(entry: dict, shortest: int) -> str:
 
 def texts(r: RulerResult) -> RulerResult:
     """results.md, from the scores, the effective lengths and the scorings' agreement."""
-    return replace(r, markdown=results_markdown(r))
+    body = results_markdown(r)
+    if r.ppi is None:
+        return replace(r, markdown=body)
+    section = ppi_markdown(r.ppi, r.ppi_differences, r.manifest.config.get("until"), (r.manifest.plan or {}).get("rounds"))
+    return replace(r, markdown="\n".join(section) + "\n" + body)
 
 
 def view(result: RulerResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:

@@ -186,6 +186,14 @@ def merge_parts(run_dir: Path, schema: pa.Schema, kind: RecordKind = TOKENS) -> 
     return table
 
 
+def write_records(run_dir: Path, table: pa.Table, kind: RecordKind) -> None:
+    """Write a whole records file at once (atomically), as a run combined from other runs' records
+    holds them (`ruler --until`'s rounds)."""
+    tmp = Path(run_dir) / (kind.file + ".tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, Path(run_dir) / kind.file)
+
+
 def read_records(run_dir: Path) -> pd.DataFrame:
     """All records of a finished run as a DataFrame."""
     return pq.read_table(Path(run_dir) / RECORDS_FILE).to_pandas()

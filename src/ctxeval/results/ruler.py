@@ -19,6 +19,14 @@ MEAN_TASK = "mean"  # the row of every length that averages a model's tasks
 RESULTS_JSON = "results.json"
 RESULTS_MD = "results.md"
 PLOT_FILE = "ruler_scores.png"
+PPI_JSON = "ppi.json"  # a --generate-share run's prediction-powered scores and paired differences
+PPI_DEFINITIONS = {
+    "estimate": "PPI++ estimate (percent) of the score every sample's generation would give: settled samples exact, a seeded share of the others generated, "
+                "the rest predicted from their likelihood numbers by a cross-fitted calibration, corrected by the generated ones (power-tuned, ppi_py)",
+    "low/high": "95 % interval for the mean over the population the samples are drawn from (normal, the strata's variances and the spread between them)",
+    "differences": "variant minus the first model on the same samples (points), the pairs' strata as for a score",
+    "exact/generated/predicted": "samples labelled at no cost (settled by likelihood), by generation, and neither",
+}
 
 
 def definitions(threshold: float) -> dict[str, str]:
@@ -48,6 +56,7 @@ class RulerResult(Result):
                                  "agreement": "agreement", "paired": Value("paired", lambda r: json_rows(r.paired), frame, missing=[]),
                                  "paired_settings": Value("paired_settings", lambda r: r.paired_settings, missing={}), "ruler_commit": written(lambda r: r.manifest.config.get("ruler_commit")),
                                  "definitions": written(lambda r: definitions(r.threshold))}),
+             Json(PPI_JSON, {"scores": rows("ppi"), "differences": rows("ppi_differences"), "definitions": written(lambda r: PPI_DEFINITIONS)}, when="ppi"),
              Text(RESULTS_MD, "markdown"), Figure(PLOT_FILE))
 
     run_dir: Path = folder()
@@ -60,6 +69,8 @@ class RulerResult(Result):
     paired_settings: dict  # the verdicts' margins (score_delta points, logp_delta nats), replicates and seed
     samples: pd.DataFrame = loaded(lambda run_dir: read_samples(run_dir), repr=False)
     markdown: str = ""
+    ppi: pd.DataFrame | None = None  # --generate-share: PPI++ scores per (model, task or "mean", length)
+    ppi_differences: pd.DataFrame | None = None  # --generate-share: each variant minus the first model, paired
 
     @property
     def models(self) -> list[str]:
@@ -67,7 +78,7 @@ class RulerResult(Result):
 
     def paths(self) -> dict[str, Path]:
         d = self.run_dir
-        return {"results": d / RESULTS_JSON, "samples": d / SAMPLES_FILE, "plot": d / PLOT_FILE, "report": d / RESULTS_MD}
+        return {"results": d / RESULTS_JSON, "samples": d / SAMPLES_FILE, "plot": d / PLOT_FILE, "report": d / RESULTS_MD, "ppi": d / PPI_JSON}
 
 
 def read_samples(run_dir: Path) -> pd.DataFrame:

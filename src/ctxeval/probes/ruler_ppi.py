@@ -1,0 +1,125 @@
+"""Prediction-powered RULER scores (`ruler --generate-share P`): every sample scored by likelihood,
+a seeded share of the unsettled ones generated, the rest predicted.
+
+Each sample is one of three (its record's `method`): *settled* ("generation path": greedy
+decoding produces the reference, so its generated score is known exactly, at no cost),
+*generated* ("greedy generation": drawn for generation, which RULER's scorer reads), or
+*predicted* (not drawn: only its likelihood numbers). Whether an unsettled sample is drawn is
+a pure function of (seed, task, length, sample), so every variant of a run draws the same
+samples and a variant's paired difference against the first model is labelled on exactly the
+pairs drawn.
+
+The prediction is P(correct generation) from the likelihood numbers (mean answer log p, log2 of
+the first answer token's rank, the greedy verdict) and the task, a logistic calibration fitted
+on the generated samples of the whole run, pooled across its cells, cross-fitted in K folds by
+sample identity (`stats/crossfit.py`). Pooled, because one cell holds a handful of generated
+samples, too few to fit four numbers on; the validity of PPI does not depend on the prediction
+being right for a cell (a poor one only widens the interval), while a prediction fitted on its
+own label would narrow it falsely, which the folds rule out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ctxeval.probes.ruler_samples import sample_rng
+from ctxeval.results.ruler import MEAN_TASK
+from ctxeval.stats.crossfit import FOLDS, cross_fit
+from ctxeval.stats.ppi import CONFIDENCE, PPIEstimate, mean_of, stratified_ppi
+
+GENERATED = "greedy generation"
+SETTLED = "generation path"
+PREDICTED = "predicted (not drawn for generation)"
+
+
+def drawn(seed: int, task: str, length: int, sample: int, share: float) -> bool:
+    """Whether an unsettled sample is generated: a seeded uniform draw below the share, the same
+    for every model of the run (so paired differences are labelled on the same samples)."""
+    return sample_rng(seed, "generate-share", task, length, sample).random() < share
+
+
+def fold_of(seed: int, task: str, length: int, sample: int, k: int = FOLDS) -> int:
+    """The cross-fitting fold of a sample, by its identity: both sides of a pair share it."""
+    return sample_rng(seed, "ppi-fold", task, length, sample).randrange(k)
+
+
+def features(samples: pd.DataFrame) -> np.ndarray:
+    """The calibration's inputs: mean answer log p, log2 of the first answer token's rank (an
+    unknown rank counts as 1), the greedy verdict (share of answers inside the greedy prefix),
+    and one indicator per task."""
+    tasks = sorted(set(samples["task"]))
+    numeric = np.column_stack([samples["mean_logprob"].to_numpy(float), np.log2(np.maximum(samples["first_rank"].to_numpy(float), 1)),
+                               samples["likelihood_score"].to_numpy(float)])
+    indicators = np.column_stack([(samples["task"] == t).to_numpy(float) for t in tasks[1:]]) if len(tasks) > 1 else np.empty((len(samples), 0))
+    return np.concatenate([numeric, indicators], axis=1)
+
+
+def with_predictions(samples: pd.DataFrame, seed: int, k: int = FOLDS) -> pd.DataFrame:
+    """The samples with `exact`, `generated` and `prediction` (cross-fitted P(correct generation))."""
+    out = samples.reset_index(drop=True).copy()
+    out["exact"] = out["method"] == SETTLED
+    out["generated"] = out["method"] == GENERATED
+    folds = np.array([fold_of(seed, t, int(n), int(s), k) for t, n, s in zip(out["task"], out["length"], out["sample"])])
+    labels = out["generation_score"].fillna(0.0).to_numpy(float)
+    out["prediction"] = cross_fit(features(out), labels, out["generated"].to_numpy(), folds, k)
+    return out
+
+
+def _estimate(part: pd.DataFrame, confidence: float) -> PPIEstimate:
+    y = part["generation_score"].to_numpy(float)
+    return stratified_ppi(y, part["prediction"].to_numpy(float), part["exact"].to_numpy(), part["generated"].to_numpy(), confidence)
+
+
+def _difference(pairs: pd.DataFrame, confidence: float) -> PPIEstimate:
+    """The paired difference variant − reference: exact where both sides are, labelled where
+    both labels are known, else the difference of predictions (an exact side's label standing
+    for its prediction)."""
+    def side(suffix: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        exact = pairs[f"exact{suffix}"].to_numpy()
+        known = exact | pairs[f"generated{suffix}"].to_numpy()
+        y = pairs[f"generation_score{suffix}"].to_numpy(float)
+        return np.where(known, y, np.nan), np.where(exact, y, pairs[f"prediction{suffix}"].to_numpy(float)), known
+
+    y_v, f_v, known_v = side("_v")
+    y_r, f_r, known_r = side("_r")
+    exact = pairs["exact_v"].to_numpy() & pairs["exact_r"].to_numpy()
+    return stratified_ppi(y_v - y_r, f_v - f_r, exact, known_v & known_r & ~exact, confidence)
+
+
+def _row(model: str, task: str, length: int, estimate: PPIEstimate, **extra: object) -> dict:
+    return {"model": model, "task": task, "length": length, **extra, **estimate.scaled(100).as_dict()}
+
+
+def ppi_tables(samples: pd.DataFrame, seed: int, k: int = FOLDS, confidence: float = CONFIDENCE) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(scores, differences) in percent: per model, task and length (and the mean over tasks
+    per length) the PPI++ score with its interval (95 %, or `confidence`: `--until`'s per look); per variant after the first model, its
+    paired difference against the first on the same samples (cells whose prompts differ, as
+    across tokenizers, are left out)."""
+    scored = with_predictions(samples, seed, k)
+    cells: dict[tuple[str, int], dict[str, PPIEstimate]] = {}
+    rows = []
+    for (model, task, length), part in scored.groupby(["model", "task", "length"], sort=False):
+        estimate = _estimate(part, confidence)
+        cells.setdefault((str(model), int(length)), {})[str(task)] = estimate
+        rows.append(_row(str(model), str(task), int(length), estimate))
+    for (model, length), by_task in cells.items():
+        if len(by_task) > 1:
+            rows.append(_row(model, MEAN_TASK, length, mean_of(list(by_task.values()), confidence)))
+    models = list(dict.fromkeys(scored["model"]))
+    diffs = []
+    keys = ["task", "length", "sample"]
+    reference = scored[scored["model"] == models[0]]
+    for model in models[1:]:
+        pairs = scored[scored["model"] == model].merge(reference, on=keys, suffixes=("_v", "_r"))
+        by_length: dict[int, list[PPIEstimate]] = {}
+        for (task, length), part in pairs.groupby(["task", "length"], sort=False):
+            if not (part["prompt_sha256_v"] == part["prompt_sha256_r"]).all():
+                continue
+            estimate = _difference(part, confidence)
+            by_length.setdefault(int(length), []).append(estimate)
+            diffs.append(_row(str(model), str(task), int(length), estimate, reference=models[0]))
+        for length, estimates in by_length.items():
+            if len(estimates) > 1:
+                diffs.append(_row(str(model), MEAN_TASK, length, mean_of(estimates, confidence), reference=models[0]))
+    return pd.DataFrame(rows), pd.DataFrame(diffs)

@@ -1,0 +1,145 @@
+"""`ruler --generate-share P --until TARGET --max-samples N`: add samples in rounds until each
+(task, length) is answered or the budget is spent.
+
+A round is an ordinary `ruler --generate-share` run of `--samples` new samples per open (task,
+length) for every model (folder `round-K` of the run's folder, resumable as any run; round K
+holds samples (K-1)·S … K·S-1, so no round repeats a sample and every model scores the same
+ones). After each round the PPI++ tables are computed on all rounds' samples so far, and a
+(task, length) closes when it is answered:
+
+- a half-width target (points): every model's score interval there is at most that wide on
+  each side;
+- `verdict` (or `verdict:D`, δ = D points, default 5): every variant's paired difference
+  against the first model has a verdict (hurts, gains, within δ; stats/verdict.py), not "too
+  few samples to tell".
+
+The stopping rule keeps the coverage by Bonferroni over the looks: with at most R = ⌈N / S⌉
+rounds, every look's interval is at confidence 1 − 0.05 / R, so the chance that any look's
+interval misses, the one the run stops on included, is at most 0.05 whatever the rule stops on
+(simulated in tests/test_ruler_until.py). The run's folder then holds every round's samples
+and the result computed on them at that confidence; which rounds ran, and which cells each
+closed, follow from the records alone, so a resumed run retraces an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+from ctxeval.config import config_id
+from ctxeval.probes.ruler_ppi import ppi_tables
+from ctxeval.pipeline.engine import write_combined
+from ctxeval.probes.ruler_run import SAMPLES, RulerConfig
+from ctxeval.results.manifest import Manifest
+from ctxeval.results.records import write_records
+from ctxeval.results.ruler import RulerResult
+from ctxeval.stats.ppi import CONFIDENCE
+from ctxeval.stats.verdict import verdict
+
+VERDICT = "verdict"
+DEFAULT_DELTA = 5.0  # points of a RULER score: a variant within ±5 points of the reference is "within δ"
+
+Cell = tuple[str, int]
+RunRound = Callable[[RulerConfig, Path], RulerResult]
+
+
+@dataclass(frozen=True)
+class Until:
+    """When a (task, length) is answered, and the budget."""
+
+    half_width: float | None  # points; None in verdict mode
+    delta: float | None  # verdict mode's δ in points
+    max_samples: int
+    round_size: int
+
+    @property
+    def rounds(self) -> int:
+        return math.ceil(self.max_samples / self.round_size)
+
+    @property
+    def confidence(self) -> float:
+        """Each look's confidence: Bonferroni over the rounds."""
+        return 1 - (1 - CONFIDENCE) / self.rounds
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"rounds": self.rounds, "confidence": self.confidence}
+
+
+@dataclass(frozen=True)
+class UntilConfig:
+    """The whole run's identity: the rounds' settings (all samples up to the budget) and the target."""
+
+    config: RulerConfig
+    until: Until
+
+    def as_dict(self) -> dict:
+        return asdict(replace(self.config, samples=self.until.max_samples)) | {"until": self.until.as_dict()}
+
+    def run_id(self) -> str:
+        return config_id(self.as_dict())
+
+
+def parse_until(value: str) -> tuple[float | None, float | None]:
+    """(half-width, δ) of `--until`: a number of points, `verdict` or `verdict:D`; ValueError otherwise."""
+    text = value.strip()
+    if text == VERDICT:
+        return None, DEFAULT_DELTA
+    if text.startswith(VERDICT + ":"):
+        delta = float(text[len(VERDICT) + 1 :])
+        if not delta > 0:
+            raise ValueError("δ must be positive")
+        return None, delta
+    width = float(text)
+    if not width > 0:
+        raise ValueError("the half-width must be positive")
+    return width, None
+
+
+def answered(cell: Cell, scores: pd.DataFrame, differences: pd.DataFrame, until: Until) -> bool:
+    """Whether (task, length) meets the target on the samples so far."""
+    task, length = cell
+    if until.half_width is not None:
+        rows = scores[(scores["task"] == task) & (scores["length"] == length)]
+        half = (rows["high"] - rows["low"]) / 2
+        return bool(len(rows)) and bool(half.notna().all()) and bool((half <= until.half_width).all())
+    rows = differences[(differences["task"] == task) & (differences["length"] == length)] if len(differences) else differences
+    return bool(len(rows)) and all(verdict(r.estimate, r.low, r.high, until.delta, int(r.samples), worse="lower").settled for r in rows.itertuples())
+
+
+def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound) -> tuple[pd.DataFrame, Manifest, list[dict]]:
+    """Run the rounds into `out/round-K` and return every round's samples, the last round's
+    manifest and what each round did (its cells and the cells it closed)."""
+    open_cells: list[Cell] = [(t, n) for t in config.tasks for n in config.lengths]
+    frames, rounds, manifest = [], [], None
+    for k in range(until.rounds):
+        if not open_cells:
+            break
+        first = k * until.round_size
+        size = min(until.round_size, until.max_samples - first)
+        every = len(open_cells) == len(config.tasks) * len(config.lengths)
+        result = run_round(replace(config, samples=size, first_sample=first, cells=None if every else tuple(open_cells)), out / f"round-{k + 1}")
+        frames.append(result.samples)
+        manifest = result.manifest
+        scores, differences = ppi_tables(pd.concat(frames, ignore_index=True), config.seed, confidence=until.confidence)
+        closed = [c for c in open_cells if answered(c, scores, differences, until)]
+        rounds.append({"round": k + 1, "first_sample": first, "samples": size, "cells": [list(c) for c in open_cells], "closed": [list(c) for c in closed],
+                       "seconds": (manifest.timing or {}).get("seconds_all_sessions")})
+        open_cells = [c for c in open_cells if c not in closed]
+    return pd.concat(frames, ignore_index=True), manifest, rounds
+
+
+def write_merged(out: Path, samples: pd.DataFrame, last: Manifest, whole: UntilConfig, rounds: list[dict], schema: pa.Schema) -> Manifest:
+    """The run's folder as one RULER run over every round's samples: its records and manifest
+    (the config with `until`, the rounds in the plan, the rounds' seconds summed)."""
+    out.mkdir(parents=True, exist_ok=True)
+    records = samples.assign(sample_index=range(len(samples)))
+    write_records(out, pa.Table.from_pandas(records[schema.names], schema=schema, preserve_index=False), SAMPLES)
+    seconds = [r["seconds"] for r in rounds]
+    timing = {"seconds_all_sessions": sum(seconds)} if all(s is not None for s in seconds) else None
+    return write_combined(out, replace(last, run_id=whole.run_id(), config=whole.as_dict(), status="complete",
+                                       plan={**(last.plan or {}), "samples": len(samples), "rounds": rounds}, timing=timing, fingerprints=None))

@@ -1,0 +1,69 @@
+"""The prediction-powered section of a `ruler --generate-share` run's results.md: scores and
+paired differences with their intervals, then how each cell's samples were labelled."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ctxeval.results.ruler import MEAN_TASK
+
+
+def _cell(estimate: float, low: float, high: float, sign: bool = False) -> str:
+    if math.isnan(estimate):
+        return "no estimate (fewer than 2 generated)"
+    if math.isnan(low):
+        return f"{estimate:{'+' if sign else ''}.1f} (no interval)"
+    return f"{estimate:{'+' if sign else ''}.1f} [{low:{'+' if sign else ''}.1f}, {high:{'+' if sign else ''}.1f}]"
+
+
+def _headline_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The mean over tasks where a model has several, else its one task."""
+    tasks = [t for t in dict.fromkeys(table["task"]) if t != MEAN_TASK]
+    return table[table["task"] == (MEAN_TASK if len(tasks) > 1 else tasks[0])]
+
+
+def _wide(table: pd.DataFrame, sign: bool) -> str:
+    shown = _headline_rows(table)
+    cells = shown.assign(cell=[_cell(e, lo, hi, sign) for e, lo, hi in zip(shown["estimate"], shown["low"], shown["high"])])
+    wide = cells.pivot(index="model", columns="length", values="cell").reindex(list(dict.fromkeys(shown["model"])))
+    wide.columns = [str(c) for c in wide.columns]
+    return wide.reset_index().to_markdown(index=False)
+
+
+def ppi_markdown(scores: pd.DataFrame, differences: pd.DataFrame, until: dict | None = None, rounds: list[dict] | None = None) -> list[str]:
+    """Lines of the section: scores by length, differences against the first model, labelling;
+    for an `--until` run, its rounds first and each look's confidence."""
+    level = f"{until['confidence']:.2%} interval (each look of --until)" if until else "95 % interval"
+    tasks = [t for t in dict.fromkeys(scores["task"]) if t != MEAN_TASK]
+    what = f"mean of {len(tasks)} tasks" if len(tasks) > 1 else tasks[0]
+    generated, predicted, exact = (int(scores.loc[scores["task"] != MEAN_TASK, k].sum()) for k in ("generated", "predicted", "exact"))
+    lines = ["# RULER, prediction-powered (PPI++)", "",
+             *(rounds_markdown(until, rounds or []) if until else []),
+             f"Score ({what}, percent) that generating every sample would give, by length in tokens; {level}. "
+             f"Of {exact + generated + predicted} samples: {exact} settled by likelihood (exact, no generation), {generated} generated, "
+             f"{predicted} predicted from their likelihood numbers (cross-fitted calibration).", "", _wide(scores, sign=False), ""]
+    if not differences.empty:
+        reference = differences["reference"].iloc[0]
+        lines += [f"Paired difference against {reference} (points, variant − reference, the same samples); {level}.", "",
+                  _wide(differences, sign=True), ""]
+    cells = scores[scores["task"] != MEAN_TASK]
+    table = cells.assign(score=[_cell(e, lo, hi) for e, lo, hi in zip(cells["estimate"], cells["low"], cells["high"])])
+    lines += ["Per cell: score, and how its samples were labelled.", "",
+              table[["model", "task", "length", "score", "exact", "generated", "predicted"]].to_markdown(index=False), ""]
+    return lines
+
+
+def rounds_markdown(until: dict, rounds: list[dict]) -> list[str]:
+    """How an `--until` run sampled: the target, the rounds and what each answered."""
+    target = f"a verdict (δ = {until['delta']:g} points)" if until["half_width"] is None else f"a half-width of {until['half_width']:g} points"
+    lines = [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in rounds of {until['round_size']}; "
+             f"each look at {until['confidence']:.2%} confidence (Bonferroni over {until['rounds']} rounds).", ""]
+    for r in rounds:
+        closed = ", ".join(f"{t} at {n}" for t, n in r["closed"]) or "none"
+        lines.append(f"- round {r['round']}: samples {r['first_sample']}–{r['first_sample'] + r['samples'] - 1} of {len(r['cells'])} cell(s); answered: {closed}")
+    still = [c for c in rounds[-1]["cells"] if c not in rounds[-1]["closed"]] if rounds else []
+    if still:
+        lines.append(f"- budget spent, not answered: {', '.join(f'{t} at {n}' for t, n in still)}")
+    return lines + [""]

@@ -1,0 +1,126 @@
+"""A mean from exact labels, a random generated share and predictions for the rest: PPI++.
+
+A RULER cell splits its samples in two strata. The *exact* ones are labelled at no cost (the
+likelihood pass settled them: greedy decoding produces the reference). Of the others, a random
+share (each drawn independently with one probability) is labelled by generation; the rest carry
+only a prediction. The unsettled stratum's mean is prediction-powered (Angelopoulos et al. 2023,
+power-tuned as PPI++, Angelopoulos, Duchi and Zrnic 2023) with `ppi_py.ppi_mean_ci`; the cell's
+mean weighs the strata by their shares, and its variance is the law of total variance over the
+two strata: each stratum's share squared times its mean's variance, plus the spread between the
+strata's means that the random split adds (so the interval covers the mean of the population
+the samples are drawn from, not only of these samples).
+
+Small samples: ppi_py's interval is normal, with population variances; with a cell's handful
+of generated samples it undercovers (simulated in tests/test_ruler_ppi.py: 0.91 with 15
+generated of 60, 0.77 with 5). So the unsettled stratum's variance is Bessel-corrected
+(n / (n − 1)), the quantile is Student's t with (generated − 1) degrees of freedom, and a cell
+with fewer than MIN_GENERATED generated samples gets its estimate without an interval.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+CONFIDENCE = 0.95
+MIN_GENERATED = 10  # fewer generated samples in a cell's unsettled stratum: no interval
+
+
+@dataclass(frozen=True)
+class PPIEstimate:
+    """A mean with its interval, and how its samples were labelled."""
+
+    estimate: float  # nan when fewer than two generated samples estimate the unsettled stratum
+    low: float  # nan: no interval (fewer than MIN_GENERATED generated samples where some were needed)
+    high: float
+    se: float
+    samples: int
+    exact: int  # labelled at no cost
+    generated: int  # labelled by generation
+    predicted: int  # neither: the prediction stands in, corrected by the generated ones
+    df: float  # degrees of freedom of the interval's t quantile
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2
+
+    def scaled(self, factor: float) -> PPIEstimate:
+        """The same estimate in another unit (shares to percent)."""
+        return PPIEstimate(self.estimate * factor, self.low * factor, self.high * factor, self.se * factor, self.samples, self.exact, self.generated, self.predicted,
+                           self.df)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def z_value(confidence: float = CONFIDENCE) -> float:
+    from scipy import stats  # imported when used: scipy is a third of the CLI's start-up
+    return float(stats.norm.ppf(0.5 + confidence / 2))
+
+
+def t_value(df: float, confidence: float = CONFIDENCE) -> float:
+    from scipy import stats
+    return float(stats.t.ppf(0.5 + confidence / 2, df))
+
+
+def unsettled_mean(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """(estimate, standard error) of the unsettled stratum's mean: labels `y` with their
+    predictions `yhat` (each made without its own label), predictions `yhat_unlabelled` of the
+    samples not generated. PPI++ with ppi_py's power tuning; where every sample was generated,
+    the classical mean (there is nothing to predict)."""
+    n = len(y)
+    if len(yhat_unlabelled) == 0:
+        return float(np.mean(y)), float(np.std(y) / math.sqrt(n))
+    from ppi_py import ppi_mean_ci  # imported when used: ppi_py loads numba, statsmodels and scikit-learn
+
+    # a constant prediction carries nothing (ppi_py's tuning would divide by its zero variance): the classical mean
+    lam = 0.0 if np.ptp(np.concatenate([yhat, yhat_unlabelled])) == 0 else None
+    low, high = ppi_mean_ci(np.asarray(y, float), np.asarray(yhat, float), np.asarray(yhat_unlabelled, float), alpha=1 - confidence, lam=lam)
+    low, high = float(np.ravel(low)[0]), float(np.ravel(high)[0])
+    return (low + high) / 2, (high - low) / (2 * z_value(confidence))
+
+
+def stratified_ppi(y: np.ndarray, prediction: np.ndarray, exact: np.ndarray, generated: np.ndarray, confidence: float = CONFIDENCE) -> PPIEstimate:
+    """The mean of `y` over all samples: `y` is read where `exact` or `generated` (nan elsewhere),
+    `prediction` where neither (and on the generated ones, for the correction)."""
+    y, prediction = np.asarray(y, float), np.asarray(prediction, float)
+    exact, generated = np.asarray(exact, bool), np.asarray(generated, bool) & ~np.asarray(exact, bool)
+    n, n_exact = len(y), int(exact.sum())
+    unsettled = ~exact
+    n_unsettled, n_generated = int(unsettled.sum()), int(generated.sum())
+    df = float(n_generated - 1 if n_unsettled else n - 1)
+    counts = dict(samples=n, exact=n_exact, generated=n_generated, predicted=n_unsettled - n_generated, df=df)
+    nan = math.nan
+    if n == 0 or (n_unsettled and n_generated < 2):
+        return PPIEstimate(nan, nan, nan, nan, **counts)
+    w_exact, w_unsettled = n_exact / n, n_unsettled / n
+    mean_exact = float(y[exact].mean()) if n_exact else 0.0
+    var_exact = float(y[exact].var(ddof=1)) / n_exact if n_exact > 1 else 0.0
+    mean_unsettled, se_unsettled = (unsettled_mean(y[generated], prediction[generated], prediction[unsettled & ~generated], confidence)
+                                    if n_unsettled else (0.0, 0.0))
+    var_unsettled = se_unsettled**2 * n_generated / (n_generated - 1) if n_unsettled else 0.0
+    estimate = w_exact * mean_exact + w_unsettled * mean_unsettled
+    between = w_exact * w_unsettled * (mean_exact - mean_unsettled) ** 2 / n
+    se = math.sqrt(w_exact**2 * var_exact + w_unsettled**2 * var_unsettled + between)
+    if (n_unsettled and n_generated < MIN_GENERATED) or n < 2:
+        return PPIEstimate(estimate, nan, nan, se, **counts)
+    half = t_value(df, confidence) * se
+    return PPIEstimate(estimate, estimate - half, estimate + half, se, **counts)
+
+
+def mean_of(estimates: list[PPIEstimate], confidence: float = CONFIDENCE) -> PPIEstimate:
+    """The mean of independent estimates (cells of distinct samples): the mean of their
+    estimates, its standard error the root of their summed variances over their number."""
+    k = len(estimates)
+    df = min((e.df for e in estimates), default=math.nan)  # the smallest cell's, to stay on the safe side
+    counts = (sum(e.samples for e in estimates), sum(e.exact for e in estimates), sum(e.generated for e in estimates), sum(e.predicted for e in estimates), df)
+    nan = math.nan
+    if k == 0 or any(math.isnan(e.low) for e in estimates):
+        estimate = sum(e.estimate for e in estimates) / k if k else nan
+        return PPIEstimate(estimate, nan, nan, nan, *counts)
+    estimate = sum(e.estimate for e in estimates) / k
+    se = math.sqrt(sum(e.se**2 for e in estimates)) / k
+    half = t_value(df, confidence) * se
+    return PPIEstimate(estimate, estimate - half, estimate + half, se, *counts)

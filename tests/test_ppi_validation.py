@@ -1,0 +1,90 @@
+"""bench/ppi_validation.py on a small constructed full-generation folder: the population's
+truths, paired simulated runs, coverage and width ratios, and its refusals."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("ppi_py")
+
+from ctxeval.probes.ruler_ppi import GENERATED, PREDICTED, SETTLED  # noqa: E402
+from ctxeval.probes.ruler_run import SAMPLE_SCHEMA  # noqa: E402
+from ctxeval.results.manifest import Manifest, write_manifest  # noqa: E402
+from ctxeval.results.ruler import SAMPLES_FILE  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import ppi_validation  # noqa: E402
+
+
+def _folder(path: Path, samples: int = 40, seconds: float = 100.0, generated: bool = True) -> Path:
+    """A full-generation folder: two variants, one task; the label follows the answer log p."""
+    rng = np.random.default_rng(5)
+    rows, index = [], 0
+    logps = rng.normal(-1, 1.2, samples)
+    for model, shift in (("full", 0.0), ("pressed", -0.8)):
+        for k in range(samples):
+            logp = logps[k] + shift + rng.normal(0, 0.3)
+            settled = logp > 0.5
+            y = 1.0 if settled else float(rng.random() < 1 / (1 + math.exp(-3 * (logp + 1))))
+            method = SETTLED if settled else GENERATED if generated else PREDICTED
+            rows.append({"sample_index": index, "model": model, "task": "niah_single_1", "length": 1024, "sample": k, "haystack": 10, "prompt_tokens": 900,
+                         "depth": 0.5, "answers": ["1"], "prompt_sha256": f"p{k}", "prediction": "", "method": method,
+                         "generation_score": y if method != PREDICTED else None, "likelihood_score": float(settled), "answer_logprob": logp,
+                         "answer_tokens": 1, "mean_logprob": logp, "first_rank": 1 if logp > -1 else 5, "mean_log2_rank": 0.0,
+                         "greedy_prefix": 1, "reference_tokens": 2, "min_margin": 1.0})
+            index += 1
+    path.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA), path / SAMPLES_FILE)
+    write_manifest(path, Manifest(command="ruler", run_id="synthetic", config={"seed": 42}, models=[{"name": "full"}, {"name": "pressed"}],
+                                  status="complete", timing={"seconds_all_sessions": seconds}))
+    return path
+
+
+def test_truths_are_the_populations_means_and_paired_differences(tmp_path):
+    samples = ppi_validation.population(_folder(tmp_path / "run"))
+    scores, diffs = ppi_validation.truths(samples)
+    wide = samples.pivot_table(index="sample", columns="model", values="generation_score")
+    full = scores[(scores["model"] == "full") & (scores["task"] == "niah_single_1")].iloc[0]
+    assert full["truth"] == pytest.approx(100 * wide["full"].mean())
+    assert full["unsettled"] == pytest.approx((samples[samples["model"] == "full"]["method"] == GENERATED).mean())
+    assert diffs.iloc[0]["truth"] == pytest.approx(100 * (wide["pressed"] - wide["full"]).mean())
+
+
+def test_a_simulated_run_is_paired_and_generates_only_drawn_unsettled_samples(tmp_path):
+    samples = ppi_validation.population(_folder(tmp_path / "run"))
+    run = ppi_validation.simulated_run(samples, 0.5, np.random.default_rng(0))
+    assert len(run) == len(samples)
+    a, b = (run[run["model"] == m].reset_index(drop=True) for m in ("full", "pressed"))
+    assert (a["prompt_sha256"] == b["prompt_sha256"]).all()
+    # a drawn sample keeps its population label; a predicted one has none; settled ones stay settled
+    assert run.loc[run["method"] == PREDICTED, "generation_score"].isna().all()
+    assert run.loc[run["method"] != PREDICTED, "generation_score"].notna().all()
+    share = (run["method"] == GENERATED).sum() / (run["method"] != SETTLED).sum()
+    assert 0.3 < share < 0.7
+
+
+def test_the_script_reports_coverage_and_width_at_equal_compute(tmp_path):
+    run = _folder(tmp_path / "run", samples=60, seconds=100.0)
+    likelihood = _folder(tmp_path / "lik", samples=60, seconds=20.0, generated=False)
+    table = ppi_validation.main([str(run), "--likelihood", str(likelihood), "--shares", "0.5", "--replicates", "40", "--out", str(tmp_path / "out")])
+    row = table.iloc[0]
+    assert row["share"] == 0.5 and row["replicates"] == 40 and row["intervals"] > 0
+    assert 0.7 <= row["coverage"] <= 1.0 and 0.7 <= row["difference_coverage"] <= 1.0
+    assert row["likelihood_seconds"] == pytest.approx(20.0 / 120)
+    assert row["generation_seconds"] > 0 and math.isfinite(row["width_ratio"]) and row["prediction_label_corr"] > 0
+    saved = json.loads((tmp_path / "out" / "ppi_validation.json").read_text())
+    assert saved[0]["coverage"] == pytest.approx(row["coverage"])
+
+
+def test_a_run_that_did_not_generate_every_sample_is_refused(tmp_path):
+    lik = _folder(tmp_path / "lik", generated=False)
+    with pytest.raises(SystemExit, match="not a full-generation run"):
+        ppi_validation.main([str(lik), "--cost-ratio", "3", "--out", str(tmp_path / "out")])

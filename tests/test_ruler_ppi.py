@@ -1,0 +1,237 @@
+"""Prediction-powered RULER scores: ppi_py's interval against its closed form, the strata's
+variance against a hand computation and a coverage simulation, cross-fitting that never sees a
+label it corrects, the estimator pipeline on constructed records, and a --generate-share run
+whose settled samples cost no generation."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+pytest.importorskip("ppi_py")
+
+from ctxeval import api  # noqa: E402
+from ctxeval.data.texts import demo_text_path  # noqa: E402
+from ctxeval.probes.ruler_ppi import GENERATED, PREDICTED, SETTLED, drawn, fold_of, ppi_tables  # noqa: E402
+from ctxeval.results.base import read_result  # noqa: E402
+from ctxeval.stats.crossfit import cross_fit, fit_predict  # noqa: E402
+from ctxeval.stats.ppi import stratified_ppi, unsettled_mean  # noqa: E402
+from tests.conftest import run_cli  # noqa: E402
+
+Z = stats.norm.ppf(0.975)
+
+
+def _closed_form(y: np.ndarray, f: np.ndarray, f_unlabelled: np.ndarray) -> tuple[float, float]:
+    """PPI++ for a mean by hand: lambda = cov(Y, f) / ((1 + n/N) var(f over all)), clipped to
+    [0, 1]; theta = lambda mean(f_unl) + mean(Y - lambda f); se^2 = lambda^2 var(f_unl)/N + var(Y - lambda f)/n."""
+    n, big_n = len(y), len(f_unlabelled)
+    cov = ((y - y.mean()) * (f - f.mean())).sum() / n
+    lam = min(1.0, max(0.0, cov / ((1 + n / big_n) * np.var(np.concatenate([f, f_unlabelled]), ddof=1))))
+    theta = lam * f_unlabelled.mean() + (y - lam * f).mean()
+    se = math.sqrt(lam**2 * np.var(f_unlabelled) / big_n + np.var(y - lam * f) / n)
+    return theta, se
+
+
+def test_ppi_pythons_interval_equals_its_closed_form_on_a_hand_made_case():
+    from ppi_py import ppi_mean_ci
+
+    y = np.array([1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0])
+    f = np.array([0.9, 0.2, 0.7, 0.6, 0.4, 0.8, 0.75, 0.35, 0.55, 0.1, 0.95, 0.5])
+    f_unlabelled = np.array([0.1, 0.95, 0.3, 0.85, 0.5, 0.6, 0.2, 0.75])
+    theta, se = _closed_form(y, f, f_unlabelled)
+    low, high = ppi_mean_ci(y, f, f_unlabelled, alpha=0.05)
+    assert (float(low[0]), float(high[0])) == pytest.approx((theta - Z * se, theta + Z * se), abs=1e-12)
+    estimate, standard_error = unsettled_mean(y, f, f_unlabelled)
+    assert estimate == pytest.approx(theta, abs=1e-12) and standard_error == pytest.approx(se, abs=1e-12)
+    # no exact stratum: the cell's estimate is the unsettled one, its interval Bessel-corrected with Student's t (11 df)
+    cell = stratified_ppi(np.concatenate([y, np.full(8, np.nan)]), np.concatenate([f, f_unlabelled]), np.zeros(20, bool), np.arange(20) < 12)
+    half = stats.t.ppf(0.975, 11) * se * math.sqrt(12 / 11)
+    assert (cell.estimate, cell.low, cell.high) == pytest.approx((theta, theta - half, theta + half), abs=1e-12)
+    assert (cell.exact, cell.generated, cell.predicted, cell.df) == (0, 12, 8, 11)
+
+
+def test_the_strata_combine_by_the_law_of_total_variance():
+    y_exact = np.array([1.0, 1.0, 0.5])
+    y = np.array([1.0, 0.0, 0.0, 1.0])
+    f = np.array([0.8, 0.3, 0.1, 0.6])
+    f_unlabelled = np.array([0.2, 0.9, 0.4])
+    theta, se = _closed_form(y, f, f_unlabelled)
+    n, w_e, w_u = 10, 0.3, 0.7
+    want = w_e * y_exact.mean() + w_u * theta
+    want_se = math.sqrt(w_e**2 * np.var(y_exact, ddof=1) / 3 + w_u**2 * se**2 * 4 / 3 + w_e * w_u * (y_exact.mean() - theta) ** 2 / n)
+    cell = stratified_ppi(np.concatenate([y_exact, y, np.full(3, np.nan)]), np.concatenate([np.zeros(3), f, f_unlabelled]),
+                          np.arange(10) < 3, (np.arange(10) >= 3) & (np.arange(10) < 7))
+    assert cell.estimate == pytest.approx(want, abs=1e-12) and cell.se == pytest.approx(want_se, abs=1e-12)
+    assert (cell.exact, cell.generated, cell.predicted) == (3, 4, 3) and math.isnan(cell.low)  # 4 generated: fewer than MIN_GENERATED
+    # too few generated where some are needed: no estimate; none needed: the exact mean
+    assert math.isnan(stratified_ppi(np.array([1.0, 1.0, np.nan]), np.zeros(3), np.array([1, 1, 0], bool), np.array([0, 0, 1], bool)).low)
+    assert stratified_ppi(np.array([1.0, 0.0]), np.zeros(2), np.ones(2, bool), np.zeros(2, bool)).estimate == 0.5
+
+
+def test_the_interval_covers_the_population_mean_in_simulation():
+    """1,000 cells of 60 samples from a population with a settled share, a 0.3 generated share
+    (about 15 generated) and an informative but imperfect prediction: the 95 % interval covers
+    the population's mean generated score in 93-97 % of them (ppi_py's normal interval alone: 0.907)."""
+    rng = np.random.default_rng(7)
+    covered = runs = 0
+    for _ in range(1000):
+        x = rng.normal(size=60)
+        settled = x > 1.0
+        p = 1 / (1 + np.exp(-2 * x))
+        y = np.where(settled, 1.0, (rng.random(60) < p).astype(float))
+        generated = ~settled & (rng.random(60) < 0.3)
+        prediction = np.clip(p + rng.normal(0, 0.15, 60), 0, 1)
+        cell = stratified_ppi(np.where(settled | generated, y, np.nan), prediction, settled, generated)
+        if not math.isnan(cell.low):  # a cell with fewer than MIN_GENERATED generated samples has no interval
+            runs += 1
+            covered += cell.low <= TRUE_MEAN <= cell.high
+    assert runs > 900 and 0.93 <= covered / runs <= 0.97
+
+
+def _true_mean() -> float:
+    """The simulated population's mean generated score, by quadrature over x ~ N(0, 1)."""
+    from scipy import integrate
+
+    def expected(x: float) -> float:
+        return stats.norm.pdf(x) * (1.0 if x > 1.0 else 1 / (1 + math.exp(-2 * x)))
+
+    return integrate.quad(expected, -10, 1.0)[0] + integrate.quad(expected, 1.0, 10)[0]
+
+
+TRUE_MEAN = _true_mean()
+
+
+def test_cross_fitting_never_predicts_a_label_from_itself():
+    """Poison one label: no prediction in its fold moves (its own included), labelled predictions
+    in the other folds do; a fit that saw the label would move its own prediction."""
+    rng = np.random.default_rng(3)
+    n, k = 80, 5
+    x = rng.normal(size=(n, 2))
+    labels = (rng.random(n) < 1 / (1 + np.exp(-2 * x[:, 0]))).astype(float)
+    labelled = rng.random(n) < 0.6
+    folds = rng.integers(0, k, n)
+    before = cross_fit(x, labels, labelled, folds, k)
+    j = int(np.flatnonzero(labelled)[0])
+    poisoned = labels.copy()
+    poisoned[j] = 1 - poisoned[j]
+    after = cross_fit(x, poisoned, labelled, folds, k)
+    same_fold = labelled & (folds == folds[j])
+    other_folds = labelled & (folds != folds[j])
+    assert np.array_equal(before[same_fold], after[same_fold])
+    assert not np.allclose(before[other_folds], after[other_folds])
+    assert not np.allclose(before[~labelled], after[~labelled])  # the unlabelled rows average all K fold models
+    # a leaky fit (one fold: every model sees every label) moves the poisoned row's own prediction
+    leaky_before, leaky_after = (fit_predict(x[labelled], lab[labelled], x[[j]])[0] for lab in (labels, poisoned))
+    assert leaky_before != leaky_after
+    # the labels of unlabelled rows are never read
+    noise = labels.copy()
+    noise[~labelled] = rng.random(int((~labelled).sum()))
+    assert np.array_equal(cross_fit(x, noise, labelled, folds, k), before)
+
+
+def _records(share: float, seed: int = 42, samples: int = 30) -> pd.DataFrame:
+    """Constructed records of two variants on two tasks: likelihood numbers, a settled share,
+    each unsettled sample generated where its seeded draw falls below `share`."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for model, shift in (("full", 0.0), ("pressed", -1.0)):
+        for task in ("niah_single_1", "vt"):
+            for k in range(samples):
+                logp = rng.normal(-1 + shift, 1)
+                settled = logp > 0.3
+                y = 1.0 if settled else float(rng.random() < 1 / (1 + math.exp(-2 * (logp + 1))))
+                method = SETTLED if settled else GENERATED if drawn(seed, task, 1024, k, share) else PREDICTED
+                rows.append({"model": model, "task": task, "length": 1024, "sample": k, "prompt_sha256": f"{task}/{k}", "method": method,
+                             "generation_score": np.nan if method == PREDICTED else y, "truth": y, "mean_logprob": logp,
+                             "first_rank": 1 if logp > -1 else 4, "likelihood_score": float(settled)})
+    return pd.DataFrame(rows)
+
+
+def test_the_estimator_pipeline_on_constructed_records():
+    full = _records(1.0)
+    scores, differences = ppi_tables(full.drop(columns="truth"), 42)
+    # every sample labelled: the scores and paired differences are the plain means
+    cells = scores.set_index(["model", "task"])
+    for (model, task), part in full.groupby(["model", "task"]):
+        assert cells.loc[(model, task), "estimate"] == pytest.approx(100 * part["truth"].mean())
+        assert cells.loc[(model, task), "predicted"] == 0
+    truth = full.pivot_table(index=["task", "sample"], columns="model", values="truth")
+    paired = (truth["pressed"] - truth["full"]) * 100
+    mean_row = differences[differences["task"] == "mean"].iloc[0]
+    assert mean_row["estimate"] == pytest.approx(paired.groupby("task").mean().mean())
+    assert set(differences["reference"]) == {"full"} and set(differences["model"]) == {"pressed"}
+    # a share: the same draws for both variants, so a pair is labelled on the samples drawn
+    part = _records(0.4, samples=60)
+    scores, differences = ppi_tables(part.drop(columns="truth"), 42)
+    counts = scores[scores["task"] != "mean"]
+    assert counts["samples"].sum() == len(part) and counts["predicted"].sum() == (part["method"] == PREDICTED).sum()
+    assert counts["generated"].sum() == (part["method"] == GENERATED).sum()
+    assert (scores["low"] < scores["estimate"]).all() and (scores["estimate"] < scores["high"]).all()
+    d = differences.set_index("task")
+    assert d.loc["mean", "samples"] == 2 * 60 and d.loc["mean", "low"] < d.loc["mean", "estimate"] < d.loc["mean", "high"]
+    assert all(0 <= fold_of(42, "vt", 1024, s) < 5 for s in range(30))
+
+
+def test_bad_generate_share_is_one_line_and_exit_code_2(tmp_path):
+    cases = [(["--generate-share", "0"], "--generate-share must lie in (0, 1]"),
+             (["--generate-share", "0.2", "--likelihood-only"], "--likelihood-only generates none")]
+    for args, message in cases:
+        proc = run_cli("ruler", *args, "--out", str(tmp_path / "out"))
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+
+
+def test_a_share_run_generates_only_drawn_unsettled_samples_and_settled_ones_cost_nothing(tmp_path, monkeypatch):
+    """A tiny random model made to settle every other prompt (its greedy ids set to the
+    reference): settled samples are labelled without a generate call, drawn unsettled ones
+    generate once each, the others are predicted; the result carries the PPI tables."""
+    pytest.importorskip("transformers")
+    from ctxeval.backends.hf import HFScorer
+    from tests.hf_tiny import tiny_llama_dir
+
+    calls = []
+    stepwise, generate = HFScorer.score_stepwise, HFScorer.generate
+
+    def settling(self, prompt_ids, continuation_ids, *args, **kwargs):
+        scores = stepwise(self, prompt_ids, continuation_ids, *args, **kwargs)
+        return dataclasses.replace(scores, greedy_id=np.asarray(continuation_ids, np.int32)) if len(prompt_ids) % 2 == 0 else scores
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return generate(self, *args, **kwargs)
+
+    monkeypatch.setattr(HFScorer, "score_stepwise", settling)
+    monkeypatch.setattr(HFScorer, "generate", counted)
+    model = f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
+    result = api.ruler(tasks=("niah_single_1",), lengths=(512,), samples=12, models=(model,), generate_share=0.5, out=tmp_path / "run")
+    s = result.samples
+    methods = s["method"].value_counts().to_dict()
+    assert set(methods) <= {SETTLED, GENERATED, PREDICTED} and methods.get(SETTLED, 0) > 0 and methods.get(PREDICTED, 0) > 0
+    assert len(calls) == methods.get(GENERATED, 0)  # one generation per drawn unsettled sample, none for a settled one
+    settled = s[s["method"] == SETTLED]
+    assert (settled["generation_score"] == 1.0).all() and (settled["greedy_prefix"] == settled["reference_tokens"]).all()
+    unsettled = s[s["method"] != SETTLED]
+    assert [m == GENERATED for m in unsettled["method"]] == [drawn(42, "niah_single_1", 512, int(k), 0.5) for k in unsettled["sample"]]
+    assert s.loc[s["method"] == PREDICTED, "generation_score"].isna().all()
+    assert result.ppi is not None and result.markdown.startswith("# RULER, prediction-powered (PPI++)")
+    again = read_result(tmp_path / "run")
+    assert again.ppi["estimate"].tolist() == pytest.approx(result.ppi["estimate"].tolist(), nan_ok=True)
+
+
+def test_the_calibrations_logistic_fit_equals_scikit_learns():
+    """Fractional labels as weighted successes and failures, L2 penalty C = 1 on the slopes only."""
+    sklearn = pytest.importorskip("sklearn.linear_model")
+    from ctxeval.stats.crossfit import logistic_fit
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(50, 3))
+    y = (rng.random(50) < 1 / (1 + np.exp(-2 * x[:, 0]))).astype(float)
+    y[:5] = 0.5
+    rows, targets, weights = np.concatenate([x, x]), np.r_[np.ones(50), np.zeros(50)], np.r_[y, 1 - y]
+    keep = weights > 0
+    model = sklearn.LogisticRegression(C=1.0, tol=1e-10, max_iter=10000).fit(rows[keep], targets[keep], sample_weight=weights[keep])
+    assert logistic_fit(np.column_stack([np.ones(50), x]), y) == pytest.approx(np.r_[model.intercept_, model.coef_[0]], abs=1e-5)
