@@ -14,7 +14,7 @@ pytest.importorskip("ppi_py")
 
 from ctxeval import api  # noqa: E402
 from ctxeval.data.texts import demo_text_path  # noqa: E402
-from ctxeval.probes.ruler_until import DEFAULT_DELTA, Until, parse_until  # noqa: E402
+from ctxeval.probes.ruler_until import Until, parse_until  # noqa: E402
 from ctxeval.stats.ppi import stratified_ppi  # noqa: E402
 from tests.conftest import run_cli  # noqa: E402
 
@@ -62,10 +62,10 @@ def test_the_stopping_rule_keeps_its_coverage_in_simulation():
 
 
 def test_until_values_and_bad_combinations_are_refused_in_one_line(tmp_path):
-    assert parse_until("verdict") == (None, DEFAULT_DELTA) and parse_until("verdict:2.5") == (None, 2.5) and parse_until("4") == (4.0, None)
+    assert parse_until("verdict", 5.0) == (None, 5.0) and parse_until("verdict:2.5", 5.0) == (None, 2.5) and parse_until("4", 5.0) == (4.0, None)
     for bad in ("0", "-1", "verdict:0", "soon"):
         with pytest.raises(ValueError):
-            parse_until(bad)
+            parse_until(bad, 5.0)
     cases = [(["--until", "soon", "--max-samples", "50", "--generate-share", "0.3"], "--until must be a positive number of points"),
              (["--until", "5", "--generate-share", "0.3"], "--max-samples go together"),
              (["--until", "5", "--max-samples", "50"], "--until needs --generate-share"),

@@ -54,7 +54,7 @@ def _until_check(value: str | None) -> str | None:
     if value is None:
         return None
     try:
-        parse_until(value)
+        parse_until(value, 1.0)
     except ValueError:
         return "must be a positive number of points, 'verdict' or 'verdict:D' with D > 0"
     return None
@@ -90,7 +90,7 @@ class RulerSpec:
                                           check=lambda v: None if v is None or 0 < v <= 1 else "must lie in (0, 1]")
     until: str | None = option("--until", "With --generate-share and --max-samples: add --samples new samples per task and length in rounds until each is answered: "
                                           "a number (every model's interval at most that many points on each side), or 'verdict' / 'verdict:D' (every variant's "
-                                          "paired difference against the first model hurts, gains or is within D points, default 5); each look at 95 % "
+                                          "paired difference against the first model hurts, gains or is within D points, default --delta); each look at 95 % "
                                           "Bonferroni-corrected over the rounds.", None, check=_until_check)
     max_samples: int | None = option("--max-samples", "With --until: the most samples per task and length (the budget).", None, check=lambda v: None if v is None else positive(v))
     threshold: float = option("--threshold", "Effective length: the longest length whose score, and every shorter one's, reaches this (RULER: 85.6, Llama-2-7B at 4K).",
@@ -124,7 +124,7 @@ class RulerSpec:
                 raise fail(RulerSpec, "until", "needs --generate-share (its rounds are prediction-powered)")
             if self.max_samples < self.samples:
                 raise fail(RulerSpec, "max_samples", f"must be at least --samples ({self.samples}), the size of a round")
-            if parse_until(self.until)[0] is None and len(set(self.models)) < 2:
+            if parse_until(self.until, self.delta)[0] is None and len(set(self.models)) < 2:
                 raise fail(RulerSpec, "until", "verdict compares variants against the first --model: give at least two")
 
 
@@ -145,7 +145,7 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
 
     if spec.until is None:
         return run_round(config, common.out_dir(spec.out, "ruler", config))
-    until = Until(*parse_until(spec.until), spec.max_samples, spec.samples)
+    until = Until(*parse_until(spec.until, spec.delta), spec.max_samples, spec.samples)
     whole = UntilConfig(config, until)
     out = common.out_dir(spec.out, "ruler", whole)
     samples, last, rounds = run_until(config, until, out, run_round)

@@ -9,7 +9,7 @@ ones). After each round the PPI++ tables are computed on all rounds' samples so 
 
 - a half-width target (points): every model's score interval there is at most that wide on
   each side;
-- `verdict` (or `verdict:D`, δ = D points, default 5): every variant's paired difference
+- `verdict` (or `verdict:D`, δ = D points, default the run's `--delta`): every variant's paired difference
   against the first model has a verdict (hurts, gains, within δ; stats/verdict.py), not "too
   few samples to tell".
 
@@ -42,7 +42,6 @@ from ctxeval.stats.ppi import CONFIDENCE
 from ctxeval.stats.verdict import verdict
 
 VERDICT = "verdict"
-DEFAULT_DELTA = 5.0  # points of a RULER score: a variant within ±5 points of the reference is "within δ"
 
 Cell = tuple[str, int]
 RunRound = Callable[[RulerConfig, Path], RulerResult]
@@ -84,11 +83,12 @@ class UntilConfig:
         return config_id(self.as_dict())
 
 
-def parse_until(value: str) -> tuple[float | None, float | None]:
-    """(half-width, δ) of `--until`: a number of points, `verdict` or `verdict:D`; ValueError otherwise."""
+def parse_until(value: str, delta: float) -> tuple[float | None, float | None]:
+    """(half-width, δ) of `--until`: a number of points, `verdict` (δ = `delta`, the run's
+    --delta) or `verdict:D`; ValueError otherwise."""
     text = value.strip()
     if text == VERDICT:
-        return None, DEFAULT_DELTA
+        return None, delta
     if text.startswith(VERDICT + ":"):
         delta = float(text[len(VERDICT) + 1 :])
         if not delta > 0:
