@@ -50,7 +50,9 @@ def test_floor_summary_against_a_hand_computation():
         "same_top1": [True, True, False, True],
         "kl": [0.0, 0.02, 0.06, 0.0],
     })
-    floor = floor_summary(records, "m", "m?flash_attn=1", {"buckets": []})
+    overall = {"kl": {"ci": [0.0, 0.05]}, "ppl_ratio": {"delta_log_nll": 0.1875}}
+    floor = floor_summary(records, "m", "m?flash_attn=1", {"all": overall, "buckets": []})
+    assert floor["kl_ci"] == [0.0, 0.05] and floor["delta_log_nll"] == 0.1875
     assert floor["windows"] == 2 and floor["tokens"] == 4
     assert floor["max_abs_logprob_diff"] == 0.5 and floor["mean_abs_logprob_diff"] == pytest.approx(0.75 / 4)
     assert floor["rank_changes_pct"] == 25.0 and floor["top1_flips_pct"] == 25.0

@@ -17,7 +17,7 @@ from ctxeval.metrics.config import MetricConfig, parse_cutoff
 from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
 from ctxeval.errors import UserError
-from ctxeval.modeldiff.finish import measure_noise_floor
+from ctxeval.modeldiff.finish import FloorRun, measure_noise_floor
 from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir
 from ctxeval.render.diff import floor_line
 from ctxeval.modeldiff.summary import bucket_edges
@@ -225,9 +225,8 @@ def run_score(spec: ScoreSpec) -> RunResult | dict:
     result = run_scoring(config, loaded, [model], planner, common.out_dir(spec.out, "score", config), spec, spec.openai, dry_run=spec.dry_run)
     if spec.noise_floor is None or second is None or not isinstance(result, RunResult):
         return result
-    floor = measure_noise_floor(model, second, spec.noise_floor, loaded, window=spec.window, stride=spec.stride, max_tokens=spec.max_tokens,
-                                edges=bucket_edges(spec.window, None), out=floor_dir(result.run_dir), n_threads=spec.n_threads,
-                                executor=spec.executor, progress=spec.progress)
+    floor = measure_noise_floor(FloorRun(model, second, spec.noise_floor, loaded, spec.window, spec.stride, spec.max_tokens, bucket_edges(spec.window, None),
+                                         floor_dir(result.run_dir), spec.n_threads, spec.executor, spec.progress))
     result = replace(result, noise_floor=floor)
     result = save_result(result.run_dir, result, "score", RENDERING)
     return result
@@ -282,7 +281,7 @@ def _backend_options(models: Sequence[str], openai: OpenAIOptions | None) -> str
 
 def _second_path(model: ModelSpec, floor: NoiseFloor | None) -> ModelSpec | None:
     """The typed model of a noise floor's second numeric path (None without --noise-floor)."""
-    if floor is None:
+    if floor is None or floor.off:
         return None
     second = common.model_spec(floor.second_spec(model.text))
     common.refuse_truncation(second, truncates=False)

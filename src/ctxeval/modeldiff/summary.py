@@ -96,6 +96,7 @@ def summarize_tokens(records: pd.DataFrame, bootstrap: Bootstrap) -> dict:
     same = interval("same_top1")
     ratio = interval("delta_loss")
     dp = interval("delta_p")
+    spread = unit_sd(per_window["delta_loss"].to_numpy(), tokens, clusters)
     out = {
         "tokens": len(records),
         "windows": len(per_window),
@@ -110,7 +111,7 @@ def summarize_tokens(records: pd.DataFrame, bootstrap: Bootstrap) -> dict:
         "interval_note": kl.reason if kl.units < 2 else None,
         "kl": {"mean": kl.estimate, "ci": kl.bounds, **percentiles(kl_values), **status(kl)},
         "same_top1": {"percent": 100 * same.estimate, "ci": None if same.bounds is None else [100 * same.low, 100 * same.high], **status(same)},
-        "ppl_ratio": ppl_ratio(ratio, records),
+        "ppl_ratio": ppl_ratio(ratio, records) | {"unit_sd": spread},
         "delta_p": {"mean": dp.estimate, "ci": dp.bounds, "rms": float(np.sqrt(np.mean(records["delta_p"].to_numpy() ** 2))), **status(dp)},
         "topk_overlap": float(records["topk_overlap"].mean()),
     }
@@ -118,6 +119,20 @@ def summarize_tokens(records: pd.DataFrame, bootstrap: Bootstrap) -> dict:
         rev = interval("kl_reverse")
         out["kl_reverse"] = {"mean": rev.estimate, "ci": rev.bounds, **percentiles(records["kl_reverse"].to_numpy()), **status(rev)}
     return out
+
+
+def unit_sd(delta: np.ndarray, tokens: np.ndarray, clusters: np.ndarray | None = None) -> float | None:
+    """The spread of one resampling unit's contribution to the token-weighted mean of `delta`:
+    the standard deviation of the units' influence values (t_u / t̄)(Δ_u − Δ̄), Δ_u a unit's
+    token mean, so the mean's standard error is about unit_sd / √units (the verdict's samples
+    needed). None with fewer than two units."""
+    frame = pd.DataFrame({"num": delta * tokens, "den": tokens, "unit": np.arange(len(delta)) if clusters is None else clusters})
+    units = frame.groupby("unit", sort=False)[["num", "den"]].sum()
+    if len(units) < 2:
+        return None
+    mean = units["num"].sum() / units["den"].sum()
+    influence = (units["num"] - mean * units["den"]) / units["den"].mean()
+    return float(np.std(influence.to_numpy(), ddof=1))
 
 
 def status(estimate: PairedEstimate) -> dict:

@@ -43,6 +43,7 @@ class DiffResult(Result):
     records: pd.DataFrame | None = field(repr=False, default=None, compare=False)
     pieces: dict[int, str] | None = field(repr=False, default=None, compare=False)  # token id -> text
     key_mask: np.ndarray | None = field(repr=False, default=None, compare=False)  # `--key-tokens`: which records are key tokens
+    compressed_mask: np.ndarray | None = field(repr=False, default=None, compare=False)  # a pressed model: which records saw a compressed cache
 
     def paths(self) -> dict[str, Path]:
         """The result's files by role."""
