@@ -47,15 +47,15 @@ def check_layout(models: tuple[ModelSpec, ...], window: int, stride: int | None)
             raise UserError(f"{model.text} keeps every token of any context (compression_ratio=0): the diff would read 'no difference'; give a ratio above 0 or a budget")
         if first is None:
             kept = (press.budget or 1) + 1
-            raise FieldError("window", f"{{name}} {window} leaves {model.text} nothing to compress: a window's context before its targets is at most "
-                                       f"{window - 1} tokens, all of which the press keeps; use e.g. {{name}} {2 * kept} {{stride}} {kept}")
+            raise FieldError("window", f"{{name}} ({window}) leaves {model.text} nothing to compress: a window's context before its targets is at most "
+                                       f"{window - 1} tokens, all of which the press keeps; give e.g. a {{name}} of {2 * kept} and a {{stride}} of {kept}")
         works = window // 2 if window - window // 2 >= first else window - first
         if stride is None or stride == window:
             raise FieldError("stride", f"{{name}} is needed for {model.text}: disjoint chunks leave no context before a window's first target, so the press "
-                                       f"would compress nothing and the diff would read 'no difference'; use {{name}} S with S ≤ {window - first} (e.g. {{name}} {works})")
+                                       f"would compress nothing and the diff would read 'no difference'; give a {{name}} S ≤ {window - first} (e.g. {works})")
         if window - stride < first:
-            raise FieldError("stride", f"{{name}} {stride} leaves {window - stride} tokens of context before a window's targets, which {model.text} keeps whole; "
-                                       f"use {{name}} S with S ≤ {window - first} (e.g. {{name}} {works})")
+            raise FieldError("stride", f"{{name}} ({stride}) leaves {window - stride} tokens of context before a window's targets, which {model.text} keeps whole; "
+                                       f"give a {{name}} S ≤ {window - first} (e.g. {works})")
 
 
 def acted_mask(records: pd.DataFrame, models: tuple[ModelSpec, ...]) -> np.ndarray | None:

@@ -24,13 +24,14 @@ def headline(report: dict) -> Headline:
     overall = report["summary"]["all"]
     conf = f"{100 * report['settings']['confidence']:.0f} %"
     kl, same, ratio = overall["kl"], overall["same_top1"], overall["ppl_ratio"]
-    rows = [("mean KL(P_ref ‖ P_cand), nats/token", f"{kl['mean']:.5f}", interval_text(kl["ci"], ".5f"))]
+    rows = [verdict_row(report)] if "verdict" in report else []
+    rows.append(("mean KL(P_ref ‖ P_cand), nats/token", f"{kl['mean']:.5f}", interval_text(kl["ci"], ".5f")))
     floor = report.get("noise_floor")
     if floor is not None:
         rows.append((f"  of which the numeric path ({floor['cand']} vs REF)", f"{floor['kl_mean']:.5f}", interval_text(floor.get("kl_ci"), ".5f")))
     rows += [("perplexity ratio CAND/REF", f"{ratio['ratio']:.4f}", interval_text(ratio["display_ci"], ".4f")),
              ("same top-1 token", f"{same['percent']:.2f} %", interval_text(same["ci"], ".2f"))]
-    notes = [verdict_line(report)] if "verdict" in report else []
+    notes = [f"Verdict: {report['verdict']['reason']}."] if report.get("verdict", {}).get("reason") else []
     compressed = report["summary"].get("compressed")
     if compressed is not None:
         notes.append(compressed_line(compressed))
@@ -50,16 +51,16 @@ def headline(report: dict) -> Headline:
                     f"of {overall['documents']} document(s)", ("quantity", "value", f"{conf} BCa interval"), tuple(rows), tuple(notes))
 
 
-def verdict_line(report: dict) -> str:
-    """The verdict on CAND's mean Δ log-loss, first: outcome, paired interval, δ, and the
-    samples (windows or documents) that would settle an undecided one."""
+def verdict_row(report: dict) -> tuple[str, str, str]:
+    """The verdict on CAND's mean Δ log-loss, the headline's first row: outcome, estimate and
+    paired interval, and the samples (windows or documents) that would settle an undecided one."""
     v = report["verdict"]
     unit = report["summary"]["all"]["resampling_unit"]
-    interval = "no interval" if v["low"] is None or v["low"] != v["low"] else f"[{v['low']:+.4g}, {v['high']:+.4g}]"
-    text = f"Verdict: {v['outcome']} — mean Δ log-loss CAND − REF {v['estimate']:+.4g} nats/token {interval}, δ = {v['delta']:g}, {v['n']} {unit}s"
+    interval = "no interval" if v["low"] is None else f"[{v['low']:+.4g}, {v['high']:+.4g}]"
+    text = f"Δ log-loss CAND − REF {v['estimate']:+.4g} nats/token {interval}, {v['n']} {unit}s"
     if v["samples_needed"] is not None:
         text += f"; about {v['samples_needed']} {unit}s would settle it"
-    return text + (f" ({v['reason']})" if v["reason"] else "") + "."
+    return f"verdict (δ = ±{v['delta']:g} nats/token)", v["outcome"], text
 
 
 def compressed_line(compressed: dict) -> str:
