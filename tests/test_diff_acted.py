@@ -11,20 +11,20 @@ import pandas as pd
 import pytest
 
 from ctxeval.backends.kv_press import PressOptions
-from ctxeval.modeldiff.acted import acted_mask, check_layout, first_acting_context, press_acts
+from ctxeval.modeldiff.acted import acted_mask, check_layout, first_acting_context
 from ctxeval.modeldiff.finish import NO_EFFECT, diff_verdict
 from ctxeval.modeldiff.noise_floor import candidate_path, whole_path
-from ctxeval.modeldiff.summary import unit_sd
+from ctxeval.stats.paired import unit_sd
 from ctxeval.errors import FieldError
 from ctxeval.render.diff import compressed_line, verdict_row
 
 
 def test_a_budget_acts_past_its_length_and_a_ratio_by_kvpress_rounding():
     budget = PressOptions("StreamingLLMPress", budget=8)
-    assert [press_acts(budget, c) for c in (0, 8, 9)] == [False, False, True]
+    assert [budget.acts_on(c) for c in (0, 8, 9)] == [False, False, True]
     half = PressOptions("StreamingLLMPress", compression_ratio=0.5)
     # kvpress keeps max(1, int(c * (1 - r))): 1 of 1, 1 of 2, 1 of 3
-    assert [press_acts(half, c) for c in (0, 1, 2, 3)] == [False, False, True, True]
+    assert [half.acts_on(c) for c in (0, 1, 2, 3)] == [False, False, True, True]
     small = PressOptions("StreamingLLMPress", compression_ratio=0.1)
     assert first_acting_context(small, 64) == 2  # int(2 * 0.9) = 1 kept of 2
     assert first_acting_context(budget, 9) is None and first_acting_context(budget, 10) == 9

@@ -19,14 +19,6 @@ from ctxeval.backends.registry import ModelSpec
 from ctxeval.errors import FieldError, UserError
 
 
-def press_acts(press: PressOptions, context: int) -> bool:
-    """Whether `press` drops any of a `context`-token context."""
-    if press.budget is not None:
-        return context > press.budget
-    ratio = press.compression_ratio or 0.0
-    return max(1, int(context * (1 - ratio))) < context
-
-
 def presses(models: tuple[ModelSpec, ...]) -> list[tuple[ModelSpec, PressOptions]]:
     """The pressed models among `models`, with their press."""
     return [(m, m.options.press) for m in models if isinstance(m.options, HfOptions) and m.options.press is not None]
@@ -34,7 +26,7 @@ def presses(models: tuple[ModelSpec, ...]) -> list[tuple[ModelSpec, PressOptions
 
 def first_acting_context(press: PressOptions, window: int) -> int | None:
     """The shortest context below `window` tokens that `press` compresses (None: none does)."""
-    return next((c for c in range(1, window) if press_acts(press, c)), None)
+    return next((c for c in range(1, window) if press.acts_on(c)), None)
 
 
 def check_layout(models: tuple[ModelSpec, ...], window: int, stride: int | None) -> None:
@@ -67,7 +59,7 @@ def acted_mask(records: pd.DataFrame, models: tuple[ModelSpec, ...]) -> np.ndarr
     context = records.groupby("pass_index")["context_len"].transform("min").to_numpy()
     acts = np.zeros(len(records), dtype=bool)
     for c in np.unique(context):
-        if any(press_acts(press, int(c)) for _, press in pressed):
+        if any(press.acts_on(int(c)) for _, press in pressed):
             acts[context == c] = True
     return acts
 
@@ -79,7 +71,7 @@ def check_plan_acts(models: tuple[ModelSpec, ...], contexts: list[int]) -> int |
     pressed = presses(models)
     if not pressed:
         return None
-    acting = sum(any(press_acts(press, c) for _, press in pressed) for c in contexts)
+    acting = sum(any(press.acts_on(c) for _, press in pressed) for c in contexts)
     if not acting:
         names = ", ".join(m.text for m, _ in pressed)
         raise UserError(f"no window of this plan has more context before its targets than {names} keeps (the documents are too short for a second window): "

@@ -29,7 +29,7 @@ from ctxeval.errors import FieldError, UserError
 from ctxeval.options import shared
 from ctxeval.stats.gates import log_and_display, resampling_unit
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_SEED, replicates_option
-from ctxeval.stats.paired import PairedEstimate, all_equal, paired_bca
+from ctxeval.stats.paired import PairedEstimate, all_equal, paired_bca, unit_sd
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
 FIRST_BUCKET = 512
@@ -119,20 +119,6 @@ def summarize_tokens(records: pd.DataFrame, bootstrap: Bootstrap) -> dict:
         rev = interval("kl_reverse")
         out["kl_reverse"] = {"mean": rev.estimate, "ci": rev.bounds, **percentiles(records["kl_reverse"].to_numpy()), **status(rev)}
     return out
-
-
-def unit_sd(delta: np.ndarray, tokens: np.ndarray, clusters: np.ndarray | None = None) -> float | None:
-    """The spread of one resampling unit's contribution to the token-weighted mean of `delta`:
-    the standard deviation of the units' influence values (t_u / t̄)(Δ_u − Δ̄), Δ_u a unit's
-    token mean, so the mean's standard error is about unit_sd / √units (the verdict's samples
-    needed). None with fewer than two units."""
-    frame = pd.DataFrame({"num": delta * tokens, "den": tokens, "unit": np.arange(len(delta)) if clusters is None else clusters})
-    units = frame.groupby("unit", sort=False)[["num", "den"]].sum()
-    if len(units) < 2:
-        return None
-    mean = units["num"].sum() / units["den"].sum()
-    influence = (units["num"] - mean * units["den"]) / units["den"].mean()
-    return float(np.std(influence.to_numpy(), ddof=1))
 
 
 def status(estimate: PairedEstimate) -> dict:
