@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from ctxeval.backends.kv_press import PressOptions
+from ctxeval.commands.common import model_spec
 from ctxeval.modeldiff.acted import acted_mask, check_layout, first_acting_context
 from ctxeval.modeldiff.finish import NO_EFFECT, diff_verdict
 from ctxeval.modeldiff.noise_floor import candidate_path, whole_path
@@ -59,15 +60,17 @@ def test_a_layout_the_press_cannot_act_on_names_what_would():
 
 
 @pytest.mark.parametrize("ref, cand, floor, whole", [
-    ("g", "g?type_k=q4_0&type_v=q4_0&flash_attn=1", "?flash_attn=1", False),
-    ("g?n_batch=64", "g?type_k=q8_0&n_batch=7", "?n_batch=7", False),
-    ("g", "g?flash_attn=1", None, True),  # REF on CAND's path is CAND: the whole diff is the path
-    ("g", "g?type_k=q8_0", None, False),  # the KV type is the variant, not a numeric path
-    ("g", "other.gguf?flash_attn=1", None, False),  # other weights: no floor of REF's
+    ("gemma-3-270m", "gemma-3-270m?type_k=q4_0&type_v=q4_0&flash_attn=1", "?flash_attn=1", False),
+    ("gemma-3-270m?n_batch=64", "gemma-3-270m?type_k=q8_0&n_batch=7", "?n_batch=7", False),
+    ("gemma-3-270m", "gemma-3-270m?flash_attn=1", None, True),  # REF on CAND's path is CAND: the whole diff is the path
+    ("gemma-3-270m", "gemma-3-270m?type_k=q8_0", None, False),  # the KV type is the variant, not a numeric path
+    ("gemma-3-270m", "hf:gemma-3-270m?device=cpu", None, False),  # another backend: no floor of REF's options
+    ("hf:smollm2-135m", "hf:smollm2-135m?device=cuda&dtype=bfloat16", "?device=cuda", False),
 ])
 def test_the_automatic_floor_is_ref_on_candidates_numeric_path(ref, cand, floor, whole):
-    found = candidate_path(ref, cand, 8, 3)
-    assert (found and found.path) == floor and whole_path(ref, cand) is whole
+    ref_spec, cand_spec = model_spec(ref), model_spec(cand)
+    found = candidate_path(ref_spec, cand_spec, 8, 3)
+    assert (found and found.path) == floor and whole_path(ref_spec, cand_spec) is whole
     if found:
         assert (found.windows, found.seed, found.why) == (8, 3, floor[1:].replace("&", ", "))
 
@@ -95,6 +98,8 @@ def test_the_diff_verdict_has_three_outcomes_and_names_an_option_without_effect(
     undecided = diff_verdict(_overall(0.004, [-0.01, 0.02], units=4, sd=0.02), 0.01, 0.95, {})
     # the nearer line: 0 at margin 0.004 or δ at 0.006; n = (1.96 * 0.02 / 0.006)^2 = 42.7
     assert undecided.outcome == "too few samples to tell" and undecided.samples_needed == math.ceil((1.959964 * 0.02 / 0.006) ** 2)
+    two = diff_verdict(_overall(0.03, [0.01, 0.05], units=2), 0.01, 0.95, {})
+    assert two.outcome == "too few samples to tell" and two.reason == "2 window(s): fewer than 3 paired units decide nothing" and two.samples_needed == math.ceil((1.959964 * 0.05 / 0.03) ** 2) == 11
     same = diff_verdict(_overall(0.0, [0.0, 0.0]), 0.01, 0.95, {"bit_identical": True, "differing_fields": []})
     assert same.outcome == "within δ" and same.reason == NO_EFFECT + ": REF and CAND ran on the same numeric path"
     assert diff_verdict(_overall(0.0, [0.0, 0.0]), 0.01, 0.95, {"bit_identical": True, "differing_fields": ["n_batch"]}).reason == NO_EFFECT

@@ -85,7 +85,7 @@ def run_diff(spec: DiffSpec) -> DiffResult:
     full = "the full next-token distribution"
     ref, cand = common.model_spec(spec.ref), common.model_spec(spec.cand)
     common.refuse_api_models([ref, cand], "diff", full)
-    floor = spec.noise_floor or candidate_path(spec.ref, spec.cand, DEFAULT_NOISE_WINDOWS, spec.seed)
+    floor = spec.noise_floor or candidate_path(ref, cand, DEFAULT_NOISE_WINDOWS, spec.seed)
     floor = None if floor is None or floor.off else floor
     second = None
     if floor is not None:

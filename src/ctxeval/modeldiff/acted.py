@@ -75,7 +75,7 @@ def check_plan_acts(models: tuple[ModelSpec, ...], contexts: list[int]) -> int |
     if not acting:
         names = ", ".join(m.text for m, _ in pressed)
         raise UserError(f"no window of this plan has more context before its targets than {names} keeps (the documents are too short for a second window): "
-                        "the press would act on no scored target; give longer texts or a shorter --window/--stride")
+                        "the press would act on no scored target; give longer texts or shorter windows")
     return acting
 
 

@@ -22,6 +22,7 @@ from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.results.manifest import Manifest
 from ctxeval.report.numerics import arm, pair_numerics
 from ctxeval.results.diff import DiffResult
+from ctxeval.stats.defaults import MIN_CLUSTERS
 from ctxeval.stats.verdict import Verdict, verdict
 
 DEFAULT_TOP_K = 10
@@ -102,7 +103,7 @@ def diff_result(run_dir: Path, manifest: Manifest, spec: DiffFinish) -> DiffResu
     report = diff_report(manifest, settings, summary, recorded, floor)
     found = diff_verdict(summary["all"], spec.delta, bootstrap.confidence, report["numerics"]).as_dict()
     report["verdict"] = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in found.items()}
-    if whole_path(spec.ref.text, spec.cand.text):
+    if whole_path(spec.ref, spec.cand):
         report["whole_numeric_path"] = True
     return DiffResult(run_dir, manifest, report, failures=failures, records=records, pieces=read_pieces(run_dir, report["ref"]["name"]), key_mask=mask,
                       compressed_mask=acted)
@@ -115,6 +116,9 @@ def diff_verdict(overall: dict, delta: float, confidence: float, numerics: dict)
     ratio = overall["ppl_ratio"]
     low, high = ratio["ci"] if ratio["ci"] is not None else (math.nan, math.nan)
     reason = ""
+    if overall["resampling_units"] < MIN_CLUSTERS:
+        low = high = math.nan  # two window means are no interval to decide on
+        reason = f"{overall['resampling_units']} {overall['resampling_unit']}(s): fewer than {MIN_CLUSTERS} paired units decide nothing"
     if numerics.get("bit_identical"):
         reason = NO_EFFECT + (": REF and CAND ran on the same numeric path" if numerics.get("differing_fields") == [] else "")
     return verdict(ratio["delta_log_nll"], low, high, delta, overall["resampling_units"], sd=ratio["unit_sd"], worse="higher", confidence=confidence, reason=reason)

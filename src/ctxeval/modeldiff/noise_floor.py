@@ -11,13 +11,14 @@ rank changes, top-1 flips, and the KL between the two paths, overall and by cont
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import pandas as pd
 
-from ctxeval.backends.model_options import split_spec, with_options
+from ctxeval.backends.model_options import with_options
+from ctxeval.backends.registry import ModelSpec
 from ctxeval.errors import FieldError
 from ctxeval.options import option, positive, shared
 
@@ -59,7 +60,7 @@ class NoiseFloor:
         return second
 
 
-def candidate_path(ref: str, cand: str, windows: int, seed: int) -> NoiseFloor | None:
+def candidate_path(ref: ModelSpec, cand: ModelSpec, windows: int, seed: int) -> NoiseFloor | None:
     """The floor a diff measures by default: REF with the numeric-path options (flash attention,
     n_batch, threads, device) that CAND sets apart from REF, the rest of REF unchanged. None when
     CAND sets none of them apart, or when they are all CAND changes (REF on CAND's path is CAND:
@@ -67,21 +68,26 @@ def candidate_path(ref: str, cand: str, windows: int, seed: int) -> NoiseFloor |
     changed = _path_changes(ref, cand)
     if not changed or whole_path(ref, cand):
         return None
-    return NoiseFloor("?" + changed, windows, seed, why=changed.replace("&", ", "))
+    spelled = "&".join(f"{k}={_spell(v)}" for k, v in changed.items())
+    return NoiseFloor("?" + spelled, windows, seed, why=spelled.replace("&", ", "))
 
 
-def whole_path(ref: str, cand: str) -> bool:
+def whole_path(ref: ModelSpec, cand: ModelSpec) -> bool:
     """Whether CAND is REF with numeric-path options only (the diff measures that path alone)."""
     changed = _path_changes(ref, cand)
-    return bool(changed) and split_spec(with_options(ref, "?" + changed) or ref) == split_spec(cand)
+    return bool(changed) and ref.max_context == cand.max_context and replace(ref.options, **changed) == cand.options  # type: ignore[type-var]
 
 
-def _path_changes(ref: str, cand: str) -> str:
-    """The numeric-path options CAND sets apart from REF on the same weights (`k=v&...`)."""
-    (ref_base, ref_options), (cand_base, cand_options) = split_spec(ref), split_spec(cand)
-    if ref_base != cand_base:
-        return ""
-    return "&".join(f"{k}={cand_options[k]}" for k in NUMERIC_PATH_OPTIONS if k in cand_options and cand_options[k] != ref_options.get(k))
+def _path_changes(ref: ModelSpec, cand: ModelSpec) -> dict[str, Any]:
+    """The numeric-path options CAND sets apart from REF on the same weights and backend."""
+    if ref.base != cand.base or type(ref.options) is not type(cand.options) or ref.options is None:
+        return {}
+    names = {f.name for f in fields(ref.options)}
+    return {k: getattr(cand.options, k) for k in NUMERIC_PATH_OPTIONS if k in names and getattr(cand.options, k) != getattr(ref.options, k)}
+
+
+def _spell(value: Any) -> str:
+    return ("1" if value else "0") if isinstance(value, bool) else str(value)
 
 
 def floor_summary(records: pd.DataFrame, ref: str, cand: str, summary: dict) -> dict:
