@@ -75,7 +75,7 @@ def candidate_path(ref: ModelSpec, cand: ModelSpec, windows: int, seed: int) -> 
 def whole_path(ref: ModelSpec, cand: ModelSpec) -> bool:
     """Whether CAND is REF with numeric-path options only (the diff measures that path alone)."""
     changed = _path_changes(ref, cand)
-    return bool(changed) and ref.max_context == cand.max_context and replace(ref.options, **changed) == cand.options  # type: ignore[type-var]
+    return bool(changed) and ref.max_context == cand.max_context and replace(ref.options, **changed) == cand.options
 
 
 def _path_changes(ref: ModelSpec, cand: ModelSpec) -> dict[str, Any]:
