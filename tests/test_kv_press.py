@@ -276,3 +276,15 @@ def test_the_embedded_gemma_compresses_its_three_global_layers_only():
         _, kept = pressed._press.hidden_states(pressed._body, ids, 600)
     assert [kept[i] for i in (5, 11, 17)] == [64, 64, 64] and {kept[i] for i in details["uncompressed_sliding_layers"]} == {511}
     assert np.isfinite(pressed.score(*_pass(pressed, 600, 16), 5, (1.0,)).logprob).all()
+
+
+def test_a_small_effective_length_run_of_a_press_is_too_few_samples_to_tell(tiny, tmp_path):
+    """Two spans of a pressed model against the full cache: no verdict either way, the spans that
+    would settle it, and no L* (the reference's gain rests on two units)."""
+    result = api.effective_length(["demo"], models=(tiny["llama"], f"{tiny['llama']}?press=StreamingLLMPress&budget=8"), lengths=(16, 32, 64), starts=2,
+                                  targets=8, unit="span", replicates=200, out=tmp_path / "e")
+    verdict = result.summary["comparisons"][0]["verdict"]
+    assert verdict["outcome"] == "too few samples to tell" and verdict["n"] == 2 and verdict["samples_needed"] is not None
+    assert verdict["reason"] == "2 span(s): fewer than 3 paired units decide nothing"
+    assert all(s["effective_length"]["measurable"] is False for s in result.summary["models"].values())
+    assert f"| too few samples to tell (about {verdict['samples_needed']} spans would settle it) | not measurable at this size |" in result.markdown

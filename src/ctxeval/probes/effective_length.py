@@ -19,6 +19,7 @@ document. One document has no interval, never a zero-width one.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -28,7 +29,7 @@ import pandas as pd
 from ctxeval.metrics.registry import MetricConfig, token_metrics, tokens
 from ctxeval.pipeline.windows import capped_context
 from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask, merge_spans, tokens_within
-from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED, FEW_CLUSTERS, RELIABLE_CLUSTERS
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED, FEW_CLUSTERS, MIN_CLUSTERS, RELIABLE_CLUSTERS
 from ctxeval.results.effective_length import EffectiveLengthResult
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.records import read_records
@@ -259,8 +260,10 @@ def compare_gains(tables: dict[str, pd.DataFrame], a: str, b: str, lengths: tupl
     difference = (gain_b[shared] - gain_a[shared]).to_numpy()
     estimate = paired_bca(difference, counts, settings.replicates, settings.seed, settings.confidence, clusters=clusters, unit=settings.unit)
     share = share_kept(gain_b[shared].to_numpy(), gain_a[shared].to_numpy(), counts, clusters, settings)
-    found = verdict(estimate.estimate, estimate.low, estimate.high, settings.delta, estimate.units, sd=unit_sd(difference, counts, clusters), worse="lower",
-                    confidence=settings.confidence).as_dict()
+    few = estimate.units < MIN_CLUSTERS  # two units' means are no interval to decide on
+    found = verdict(estimate.estimate, math.nan if few else estimate.low, math.nan if few else estimate.high, settings.delta, estimate.units,
+                    sd=unit_sd(difference, counts, clusters), worse="lower", confidence=settings.confidence,
+                    reason=f"{estimate.units} {settings.unit}(s): fewer than {MIN_CLUSTERS} paired units decide nothing" if few else "").as_dict()
     judged = {k: None if isinstance(v, float) and np.isnan(v) else v for k, v in found.items()} | {"unit": settings.unit}
     return {"a": a, "b": b, "lengths": [lengths[0], lengths[-1]], "gain_difference": estimate_json(estimate), "share_kept": share, "spans": int(len(shared)),
             "verdict": judged}
@@ -320,6 +323,8 @@ def measurable_reason(gain: dict, lengths: tuple[int, ...]) -> str | None:
     """Why L* is not measurable in this run (None: it is): the reference's gain from the
     shortest to the longest length must exceed 0 by its interval, else the curve's knee is noise
     and a variant can come out with any L*, pointing either way."""
+    if gain["units"] < MIN_CLUSTERS:
+        return f"{NOT_MEASURABLE}: the reference's gain {lengths[0]}→{lengths[-1]} rests on {gain['units']} resampling unit(s), fewer than {MIN_CLUSTERS}"
     if gain["interval"] == "none":
         return f"{NOT_MEASURABLE}: the reference's gain {lengths[0]}→{lengths[-1]} has no interval ({gain['reason']})"
     if not gain["low"] > 0:

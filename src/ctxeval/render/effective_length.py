@@ -63,6 +63,9 @@ def headline(summary: dict) -> Headline:
         delta = summary["estimator"]["delta"]
         notes.append(f"Verdict on the gain {first}→{last} each model loses against the reference, paired on the same targets: hurts (the {conf} interval excludes 0), "
                      f"within δ (it lies inside ±{delta:g} nats/token) or too few samples to tell.")
+    for c in summary["comparisons"]:
+        if c.get("verdict", {}).get("reason"):
+            notes.append(f"Verdict on {c['b']}: {c['verdict']['reason']}.")
     reason = next(iter(summary["models"].values()))["effective_length"].get("not_measurable")
     if reason:
         notes.append(f"L* {reason}.")
