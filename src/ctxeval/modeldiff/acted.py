@@ -20,8 +20,10 @@ from ctxeval.errors import FieldError, UserError
 
 
 def presses(models: tuple[ModelSpec, ...]) -> list[tuple[ModelSpec, PressOptions]]:
-    """The pressed models among `models`, with their press."""
-    return [(m, m.options.press) for m in models if isinstance(m.options, HfOptions) and m.options.press is not None]
+    """The pressed models among `models`, with their press; a ratio of 0 keeps every token (the
+    plain model's control, docs/kv_compression.md) and is no press here."""
+    return [(m, m.options.press) for m in models if isinstance(m.options, HfOptions) and m.options.press is not None
+            and (m.options.press.budget is not None or m.options.press.compression_ratio)]
 
 
 def first_acting_context(press: PressOptions, window: int) -> int | None:
@@ -35,8 +37,6 @@ def check_layout(models: tuple[ModelSpec, ...], window: int, stride: int | None)
     the press keeps whole. The error names a stride (or window) that would work."""
     for model, press in presses(models):
         first = first_acting_context(press, window)
-        if press.budget is None and not press.compression_ratio:
-            raise UserError(f"{model.text} keeps every token of any context (compression_ratio=0): the diff would read 'no difference'; give a ratio above 0 or a budget")
         if first is None:
             kept = (press.budget or 1) + 1
             raise FieldError("window", f"{{name}} ({window}) leaves {model.text} nothing to compress: a window's context before its targets is at most "
