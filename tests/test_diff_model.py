@@ -128,8 +128,11 @@ def test_a_killed_kv_cache_diff_resumes_to_identical_records(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     clean = run_cli(*(a for a in args if a != "--quiet"), "--out", str(tmp_path / "c"))
     assert clean.returncode == 0, clean.stderr
-    # the answer first: KL, perplexity ratio and same top-1 with their intervals, one line each
-    head = clean.stdout.splitlines()[:10]
+    # the answer first: the verdict, then KL (with flash attention's own share: CAND sets
+    # flash_attn=1, so REF?flash_attn=1 is measured by default), perplexity ratio and same top-1
+    # with their intervals, one line each
+    head = clean.stdout.splitlines()[:12]
+    assert head[6].startswith("| verdict (δ = ±0.01 nats/token) | ") and head[8].startswith("|   of which the numeric path (gemma-3-270m?flash_attn=1 vs REF) | ")
     assert head[0] == "# ctxeval diff" and head[2].startswith(f"**CAND {KV_Q8} against REF gemma-3-270m**: 128 tokens, 4 windows")
     for quantity in ("| mean KL(P_ref ‖ P_cand), nats/token | ", "| perplexity ratio CAND/REF | ", "| same top-1 token | "):
         assert sum(line.startswith(quantity) and line.count("[") == 1 for line in head) == 1, (quantity, head)

@@ -272,3 +272,42 @@ def test_bad_options_are_one_line_and_exit_code_2(args, message, tmp_path):
 def test_max_context_is_refused_where_no_planner_honours_it(tmp_path):
     result = run_cli("retrieval", "--model", "gemma-3-270m?max_context=64", "--lines", "5", "--out", str(tmp_path / "r"))
     assert result.returncode == 2 and "applies to sweep, score, context-gain, effective-length and ruler only" in result.stderr
+
+
+# --- the verdict per variant, and when L* is measurable at all ----------------------------------
+
+def test_each_variant_gets_one_of_three_verdicts_against_the_reference():
+    caps = {"m": None, "m?max_context=32": 32, "m again": None}
+    records = pd.concat([_records(name, _knee_curve(10_000), docs=6, spans=4, targets=24, noise=0.05, seed=5, cap=cap) for name, cap in caps.items()])
+    summary = summarize(_tables(records, caps), LENGTHS, SETTINGS, caps)
+    control, same = summary["comparisons"]
+    # the control loses gain beyond doubt; the same model scored again loses exactly none
+    assert control["verdict"]["outcome"] == "hurts" and control["verdict"]["high"] < 0
+    assert same["verdict"]["outcome"] == "within δ" and same["verdict"]["estimate"] == 0.0 and same["verdict"]["delta"] == SETTINGS.delta
+    text = render_markdown(summary)
+    assert "| m?max_context=32 | hurts |" in text and "| m again | within δ |" in text and "| m | reference |" in text
+
+
+def test_a_small_noisy_run_is_too_few_samples_to_tell_and_its_l_star_not_measurable():
+    """Three documents whose curve barely rises under noise: the reference's own gain interval
+    spans 0, so no L* is shown, and a variant's verdict says how many documents would settle it."""
+    caps = {"m": None, "v": None}
+    records = pd.concat([_records("m", lambda c: -3.0 + 0.002 * np.log2(c), docs=3, spans=2, targets=8, noise=0.6, seed=11),
+                         _records("v", lambda c: -3.0, docs=3, spans=2, targets=8, noise=0.6, seed=12)])
+    summary = summarize(_tables(records, caps), LENGTHS, SETTINGS, caps)
+    gain = summary["models"]["m"]["curve"][-1]["gain"]
+    assert gain["low"] < 0 < gain["high"]
+    star = summary["models"]["v"]["effective_length"]
+    assert star["measurable"] is False and star["not_measurable"].startswith("not measurable at this size: the reference's gain 16→256")
+    verdict = summary["comparisons"][0]["verdict"]
+    assert verdict["outcome"] == "too few samples to tell" and verdict["samples_needed"] > verdict["n"] == 3 and verdict["unit"] == "document"
+    text = render_markdown(summary)
+    assert f"| v | too few samples to tell (about {verdict['samples_needed']} documents would settle it) | not measurable at this size |" in text
+    assert "L* not measurable at this size: the reference's gain" in text
+
+
+def test_a_share_kept_without_an_interval_says_why():
+    from ctxeval.render.effective_length import _share
+
+    assert _share({"estimate": 0.47, "interval": "none", "reason": "no interval: the reference gains nothing in 12.0 % of the bootstrap resamples"}) == \
+        "47 % (no interval: the reference gains nothing in 12.0 % of the bootstrap resamples)"

@@ -98,16 +98,18 @@ def test_a_killed_run_resumes_to_the_uninterrupted_records(tmp_path):
             "--model", "gemma-3-270m", "--model", CONTROL)
     whole = run_cli(*(a for a in args if a != "--quiet"), "--out", str(tmp_path / "whole"))
     assert whole.returncode == 0, whole.stderr
-    # the answer first: L* per model, and the control's gain lost and share kept against the reference
+    # the answer first: the control's verdict, L* per model (not measurable from one document), and
+    # the control's gain lost and share kept against the reference
     head = whole.stdout.splitlines()[:12]
     assert head[0] == "# Effective context length" and head[2].startswith("**Effective context length**: 2 spans of 8 targets in 1 document(s)")
     reference = next(line for line in head if line.startswith("| gemma-3-270m |"))
     control = next(line for line in head if line.startswith(f"| {CONTROL} |"))
     assert reference.endswith("| reference | — |") and "no interval" in reference
     cells = [c.strip() for c in control.strip("|").split("|")]
-    assert len(cells) == 6 and all("no interval" in cells[i] for i in (1, 3, 4))  # one document: no interval for L*, the gain or the gain lost
-    assert float(cells[2]) < 0  # the mean log-probability at the longest length
-    assert cells[5].endswith("(no interval)") or cells[5] == "undefined (the reference gains nothing)"
+    assert len(cells) == 7 and cells[1] == "too few samples to tell" and cells[2] == "not measurable at this size"
+    assert all("no interval" in cells[i] for i in (4, 5))  # one document: no interval for the gain or the gain lost
+    assert float(cells[3]) < 0  # the mean log-probability at the longest length
+    assert "(no interval (one document)" in cells[6] or cells[6] == "undefined (the reference gains nothing)"
     killed = run_cli(*args, "--out", str(tmp_path / "killed"), env={STOP_AFTER_PASSES_ENV: "3"})
     assert killed.returncode == 130, killed.stderr
     assert not (tmp_path / "killed" / "records.parquet").exists()

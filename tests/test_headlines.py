@@ -78,9 +78,12 @@ def test_effective_length_opens_with_l_star_and_each_variants_loss_and_share_kep
     lines = _echo("effective-length", result)
     head = lines[:12]
     assert head[0] == "# Effective context length" and head[2].startswith("**Effective context length**: 24 spans of 24 targets in 6 document(s)")
-    assert _cells(head[4]) == ["model", "L* [95 %]", f"log p at {LENGTHS[-1]}", f"gain {LENGTHS[0]}→{LENGTHS[-1]} [95 %]", "gain lost vs reference",
-                               "share of reference's gain kept"]
+    assert _cells(head[4]) == ["model", "verdict vs reference", "L* [95 %]", f"log p at {LENGTHS[-1]}", f"gain {LENGTHS[0]}→{LENGTHS[-1]} [95 %]",
+                               "gain lost vs reference", "share of reference's gain kept"]
     reference, control = _row(head, "m"), _row(head, "m?max_context=32")
+    # the verdict first: the control loses gain beyond doubt
+    assert reference[1] == "reference" and control[1] == summary["comparisons"][0]["verdict"]["outcome"] == "hurts"
+    reference, control = [reference[0], *reference[2:]], [control[0], *control[2:]]
     gain_ref, gain_control = _gain(tables["m"]), _gain(tables["m?max_context=32"])
     assert reference[1] == describe_length(summary["models"]["m"]["effective_length"]) == "≥ 256 [256, ≥ 256]"
     assert control[1] == describe_length(summary["models"]["m?max_context=32"]["effective_length"]) and control[1].startswith("32 [")

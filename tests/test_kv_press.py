@@ -175,9 +175,11 @@ def test_a_pressed_effective_length_run_records_the_press_and_resumes_to_the_sam
     assert whole.returncode == 0, whole.stderr
     # the answer first: both models' L*, and the press's gain lost and share kept against the reference, with intervals
     head = whole.stdout.splitlines()[:12]
-    assert head[0] == "# Effective context length" and head[4].startswith("| model | L* [95 %] | log p at 64 | gain 32→64 [95 %] | gain lost vs reference |")
-    pressed = next(line for line in head if "?press=SnapKVPress" in line).strip("|").split("|")
-    assert pressed[4].strip().count("[") == 1 and pressed[5].strip().endswith(("%]", "% (no interval)", "(the reference gains nothing)"))
+    assert head[0] == "# Effective context length"
+    assert head[4].startswith("| model | verdict vs reference | L* [95 %] | log p at 64 | gain 32→64 [95 %] | gain lost vs reference |")
+    pressed = [cell.strip() for cell in next(line for line in head if "?press=SnapKVPress" in line).strip("|").split("|")]
+    assert pressed[1].split(" (about ")[0] in ("hurts", "gains", "within δ", "too few samples to tell")
+    assert pressed[5].count("[") == 1 and (pressed[6].endswith("%]") or "(no interval" in pressed[6] or pressed[6].endswith("(the reference gains nothing)"))
     killed = run_cli(*args, "--out", str(tmp_path / "killed"), env={STOP_AFTER_PASSES_ENV: "5"})
     assert killed.returncode == 130, killed.stderr
     resumed = run_cli(*args, "--out", str(tmp_path / "killed"))
@@ -225,16 +227,43 @@ def test_sliding_windows_of_a_ratio_zero_press_score_as_the_plain_model(tiny, tm
 
 
 @pytest.mark.parametrize("press", PRESSES)
-def test_kl_against_the_full_cache_is_zero_when_the_budget_covers_the_context_and_grows_as_it_shrinks(tiny, tmp_path, press):
-    """diff REF 'REF?press=…': the budget covers every context of 64-token windows moved by 16
-    (at most 48 tokens before a window's first scored position) at 64; below it, less is kept."""
+def test_kl_against_the_full_cache_grows_as_the_budget_shrinks_and_a_budget_covering_every_context_is_refused(tiny, tmp_path, press):
+    """diff REF 'REF?press=…' on 64-token windows moved by 16 (48 tokens before a window's first
+    scored position): a budget of 48 keeps every context whole and is refused in one line naming
+    a stride that works; below it, less is kept and the KL grows."""
     mean_kl = {}
     extra = "&window_size=4" if press == "SnapKVPress" else ""
-    for budget in (64, 32, 8):
+    with pytest.raises(UserError, match=r"stride= \(16\) leaves 48 tokens .* keeps whole; give a stride= S ≤ 15 \(e.g. 15\)"):
+        api.diff(tiny["llama"], f"{tiny['llama']}?press={press}&budget=48{extra}", ["demo"], window=64, stride=16, max_tokens=200, out=tmp_path / "48")
+    for budget in (32, 8):
         result = api.diff(tiny["llama"], f"{tiny['llama']}?press={press}&budget={budget}{extra}", ["demo"], window=64, stride=16,
                           max_tokens=200, out=tmp_path / str(budget), bootstrap=api.Bootstrap(replicates=200))
-        mean_kl[budget] = float(pd.read_parquet(result.run_dir / "diff_records.parquet").kl.mean())
-    assert mean_kl[64] < 1e-6 < mean_kl[32] < mean_kl[8], mean_kl
+        mean_kl[budget] = result.report["summary"]["all"]["kl"]["mean"]
+    assert 1e-6 < mean_kl[32] < mean_kl[8], mean_kl
+
+
+def test_a_stride_less_press_diff_is_refused_before_any_model_loads(tiny):
+    result = run_cli("diff", tiny["llama"], f"{tiny['llama']}?press=StreamingLLMPress&budget=16", "demo", "--window", "64")
+    assert result.returncode == 2 and result.stdout == "" and len(result.stderr.strip().splitlines()) == 1
+    assert "--stride is needed" in result.stderr and "give a --stride S ≤ 47 (e.g. 32)" in result.stderr
+
+
+def test_a_strided_press_diff_reports_its_first_window_apart_and_opens_on_a_compressed_one(tiny, tmp_path):
+    """Window 0 of each document has no context to compress: its targets are counted, summarised
+    apart, never averaged into the headline; the page opens on the first compressed window."""
+    result = api.diff(tiny["llama"], f"{tiny['llama']}?press=StreamingLLMPress&budget=8", ["demo"], window=64, stride=32, max_tokens=160,
+                      out=tmp_path / "d", bootstrap=api.Bootstrap(replicates=200))
+    records = pd.read_parquet(result.run_dir / "diff_records.parquet")
+    first = records.pass_index == 0
+    assert (records.kl[first] == 0).all() and (records.kl[~first] > 0).any()
+    summary = result.report["summary"]
+    assert summary["compressed"]["targets"] == int((~first).sum()) and summary["compressed"]["of"] == len(records) == 160
+    assert summary["all"]["tokens"] == int((~first).sum()) and summary["all"]["kl"]["mean"] == pytest.approx(records.kl[~first].mean())
+    assert summary["compressed"]["uncompressed"]["tokens"] == 64 and summary["compressed"]["uncompressed"]["kl"]["mean"] == 0
+    assert f"{int((~first).sum())} of 160 targets scored against a compressed cache (StreamingLLMPress budget 8)" in result.markdown
+    assert result.markdown.splitlines()[6].startswith("| verdict (δ = ±0.01 nats/token) | ")
+    assert '"open":1' in result.html.replace(" ", "")
+    assert result.report["verdict"]["n"] == summary["all"]["resampling_units"] == 3  # the compressed windows
 
 
 @pytest.mark.model
@@ -249,3 +278,15 @@ def test_the_embedded_gemma_compresses_its_three_global_layers_only():
         _, kept = pressed._press.hidden_states(pressed._body, ids, 600)
     assert [kept[i] for i in (5, 11, 17)] == [64, 64, 64] and {kept[i] for i in details["uncompressed_sliding_layers"]} == {511}
     assert np.isfinite(pressed.score(*_pass(pressed, 600, 16), 5, (1.0,)).logprob).all()
+
+
+def test_a_small_effective_length_run_of_a_press_is_too_few_samples_to_tell(tiny, tmp_path):
+    """Two spans of a pressed model against the full cache: no verdict either way, the spans that
+    would settle it, and no L* (the reference's gain rests on two units)."""
+    result = api.effective_length(["demo"], models=(tiny["llama"], f"{tiny['llama']}?press=StreamingLLMPress&budget=8"), lengths=(16, 32, 64), starts=2,
+                                  targets=8, unit="span", replicates=200, out=tmp_path / "e")
+    verdict = result.summary["comparisons"][0]["verdict"]
+    assert verdict["outcome"] == "too few samples to tell" and verdict["n"] == 2 and verdict["samples_needed"] is not None
+    assert verdict["reason"] == "2 span(s): fewer than 3 paired units decide nothing"
+    assert all(s["effective_length"]["measurable"] is False for s in result.summary["models"].values())
+    assert f"| too few samples to tell (about {verdict['samples_needed']} spans would settle it) | not measurable at this size |" in result.markdown

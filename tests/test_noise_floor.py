@@ -50,7 +50,9 @@ def test_floor_summary_against_a_hand_computation():
         "same_top1": [True, True, False, True],
         "kl": [0.0, 0.02, 0.06, 0.0],
     })
-    floor = floor_summary(records, "m", "m?flash_attn=1", {"buckets": []})
+    overall = {"kl": {"ci": [0.0, 0.05]}, "ppl_ratio": {"delta_log_nll": 0.1875}}
+    floor = floor_summary(records, "m", "m?flash_attn=1", {"all": overall, "buckets": []})
+    assert floor["kl_ci"] == [0.0, 0.05] and floor["delta_log_nll"] == 0.1875
     assert floor["windows"] == 2 and floor["tokens"] == 4
     assert floor["max_abs_logprob_diff"] == 0.5 and floor["mean_abs_logprob_diff"] == pytest.approx(0.75 / 4)
     assert floor["rank_changes_pct"] == 25.0 and floor["top1_flips_pct"] == 25.0
@@ -103,3 +105,26 @@ def test_diff_reports_and_draws_the_noise_floor(tmp_path):
     assert "Noise floor: noise floor (gemma-3-270m?n_batch=7 vs gemma-3-270m" in result.markdown
     html = (tmp_path / "d" / "report.html").read_text()
     assert "noise floor (gemma-3-270m?n_batch=7)" in html and 'class="noise-floor"' in html
+
+
+@pytest.mark.model
+def test_a_quantized_kv_diff_measures_its_flash_attention_share_by_default(tmp_path):
+    """CAND q4_0 KV needs flash_attn=1: the diff measures REF?flash_attn=1 against REF on a
+    seeded sample of its windows without being asked, and states the headline both ways; a
+    CAND that is REF with flash attention only is all numeric path (no second floor run)."""
+    from ctxeval import api
+
+    cand = "gemma-3-270m?type_k=q4_0&type_v=q4_0&flash_attn=1"
+    result = api.diff("gemma-3-270m", cand, ["demo"], window=64, max_tokens=256, out=tmp_path / "q4", bootstrap=api.Bootstrap(replicates=200))
+    floor = result.report["noise_floor"]
+    assert floor["cand"] == "gemma-3-270m?flash_attn=1" and floor["automatic"] == "flash_attn=1" and floor["windows"] == 4
+    kl = result.report["summary"]["all"]["kl"]["mean"]
+    assert 0 < floor["kl_mean"] < kl
+    assert f"KL {kl:.3g}, of which the numeric path {floor['kl_mean']:.3g}" in result.markdown
+    assert "| verdict (δ = ±0.01 nats/token) |" in result.markdown.splitlines()[6]
+    only = api.diff("gemma-3-270m", "gemma-3-270m?flash_attn=1", ["demo"], window=64, max_tokens=128, out=tmp_path / "fa", bootstrap=api.Bootstrap(replicates=200))
+    assert "noise_floor" not in only.report and not (tmp_path / "fa" / "noise_floor").exists()
+    assert "the whole difference is that path's" in only.markdown
+    off = api.diff("gemma-3-270m", cand, ["demo"], window=64, max_tokens=128, out=tmp_path / "off", bootstrap=api.Bootstrap(replicates=200),
+                   noise_floor=NoiseFloor("off"))
+    assert "noise_floor" not in off.report

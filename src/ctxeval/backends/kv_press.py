@@ -51,6 +51,13 @@ class PressOptions:
     budget: int | None = None
     arguments: dict = field(default_factory=dict)
 
+    def acts_on(self, context: int) -> bool:
+        """Whether the press drops any token of a `context`-token context: a budget keeps
+        min(B, c), a ratio kvpress's max(1, int(c·(1−r))) (docs/kv_compression.md)."""
+        if self.budget is not None:
+            return context > self.budget
+        return max(1, int(context * (1 - (self.compression_ratio or 0.0)))) < context
+
     def describe(self) -> dict:
         """What the manifest records (and the fingerprint's model name carries)."""
         return {"press": self.name, "compression_ratio": self.compression_ratio, "budget": self.budget, "arguments": dict(self.arguments),

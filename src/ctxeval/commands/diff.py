@@ -11,12 +11,13 @@ from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.config import DEFAULT_MODEL
 from ctxeval.data.corpus import CorpusOptions, open_corpus
-from ctxeval.modeldiff.finish import DEFAULT_TOP_K as DIFF_TOP_K, diff_result
-from ctxeval.modeldiff.noise_floor import NoiseFloor
+from ctxeval.modeldiff.finish import DEFAULT_DELTA, DEFAULT_TOP_K as DIFF_TOP_K, DiffFinish, diff_result
+from ctxeval.modeldiff.noise_floor import DEFAULT_NOISE_WINDOWS, NoiseFloor, candidate_path
 from ctxeval.modeldiff.keytokens import check_gain_run
 from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, DiffRun
 from ctxeval.modeldiff.summary import Bootstrap, bucket_edges
-from ctxeval.options import argument, at_least, comma_ints, group, non_negative, option, positive
+from ctxeval.modeldiff.acted import check_layout
+from ctxeval.options import argument, at_least, comma_ints, fail, group, non_negative, option, positive
 from ctxeval.pipeline.engine import run
 from ctxeval.render.kinds import RENDERING
 from ctxeval.pipeline.executors import ExecutorOptions
@@ -44,6 +45,8 @@ class DiffSpec:
     max_kl: float | None = option("--max-kl", "Fail (exit 1) if the upper CI bound of the mean KL exceeds this (nats).", None, check=non_negative)
     min_same_top: float | None = option("--min-same-top", "Fail (exit 1) if the lower CI bound of same-top-1 is below this percentage.", None,
                                         check=lambda v: None if 0 <= v <= 100 else f"is a percentage within 0..100, got {v:g}")
+    delta: float = option("--delta", "The verdict's margin δ in nats of mean Δ log-loss per token (CAND − REF, the log of the perplexity ratio): 'within δ' when the paired interval lies inside ±δ; 0.01 ≈ a perplexity ratio within ±1 %.",
+                          DEFAULT_DELTA, check=lambda v: None if v > 0 else f"must be a positive number of nats, got {v:g}")
     min_windows: int | None = common.min_windows()
     min_tokens: int | None = common.min_tokens()
     bootstrap: Bootstrap = group(Bootstrap)
@@ -58,13 +61,13 @@ class DiffSpec:
     executor: ExecutorOptions = common.executor()
 
     def check(self) -> None:
-        for model in (self.ref, self.cand):
-            common.refuse_truncation(common.model_spec(model), truncates=False)
+        models = (common.model_spec(self.ref), common.model_spec(self.cand))
+        for model in models:
+            common.refuse_truncation(model, truncates=False)
         stride = self.window if self.stride is None else self.stride
         if not 1 <= stride <= self.window:
-            from ctxeval.options import fail
-
             raise fail(DiffSpec, "stride", f"must be within 1..--window ({self.window}), got {stride}")
+        check_layout(models, self.window, self.stride)
 
 
 @dataclass(frozen=True)
@@ -80,9 +83,11 @@ def run_diff(spec: DiffSpec) -> DiffResult:
     full = "the full next-token distribution"
     ref, cand = common.model_spec(spec.ref), common.model_spec(spec.cand)
     common.refuse_api_models([ref, cand], "diff", full)
+    floor = spec.noise_floor or candidate_path(ref, cand, DEFAULT_NOISE_WINDOWS, spec.seed)
+    floor = None if floor is None or floor.off else floor
     second = None
-    if spec.noise_floor is not None:
-        second = common.model_spec(spec.noise_floor.second_spec(spec.ref))
+    if floor is not None:
+        second = common.model_spec(floor.second_spec(spec.ref))
         common.refuse_truncation(second, truncates=False)
         common.refuse_api_models([second], "--noise-floor", full)
     stride = spec.window if spec.stride is None else spec.stride
@@ -94,13 +99,14 @@ def run_diff(spec: DiffSpec) -> DiffResult:
                         spec.top_k, spec.reverse, spec.block_rows)
     bootstrap = spec.bootstrap
     settings = {"window": spec.window, "stride": stride, "max_tokens": spec.max_tokens, "top_k": spec.top_k, "reverse": spec.reverse, "bucket_edges": edges,
-                "replicates": bootstrap.replicates, "seed": bootstrap.seed, "confidence": bootstrap.confidence}
+                "replicates": bootstrap.replicates, "seed": bootstrap.seed, "confidence": bootstrap.confidence, "delta": spec.delta}
     gates = {"profile": spec.profile, "max_kl": spec.max_kl, "min_same_top": spec.min_same_top, "min_windows": spec.min_windows, "min_tokens": spec.min_tokens}
     floor_run = {"block_rows": spec.block_rows, "n_threads": spec.n_threads, "executor": spec.executor, "progress": spec.progress}
 
+    finishing = DiffFinish(ref, cand, loaded, settings, bootstrap, spec.delta, spec.key_tokens and Path(spec.key_tokens), floor, second, floor_run, gates)
+
     def finish(run_dir: Path, manifest: Manifest) -> DiffResult:
-        return diff_result(run_dir, manifest, ref=ref, loaded=loaded, settings=settings, bootstrap=bootstrap, key_tokens=spec.key_tokens and Path(spec.key_tokens),
-                           noise_floor=spec.noise_floor, second=second, floor_run=floor_run, gates=gates)
+        return diff_result(run_dir, manifest, finishing)
 
     task = DiffRun(config, loaded, (ref, cand), spec.n_threads, finish)
     return run(task, task.spec(), common.out_dir(spec.out, "diff", config), render=RENDERING, executor=spec.executor, progress=spec.progress)

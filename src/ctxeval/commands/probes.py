@@ -22,7 +22,8 @@ from ctxeval.probes.retrieval_data import N_EXAMPLES, VARIANTS
 from ctxeval.probes.retrieval_run import RetrievalConfig, run_retrieval
 from ctxeval.render.kinds import RENDERING
 from ctxeval.metrics.config import MetricConfig
-from ctxeval.probes.effective_length import DEFAULT_SHARE, UNITS, EstimatorSettings, effective_length_result
+from ctxeval.modeldiff.acted import presses
+from ctxeval.probes.effective_length import DEFAULT_DELTA as EL_DELTA, DEFAULT_SHARE, UNITS, EstimatorSettings, effective_length_result
 from ctxeval.results.context_gain import ContextGainResult
 from ctxeval.results.effective_length import EffectiveLengthResult
 from ctxeval.probes.probe_report import probe_report
@@ -83,6 +84,8 @@ class EffectiveLengthSpec:
     targets: int = option("--targets", "Consecutive target tokens per span, scored at every length.", 32, check=positive)
     share: float = option("--share", "L* is the shortest length whose gain over the shortest reaches this share of the gain at the longest.", DEFAULT_SHARE,
                           check=lambda v: None if 0 < v < 1 else "must lie strictly between 0 and 1")
+    delta: float = option("--delta", "The verdict's margin δ in nats/token: a variant whose loss of gain (shortest to longest length) against the first --model has its interval inside ±δ is 'within δ'.",
+                          EL_DELTA, check=lambda v: None if v > 0 else f"must be a positive number of nats, got {v:g}")
     unit: str = option("--unit", "Bootstrap unit: document (clustered; one document gives no interval) or span (spans of one long text as independent units).",
                        "document", check=one_of(UNITS))
     evaluator: str | None = common.evaluator()
@@ -103,6 +106,15 @@ class EffectiveLengthSpec:
     def check(self) -> None:
         if self.evaluator is not None and self.evaluator not in self.models:
             raise fail(EffectiveLengthSpec, "evaluator", f"must be one of the models ({', '.join(self.models)}), got {self.evaluator!r}")
+        longest = max(self.lengths)
+        for model in common.model_specs(list(self.models)):
+            if model.max_context is not None and longest + self.targets - 1 <= model.max_context:
+                raise fail(EffectiveLengthSpec, "lengths", f"reach at most {longest + self.targets - 1} tokens of context, within {model.text}'s max_context: "
+                                                           f"the limit would act on no target; give a length above {model.max_context - self.targets + 1}")
+            for _, press in presses((model,)):
+                if not press.acts_on(longest):
+                    raise fail(EffectiveLengthSpec, "lengths", f"keep every context of {model.text} whole (the longest is {longest} tokens): the press would act on no target; "
+                                                               f"give a length above {press.budget if press.budget is not None else longest}")
 
 
 @dataclass(frozen=True)
@@ -204,7 +216,7 @@ def run_effective_length(spec: EffectiveLengthSpec) -> EffectiveLengthResult:
 
     def finish(run_dir: Path, manifest: Manifest, metrics: MetricConfig) -> EffectiveLengthResult:
         settings = EstimatorSettings(spec.share, spec.unit, spec.replicates, spec.seed, evaluator=manifest.model_names[model_specs.index(evaluator_spec)],
-                                     alpha=spec.alpha, beta=spec.beta)
+                                     alpha=spec.alpha, beta=spec.beta, delta=spec.delta)
         return effective_length_result(run_dir, manifest, metrics, settings)
 
     return run_scoring(config, loaded, models, planner, common.out_dir(spec.out, "effective-length", config), spec, None, finish)

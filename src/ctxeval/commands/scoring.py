@@ -17,7 +17,8 @@ from ctxeval.metrics.config import MetricConfig, parse_cutoff
 from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
 from ctxeval.errors import UserError
-from ctxeval.modeldiff.finish import measure_noise_floor
+from ctxeval.modeldiff.acted import check_layout, presses
+from ctxeval.modeldiff.finish import FloorRun, measure_noise_floor
 from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir
 from ctxeval.render.diff import floor_line
 from ctxeval.modeldiff.summary import bucket_edges
@@ -102,6 +103,7 @@ class ScoreSpec(TokenScoringOptions):
         if self.method == "chunked" and common.model_spec(self.model).pressed:
             raise fail(ScoreSpec, "method", "chunked scores every token of a window from its start, so a pressed model has no context to compress; "
                        "use --method sliding --stride S, effective-length or context-gain")
+        _check_variant_acts(self)
         if self.noise_floor is not None and self.method == "fixed":
             raise fail(ScoreSpec, "noise_floor", "re-scores chunked or sliding windows, not --method fixed")
         _check_token_scoring(self)
@@ -225,9 +227,8 @@ def run_score(spec: ScoreSpec) -> RunResult | dict:
     result = run_scoring(config, loaded, [model], planner, common.out_dir(spec.out, "score", config), spec, spec.openai, dry_run=spec.dry_run)
     if spec.noise_floor is None or second is None or not isinstance(result, RunResult):
         return result
-    floor = measure_noise_floor(model, second, spec.noise_floor, loaded, window=spec.window, stride=spec.stride, max_tokens=spec.max_tokens,
-                                edges=bucket_edges(spec.window, None), out=floor_dir(result.run_dir), n_threads=spec.n_threads,
-                                executor=spec.executor, progress=spec.progress)
+    floor = measure_noise_floor(FloorRun(model, second, spec.noise_floor, loaded, spec.window, spec.stride, spec.max_tokens, bucket_edges(spec.window, None),
+                                         floor_dir(result.run_dir), spec.n_threads, spec.executor, spec.progress))
     result = replace(result, noise_floor=floor)
     result = save_result(result.run_dir, result, "score", RENDERING)
     return result
@@ -282,7 +283,7 @@ def _backend_options(models: Sequence[str], openai: OpenAIOptions | None) -> str
 
 def _second_path(model: ModelSpec, floor: NoiseFloor | None) -> ModelSpec | None:
     """The typed model of a noise floor's second numeric path (None without --noise-floor)."""
-    if floor is None:
+    if floor is None or floor.off:
         return None
     second = common.model_spec(floor.second_spec(model.text))
     common.refuse_truncation(second, truncates=False)
@@ -291,6 +292,23 @@ def _second_path(model: ModelSpec, floor: NoiseFloor | None) -> ModelSpec | None
 
 def _temperatures(values: Sequence[float]) -> tuple[float, ...]:
     return tuple(sorted(set(float(t) for t in values) | {1.0}))
+
+
+def _check_variant_acts(spec: ScoreSpec) -> None:
+    """Refuse a layout in which a press or a `max_context` limit acts on no scored target (the
+    run would read as the plain model): a press needs more context before a pass's targets than
+    it keeps, a limit a target with more context than N."""
+    model = common.model_spec(spec.model)
+    longest = spec.window if spec.method == "fixed" else spec.window - 1
+    if model.max_context is not None and longest <= model.max_context:
+        raise fail(ScoreSpec, "window", f"{{name}} ({spec.window}) gives no target more than {longest} tokens of context, within {model.text}'s max_context: "
+                                        f"the limit would act on no target; give a {{name}} above {model.max_context + (0 if spec.method == 'fixed' else 1)}")
+    if spec.method == "sliding":
+        check_layout((model,), spec.window, spec.stride)
+    for _, press in presses((model,)):
+        if spec.method == "fixed" and not press.acts_on(spec.window):
+            raise fail(ScoreSpec, "window", f"{{name}} ({spec.window}) tokens of context are kept whole by {model.text}: the press would act on no target; give a {{name}} above "
+                                            f"{press.budget if press.budget is not None else spec.window}")
 
 
 def _check_token_scoring(spec: Any) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -9,41 +11,117 @@ import pyarrow.parquet as pq
 from ctxeval.backends.registry import ModelSpec
 from ctxeval.data.corpus import Corpus
 from ctxeval.modeldiff.keytokens import key_token_mask
-from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_summary
+from ctxeval.modeldiff.acted import acted_mask, describe
+from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir, floor_summary, whole_path
 from ctxeval.stats.gates import diff_gate
 from ctxeval.pieces import read_pieces
 from ctxeval.modeldiff.run import DEFAULT_BLOCK_ROWS, DIFF_FILE, DiffConfig, DiffRun
-from ctxeval.pipeline.engine import run
-from ctxeval.modeldiff.summary import Bootstrap, summarize
+from ctxeval.pipeline.engine import run as engine_run
+from ctxeval.modeldiff.summary import Bootstrap, summarize, summarize_tokens
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.results.manifest import Manifest
 from ctxeval.report.numerics import arm, pair_numerics
 from ctxeval.results.diff import DiffResult
+from ctxeval.stats.defaults import MIN_CLUSTERS
+from ctxeval.stats.verdict import Verdict, verdict
 
 DEFAULT_TOP_K = 10
+DEFAULT_DELTA = 0.01  # nats of mean Δ log-loss: a perplexity ratio within about ±1 %
+NO_EFFECT = "the option had no effect on any scored target"
 
 
-def diff_result(run_dir: Path, manifest: Manifest, *, ref: ModelSpec, loaded: Corpus, settings: dict, bootstrap: Bootstrap, key_tokens: Path | None,
-                noise_floor: NoiseFloor | None, second: ModelSpec | None, floor_run: dict, gates: dict) -> DiffResult:
-    """A finished diff's result: the records summarised (also over a context-gain run's key
-    tokens), the noise floor measured where asked (`floor_run`: its block_rows, n_threads,
-    executor, progress), gated (`gates`: profile, max_kl, min_same_top, min_windows,
-    min_tokens); the result keeps the records, token texts and key-token mask its page shows. `settings` is diff.json's (window, stride, bucket_edges, ...)."""
+@dataclass(frozen=True)
+class FloorRun:
+    """A noise floor's own diff run: `model` against itself on `second` (`floor`'s path, its
+    windows and seed), laid out as the run it belongs to lays its windows over `corpus`, written
+    into `out` and resumed like any other run."""
+
+    model: ModelSpec
+    second: ModelSpec
+    floor: NoiseFloor
+    corpus: Corpus
+    window: int
+    stride: int | None
+    max_tokens: int | None
+    edges: list[int]
+    out: Path
+    n_threads: int | None = None
+    executor: ExecutorOptions | None = None
+    progress: bool = False
+    block_rows: int = DEFAULT_BLOCK_ROWS
+    bootstrap: Bootstrap = Bootstrap()
+
+
+@dataclass(frozen=True)
+class DiffFinish:
+    """What a diff's finisher needs besides its records: both models, the texts, diff.json's
+    `settings` (window, stride, bucket_edges, ...), the verdict's `delta`, the key-token run,
+    the noise floor (its path and second model, None for none) with how to run it (`floor_run`:
+    block_rows, n_threads, executor, progress) and the `gates` (profile, max_kl,
+    min_same_top, min_windows, min_tokens)."""
+
+    ref: ModelSpec
+    cand: ModelSpec
+    loaded: Corpus
+    settings: dict
+    bootstrap: Bootstrap
+    delta: float
+    key_tokens: Path | None
+    noise_floor: NoiseFloor | None
+    second: ModelSpec | None
+    floor_run: dict
+    gates: dict
+
+
+def diff_result(run_dir: Path, manifest: Manifest, spec: DiffFinish) -> DiffResult:
+    """A finished diff's result: the records summarised (over the targets a press acted on,
+    the others apart; also over a context-gain run's key tokens), the noise floor measured where
+    asked or where CAND changes the numeric path, the verdict, the gates; the result keeps the
+    records, token texts and masks its page shows."""
     records = pq.read_table(run_dir / DIFF_FILE).to_pandas()
+    settings, bootstrap = spec.settings, spec.bootstrap
     edges = settings["bucket_edges"]
-    summary = summarize(records, edges, bootstrap)
+    acted = acted_mask(records, (spec.ref, spec.cand))
+    scored = records if acted is None else records[acted]
+    summary = summarize(scored, edges, bootstrap)
+    if acted is not None:
+        summary["compressed"] = {"targets": int(acted.sum()), "of": len(records), "presses": describe((spec.ref, spec.cand)),
+                                 "uncompressed": summarize_tokens(records[~acted], bootstrap) if (~acted).any() else None}
     mask = None
-    if key_tokens is not None:
-        mask, picked = key_token_mask(records, manifest.texts or [], key_tokens)
-        summary["key_tokens"] = picked | (summarize(records[mask], edges, bootstrap) if mask.any() else {})
+    if spec.key_tokens is not None:
+        mask, picked = key_token_mask(records, manifest.texts or [], spec.key_tokens)
+        keys = mask if acted is None else mask & acted
+        summary["key_tokens"] = picked | (summarize(records[keys], edges, bootstrap) if keys.any() else {})
     floor = None
-    if noise_floor is not None and second is not None:
-        floor = measure_noise_floor(ref, second, noise_floor, loaded, window=settings["window"], stride=settings["stride"], max_tokens=settings["max_tokens"], edges=edges,
-                                    out=floor_dir(run_dir), bootstrap=bootstrap, **floor_run)
+    if spec.noise_floor is not None and spec.second is not None:
+        floor = measure_noise_floor(FloorRun(spec.ref, spec.second, spec.noise_floor, spec.loaded, settings["window"], settings["stride"], settings["max_tokens"], edges,
+                                             floor_dir(run_dir), bootstrap=bootstrap, **spec.floor_run))
+        floor["automatic"] = spec.noise_floor.why
+    gates = spec.gates
     failures = diff_gate(summary, gates["profile"], gates["max_kl"], gates["min_same_top"], gates["min_windows"], gates["min_tokens"])
     recorded = {"profile": gates["profile"], "max_kl": gates["max_kl"], "min_same_top": gates["min_same_top"], "failures": failures}
     report = diff_report(manifest, settings, summary, recorded, floor)
-    return DiffResult(run_dir, manifest, report, failures=failures, records=records, pieces=read_pieces(run_dir, report["ref"]["name"]), key_mask=mask)
+    found = diff_verdict(summary["all"], spec.delta, bootstrap.confidence, report["numerics"]).as_dict()
+    report["verdict"] = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in found.items()}
+    if whole_path(spec.ref, spec.cand):
+        report["whole_numeric_path"] = True
+    return DiffResult(run_dir, manifest, report, failures=failures, records=records, pieces=read_pieces(run_dir, report["ref"]["name"]), key_mask=mask,
+                      compressed_mask=acted)
+
+
+def diff_verdict(overall: dict, delta: float, confidence: float, numerics: dict) -> Verdict:
+    """The verdict on CAND's mean Δ log-loss against REF (the log of the perplexity ratio), read
+    against 0 and ±`delta` nats with its paired interval; samples are the resampling units
+    (windows, or documents). Records bit-identical to REF's say the option had no effect."""
+    ratio = overall["ppl_ratio"]
+    low, high = ratio["ci"] if ratio["ci"] is not None else (math.nan, math.nan)
+    reason = ""
+    if overall["resampling_units"] < MIN_CLUSTERS:
+        low = high = math.nan  # two window means are no interval to decide on
+        reason = f"{overall['resampling_units']} {overall['resampling_unit']}(s): fewer than {MIN_CLUSTERS} paired units decide nothing"
+    if numerics.get("bit_identical"):
+        reason = NO_EFFECT + (": REF and CAND ran on the same numeric path" if numerics.get("differing_fields") == [] else "")
+    return verdict(ratio["delta_log_nll"], low, high, delta, overall["resampling_units"], sd=ratio["unit_sd"], worse="higher", confidence=confidence, reason=reason)
 
 
 def diff_report(manifest: Manifest, settings: dict, summary: dict, gates: dict, floor: dict | None) -> dict:
@@ -73,30 +151,13 @@ def diff_report(manifest: Manifest, settings: dict, summary: dict, gates: dict, 
     return report
 
 
-def measure_noise_floor(
-    model: ModelSpec,
-    second: ModelSpec,
-    floor: NoiseFloor,
-    loaded: Corpus,
-    *,
-    window: int,
-    stride: int | None,
-    max_tokens: int | None,
-    edges: list[int],
-    out: Path,
-    n_threads: int | None,
-    executor: ExecutorOptions | None,
-    progress: bool,
-    block_rows: int = DEFAULT_BLOCK_ROWS,
-    bootstrap: Bootstrap = Bootstrap(),
-) -> dict:
-    """`model` against itself on `second`, `floor`'s second numeric path, on a seeded sample of
-    the windows a run with these options scores over the `loaded` texts (a diff run in `out`,
-    resumed like any other). The callers refuse API models before their own run."""
-    stride = window if stride is None else stride
-    config = DiffConfig(model.text, second.text, tuple(r.sha256 for r in loaded.refs), tuple(r.text_id for r in loaded.refs), window, stride, max_tokens,
-                        DEFAULT_TOP_K, False, block_rows, sample_windows=floor.windows, sample_seed=floor.seed)
-    task = DiffRun(config, loaded, (model, second), n_threads)
-    run(task, task.spec(), out, executor=executor, progress=progress)
-    records = pq.read_table(out / DIFF_FILE).to_pandas()
-    return floor_summary(records, model.text, second.text, summarize(records, edges, bootstrap))
+def measure_noise_floor(run: FloorRun) -> dict:
+    """`run.model` against itself on `run.second`, on a seeded sample of the windows its run
+    scores over the texts. The callers refuse API models before their own run."""
+    stride = run.window if run.stride is None else run.stride
+    config = DiffConfig(run.model.text, run.second.text, tuple(r.sha256 for r in run.corpus.refs), tuple(r.text_id for r in run.corpus.refs), run.window, stride,
+                        run.max_tokens, DEFAULT_TOP_K, False, run.block_rows, sample_windows=run.floor.windows, sample_seed=run.floor.seed)
+    task = DiffRun(config, run.corpus, (run.model, run.second), run.n_threads)
+    engine_run(task, task.spec(), run.out, executor=run.executor, progress=run.progress)
+    records = pq.read_table(run.out / DIFF_FILE).to_pandas()
+    return floor_summary(records, run.model.text, run.second.text, summarize(records, run.edges, run.bootstrap))

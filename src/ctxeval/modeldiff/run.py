@@ -20,6 +20,7 @@ import pyarrow as pa
 from ctxeval.pipeline import windows
 from ctxeval.config import config_id
 from ctxeval.data.corpus import Corpus
+from ctxeval.modeldiff.acted import check_plan_acts
 from ctxeval.modeldiff.divergence import DiffScores
 from ctxeval.modeldiff.pair import DiffTask, ModelPair, PairSpec
 from ctxeval.backends.base import ScorerBase
@@ -128,6 +129,7 @@ class DiffRun:
         docs = [tokenize(pair.ref, text) for text in self.corpus]
         plan = sample_windows([windows.for_model(plan_windows(len(tt), config), pair.ref.info.uses_bos) for tt in docs], config.sample_windows, config.sample_seed)
         flat = [p for per in plan for p in per]
+        compressed = check_plan_acts((self._spec.ref.model, self._spec.cand.model), [p.target_start - p.context_start for p in flat])
         task = DiffTask(config.top_k, config.reverse, config.block_rows)
         work = Work(task, one_per_unit(_jobs(docs, plan, done)), lambda job: work_item(pair.ref.info, job[1], job[2]), lambda job: job[2].n_input)
         manifest = {
@@ -139,6 +141,8 @@ class DiffRun:
                      "vocabulary_sha256": vocabulary},
             "corpus": self.corpus.facts(),
         }
+        if compressed is not None:
+            manifest["plan"]["compressed_passes"] = compressed
         return Plan([work], manifest, units=len(flat), noun="passes", total=sum(p.n_targets for p in flat),
                     already=sum(p.n_targets for i, p in enumerate(flat) if i in done))
 

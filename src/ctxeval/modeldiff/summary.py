@@ -29,7 +29,7 @@ from ctxeval.errors import FieldError, UserError
 from ctxeval.options import shared
 from ctxeval.stats.gates import log_and_display, resampling_unit
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_SEED, replicates_option
-from ctxeval.stats.paired import PairedEstimate, all_equal, paired_bca
+from ctxeval.stats.paired import PairedEstimate, all_equal, paired_bca, unit_sd
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
 FIRST_BUCKET = 512
@@ -96,6 +96,7 @@ def summarize_tokens(records: pd.DataFrame, bootstrap: Bootstrap) -> dict:
     same = interval("same_top1")
     ratio = interval("delta_loss")
     dp = interval("delta_p")
+    spread = unit_sd(per_window["delta_loss"].to_numpy(), tokens, clusters)
     out = {
         "tokens": len(records),
         "windows": len(per_window),
@@ -110,7 +111,7 @@ def summarize_tokens(records: pd.DataFrame, bootstrap: Bootstrap) -> dict:
         "interval_note": kl.reason if kl.units < 2 else None,
         "kl": {"mean": kl.estimate, "ci": kl.bounds, **percentiles(kl_values), **status(kl)},
         "same_top1": {"percent": 100 * same.estimate, "ci": None if same.bounds is None else [100 * same.low, 100 * same.high], **status(same)},
-        "ppl_ratio": ppl_ratio(ratio, records),
+        "ppl_ratio": ppl_ratio(ratio, records) | {"unit_sd": spread},
         "delta_p": {"mean": dp.estimate, "ci": dp.bounds, "rms": float(np.sqrt(np.mean(records["delta_p"].to_numpy() ** 2))), **status(dp)},
         "topk_overlap": float(records["topk_overlap"].mean()),
     }

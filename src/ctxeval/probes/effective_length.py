@@ -19,6 +19,7 @@ document. One document has no interval, never a zero-width one.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -28,13 +29,16 @@ import pandas as pd
 from ctxeval.metrics.registry import MetricConfig, token_metrics, tokens
 from ctxeval.pipeline.windows import capped_context
 from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask, merge_spans, tokens_within
-from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED, FEW_CLUSTERS, RELIABLE_CLUSTERS
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED, FEW_CLUSTERS, MIN_CLUSTERS, RELIABLE_CLUSTERS
 from ctxeval.results.effective_length import EffectiveLengthResult
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.records import read_records
-from ctxeval.stats.paired import PairedEstimate, paired_bca, ratio_replicates
+from ctxeval.stats.paired import PairedEstimate, paired_bca, ratio_replicates, unit_sd
+from ctxeval.stats.verdict import verdict
 
 DEFAULT_SHARE = 0.95
+DEFAULT_DELTA = 0.01  # nats/token of gain a variant may lose against the reference and be "within δ"
+NOT_MEASURABLE = "not measurable at this size"
 UNITS = ("document", "span")
 TABLE_COLUMNS = ("model", "text_id", "span", "j", "length", "context_len", "target_pos", "char_start", "char_end", "n_bytes", "logprob", "rank")
 
@@ -52,6 +56,7 @@ class EstimatorSettings:
     evaluator: str = ""
     alpha: float = DEFAULT_ALPHA
     beta: float = DEFAULT_BETA
+    delta: float = DEFAULT_DELTA
 
 
 def target_table(records: pd.DataFrame, model: str, lengths: tuple[int, ...], max_context: int | None) -> pd.DataFrame:
@@ -252,10 +257,16 @@ def compare_gains(tables: dict[str, pd.DataFrame], a: str, b: str, lengths: tupl
     counts = pd.Series(ua.span_counts, index=gain_a.index)[shared].to_numpy()
     docs = np.array([t for t, _ in shared])
     clusters = docs if settings.unit == "document" else None
-    estimate = paired_bca((gain_b[shared] - gain_a[shared]).to_numpy(), counts, settings.replicates, settings.seed, settings.confidence,
-                          clusters=clusters, unit=settings.unit)
+    difference = (gain_b[shared] - gain_a[shared]).to_numpy()
+    estimate = paired_bca(difference, counts, settings.replicates, settings.seed, settings.confidence, clusters=clusters, unit=settings.unit)
     share = share_kept(gain_b[shared].to_numpy(), gain_a[shared].to_numpy(), counts, clusters, settings)
-    return {"a": a, "b": b, "lengths": [lengths[0], lengths[-1]], "gain_difference": estimate_json(estimate), "share_kept": share, "spans": int(len(shared))}
+    few = estimate.units < MIN_CLUSTERS  # two units' means are no interval to decide on
+    found = verdict(estimate.estimate, math.nan if few else estimate.low, math.nan if few else estimate.high, settings.delta, estimate.units,
+                    sd=unit_sd(difference, counts, clusters), worse="lower", confidence=settings.confidence,
+                    reason=f"{estimate.units} {settings.unit}(s): fewer than {MIN_CLUSTERS} paired units decide nothing" if few else "").as_dict()
+    judged = {k: None if isinstance(v, float) and np.isnan(v) else v for k, v in found.items()} | {"unit": settings.unit}
+    return {"a": a, "b": b, "lengths": [lengths[0], lengths[-1]], "gain_difference": estimate_json(estimate), "share_kept": share, "spans": int(len(shared)),
+            "verdict": judged}
 
 
 def share_kept(gain: np.ndarray, reference_gain: np.ndarray, counts: np.ndarray, clusters: np.ndarray | None, settings: EstimatorSettings) -> dict:
@@ -288,20 +299,38 @@ def summarize(tables: dict[str, pd.DataFrame], lengths: tuple[int, ...], setting
     gain against the reference's: the first model's."""
     first = next(iter(tables.values()))
     models = list(tables)
+    summaries = {m: model_summary(tables[m], lengths, settings, caps[m]) for m in models}
+    measurable = measurable_reason(summaries[models[0]]["curve"][-1]["gain"], lengths)
+    for s in summaries.values():
+        s["effective_length"] |= {"measurable": measurable is None, "not_measurable": measurable}
     return {
         "lengths": list(lengths),
         "documents": sorted(set(first["text_id"])),
         "spans": int(first.groupby(["text_id", "span"]).ngroups),
         "targets_per_span": int(first["j"].max()) + 1,
         "estimator": {"share": settings.share, "unit": settings.unit, "replicates": settings.replicates, "seed": settings.seed,
-                      "confidence": settings.confidence,
+                      "confidence": settings.confidence, "delta": settings.delta,
                       "rule": f"L* = the shortest length whose mean log-probability gain over {lengths[0]} tokens reaches {settings.share:g} of the gain at {lengths[-1]}; "
                               f"percentile interval over bootstrap resamples of {settings.unit}s"},
         "key_tokens": {"evaluator": settings.evaluator, "alpha": settings.alpha, "beta": settings.beta,
                        "rule": f"log p({lengths[-1]}) - log p({lengths[0]}) > alpha and log p({lengths[-1]}) > beta, by the evaluator; other models by character span"},
-        "models": {m: model_summary(tables[m], lengths, settings, caps[m]) for m in models},
+        "models": summaries,
         "comparisons": [compare_gains(tables, models[0], m, lengths, settings) for m in models[1:]],
     }
+
+
+def measurable_reason(gain: dict, lengths: tuple[int, ...]) -> str | None:
+    """Why L* is not measurable in this run (None: it is): the reference's gain from the
+    shortest to the longest length must exceed 0 by its interval, else the curve's knee is noise
+    and a variant can come out with any L*, pointing either way."""
+    if gain["units"] < MIN_CLUSTERS:
+        return f"{NOT_MEASURABLE}: the reference's gain {lengths[0]}→{lengths[-1]} rests on {gain['units']} resampling unit(s), fewer than {MIN_CLUSTERS}"
+    if gain["interval"] == "none":
+        return f"{NOT_MEASURABLE}: the reference's gain {lengths[0]}→{lengths[-1]} has no interval ({gain['reason']})"
+    if not gain["low"] > 0:
+        return (f"{NOT_MEASURABLE}: the reference's gain {lengths[0]}→{lengths[-1]}, {gain['estimate']:+.3f} [{gain['low']:+.3f}, {gain['high']:+.3f}] nats/token, "
+                "does not exclude 0; more documents or spans would tell")
+    return None
 
 
 def effective_length_result(run_dir: Path, manifest: Manifest, metrics: MetricConfig, settings: EstimatorSettings) -> EffectiveLengthResult:

@@ -17,25 +17,60 @@ def floor_line(floor: dict) -> str:
 
 
 def headline(report: dict) -> Headline:
-    """How far CAND is from REF: the mean KL, the perplexity ratio and the share of tokens whose
-    top-1 both models agree on, each with its interval; whether the KL is within the noise
-    floor, and the gates."""
+    """How far CAND is from REF: the verdict first, then the mean KL (with the numeric path's own
+    share where a noise floor was measured), the perplexity ratio and the share of tokens whose
+    top-1 both models agree on, each with its interval; a press's uncompressed targets apart,
+    and the gates."""
     overall = report["summary"]["all"]
     conf = f"{100 * report['settings']['confidence']:.0f} %"
     kl, same, ratio = overall["kl"], overall["same_top1"], overall["ppl_ratio"]
-    rows = (("mean KL(P_ref ‖ P_cand), nats/token", f"{kl['mean']:.5f}", interval_text(kl["ci"], ".5f")),
-            ("perplexity ratio CAND/REF", f"{ratio['ratio']:.4f}", interval_text(ratio["display_ci"], ".4f")),
-            ("same top-1 token", f"{same['percent']:.2f} %", interval_text(same["ci"], ".2f")))
-    notes = []
-    if "noise_floor" in report and kl["mean"] <= report["noise_floor"]["kl_mean"]:
-        notes.append(f"The mean KL is within the noise floor ({report['noise_floor']['kl_mean']:.3g} nats): this difference is numerics, not the model.")
+    rows = [verdict_row(report)] if "verdict" in report else []
+    rows.append(("mean KL(P_ref ‖ P_cand), nats/token", f"{kl['mean']:.5f}", interval_text(kl["ci"], ".5f")))
+    floor = report.get("noise_floor")
+    if floor is not None:
+        rows.append((f"  of which the numeric path ({floor['cand']} vs REF)", f"{floor['kl_mean']:.5f}", interval_text(floor.get("kl_ci"), ".5f")))
+    rows += [("perplexity ratio CAND/REF", f"{ratio['ratio']:.4f}", interval_text(ratio["display_ci"], ".4f")),
+             ("same top-1 token", f"{same['percent']:.2f} %", interval_text(same["ci"], ".2f"))]
+    notes = [f"Verdict: {report['verdict']['reason']}."] if report.get("verdict", {}).get("reason") else []
+    compressed = report["summary"].get("compressed")
+    if compressed is not None:
+        notes.append(compressed_line(compressed))
+    if floor is not None:
+        notes.append(f"KL {kl['mean']:.3g}, of which the numeric path {floor['kl_mean']:.3g} (REF on CAND's numeric path, {floor['windows']} seeded windows"
+                     + (f"; measured because CAND sets {floor['automatic']}" if floor.get("automatic") else "") + ").")
+        if kl["mean"] <= floor["kl_mean"]:
+            notes.append(f"The mean KL is within the noise floor ({floor['kl_mean']:.3g} nats): this difference is numerics, not the model.")
+    if report.get("whole_numeric_path"):
+        notes.append("CAND is REF with numeric-path options only (flash_attn, n_batch, threads, device): the whole difference is that path's.")
     gates = report["gates"]
     if gates["failures"]:
         notes.append(f"Gates ({gates['profile']}) failed: " + "; ".join(gates["failures"]) + ".")
     elif gates["profile"] != "dev" or gates["max_kl"] is not None or gates["min_same_top"] is not None:
         notes.append(f"Gates ({gates['profile']}) passed.")
     return Headline(f"CAND {report['cand']['name']} against REF {report['ref']['name']}", f"{overall['tokens']} tokens, {overall['windows']} windows "
-                    f"of {overall['documents']} document(s)", ("quantity", "value", f"{conf} BCa interval"), rows, tuple(notes))
+                    f"of {overall['documents']} document(s)", ("quantity", "value", f"{conf} BCa interval"), tuple(rows), tuple(notes))
+
+
+def verdict_row(report: dict) -> tuple[str, str, str]:
+    """The verdict on CAND's mean Δ log-loss, the headline's first row: outcome, estimate and
+    paired interval, and the samples (windows or documents) that would settle an undecided one."""
+    v = report["verdict"]
+    unit = report["summary"]["all"]["resampling_unit"]
+    interval = "no interval" if v["low"] is None else f"[{v['low']:+.4g}, {v['high']:+.4g}]"
+    text = f"Δ log-loss CAND − REF {v['estimate']:+.4g} nats/token {interval}, {v['n']} {unit}s"
+    if v["samples_needed"] is not None:
+        text += f"; about {v['samples_needed']} {unit}s would settle it"
+    return f"verdict (δ = ±{v['delta']:g} nats/token)", v["outcome"], text
+
+
+def compressed_line(compressed: dict) -> str:
+    """How many targets a press acted on; the others' numbers apart, never averaged in."""
+    text = f"{compressed['targets']} of {compressed['of']} targets scored against a compressed cache ({compressed['presses']}); the numbers above are theirs."
+    rest = compressed["uncompressed"]
+    if rest is not None:
+        text += (f" The other {rest['tokens']} (windows with no context before their targets to compress) are reported apart: mean KL {rest['kl']['mean']:.5f}, "
+                 f"perplexity ratio {rest['ppl_ratio']['ratio']:.4f}.")
+    return text
 
 
 def render_markdown(report: dict) -> str:

@@ -29,14 +29,18 @@ from ctxeval.results.diff import DiffResult
 TOPK_COLUMNS = ("ref_topk_ids", "ref_topk_logprobs", "cand_topk_ids", "cand_topk_logprobs")
 
 
-def render_diff(report: dict, records: pd.DataFrame, pieces: dict[int, str], key: np.ndarray | None = None) -> str:
+def render_diff(report: dict, records: pd.DataFrame, pieces: dict[int, str], key: np.ndarray | None = None, compressed: np.ndarray | None = None) -> str:
     """The page of a finished diff: its diff.json content, records and REF's token pieces
-    (id -> text). `key`: the records that are key tokens (`--key-tokens`), marked on the page."""
+    (id -> text). `key`: the records that are key tokens (`--key-tokens`), marked on the page;
+    `compressed`: a press's records scored against a compressed cache (the page opens on the
+    first window of them, not on one the press never touched)."""
     summary = report["summary"]
     cells = [summary["all"], *summary["buckets"]]
     key_summary = summary.get("key_tokens")
     key_cells = [key_summary["all"], *key_summary["buckets"]] if key_summary and key_summary["tokens"] else []
     data = diff_payload(records, pieces, key)
+    if compressed is not None and compressed.any():
+        data["open"] = int(np.searchsorted(runs_of(records["pass_index"].to_numpy())[0], int(np.argmax(compressed)), side="right") - 1)
     data |= {"ref": report["ref"]["name"], "cand": report["cand"]["name"]}
     template = environment().get_template("diff.html.j2")
     return template.render(
@@ -134,7 +138,7 @@ def diff_payload(records: pd.DataFrame, pieces: dict[int, str], key: np.ndarray 
 def texts(r: DiffResult) -> DiffResult:
     """diff.md from the report; report.html from the records, token texts and key-token mask
     the result was built with (a diff read back from its folder holds its page already)."""
-    page = r.html if r.records is None else render_diff(r.report, r.records, r.pieces or {}, r.key_mask)
+    page = r.html if r.records is None else render_diff(r.report, r.records, r.pieces or {}, r.key_mask, r.compressed_mask)
     return replace(r, markdown=render_markdown(r.report), html=page)
 
 

@@ -32,14 +32,24 @@ def _share(s: dict) -> str:
     if s["estimate"] is None:
         return "undefined (the reference gains nothing)"
     if s["interval"] == "none":
-        return f"{percent(s['estimate'])} (no interval)"
+        return f"{percent(s['estimate'])} ({s['reason']})" if s["reason"].startswith("no interval") else f"{percent(s['estimate'])} (no interval: {s['reason']})"
     return f"{percent(s['estimate'])} [{percent(s['low'])}, {percent(s['high'])}]"
 
 
+def verdict_text(v: dict) -> str:
+    """A variant's verdict against the reference in one cell: outcome, then the samples that
+    would settle it when it is undecided."""
+    text = v["outcome"]
+    if v["samples_needed"] is not None:
+        text += f" (about {v['samples_needed']} {v['unit']}s would settle it)"
+    return text
+
+
 def headline(summary: dict) -> Headline:
-    """Per model its L*, its mean log-probability at the longest length and its gain from the
-    shortest; per variant beside the reference (the first model) the gain it loses against the
-    reference and the share of the reference's gain it keeps."""
+    """Per variant its verdict against the reference (the first model) first: does it lose gain
+    beyond ±δ, is it within δ, or are there too few samples to tell; then per model its L* (where
+    the reference's own gain is measurable), its mean log-probability at the longest length and
+    its gain from the shortest, the gain it loses and the share of the reference's gain it keeps."""
     lengths = summary["lengths"]
     first, last = lengths[0], lengths[-1]
     reference = next(iter(summary["models"]))
@@ -48,9 +58,19 @@ def headline(summary: dict) -> Headline:
     rows = []
     for model, s in summary["models"].items():
         c = against.get(model)
-        rows.append((model, describe_length(s["effective_length"]), f"{s['curve'][-1]['logprob']:.3f}", _ci(s["curve"][-1]["gain"], "+.3f"),
+        rows.append((model, (verdict_text(c["verdict"]) if "verdict" in c else "—") if c else "reference", describe_length(s["effective_length"]), f"{s['curve'][-1]['logprob']:.3f}", _ci(s["curve"][-1]["gain"], "+.3f"),
                      _ci(_negated(c["gain_difference"]), "+.3f") if c else "reference", _share(c["share_kept"]) if c else "—"))
     notes = [f"Reference: {reference}, the first --model."] if len(rows) > 1 else []
+    if len(rows) > 1 and "delta" in summary["estimator"]:
+        delta = summary["estimator"]["delta"]
+        notes.append(f"Verdict on the gain {first}→{last} each model loses against the reference, paired on the same targets: hurts (the {conf} interval excludes 0), "
+                     f"within δ (it lies inside ±{delta:g} nats/token) or too few samples to tell.")
+    for c in summary["comparisons"]:
+        if c.get("verdict", {}).get("reason"):
+            notes.append(f"Verdict on {c['b']}: {c['verdict']['reason']}.")
+    reason = next(iter(summary["models"].values()))["effective_length"].get("not_measurable")
+    if reason:
+        notes.append(f"L* {reason}.")
     notes.append(f"L*: the shortest length whose gain over {first} tokens reaches {summary['estimator']['share']:g} of the gain at {last} "
                  f"({conf} percentile interval over {summary['estimator']['unit']}s; ≥ {last}: still gaining at the longest length).")
     if len(rows) > 1:
@@ -58,7 +78,7 @@ def headline(summary: dict) -> Headline:
                      f"share kept: the model's gain ÷ the reference's ({conf} percentile interval over the same resamples).")
     return Headline("Effective context length", f"{summary['spans']} spans of {summary['targets_per_span']} targets in {len(summary['documents'])} document(s), "
                     "the same targets at every length; log p: their mean log-probability; gains in nats/token",
-                    ("model", f"L* [{conf}]", f"log p at {last}", f"gain {first}→{last} [{conf}]", "gain lost vs reference", "share of reference's gain kept"),
+                    ("model", "verdict vs reference", f"L* [{conf}]", f"log p at {last}", f"gain {first}→{last} [{conf}]", "gain lost vs reference", "share of reference's gain kept"),
                     tuple(rows), tuple(notes))
 
 

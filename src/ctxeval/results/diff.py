@@ -45,6 +45,7 @@ class DiffResult(Result):
     records: pd.DataFrame | None = field(repr=False, default=None, compare=False)
     pieces: dict[int, str] | None = field(repr=False, default=None, compare=False)  # token id -> text
     key_mask: np.ndarray | None = field(repr=False, default=None, compare=False)  # `--key-tokens`: which records are key tokens
+    compressed_mask: np.ndarray | None = field(repr=False, default=None, compare=False)  # a pressed model: which records saw a compressed cache
 
     def token_records(self) -> pd.DataFrame:
         """One row per scored token with both models' numbers: the records the result was built

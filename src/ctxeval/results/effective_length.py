@@ -85,9 +85,12 @@ def curve_frame(summary: dict) -> pd.DataFrame:
 
 
 def describe_length(e: dict | None) -> str:
-    """L* in words: `1024 [512, 2048]`, `≥ 4096`, `no interval`."""
+    """L* in words: `1024 [512, 2048]`, `≥ 4096`, `no interval`, or `not measurable at this
+    size` where the reference's own gain does not exclude 0."""
     if e is None:
         return "no key tokens"
+    if e.get("measurable") is False:
+        return "not measurable at this size"
     value = f"≥ {e['value']}" if e["at_least"] else (f"≤ {e['value']} (no gain)" if e["no_gain"] else f"{e['value']}")
     if e["interval"] == "none":
         return f"{value}, no interval"

@@ -230,3 +230,18 @@ def _replicates(n_units: int, replicates: int, seed: int, draw: Callable, statis
         counts = np.bincount((idx + rows).ravel(), minlength=(hi - lo) * n_units).reshape(hi - lo, n_units)
         boot[lo:hi] = statistic(counts.astype(np.float64))
     return boot
+
+
+def unit_sd(delta: np.ndarray, tokens: np.ndarray, clusters: np.ndarray | None = None) -> float | None:
+    """The spread of one resampling unit's contribution to the token-weighted mean of `delta`:
+    the standard deviation of the units' influence values (t_u / t̄)(Δ_u − Δ̄), Δ_u a unit's
+    token mean, so the mean's standard error is about unit_sd / √units (the verdict's samples
+    needed). None with fewer than two units."""
+    num, den = np.asarray(delta, dtype=np.float64) * tokens, np.asarray(tokens, dtype=np.float64)
+    if clusters is not None:
+        _, index = np.unique(clusters, return_inverse=True)
+        num, den = np.bincount(index, weights=num), np.bincount(index, weights=den)
+    if len(num) < 2:
+        return None
+    influence = (num - num.sum() / den.sum() * den) / den.mean()
+    return float(np.std(influence, ddof=1))

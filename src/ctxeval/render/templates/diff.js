@@ -178,7 +178,7 @@
 
   legend();
   filterWindows();
-  if (state.list.length) selectWindow(state.list[0]);
+  if (state.list.length) selectWindow(DATA.open ?? state.list[0]);
   window.ctxevalDiff = { selectWindow, state };
   performance.mark("ctxeval-interactive");
 })();
