@@ -132,7 +132,9 @@ def test_every_model_flag_has_one_help_naming_every_backend():
 def test_a_flag_shared_with_one_default_keeps_one_help():
     """A flag several commands share with the same default reads the same in each --help
     (declared once, in commands/common.py); --out alone differs where a command writes its
-    files elsewhere than a run directory of its own (trends into the run, leval-corr beside its input)."""
+    files elsewhere than a run directory of its own (trends into the run, leval-corr beside its input),
+    and --delta, whose margin is in the unit of each command's own paired difference (diff: Δ
+    log-loss per token; effective-length: gain lost per token)."""
     from collections import defaultdict
     from dataclasses import MISSING
 
@@ -144,5 +146,6 @@ def test_a_flag_shared_with_one_default_keeps_one_help():
                 default = f.default if f.default is not MISSING else f.default_factory
                 helps[(flag.flag, repr(default))][flag.help].add(command.name)
     split = {key: dict(texts) for key, texts in helps.items() if len(texts) > 1}
-    assert set(split) <= {("--out", "None")}, split
+    assert set(split) <= {("--out", "None"), ("--delta", "0.01")}, split
+    assert sorted(c for cs in split.get(("--delta", "0.01"), {}).values() for c in cs) in ([], ["diff", "effective-length"])
     assert sorted(c for texts in split.values() for h, cs in texts.items() if not h.startswith("Run directory") for c in cs) == ["leval-corr", "trends"]
