@@ -6,9 +6,7 @@ Scoring (`--windows`): `ctxeval score --method fixed` on one window of W tokens 
 run with llama.cpp's sliding-window cache at its window (`swa_full=False`), flash attention off,
 n_batch 512, the same threads. Each side runs in its own process (peak RSS is its own), the two
 alternate window by window, and the table gives their ratio, since a shared machine's load
-moves both. ctxeval's side also reports where its time went: llama.cpp's decode (split into a
-part constant per batch, the matrix products, and a part growing with the position, attention:
-a least-squares line through the seconds of each 512-token batch against its position) and the
+moves both. ctxeval's side also reports where its time went: llama.cpp's decodes and the
 scoring of the 262,144-token vocabulary (`score_block`: log-softmax, exact ranks, top-20).
 
 RULER (`--ruler-length`): one niah_single_2 sample's prefill and greedy generation of up to 128
@@ -50,38 +48,31 @@ def _threads() -> int:
 def score_ctxeval(window: int, out: Path) -> dict:
     """`ctxeval score --method fixed` on one window, timing llama.cpp's decodes and the scoring."""
     import llama_cpp
-    import numpy as np
 
     import ctxeval
     import ctxeval.backends.llamacpp as backend
 
-    batches: list[float] = []
-    post = [0.0]
+    spent = {"decode": 0.0, "ranking": 0.0}
     decode, score_block = llama_cpp.llama_decode, backend.score_block
 
     def timed_decode(*args):
         t0 = time.perf_counter()
         status = decode(*args)
-        batches.append(time.perf_counter() - t0)
+        spent["decode"] += time.perf_counter() - t0
         return status
 
     def timed_score(*args, **kwargs):
         t0 = time.perf_counter()
         result = score_block(*args, **kwargs)
-        post[0] += time.perf_counter() - t0
+        spent["ranking"] += time.perf_counter() - t0
         return result
 
     llama_cpp.llama_decode, backend.score_block = timed_decode, timed_score
     t0 = time.perf_counter()
     result = ctxeval.score((str(MOBY),), method="fixed", window=window, max_tokens=window, top_k=TOP_K, out=out)
     seconds = time.perf_counter() - t0
-    # seconds of batch k = matmul + attention * k: a line through the batches' times
-    k = np.arange(len(batches))
-    slope, intercept = np.polyfit(k, batches, 1) if len(batches) > 1 else (0.0, batches[0])
-    attention = float(slope * k.sum())
     return {"side": "ctxeval score --method fixed", "window": window, "tokens": len(result.records), "seconds": seconds,
-            "decode_seconds": float(sum(batches)), "attention_seconds": attention, "matmul_seconds": float(sum(batches)) - attention,
-            "ranking_seconds": post[0], "peak_rss_mb": peak_rss_mb()}
+            "decode_seconds": spent["decode"], "ranking_seconds": spent["ranking"], "peak_rss_mb": peak_rss_mb()}
 
 
 def _llama(n_ctx: int, logits_all: bool):
@@ -176,6 +167,41 @@ def ruler_run(length: int, samples: int, reuse: bool, out: Path) -> dict:
             "prompt_tokens": int(records["prompt_tokens"].sum()), "records": records.to_json(orient="records"), "peak_rss_mb": peak_rss_mb()}
 
 
+def ruler_ab(length: int, samples: int) -> dict:
+    """RULER's per-sample work (`score_then_generate` of the reference, generation where greedy
+    decoding leaves it) on `samples` niah_single_2 samples in run order, by two scorers, with and
+    without prefix reuse, alternating sample by sample so the machine's load falls on both alike."""
+    import numpy as np
+
+    from ctxeval.backends.registry import load_scorer, load_vocabulary, parse_model_spec
+    from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
+    from ctxeval.probes.ruler import reference_text
+    from ctxeval.probes.ruler_prompt import token_counter
+    from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, shared_prefix_order
+    from ctxeval.probes.ruler_tasks import TASKS
+
+    vocab = load_vocabulary("gemma-3-270m")
+    essay = load_text(RULER_HAYSTACK_NAME).content
+    count = token_counter(vocab, TASK, None)
+    size = fit_size(TASK, length, 42, essay, count, "gemma-3-270m")
+    jobs = shared_prefix_order([(k, SampleSpec(TASK, length, k, size)) for k in range(samples)], 42, essay)
+    scorers = {reuse: load_scorer(parse_model_spec("gemma-3-270m" if reuse else "gemma-3-270m?prefix_reuse=0"), n_threads=_threads()) for reuse in (True, False)}
+    seconds, outputs, generated = {True: 0.0, False: 0.0}, {True: [], False: []}, 0
+    for i, (_, spec) in enumerate(jobs):
+        rendered = build_sample(spec, 42, essay, count)[0]
+        prompt = np.asarray([vocab.info.bos_id, *vocab.tokenize(rendered.prompt)], dtype=np.int32)
+        reference = np.asarray(vocab.tokenize(reference_text(TASKS[TASK].family, rendered.answers)), dtype=np.int32)
+        for reuse in ((True, False) if i % 2 == 0 else (False, True)):
+            t0 = time.perf_counter()
+            scores, text = scorers[reuse].score_then_generate(prompt, reference, TASKS[TASK].tokens_to_generate, 2, (1.0,))
+            seconds[reuse] += time.perf_counter() - t0
+            outputs[reuse].append((scores.logprob.tolist(), scores.rank.tolist(), text))
+        generated += outputs[True][-1][2] is not None
+    return {"side": "ruler samples, prefix reuse on vs off (alternating)", "window": length, "samples": samples, "seconds_on": seconds[True],
+            "seconds_off": seconds[False], "generated_samples": generated, "identical": outputs[True] == outputs[False],
+            "reused_tokens": scorers[True].prefix_cache.reused, "peak_rss_mb": peak_rss_mb()}
+
+
 def reuse_plan(length: int, samples: int) -> dict:
     """Prompt tokens prefix reuse skips between consecutive samples at `length`, in run order, with
     Gemma 3 270M's checkpoints (every 1,024 tokens from 512), without running the model."""
@@ -213,6 +239,8 @@ def worker(args: argparse.Namespace) -> dict:
         return ruler_peer(args.n)
     if args.side == "reuse-plan":
         return reuse_plan(args.n, args.samples)
+    if args.side == "ruler-ab":
+        return ruler_ab(args.n, args.samples)
     return ruler_run(args.n, args.samples, args.side == "ruler-reuse", args.out)
 
 
@@ -232,6 +260,7 @@ def main() -> None:
     parser.add_argument("--ruler-length", type=int, nargs="*", default=[])
     parser.add_argument("--ruler-samples", type=int, default=4)
     parser.add_argument("--reuse-plan", type=int, nargs="*", default=[])
+    parser.add_argument("--reuse-ab", type=int, nargs="*", default=[], help="lengths: RULER samples with and without prefix reuse, alternating")
     parser.add_argument("--out", type=Path, default=Path("bench/out/long_context"))
     parser.add_argument("--side", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
@@ -251,8 +280,8 @@ def main() -> None:
         for r in (peer, ours):
             print(f"| {window} | {r['side']} | {r['tokens'] / r['seconds']:.1f} | {1000 * r['seconds'] / r['tokens']:.2f} | {r['peak_rss_mb']:.0f} | "
                   f"{(ours['tokens'] / ours['seconds']) / (peer['tokens'] / peer['seconds']):.2f} |")
-        print(f"where ctxeval's {ours['seconds']:.1f} s went: decode {ours['decode_seconds']:.1f} s (matrix products {ours['matmul_seconds']:.1f}, "
-              f"attention {ours['attention_seconds']:.1f}), ranking the vocabulary {ours['ranking_seconds']:.1f} s", flush=True)
+        print(f"where ctxeval's {ours['seconds']:.1f} s went: llama.cpp's decodes {ours['decode_seconds']:.1f} s, "
+              f"ranking the vocabulary {ours['ranking_seconds']:.1f} s", flush=True)
     for length in args.ruler_length:
         peer, ours = run_side("ruler-peer", length, args.out), run_side("ruler-ctxeval", length, args.out)
         print(f"RULER sample at {length}: ctxeval {ours['seconds']:.1f} s ({ours['generated']} generated), llama-cpp-python {peer['seconds']:.1f} s "
@@ -262,6 +291,11 @@ def main() -> None:
         same = json.loads(on["records"]) == json.loads(off["records"])
         print(f"ctxeval ruler {TASK} at {length}, {args.ruler_samples} samples: prefix reuse off {off['seconds']:.1f} s, on {on['seconds']:.1f} s, "
               f"saved {100 * (1 - on['seconds'] / off['seconds']):.0f} %; records identical: {same}")
+    for length in args.reuse_ab:
+        ab = run_side("ruler-ab", length, args.out, args.ruler_samples)
+        print(f"{TASK} at {length}, {args.ruler_samples} samples ({ab['generated_samples']} generating), alternating: prefix reuse off {ab['seconds_off']:.1f} s, "
+              f"on {ab['seconds_on']:.1f} s, saved {100 * (1 - ab['seconds_on'] / ab['seconds_off']):.0f} %; {ab['reused_tokens']} prompt tokens reused; "
+              f"scores and generated text identical: {ab['identical']}")
     for length in args.reuse_plan:
         plan = run_side("reuse-plan", length, args.out, args.ruler_samples)
         print(f"reuse plan at {length}, {args.ruler_samples} samples: {plan['skipped_tokens']} of {plan['prompt_tokens']} prompt tokens skipped between samples "

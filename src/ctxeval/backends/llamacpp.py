@@ -328,7 +328,8 @@ class LlamaCppScorer(ScorerBase):
         """Continuation of `input_ids`: at temperature 0 the argmax at every step (ties to the
         lowest id), else a draw from softmax(logits / temperature) with a generator seeded by `seed`.
 
-        Decodes the input afresh, then one token per step; stops after `max_new_tokens` or at
+        Decodes the input (from the previous prompt's cache where the two share a prefix, unless
+        `prefix_reuse` is off: backends/llamacpp_prefix.py), then one token per step; stops after `max_new_tokens` or at
         the end-of-generation token. `context_end` changes nothing: the whole cache is kept.
         """
         if max_new_tokens < 1:
@@ -382,7 +383,8 @@ class LlamaCppScorer(ScorerBase):
         the prompt and the d tokens greedy decoding shares with the continuation (the freed
         cells are the ones generation would have used), so the prompt is decoded once. Where
         the cache cannot be cut back (a sliding-window cache that dropped early positions),
-        generation starts afresh, as `generate`."""
+        generation runs as `generate`, whose prompt resumes from the last sliding-window
+        checkpoint before its end (prefix reuse)."""
         continuation_ids = np.asarray(continuation_ids)
         decoder = _StepDecoder(self, len(prompt_ids) + max(len(continuation_ids), max_new_tokens) + 1)
         scores, leave, first = self._score_along(decoder, prompt_ids, continuation_ids, top_k, temperatures)
