@@ -186,6 +186,8 @@ def ruler_ab(length: int, samples: int) -> dict:
     size = fit_size(TASK, length, 42, essay, count, "gemma-3-270m")
     jobs = shared_prefix_order([(k, SampleSpec(TASK, length, k, size)) for k in range(samples)], 42, essay)
     scorers = {reuse: load_scorer(parse_model_spec("gemma-3-270m" if reuse else "gemma-3-270m?prefix_reuse=0"), n_threads=_threads()) for reuse in (True, False)}
+    for scorer in scorers.values():
+        scorer.prepare(length + 2)  # as `ctxeval ruler` sizes the context for a length
     seconds, outputs, generated = {True: 0.0, False: 0.0}, {True: [], False: []}, 0
     for i, (_, spec) in enumerate(jobs):
         rendered = build_sample(spec, 42, essay, count)[0]

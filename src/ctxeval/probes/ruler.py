@@ -185,6 +185,9 @@ class RulerTask:
     def __call__(self, model: Scorer, items: list[SampleSpec]) -> list[object]:
         rows = []
         for spec in items:
+            # one context per length (BOS and the decode's spare token on top): a context grown
+            # for a longer prompt would drop the previous prompt's cache (prefix reuse)
+            model.prepare(min(spec.length + 2, model.info.n_ctx_train))
             rendered, haystack = build_sample(spec, self.seed, self.essay, token_counter(model, spec.task, self.chat))
             rows.append(score_sample(model, rendered, spec, haystack, self.chat, self.generate).to_row())
         return rows
