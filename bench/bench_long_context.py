@@ -17,7 +17,7 @@ niah_single_2 with and without prefix reuse (`?prefix_reuse=0`), their records c
 `--reuse-plan L` counts, without running the model, the prompt tokens prefix reuse skips at
 length L (samples in run order, resumed at the sliding-window checkpoints).
 
-    PYTHONPATH=src .venv/bin/python bench/bench_long_context.py --windows 4096 8192 --ruler-length 4096 --ruler-samples 4 --reuse-plan 16384
+    PYTHONPATH=src .venv/bin/python bench/bench_long_context.py --windows 4096 8192 --ruler-length 4096 --ruler-samples 4 --reuse-ab 16384 --reuse-plan 16384
 """
 
 from __future__ import annotations
