@@ -225,11 +225,13 @@ def test_model_options_parse_and_refuse_bad_values():
     assert base == "x.gguf"
     parsed = LlamaCppOptions.parse(options, "x")
     assert parsed == LlamaCppOptions("q8_0", "q4_0", True, 0.5, None)
+    assert parsed.prefix_reuse and not LlamaCppOptions.parse({"prefix_reuse": "0"}, "m").prefix_reuse
     for spec, message in (
         ("m?type_k=q9", "choose one of"),
         ("m?colour=red", "unknown model option 'colour'"),
         ("m?type_v=q8_0", "needs flash attention"),
         ("m?flash_attn=yes", "must be 0 or 1"),
+        ("m?prefix_reuse=off", "must be 0 or 1"),
         ("m?rope_freq_scale=-1", "must be positive"),
         ("m?type_k", "not key=value"),
         ("m?type_k=q8_0&type_k=f16", "given twice"),

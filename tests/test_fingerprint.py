@@ -149,6 +149,9 @@ def test_compact_line_and_differences_of_numeric_paths():
     flash = replace(LLAMA, flash_attention=True, threads=1)
     assert differences(LLAMA, flash) == ["flash_attention", "threads"]
     assert differences(LLAMA, NumericPath.from_json(LLAMA.to_json())) == []
+    fresh = replace(LLAMA, prefix_reuse=False)
+    assert fresh.compact().endswith("2 threads · no prefix reuse") and differences(replace(LLAMA, prefix_reuse=True), fresh) == ["prefix_reuse"]
+    assert numeric_path({"backend": "llamacpp", "details": {"prefix_reuse": False}}).prefix_reuse is False
 
 
 def test_numeric_paths_of_api_models_and_ray_workers_record_only_what_is_known():

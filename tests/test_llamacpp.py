@@ -24,7 +24,7 @@ def naive_logits(scorer, input_ids: np.ndarray) -> np.ndarray:
 
     scorer.prepare(len(input_ids))
     ctx = scorer._ctx.ctx
-    llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(ctx), True)
+    scorer.prefix_cache.forget()  # this loop overwrites the cells a later prompt would reuse
     batch = scorer._batch.batch
     logits = np.empty((len(input_ids), scorer.info.vocab_size), dtype=np.float32)
     for start in range(0, len(input_ids), scorer._n_batch):

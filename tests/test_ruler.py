@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -34,7 +35,7 @@ from ctxeval.stats.paired import paired_bca
 from ctxeval.stats.paired_binary import tango_interval
 from ctxeval.probes.ruler_run import SAMPLE_SCHEMA, essay_repeats
 from ctxeval.results.ruler import SAMPLES_FILE
-from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, render_sample, sample_rng, vt_worked_example
+from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, render_sample, shared_prefix_order, sample_rng, vt_worked_example
 from ctxeval.probes.ruler_tasks import DEPTHS, NOISE, TASKS, essay_words, render_niah, sentences, split_answer_prefix
 from ctxeval.pipeline.engine import save_result
 from ctxeval.render.kinds import RENDERING
@@ -488,3 +489,21 @@ def test_a_pressed_model_with_chat_template_is_one_line_and_exit_code_2(tmp_path
     with pytest.raises(UserError, match="^chat_template=: hf:llama has no chat template$"):  # the tiny tokenizer has none
         api.ruler(tasks=("niah_single_1",), lengths=(512,), samples=1, models=(model,), chat_template=True, out=tmp_path / "x")
     assert not (tmp_path / "x" / "samples.parquet").exists()
+
+
+def test_samples_sharing_a_haystack_run_in_the_order_of_their_prompts():
+    """niah and vt samples of one (task, length) run sorted by prompt text, so neighbours share
+    the longest prefixes (the llama.cpp backend decodes a shared prefix once); a haystack drawn
+    per sample keeps its order; the sample indices stay those of the plan."""
+    essay = demo_text_path().read_text()
+    jobs = [(i, SampleSpec(task, 1024, k, 60)) for i, (task, k) in enumerate((t, k) for t in ("niah_single_2", "niah_multikey_2") for k in range(5))]
+    ordered = shared_prefix_order(jobs, 42, essay)
+    assert sorted(ordered) == jobs and [j[1].task for j in ordered] == [j[1].task for j in jobs]
+    prompts = [render_sample(spec, 42, essay, spec.size).prompt for _, spec in ordered[:5]]
+    assert prompts == sorted(prompts) and ordered[5:] == jobs[5:]
+
+    def shared(order):
+        texts = [render_sample(spec, 42, essay, spec.size).prompt for _, spec in order]
+        return sum(len(os.path.commonprefix([a, b])) for a, b in zip(texts, texts[1:]))
+
+    assert shared(ordered[:5]) >= shared(jobs[:5])

@@ -25,6 +25,7 @@ import numpy as np
 
 from ctxeval.backends.base import GREEDY, Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens
 from ctxeval.backends.cores import usable_cores
+from ctxeval.backends.llamacpp_prefix import PrefixCache
 from ctxeval.backends.logits import BlockScores, pick_token, score_block
 from ctxeval.backends.model_files import file_sha256
 from ctxeval.backends.model_options import LlamaCppOptions
@@ -125,6 +126,7 @@ class LlamaCppScorer(ScorerBase):
                 "pack_max_sequences": MAX_PACK_SEQS,
                 "extra_buffer_types": self._extra_bufts,
                 "flash_attention": options.flash_attn,
+                "prefix_reuse": options.prefix_reuse,
                 "kv_cache_type": options.type_k if options.type_k == options.type_v else f"k {options.type_k}, v {options.type_v}",
                 "rope_freq_scale": options.rope_freq_scale,
                 "rope_freq_base": options.rope_freq_base,
@@ -133,6 +135,7 @@ class LlamaCppScorer(ScorerBase):
         self._model = None
         self._ctx = None
         self._batch = None
+        self._prefix: PrefixCache | None = None
         self._n_ctx = 0
         self._packed_ctx = None
         self._packed_batch = None
@@ -195,6 +198,9 @@ class LlamaCppScorer(ScorerBase):
         self._ctx = LlamaContext(model=self._load_model(), params=self._context_params(n_ctx, 1), verbose=False)
         self._n_ctx = n_ctx
         self._batch = LlamaBatch(n_tokens=self._n_batch, embd=0, n_seq_max=1, verbose=False)
+        window = self._lib.llama_model_n_swa(self._model.model)
+        ring = min(n_ctx, -(-(window + self._n_batch) // 256) * 256)  # llama.cpp's sliding-window cache with swa_full off
+        self._prefix = PrefixCache(self._lib, self._ctx.ctx, self._n_batch, window, ring, self._options.prefix_reuse)
 
     def _prepare_packed(self, max_input_len: int) -> None:
         """Create (or grow) the packed context: MAX_PACK_SEQS sequences, each with its own KV
@@ -269,7 +275,7 @@ class LlamaCppScorer(ScorerBase):
         if np.any(np.diff(output_positions) <= 0):
             raise ValueError("output positions must be strictly increasing")
         self.prepare(len(input_ids))
-        self._lib.llama_memory_clear(self._lib.llama_get_memory(self._ctx.ctx), True)
+        self.prefix_cache.forget()
         wanted = np.zeros(len(input_ids), dtype=np.int8)
         wanted[output_positions] = 1
         positions = np.arange(len(input_ids))
@@ -322,7 +328,8 @@ class LlamaCppScorer(ScorerBase):
         """Continuation of `input_ids`: at temperature 0 the argmax at every step (ties to the
         lowest id), else a draw from softmax(logits / temperature) with a generator seeded by `seed`.
 
-        Decodes the input afresh, then one token per step; stops after `max_new_tokens` or at
+        Decodes the input (from the previous prompt's cache where the two share a prefix, unless
+        `prefix_reuse` is off: backends/llamacpp_prefix.py), then one token per step; stops after `max_new_tokens` or at
         the end-of-generation token. `context_end` changes nothing: the whole cache is kept.
         """
         if max_new_tokens < 1:
@@ -376,7 +383,8 @@ class LlamaCppScorer(ScorerBase):
         the prompt and the d tokens greedy decoding shares with the continuation (the freed
         cells are the ones generation would have used), so the prompt is decoded once. Where
         the cache cannot be cut back (a sliding-window cache that dropped early positions),
-        generation starts afresh, as `generate`."""
+        generation runs as `generate`, whose prompt resumes from the last sliding-window
+        checkpoint before its end (prefix reuse)."""
         continuation_ids = np.asarray(continuation_ids)
         decoder = _StepDecoder(self, len(prompt_ids) + max(len(continuation_ids), max_new_tokens) + 1)
         scores, leave, first = self._score_along(decoder, prompt_ids, continuation_ids, top_k, temperatures)
@@ -417,11 +425,18 @@ class LlamaCppScorer(ScorerBase):
         """llama.cpp's output buffer (the flagged rows of the last batch, in order), not copied."""
         return np.ctypeslib.as_array(self._lib.llama_get_logits(ctx.ctx), shape=(n_rows, self.info.vocab_size))
 
+    @property
+    def prefix_cache(self) -> PrefixCache:
+        """What sequence 0 of the inference context holds (`prepare` creates the context)."""
+        if self._prefix is None:
+            raise RuntimeError("the inference context is not prepared")
+        return self._prefix
+
     def _close_context(self) -> None:
         for resource in (self._batch, self._ctx):
             if resource is not None:
                 resource.close()
-        self._batch = self._ctx = None
+        self._batch = self._ctx = self._prefix = None
         self._n_ctx = 0
 
     def _close_packed(self) -> None:
@@ -449,16 +464,24 @@ class _StepDecoder:
         scorer.prepare(max_len)
         self._scorer = scorer
         self._memory = scorer._lib.llama_get_memory(scorer._ctx.ctx)
-        scorer._lib.llama_memory_clear(self._memory, True)
         self.position = 0
 
     def feed(self, tokens: np.ndarray) -> np.ndarray:
+        """The first feed is the prompt: it starts where the previous prompt's cache lets it
+        (the prefix cache clears the sequence when nothing is reusable)."""
         s = self._scorer
-        wanted = np.zeros(len(tokens), dtype=np.int8)
+        prefix = s.prefix_cache
+        prompt = self.position == 0
+        skip = prefix.resume(tokens) if prompt else 0
+        todo = np.asarray(tokens)[skip:]
+        wanted = np.zeros(len(todo), dtype=np.int8)
         wanted[-1] = 1
-        positions = self.position + np.arange(len(tokens))
-        for _ in s._decode(s._ctx, s._batch, tokens, positions, np.zeros_like(positions), wanted):
-            pass
+        positions = self.position + skip + np.arange(len(todo))
+        end = self.position + skip
+        for _ in s._decode(s._ctx, s._batch, todo, positions, np.zeros_like(positions), wanted):
+            end = min(end + s._n_batch, self.position + len(tokens))
+            if prompt:
+                prefix.decoded(end)
         self.position += len(tokens)
         return s._logits(s._ctx, 1)
 

@@ -3,9 +3,10 @@ second file: `gemma-3-270m?type_k=q8_0&type_v=q8_0&flash_attn=1` is the embedded
 quantized KV cache, `hf:gemma-3-270m?dtype=bfloat16` its transformers copy in bf16.
 
 llama.cpp models (the embedded one, .gguf paths): `type_k`, `type_v` (KV-cache types),
-`flash_attn` (0/1; a quantized V cache needs it), `rope_freq_scale`, `rope_freq_base`, and the
+`flash_attn` (0/1; a quantized V cache needs it), `rope_freq_scale`, `rope_freq_base`, the
 decode's shape: `n_batch` (tokens per decode) and `threads` (a second numeric path for
-`--noise-floor`).
+`--noise-floor`), and `prefix_reuse` (0/1, default 1: a prompt that begins as the previous one
+did starts from its cache; backends/llamacpp_prefix.py).
 hf: models: `dtype`, `device` (as --dtype / --device, for one model of a pair), and a KV-cache
 press: `press=NAME` (a kvpress press) with `compression_ratio=R` or `budget=B` and the press's own
 arguments (`hf:smollm2-135m?press=StreamingLLMPress&budget=128&n_sink=4`; backends/kv_press.py).
@@ -22,7 +23,7 @@ from ctxeval.errors import UserError
 
 KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 _UNQUANTIZED = ("f32", "f16", "bf16")
-LLAMACPP_KEYS = ("type_k", "type_v", "flash_attn", "rope_freq_scale", "rope_freq_base", "n_batch", "threads")
+LLAMACPP_KEYS = ("type_k", "type_v", "flash_attn", "rope_freq_scale", "rope_freq_base", "n_batch", "threads", "prefix_reuse")
 HF_KEYS = ("dtype", "device")
 
 
@@ -118,6 +119,7 @@ class LlamaCppOptions:
     rope_freq_base: float | None = None
     n_batch: int | None = None  # tokens per decode (None: the scorer's default)
     threads: int | None = None  # None: the --threads of the command
+    prefix_reuse: bool = True  # prompts start from the previous prompt's cache where they share a prefix
 
     @staticmethod
     def parse(options: dict[str, str], spec: str) -> LlamaCppOptions:
@@ -125,8 +127,9 @@ class LlamaCppOptions:
         for key in ("type_k", "type_v"):
             if key in options and options[key] not in KV_TYPES:
                 raise UserError(f"model option {key}={options[key]} of {spec!r}: choose one of {', '.join(KV_TYPES)}")
-        if options.get("flash_attn", "0") not in ("0", "1"):
-            raise UserError(f"model option flash_attn of {spec!r} must be 0 or 1, got {options['flash_attn']}")
+        for key in ("flash_attn", "prefix_reuse"):
+            if options.get(key, "0") not in ("0", "1"):
+                raise UserError(f"model option {key} of {spec!r} must be 0 or 1, got {options[key]}")
         floats: dict[str, float] = {}
         for key in ("rope_freq_scale", "rope_freq_base"):
             if key in options:
@@ -142,7 +145,8 @@ class LlamaCppOptions:
                 if not options[key].isdigit() or int(options[key]) < 1:
                     raise UserError(f"model option {key} of {spec!r} must be a positive integer, got {options[key]!r}")
                 ints[key] = int(options[key])
-        parsed = LlamaCppOptions(options.get("type_k", "f16"), options.get("type_v", "f16"), options.get("flash_attn") == "1", **floats, **ints)
+        parsed = LlamaCppOptions(options.get("type_k", "f16"), options.get("type_v", "f16"), options.get("flash_attn") == "1", **floats, **ints,
+                                 prefix_reuse=options.get("prefix_reuse", "1") == "1")
         if parsed.type_v not in _UNQUANTIZED and not parsed.flash_attn:
             raise UserError(f"{spec!r}: llama.cpp needs flash attention for a quantized V cache; add flash_attn=1")
         return parsed

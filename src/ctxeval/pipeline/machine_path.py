@@ -42,6 +42,7 @@ def numeric_path(description: dict[str, Any], executor: str = "local", threads_p
             flash_attention=details.get("flash_attention"),
             kv_cache_type=details.get("kv_cache_type"),
             threads=details.get("n_threads"),
+            prefix_reuse=details.get("prefix_reuse"),
         )
     elif backend == "hf":
         device = str(details.get("device", "cpu"))

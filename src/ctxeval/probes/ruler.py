@@ -200,6 +200,9 @@ class RulerTask:
         rows = []
         share = self.generate_share
         for spec in items:
+            # one context per length (BOS and the decode's spare token on top): a context grown
+            # for a longer prompt would drop the previous prompt's cache (prefix reuse)
+            model.prepare(min(spec.length + 2, model.info.n_ctx_train))
             rendered, haystack = build_sample(spec, self.seed, self.essay, token_counter(model, spec.task, self.chat))
             generate = self.generate and (share is None or drawn(self.seed, spec.task, spec.length, spec.index, share))
             rows.append(score_sample(model, rendered, spec, haystack, self.chat, generate, settle=share is not None).to_row())

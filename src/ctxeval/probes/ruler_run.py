@@ -27,7 +27,7 @@ from ctxeval.results.records import RecordKind, append_row
 from ctxeval.results.ruler import SAMPLES_FILE
 from ctxeval.probes.ruler import RulerTask
 from ctxeval.probes.ruler_prompt import ChatTemplate, model_chat_template, token_counter
-from ctxeval.probes.ruler_samples import SampleSpec, fit_size, vt_worked_example
+from ctxeval.probes.ruler_samples import SampleSpec, fit_size, shared_prefix_order, vt_worked_example
 from ctxeval.probes.ruler_tasks import RULER_COMMIT, TASKS, essay_words
 
 SAMPLES = RecordKind(SAMPLES_FILE, "sample_index", ("sample_index",))
@@ -136,8 +136,9 @@ class RulerRun:
         return Plan(work, manifest, units=total, noun="samples", total=total, already=sum(j[0] in done for p in plans for j in p))
 
     def _model_jobs(self, scorer: Scorer, first: int, chat: ChatTemplate | None) -> tuple[list[SampleJob], dict[str, dict[str, int]]]:
-        """This model's samples in plan order (task, length, sample) and its haystack sizes; a
-        length the model cannot hold is refused before any sample runs."""
+        """This model's samples (numbered in plan order: task, length, sample; run in the order that
+        shares prompt prefixes) and its haystack sizes; a length the model cannot hold is refused
+        before any sample runs."""
         config, info = self.config, scorer.info
         too_long = [n for n in config.lengths if n > info.n_ctx_train]
         if too_long:
@@ -158,9 +159,9 @@ class RulerRun:
             for n in config.lengths:
                 if config.cells is not None and (name, n) not in config.cells:
                     continue
-                for k in range(config.first_sample, config.first_sample + config.samples):
-                    jobs.append((first + len(jobs), SampleSpec(name, n, k, sizes[name][str(n)], extra)))
-        return jobs, sizes
+                specs = [SampleSpec(name, n, k, sizes[name][str(n)], extra) for k in range(config.first_sample, config.first_sample + config.samples)]
+                jobs += [(first + len(jobs) + i, spec) for i, spec in enumerate(specs)]
+        return shared_prefix_order(jobs, config.seed, self._essay), sizes
 
     def record(self, model: Scorer, job: SampleJob, result: object, columns: dict[str, list]) -> None:
         append_row(columns, {"sample_index": job[0], **result})

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import groupby
 
 from ctxeval.errors import FieldError, UserError
 from ctxeval.probes.ruler_aggregation import Rendered, Setting, cwe_capacity, fwe_vocabulary_size, vt_body, vt_example
@@ -102,6 +103,21 @@ def render_sample(spec: SampleSpec, seed: int, essay: str, size: int) -> Rendere
     length, sample and haystack rebuild (with the run's seed, essay and, for vt, the example)."""
     task = TASKS[spec.task]
     return task.render(sample_rng(seed, spec.task, spec.length, spec.index), size, setting_for(task, spec.length, seed, essay, spec.example))
+
+
+def shared_prefix_order(jobs: list[tuple[int, SampleSpec]], seed: int, essay: str) -> list[tuple[int, SampleSpec]]:
+    """`jobs` with the samples of each (task, length) whose haystack is shared (noise lines, the
+    essay) in the order of their prompts' text, the groups in place: neighbours in sorted order
+    share the longest prefixes (sorting maximises the summed common prefix of neighbours), which
+    the llama.cpp backend decodes once (backends/llamacpp_prefix.py). Other tasks' haystacks are
+    drawn per sample and keep their order."""
+    out: list[tuple[int, SampleSpec]] = []
+    for _, group in groupby(jobs, key=lambda job: (job[1].task, job[1].length)):
+        group_jobs = list(group)
+        if TASKS[group_jobs[0][1].task].args.get("type_haystack") in ("noise", "essay"):
+            group_jobs.sort(key=lambda job: render_sample(job[1], seed, essay, job[1].size).prompt)
+        out += group_jobs
+    return out
 
 
 def build_sample(spec: SampleSpec, seed: int, essay: str, count: CountTokens) -> tuple[Rendered, int]:

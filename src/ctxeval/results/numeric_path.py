@@ -32,6 +32,7 @@ class NumericPath:
     kv_cache_type: str | None = None  # llama.cpp KV cache type(s)
     threads: int | None = None
     model: str | None = None  # an API's model as asked for
+    prefix_reuse: bool | None = None  # llama.cpp: prompts start from the previous prompt's cache (generation and stepwise scoring)
 
     def to_json(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
@@ -66,6 +67,8 @@ class NumericPath:
             parts.append(f"attention {self.flash_attention}")
         if self.threads is not None:
             parts.append(f"{self.threads} thread{'s' if self.threads != 1 else ''}")
+        if self.prefix_reuse is False:
+            parts.append("no prefix reuse")
         return " · ".join(parts)
 
 
