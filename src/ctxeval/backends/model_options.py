@@ -54,6 +54,8 @@ MODEL_OPTIONS = (
     ModelOption("n_batch=N", "llama.cpp", "gemma-3-270m?n_batch=64", "tokens per decode: another numeric path (diff's --noise-floor)"),
     ModelOption("threads=N", "llama.cpp", "gemma-3-270m?threads=1", "CPU threads of this model alone: another numeric path"),
     ModelOption("rope_freq_scale=S&rope_freq_base=B", "llama.cpp", "gemma-3-270m?rope_freq_scale=0.5", "RoPE frequency scale and base"),
+    ModelOption("prefix_reuse=0", "llama.cpp", "gemma-3-270m?prefix_reuse=0",
+                "prefill every prompt from zero instead of from the previous prompt's cache (default 1: the records are bit-identical either way; docs/long_context.md)"),
     ModelOption("dtype=D&device=X", "hf: models", "hf:smollm2-135m?dtype=bfloat16", "--dtype and --device for this model alone (one model of a pair)", ("hf",)),
 )
 
