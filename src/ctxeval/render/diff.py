@@ -6,6 +6,7 @@ from __future__ import annotations
 from ctxeval.render.compare import interval_text
 from ctxeval.render.headline import Headline
 from ctxeval.render.numerics import markdown_lines
+from ctxeval.render.verdicts import would_settle
 
 
 def floor_line(floor: dict) -> str:
@@ -59,7 +60,7 @@ def verdict_row(report: dict) -> tuple[str, str, str]:
     interval = "no interval" if v["low"] is None else f"[{v['low']:+.4g}, {v['high']:+.4g}]"
     text = f"Δ log-loss CAND − REF {v['estimate']:+.4g} nats/token {interval}, {v['n']} {unit}s"
     if v["samples_needed"] is not None:
-        text += f"; about {v['samples_needed']} {unit}s would settle it"
+        text += f"; {would_settle(v['samples_needed'], unit)}"
     return f"verdict (δ = ±{v['delta']:g} nats/token)", v["outcome"], text
 
 

@@ -13,6 +13,7 @@ from ctxeval.render.headline import Headline, percent
 from ctxeval.render.renderer import Renderer
 from ctxeval.render.views import Arm, RunView, header
 from ctxeval.results.effective_length import PLOT_FILE, describe_length, EffectiveLengthResult
+from ctxeval.render.verdicts import would_settle
 
 
 def _ci(e: dict | None, fmt: str = "+.4f") -> str:
@@ -41,7 +42,7 @@ def verdict_text(v: dict) -> str:
     would settle it when it is undecided."""
     text = v["outcome"]
     if v["samples_needed"] is not None:
-        text += f" (about {v['samples_needed']} {v['unit']}s would settle it)"
+        text += f" ({would_settle(v['samples_needed'], v['unit'])})"
     return text
 
 

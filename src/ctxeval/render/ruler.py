@@ -17,6 +17,7 @@ from ctxeval.render.renderer import Renderer
 from ctxeval.render.ruler_ppi import ppi_markdown
 from ctxeval.render.views import Arm, RunView, header
 from ctxeval.results.ruler import MEAN_TASK, PLOT_FILE, RulerResult
+from ctxeval.render.verdicts import would_settle
 
 
 SCORINGS = {"generation": "by generation (RULER's string_match_all on the greedy output)",
@@ -52,7 +53,7 @@ def _signed(value: float, low: float, high: float, digits: int) -> str:
 def _verdict(outcome: str, needed: float | None) -> str:
     """A verdict cell: the outcome, and the samples that would settle an undecided one."""
     if outcome == "too few samples to tell" and needed is not None and not (isinstance(needed, float) and math.isnan(needed)):
-        return f"{outcome} (about {int(needed)} would settle it)"
+        return f"{outcome} ({would_settle(needed)})"
     return outcome
 
 

@@ -49,14 +49,6 @@ class Verdict:
     def settled(self) -> bool:
         return self.outcome != "too few samples to tell"
 
-    def line(self, unit: str = "") -> str:
-        """The verdict as one line: outcome first, then the interval and what would settle it."""
-        interval = "no interval" if math.isnan(self.low) else f"[{self.low:+.4g}, {self.high:+.4g}]"
-        text = f"{self.outcome}: {self.estimate:+.4g}{unit} {interval}, δ = {self.delta:.4g}{unit}, n = {self.n}"
-        if self.samples_needed is not None:
-            text += f"; about {self.samples_needed} samples would settle it"
-        return text + (f" ({self.reason})" if self.reason else "")
-
     def as_dict(self) -> dict:
         return {"outcome": self.outcome, "estimate": self.estimate, "low": self.low, "high": self.high, "delta": self.delta,
                 "n": self.n, "samples_needed": self.samples_needed, "reason": self.reason}
