@@ -17,7 +17,8 @@ pytest.importorskip("ppi_py")
 
 from ctxeval import api  # noqa: E402
 from ctxeval.data.texts import demo_text_path  # noqa: E402
-from ctxeval.probes.ruler_ppi import GENERATED, PREDICTED, SETTLED, drawn, fold_of, ppi_tables  # noqa: E402
+from ctxeval.probes.ruler_ppi import GENERATED, PREDICTED, SETTLED, drawn, drawn_of_count, fold_of, ppi_tables  # noqa: E402
+from ctxeval.probes.ruler_samples import sample_rng  # noqa: E402
 from ctxeval.results.base import read_result  # noqa: E402
 from ctxeval.stats.crossfit import cross_fit, fit_predict  # noqa: E402
 from ctxeval.stats.ppi import stratified_ppi, unsettled_mean  # noqa: E402
@@ -179,16 +180,33 @@ def test_the_estimator_pipeline_on_constructed_records():
 
 def test_bad_generate_share_is_one_line_and_exit_code_2(tmp_path):
     cases = [(["--generate-share", "0"], "--generate-share must lie in (0, 1]"),
-             (["--generate-share", "0.2", "--likelihood-only"], "--likelihood-only generates none")]
+             (["--generate-share", "0.2", "--likelihood-only"], "--likelihood-only generates none"),
+             (["--generate", "3", "--generate-share", "0.2"], "--generate draws the samples to generate"),
+             (["--generate", "9", "--samples", "4"], "--generate must be at most --samples (4)"),
+             (["--generate", "2", "--samples", "4", "--generate-share", "0.2", "--until", "5", "--max-samples", "8"], "--generate draws"),
+             (["--generate", "2", "--samples", "4", "--until", "5", "--max-samples", "8"], "--until adds rounds")]
     for args, message in cases:
         proc = run_cli("ruler", *args, "--out", str(tmp_path / "out"))
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
 
 
-def test_a_share_run_generates_only_drawn_unsettled_samples_and_settled_ones_cost_nothing(tmp_path, monkeypatch):
+def test_a_count_draws_that_many_samples_of_each_cell_the_same_for_every_model():
+    """`--generate N` takes the N smallest of the uniforms `--generate-share` compares: a share
+    draws a sample whenever a count of the same size would, in expectation."""
+    for count in (1, 4, 12):
+        picked = [k for k in range(12) if drawn_of_count(42, "vt", 1024, k, count, 12)]
+        assert len(picked) == count
+        uniforms = sorted(sample_rng(42, "generate-share", "vt", 1024, k).random() for k in range(12))
+        assert all(drawn(42, "vt", 1024, k, uniforms[count - 1] + 1e-12) for k in picked)
+    assert [drawn_of_count(42, "vt", 1024, k, 4, 12) for k in range(12)] != [drawn_of_count(42, "vt", 2048, k, 4, 12) for k in range(12)]
+
+
+@pytest.mark.parametrize("draw", [{"generate_share": 0.5}, {"generate_count": 4}])
+def test_a_share_run_generates_only_drawn_unsettled_samples_and_settled_ones_cost_nothing(tmp_path, monkeypatch, draw):
     """A tiny random model made to settle every other prompt (its greedy ids set to the
     reference): settled samples are labelled without a generate call, drawn unsettled ones
-    generate once each, the others are predicted; the result carries the PPI tables."""
+    (by share or by count) generate once each, the others are predicted; the result carries
+    the PPI tables."""
     pytest.importorskip("transformers")
     from ctxeval.backends.hf import HFScorer
     from tests.hf_tiny import tiny_llama_dir
@@ -207,7 +225,7 @@ def test_a_share_run_generates_only_drawn_unsettled_samples_and_settled_ones_cos
     monkeypatch.setattr(HFScorer, "score_stepwise", settling)
     monkeypatch.setattr(HFScorer, "generate", counted)
     model = f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
-    result = api.ruler(tasks=("niah_single_1",), lengths=(512,), samples=12, models=(model,), generate_share=0.5, out=tmp_path / "run")
+    result = api.ruler(tasks=("niah_single_1",), lengths=(512,), samples=12, models=(model,), out=tmp_path / "run", **draw)
     s = result.samples
     methods = s["method"].value_counts().to_dict()
     assert set(methods) <= {SETTLED, GENERATED, PREDICTED} and methods.get(SETTLED, 0) > 0 and methods.get(PREDICTED, 0) > 0
@@ -215,7 +233,9 @@ def test_a_share_run_generates_only_drawn_unsettled_samples_and_settled_ones_cos
     settled = s[s["method"] == SETTLED]
     assert (settled["generation_score"] == 1.0).all() and (settled["greedy_prefix"] == settled["reference_tokens"]).all()
     unsettled = s[s["method"] != SETTLED]
-    assert [m == GENERATED for m in unsettled["method"]] == [drawn(42, "niah_single_1", 512, int(k), 0.5) for k in unsettled["sample"]]
+    chosen = ([drawn(42, "niah_single_1", 512, int(k), 0.5) for k in unsettled["sample"]] if "generate_share" in draw
+              else [drawn_of_count(42, "niah_single_1", 512, int(k), 4, 12) for k in unsettled["sample"]])
+    assert [m == GENERATED for m in unsettled["method"]] == chosen
     assert s.loc[s["method"] == PREDICTED, "generation_score"].isna().all()
     assert result.ppi is not None and result.markdown.startswith("# RULER, prediction-powered (PPI++)")
     again = read_result(tmp_path / "run")

@@ -88,6 +88,9 @@ class RulerSpec:
                                                               "pass does not settle (settled ones are exact at no cost), predict the rest from their likelihood "
                                                               "numbers, and report PPI++ scores and paired differences with 95 % intervals (needs ppi-python).", None,
                                           check=lambda v: None if v is None or 0 < v <= 1 else "must lie in (0, 1]")
+    generate_count: int | None = option("--generate", "N: as --generate-share, but generate a seeded N of each task and length's --samples (those the "
+                                                       "likelihood pass does not settle among them): a fixed generation budget per cell.", None,
+                                        check=lambda v: None if v is None else positive(v))
     until: str | None = option("--until", "With --generate-share and --max-samples: add --samples new samples per task and length in rounds until each is answered: "
                                           "a number (every model's interval at most that many points on each side), or 'verdict' / 'verdict:D' (every variant's "
                                           "paired difference against the first model hurts, gains or is within D points, default --delta); each look at 95 % "
@@ -115,8 +118,15 @@ class RulerSpec:
             raise fail(RulerSpec, "lengths", problem)
         if self.generate_share is not None and self.likelihood_only:
             raise fail(RulerSpec, "generate_share", "generates a share of the samples; --likelihood-only generates none: choose one")
-        if self.generate_share is not None and importlib.util.find_spec("ppi_py") is None:
-            raise fail(RulerSpec, "generate_share", f"needs ppi-python: {install_hint('ppi')}")
+        if self.generate_count is not None:
+            if self.generate_share is not None or self.likelihood_only:
+                raise fail(RulerSpec, "generate_count", "draws the samples to generate; --generate-share and --likelihood-only say otherwise: choose one")
+            if self.generate_count > self.samples:
+                raise fail(RulerSpec, "generate_count", f"must be at most --samples ({self.samples}), the samples of each task and length")
+            if self.until is not None:
+                raise fail(RulerSpec, "generate_count", "is a count per run; --until adds rounds: use --generate-share with --until")
+        if (self.generate_share is not None or self.generate_count is not None) and importlib.util.find_spec("ppi_py") is None:
+            raise fail(RulerSpec, "generate_share" if self.generate_count is None else "generate_count", f"needs ppi-python: {install_hint('ppi')}")
         if (self.until is None) != (self.max_samples is None):
             raise fail(RulerSpec, "until" if self.until is None else "max_samples", "and --max-samples go together: --until needs a budget, --max-samples a target")
         if self.until is not None:
@@ -133,7 +143,7 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     essay = load_text(spec.essay)
     config = RulerConfig(tuple(dict.fromkeys(spec.tasks)), tuple(sorted(set(spec.lengths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), essay.sha256,
                          device=spec.device, dtype=spec.dtype, api=api_identity(spec.models, spec.openai), chat_template=spec.chat_template,
-                         likelihood_only=spec.likelihood_only, generate_share=spec.generate_share)
+                         likelihood_only=spec.likelihood_only, generate_share=spec.generate_share, generate_count=spec.generate_count)
 
     def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
         return ruler_result(run_dir, manifest, spec.threshold, PairedSettings(spec.delta, spec.delta_logp, spec.replicates, spec.seed))

@@ -20,6 +20,8 @@ own label would narrow it falsely, which the folds rule out.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
@@ -37,6 +39,20 @@ def drawn(seed: int, task: str, length: int, sample: int, share: float) -> bool:
     """Whether an unsettled sample is generated: a seeded uniform draw below the share, the same
     for every model of the run (so paired differences are labelled on the same samples)."""
     return sample_rng(seed, "generate-share", task, length, sample).random() < share
+
+
+def drawn_of_count(seed: int, task: str, length: int, sample: int, count: int, samples: int) -> bool:
+    """Whether a sample is among the `count` of its cell's `samples` drawn for generation
+    (`--generate N`): those whose seeded uniforms, the ones `drawn` compares with a share, are
+    smallest, so the same samples are drawn for every model and a simple random sample of the
+    cell is labelled."""
+    return sample in _smallest_draws(seed, task, length, count, samples)
+
+
+@functools.lru_cache(maxsize=1024)
+def _smallest_draws(seed: int, task: str, length: int, count: int, samples: int) -> frozenset[int]:
+    uniforms = [sample_rng(seed, "generate-share", task, length, k).random() for k in range(samples)]
+    return frozenset(sorted(range(samples), key=uniforms.__getitem__)[:count])
 
 
 def fold_of(seed: int, task: str, length: int, sample: int, k: int = FOLDS) -> int:

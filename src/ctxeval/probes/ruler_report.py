@@ -104,8 +104,8 @@ def agreement(samples: pd.DataFrame) -> dict:
 
 def ruler_result(run_dir: Path, manifest: Manifest, threshold: float, paired: PairedSettings = PairedSettings()) -> RulerResult:
     """A finished run's result, from its recorded samples; `paired`: the margins and bootstrap
-    of the paired differences against the first model; a --generate-share run's with its
-    prediction-powered scores and differences."""
+    of the paired differences against the first model; a --generate-share or --generate run's
+    with its prediction-powered scores and differences."""
     samples = read_samples(run_dir)
     cells = cell_table(samples)
     table = pd.concat([cells, mean_table(cells)], ignore_index=True)
@@ -114,7 +114,8 @@ def ruler_result(run_dir: Path, manifest: Manifest, threshold: float, paired: Pa
     settings = {"score_delta": paired.score_delta, "logp_delta": paired.logp_delta, "replicates": paired.replicates, "seed": paired.seed,
                 "confidence": paired.confidence}
     until = manifest.config.get("until") or {}
-    ppi, differences = ((None, None) if manifest.config.get("generate_share") is None
+    prediction_powered = manifest.config.get("generate_share") is not None or manifest.config.get("generate_count") is not None
+    ppi, differences = ((None, None) if not prediction_powered
                         else ppi_tables(samples, int(manifest.config["seed"]), confidence=until.get("confidence", CONFIDENCE)))
     return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, paired_table(samples, score_column(samples), paired), settings, samples,
                        ppi=ppi, ppi_differences=differences)

@@ -76,13 +76,14 @@ class RulerConfig:
     chat_template: bool = False  # each model's own chat template around the input, as RULER's published runs
     likelihood_only: bool = False  # score the reference only, generate nothing
     generate_share: float | None = None  # generate only this seeded share of the samples the likelihood pass does not settle
+    generate_count: int | None = None  # or only this seeded count of each task and length's samples
     first_sample: int = 0  # the samples are first_sample ... first_sample + samples - 1 (a round of `--until`)
     cells: tuple[tuple[str, int], ...] | None = None  # only these (task, length) pairs; None: every one
 
     def run_id(self) -> str:
         """The hash of the settings; defaults that earlier runs did not record (device, dtype, api, no chat template, generation, every sample generated, every cell from sample 0) are left out of it."""
         return config_id({k: v for k, v in asdict(self).items()
-                          if not (k in ("device", "dtype", "api", "generate_share", "cells") and v is None or k in ("chat_template", "likelihood_only") and not v
+                          if not (k in ("device", "dtype", "api", "generate_share", "generate_count", "cells") and v is None or k in ("chat_template", "likelihood_only") and not v
                                   or k == "first_sample" and v == 0)})
 
 
@@ -127,7 +128,8 @@ class RulerRun:
             chat = model_chat_template(scorer) if config.chat_template else None
             jobs, sizes[scorer.info.name] = self._model_jobs(scorer, index, chat)
             plans.append(jobs)
-            tasks.append(RulerTask(config.seed, self._essay, chat, generate=not config.likelihood_only, generate_share=config.generate_share))
+            tasks.append(RulerTask(config.seed, self._essay, chat, generate=not config.likelihood_only, generate_share=config.generate_share,
+                                   generate_count=config.generate_count, cell_samples=config.first_sample + config.samples))
             index += len(jobs)
         work = [Work(task, one_per_unit([j for j in jobs if j[0] not in done]), lambda job: job[1], lambda job: job[1].length) for task, jobs in zip(tasks, plans)]
         total = sum(len(p) for p in plans)
