@@ -16,7 +16,13 @@ Per share P and folder, over the simulated runs:
   passes plus its generated samples' generation; generation alone buys m = that / (likelihood +
   unsettled share × generation) fully generated samples, whose t interval on the population's
   spread has width 2 t(m-1) sd / sqrt(m); the ratio PPI width ÷ that width;
-- the correlation of the cross-fitted prediction with the label on the generated samples.
+- the correlation of the cross-fitted prediction with the label on the generated samples;
+- how the variants rank (Spearman ρ over the folder's models, per length, mean over tasks): the
+  PPI estimates against the population's generated scores; generation alone at the same compute
+  (m samples per cell as above, one draw for every model) against them; and RULER's own
+  split-half ρ, two independent generation-only runs of that compute against each other, the
+  test-retest reliability r. A perfect cheap measure, correlated against one such noisy run,
+  reaches about √r: the yardstick for a cheap measure's ρ (`ctxeval agreement`).
 
 Costs per sample come from the folders' recorded seconds: `--likelihood RUN` (the same samples
 scored `--likelihood-only`, one per folder, in order) gives the likelihood seconds per sample,
@@ -120,17 +126,65 @@ def _generation_only_width(row: pd.Series, spent: float, cost: Costs) -> float:
     return 2 * stats.t.ppf(0.975, m - 1) * 100 * row["std"] / math.sqrt(m)
 
 
+def _spearman(x: pd.Series, y: pd.Series) -> float:
+    """Spearman's ρ of two per-model series; NaN where either is constant or fewer than 3."""
+    x, y = x.align(y, join="inner")
+    if len(x) < 3 or x.nunique() < 2 or y.nunique() < 2:
+        return math.nan
+    return float(stats.spearmanr(x, y).statistic)
+
+
+def generation_only_scores(samples: pd.DataFrame, budget: pd.Series, rng: np.random.Generator) -> pd.DataFrame:
+    """A generation-only run: per (task, length) `budget` samples drawn with replacement, the same
+    draw for every model, every one generated; per model and length the mean over tasks (percent)."""
+    parts = []
+    for (task, length), cell in samples.groupby(["task", "length"], sort=False):
+        ids = np.array(sorted(set(cell["sample"])))
+        drawn_ids = rng.choice(ids, size=max(1, int(round(budget[(task, length)]))), replace=True)
+        for model, rows in cell.groupby("model", sort=False):
+            parts.append({"model": model, "task": task, "length": length, "score": 100 * rows.set_index("sample").loc[drawn_ids, "generation_score"].mean()})
+    return pd.DataFrame(parts).groupby(["length", "model"], sort=False)["score"].mean().reset_index()
+
+
+def rank_agreement(samples: pd.DataFrame, scores: pd.DataFrame, scores_truth: pd.DataFrame, budget: pd.Series, rng: np.random.Generator) -> dict:
+    """Per length, averaged: ρ of the PPI estimates with the population's scores, of a
+    generation-only run at equal compute with them, and of two such runs with each other."""
+    truth = scores_truth[scores_truth["task"] == MEAN_TASK]
+    estimate = scores[scores["task"] == MEAN_TASK] if (scores["task"] == MEAN_TASK).any() else scores  # one task: no mean row
+    first, second = generation_only_scores(samples, budget, rng), generation_only_scores(samples, budget, rng)
+    out: dict[str, list[float]] = {"rho_ppi": [], "rho_generation_only": [], "rho_split_half": []}
+    for length in sorted(set(truth["length"])):
+        t = truth[truth["length"] == length].set_index("model")["truth"]
+        a = first[first["length"] == length].set_index("model")["score"]
+        b = second[second["length"] == length].set_index("model")["score"]
+        out["rho_ppi"].append(_spearman(estimate[estimate["length"] == length].set_index("model")["estimate"], t))
+        out["rho_generation_only"].append(_spearman(a, t))
+        out["rho_split_half"].append(_spearman(a, b))
+    return {k: _mean_defined(v) for k, v in out.items()}
+
+
+def _mean_defined(values: list[float]) -> float:
+    """The mean of the defined values (a ρ is undefined where a side is constant); NaN if none."""
+    defined = [v for v in values if np.isfinite(v)]
+    return float(np.mean(defined)) if defined else math.nan
+
+
 def replicate(samples: pd.DataFrame, share: float, rng: np.random.Generator, seed: int, cost: Costs,
               scores_truth: pd.DataFrame, diffs_truth: pd.DataFrame) -> dict:
-    """One simulated run: per cell covered or not and its width ratio; per difference covered."""
+    """One simulated run: per cell covered or not and its width ratio; per difference covered;
+    how the variants rank."""
     run = simulated_run(samples, share, rng)
     scores, diffs = ppi_tables(run, seed)
     cells = scores.merge(scores_truth, on=KEYS, suffixes=("", "_population"))
     shown = cells[cells["low"].notna()]
     covered = ((shown["low"] <= shown["truth"]) & (shown["truth"] <= shown["high"])).tolist()
     per_cell = shown[shown["task"] != MEAN_TASK]
-    ratios = [(r.high - r.low) / _generation_only_width(r, r.samples * cost.likelihood + r.generated * cost.generation, cost)
-              for _, r in per_cell.iterrows()]
+    widths = [(r.high - r.low, _generation_only_width(r, r.samples * cost.likelihood + r.generated * cost.generation, cost)) for _, r in per_cell.iterrows()]
+    ratios = [ours / alone for ours, alone in widths if alone > 0]  # a cell whose population never varies has no width to compare
+    cell_costs = scores[scores["task"] != MEAN_TASK].merge(scores_truth[KEYS + ["unsettled"]], on=KEYS)
+    equal_compute = ((cell_costs["samples"] * cost.likelihood + cell_costs["generated"] * cost.generation)
+                     / (cost.likelihood + cell_costs["unsettled"] * cost.generation))
+    budget = equal_compute.groupby([cell_costs["task"], cell_costs["length"]]).mean()
     d = diffs.merge(diffs_truth, on=KEYS) if len(diffs) else pd.DataFrame(columns=["low", "high", "truth"])
     d = d[d["low"].notna()]
     labelled = with_predictions(run, seed)
@@ -138,7 +192,8 @@ def replicate(samples: pd.DataFrame, share: float, rng: np.random.Generator, see
     corr = float(np.corrcoef(labelled["prediction"], labelled["generation_score"])[0, 1]) if len(labelled) > 2 and labelled["generation_score"].std() > 0 else math.nan
     return {"covered": covered, "no_interval": int(cells["low"].isna().sum()), "cells": len(cells), "ratios": [x for x in ratios if np.isfinite(x)],
             "diff_covered": ((d["low"] <= d["truth"]) & (d["truth"] <= d["high"])).tolist(), "corr": corr,
-            "generated": int((run["method"] == GENERATED).sum()), "samples": len(run)}
+            "generated": int((run["method"] == GENERATED).sum()), "samples": len(run),
+            **rank_agreement(samples, scores, scores_truth, budget, rng)}
 
 
 def validate(run_dir: Path, cost: Costs, shares: tuple[float, ...], replicates: int, seed: int) -> list[dict]:
@@ -159,6 +214,7 @@ def validate(run_dir: Path, cost: Costs, shares: tuple[float, ...], replicates: 
                      "width_ratio": float(np.median(ratios)) if ratios else math.nan,
                      "prediction_label_corr": float(np.nanmean([r["corr"] for r in reps])) if any(np.isfinite(r["corr"]) for r in reps) else math.nan,
                      "generated_share": sum(r["generated"] for r in reps) / sum(r["samples"] for r in reps),
+                     **{k: _mean_defined([r[k] for r in reps]) for k in ("rho_ppi", "rho_generation_only", "rho_split_half")},
                      "likelihood_seconds": cost.likelihood, "generation_seconds": cost.generation})
     return rows
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -24,12 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import ppi_validation  # noqa: E402
 
 
-def _folder(path: Path, samples: int = 40, seconds: float = 100.0, generated: bool = True) -> Path:
-    """A full-generation folder: two variants, one task; the label follows the answer log p."""
+def _folder(path: Path, samples: int = 40, seconds: float = 100.0, generated: bool = True, shifts: tuple[float, ...] = (0.0, -0.8)) -> Path:
+    """A full-generation folder: variants (two by default: full and pressed), one task; the label
+    follows the answer log p, which each variant shifts."""
     rng = np.random.default_rng(5)
     rows, index = [], 0
     logps = rng.normal(-1, 1.2, samples)
-    for model, shift in (("full", 0.0), ("pressed", -0.8)):
+    names = ["full", "pressed"] + [f"pressed-{i}" for i in range(2, len(shifts))]
+    for model, shift in zip(names, shifts):
         for k in range(samples):
             logp = logps[k] + shift + rng.normal(0, 0.3)
             settled = logp > 0.5
@@ -43,7 +46,7 @@ def _folder(path: Path, samples: int = 40, seconds: float = 100.0, generated: bo
             index += 1
     path.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=SAMPLE_SCHEMA), path / SAMPLES_FILE)
-    write_manifest(path, Manifest(command="ruler", run_id="synthetic", config={"seed": 42}, models=[{"name": "full"}, {"name": "pressed"}],
+    write_manifest(path, Manifest(command="ruler", run_id="synthetic", config={"seed": 42}, models=[{"name": n} for n in names[:len(shifts)]],
                                   status="complete", timing={"seconds_all_sessions": seconds}))
     return path
 
@@ -88,3 +91,21 @@ def test_a_run_that_did_not_generate_every_sample_is_refused(tmp_path):
     lik = _folder(tmp_path / "lik", generated=False)
     with pytest.raises(SystemExit, match="not a full-generation run"):
         ppi_validation.main([str(lik), "--cost-ratio", "3", "--out", str(tmp_path / "out")])
+
+
+def test_variants_ranks_ppi_generation_alone_and_split_half(tmp_path):
+    """Four well-separated variants: with a budget far above the folder's size, two
+    generation-only runs rank them as the population does (split-half ρ 1); the simulated
+    runs' ρ values are reported and lie in [-1, 1]."""
+    samples = ppi_validation.population(_folder(tmp_path / "run", samples=60, shifts=(0.0, -1.0, -2.0, -3.0)))
+    scores_truth, _ = ppi_validation.truths(samples)
+    big = pd.Series(20000.0, index=pd.MultiIndex.from_tuples([("niah_single_1", 1024)], names=["task", "length"]))
+    rng = np.random.default_rng(3)
+    first = ppi_validation.generation_only_scores(samples, big, rng).set_index("model")["score"]
+    truth = scores_truth[scores_truth["task"] == "mean"].set_index("model")["truth"]
+    assert first.to_numpy() == pytest.approx(truth.loc[first.index].to_numpy(), abs=1.5)
+    assert ppi_validation._spearman(first, truth) == 1.0
+    table = ppi_validation.main([str(tmp_path / "run"), "--cost-ratio", "3", "--shares", "0.5", "--replicates", "20", "--out", str(tmp_path / "out")])
+    row = table.iloc[0]
+    for key in ("rho_ppi", "rho_generation_only", "rho_split_half"):
+        assert -1.0 <= row[key] <= 1.0, key
