@@ -4,6 +4,8 @@ model has is named as left out (synthetic finished runs, no model)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from ctxeval import api
@@ -61,3 +63,36 @@ def test_two_models_give_no_ranking(tmp_path):
     result = api.agreement([_ruler_folder(tmp_path / "ruler", scores)], out=tmp_path / "agreement", replicates=100)
     rows = [line.split(" | ") for line in result.markdown.splitlines() if line.startswith("| RULER score at 1024 |")]
     assert rows and all(r[1] == "—" and "with 2 models ρ is ±1 whatever the measures" in r[5] for r in rows), rows
+
+
+def test_rulers_split_half_reliability_and_ceiling_by_hand(tmp_path):
+    """Two samples of one task, three models: every split puts one sample in each half, so the
+    halves are m0 0, m1 1, m2 1 against 0, 0, 1 (or swapped): ranks (1, 2.5, 2.5) and
+    (1.5, 1.5, 3), Spearman 0.75 / 1.5 = 0.5; Spearman-Brown 2(0.5)/1.5 = 2/3; ceiling √(2/3)."""
+    scores = {"m0": ([0.0, 0.0], [0.0, 0.0], [-3.0, -3.0]), "m1": ([1.0, 0.0], [1.0, 0.0], [-1.0, -2.0]), "m2": ([1.0, 1.0], [1.0, 1.0], [-0.5, -0.5])}
+    result = api.agreement([_ruler_folder(tmp_path / "ruler", scores)], out=tmp_path / "agreement", replicates=100)
+    row = result.correlations[result.correlations["task"] == "RULER score at 1024"].iloc[0]
+    assert row["task_reliability"] == pytest.approx(2 / 3) and row["ceiling"] == pytest.approx((2 / 3) ** 0.5)
+    assert "RULER score at 1024: split-half reliability r = 0.67 over its models" in result.markdown and "about ρ = 0.82" in result.markdown
+    assert math.isnan(result.correlations[result.correlations["task"] == "RULER effective length"]["ceiling"].iloc[0])  # not a score of samples
+    again = api.read_result(tmp_path / "agreement")
+    assert again.correlations["ceiling"].tolist() == pytest.approx(result.correlations["ceiling"].tolist(), nan_ok=True)
+
+
+def test_split_half_is_near_zero_for_models_that_differ_by_noise_and_near_one_for_separated_ones():
+    """Thirty models drawing from one distribution: the halves' orders are unrelated; ten models
+    whose success rates are spread from 0.1 to 0.9: the halves order them alike."""
+    import numpy as np
+    import pandas as pd
+
+    from ctxeval.agreement.reliability import split_half
+
+    rng = np.random.default_rng(1)
+    noise = pd.DataFrame([{"model": f"m{m}", "task": t, "sample": k, "generation_score": float(rng.random() < 0.5)}
+                          for m in range(30) for t in ("x", "y") for k in range(40)])
+    assert abs(split_half(noise, splits=100)["split_half"]) < 0.2
+    rates = np.linspace(0.1, 0.9, 10)
+    spread = pd.DataFrame([{"model": f"m{m}", "task": t, "sample": k, "generation_score": float(rng.random() < rates[m])}
+                           for m in range(10) for t in ("x", "y") for k in range(40)])
+    assert split_half(spread, splits=100)["reliability"] > 0.9
+    assert split_half(noise[noise["model"].isin(["m0", "m1"])]) is None  # two models order nothing

@@ -25,6 +25,7 @@ from ctxeval.render.kinds import RENDERING
 from ctxeval.probes.ruler_tasks import TASKS
 from ctxeval.agreement.analysis import correlations, measure_table
 from ctxeval.agreement.measures import READS, hold_out, measures_of
+from ctxeval.agreement.reliability import ruler_reliability, with_ceilings
 from ctxeval.results.agreement import AgreementResult
 from ctxeval.results.base import read_result
 from ctxeval.results.ruler import RulerResult
@@ -187,14 +188,16 @@ class AgreementSpec:
 
 def run_agreement(spec: AgreementSpec) -> AgreementResult:
     """Read every run's measures, correlate each cheap measure with each task measure, write the report."""
-    measures, seeds = [], {}
+    measures, seeds, reliability = [], {}, {}
     for path in spec.runs:
         result = read_result(path, reader="agreement", kinds=READS)
         measures += measures_of(result, str(path))
-        if isinstance(result, RulerResult) and "seed" in result.manifest.config:
-            seeds[str(path)] = int(result.manifest.config["seed"])
+        if isinstance(result, RulerResult):
+            reliability[str(path)] = ruler_reliability(result)
+            if "seed" in result.manifest.config:
+                seeds[str(path)] = int(result.manifest.config["seed"])
     table = measure_table(hold_out(measures, seeds))
-    pairs = correlations(table, spec.replicates, spec.seed)
+    pairs = with_ceilings(correlations(table, spec.replicates, spec.seed), table, reliability)
     return AgreementResult(Path(spec.out), [str(p) for p in spec.runs], table, pairs, spec.replicates, spec.seed)
 
 

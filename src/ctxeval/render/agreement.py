@@ -20,6 +20,7 @@ def correlation_rows(c: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"task measure": c["task"], "cheap measure": c["cheap"], "models": c["models"],
                          "Spearman ρ [95 %]": [_interval(*v) for v in zip(c["spearman"], c["spearman_low"], c["spearman_high"])],
                          "Kendall τ-b [95 %]": [_interval(*v) for v in zip(c["kendall"], c["kendall_low"], c["kendall_high"])],
+                         "ceiling √r": ["" if v != v else f"{v:.2f}" for v in c["ceiling"]] if "ceiling" in c else "",
                          "note": c["note"].astype(object).where(c["note"].notna(), "")})
 
 
@@ -96,7 +97,20 @@ def headline(measures: pd.DataFrame, pairs: pd.DataFrame, replicates: int) -> He
                      pair.why or pair.note))
     return Headline("Which cheap measure orders the models as the task does", "cheap measures ranked by Spearman ρ with each task measure "
                     f"(values oriented so that higher is better; 95 % percentile bootstrap over models, {replicates} replicates)",
-                    ("task measure", "rank", "cheap measure", "Spearman ρ [95 %]", "models", "note"), tuple(rows), tuple(left_out(measures, pairs)))
+                    ("task measure", "rank", "cheap measure", "Spearman ρ [95 %]", "models", "note"), tuple(rows),
+                    tuple(ceiling_notes(pairs) + left_out(measures, pairs)))
+
+
+def ceiling_notes(pairs: pd.DataFrame) -> list[str]:
+    """Per task measure with a reliability: how far any cheap measure's ρ could reach."""
+    if "ceiling" not in pairs:
+        return []
+    notes = []
+    for task, part in pairs.dropna(subset=["ceiling"]).groupby("task", sort=False):
+        row = part.iloc[0]
+        notes.append(f"{task}: split-half reliability r = {row['task_reliability']:.2f} over its models; a measure ordering them exactly as their "
+                     f"true scores would reach about ρ = {row['ceiling']:.2f} against it (√r): a ρ near that is as good as these samples can show.")
+    return notes
 
 
 def agreement_markdown(measures: pd.DataFrame, pairs: pd.DataFrame, runs: int, replicates: int) -> str:

@@ -20,6 +20,9 @@ DEFINITIONS = {
     "spearman/kendall": "scipy.stats.spearmanr and kendalltau (tau-b) over the models that have both measures",
     "low/high": "95 % percentile bootstrap over models; none below 4 models or when most resamples make a measure constant (note)",
     "seconds_per_model": "the run's recorded seconds over its finished sessions divided by its models",
+    "task_reliability": "RULER's split-half reliability over the run's models: the Spearman ρ of two random halves of each cell's samples (the same split "
+                        "for every model), mean over 200 seeded splits, stepped up by Spearman-Brown 2ρ/(1+ρ); none below 3 models",
+    "ceiling": "√task_reliability: about the ρ a measure ordering the models exactly as their true scores would reach against this noisy task measure",
 }
 
 
