@@ -1,23 +1,28 @@
-"""Benchmark: ctxeval at long windows against llama-cpp-python on the same windows, in one run.
+"""Benchmark: ctxeval at long windows against llama.cpp's own tools on the same windows, in one run.
 
 Scoring (`--windows`): `ctxeval score --method fixed` on one window of W tokens of Moby-Dick
-(exact ranks, top-20) against llama-cpp-python's own `Llama.eval` with all logits
-(`logits_all=True`) and a NumPy log-softmax, rank and top-20 over them in blocks of 512 rows. Both
-run with llama.cpp's sliding-window cache at its window (`swa_full=False`), flash attention off,
-n_batch 512, the same threads. Each side runs in its own process (peak RSS is its own), the two
-alternate window by window, and the table gives their ratio, since a shared machine's load
-moves both. ctxeval's side also reports where its time went: llama.cpp's decodes and the
-scoring of the 262,144-token vocabulary (`score_block`: log-softmax, exact ranks, top-20).
+(exact ranks, top-20) against `llama-perplexity --chunks 1 -c W` (built from the llama.cpp that
+llama-cpp-python vendors, as bench_diff_llama_perplexity.py builds it: the same forwards, logits
+for the chunk's second half only, no ranks) and, where its all-logits array fits in memory,
+llama-cpp-python's own `Llama.eval` with all logits (`logits_all=True`) and a NumPy
+log-softmax, rank and top-20 in blocks of 512 rows. All run with llama.cpp's sliding-window
+cache at its window (`swa_full` off), flash attention off, n_batch 512, the same threads. Each
+side runs in its own process (peak RSS is its own), the order alternates window by window, and
+the table gives ratios, since a shared machine's load moves every side. ctxeval's side also
+reports where its time went: llama.cpp's decodes and the scoring of the 262,144-token vocabulary
+(`score_block`: log-softmax, exact ranks, top-20).
 
-RULER (`--ruler-length`): one niah_single_2 sample's prefill and greedy generation of up to 128
-tokens (to the end-of-generation token) by ctxeval's llama.cpp backend (`generate`, the path a
-RULER sample takes when the greedy answer leaves the reference) against llama-cpp-python's
-`Llama.generate` at temperature 0 on the same prompt ids; then `ctxeval ruler` on `--ruler-samples` samples of
-niah_single_2 with and without prefix reuse (`?prefix_reuse=0`), their records compared.
-`--reuse-plan L` counts, without running the model, the prompt tokens prefix reuse skips at
-length L (samples in run order, resumed at the sliding-window checkpoints).
+RULER (`--ruler-length`): one sample's prefill and greedy generation of up to the task's tokens
+(to the end-of-generation token) by ctxeval's llama.cpp backend (`generate`, the path a RULER
+sample takes when the greedy answer leaves the reference) against llama-cpp-python's
+`Llama.generate` at temperature 0 on the same prompt ids. `--reuse-ab L` runs RULER's
+per-sample work on `--ruler-samples` samples with and without prefix reuse, alternating sample by
+sample; `--ruler-runs L` runs whole `ctxeval ruler` runs with and without it (`?prefix_reuse=0`),
+their records compared. `--reuse-plan L` counts, without running the model, the prompt tokens
+prefix reuse skips at length L (samples in run order, resumed at the sliding-window checkpoints).
 
-    PYTHONPATH=src .venv/bin/python bench/bench_long_context.py --windows 4096 8192 --ruler-length 4096 --ruler-samples 4 --reuse-ab 16384 --reuse-plan 16384
+    PYTHONPATH=src .venv/bin/python bench/bench_long_context.py --windows 4096 8192 16384 32768 \
+        --ruler-length 4096 8192 16384 32767 --task niah_multikey_2 --reuse-ab 16384 --ruler-samples 4
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ from pathlib import Path
 
 MOBY = Path(__file__).resolve().parents[2] / "shared" / "data" / "gutenberg" / "melville-moby_dick.txt"
 TOP_K, BLOCK, N_BATCH = 20, 512, 512
-TASK = "niah_single_2"
+LLAMA_CPP_PYTHON = "0.3.36"  # llama-perplexity is built from this llama-cpp-python's vendored llama.cpp
+PEER_LOGITS_LIMIT_GB = 12.0  # llama-cpp-python's `scores` (window x 262,144 float32) must fit beside the model
 
 
 def peak_rss_mb() -> float:
@@ -53,12 +59,14 @@ def score_ctxeval(window: int, out: Path) -> dict:
     import ctxeval.backends.llamacpp as backend
 
     spent = {"decode": 0.0, "ranking": 0.0}
+    batches: list[float] = []
     decode, score_block = llama_cpp.llama_decode, backend.score_block
 
     def timed_decode(*args):
         t0 = time.perf_counter()
         status = decode(*args)
-        spent["decode"] += time.perf_counter() - t0
+        batches.append(time.perf_counter() - t0)
+        spent["decode"] += batches[-1]
         return status
 
     def timed_score(*args, **kwargs):
@@ -72,7 +80,33 @@ def score_ctxeval(window: int, out: Path) -> dict:
     result = ctxeval.score((str(MOBY),), method="fixed", window=window, max_tokens=window, top_k=TOP_K, out=out)
     seconds = time.perf_counter() - t0
     return {"side": "ctxeval score --method fixed", "window": window, "tokens": len(result.records), "seconds": seconds,
-            "decode_seconds": spent["decode"], "ranking_seconds": spent["ranking"], "peak_rss_mb": peak_rss_mb()}
+            "decode_seconds": spent["decode"], "ranking_seconds": spent["ranking"], "batch_seconds": batches, "peak_rss_mb": peak_rss_mb()}
+
+
+def score_llama_perplexity(window: int, out: Path) -> dict:
+    """`llama-perplexity` on one chunk of `window` tokens (BOS first): the same forwards, logits
+    for the chunk's second half only, no ranks. Its peak RSS is the child's."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_diff_llama_perplexity import build_llama_perplexity
+
+    from ctxeval.backends.model_files import embedded_model_path
+
+    binary, _ = build_llama_perplexity(LLAMA_CPP_PYTHON, _threads())
+    threads = str(_threads())
+    out.mkdir(parents=True, exist_ok=True)
+    text = out / "text.txt"  # it needs 2 x window tokens; the whole book's tokenizing would count against it
+    text.write_bytes(MOBY.read_bytes()[: 12 * window])
+    command = [str(binary), "-m", str(embedded_model_path()), "-f", str(text), "-c", str(window), "-b", str(N_BATCH), "-ub", str(N_BATCH),
+               "--chunks", "1", "-t", threads, "-tb", threads, "-fa", "off"]
+    t0 = time.perf_counter()
+    with (out / "llama-perplexity.log").open("w") as log:
+        subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True)
+    seconds = time.perf_counter() - t0
+    text = (out / "llama-perplexity.log").read_text()
+    if "Final estimate" not in text:
+        sys.exit(f"llama-perplexity printed no estimate:\n{text[-2000:]}")
+    return {"side": "llama-perplexity (second half scored, no ranks)", "window": window, "tokens": window, "scored": window - window // 2 - 1,
+            "seconds": seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
 
 
 def _llama(n_ctx: int, logits_all: bool):
@@ -110,8 +144,8 @@ def score_peer(window: int) -> dict:
             "peak_rss_mb": peak_rss_mb()}
 
 
-def _ruler_prompt(length: int) -> tuple[list[int], int]:
-    """The prompt ids (BOS first) of niah_single_2's sample 0 at `length` and the tokens it may
+def _ruler_prompt(task: str, length: int) -> tuple[list[int], int]:
+    """The prompt ids (BOS first) of `task`'s sample 0 at `length` and the tokens it may
     generate, as `ctxeval ruler` builds them for Gemma 3 270M."""
     from ctxeval.backends.registry import load_vocabulary
     from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
@@ -121,26 +155,26 @@ def _ruler_prompt(length: int) -> tuple[list[int], int]:
 
     vocab = load_vocabulary("gemma-3-270m")
     essay = load_text(RULER_HAYSTACK_NAME).content
-    count = token_counter(vocab, TASK, None)
-    size = fit_size(TASK, length, 42, essay, count, "gemma-3-270m")
-    rendered, _ = build_sample(SampleSpec(TASK, length, 0, size), 42, essay, count)
-    return [vocab.info.bos_id, *vocab.tokenize(rendered.prompt)], TASKS[TASK].tokens_to_generate
+    count = token_counter(vocab, task, None)
+    size = fit_size(task, length, 42, essay, count, "gemma-3-270m")
+    rendered, _ = build_sample(SampleSpec(task, length, 0, size), 42, essay, count)
+    return [vocab.info.bos_id, *vocab.tokenize(rendered.prompt)], TASKS[task].tokens_to_generate
 
 
-def ruler_ctxeval(length: int) -> dict:
+def ruler_ctxeval(task: str, length: int) -> dict:
     import numpy as np
 
     from ctxeval.backends.registry import load_scorer, parse_model_spec
 
-    prompt, n_new = _ruler_prompt(length)
+    prompt, n_new = _ruler_prompt(task, length)
     t0 = time.perf_counter()
     scorer = load_scorer(parse_model_spec("gemma-3-270m"), n_threads=_threads())
     generated = scorer.generate(np.asarray(prompt, dtype=np.int32), n_new)
     return {"side": "ctxeval generate", "window": len(prompt), "seconds": time.perf_counter() - t0, "generated": len(generated), "peak_rss_mb": peak_rss_mb()}
 
 
-def ruler_peer(length: int) -> dict:
-    prompt, n_new = _ruler_prompt(length)
+def ruler_peer(task: str, length: int) -> dict:
+    prompt, n_new = _ruler_prompt(task, length)
     t0 = time.perf_counter()
     llm = _llama(length + 256, logits_all=False)
     out = []
@@ -152,12 +186,12 @@ def ruler_peer(length: int) -> dict:
             "peak_rss_mb": peak_rss_mb()}
 
 
-def ruler_run(length: int, samples: int, reuse: bool, out: Path) -> dict:
+def ruler_run(task: str, length: int, samples: int, reuse: bool, out: Path) -> dict:
     import ctxeval
 
     model = "gemma-3-270m" if reuse else "gemma-3-270m?prefix_reuse=0"
     t0 = time.perf_counter()
-    result = ctxeval.ruler(tasks=(TASK,), lengths=(length,), samples=samples, models=(model,), out=out, n_threads=_threads())
+    result = ctxeval.ruler(tasks=(task,), lengths=(length,), samples=samples, models=(model,), out=out, n_threads=_threads())
     seconds = time.perf_counter() - t0
     import pandas as pd
 
@@ -167,9 +201,9 @@ def ruler_run(length: int, samples: int, reuse: bool, out: Path) -> dict:
             "prompt_tokens": int(records["prompt_tokens"].sum()), "records": records.to_json(orient="records"), "peak_rss_mb": peak_rss_mb()}
 
 
-def ruler_ab(length: int, samples: int) -> dict:
+def ruler_ab(task: str, length: int, samples: int) -> dict:
     """RULER's per-sample work (`score_then_generate` of the reference, generation where greedy
-    decoding leaves it) on `samples` niah_single_2 samples in run order, by two scorers, with and
+    decoding leaves it) on `samples` samples of `task` in run order, by two scorers, with and
     without prefix reuse, alternating sample by sample so the machine's load falls on both alike."""
     import numpy as np
 
@@ -182,9 +216,9 @@ def ruler_ab(length: int, samples: int) -> dict:
 
     vocab = load_vocabulary("gemma-3-270m")
     essay = load_text(RULER_HAYSTACK_NAME).content
-    count = token_counter(vocab, TASK, None)
-    size = fit_size(TASK, length, 42, essay, count, "gemma-3-270m")
-    jobs = shared_prefix_order([(k, SampleSpec(TASK, length, k, size)) for k in range(samples)], 42, essay)
+    count = token_counter(vocab, task, None)
+    size = fit_size(task, length, 42, essay, count, "gemma-3-270m")
+    jobs = shared_prefix_order([(k, SampleSpec(task, length, k, size)) for k in range(samples)], 42, essay)
     scorers = {reuse: load_scorer(parse_model_spec("gemma-3-270m" if reuse else "gemma-3-270m?prefix_reuse=0"), n_threads=_threads()) for reuse in (True, False)}
     for scorer in scorers.values():
         scorer.prepare(length + 2)  # as `ctxeval ruler` sizes the context for a length
@@ -192,10 +226,10 @@ def ruler_ab(length: int, samples: int) -> dict:
     for i, (_, spec) in enumerate(jobs):
         rendered = build_sample(spec, 42, essay, count)[0]
         prompt = np.asarray([vocab.info.bos_id, *vocab.tokenize(rendered.prompt)], dtype=np.int32)
-        reference = np.asarray(vocab.tokenize(reference_text(TASKS[TASK].family, rendered.answers)), dtype=np.int32)
+        reference = np.asarray(vocab.tokenize(reference_text(TASKS[task].family, rendered.answers)), dtype=np.int32)
         for reuse in ((True, False) if i % 2 == 0 else (False, True)):
             t0 = time.perf_counter()
-            scores, text = scorers[reuse].score_then_generate(prompt, reference, TASKS[TASK].tokens_to_generate, 2, (1.0,))
+            scores, text = scorers[reuse].score_then_generate(prompt, reference, TASKS[task].tokens_to_generate, 2, (1.0,))
             seconds[reuse] += time.perf_counter() - t0
             outputs[reuse].append((scores.logprob.tolist(), scores.rank.tolist(), text))
         generated += outputs[True][-1][2] is not None
@@ -204,7 +238,7 @@ def ruler_ab(length: int, samples: int) -> dict:
             "reused_tokens": scorers[True].prefix_cache.reused, "peak_rss_mb": peak_rss_mb()}
 
 
-def reuse_plan(length: int, samples: int) -> dict:
+def reuse_plan(task: str, length: int, samples: int) -> dict:
     """Prompt tokens prefix reuse skips between consecutive samples at `length`, in run order, with
     Gemma 3 270M's checkpoints (every 1,024 tokens from 512), without running the model."""
     import numpy as np
@@ -216,9 +250,9 @@ def reuse_plan(length: int, samples: int) -> dict:
 
     vocab = load_vocabulary("gemma-3-270m")
     essay = load_text(RULER_HAYSTACK_NAME).content
-    count = token_counter(vocab, TASK, None)
-    size = fit_size(TASK, length, 42, essay, count, "gemma-3-270m")
-    jobs = shared_prefix_order([(k, SampleSpec(TASK, length, k, size)) for k in range(samples)], 42, essay)
+    count = token_counter(vocab, task, None)
+    size = fit_size(task, length, 42, essay, count, "gemma-3-270m")
+    jobs = shared_prefix_order([(k, SampleSpec(task, length, k, size)) for k in range(samples)], 42, essay)
     prompts = [np.asarray([vocab.info.bos_id, *vocab.tokenize(build_sample(spec, 42, essay, count)[0].prompt)]) for _, spec in jobs]
     skipped = 0
     for before, prompt in zip(prompts, prompts[1:]):
@@ -235,19 +269,21 @@ def worker(args: argparse.Namespace) -> dict:
         return score_ctxeval(args.n, args.out)
     if args.side == "score-peer":
         return score_peer(args.n)
+    if args.side == "score-llama-perplexity":
+        return score_llama_perplexity(args.n, args.out)
     if args.side == "ruler-ctxeval":
-        return ruler_ctxeval(args.n)
+        return ruler_ctxeval(args.task, args.n)
     if args.side == "ruler-peer":
-        return ruler_peer(args.n)
+        return ruler_peer(args.task, args.n)
     if args.side == "reuse-plan":
-        return reuse_plan(args.n, args.samples)
+        return reuse_plan(args.task, args.n, args.samples)
     if args.side == "ruler-ab":
-        return ruler_ab(args.n, args.samples)
-    return ruler_run(args.n, args.samples, args.side == "ruler-reuse", args.out)
+        return ruler_ab(args.task, args.n, args.samples)
+    return ruler_run(args.task, args.n, args.samples, args.side == "ruler-reuse", args.out)
 
 
-def run_side(side: str, n: int, out: Path, samples: int = 0) -> dict:
-    command = [sys.executable, __file__, "--side", side, "--n", str(n), "--samples", str(samples), "--out", str(out)]
+def run_side(side: str, n: int, out: Path, task: str, samples: int = 0) -> dict:
+    command = [sys.executable, __file__, "--side", side, "--n", str(n), "--samples", str(samples), "--task", task, "--out", str(out)]
     proc = subprocess.run(command, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"{side} at {n} failed (exit code {proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -256,11 +292,38 @@ def run_side(side: str, n: int, out: Path, samples: int = 0) -> dict:
     return result
 
 
+def peer_fits(window: int) -> bool:
+    """Whether llama-cpp-python's all-logits array for `window` rows fits this bench's limit."""
+    return (window + 256) * 262_144 * 4 / 2**30 <= PEER_LOGITS_LIMIT_GB
+
+
+def where_the_decodes_went(r: dict) -> str:
+    """llama.cpp's decode seconds, and what attention over the window adds: the same batch's
+    matrix products cost alike at every position, so the first full batch (positions 0-511,
+    almost no attention) times the batches is the cost without it; the rest is attention's."""
+    batches = r["batch_seconds"]
+    full = batches[:-1] or batches
+    without = full[0] * len(batches)
+    return (f"llama.cpp's decodes {r['decode_seconds']:.1f} s in {len(batches)} batches (first {batches[0]:.2f} s, last full {full[-1]:.2f} s; "
+            f"attention beyond the first batch's about {max(0.0, r['decode_seconds'] - without):.1f} s, "
+            f"{100 * max(0.0, r['decode_seconds'] - without) / r['decode_seconds']:.0f} %)")
+
+
+def score_row(r: dict, ours: dict) -> str:
+    speed = r["tokens"] / r["seconds"]
+    ratio = (ours["tokens"] / ours["seconds"]) / speed
+    scored = r.get("scored", r["tokens"])
+    return (f"| {r['window']} | {r['side']} | {speed:.1f} | {scored / r['seconds']:.1f} | {1000 * r['seconds'] / r['tokens']:.2f} | "
+            f"{r['peak_rss_mb']:.0f} | {'' if r is ours else f'{ratio:.2f}'} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--windows", type=int, nargs="*", default=[4096, 8192])
-    parser.add_argument("--ruler-length", type=int, nargs="*", default=[])
+    parser.add_argument("--ruler-length", type=int, nargs="*", default=[], help="lengths: one RULER sample, ctxeval against llama-cpp-python")
+    parser.add_argument("--ruler-runs", type=int, nargs="*", default=[], help="lengths: whole `ctxeval ruler` runs with and without prefix reuse")
     parser.add_argument("--ruler-samples", type=int, default=4)
+    parser.add_argument("--task", default="niah_single_2", help="the RULER task of the RULER rows")
     parser.add_argument("--reuse-plan", type=int, nargs="*", default=[])
     parser.add_argument("--reuse-ab", type=int, nargs="*", default=[], help="lengths: RULER samples with and without prefix reuse, alternating")
     parser.add_argument("--out", type=Path, default=Path("bench/out/long_context"))
@@ -274,32 +337,40 @@ def main() -> None:
     import shutil
 
     shutil.rmtree(args.out, ignore_errors=True)
-    print("| window | side | tokens/s | s per 1K tokens | peak RSS MB | ctxeval / peer tokens/s |\n|---:|---|---:|---:|---:|---:|")
+    task = args.task
+    print("| window | side | tokens through the model /s | scored tokens /s | s per 1K tokens | peak RSS MB | ctxeval / peer, tokens through the model |\n"
+          "|---:|---|---:|---:|---:|---:|---:|")
     for i, window in enumerate(args.windows):
-        order = ["score-peer", "score-ctxeval"] if i % 2 == 0 else ["score-ctxeval", "score-peer"]  # alternate who runs first
-        got = {side: run_side(side, window, args.out / f"{side}-{window}") for side in order}
-        ours, peer = got["score-ctxeval"], got["score-peer"]
-        for r in (peer, ours):
-            print(f"| {window} | {r['side']} | {r['tokens'] / r['seconds']:.1f} | {1000 * r['seconds'] / r['tokens']:.2f} | {r['peak_rss_mb']:.0f} | "
-                  f"{(ours['tokens'] / ours['seconds']) / (peer['tokens'] / peer['seconds']):.2f} |")
-        print(f"where ctxeval's {ours['seconds']:.1f} s went: llama.cpp's decodes {ours['decode_seconds']:.1f} s, "
-              f"ranking the vocabulary {ours['ranking_seconds']:.1f} s", flush=True)
-    for length in args.ruler_length:
-        peer, ours = run_side("ruler-peer", length, args.out), run_side("ruler-ctxeval", length, args.out)
-        print(f"RULER sample at {length}: ctxeval {ours['seconds']:.1f} s ({ours['generated']} generated), llama-cpp-python {peer['seconds']:.1f} s "
-              f"({peer['generated']} generated): ctxeval / peer speed {peer['seconds'] / ours['seconds']:.2f}")
-        off = run_side("ruler-fresh", length, args.out / f"fresh-{length}", args.ruler_samples)
-        on = run_side("ruler-reuse", length, args.out / f"reuse-{length}", args.ruler_samples)
+        sides = ["score-llama-perplexity", "score-ctxeval"] + (["score-peer"] if peer_fits(window) else [])
+        order = sides if i % 2 == 0 else sides[::-1]  # alternate who runs first
+        got = {side: run_side(side, window, args.out / f"{side}-{window}", task) for side in order}
+        ours = got["score-ctxeval"]
+        for side in sides:
+            print(score_row(got[side], ours))
+        if not peer_fits(window):
+            print(f"| {window} | llama-cpp-python eval, all logits + NumPy | not run: its logits need "
+                  f"{(window + 256) * 262_144 * 4 / 2**30:.1f} GB | | | | |")
+        print(f"where ctxeval's {ours['seconds']:.1f} s went: {where_the_decodes_went(ours)}, ranking the vocabulary {ours['ranking_seconds']:.1f} s", flush=True)
+    for i, length in enumerate(args.ruler_length):
+        pair = ("ruler-peer", "ruler-ctxeval") if i % 2 == 0 else ("ruler-ctxeval", "ruler-peer")
+        got = {side: run_side(side, length, args.out, task) for side in pair}
+        peer, ours = got["ruler-peer"], got["ruler-ctxeval"]
+        print(f"RULER {task} sample at {length}: {ours['window']}-token prompt, ctxeval {ours['seconds']:.1f} s ({ours['generated']} generated), "
+              f"llama-cpp-python {peer['seconds']:.1f} s ({peer['generated']} generated): ctxeval / peer speed {peer['seconds'] / ours['seconds']:.2f}; "
+              f"peak RSS {ours['peak_rss_mb']:.0f} / {peer['peak_rss_mb']:.0f} MB", flush=True)
+    for length in args.ruler_runs:
+        off = run_side("ruler-fresh", length, args.out / f"fresh-{length}", task, args.ruler_samples)
+        on = run_side("ruler-reuse", length, args.out / f"reuse-{length}", task, args.ruler_samples)
         same = json.loads(on["records"]) == json.loads(off["records"])
-        print(f"ctxeval ruler {TASK} at {length}, {args.ruler_samples} samples: prefix reuse off {off['seconds']:.1f} s, on {on['seconds']:.1f} s, "
+        print(f"ctxeval ruler {task} at {length}, {args.ruler_samples} samples: prefix reuse off {off['seconds']:.1f} s, on {on['seconds']:.1f} s, "
               f"saved {100 * (1 - on['seconds'] / off['seconds']):.0f} %; records identical: {same}")
     for length in args.reuse_ab:
-        ab = run_side("ruler-ab", length, args.out, args.ruler_samples)
-        print(f"{TASK} at {length}, {args.ruler_samples} samples ({ab['generated_samples']} generating), alternating: prefix reuse off {ab['seconds_off']:.1f} s, "
+        ab = run_side("ruler-ab", length, args.out, task, args.ruler_samples)
+        print(f"{task} at {length}, {args.ruler_samples} samples ({ab['generated_samples']} generating), alternating: prefix reuse off {ab['seconds_off']:.1f} s, "
               f"on {ab['seconds_on']:.1f} s, saved {100 * (1 - ab['seconds_on'] / ab['seconds_off']):.0f} %; {ab['reused_tokens']} prompt tokens reused; "
               f"scores and generated text identical: {ab['identical']}")
     for length in args.reuse_plan:
-        plan = run_side("reuse-plan", length, args.out, args.ruler_samples)
+        plan = run_side("reuse-plan", length, args.out, task, args.ruler_samples)
         print(f"reuse plan at {length}, {args.ruler_samples} samples: {plan['skipped_tokens']} of {plan['prompt_tokens']} prompt tokens skipped between samples "
               f"({100 * plan['skipped_tokens'] / plan['prompt_tokens']:.0f} %)")
 

@@ -170,3 +170,14 @@ def test_every_target_equals_llama_cpp_pythons_full_window_eval(gemma, tmp_path)
         expected = np.concatenate(_llama_cpp_python_full_window(gemma.info.path, windows, gemma.info.bos_id))
         assert rec.target_id.tolist() == np.concatenate(windows).tolist()
         np.testing.assert_allclose(rec.logprob.to_numpy(), expected, **FLOAT32_PATHS)
+
+
+def test_tokenize_in_one_call_equals_llama_cpp_pythons_on_texts_short_and_past_the_context(gemma):
+    """ctxeval sizes llama.cpp's token buffer by the text's bytes; llama-cpp-python's own
+    tokenize (which re-tokenizes a text longer than the training context) gives the same ids,
+    on a book of more than 32,768 tokens, a short text, an empty one and non-ASCII text."""
+    book = (Path(__file__).resolve().parents[2] / "shared" / "data" / "gutenberg" / "melville-moby_dick.txt").read_text()[:400_000]
+    for text in (book, "Call me Ishmael.", "", "naïve café — 東京 🐋\n\n"):
+        ours = gemma.tokenize(text)
+        assert ours == gemma._vocab_model.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+    assert len(gemma.tokenize(book)) > 32_768
