@@ -298,15 +298,16 @@ def peer_fits(window: int) -> bool:
 
 
 def where_the_decodes_went(r: dict) -> str:
-    """llama.cpp's decode seconds, and what attention over the window adds: the same batch's
-    matrix products cost alike at every position, so the first full batch (positions 0-511,
-    almost no attention) times the batches is the cost without it; the rest is attention's."""
+    """llama.cpp's decode seconds, and what attention over the window adds: a batch's matrix
+    products cost alike at every position, so the faster of the first two full batches
+    (positions below 1,024: little attention; the first also builds the graph) times the
+    batches is the cost without it; the rest is attention's."""
     batches = r["batch_seconds"]
     full = batches[:-1] or batches
-    without = full[0] * len(batches)
-    return (f"llama.cpp's decodes {r['decode_seconds']:.1f} s in {len(batches)} batches (first {batches[0]:.2f} s, last full {full[-1]:.2f} s; "
-            f"attention beyond the first batch's about {max(0.0, r['decode_seconds'] - without):.1f} s, "
-            f"{100 * max(0.0, r['decode_seconds'] - without) / r['decode_seconds']:.0f} %)")
+    without = min(full[:2]) * len(full) + (batches[-1] if len(batches) > len(full) else 0.0)
+    extra = max(0.0, r["decode_seconds"] - without)
+    return (f"llama.cpp's decodes {r['decode_seconds']:.1f} s in {len(batches)} batches (first {full[0]:.2f} s, last full {full[-1]:.2f} s; "
+            f"attention beyond the first batches' about {extra:.1f} s, {100 * extra / r['decode_seconds']:.0f} %)")
 
 
 def score_row(r: dict, ours: dict) -> str:

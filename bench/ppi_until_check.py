@@ -1,0 +1,79 @@
+"""Does `ruler --generate-share P --until verdict` reach full generation's verdicts, and at what
+share of its compute? (docs/agreement.md, "Prediction-powered RULER").
+
+Input: a finished full-generation `ruler` run (every sample generated or settled), the same
+command run `--likelihood-only` (its seconds give a likelihood pass's cost), and an `--until
+verdict` run of the same models, tasks, length and seed (its rounds draw samples 0, 1, ... of
+the same sequence, so its samples are the full run's first ones). Per variant and task: the
+full run's verdict on its generated scores (paired, `--delta` points) beside the until run's
+(PPI++ difference, at its Bonferroni-corrected confidence), and the samples each used. Compute,
+two ways: the runs' recorded seconds, and in measured units (likelihood passes times a pass's
+seconds plus generations times a generation's seconds, from the full and likelihood-only runs),
+which a shared machine's load moves less.
+
+    python bench/ppi_until_check.py FULL LIKELIHOOD UNTIL [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).parent))
+from ppi_validation import _seconds, costs, population  # noqa: E402
+
+from ctxeval.probes.ruler_ppi import GENERATED  # noqa: E402
+from ctxeval.results.base import read_result  # noqa: E402
+from ctxeval.results.ruler import MEAN_TASK, read_samples  # noqa: E402
+from ctxeval.stats.verdict import verdict  # noqa: E402
+
+
+def compare(full_dir: Path, likelihood_dir: Path, until_dir: Path) -> tuple[pd.DataFrame, dict]:
+    full, until = read_result(full_dir), read_result(until_dir)
+    config = until.manifest.config["until"]
+    rows = []
+    by_cell = full.paired[full.paired["task"] != MEAN_TASK].set_index(["model", "task", "length"])
+    for r in until.ppi_differences[until.ppi_differences["task"] != MEAN_TASK].itertuples():
+        ours = verdict(r.estimate, r.low, r.high, config["delta"], int(r.samples), worse="lower", confidence=config["confidence"])
+        theirs = by_cell.loc[(r.model, r.task, r.length)]
+        rows.append({"variant": r.model, "task": r.task, "length": r.length, "full generation": theirs["score_outcome"],
+                     "full: difference [95 %]": f"{theirs['score_diff']:+.1f} [{theirs['score_low']:+.1f}, {theirs['score_high']:+.1f}]",
+                     "full samples": int(theirs["n"]), "--until verdict": ours.outcome,
+                     "until: difference [interval]": f"{r.estimate:+.1f} [{r.low:+.1f}, {r.high:+.1f}]", "until samples": int(r.samples),
+                     "same": ours.outcome == theirs["score_outcome"]})
+    samples = population(full_dir)
+    cost = costs(full_dir, samples, likelihood_dir, None)
+    drawn = read_samples(until_dir)
+    units_full = len(samples) * cost.likelihood + int((samples["method"] == GENERATED).sum()) * cost.generation
+    units_until = len(drawn) * cost.likelihood + int((drawn["method"] == GENERATED).sum()) * cost.generation
+    summary = {"seconds_full": _seconds(full_dir), "seconds_until": _seconds(until_dir), "units_full": units_full, "units_until": units_until,
+               "likelihood_seconds": cost.likelihood, "generation_seconds": cost.generation, "samples_full": len(samples), "samples_until": len(drawn),
+               "generated_full": int((samples["method"] == GENERATED).sum()), "generated_until": int((drawn["method"] == GENERATED).sum())}
+    return pd.DataFrame(rows), summary
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("full", type=Path)
+    parser.add_argument("likelihood", type=Path)
+    parser.add_argument("until", type=Path)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    table, s = compare(args.full, args.likelihood, args.until)
+    text = "\n".join([table.to_markdown(index=False), "",
+                      f"verdicts equal: {int(table['same'].sum())} of {len(table)}",
+                      f"compute, recorded seconds: until {s['seconds_until']:.0f} s / full {s['seconds_full']:.0f} s = {s['seconds_until'] / s['seconds_full']:.2f}x",
+                      f"compute, measured units ({s['likelihood_seconds']:.2f} s a likelihood pass, {s['generation_seconds']:.2f} s a generation): "
+                      f"until {s['samples_until']} passes + {s['generated_until']} generations = {s['units_until']:.0f} / "
+                      f"full {s['samples_full']} + {s['generated_full']} = {s['units_full']:.0f}: {s['units_until'] / s['units_full']:.2f}x", ""])
+    print(text)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "until_check.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()
