@@ -196,27 +196,25 @@ def replicate(samples: pd.DataFrame, share: float, rng: np.random.Generator, see
             **rank_agreement(samples, scores, scores_truth, budget, rng)}
 
 
-def validate(run_dir: Path, cost: Costs, shares: tuple[float, ...], replicates: int, seed: int) -> list[dict]:
-    """Per share: coverage, no-interval share, width ratio at equal compute, prediction-label correlation."""
+def validate_share(run_dir: Path, cost: Costs, share: float, replicates: int, seed: int) -> dict:
+    """One share's row: coverage, no-interval share, width ratio at equal compute,
+    prediction-label correlation, the variants' rank agreement."""
     samples = population(run_dir)
     scores_truth, diffs_truth = truths(samples)
-    rows = []
-    for share in shares:
-        rng = np.random.default_rng([seed, int(round(share * 1000))])
-        reps = [replicate(samples, share, rng, seed + b, cost, scores_truth, diffs_truth) for b in range(replicates)]
-        covered = [c for r in reps for c in r["covered"]]
-        diff_covered = [c for r in reps for c in r["diff_covered"]]
-        ratios = [x for r in reps for x in r["ratios"]]
-        rows.append({"run": str(run_dir), "share": share, "replicates": replicates,
-                     "coverage": float(np.mean(covered)) if covered else math.nan, "intervals": len(covered),
-                     "no_interval": sum(r["no_interval"] for r in reps) / sum(r["cells"] for r in reps),
-                     "difference_coverage": float(np.mean(diff_covered)) if diff_covered else math.nan,
-                     "width_ratio": float(np.median(ratios)) if ratios else math.nan,
-                     "prediction_label_corr": float(np.nanmean([r["corr"] for r in reps])) if any(np.isfinite(r["corr"]) for r in reps) else math.nan,
-                     "generated_share": sum(r["generated"] for r in reps) / sum(r["samples"] for r in reps),
-                     **{k: _mean_defined([r[k] for r in reps]) for k in ("rho_ppi", "rho_generation_only", "rho_split_half")},
-                     "likelihood_seconds": cost.likelihood, "generation_seconds": cost.generation})
-    return rows
+    rng = np.random.default_rng([seed, int(round(share * 1000))])
+    reps = [replicate(samples, share, rng, seed + b, cost, scores_truth, diffs_truth) for b in range(replicates)]
+    covered = [c for r in reps for c in r["covered"]]
+    diff_covered = [c for r in reps for c in r["diff_covered"]]
+    ratios = [x for r in reps for x in r["ratios"]]
+    return {"run": str(run_dir), "share": share, "replicates": replicates,
+            "coverage": float(np.mean(covered)) if covered else math.nan, "intervals": len(covered),
+            "no_interval": sum(r["no_interval"] for r in reps) / sum(r["cells"] for r in reps),
+            "difference_coverage": float(np.mean(diff_covered)) if diff_covered else math.nan,
+            "width_ratio": float(np.median(ratios)) if ratios else math.nan,
+            "prediction_label_corr": _mean_defined([r["corr"] for r in reps]),
+            "generated_share": sum(r["generated"] for r in reps) / sum(r["samples"] for r in reps),
+            **{k: _mean_defined([r[k] for r in reps]) for k in ("rho_ppi", "rho_generation_only", "rho_split_half")},
+            "likelihood_seconds": cost.likelihood, "generation_seconds": cost.generation}
 
 
 def main(argv: list[str] | None = None) -> pd.DataFrame:
@@ -227,15 +225,21 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     parser.add_argument("--shares", default=",".join(map(str, SHARES)))
     parser.add_argument("--replicates", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=1, help="processes: (folder, share) rows run in parallel, each on its own seeded stream")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if (args.likelihood is None) == (args.cost_ratio is None) or (args.likelihood is not None and len(args.likelihood) != len(args.runs)):
         parser.error("give --likelihood (one run per full run) or --cost-ratio")
     shares = tuple(float(s) for s in args.shares.split(","))
-    rows = []
-    for i, run in enumerate(args.runs):
-        cost = costs(run, population(run), args.likelihood[i] if args.likelihood else None, args.cost_ratio)
-        rows += validate(run, cost, shares, args.replicates, args.seed)
+    jobs = [(run, costs(run, population(run), args.likelihood[i] if args.likelihood else None, args.cost_ratio), share, args.replicates, args.seed)
+            for i, run in enumerate(args.runs) for share in shares]
+    if args.jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.jobs) as pool:
+            rows = list(pool.map(validate_share, *zip(*jobs)))
+    else:
+        rows = [validate_share(*job) for job in jobs]
     table = pd.DataFrame(rows)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "ppi_validation.json").write_text(json.dumps(rows, indent=2))

@@ -109,3 +109,11 @@ def test_variants_ranks_ppi_generation_alone_and_split_half(tmp_path):
     row = table.iloc[0]
     for key in ("rho_ppi", "rho_generation_only", "rho_split_half"):
         assert -1.0 <= row[key] <= 1.0, key
+
+
+def test_rows_run_in_parallel_equal_the_serial_ones(tmp_path):
+    run = _folder(tmp_path / "run", samples=40)
+    common = [str(run), "--cost-ratio", "2", "--shares", "0.3,0.5", "--replicates", "8"]
+    serial = ppi_validation.main([*common, "--out", str(tmp_path / "a")])
+    parallel = ppi_validation.main([*common, "--jobs", "2", "--out", str(tmp_path / "b")])
+    pd.testing.assert_frame_equal(serial, parallel)
