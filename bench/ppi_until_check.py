@@ -2,7 +2,8 @@
 share of its compute? (docs/agreement.md, "Prediction-powered RULER").
 
 Input: a finished full-generation `ruler` run (every sample generated or settled), the same
-command run `--likelihood-only` (its seconds give a likelihood pass's cost), and an `--until
+command run `--likelihood-only` (its seconds give a likelihood pass's cost; or `--cost-ratio`,
+a generation's cost in likelihood passes), and an `--until
 verdict` run of the same models, tasks, length and seed (its rounds draw samples 0, 1, ... of
 the same sequence, so its samples are the full run's first ones). Per variant and task: the
 full run's verdict on its generated scores (paired, `--delta` points) beside the until run's
@@ -11,7 +12,7 @@ two ways: the runs' recorded seconds, and in measured units (likelihood passes t
 seconds plus generations times a generation's seconds, from the full and likelihood-only runs),
 which a shared machine's load moves less.
 
-    python bench/ppi_until_check.py FULL LIKELIHOOD UNTIL [--out DIR]
+    python bench/ppi_until_check.py FULL UNTIL (--likelihood LIKELIHOOD | --cost-ratio R) [--out DIR]
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ctxeval.results.ruler import MEAN_TASK, read_samples  # noqa: E402
 from ctxeval.stats.verdict import verdict  # noqa: E402
 
 
-def compare(full_dir: Path, likelihood_dir: Path, until_dir: Path) -> tuple[pd.DataFrame, dict]:
+def compare(full_dir: Path, likelihood_dir: Path | None, until_dir: Path, cost_ratio: float | None = None) -> tuple[pd.DataFrame, dict]:
     full, until = read_result(full_dir), read_result(until_dir)
     config = until.manifest.config["until"]
     rows = []
@@ -45,7 +46,7 @@ def compare(full_dir: Path, likelihood_dir: Path, until_dir: Path) -> tuple[pd.D
                      "until: difference [interval]": f"{r.estimate:+.1f} [{r.low:+.1f}, {r.high:+.1f}]", "until samples": int(r.samples),
                      "same": ours.outcome == theirs["score_outcome"]})
     samples = population(full_dir)
-    cost = costs(full_dir, samples, likelihood_dir, None)
+    cost = costs(full_dir, samples, likelihood_dir, cost_ratio)
     drawn = read_samples(until_dir)
     units_full = len(samples) * cost.likelihood + int((samples["method"] == GENERATED).sum()) * cost.generation
     units_until = len(drawn) * cost.likelihood + int((drawn["method"] == GENERATED).sum()) * cost.generation
@@ -58,15 +59,18 @@ def compare(full_dir: Path, likelihood_dir: Path, until_dir: Path) -> tuple[pd.D
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("full", type=Path)
-    parser.add_argument("likelihood", type=Path)
     parser.add_argument("until", type=Path)
+    parser.add_argument("--likelihood", type=Path, default=None, help="the full run's samples scored --likelihood-only: its seconds give a pass's cost")
+    parser.add_argument("--cost-ratio", type=float, default=None, help="instead: a generation's cost per unsettled sample in likelihood passes")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    table, s = compare(args.full, args.likelihood, args.until)
+    if (args.likelihood is None) == (args.cost_ratio is None):
+        parser.error("give --likelihood or --cost-ratio")
+    table, s = compare(args.full, args.likelihood, args.until, args.cost_ratio)
     text = "\n".join([table.to_markdown(index=False), "",
                       f"verdicts equal: {int(table['same'].sum())} of {len(table)}",
                       f"compute, recorded seconds: until {s['seconds_until']:.0f} s / full {s['seconds_full']:.0f} s = {s['seconds_until'] / s['seconds_full']:.2f}x",
-                      f"compute, measured units ({s['likelihood_seconds']:.2f} s a likelihood pass, {s['generation_seconds']:.2f} s a generation): "
+                      f"compute, measured units ({s['likelihood_seconds']:.2f} a likelihood pass, {s['generation_seconds']:.2f} a generation): "
                       f"until {s['samples_until']} passes + {s['generated_until']} generations = {s['units_until']:.0f} / "
                       f"full {s['samples_full']} + {s['generated_full']} = {s['units_full']:.0f}: {s['units_until'] / s['units_full']:.2f}x", ""])
     print(text)
