@@ -1,7 +1,7 @@
 """Benchmark: ctxeval at long windows against llama.cpp's own tools on the same windows, in one run.
 
 Scoring (`--windows`): `ctxeval score --method fixed` on one window of W tokens of Moby-Dick
-(exact ranks, top-20) against `llama-perplexity --chunks 1 -c W` (built from the llama.cpp that
+(exact ranks, top-20; every side reads the book's first 12 x W bytes) against `llama-perplexity --chunks 1 -c W` (built from the llama.cpp that
 llama-cpp-python vendors, as bench_diff_llama_perplexity.py builds it: the same forwards, logits
 for the chunk's second half only, no ranks) and, where its all-logits array fits in memory,
 llama-cpp-python's own `Llama.eval` with all logits (`logits_all=True`) and a NumPy
@@ -41,6 +41,15 @@ LLAMA_CPP_PYTHON = "0.3.36"  # llama-perplexity is built from this llama-cpp-pyt
 PEER_LOGITS_LIMIT_GB = 12.0  # llama-cpp-python's `scores` (window x 262,144 float32) must fit beside the model
 
 
+def window_text(window: int, out: Path) -> Path:
+    """The first 12 x `window` bytes of Moby-Dick, every side's input: enough for llama-perplexity's
+    2 x window tokens, and no side pays for tokenizing the rest of the book."""
+    out.mkdir(parents=True, exist_ok=True)
+    text = out / "text.txt"
+    text.write_bytes(MOBY.read_bytes()[: 12 * window])
+    return text
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -77,7 +86,8 @@ def score_ctxeval(window: int, out: Path) -> dict:
 
     llama_cpp.llama_decode, backend.score_block = timed_decode, timed_score
     t0 = time.perf_counter()
-    result = ctxeval.score((str(MOBY),), method="fixed", window=window, max_tokens=window, top_k=TOP_K, out=out)
+    text = window_text(window, out / "input")
+    result = ctxeval.score((str(text),), method="fixed", window=window, max_tokens=window, top_k=TOP_K, out=out)
     seconds = time.perf_counter() - t0
     return {"side": "ctxeval score --method fixed", "window": window, "tokens": len(result.records), "seconds": seconds,
             "decode_seconds": spent["decode"], "ranking_seconds": spent["ranking"], "batch_seconds": batches, "peak_rss_mb": peak_rss_mb()}
@@ -93,20 +103,21 @@ def score_llama_perplexity(window: int, out: Path) -> dict:
 
     binary, _ = build_llama_perplexity(LLAMA_CPP_PYTHON, _threads())
     threads = str(_threads())
-    out.mkdir(parents=True, exist_ok=True)
-    text = out / "text.txt"  # it needs 2 x window tokens; the whole book's tokenizing would count against it
-    text.write_bytes(MOBY.read_bytes()[: 12 * window])
+    text = window_text(window, out)
     command = [str(binary), "-m", str(embedded_model_path()), "-f", str(text), "-c", str(window), "-b", str(N_BATCH), "-ub", str(N_BATCH),
                "--chunks", "1", "-t", threads, "-tb", threads, "-fa", "off"]
     t0 = time.perf_counter()
     with (out / "llama-perplexity.log").open("w") as log:
-        subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True)
+        status = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT).returncode
     seconds = time.perf_counter() - t0
-    text = (out / "llama-perplexity.log").read_text()
-    if "Final estimate" not in text:
-        sys.exit(f"llama-perplexity printed no estimate:\n{text[-2000:]}")
-    return {"side": "llama-perplexity (second half scored, no ranks)", "window": window, "tokens": window, "scored": window - window // 2 - 1,
+    text = (out / "llama-perplexity.log").read_text(errors="replace")
+    side = {"side": "llama-perplexity (second half scored, no ranks)", "window": window, "tokens": window, "scored": window - window // 2 - 1,
             "seconds": seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+    if "std::bad_alloc" in text:  # it reserves the window's logits, window x 262,144 floats, before its first decode
+        return side | {"failed": f"out of memory (std::bad_alloc) reserving {window} x 262,144 float logits, {window * 262_144 * 4 / 2**30:.1f} GB"}
+    if status != 0 or "Final estimate" not in text:
+        sys.exit(f"llama-perplexity failed (exit code {status}):\n{text[-2000:]}")
+    return side
 
 
 def _llama(n_ctx: int, logits_all: bool):
@@ -121,13 +132,14 @@ def _llama(n_ctx: int, logits_all: bool):
                            n_threads_batch=threads, logits_all=logits_all, swa_full=False, flash_attn=False, verbose=False)
 
 
-def score_peer(window: int) -> dict:
+def score_peer(window: int, out: Path) -> dict:
     """llama-cpp-python's `eval` with all logits, then a NumPy log-softmax, rank and top-20."""
     import numpy as np
 
+    text = window_text(window, out)
     t0 = time.perf_counter()
     llm = _llama(window + 256, logits_all=True)
-    ids = llm.tokenize(MOBY.read_bytes(), add_bos=False, special=False)[:window]
+    ids = llm.tokenize(text.read_bytes(), add_bos=False, special=False)[:window]
     llm.eval([llm.token_bos()] + ids[:-1])
     logprobs = []
     for lo in range(0, window, BLOCK):
@@ -268,7 +280,7 @@ def worker(args: argparse.Namespace) -> dict:
     if args.side == "score-ctxeval":
         return score_ctxeval(args.n, args.out)
     if args.side == "score-peer":
-        return score_peer(args.n)
+        return score_peer(args.n, args.out)
     if args.side == "score-llama-perplexity":
         return score_llama_perplexity(args.n, args.out)
     if args.side == "ruler-ctxeval":
@@ -312,10 +324,9 @@ def where_the_decodes_went(r: dict) -> str:
 
 def score_row(r: dict, ours: dict) -> str:
     speed = r["tokens"] / r["seconds"]
-    ratio = (ours["tokens"] / ours["seconds"]) / speed
-    scored = r.get("scored", r["tokens"])
-    return (f"| {r['window']} | {r['side']} | {speed:.1f} | {scored / r['seconds']:.1f} | {1000 * r['seconds'] / r['tokens']:.2f} | "
-            f"{r['peak_rss_mb']:.0f} | {'' if r is ours else f'{ratio:.2f}'} |")
+    scored = r.get("scored", r["tokens"]) / r["seconds"]
+    ratios = "| | |" if r is ours else f"| {(ours['tokens'] / ours['seconds']) / speed:.2f} | {(ours['tokens'] / ours['seconds']) / scored:.2f} |"
+    return f"| {r['window']} | {r['side']} | {speed:.1f} | {scored:.1f} | {1000 * r['seconds'] / r['tokens']:.2f} | {r['peak_rss_mb']:.0f} {ratios}"
 
 
 def main() -> None:
@@ -339,18 +350,18 @@ def main() -> None:
 
     shutil.rmtree(args.out, ignore_errors=True)
     task = args.task
-    print("| window | side | tokens through the model /s | scored tokens /s | s per 1K tokens | peak RSS MB | ctxeval / peer, tokens through the model |\n"
-          "|---:|---|---:|---:|---:|---:|---:|")
+    print("| window | side | tokens through the model /s | scored tokens /s | s per 1K tokens | peak RSS MB | ctxeval / peer, tokens through the model | "
+          "ctxeval / peer, scored tokens |\n|---:|---|---:|---:|---:|---:|---:|---:|")
     for i, window in enumerate(args.windows):
         sides = ["score-llama-perplexity", "score-ctxeval"] + (["score-peer"] if peer_fits(window) else [])
         order = sides if i % 2 == 0 else sides[::-1]  # alternate who runs first
         got = {side: run_side(side, window, args.out / f"{side}-{window}", task) for side in order}
         ours = got["score-ctxeval"]
         for side in sides:
-            print(score_row(got[side], ours))
+            print(score_row(got[side], ours) if "failed" not in got[side] else f"| {window} | {got[side]['side']} | failed: {got[side]['failed']} | | | | | |")
         if not peer_fits(window):
             print(f"| {window} | llama-cpp-python eval, all logits + NumPy | not run: its logits need "
-                  f"{(window + 256) * 262_144 * 4 / 2**30:.1f} GB | | | | |")
+                  f"{(window + 256) * 262_144 * 4 / 2**30:.1f} GB | | | | | |")
         print(f"where ctxeval's {ours['seconds']:.1f} s went: {where_the_decodes_went(ours)}, ranking the vocabulary {ours['ranking_seconds']:.1f} s", flush=True)
     for i, length in enumerate(args.ruler_length):
         pair = ("ruler-peer", "ruler-ctxeval") if i % 2 == 0 else ("ruler-ctxeval", "ruler-peer")

@@ -37,7 +37,8 @@ def compare(full_dir: Path, likelihood_dir: Path | None, until_dir: Path, cost_r
     config = until.manifest.config["until"]
     rows = []
     by_cell = full.paired[full.paired["task"] != MEAN_TASK].set_index(["model", "task", "length"])
-    for r in until.ppi_differences[until.ppi_differences["task"] != MEAN_TASK].itertuples():
+    differences = until.ppi_differences[until.ppi_differences["task"] != MEAN_TASK].astype({"estimate": float, "low": float, "high": float})
+    for r in differences.itertuples():
         ours = verdict(r.estimate, r.low, r.high, config["delta"], int(r.samples), worse="lower", confidence=config["confidence"])
         theirs = by_cell.loc[(r.model, r.task, r.length)]
         rows.append({"variant": r.model, "task": r.task, "length": r.length, "full generation": theirs["score_outcome"],

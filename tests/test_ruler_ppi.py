@@ -183,8 +183,9 @@ def test_bad_generate_share_is_one_line_and_exit_code_2(tmp_path):
              (["--generate-share", "0.2", "--likelihood-only"], "--likelihood-only generates none"),
              (["--generate", "3", "--generate-share", "0.2"], "--generate draws the samples to generate"),
              (["--generate", "9", "--samples", "4"], "--generate must be at most --samples (4)"),
-             (["--generate", "2", "--samples", "4", "--generate-share", "0.2", "--until", "5", "--max-samples", "8"], "--generate draws"),
-             (["--generate", "2", "--samples", "4", "--until", "5", "--max-samples", "8"], "--until adds rounds")]
+             (["--generate", "10", "--samples", "10", "--generate-share", "0.2", "--until", "5", "--max-samples", "80"], "--generate draws"),
+             (["--generate", "10", "--samples", "10", "--until", "5", "--max-samples", "80"], "--until adds rounds"),
+             (["--generate", "5", "--samples", "20"], "--generate must be at least 10")]
     for args, message in cases:
         proc = run_cli("ruler", *args, "--out", str(tmp_path / "out"))
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
@@ -201,7 +202,7 @@ def test_a_count_draws_that_many_samples_of_each_cell_the_same_for_every_model()
     assert [drawn_of_count(42, "vt", 1024, k, 4, 12) for k in range(12)] != [drawn_of_count(42, "vt", 2048, k, 4, 12) for k in range(12)]
 
 
-@pytest.mark.parametrize("draw", [{"generate_share": 0.5}, {"generate_count": 4}])
+@pytest.mark.parametrize("draw", [{"generate_share": 0.5, "samples": 12}, {"generate_count": 10, "samples": 24}])
 def test_a_share_run_generates_only_drawn_unsettled_samples_and_settled_ones_cost_nothing(tmp_path, monkeypatch, draw):
     """A tiny random model made to settle every other prompt (its greedy ids set to the
     reference): settled samples are labelled without a generate call, drawn unsettled ones
@@ -225,7 +226,7 @@ def test_a_share_run_generates_only_drawn_unsettled_samples_and_settled_ones_cos
     monkeypatch.setattr(HFScorer, "score_stepwise", settling)
     monkeypatch.setattr(HFScorer, "generate", counted)
     model = f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
-    result = api.ruler(tasks=("niah_single_1",), lengths=(512,), samples=12, models=(model,), out=tmp_path / "run", **draw)
+    result = api.ruler(tasks=("niah_single_1",), lengths=(512,), models=(model,), out=tmp_path / "run", **draw)
     s = result.samples
     methods = s["method"].value_counts().to_dict()
     assert set(methods) <= {SETTLED, GENERATED, PREDICTED} and methods.get(SETTLED, 0) > 0 and methods.get(PREDICTED, 0) > 0
@@ -234,7 +235,7 @@ def test_a_share_run_generates_only_drawn_unsettled_samples_and_settled_ones_cos
     assert (settled["generation_score"] == 1.0).all() and (settled["greedy_prefix"] == settled["reference_tokens"]).all()
     unsettled = s[s["method"] != SETTLED]
     chosen = ([drawn(42, "niah_single_1", 512, int(k), 0.5) for k in unsettled["sample"]] if "generate_share" in draw
-              else [drawn_of_count(42, "niah_single_1", 512, int(k), 4, 12) for k in unsettled["sample"]])
+              else [drawn_of_count(42, "niah_single_1", 512, int(k), 10, 24) for k in unsettled["sample"]])
     assert [m == GENERATED for m in unsettled["method"]] == chosen
     assert s.loc[s["method"] == PREDICTED, "generation_score"].isna().all()
     assert result.ppi is not None and result.markdown.startswith("# RULER, prediction-powered (PPI++)")

@@ -70,14 +70,17 @@ def test_until_values_and_bad_combinations_are_refused_in_one_line(tmp_path):
              (["--until", "5", "--generate-share", "0.3"], "--max-samples go together"),
              (["--until", "5", "--max-samples", "50"], "--until needs --generate-share"),
              (["--until", "5", "--max-samples", "10", "--samples", "20", "--generate-share", "0.3"], "--max-samples must be at least --samples (20)"),
-             (["--until", "verdict", "--max-samples", "50", "--generate-share", "0.3"], "give at least two")]
+             (["--until", "verdict", "--max-samples", "50", "--generate-share", "0.3"], "give at least two"),
+             (["--until", "5", "--max-samples", "40", "--samples", "10", "--generate-share", "0.2"],
+              "--max-samples at --generate-share 0.2 draws about 8 generations per task and length, fewer than the 10 an interval needs"),
+             (["--until", "5", "--max-samples", "40", "--samples", "10", "--generate-share", "0.2"], "give at least 50 samples or a larger share")]
     for args, message in cases:
         proc = run_cli("ruler", *args, "--out", str(tmp_path / "out"))
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
 
 
 def test_a_resumed_until_run_equals_an_uninterrupted_one(tmp_path, monkeypatch):
-    """Two rounds of 6 samples (a 1-point target no round reaches); the second run loses its
+    """Two rounds of 10 samples (a 1-point target no round reaches); the second run loses its
     second round and its merged files, and resumes to the same records and scores."""
     pytest.importorskip("transformers")
     from ctxeval.backends.hf import HFScorer
@@ -91,11 +94,11 @@ def test_a_resumed_until_run_equals_an_uninterrupted_one(tmp_path, monkeypatch):
 
     monkeypatch.setattr(HFScorer, "score_stepwise", settling)
     model = f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
-    settings = dict(tasks=("niah_single_1",), lengths=(512,), samples=6, models=(model,), generate_share=0.5, until="1", max_samples=12)
+    settings = dict(tasks=("niah_single_1",), lengths=(512,), samples=10, models=(model,), generate_share=0.5, until="1", max_samples=20)
     whole = api.ruler(**settings, out=tmp_path / "whole")
     rounds = whole.manifest.plan["rounds"]
-    assert [r["first_sample"] for r in rounds] == [0, 6] and all(r["closed"] == [] for r in rounds)
-    assert sorted(whole.samples["sample"]) == list(range(12)) and whole.manifest.config["until"]["confidence"] == pytest.approx(0.975)
+    assert [r["first_sample"] for r in rounds] == [0, 10] and all(r["closed"] == [] for r in rounds)
+    assert sorted(whole.samples["sample"]) == list(range(20)) and whole.manifest.config["until"]["confidence"] == pytest.approx(0.975)
     assert "Sampled until a half-width of 1 points" in whole.markdown and "budget spent, not answered: niah_single_1 at 512" in whole.markdown
 
     api.ruler(**settings, out=tmp_path / "resumed")

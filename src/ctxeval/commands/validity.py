@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from ctxeval.agreement.reliability import ruler_reliability, with_ceilings
 from ctxeval.results.agreement import AgreementResult
 from ctxeval.results.base import read_result
 from ctxeval.results.ruler import RulerResult
+from ctxeval.stats.ppi import MIN_GENERATED
 
 RULER_LENGTHS = (1024, 2048, 4096)
 RULER_SEED = 42  # RULER's --random_seed
@@ -89,14 +91,14 @@ class RulerSpec:
                                                               "pass does not settle (settled ones are exact at no cost), predict the rest from their likelihood "
                                                               "numbers, and report PPI++ scores and paired differences with 95 % intervals (needs ppi-python).", None,
                                           check=lambda v: None if v is None or 0 < v <= 1 else "must lie in (0, 1]")
-    generate_count: int | None = option("--generate", "N: as --generate-share, but generate a seeded N of each task and length's --samples (those the "
-                                                       "likelihood pass does not settle among them): a fixed generation budget per cell.", None,
+    generate_count: int | None = option("--generate", "N (10 or more): as --generate-share, but generate a seeded N of each task and length's --samples "
+                                                       "(those the likelihood pass does not settle among them): a fixed generation budget per cell.", None,
                                         check=lambda v: None if v is None else positive(v))
     until: str | None = option("--until", "With --generate-share and --max-samples: add --samples new samples per task and length in rounds until each is answered: "
                                           "a number (every model's interval at most that many points on each side), or 'verdict' / 'verdict:D' (every variant's "
                                           "paired difference against the first model hurts, gains or is within D points, default --delta); each look at 95 % "
                                           "Bonferroni-corrected over the rounds.", None, check=_until_check)
-    max_samples: int | None = option("--max-samples", "With --until: the most samples per task and length (the budget).", None, check=lambda v: None if v is None else positive(v))
+    max_samples: int | None = option("--max-samples", "With --until: the most samples per task and length (the budget); times the share, at least 10 (an interval's generations).", None, check=lambda v: None if v is None else positive(v))
     threshold: float = option("--threshold", "Effective length: the longest length whose score, and every shorter one's, reaches this (RULER: 85.6, Llama-2-7B at 4K).",
                               RULER_THRESHOLD, check=lambda v: None if 0 <= v <= 100 else "must lie between 0 and 100")
     delta: float = option("--delta", "Verdict margin of a variant's paired score difference against the first --model, in points: within ±delta is "
@@ -124,6 +126,8 @@ class RulerSpec:
                 raise fail(RulerSpec, "generate_count", "draws the samples to generate; --generate-share and --likelihood-only say otherwise: choose one")
             if self.generate_count > self.samples:
                 raise fail(RulerSpec, "generate_count", f"must be at most --samples ({self.samples}), the samples of each task and length")
+            if self.generate_count < MIN_GENERATED:
+                raise fail(RulerSpec, "generate_count", f"must be at least {MIN_GENERATED}: with fewer generated samples a cell with an unsettled sample has no interval")
             if self.until is not None:
                 raise fail(RulerSpec, "generate_count", "is a count per run; --until adds rounds: use --generate-share with --until")
         if (self.generate_share is not None or self.generate_count is not None) and importlib.util.find_spec("ppi_py") is None:
@@ -135,6 +139,10 @@ class RulerSpec:
                 raise fail(RulerSpec, "until", "needs --generate-share (its rounds are prediction-powered)")
             if self.max_samples < self.samples:
                 raise fail(RulerSpec, "max_samples", f"must be at least --samples ({self.samples}), the size of a round")
+            if self.max_samples * self.generate_share < MIN_GENERATED:
+                raise fail(RulerSpec, "max_samples", f"at --generate-share {self.generate_share:g} draws about {self.max_samples * self.generate_share:.0f} generations "
+                                                     f"per task and length, fewer than the {MIN_GENERATED} an interval needs where a sample is unsettled, "
+                                                     f"so --until could not be met: give at least {math.ceil(MIN_GENERATED / self.generate_share)} samples or a larger share")
             if parse_until(self.until, self.delta)[0] is None and len(set(self.models)) < 2:
                 raise fail(RulerSpec, "until", "verdict compares variants against the first --model: give at least two")
 
