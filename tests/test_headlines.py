@@ -215,7 +215,8 @@ def test_agreement_opens_with_the_ranking_by_rho_and_says_what_was_left_out(tmp_
         assert [rho[r[2]] for r in rows] == sorted(rho.values(), reverse=True)  # ranked by rho
         for r in rows:
             assert r[3].startswith(f"{rho[r[2]]:+.2f} [")
-    assert lines[13:15] == ["Left out: retrieval accuracy (task): 0 model(s) have it beside a cheap measure; a correlation needs 2.  ",
+    assert lines[13].startswith("RULER score at 1024: split-half reliability r = ") and "(√r)" in lines[13]  # how far a ρ could reach
+    assert lines[14:16] == ["Left out: retrieval accuracy (task): 0 model(s) have it beside a cheap measure; a correlation needs 2.  ",
                             "Left out: model other: it has no cheap measure (effective-length, diff, RULER likelihood)."]
     page = (tmp_path / "agreement" / "agreement.html").read_text()  # the agreement page leads with the same answer
     answer = page[page.index('<section id="answer">'):page.index("<h2>Correlations</h2>")]
