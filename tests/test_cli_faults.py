@@ -207,7 +207,9 @@ def test_an_interrupt_abandons_requests_in_flight_on_worker_threads(tmp_path):
         manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
         assert manifest["status"] == "incomplete"
         asked_first = server.requests
-        assert 2 <= asked_first <= 4  # never more in flight than --concurrency
+        # never more than --concurrency in flight: the answered request's thread may ask a fifth
+        # while the other three are held, so at most 4 held + 1 answered
+        assert 2 <= asked_first <= 5
         server.release.set()
         resumed = subprocess.run([*args, "--base-url", server.url], capture_output=True, text=True, timeout=300)
         assert resumed.returncode == 0, resumed.stderr
