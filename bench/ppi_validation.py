@@ -7,7 +7,7 @@ and its generated score. Each folder's samples are the *population*. One simulat
 per (task, length), as many samples as the folder has, with replacement, the same draw for every
 model (the variants stay paired); each unsettled sample is generated with probability P (one
 uniform per drawn sample, shared by the models, as `ruler` draws), the others keep only their
-likelihood numbers; then `ctxeval.probes.ruler_ppi.ppi_tables` scores the run as `ruler` does.
+likelihood numbers; then `ctxeval.probes.ruler_ppi` scores the run as `ruler` does (`ppi_tables`).
 Per share P and folder, over the simulated runs:
 
 - coverage: how often a cell's interval (and each variant's paired difference's) holds the
@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ctxeval.probes.ruler_ppi import GENERATED, PREDICTED, SETTLED, ppi_tables, with_predictions
+from ctxeval.probes.ruler_ppi import GENERATED, PREDICTED, SETTLED, tables_of_predicted, with_predictions
 from ctxeval.results.manifest import read_manifest
 from ctxeval.results.ruler import MEAN_TASK, read_samples
 
@@ -174,7 +174,8 @@ def replicate(samples: pd.DataFrame, share: float, rng: np.random.Generator, see
     """One simulated run: per cell covered or not and its width ratio; per difference covered;
     how the variants rank."""
     run = simulated_run(samples, share, rng)
-    scores, diffs = ppi_tables(run, seed)
+    predicted = with_predictions(run, seed)
+    scores, diffs = tables_of_predicted(predicted)
     cells = scores.merge(scores_truth, on=KEYS, suffixes=("", "_population"))
     shown = cells[cells["low"].notna()]
     covered = ((shown["low"] <= shown["truth"]) & (shown["truth"] <= shown["high"])).tolist()
@@ -187,8 +188,7 @@ def replicate(samples: pd.DataFrame, share: float, rng: np.random.Generator, see
     budget = equal_compute.groupby([cell_costs["task"], cell_costs["length"]]).mean()
     d = diffs.merge(diffs_truth, on=KEYS) if len(diffs) else pd.DataFrame(columns=["low", "high", "truth"])
     d = d[d["low"].notna()]
-    labelled = with_predictions(run, seed)
-    labelled = labelled[labelled["generated"]]
+    labelled = predicted[predicted["generated"]]
     corr = float(np.corrcoef(labelled["prediction"], labelled["generation_score"])[0, 1]) if len(labelled) > 2 and labelled["generation_score"].std() > 0 else math.nan
     return {"covered": covered, "no_interval": int(cells["low"].isna().sum()), "cells": len(cells), "ratios": [x for x in ratios if np.isfinite(x)],
             "diff_covered": ((d["low"] <= d["truth"]) & (d["truth"] <= d["high"])).tolist(), "corr": corr,

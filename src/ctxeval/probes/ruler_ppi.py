@@ -35,10 +35,15 @@ SETTLED = "generation path"
 PREDICTED = "predicted (not drawn for generation)"
 
 
+def _uniform(seed: int, task: str, length: int, sample: int) -> float:
+    """The seeded uniform of a sample's draw for generation, by its identity."""
+    return sample_rng(seed, "generate-share", task, length, sample).random()
+
+
 def drawn(seed: int, task: str, length: int, sample: int, share: float) -> bool:
     """Whether an unsettled sample is generated: a seeded uniform draw below the share, the same
     for every model of the run (so paired differences are labelled on the same samples)."""
-    return sample_rng(seed, "generate-share", task, length, sample).random() < share
+    return _uniform(seed, task, length, sample) < share
 
 
 def drawn_of_count(seed: int, task: str, length: int, sample: int, count: int, samples: int) -> bool:
@@ -51,7 +56,7 @@ def drawn_of_count(seed: int, task: str, length: int, sample: int, count: int, s
 
 @functools.lru_cache(maxsize=1024)
 def _smallest_draws(seed: int, task: str, length: int, count: int, samples: int) -> frozenset[int]:
-    uniforms = [sample_rng(seed, "generate-share", task, length, k).random() for k in range(samples)]
+    uniforms = [_uniform(seed, task, length, k) for k in range(samples)]
     return frozenset(sorted(range(samples), key=uniforms.__getitem__)[:count])
 
 
@@ -112,7 +117,12 @@ def ppi_tables(samples: pd.DataFrame, seed: int, k: int = FOLDS, confidence: flo
     per length) the PPI++ score with its interval (95 %, or `confidence`: `--until`'s per look); per variant after the first model, its
     paired difference against the first on the same samples (cells whose prompts differ, as
     across tokenizers, are left out)."""
-    scored = with_predictions(samples, seed, k)
+    return tables_of_predicted(with_predictions(samples, seed, k), confidence)
+
+
+def tables_of_predicted(scored: pd.DataFrame, confidence: float = CONFIDENCE) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`ppi_tables` on samples that already carry their cross-fitted predictions
+    (`with_predictions`), for a caller that needs the predictions too."""
     cells: dict[tuple[str, int], dict[str, PPIEstimate]] = {}
     rows = []
     for (model, task, length), part in scored.groupby(["model", "task", "length"], sort=False):
