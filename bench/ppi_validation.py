@@ -234,9 +234,12 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     jobs = [(run, costs(run, population(run), args.likelihood[i] if args.likelihood else None, args.cost_ratio), share, args.replicates, args.seed)
             for i, run in enumerate(args.runs) for share in shares]
     if args.jobs > 1:
+        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(args.jobs) as pool:
+        # spawned, never forked: a fork copies the caller's locks held by its other threads
+        # (a test runner's, a thread pool's) and the child can wait on them for ever
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             rows = list(pool.map(validate_share, *zip(*jobs)))
     else:
         rows = [validate_share(*job) for job in jobs]
