@@ -111,3 +111,45 @@ def test_a_resumed_until_run_equals_an_uninterrupted_one(tmp_path, monkeypatch):
     for column in ("estimate", "low", "high", "exact", "generated", "predicted"):
         assert whole.ppi[column].tolist() == pytest.approx(resumed.ppi[column].tolist(), nan_ok=True), column
     assert [r["closed"] for r in whole.manifest.plan["rounds"]] == [r["closed"] for r in resumed.manifest.plan["rounds"]]
+
+
+def test_a_decided_variant_is_left_out_of_later_rounds_while_the_others_are_sampled(tmp_path):
+    """`--until verdict` with three models on one (task, length), every sample generated: a
+    variant that always fails (−80 points: hurts) is decided at the first look and left out of
+    the later rounds; one that differs by noise stays undecided and, with the first model, runs
+    to the budget. The rounds say what each left out and decided."""
+    import pandas as pd
+
+    from ctxeval.probes.ruler_ppi import GENERATED
+    from ctxeval.probes.ruler_run import RulerConfig
+    from ctxeval.probes.ruler_until import run_until
+    from ctxeval.render.ruler_ppi import rounds_markdown
+    from ctxeval.results.manifest import Manifest
+
+    success = {"full": 0.8, "noisy": 0.7, "broken": 0.0}
+    configs = []
+
+    def run_round(config: RulerConfig, out):
+        configs.append(config)
+        rows = []
+        for model in config.models:
+            if config.skip and (model, "vt", 1024) in config.skip:
+                continue
+            for k in range(config.first_sample, config.first_sample + config.samples):
+                rng = np.random.default_rng([k, len(model)])
+                y = float(rng.random() < success[model])
+                rows.append({"model": model, "task": "vt", "length": 1024, "sample": k, "prompt_sha256": f"vt/{k}", "method": GENERATED,
+                             "generation_score": y, "mean_logprob": -2.0 + y, "first_rank": 1 if y else 4, "likelihood_score": 0.0})
+        return dataclasses.make_dataclass("Round", ["samples", "manifest"])(
+            pd.DataFrame(rows), Manifest(command="ruler", run_id="round", config={}, models=[], status="complete", timing={"seconds_all_sessions": 1.0}))
+
+    config = RulerConfig(("vt",), (1024,), 10, 42, tuple(success), "essay", generate_share=1.0)
+    until = Until(None, 5.0, 40, 10)
+    samples, _, rounds = run_until(config, until, tmp_path, run_round)
+    assert [r["decided"] for r in rounds] == [[["broken", "vt", 1024]], [], [], []]
+    assert [c.skip for c in configs] == [None] + [(("broken", "vt", 1024),)] * 3
+    assert samples.groupby("model")["sample"].count().to_dict() == {"full": 40, "noisy": 40, "broken": 10}
+    assert all(r["closed"] == [] for r in rounds)  # the noisy variant is never decided: the budget ends the cell
+    text = "\n".join(rounds_markdown(until.as_dict(), rounds))
+    assert "- round 1: samples 0–9 of 1 cell(s); decided: broken on vt at 1024; answered: none" in text
+    assert "- round 2: samples 10–19 of 1 cell(s) (left out, decided: broken on vt at 1024); answered: none" in text

@@ -79,11 +79,12 @@ class RulerConfig:
     generate_count: int | None = None  # or only this seeded count of each task and length's samples
     first_sample: int = 0  # the samples are first_sample ... first_sample + samples - 1 (a round of `--until`)
     cells: tuple[tuple[str, int], ...] | None = None  # only these (task, length) pairs; None: every one
+    skip: tuple[tuple[str, str, int], ...] | None = None  # (model name, task, length) left out: variants `--until verdict` closed
 
     def run_id(self) -> str:
         """The hash of the settings; defaults that earlier runs did not record (device, dtype, api, no chat template, generation, every sample generated, every cell from sample 0) are left out of it."""
         return config_id({k: v for k, v in asdict(self).items()
-                          if not (k in ("device", "dtype", "api", "generate_share", "generate_count", "cells") and v is None or k in ("chat_template", "likelihood_only") and not v
+                          if not (k in ("device", "dtype", "api", "generate_share", "generate_count", "cells", "skip") and v is None or k in ("chat_template", "likelihood_only") and not v
                                   or k == "first_sample" and v == 0)})
 
 
@@ -159,7 +160,7 @@ class RulerRun:
             counter = token_counter(scorer, name, chat)
             sizes[name] = {str(n): fit_size(name, n, config.seed, self._essay, counter, info.name, extra) for n in config.lengths}
             for n in config.lengths:
-                if config.cells is not None and (name, n) not in config.cells:
+                if config.cells is not None and (name, n) not in config.cells or config.skip is not None and (info.name, name, n) in config.skip:
                     continue
                 specs = [SampleSpec(name, n, k, sizes[name][str(n)], extra) for k in range(config.first_sample, config.first_sample + config.samples)]
                 jobs += [(first + len(jobs) + i, spec) for i, spec in enumerate(specs)]

@@ -11,7 +11,10 @@ ones). After each round the PPI++ tables are computed on all rounds' samples so 
   each side;
 - `verdict` (or `verdict:D`, δ = D points, default the run's `--delta`): every variant's paired difference
   against the first model has a verdict (hurts, gains, within δ; stats/verdict.py), not "too
-  few samples to tell".
+  few samples to tell". A variant is closed at the look that gives it a verdict: later rounds
+  leave it out there (a press that clearly hurts stops costing samples while one within δ is
+  still sampled), and the first model runs until the (task, length) is answered. Its
+  difference is computed on the samples both ran.
 
 The stopping rule keeps the coverage by Bonferroni over the looks: with at most R = ⌈N / S⌉
 rounds, every look's interval is at confidence 1 − 0.05 / R, so the chance that any look's
@@ -44,6 +47,7 @@ from ctxeval.stats.verdict import verdict
 VERDICT = "verdict"
 
 Cell = tuple[str, int]
+Variant = tuple[str, str, int]  # (model, task, length)
 RunRound = Callable[[RulerConfig, Path], RulerResult]
 
 
@@ -100,21 +104,31 @@ def parse_until(value: str, delta: float) -> tuple[float | None, float | None]:
     return width, None
 
 
-def answered(cell: Cell, scores: pd.DataFrame, differences: pd.DataFrame, until: Until) -> bool:
-    """Whether (task, length) meets the target on the samples so far."""
+def answered(cell: Cell, scores: pd.DataFrame, differences: pd.DataFrame, until: Until, decided: list[Variant]) -> bool:
+    """Whether (task, length) meets the target: every model's interval narrow enough on the
+    samples so far, or every variant decided at this look or an earlier one."""
     task, length = cell
     if until.half_width is not None:
         rows = scores[(scores["task"] == task) & (scores["length"] == length)]
         half = (rows["high"] - rows["low"]) / 2
         return bool(len(rows)) and bool(half.notna().all()) and bool((half <= until.half_width).all())
     rows = differences[(differences["task"] == task) & (differences["length"] == length)] if len(differences) else differences
-    return bool(len(rows)) and all(verdict(r.estimate, r.low, r.high, until.delta, int(r.samples), worse="lower").settled for r in rows.itertuples())
+    return bool(len(rows)) and all((str(r.model), task, length) in decided for r in rows.itertuples())
+
+
+def decided_variants(cells: list[Cell], differences: pd.DataFrame, until: Until) -> list[Variant]:
+    """The (variant, task, length) of `cells` whose paired difference has a verdict (verdict mode)."""
+    if until.delta is None or not len(differences):
+        return []
+    return [(str(r.model), str(r.task), int(r.length)) for r in differences.itertuples()
+            if (r.task, r.length) in cells and verdict(r.estimate, r.low, r.high, until.delta, int(r.samples), worse="lower").settled]
 
 
 def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound) -> tuple[pd.DataFrame, Manifest, list[dict]]:
     """Run the rounds into `out/round-K` and return every round's samples, the last round's
-    manifest and what each round did (its cells and the cells it closed)."""
+    manifest and what each round did (its cells, the variants it decided, the cells it closed)."""
     open_cells: list[Cell] = [(t, n) for t in config.tasks for n in config.lengths]
+    decided: list[Variant] = []  # in verdict mode, variants left out of later rounds
     frames, rounds, manifest = [], [], None
     for k in range(until.rounds):
         if not open_cells:
@@ -122,12 +136,16 @@ def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound)
         first = k * until.round_size
         size = min(until.round_size, until.max_samples - first)
         every = len(open_cells) == len(config.tasks) * len(config.lengths)
-        result = run_round(replace(config, samples=size, first_sample=first, cells=None if every else tuple(open_cells)), out / f"round-{k + 1}")
+        skip = tuple(v for v in decided if v[1:] in open_cells) or None
+        result = run_round(replace(config, samples=size, first_sample=first, cells=None if every else tuple(open_cells), skip=skip), out / f"round-{k + 1}")
         frames.append(result.samples)
         manifest = result.manifest
         scores, differences = ppi_tables(pd.concat(frames, ignore_index=True), config.seed, confidence=until.confidence)
-        closed = [c for c in open_cells if answered(c, scores, differences, until)]
-        rounds.append({"round": k + 1, "first_sample": first, "samples": size, "cells": [list(c) for c in open_cells], "closed": [list(c) for c in closed],
+        newly = [v for v in decided_variants(open_cells, differences, until) if v not in decided]
+        decided += newly
+        closed = [c for c in open_cells if answered(c, scores, differences, until, decided)]
+        rounds.append({"round": k + 1, "first_sample": first, "samples": size, "cells": [list(c) for c in open_cells],
+                       "skipped": [list(v) for v in skip or ()], "decided": [list(v) for v in newly], "closed": [list(c) for c in closed],
                        "seconds": (manifest.timing or {}).get("seconds_all_sessions")})
         open_cells = [c for c in open_cells if c not in closed]
     return pd.concat(frames, ignore_index=True), manifest, rounds

@@ -62,8 +62,16 @@ def rounds_markdown(until: dict, rounds: list[dict]) -> list[str]:
              f"each look at {until['confidence']:.2%} confidence (Bonferroni over {until['rounds']} rounds).", ""]
     for r in rounds:
         closed = ", ".join(f"{t} at {n}" for t, n in r["closed"]) or "none"
-        lines.append(f"- round {r['round']}: samples {r['first_sample']}–{r['first_sample'] + r['samples'] - 1} of {len(r['cells'])} cell(s); answered: {closed}")
+        left_out = f" (left out, decided: {_variants(r['skipped'])})" if r.get("skipped") else ""
+        decided = f"; decided: {_variants(r['decided'])}" if r.get("decided") else ""
+        lines.append(f"- round {r['round']}: samples {r['first_sample']}–{r['first_sample'] + r['samples'] - 1} of {len(r['cells'])} cell(s){left_out}"
+                     f"{decided}; answered: {closed}")
     still = [c for c in rounds[-1]["cells"] if c not in rounds[-1]["closed"]] if rounds else []
     if still:
         lines.append(f"- budget spent, not answered: {', '.join(f'{t} at {n}' for t, n in still)}")
     return lines + [""]
+
+
+def _variants(variants: list[list]) -> str:
+    """(model, task, length) triples as 'model on task at length'."""
+    return ", ".join(f"{m} on {t} at {n}" for m, t, n in variants)
