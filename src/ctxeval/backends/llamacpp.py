@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -68,6 +69,28 @@ def load_llama_without_amx_buffers(llama_cpp) -> None:
     low_level.llama_model_default_params = params_without_extra_bufts
 
 
+_VOCABULARIES: dict[tuple[str, int, int], object] = {}
+_VOCABULARIES_LOCK = threading.Lock()
+
+
+def _vocabulary(llama_cpp, llama_model: type, path: Path):
+    """The vocabulary-only llama.cpp model of a GGUF file, loaded once per file and process:
+    the variants of one model in a run (a press, a `max_context` control), an API model's
+    tokenizer and the scorer share it (loading Gemma 3's 262,144-token vocabulary takes 0.4 s
+    and 40 MB; tokenizing reads it only)."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    with _VOCABULARIES_LOCK:
+        if key not in _VOCABULARIES:
+            params = llama_cpp.llama_model_default_params()
+            params.vocab_only = True
+            try:
+                _VOCABULARIES[key] = llama_model(path_model=str(path), params=params, verbose=False)
+            except (ValueError, RuntimeError) as exc:
+                raise UserError(f"cannot load GGUF model {path}: {exc}") from None
+        return _VOCABULARIES[key]
+
+
 class LlamaCppScorer(ScorerBase):
     """Scorer for one GGUF file; the inference context is sized on first use by `prepare`."""
 
@@ -95,12 +118,7 @@ class LlamaCppScorer(ScorerBase):
         self._options = options
         self.batches = pack_tokens > 0  # packing is off by default (docs/gpu.md: it moves scores)
         # The vocabulary alone (no inference context) serves tokenization and model facts.
-        params = llama_cpp.llama_model_default_params()
-        params.vocab_only = True
-        try:
-            self._vocab_model = LlamaModel(path_model=str(path), params=params, verbose=False)
-        except (ValueError, RuntimeError) as exc:
-            raise UserError(f"cannot load GGUF model {path}: {exc}") from None
+        self._vocab_model = _vocabulary(llama_cpp, LlamaModel, path)
         self._vocab = self._vocab_model.vocab
         model = self._vocab_model.model
         metadata = self._vocab_model.metadata()
