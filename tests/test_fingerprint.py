@@ -152,6 +152,9 @@ def test_compact_line_and_differences_of_numeric_paths():
     fresh = replace(LLAMA, prefix_reuse=False)
     assert fresh.compact().endswith("2 threads · no prefix reuse") and differences(replace(LLAMA, prefix_reuse=True), fresh) == ["prefix_reuse"]
     assert numeric_path({"backend": "llamacpp", "details": {"prefix_reuse": False}}).prefix_reuse is False
+    # a cache that cannot be cut back (a press's: None) has no reuse to differ in
+    assert differences(replace(LLAMA, prefix_reuse=True), replace(LLAMA, prefix_reuse=None)) == []
+    assert numeric_path({"backend": "hf", "details": {"prefix_reuse": True, "device": "cpu"}}).prefix_reuse is True
 
 
 def test_numeric_paths_of_api_models_and_ray_workers_record_only_what_is_known():

@@ -35,6 +35,7 @@ from ctxeval.backends.head_gemm import OutputHead
 from ctxeval.backends.logits import BlockScores, pick_token, score_block
 from ctxeval.backends.kv_press import PressedModel, PressOptions
 from ctxeval.backends.logits_torch import score_block_device
+from ctxeval.backends.hf_prefix import HeldPrefix
 from ctxeval.backends.model_files import file_sha256
 from ctxeval.errors import FieldError, UserError
 
@@ -66,6 +67,7 @@ class HFScorer(ScorerBase):
         batch_tokens: int | None = None,
         details: dict | None = None,
         press: PressOptions | None = None,
+        prefix_reuse: bool = True,
     ) -> None:
         import torch
         import transformers
@@ -97,6 +99,9 @@ class HFScorer(ScorerBase):
         self._press = None if press is None else PressedModel(self._model, press)
         self.compresses_context = press is not None
         config = model.config
+        # A pressed cache holds a compressed prompt, a sliding-window layer drops early positions:
+        # neither can be cut back to a shared prefix.
+        self._prefix = HeldPrefix() if prefix_reuse and press is None and _full_attention_cache(config) else None
         self._softcap = getattr(config, "final_logit_softcapping", None)
         # float32 logits whatever the body's dtype, so log-sum-exp, ranks and top-k see float32
         # logits, not bf16/fp16-rounded ones
@@ -135,6 +140,8 @@ class HFScorer(ScorerBase):
                 "rows_per_block": rows_per_block
                 or f"from {'the forward length and ' if device == 'cuda' else ''}free memory (at most {head_memory.max_rows(self._device)})",
                 "batch_tokens": self._batch_tokens,
+                # None where the cache cannot be cut back (a press, sliding-window layers): no choice to record
+                "prefix_reuse": (self._prefix is not None) if press is None and _full_attention_cache(config) else None,
                 "n_threads": torch.get_num_threads(),
                 "torch": torch.__version__,
                 "transformers": transformers.__version__,
@@ -282,13 +289,25 @@ class HFScorer(ScorerBase):
                 raise UserError(f"{self.info.name} compresses its KV cache: generating needs context_end, how many leading ids form the context to compress")
             press.check_generation_context(context_end, len(prompt_ids))
         cache, position = DynamicCache(config=self._model.config), 0
+        held = self._prefix
 
         def step(tokens: np.ndarray) -> np.ndarray:
             nonlocal cache, position
-            ids = torch.as_tensor(np.asarray(tokens, dtype=np.int64)[None], device=self._device)
+            tokens = np.asarray(tokens, dtype=np.int64)
+            if held is not None and position == 0:
+                cache, position = held.resume(tokens, cache)
+                tokens = tokens[position:]
+            ids = torch.as_tensor(tokens[None], device=self._device)
             with torch.inference_mode():
                 if press is None:
-                    hidden = self._body(input_ids=ids, past_key_values=cache, use_cache=True).last_hidden_state[:, -1]
+                    try:
+                        hidden = self._body(input_ids=ids, past_key_values=cache, use_cache=True).last_hidden_state[:, -1]
+                    except BaseException:
+                        if held is not None:
+                            held.forget()  # the cache may hold part of this forward
+                        raise
+                    if held is not None:
+                        held.fed(tokens)
                 else:
                     if position == 0:
                         cache, ids, position = press.prefill(self._body, ids[:, :context_end]), ids[:, context_end:], context_end
@@ -341,7 +360,23 @@ class HFScorer(ScorerBase):
         return score_block_device(logits, targets, top_k, temperatures)
 
     def close(self) -> None:
-        """Nothing to free eagerly: the model lives as long as the scorer."""
+        """Free the held prefix's cache (the model lives as long as the scorer)."""
+        if self._prefix is not None:
+            self._prefix.forget()
+
+    @property
+    def prefix_tokens_reused(self) -> int:
+        """Prompt tokens that prefix reuse did not run again (0 when it is off)."""
+        return 0 if self._prefix is None else self._prefix.reused
+
+
+def _full_attention_cache(config) -> bool:
+    """Whether the model's KV cache keeps every position in every layer (no sliding window), so
+    it can be cut back to a prefix."""
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+
+    return all(type(layer) is DynamicLayer for layer in DynamicCache(config=config).layers)
 
 
 def _check_device(device: str, torch) -> None:

@@ -201,11 +201,11 @@ def _load_hf(target: str, n_threads: int | None, device: str | None, dtype: str 
     scorer_class = backend_class("hf")
     if target in EMBEDDED:
         path, provenance = embedded_hf_dir(target)
-        return scorer_class(path, f"hf:{target}", device, dtype, n_threads, details=provenance, press=options.press)
+        return scorer_class(path, f"hf:{target}", device, dtype, n_threads, details=provenance, press=options.press, prefix_reuse=options.prefix_reuse)
     path = Path(target).expanduser()
     if not path.is_dir():
         raise UserError(f"hf model directory not found: {target} (use hf:{DEFAULT_MODEL}, hf:smollm2-135m or hf:DIR with config.json and weights)")
-    return scorer_class(path, f"hf:{path.name}", device, dtype, n_threads, press=options.press)
+    return scorer_class(path, f"hf:{path.name}", device, dtype, n_threads, press=options.press, prefix_reuse=options.prefix_reuse)
 
 
 @dataclass(frozen=True)

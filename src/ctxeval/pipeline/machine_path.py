@@ -58,6 +58,7 @@ def numeric_path(description: dict[str, Any], executor: str = "local", threads_p
             n_batch=rows if isinstance(rows, int) else ("from free memory" if rows else None),
             flash_attention=details.get("attn_implementation"),
             threads=details.get("n_threads"),
+            prefix_reuse=details.get("prefix_reuse"),
         )
     else:
         return NumericPath(backend or "unknown", device="unknown")

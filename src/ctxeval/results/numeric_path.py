@@ -32,7 +32,7 @@ class NumericPath:
     kv_cache_type: str | None = None  # llama.cpp KV cache type(s)
     threads: int | None = None
     model: str | None = None  # an API's model as asked for
-    prefix_reuse: bool | None = None  # llama.cpp: prompts start from the previous prompt's cache (generation and stepwise scoring)
+    prefix_reuse: bool | None = None  # llama.cpp, hf: prompts start from the previous prompt's cache (generation and stepwise scoring)
 
     def to_json(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
@@ -87,8 +87,11 @@ def instruction_set(path: NumericPath) -> str | None:
 
 
 def differences(a: NumericPath, b: NumericPath) -> list[str]:
-    """Names of the fields in which two numeric paths differ (empty: the same path)."""
-    return [f.name for f in fields(NumericPath) if getattr(a, f.name) != getattr(b, f.name)]
+    """Names of the fields in which two numeric paths differ (empty: the same path). Prefix reuse
+    differs only where both arms could reuse (None: a cache that cannot be cut back, such as a
+    press's, has no such choice)."""
+    return [f.name for f in fields(NumericPath) if getattr(a, f.name) != getattr(b, f.name)
+            and not (f.name == "prefix_reuse" and None in (a.prefix_reuse, b.prefix_reuse))]
 
 
 def model_line(path: NumericPath | None, fingerprint: Fingerprint | None) -> str:
