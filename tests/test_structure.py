@@ -304,9 +304,10 @@ def test_api_options_are_keyword_only():
 
 # modules that write files and are not results: records and manifests (their own typed, versioned
 # writers), the token pieces beside the records, the embedded model's cache, the HTML report
-# (one file, not a folder); every other write goes through results/io.py, the one writer of
-# every Result
-NON_RESULT_WRITERS = {"ctxeval.results.records", "ctxeval.results.manifest", "ctxeval.pieces", "ctxeval.backends.hf_embedded", "ctxeval.explorer.render"}
+# (one file, not a folder), the model files' hash cache; every other write goes through
+# results/io.py, the one writer of every Result
+NON_RESULT_WRITERS = {"ctxeval.results.records", "ctxeval.results.manifest", "ctxeval.pieces", "ctxeval.backends.hf_embedded", "ctxeval.explorer.render",
+                      "ctxeval.backends.model_files"}
 _WRITE_CALLS = ("write_text", "write_bytes", "to_csv", "to_parquet", "write_table", "dump")
 
 
