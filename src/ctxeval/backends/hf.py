@@ -101,7 +101,8 @@ class HFScorer(ScorerBase):
         config = model.config
         # A pressed cache holds a compressed prompt, a sliding-window layer drops early positions:
         # neither can be cut back to a shared prefix.
-        self._prefix = HeldPrefix() if prefix_reuse and press is None and _full_attention_cache(config) else None
+        can_reuse = press is None and _full_attention_cache(config)
+        self._prefix = HeldPrefix() if prefix_reuse and can_reuse else None
         self._softcap = getattr(config, "final_logit_softcapping", None)
         # float32 logits whatever the body's dtype, so log-sum-exp, ranks and top-k see float32
         # logits, not bf16/fp16-rounded ones
@@ -141,7 +142,7 @@ class HFScorer(ScorerBase):
                 or f"from {'the forward length and ' if device == 'cuda' else ''}free memory (at most {head_memory.max_rows(self._device)})",
                 "batch_tokens": self._batch_tokens,
                 # None where the cache cannot be cut back (a press, sliding-window layers): no choice to record
-                "prefix_reuse": (self._prefix is not None) if press is None and _full_attention_cache(config) else None,
+                "prefix_reuse": (self._prefix is not None) if can_reuse else None,
                 "n_threads": torch.get_num_threads(),
                 "torch": torch.__version__,
                 "transformers": transformers.__version__,

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from ctxeval.backends.prefixes import common_prefix
+
 
 class HeldPrefix:
     """The last stepwise sequence's cache and tokens, and where a new prompt can resume."""
@@ -32,9 +34,7 @@ class HeldPrefix:
     def resume(self, prompt: np.ndarray, fresh: Any) -> tuple[Any, int]:
         """The cache to run `prompt` on and the first position to run: the held cache cut back
         to the longest common prefix, or `fresh` (an empty cache) when nothing is shared."""
-        n = min(len(self._tokens), len(prompt) - 1)
-        differ = np.flatnonzero(self._tokens[:n] != prompt[:n])
-        common = int(differ[0]) if len(differ) else n
+        common = common_prefix(self._tokens, prompt)
         if self._cache is None or common == 0:
             self._cache, self._tokens = fresh, np.zeros(0, dtype=np.int64)
             return fresh, 0

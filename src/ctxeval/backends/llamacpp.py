@@ -28,7 +28,7 @@ from ctxeval.backends.base import GREEDY, Capabilities, ModelInfo, PassInput, Sc
 from ctxeval.backends.cores import usable_cores
 from ctxeval.backends.llamacpp_prefix import PrefixCache
 from ctxeval.backends.logits import BlockScores, pick_token, score_block
-from ctxeval.backends.model_files import file_sha256
+from ctxeval.backends.model_files import file_identity, file_sha256
 from ctxeval.backends.model_options import LlamaCppOptions
 from ctxeval.errors import UserError
 
@@ -69,7 +69,7 @@ def load_llama_without_amx_buffers(llama_cpp) -> None:
     low_level.llama_model_default_params = params_without_extra_bufts
 
 
-_VOCABULARIES: dict[tuple[str, int, int], object] = {}
+_VOCABULARIES: dict[tuple[str, int, int, int], object] = {}
 _VOCABULARIES_LOCK = threading.Lock()
 
 
@@ -78,8 +78,7 @@ def _vocabulary(llama_cpp, llama_model: type, path: Path):
     the variants of one model in a run (a press, a `max_context` control), an API model's
     tokenizer and the scorer share it (loading Gemma 3's 262,144-token vocabulary takes 0.4 s
     and 40 MB; tokenizing reads it only)."""
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    key = file_identity(path)
     with _VOCABULARIES_LOCK:
         if key not in _VOCABULARIES:
             params = llama_cpp.llama_model_default_params()

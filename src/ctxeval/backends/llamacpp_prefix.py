@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from ctxeval.backends.prefixes import common_prefix
+
 
 class PrefixCache:
     """What sequence 0 of a context holds from the last prompt, and where a new prompt can resume."""
@@ -64,9 +66,7 @@ class PrefixCache:
     def _resume_point(self, tokens: np.ndarray) -> int:
         """The longest common prefix with the cached prompt, rounded down to a batch boundary with a
         checkpoint (on a sliding-window model), leaving at least the last token to decode."""
-        n = min(len(self._tokens), len(tokens) - 1)
-        differ = np.flatnonzero(self._tokens[:n] != np.asarray(tokens[:n]))
-        common = int(differ[0]) if len(differ) else n
+        common = common_prefix(self._tokens, tokens)
         start = common - common % self._n_batch
         if self._sliding:
             start = max((p for p in self._checkpoints if p <= start), default=0)

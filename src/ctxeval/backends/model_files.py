@@ -90,6 +90,14 @@ def smollm2_path() -> Path:
     return path
 
 
+def file_identity(path: Path) -> tuple[str, int, int, int]:
+    """What tells one version of a file from another without reading it: its resolved path,
+    inode, size and modification time in ns (last, for callers that check its age)."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    return str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
 def file_sha256(path: Path) -> str:
     """SHA-256 of a file, read in 4 MiB blocks (model files are hundreds of MB), kept in
     ctxeval's cache under the file's identity (path, inode, size, modification time in ns), as
@@ -98,10 +106,9 @@ def file_sha256(path: Path) -> str:
     its inode, so its hash is computed again; a file changed in the last seconds is hashed every
     time (file times tick by milliseconds: a same-size rewrite within one tick keeps its time)."""
     path = Path(path).resolve()
-    stat = path.stat()
-    settled = time.time_ns() - stat.st_mtime_ns > SETTLED_NS
-    identity = f"{path}\0{stat.st_ino}\0{stat.st_size}\0{stat.st_mtime_ns}".encode()
-    cached = cache_base() / "sha256" / hashlib.sha256(identity).hexdigest()
+    identity = file_identity(path)
+    settled = time.time_ns() - identity[-1] > SETTLED_NS
+    cached = cache_base() / "sha256" / hashlib.sha256("\0".join(map(str, identity)).encode()).hexdigest()
     try:
         known = cached.read_text()
     except OSError:

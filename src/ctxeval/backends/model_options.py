@@ -103,6 +103,14 @@ def pop_max_context(spec: str) -> tuple[str, int | None]:
     return base + (f"?{rest}" if rest else ""), int(value)
 
 
+def _switch(options: dict[str, str], key: str, spec: str, default: bool) -> bool:
+    """A 0/1 model option, `default` when not given."""
+    value = options.get(key, "1" if default else "0")
+    if value not in ("0", "1"):
+        raise UserError(f"model option {key} of {spec!r} must be 0 or 1, got {value}")
+    return value == "1"
+
+
 def _unknown(options: dict[str, str], known: tuple[str, ...], spec: str, backend: str) -> None:
     for key in options:
         if key in PRESS_KEYS:
@@ -131,9 +139,7 @@ class LlamaCppOptions:
         for key in ("type_k", "type_v"):
             if key in options and options[key] not in KV_TYPES:
                 raise UserError(f"model option {key}={options[key]} of {spec!r}: choose one of {', '.join(KV_TYPES)}")
-        for key in ("flash_attn", "prefix_reuse"):
-            if options.get(key, "0") not in ("0", "1"):
-                raise UserError(f"model option {key} of {spec!r} must be 0 or 1, got {options[key]}")
+        flash_attn, prefix_reuse = _switch(options, "flash_attn", spec, False), _switch(options, "prefix_reuse", spec, True)
         floats: dict[str, float] = {}
         for key in ("rope_freq_scale", "rope_freq_base"):
             if key in options:
@@ -149,8 +155,7 @@ class LlamaCppOptions:
                 if not options[key].isdigit() or int(options[key]) < 1:
                     raise UserError(f"model option {key} of {spec!r} must be a positive integer, got {options[key]!r}")
                 ints[key] = int(options[key])
-        parsed = LlamaCppOptions(options.get("type_k", "f16"), options.get("type_v", "f16"), options.get("flash_attn") == "1", **floats, **ints,
-                                 prefix_reuse=options.get("prefix_reuse", "1") == "1")
+        parsed = LlamaCppOptions(options.get("type_k", "f16"), options.get("type_v", "f16"), flash_attn, **floats, **ints, prefix_reuse=prefix_reuse)
         if parsed.type_v not in _UNQUANTIZED and not parsed.flash_attn:
             raise UserError(f"{spec!r}: llama.cpp needs flash attention for a quantized V cache; add flash_attn=1")
         return parsed
@@ -174,6 +179,4 @@ def hf_options(options: dict[str, str], spec: str) -> HfOptions:
     """The options of an hf: spec, checked (a press against kvpress's presses) before any model loads."""
     press = parse_press(options, spec)
     _unknown({k: v for k, v in options.items() if press is None or k in HF_KEYS}, HF_KEYS, spec, "hf:")
-    if options.get("prefix_reuse", "1") not in ("0", "1"):
-        raise UserError(f"model option prefix_reuse of {spec!r} must be 0 or 1, got {options['prefix_reuse']}")
-    return HfOptions(options.get("dtype"), options.get("device"), press, options.get("prefix_reuse", "1") == "1")
+    return HfOptions(options.get("dtype"), options.get("device"), press, _switch(options, "prefix_reuse", spec, True))
