@@ -117,3 +117,34 @@ def test_rows_run_in_parallel_equal_the_serial_ones(tmp_path):
     serial = ppi_validation.main([*common, "--out", str(tmp_path / "a")])
     parallel = ppi_validation.main([*common, "--jobs", "2", "--out", str(tmp_path / "b")])
     pd.testing.assert_frame_equal(serial, parallel)
+
+
+def test_simulated_until_runs_follow_rulers_rounds_and_count_their_compute(tmp_path):
+    """bench/ppi_until_simulation.py: each simulated `--until verdict` run samples in rounds of
+    10 up to 40, the first model at least as far as every variant and a closed variant no
+    further; its verdicts sit beside the full run's (Tango's paired interval on every generated
+    sample), and its compute is its likelihood passes and generations in cost units over the
+    full run's; the same seed gives the same runs."""
+    import ppi_until_simulation
+
+    from ctxeval.probes.ruler_until import Until
+
+    run = _folder(tmp_path / "run", samples=40, shifts=(0.0, -3.0, -0.05))
+    samples = ppi_validation.population(run)
+    full = ppi_until_simulation.full_verdicts(samples, 5.0)
+    assert full.set_index("model")["full"].to_dict()["pressed"] == "hurts"
+    until = Until(None, 5.0, 40, 10)
+    drawn, rounds = ppi_until_simulation.simulated_until(samples, ("full", "pressed", "pressed-2"), 0.5, until, 42, np.random.default_rng(1))
+    counts = drawn.groupby("model")["sample"].count()
+    assert set(counts % 10) == {0} and counts["full"] == max(counts) <= 40
+    closed = {v[0]: r["round"] for r in rounds for v in r["decided"] + r["futile"]}
+    for model in ("pressed", "pressed-2"):
+        assert counts[model] == 10 * closed.get(model, len(rounds))
+    assert set(drawn["method"]) <= {GENERATED, PREDICTED, SETTLED}
+    per_variant, per_run = ppi_until_simulation.simulate(run, None, 2.0, 0.5, until, 3, 7)
+    again_variant, again_run = ppi_until_simulation.simulate(run, None, 2.0, 0.5, until, 3, 7)
+    pd.testing.assert_frame_equal(per_run, again_run)
+    pd.testing.assert_frame_equal(per_variant, again_variant)
+    full_units = len(samples) + 2.0 * int((samples["method"] == GENERATED).sum())
+    assert np.allclose(per_run["compute"], (per_run["samples"] + 2.0 * per_run["generated"]) / full_units, rtol=1e-12)
+    assert set(per_variant["until"]) <= {"hurts", "gains", "within δ", "too few samples to tell"}

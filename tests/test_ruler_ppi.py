@@ -74,6 +74,24 @@ def test_the_strata_combine_by_the_law_of_total_variance():
     assert stratified_ppi(np.array([1.0, 0.0]), np.zeros(2), np.ones(2, bool), np.zeros(2, bool)).estimate == 0.5
 
 
+def test_equal_labels_keep_an_interval_of_the_floors_width_not_zero():
+    """30 generated labels all 1 (10 predicted): the spread would be 0 and the interval a point;
+    the floor adds one pseudo-label at 0 and one at 1 (p = 31/32 over 32: variance p(1 - p)/31),
+    Student's t with 29 df. A paired difference whose 30 labelled differences are all 0 floors
+    with -1 and +1 (variance (2/31)/32). Labels that differ keep their own spread."""
+    n, generated, f = 40, np.arange(40) < 30, np.linspace(0.5, 0.9, 40)
+    y = np.where(generated, 1.0, np.nan)
+    cell = stratified_ppi(y, f, np.zeros(n, bool), generated)
+    p = 31 / 32
+    assert cell.estimate == pytest.approx(1.0) and cell.half_width == pytest.approx(stats.t.ppf(0.975, 29) * math.sqrt(p * (1 - p) / 31), rel=1e-9)
+    difference = stratified_ppi(np.where(generated, 0.0, np.nan), f - 0.7, np.zeros(n, bool), generated, label_range=(-1.0, 1.0))
+    assert difference.half_width == pytest.approx(stats.t.ppf(0.975, 29) * math.sqrt(2 / 31 / 32), rel=1e-9)
+    mixed = np.where(generated, (np.arange(n) % 3 > 0).astype(float), np.nan)
+    unfloored = stratified_ppi(mixed, f, np.zeros(n, bool), generated)
+    _, se = unsettled_mean(mixed[generated], f[generated], f[~generated])
+    assert unfloored.se == pytest.approx(se * math.sqrt(30 / 29), rel=1e-9)  # no exact stratum: the unsettled one's Bessel-corrected se
+
+
 def test_the_interval_covers_the_population_mean_in_simulation():
     """1,000 cells of 60 samples from a population with a settled share, a 0.3 generated share
     (about 15 generated) and an informative but imperfect prediction: the 95 % interval covers

@@ -113,11 +113,13 @@ def test_a_resumed_until_run_equals_an_uninterrupted_one(tmp_path, monkeypatch):
     assert [r["closed"] for r in whole.manifest.plan["rounds"]] == [r["closed"] for r in resumed.manifest.plan["rounds"]]
 
 
-def test_a_decided_variant_is_left_out_of_later_rounds_while_the_others_are_sampled(tmp_path):
-    """`--until verdict` with three models on one (task, length), every sample generated: a
-    variant that always fails (−80 points: hurts) is decided at the first look and left out of
-    the later rounds; one that differs by noise stays undecided and, with the first model, runs
-    to the budget. The rounds say what each left out and decided."""
+def test_decided_and_futile_variants_leave_the_later_rounds_while_the_others_are_sampled(tmp_path):
+    """`--until verdict` with four models on one (task, length), every sample generated, a budget
+    of 40 in rounds of 10: a variant that always fails (−80 points) is decided at the first look
+    and left out of the later rounds; one 10 points below the first model, which 40 samples
+    cannot tell from it, is closed as futile once its conditional power falls below 10 %; one 35
+    points below runs on with the first model until it is decided (hurts). The rounds say what
+    each left out, decided and found futile."""
     import pandas as pd
 
     from ctxeval.probes.ruler_ppi import GENERATED
@@ -126,7 +128,7 @@ def test_a_decided_variant_is_left_out_of_later_rounds_while_the_others_are_samp
     from ctxeval.render.ruler_ppi import rounds_markdown
     from ctxeval.results.manifest import Manifest
 
-    success = {"full": 0.8, "noisy": 0.7, "broken": 0.0}
+    success = {"full": 0.8, "noisy": 0.7, "weaker": 0.45, "broken": 0.0}
     configs = []
 
     def run_round(config: RulerConfig, out):
@@ -136,7 +138,7 @@ def test_a_decided_variant_is_left_out_of_later_rounds_while_the_others_are_samp
             if config.skip and (model, "vt", 1024) in config.skip:
                 continue
             for k in range(config.first_sample, config.first_sample + config.samples):
-                rng = np.random.default_rng([k, len(model)])
+                rng = np.random.default_rng([k, sum(map(ord, model))])
                 y = float(rng.random() < success[model])
                 rows.append({"model": model, "task": "vt", "length": 1024, "sample": k, "prompt_sha256": f"vt/{k}", "method": GENERATED,
                              "generation_score": y, "mean_logprob": -2.0 + y, "first_rank": 1 if y else 4, "likelihood_score": 0.0})
@@ -146,10 +148,31 @@ def test_a_decided_variant_is_left_out_of_later_rounds_while_the_others_are_samp
     config = RulerConfig(("vt",), (1024,), 10, 42, tuple(success), "essay", generate_share=1.0)
     until = Until(None, 5.0, 40, 10)
     samples, _, rounds = run_until(config, until, tmp_path, run_round)
-    assert [r["decided"] for r in rounds] == [[["broken", "vt", 1024]], [], [], []]
-    assert [c.skip for c in configs] == [None] + [(("broken", "vt", 1024),)] * 3
-    assert samples.groupby("model")["sample"].count().to_dict() == {"full": 40, "noisy": 40, "broken": 10}
-    assert all(r["closed"] == [] for r in rounds)  # the noisy variant is never decided: the budget ends the cell
+    assert [r["decided"] for r in rounds] == [[["broken", "vt", 1024]], [], [["weaker", "vt", 1024]]]
+    assert [r["futile"] for r in rounds] == [[], [["noisy", "vt", 1024]], []]
+    assert [c.skip for c in configs] == [None, (("broken", "vt", 1024),), (("broken", "vt", 1024), ("noisy", "vt", 1024))]
+    assert samples.groupby("model")["sample"].count().to_dict() == {"full": 30, "noisy": 20, "weaker": 30, "broken": 10}
+    assert [r["closed"] for r in rounds] == [[], [], [["vt", 1024]]]  # answered before the budget
     text = "\n".join(rounds_markdown(until.as_dict(), rounds))
     assert "- round 1: samples 0–9 of 1 cell(s); decided: broken on vt at 1024; answered: none" in text
-    assert "- round 2: samples 10–19 of 1 cell(s) (left out, decided: broken on vt at 1024); answered: none" in text
+    assert "- round 2: samples 10–19 of 1 cell(s) (left out, closed: broken on vt at 1024); the budget cannot decide: noisy on vt at 1024; answered: none" in text
+
+
+def test_conditional_power_equals_a_simulation_of_the_remaining_samples():
+    """The futility rule's chance of a verdict at the budget, against a Monte Carlo draw of the
+    budget's estimate (today's samples fixed, the rest normal around today's estimate) and the
+    interval narrowed at 1/√n: within the simulation's error at four points."""
+    from scipy import stats
+
+    from ctxeval.probes.ruler_until import conditional_power
+
+    rng = np.random.default_rng(5)
+    confidence, delta = 0.9875, 5.0
+    z = stats.norm.ppf(1 - (1 - confidence) / 2)
+    for estimate, half_width, n, budget in [(-20.0, 60.0, 10, 40), (-1.0, 20.0, 20, 40), (-8.0, 12.0, 30, 120), (2.0, 6.0, 10, 20)]:
+        sd = half_width / z * math.sqrt(n)  # one sample's sd
+        rest = rng.normal(estimate, sd / math.sqrt(budget - n), 200_000)  # the mean of the samples to come
+        final = (n * estimate + (budget - n) * rest) / budget
+        h = z * sd / math.sqrt(budget)
+        simulated = np.mean((np.abs(final) > h) | (np.abs(final) <= delta - h))
+        assert conditional_power(estimate, half_width, n, budget, delta, confidence) == pytest.approx(simulated, abs=0.005)

@@ -411,7 +411,9 @@ class LlamaCppScorer(ScorerBase):
         generation runs as `generate`, whose prompt resumes from the last sliding-window
         checkpoint before its end (prefix reuse)."""
         continuation_ids = np.asarray(continuation_ids)
-        decoder = _StepDecoder(self, len(prompt_ids) + max(len(continuation_ids), max_new_tokens) + 1)
+        # positions fed: the prompt, then at most max(continuation, new tokens) - 1 more (the last
+        # token is scored or picked, never fed), so a sample that fills the context fits
+        decoder = _StepDecoder(self, len(prompt_ids) + max(len(continuation_ids), max_new_tokens))
         scores, leave, first = self._score_along(decoder, prompt_ids, continuation_ids, top_k, temperatures)
         if leave is None:
             return scores, None

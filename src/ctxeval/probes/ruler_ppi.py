@@ -105,7 +105,7 @@ def _difference(pairs: pd.DataFrame, confidence: float) -> PPIEstimate:
     y_v, f_v, known_v = side("_v")
     y_r, f_r, known_r = side("_r")
     exact = pairs["exact_v"].to_numpy() & pairs["exact_r"].to_numpy()
-    return stratified_ppi(y_v - y_r, f_v - f_r, exact, known_v & known_r & ~exact, confidence)
+    return stratified_ppi(y_v - y_r, f_v - f_r, exact, known_v & known_r & ~exact, confidence, label_range=(-1.0, 1.0))
 
 
 def _row(model: str, task: str, length: int, estimate: PPIEstimate, **extra: object) -> dict:

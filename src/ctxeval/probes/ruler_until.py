@@ -14,7 +14,11 @@ ones). After each round the PPI++ tables are computed on all rounds' samples so 
   few samples to tell". A variant is closed at the look that gives it a verdict: later rounds
   leave it out there (a press that clearly hurts stops costing samples while one within δ is
   still sampled), and the first model runs until the (task, length) is answered. Its
-  difference is computed on the samples both ran.
+  difference is computed on the samples both ran. A variant the budget is unlikely to decide is
+  closed too (futility, by stochastic curtailment): if the true difference were today's
+  estimate, the look at the budget would give a verdict with a chance below 10 %. It ends "too
+  few samples to tell", which claims nothing, so closing it early costs no coverage, only the
+  chance that later samples would have moved it into a verdict.
 
 The stopping rule keeps the coverage by Bonferroni over the looks: with at most R = ⌈N / S⌉
 rounds, every look's interval is at confidence 1 − 0.05 / R, so the chance that any look's
@@ -45,6 +49,7 @@ from ctxeval.stats.ppi import CONFIDENCE
 from ctxeval.stats.verdict import verdict
 
 VERDICT = "verdict"
+FUTILITY_POWER = 0.10  # close a variant the budget decides with less than this chance (group-sequential futility's usual bound)
 
 Cell = tuple[str, int]
 Variant = tuple[str, str, int]  # (model, task, length)
@@ -106,7 +111,7 @@ def parse_until(value: str, delta: float) -> tuple[float | None, float | None]:
 
 def answered(cell: Cell, scores: pd.DataFrame, differences: pd.DataFrame, until: Until, decided: list[Variant]) -> bool:
     """Whether (task, length) meets the target: every model's interval narrow enough on the
-    samples so far, or every variant decided at this look or an earlier one."""
+    samples so far, or every variant decided (or found futile) at this look or an earlier one."""
     task, length = cell
     if until.half_width is not None:
         rows = scores[(scores["task"] == task) & (scores["length"] == length)]
@@ -124,11 +129,44 @@ def decided_variants(cells: list[Cell], differences: pd.DataFrame, until: Until)
             if (r.task, r.length) in cells and verdict(r.estimate, r.low, r.high, until.delta, int(r.samples), worse="lower").settled]
 
 
+def futile_variants(cells: list[Cell], differences: pd.DataFrame, until: Until, closed: list[Variant]) -> list[Variant]:
+    """The open (variant, task, length) of `cells` (verdict mode) that the budget is unlikely to
+    decide: conditional power below FUTILITY_POWER."""
+    if until.delta is None or not len(differences):
+        return []
+    futile = []
+    for r in differences.itertuples():
+        variant = (str(r.model), str(r.task), int(r.length))
+        if (r.task, r.length) not in cells or variant in closed or int(r.samples) >= until.max_samples or pd.isna(r.low) or pd.isna(r.high):
+            continue
+        power = conditional_power(float(r.estimate), (float(r.high) - float(r.low)) / 2, int(r.samples), until.max_samples, until.delta, until.confidence)
+        if power < FUTILITY_POWER:
+            futile.append(variant)
+    return futile
+
+
+def conditional_power(estimate: float, half_width: float, samples: int, budget: int, delta: float, confidence: float) -> float:
+    """The chance that the look at `budget` samples gives a verdict if the true difference is the
+    current estimate (stochastic curtailment): the interval narrows at 1/√n to h = half_width ·
+    √(samples / budget), and the final estimate, the current one averaged with budget − samples
+    new ones, is normal around it with sd = se · √samples · √(budget − samples) / budget (se from
+    the half-width at `confidence`); a verdict is |final| > h (hurts or gains) or |final| ≤ δ − h."""
+    from scipy import stats
+
+    z = stats.norm.ppf(1 - (1 - confidence) / 2)
+    at_budget = half_width * math.sqrt(samples / budget)
+    spread = half_width / z * math.sqrt(samples) * math.sqrt(budget - samples) / budget
+    final = stats.norm(estimate, spread)
+    excludes_zero = final.sf(at_budget) + final.cdf(-at_budget)
+    inside = final.cdf(delta - at_budget) - final.cdf(at_budget - delta) if delta > at_budget else 0.0
+    return float(excludes_zero + inside)
+
+
 def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound) -> tuple[pd.DataFrame, Manifest, list[dict]]:
     """Run the rounds into `out/round-K` and return every round's samples, the last round's
     manifest and what each round did (its cells, the variants it decided, the cells it closed)."""
     open_cells: list[Cell] = [(t, n) for t in config.tasks for n in config.lengths]
-    decided: list[Variant] = []  # in verdict mode, variants left out of later rounds
+    decided: list[Variant] = []  # in verdict mode, variants left out of later rounds: decided or futile
     frames, rounds, manifest = [], [], None
     for k in range(until.rounds):
         if not open_cells:
@@ -143,9 +181,12 @@ def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound)
         scores, differences = ppi_tables(pd.concat(frames, ignore_index=True), config.seed, confidence=until.confidence)
         newly = [v for v in decided_variants(open_cells, differences, until) if v not in decided]
         decided += newly
+        futile = futile_variants(open_cells, differences, until, decided)
+        decided += futile
         closed = [c for c in open_cells if answered(c, scores, differences, until, decided)]
         rounds.append({"round": k + 1, "first_sample": first, "samples": size, "cells": [list(c) for c in open_cells],
-                       "skipped": [list(v) for v in skip or ()], "decided": [list(v) for v in newly], "closed": [list(c) for c in closed],
+                       "skipped": [list(v) for v in skip or ()], "decided": [list(v) for v in newly], "futile": [list(v) for v in futile],
+                       "closed": [list(c) for c in closed],
                        "seconds": (manifest.timing or {}).get("seconds_all_sessions")})
         open_cells = [c for c in open_cells if c not in closed]
     return pd.concat(frames, ignore_index=True), manifest, rounds

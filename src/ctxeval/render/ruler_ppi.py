@@ -62,10 +62,11 @@ def rounds_markdown(until: dict, rounds: list[dict]) -> list[str]:
              f"each look at {until['confidence']:.2%} confidence (Bonferroni over {until['rounds']} rounds).", ""]
     for r in rounds:
         closed = ", ".join(f"{t} at {n}" for t, n in r["closed"]) or "none"
-        left_out = f" (left out, decided: {_variants(r['skipped'])})" if r.get("skipped") else ""
+        left_out = f" (left out, closed: {_variants(r['skipped'])})" if r.get("skipped") else ""
         decided = f"; decided: {_variants(r['decided'])}" if r.get("decided") else ""
+        futile = f"; the budget cannot decide: {_variants(r['futile'])}" if r.get("futile") else ""
         lines.append(f"- round {r['round']}: samples {r['first_sample']}–{r['first_sample'] + r['samples'] - 1} of {len(r['cells'])} cell(s){left_out}"
-                     f"{decided}; answered: {closed}")
+                     f"{decided}{futile}; answered: {closed}")
     still = [c for c in rounds[-1]["cells"] if c not in rounds[-1]["closed"]] if rounds else []
     if still:
         lines.append(f"- budget spent, not answered: {', '.join(f'{t} at {n}' for t, n in still)}")

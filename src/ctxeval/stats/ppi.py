@@ -15,6 +15,14 @@ of generated samples it undercovers (simulated in tests/test_ruler_ppi.py: 0.91 
 generated of 60, 0.77 with 5). So the unsettled stratum's variance is Bessel-corrected
 (n / (n − 1)), the quantile is Student's t with (generated − 1) degrees of freedom, and a cell
 with fewer than MIN_GENERATED generated samples gets its estimate without an interval.
+
+Generated labels that are all equal (every one correct; every paired difference 0) give a
+spread of zero and an interval of zero width: a certainty no finite sample supports (30 correct
+answers of 30 leave a true rate of 90 % plausible). There the unsettled stratum's variance is
+floored at that of its labels with one pseudo-label at each end of the label range added (0 and
+1 for a score, −1 and 1 for a paired difference), as Agresti and Coull add pseudo-observations
+to a proportion: 30 equal labels of a score give a half-width of about 6 points, of a
+difference about 9 (Tango's interval for 40 concordant pairs: 8.8).
 """
 
 from __future__ import annotations
@@ -82,9 +90,11 @@ def unsettled_mean(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray,
     return (low + high) / 2, (high - low) / (2 * z_value(confidence))
 
 
-def stratified_ppi(y: np.ndarray, prediction: np.ndarray, exact: np.ndarray, generated: np.ndarray, confidence: float = CONFIDENCE) -> PPIEstimate:
+def stratified_ppi(y: np.ndarray, prediction: np.ndarray, exact: np.ndarray, generated: np.ndarray, confidence: float = CONFIDENCE,
+                   label_range: tuple[float, float] = (0.0, 1.0)) -> PPIEstimate:
     """The mean of `y` over all samples: `y` is read where `exact` or `generated` (nan elsewhere),
-    `prediction` where neither (and on the generated ones, for the correction)."""
+    `prediction` where neither (and on the generated ones, for the correction); `label_range`
+    the smallest and largest value a label can take (for the floor on equal labels)."""
     y, prediction = np.asarray(y, float), np.asarray(prediction, float)
     exact, generated = np.asarray(exact, bool), np.asarray(generated, bool) & ~np.asarray(exact, bool)
     n, n_exact = len(y), int(exact.sum())
@@ -101,6 +111,8 @@ def stratified_ppi(y: np.ndarray, prediction: np.ndarray, exact: np.ndarray, gen
     mean_unsettled, se_unsettled = (unsettled_mean(y[generated], prediction[generated], prediction[unsettled & ~generated], confidence)
                                     if n_unsettled else (0.0, 0.0))
     var_unsettled = se_unsettled**2 * n_generated / (n_generated - 1) if n_unsettled else 0.0
+    if n_unsettled and np.ptp(y[generated]) == 0:
+        var_unsettled = max(var_unsettled, equal_labels_floor(y[generated], label_range))
     estimate = w_exact * mean_exact + w_unsettled * mean_unsettled
     between = w_exact * w_unsettled * (mean_exact - mean_unsettled) ** 2 / n
     se = math.sqrt(w_exact**2 * var_exact + w_unsettled**2 * var_unsettled + between)
@@ -108,6 +120,13 @@ def stratified_ppi(y: np.ndarray, prediction: np.ndarray, exact: np.ndarray, gen
         return PPIEstimate(estimate, nan, nan, se, **counts)
     half = t_value(df, confidence) * se
     return PPIEstimate(estimate, estimate - half, estimate + half, se, **counts)
+
+
+def equal_labels_floor(labels: np.ndarray, label_range: tuple[float, float]) -> float:
+    """The variance of the mean of `labels` (all equal) with one pseudo-label at each end of
+    `label_range` added: the floor under a spread the sample shows as zero."""
+    augmented = np.concatenate([np.asarray(labels, float), label_range])
+    return float(augmented.var(ddof=1)) / len(augmented)
 
 
 def mean_of(estimates: list[PPIEstimate], confidence: float = CONFIDENCE) -> PPIEstimate:
