@@ -45,7 +45,7 @@ from ctxeval.probes.ruler_run import SAMPLES, RulerConfig
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.records import write_records
 from ctxeval.results.ruler import RulerResult
-from ctxeval.stats.ppi import CONFIDENCE
+from ctxeval.stats.ppi import CONFIDENCE, z_value
 from ctxeval.stats.verdict import verdict
 
 VERDICT = "verdict"
@@ -153,7 +153,7 @@ def conditional_power(estimate: float, half_width: float, samples: int, budget: 
     the half-width at `confidence`); a verdict is |final| > h (hurts or gains) or |final| ≤ δ − h."""
     from scipy import stats
 
-    z = stats.norm.ppf(1 - (1 - confidence) / 2)
+    z = z_value(confidence)
     at_budget = half_width * math.sqrt(samples / budget)
     spread = half_width / z * math.sqrt(samples) * math.sqrt(budget - samples) / budget
     final = stats.norm(estimate, spread)
