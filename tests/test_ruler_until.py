@@ -176,3 +176,24 @@ def test_conditional_power_equals_a_simulation_of_the_remaining_samples():
         h = z * sd / math.sqrt(budget)
         simulated = np.mean((np.abs(final) > h) | (np.abs(final) <= delta - h))
         assert conditional_power(estimate, half_width, n, budget, delta, confidence) == pytest.approx(simulated, abs=0.005)
+
+
+def test_a_round_whose_variant_left_one_task_out_has_paired_rows_for_the_others_only():
+    """A round of `--until verdict` after a variant was closed on one task: the variant has no
+    samples there. Its paired table gives the task it ran, no row for the one it left out and no
+    mean over tasks (which would average a subset)."""
+    import pandas as pd
+
+    from ctxeval.probes.ruler_paired import paired_table
+    from ctxeval.results.ruler import MEAN_TASK
+
+    rows = []
+    for model, tasks in (("full", ("vt", "niah_single_1")), ("pressed", ("niah_single_1",))):
+        for task in tasks:
+            for k in range(12):
+                y = float(k % 3 > 0) if model == "full" else float(k % 2)
+                rows.append({"model": model, "task": task, "length": 1024, "sample": k, "prompt_sha256": f"{task}/{k}",
+                             "generation_score": y, "mean_logprob": -1.0 + y})
+    table = paired_table(pd.DataFrame(rows), "generation_score")
+    assert table[["model", "task"]].values.tolist() == [["pressed", "niah_single_1"]]
+    assert MEAN_TASK not in set(table["task"]) and bool(table["paired"].iloc[0]) and int(table["n"].iloc[0]) == 12

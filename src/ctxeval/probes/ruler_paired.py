@@ -97,6 +97,8 @@ def paired_table(samples: pd.DataFrame, score: str, settings: PairedSettings = P
             cells = []
             for task in tasks:
                 cell = at[at["task"] == task]
+                if not len(cell):  # the variant left this task out (a round of `--until verdict` after closing it there)
+                    continue
                 same = bool((cell["prompt_sha256_ref"] == cell["prompt_sha256_cand"]).all())
                 head = {"model": model, "reference": models[0], "task": task, "length": int(length)}
                 if same:
@@ -104,7 +106,7 @@ def paired_table(samples: pd.DataFrame, score: str, settings: PairedSettings = P
                 else:
                     cells.append({**head, "paired": False, "n": len(cell),
                                   "note": f"not paired: its prompts differ from {models[0]}'s (another tokenizer or template)"})
-            if len(tasks) > 1:
+            if len(tasks) > 1 and len(cells) == len(tasks):  # the mean over tasks only where the variant ran every task
                 head = {"model": model, "reference": models[0], "task": MEAN_TASK, "length": int(length)}
                 if all(c["paired"] for c in cells):
                     rows.append({**head, "paired": True, "note": "", **paired_cell(at, score, settings)})
