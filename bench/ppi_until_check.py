@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ppi_validation import _seconds, costs, population  # noqa: E402
+from ppi_validation import _seconds, compute_units, costs, population  # noqa: E402
 
 from ctxeval.probes.ruler_ppi import GENERATED  # noqa: E402
 from ctxeval.results.base import read_result  # noqa: E402
@@ -49,8 +49,7 @@ def compare(full_dir: Path, likelihood_dir: Path | None, until_dir: Path, cost_r
     samples = population(full_dir)
     cost = costs(full_dir, samples, likelihood_dir, cost_ratio)
     drawn = read_samples(until_dir)
-    units_full = len(samples) * cost.likelihood + int((samples["method"] == GENERATED).sum()) * cost.generation
-    units_until = len(drawn) * cost.likelihood + int((drawn["method"] == GENERATED).sum()) * cost.generation
+    units_full, units_until = compute_units(samples, cost), compute_units(drawn, cost)
     summary = {"seconds_full": _seconds(full_dir), "seconds_until": _seconds(until_dir), "units_full": units_full, "units_until": units_until,
                "likelihood_seconds": cost.likelihood, "generation_seconds": cost.generation, "samples_full": len(samples), "samples_until": len(drawn),
                "generated_full": int((samples["method"] == GENERATED).sum()), "generated_until": int((drawn["method"] == GENERATED).sum())}

@@ -28,10 +28,10 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ppi_validation import costs, population  # noqa: E402
+from ppi_validation import compute_units, costs, labelled_draw, population  # noqa: E402
 
 from ctxeval.probes.ruler_paired import PairedSettings, paired_table  # noqa: E402
-from ctxeval.probes.ruler_ppi import GENERATED, PREDICTED, SETTLED, ppi_tables  # noqa: E402
+from ctxeval.probes.ruler_ppi import GENERATED, ppi_tables  # noqa: E402
 from ctxeval.probes.ruler_run import RulerConfig  # noqa: E402
 from ctxeval.probes.ruler_until import Until, run_until  # noqa: E402
 from ctxeval.results.manifest import Manifest  # noqa: E402
@@ -72,12 +72,7 @@ def simulated_until(samples: pd.DataFrame, models: tuple[str, ...], share: float
             for model in config.models:
                 if config.skip and (model, task, length) in config.skip:
                     continue
-                picked = by_model[(model, task, length)].loc[ids[span]].reset_index()
-                generated = (picked["method"] == GENERATED).to_numpy() & (uniform[span] < share)
-                method = np.where(picked["method"] == SETTLED, SETTLED, np.where(generated, GENERATED, PREDICTED))
-                k = np.arange(config.first_sample, config.first_sample + config.samples)
-                parts.append(picked.assign(sample=k, method=method, prompt_sha256=[f"{task}/{length}/{i}" for i in k],
-                                           generation_score=np.where(method == PREDICTED, np.nan, picked["generation_score"])))
+                parts.append(labelled_draw(by_model[(model, task, length)], ids[span], uniform[span], share, task, length, config.first_sample))
         return Round(pd.concat(parts, ignore_index=True), Manifest(command="ruler", run_id="simulated", config={}, models=[], status="complete"))
 
     tasks = tuple(dict.fromkeys(samples["task"]))
@@ -102,7 +97,7 @@ def simulate(full_dir: Path, likelihood_dir: Path | None, cost_ratio: float | No
     """(per replicate and variant: both verdicts; per replicate: compute ratio and whether every verdict agreed)."""
     samples = population(full_dir)
     cost = costs(full_dir, samples, likelihood_dir, cost_ratio)
-    units_full = len(samples) * cost.likelihood + int((samples["method"] == GENERATED).sum()) * cost.generation
+    units_full = compute_units(samples, cost)
     models = tuple(dict.fromkeys(samples["model"]))
     full = full_verdicts(samples, until.delta)
     rng = np.random.default_rng(seed)
@@ -112,8 +107,7 @@ def simulate(full_dir: Path, likelihood_dir: Path | None, cost_ratio: float | No
         both = full.merge(until_verdicts(drawn, seed, until), on=["model", "task", "length"]).assign(replicate=replicate)
         both["same"] = both["full"] == both["until"]
         per_variant.append(both)
-        units = len(drawn) * cost.likelihood + int((drawn["method"] == GENERATED).sum()) * cost.generation
-        per_run.append({"replicate": replicate, "compute": units / units_full, "all_same": bool(both["same"].all()), "rounds": len(rounds),
+        per_run.append({"replicate": replicate, "compute": compute_units(drawn, cost) / units_full, "all_same": bool(both["same"].all()), "rounds": len(rounds),
                         "samples": len(drawn), "generated": int((drawn["method"] == GENERATED).sum())})
         print(f"\r{replicate + 1}/{replicates} simulated runs", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)

@@ -101,6 +101,24 @@ def truths(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return scores, pd.DataFrame(diffs)
 
 
+def compute_units(samples: pd.DataFrame, cost: Costs) -> float:
+    """What a run's samples cost: a likelihood pass each, and a generation for each generated one."""
+    return len(samples) * cost.likelihood + int((samples["method"] == GENERATED).sum()) * cost.generation
+
+
+def labelled_draw(rows: pd.DataFrame, drawn: np.ndarray, uniform: np.ndarray, share: float, task: str, length: int, first: int = 0) -> pd.DataFrame:
+    """One model's population `rows` of a (task, length), indexed by sample, at the `drawn`
+    sample ids, labelled as a `--generate-share` run labels them: a settled sample stays settled,
+    an unsettled one is generated where its uniform falls below `share` and predicted (no label)
+    otherwise; numbered `first`, `first` + 1, ... with prompts that tell the draws apart."""
+    picked = rows.loc[drawn].reset_index()
+    generated = (picked["method"] == GENERATED).to_numpy() & (uniform < share)
+    method = np.where(picked["method"] == SETTLED, SETTLED, np.where(generated, GENERATED, PREDICTED))
+    k = np.arange(first, first + len(drawn))
+    return picked.assign(sample=k, method=method, prompt_sha256=[f"{task}/{length}/{i}" for i in k],
+                         generation_score=np.where(method == PREDICTED, np.nan, picked["generation_score"]))
+
+
 def simulated_run(samples: pd.DataFrame, share: float, rng: np.random.Generator) -> pd.DataFrame:
     """One run drawn from the population: per (task, length) its sample count drawn with
     replacement, the same draw and the same generation uniforms for every model."""
@@ -109,12 +127,8 @@ def simulated_run(samples: pd.DataFrame, share: float, rng: np.random.Generator)
         ids = np.array(sorted(set(cell["sample"])))
         drawn = rng.choice(ids, size=len(ids), replace=True)
         uniform = rng.random(len(ids))
-        for model, rows in cell.groupby("model", sort=False):
-            picked = rows.set_index("sample").loc[drawn].reset_index()
-            generated = (picked["method"] == GENERATED).to_numpy() & (uniform < share)
-            method = np.where(picked["method"] == SETTLED, SETTLED, np.where(generated, GENERATED, PREDICTED))
-            parts.append(picked.assign(model=model, sample=np.arange(len(ids)), method=method, prompt_sha256=[f"{task}/{length}/{k}" for k in range(len(ids))],
-                                       generation_score=np.where(method == PREDICTED, np.nan, picked["generation_score"])))
+        for _, rows in cell.groupby("model", sort=False):
+            parts.append(labelled_draw(rows.set_index("sample"), drawn, uniform, share, task, length))
     return pd.concat(parts, ignore_index=True)
 
 
