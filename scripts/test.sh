@@ -21,10 +21,18 @@ bash scripts/setup.sh test,hf
 # part selects any. Each part runs its test modules on two pytest-xdist workers, a module to a
 # worker (its module fixtures set up once), each worker on its own half of the cores
 # (tests/conftest.py); `-n 0` after the command runs each part in one process on every core.
+# A hung test fails after pytest-timeout's 300 s (pyproject.toml) by ending its worker; a
+# module whose worker ended is given to a new worker once (`--max-worker-restart 1`: xdist would
+# otherwise run the hung test again on each of up to eight replacements). Each part has a wall
+# limit (on 2 idle cores, 2026-11-28, the parts take about 13, 1 and 3 minutes): past it the part
+# is interrupted as by Ctrl-C (`--foreground`: a Ctrl-C at the terminal still reaches pytest),
+# prints the failures it has seen, and fails the run (exit code 124).
+limits=([1]=35m [2]=10m [3]=15m)
 statuses=()
 for part in 1 2 3; do
   status=0
-  CTXEVAL_TEST_PART=$part .venv/bin/python -m pytest -n 2 --dist loadfile "$@" || status=$?
+  CTXEVAL_TEST_PART=$part timeout --foreground --signal=INT --kill-after=60 "${limits[$part]}" \
+    .venv/bin/python -m pytest -n 2 --dist loadfile --max-worker-restart 1 "$@" || status=$?
   if [ "$status" = 2 ]; then exit 2; fi  # interrupted (Ctrl-C): no further part
   statuses+=("$status")
 done

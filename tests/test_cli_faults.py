@@ -136,23 +136,24 @@ class _HoldingServer:
         self._server.server_close()
 
 
-def _sigint_at_default() -> None:
-    """In the child before exec: SIGINT at its default disposition and unblocked, whatever the
-    test process inherited (a background job of a non-interactive shell starts with SIGINT
-    ignored), so the child's Python installs its KeyboardInterrupt handler."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+# The CLI as `python -m ctxeval.cli`, with SIGINT unblocked and raising KeyboardInterrupt
+# whatever the test process passed on (a background job of a non-interactive shell starts with
+# SIGINT ignored, and Python then installs no handler). Set by the child's own Python after
+# exec, never by a preexec_fn: Python code run between fork and exec in a process with threads
+# (this test's server, the test runner's) can wait for ever on a lock another thread held.
+CLI_WITH_SIGINT = [sys.executable, "-c", "import runpy, signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+                   "signal.signal(signal.SIGINT, signal.default_int_handler); sys.argv[0] = 'ctxeval'; runpy.run_module('ctxeval.cli', run_name='__main__')"]
 
 
 def _judge_args(tmp_path: Path, concurrency: int, limit: int) -> list[str]:
-    return [sys.executable, "-m", "ctxeval.cli", "judge", str(LEVAL / "claude-100k.pred.jsonl"), str(LEVAL / "turbo-16k-0613.pred.jsonl"),
+    return [*CLI_WITH_SIGINT, "judge", str(LEVAL / "claude-100k.pred.jsonl"), str(LEVAL / "turbo-16k-0613.pred.jsonl"),
             "--judge-model", "openai:judge", "--concurrency", str(concurrency), "--cache", "none", "--limit", str(limit), "--out", str(tmp_path / "run")]
 
 
 def _interrupt_while_held(args: list[str], server: _HoldingServer, sent: int) -> tuple[str, float]:
     """Start the run, send `sent` once the server holds a request, and return its stderr and
     the seconds it took to exit after the signal."""
-    proc = subprocess.Popen([*args, "--base-url", server.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_at_default)
+    proc = subprocess.Popen([*args, "--base-url", server.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert server.holding.wait(300), proc.communicate(timeout=60)
         signalled = time.monotonic()

@@ -159,7 +159,7 @@ def test_head_blocking_bounds_memory_256k_vocab_8k_context(tmp_path):
     model = tiny_llama_dir(tmp_path / "wide", TEXT[:20000], model_vocab=262144, max_positions=8192)
     text = tmp_path / "text.txt"
     text.write_text(TEXT[:60000], encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(model), str(text)], capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(model), str(text)], capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["n"] == 8192 and out["vocab"] == 262144

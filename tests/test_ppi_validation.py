@@ -148,3 +148,46 @@ def test_simulated_until_runs_follow_rulers_rounds_and_count_their_compute(tmp_p
     full_units = len(samples) + 2.0 * int((samples["method"] == GENERATED).sum())
     assert np.allclose(per_run["compute"], (per_run["samples"] + 2.0 * per_run["generated"]) / full_units, rtol=1e-12)
     assert set(per_variant["until"]) <= {"hurts", "gains", "within δ", "too few samples to tell"}
+
+
+def _split(run: Path, parts: list[list[str]], out: Path) -> list[Path]:
+    """The folder's variants as separate ruler folders, as processes that ran a share each write them."""
+    samples = pq.read_table(run / SAMPLES_FILE).to_pandas()
+    folders = []
+    for i, models in enumerate(parts):
+        path = out / f"part-{i}"
+        path.mkdir(parents=True)
+        part = samples[samples["model"].isin(models)].copy()
+        part["sample_index"] = range(len(part))
+        pq.write_table(pa.Table.from_pandas(part, schema=SAMPLE_SCHEMA, preserve_index=False), path / SAMPLES_FILE)
+        write_manifest(path, Manifest(command="ruler", run_id=f"part-{i}", config={"seed": 42, "samples": 40, "models": models},
+                                      models=[{"name": n} for n in models], status="complete", timing={"seconds_all_sessions": 100.0 + i}))
+        folders.append(path)
+    return folders
+
+
+def test_variants_run_in_two_processes_join_into_the_one_folder_they_split(tmp_path):
+    """bench/join_ruler_runs.py: a four-variant folder split in two by variant and joined again
+    reads as the same population (the first model first), with the two runs' seconds summed;
+    folders whose prompts differ, or whose configs do, are refused."""
+    import join_ruler_runs
+
+    whole = _folder(tmp_path / "whole", shifts=(0.0, -0.8, -0.3, -1.5))
+    parts = _split(whole, [["full", "pressed"], ["pressed-2", "pressed-3"]], tmp_path / "split")
+    join_ruler_runs.main([*map(str, parts), "--out", str(tmp_path / "joined")])
+    pd.testing.assert_frame_equal(ppi_validation.population(tmp_path / "joined"), ppi_validation.population(whole))
+    assert ppi_validation._seconds(tmp_path / "joined") == 201.0
+    manifest = json.loads((tmp_path / "joined" / "manifest.json").read_text())
+    assert manifest["config"]["models"] == ["full", "pressed", "pressed-2", "pressed-3"]
+
+    other = _split(whole, [["pressed-2"]], tmp_path / "other")[0]
+    table = pq.read_table(other / SAMPLES_FILE).to_pandas()
+    table["prompt_sha256"] = "another prompt"
+    pq.write_table(pa.Table.from_pandas(table, schema=SAMPLE_SCHEMA, preserve_index=False), other / SAMPLES_FILE)
+    with pytest.raises(SystemExit, match="prompts differ"):
+        join_ruler_runs.join([parts[0], other], tmp_path / "refused")
+    config = json.loads((parts[1] / "manifest.json").read_text())
+    config["config"]["samples"] = 30
+    (parts[1] / "manifest.json").write_text(json.dumps(config))
+    with pytest.raises(SystemExit, match="differs .* in samples"):
+        join_ruler_runs.join(parts, tmp_path / "refused")

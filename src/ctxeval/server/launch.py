@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -82,12 +83,17 @@ def spawn_server(n_ctx: int = ServerSettings.n_ctx, n_threads: int | None = None
     cmd = [sys.executable, "-m", "ctxeval.cli", "serve", model, "--port", str(port), "--n-ctx", str(n_ctx), *args]
     if n_threads is not None:
         cmd += ["--threads", str(n_threads)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # stderr goes to an unlinked file, never to a pipe: nobody reads a pipe while the server
+    # runs, and once its 64 KiB filled (warnings, llama.cpp's logs) the server would block
+    # mid-request and its client wait for ever
+    stderr = tempfile.TemporaryFile()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"ctxeval serve exited with code {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
+            stderr.seek(0)
+            raise RuntimeError(f"ctxeval serve exited with code {proc.returncode}: {stderr.read().decode(errors='replace')[-2000:]}")
         try:
             with urllib.request.urlopen(url + "/health", timeout=1) as response:
                 if response.status == 200:
