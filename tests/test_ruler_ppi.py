@@ -92,6 +92,20 @@ def test_equal_labels_keep_an_interval_of_the_floors_width_not_zero():
     assert unfloored.se == pytest.approx(se * math.sqrt(30 / 29), rel=1e-9)  # no exact stratum: the unsettled one's Bessel-corrected se
 
 
+def test_settled_pairs_that_all_agree_keep_an_interval_wider_than_delta():
+    """10 paired differences, every one settled by likelihood and 0 (both variants answer each
+    alike), nothing unsettled: without the floor the interval is [0, 0] and a verdict "within 5
+    points" for any press; with it, the settled stratum's variance is that of the ten 0s with -1
+    and +1 added (2/11 over 12), Student's t with 9 df: about ±28 points, too few to tell."""
+    n = 10
+    difference = stratified_ppi(np.zeros(n), np.zeros(n), np.ones(n, bool), np.zeros(n, bool), label_range=(-1.0, 1.0))
+    assert difference.estimate == 0.0
+    assert difference.half_width == pytest.approx(stats.t.ppf(0.975, 9) * math.sqrt(2 / 11 / 12), rel=1e-9)
+    assert difference.half_width > 0.05
+    spread = stratified_ppi(np.arange(n) % 2 * 1.0, np.zeros(n), np.ones(n, bool), np.zeros(n, bool))
+    assert spread.se == pytest.approx(np.std(np.arange(n) % 2, ddof=1) / math.sqrt(n), rel=1e-9)  # labels that differ keep their own spread
+
+
 def test_the_interval_covers_the_population_mean_in_simulation():
     """1,000 cells of 60 samples from a population with a settled share, a 0.3 generated share
     (about 15 generated) and an informative but imperfect prediction: the 95 % interval covers

@@ -16,10 +16,12 @@ generated of 60, 0.77 with 5). So the unsettled stratum's variance is Bessel-cor
 (n / (n − 1)), the quantile is Student's t with (generated − 1) degrees of freedom, and a cell
 with fewer than MIN_GENERATED generated samples gets its estimate without an interval.
 
-Generated labels that are all equal (every one correct; every paired difference 0) give a
+Labels of a stratum that are all equal (every one correct; every paired difference 0) give a
 spread of zero and an interval of zero width: a certainty no finite sample supports (30 correct
-answers of 30 leave a true rate of 90 % plausible). There the unsettled stratum's variance is
-floored at that of its labels with one pseudo-label at each end of the label range added (0 and
+answers of 30 leave a true rate of 90 % plausible). This holds for the settled stratum too:
+each settled label is exact, but the samples are a draw from the population, and 10 settled
+pairs that agree once let a press that loses 40 points pass as "within δ". There a stratum's
+variance is floored at that of its labels with one pseudo-label at each end of the label range added (0 and
 1 for a score, −1 and 1 for a paired difference), as Agresti and Coull add pseudo-observations
 to a proportion: 30 equal labels of a score give a half-width of about 6 points, of a
 difference about 9 (Tango's interval for 40 concordant pairs: 8.8).
@@ -108,6 +110,10 @@ def stratified_ppi(y: np.ndarray, prediction: np.ndarray, exact: np.ndarray, gen
     w_exact, w_unsettled = n_exact / n, n_unsettled / n
     mean_exact = float(y[exact].mean()) if n_exact else 0.0
     var_exact = float(y[exact].var(ddof=1)) / n_exact if n_exact > 1 else 0.0
+    if n_exact and np.ptp(y[exact]) == 0:
+        # each settled label is exact, but the samples are a draw: settled pairs that all agree
+        # (a paired difference of 0 on each) do not make the mean's spread zero
+        var_exact = max(var_exact, equal_labels_floor(y[exact], label_range))
     mean_unsettled, se_unsettled = (unsettled_mean(y[generated], prediction[generated], prediction[unsettled & ~generated], confidence)
                                     if n_unsettled else (0.0, 0.0))
     var_unsettled = se_unsettled**2 * n_generated / (n_generated - 1) if n_unsettled else 0.0

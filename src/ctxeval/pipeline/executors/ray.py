@@ -120,9 +120,21 @@ class RayExecutor:
             return []
         spec, started = warm
         keep = started[:n_actors] if spec == load_spec else []
-        for surplus in started[len(keep):]:
-            self._ray.kill(surplus, no_restart=True)
+        self._kill_once_created(started[len(keep):])
         return keep
+
+    def _kill_once_created(self, actors: list) -> None:
+        """Kill actors after their creation finished (loaded, or failed): Ray 2.60 can keep the
+        CPU of an actor killed while its creation is being scheduled, and the next model's
+        actors then wait for it for ever (seen on 2 loaded cores: one of two never started)."""
+        from ray.exceptions import RayActorError
+
+        for actor in actors:
+            try:
+                self._ray.get(actor.ready.remote())
+            except RayActorError:  # already dead: nothing holds its CPU
+                pass
+            self._ray.kill(actor, no_restart=True)
 
     def _spawn(self, load_spec: Loadable, slot: int):
         """A new actor for `slot`; actor i reaches server i mod n (openai: several --base-url)."""
