@@ -26,9 +26,13 @@ def _prompts(gemma) -> list[np.ndarray]:
 def test_reused_prefills_equal_fresh_prefills(gemma):
     fresh = load_scorer(parse_model_spec("gemma-3-270m?prefix_reuse=0"))
     reference = np.asarray(gemma.tokenize(": 7512152."), dtype=np.int32)
+    prompts = _prompts(gemma)
+    # the shared scorer's context, as earlier tests left it, may be too small for these prompts:
+    # grown now, not inside the loop (a grown context starts a new prefix cache and its count)
+    gemma.prepare(max(map(len, prompts)) + 16)
     gemma.generate(np.asarray([gemma.info.bos_id, 17], dtype=np.int32), 1)  # nothing reusable before the first prompt
     before = gemma.prefix_cache.reused
-    for k, prompt in enumerate(_prompts(gemma)):
+    for k, prompt in enumerate(prompts):
         got, want = gemma.score_stepwise(prompt, reference, 2, (1.0,)), fresh.score_stepwise(prompt, reference, 2, (1.0,))
         assert np.array_equal(got.logprob, want.logprob) and np.array_equal(got.rank, want.rank)
         if k:  # generation resumes the prompt just scored at 1,536
