@@ -26,12 +26,13 @@ bash scripts/setup.sh test,hf
 # otherwise run the hung test again on each of up to eight replacements). Each part has a wall
 # limit (on 2 idle cores, 2026-11-28, the parts take about 13, 1 and 3 minutes): past it the part
 # is interrupted as by Ctrl-C (`--foreground`: a Ctrl-C at the terminal still reaches pytest),
-# prints the failures it has seen, and fails the run (exit code 124).
+# prints the failures it has seen, and fails the run (exit code 124). CTXEVAL_TEST_WALL sets one
+# limit for every part instead (`CTXEVAL_TEST_WALL=0`: none; e.g. for `-n 0` on a slow machine).
 limits=([1]=35m [2]=10m [3]=15m)
 statuses=()
 for part in 1 2 3; do
   status=0
-  CTXEVAL_TEST_PART=$part timeout --foreground --signal=INT --kill-after=60 "${limits[$part]}" \
+  CTXEVAL_TEST_PART=$part timeout --foreground --signal=INT --kill-after=60 "${CTXEVAL_TEST_WALL:-${limits[$part]}}" \
     .venv/bin/python -m pytest -n 2 --dist loadfile --max-worker-restart 1 "$@" || status=$?
   if [ "$status" = 2 ]; then exit 2; fi  # interrupted (Ctrl-C): no further part
   statuses+=("$status")
