@@ -109,16 +109,12 @@ def stratified_ppi(y: np.ndarray, prediction: np.ndarray, exact: np.ndarray, gen
         return PPIEstimate(nan, nan, nan, nan, **counts)
     w_exact, w_unsettled = n_exact / n, n_unsettled / n
     mean_exact = float(y[exact].mean()) if n_exact else 0.0
-    var_exact = float(y[exact].var(ddof=1)) / n_exact if n_exact > 1 else 0.0
-    if n_exact and np.ptp(y[exact]) == 0:
-        # each settled label is exact, but the samples are a draw: settled pairs that all agree
-        # (a paired difference of 0 on each) do not make the mean's spread zero
-        var_exact = max(var_exact, equal_labels_floor(y[exact], label_range))
+    # each settled label is exact, but the samples are a draw: settled pairs that all agree
+    # (a paired difference of 0 on each) do not make the mean's spread zero
+    var_exact = floored(float(y[exact].var(ddof=1)) / n_exact if n_exact > 1 else 0.0, y[exact], label_range)
     mean_unsettled, se_unsettled = (unsettled_mean(y[generated], prediction[generated], prediction[unsettled & ~generated], confidence)
                                     if n_unsettled else (0.0, 0.0))
-    var_unsettled = se_unsettled**2 * n_generated / (n_generated - 1) if n_unsettled else 0.0
-    if n_unsettled and np.ptp(y[generated]) == 0:
-        var_unsettled = max(var_unsettled, equal_labels_floor(y[generated], label_range))
+    var_unsettled = floored(se_unsettled**2 * n_generated / (n_generated - 1) if n_unsettled else 0.0, y[generated], label_range)
     estimate = w_exact * mean_exact + w_unsettled * mean_unsettled
     between = w_exact * w_unsettled * (mean_exact - mean_unsettled) ** 2 / n
     se = math.sqrt(w_exact**2 * var_exact + w_unsettled**2 * var_unsettled + between)
@@ -128,11 +124,15 @@ def stratified_ppi(y: np.ndarray, prediction: np.ndarray, exact: np.ndarray, gen
     return PPIEstimate(estimate, estimate - half, estimate + half, se, **counts)
 
 
-def equal_labels_floor(labels: np.ndarray, label_range: tuple[float, float]) -> float:
-    """The variance of the mean of `labels` (all equal) with one pseudo-label at each end of
-    `label_range` added: the floor under a spread the sample shows as zero."""
-    augmented = np.concatenate([np.asarray(labels, float), label_range])
-    return float(augmented.var(ddof=1)) / len(augmented)
+def floored(variance: float, labels: np.ndarray, label_range: tuple[float, float]) -> float:
+    """A stratum's variance of the mean, floored where its labels are all equal (none: no floor)
+    at that of the labels with one pseudo-label at each end of `label_range` added: the floor
+    under a spread the sample shows as zero."""
+    labels = np.asarray(labels, float)
+    if len(labels) == 0 or np.ptp(labels) != 0:
+        return variance
+    augmented = np.concatenate([labels, label_range])
+    return max(variance, float(augmented.var(ddof=1)) / len(augmented))
 
 
 def mean_of(estimates: list[PPIEstimate], confidence: float = CONFIDENCE) -> PPIEstimate:
