@@ -15,15 +15,15 @@ compute the study took.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ctxeval.results.manifest import MANIFEST_FILE
+from ctxeval.results.manifest import read_manifest, write_manifest
 from ctxeval.results.ruler import SAMPLES_FILE
 
 SHARED_CONFIG = ("tasks", "lengths", "samples", "seed", "essay_sha256", "ruler_commit", "chat_template", "likelihood_only",
@@ -32,34 +32,32 @@ SHARED_CONFIG = ("tasks", "lengths", "samples", "seed", "essay_sha256", "ruler_c
 
 def join(runs: list[Path], out: Path) -> pd.DataFrame:
     """The joined samples, written with the joined manifest to `out`."""
-    manifests = [json.loads((run / MANIFEST_FILE).read_text()) for run in runs]
+    manifests = [read_manifest(run) for run in runs]
     first = manifests[0]
-    for run, manifest in zip(runs[1:], manifests[1:]):
-        if manifest["command"] != "ruler" or first["command"] != "ruler":
+    for run, manifest in zip(runs, manifests):
+        if manifest.command != "ruler":
             raise SystemExit(f"{run}: not a ruler run")
-        differing = [k for k in SHARED_CONFIG if manifest["config"].get(k) != first["config"].get(k)]
+        differing = [k for k in SHARED_CONFIG if manifest.config.get(k) != first.config.get(k)]
         if differing:
             raise SystemExit(f"{run} differs from {runs[0]} in {', '.join(differing)}")
     tables = [pq.read_table(run / SAMPLES_FILE) for run in runs]
     samples = pd.concat([t.to_pandas() for t in tables], ignore_index=True)
-    models = [m for manifest in manifests for m in manifest["config"]["models"]]
+    models = [m for manifest in manifests for m in manifest.config["models"]]
     if len(set(models)) != len(models):
         raise SystemExit("a model appears in more than one folder")
     prompts = samples.groupby(["task", "length", "sample"])["prompt_sha256"].nunique()
     if (prompts > 1).any():
         raise SystemExit(f"the folders' prompts differ at {prompts[prompts > 1].index[0]}: not the same samples")
     samples["sample_index"] = range(len(samples))
-    joined = dict(first)
-    joined["config"] = dict(first["config"], models=models)
-    joined["models"] = [m for manifest in manifests for m in manifest["models"]]
-    seconds = sum(float(m["timing"]["seconds_all_sessions"]) for m in manifests)
-    joined["timing"] = dict(first["timing"], seconds_this_session=seconds, seconds_all_sessions=seconds)
-    joined["joined_from"] = [str(run) for run in runs]
+    seconds = sum(float(m.timing["seconds_all_sessions"]) for m in manifests)
+    joined = replace(first, config=dict(first.config, models=models), models=[m for manifest in manifests for m in manifest.models],
+                     timing=dict(first.timing, seconds_this_session=seconds, seconds_all_sessions=seconds),
+                     extra=dict(first.extra, joined_from=[str(run) for run in runs]))
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     pq.write_table(pa.Table.from_pandas(samples, schema=tables[0].schema, preserve_index=False), out / SAMPLES_FILE)
-    (out / MANIFEST_FILE).write_text(json.dumps(joined, indent=2))
+    write_manifest(out, joined)
     return samples
 
 
