@@ -23,6 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ctxeval.errors import UserError
 from ctxeval.results.manifest import read_manifest, write_manifest
 from ctxeval.results.ruler import SAMPLES_FILE
 
@@ -32,6 +33,9 @@ SHARED_CONFIG = ("tasks", "lengths", "samples", "seed", "essay_sha256", "ruler_c
 
 def join(runs: list[Path], out: Path) -> pd.DataFrame:
     """The joined samples, written with the joined manifest to `out`."""
+    unfinished = [str(run) for run in runs if not (run / SAMPLES_FILE).is_file()]
+    if unfinished:
+        raise SystemExit(f"{', '.join(unfinished)}: no {SAMPLES_FILE}, not a finished ruler run (let it finish, or rerun it to resume)")
     manifests = [read_manifest(run) for run in runs]
     first = manifests[0]
     for run, manifest in zip(runs, manifests):
@@ -73,4 +77,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except UserError as exc:  # a folder that is not a (finished) run: one line, no traceback
+        raise SystemExit(f"error: {exc}") from None

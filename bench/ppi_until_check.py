@@ -26,6 +26,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).parent))
 from ppi_validation import _seconds, compute_units, costs, population  # noqa: E402
 
+from ctxeval.errors import UserError  # noqa: E402
 from ctxeval.probes.ruler_ppi import GENERATED  # noqa: E402
 from ctxeval.results.base import read_result  # noqa: E402
 from ctxeval.results.ruler import MEAN_TASK, read_samples  # noqa: E402
@@ -80,4 +81,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except UserError as exc:  # a folder that is not a (finished) run: one line, no traceback
+        raise SystemExit(f"error: {exc}") from None

@@ -30,6 +30,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).parent))
 from ppi_validation import compute_units, costs, labelled_draw, population  # noqa: E402
 
+from ctxeval.errors import UserError  # noqa: E402
 from ctxeval.probes.ruler_paired import PairedSettings, paired_table  # noqa: E402
 from ctxeval.probes.ruler_ppi import GENERATED, ppi_tables  # noqa: E402
 from ctxeval.probes.ruler_run import RulerConfig  # noqa: E402
@@ -160,4 +161,7 @@ def main(argv: list[str] | None = None) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except UserError as exc:  # a folder that is not a (finished) run: one line, no traceback
+        raise SystemExit(f"error: {exc}") from None

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ctxeval.errors import UserError
 from ctxeval.probes.ruler_ppi import GENERATED, PREDICTED, SETTLED, tables_of_predicted, with_predictions
 from ctxeval.results.manifest import read_manifest
 from ctxeval.results.ruler import MEAN_TASK, read_samples
@@ -266,4 +267,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except UserError as exc:  # a folder that is not a (finished) run: one line, no traceback
+        raise SystemExit(f"error: {exc}") from None

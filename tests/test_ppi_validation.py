@@ -169,7 +169,7 @@ def _split(run: Path, parts: list[list[str]], out: Path) -> list[Path]:
 def test_variants_run_in_two_processes_join_into_the_one_folder_they_split(tmp_path):
     """bench/join_ruler_runs.py: a four-variant folder split in two by variant and joined again
     reads as the same population (the first model first), with the two runs' seconds summed;
-    folders whose prompts differ, or whose configs do, are refused."""
+    folders whose prompts differ, or whose configs do, and unfinished ones are refused."""
     import join_ruler_runs
 
     whole = _folder(tmp_path / "whole", shifts=(0.0, -0.8, -0.3, -1.5))
@@ -190,4 +190,7 @@ def test_variants_run_in_two_processes_join_into_the_one_folder_they_split(tmp_p
     config["config"]["samples"] = 30
     (parts[1] / "manifest.json").write_text(json.dumps(config))
     with pytest.raises(SystemExit, match="differs .* in samples"):
+        join_ruler_runs.join(parts, tmp_path / "refused")
+    (parts[1] / SAMPLES_FILE).unlink()  # a run still going: its samples are still in parts/
+    with pytest.raises(SystemExit, match="not a finished ruler run"):
         join_ruler_runs.join(parts, tmp_path / "refused")
