@@ -288,3 +288,28 @@ def test_the_calibrations_logistic_fit_equals_scikit_learns():
     keep = weights > 0
     model = sklearn.LogisticRegression(C=1.0, tol=1e-10, max_iter=10000).fit(rows[keep], targets[keep], sample_weight=weights[keep])
     assert logistic_fit(np.column_stack([np.ones(50), x]), y) == pytest.approx(np.r_[model.intercept_, model.coef_[0]], abs=1e-5)
+
+
+def test_the_ppi_section_gives_each_difference_its_verdict_and_shows_intervals_within_the_scores_range():
+    """A press whose interval excludes 0 *hurts*, one inside ±δ is *within δ*, one crossing 0 past
+    δ is *too few samples to tell*; a score interval past 100 is shown ending at 100, a
+    difference's past −100 at −100."""
+    from ctxeval.render.ruler_ppi import ppi_markdown
+
+    def row(model: str, estimate: float, low: float, high: float, **extra: object) -> dict:
+        return {"model": model, "task": "niah_single_2", "length": 1024, "estimate": estimate, "low": low, "high": high, "se": 1.0,
+                "samples": 60, "exact": 0, "generated": 11, "predicted": 49, "df": 10.0, **extra}
+
+    scores = pd.DataFrame([row("full", 100.0, 82.9, 117.1), row("hurting", 53.9, 36.2, 71.6), row("alike", 99.0, 95.0, 103.0),
+                           row("unclear", 90.0, 70.0, 110.0)])
+    differences = pd.DataFrame([row("hurting", -46.1, -63.7, -28.4, reference="full"), row("alike", -1.0, -4.0, 2.0, reference="full"),
+                                row("unclear", -10.0, -130.0, 10.0, reference="full")])
+    text = "\n".join(ppi_markdown(scores, differences, delta=5.0))
+    assert "100.0 [82.9, 100.0]" in text and "99.0 [95.0, 100.0]" in text
+    assert "117.1" not in text and "103.0" not in text
+    assert "-46.1 [-63.7, -28.4] hurts" in text
+    assert "-1.0 [-4.0, +2.0] within δ" in text
+    assert "-10.0 [-100.0, +10.0] too few samples to tell" in text
+    assert "within δ = 5 points" in text
+    assert "within δ = 2 points" in "\n".join(ppi_markdown(scores, differences, delta=5.0, until={"delta": 2.0, "half_width": None, "max_samples": 40,
+                                                                                                      "round_size": 10, "confidence": 0.9875, "rounds": 4}))

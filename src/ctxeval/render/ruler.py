@@ -148,7 +148,7 @@ def texts(r: RulerResult) -> RulerResult:
     body = results_markdown(r)
     if r.ppi is None:
         return replace(r, markdown=body)
-    section = ppi_markdown(r.ppi, r.ppi_differences, r.manifest.config.get("until"), (r.manifest.plan or {}).get("rounds"))
+    section = ppi_markdown(r.ppi, r.ppi_differences, r.paired_settings["score_delta"], r.manifest.config.get("until"), (r.manifest.plan or {}).get("rounds"))
     return replace(r, markdown="\n".join(section) + "\n" + body)
 
 

@@ -1,5 +1,9 @@
 """The prediction-powered section of a `ruler --generate-share` run's results.md: scores and
-paired differences with their intervals, then how each cell's samples were labelled."""
+paired differences with their intervals and verdicts, then how each cell's samples were labelled.
+
+Intervals are shown clipped to what a score can be (0 to 100 points, a difference −100 to +100):
+a PPI interval on a few generated labels can reach past them, and clipping keeps every value
+the true score can take (coverage unchanged); results.json keeps them unclipped."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import math
 import pandas as pd
 
 from ctxeval.results.ruler import MEAN_TASK
+from ctxeval.stats.verdict import verdict
 
 
 def _cell(estimate: float, low: float, high: float, sign: bool = False) -> str:
@@ -15,7 +20,17 @@ def _cell(estimate: float, low: float, high: float, sign: bool = False) -> str:
         return "no estimate (fewer than 2 generated)"
     if math.isnan(low):
         return f"{estimate:{'+' if sign else ''}.1f} (no interval)"
+    floor = -100.0 if sign else 0.0
+    low, high = max(low, floor), min(high, 100.0)
     return f"{estimate:{'+' if sign else ''}.1f} [{low:{'+' if sign else ''}.1f}, {high:{'+' if sign else ''}.1f}]"
+
+
+def _difference_cell(row: pd.Series, delta: float) -> str:
+    """A paired difference with its verdict: a task score's loss is a lower candidate."""
+    if math.isnan(row["estimate"]):
+        return _cell(row["estimate"], row["low"], row["high"], sign=True)
+    outcome = verdict(row["estimate"], row["low"], row["high"], delta, int(row["samples"]), worse="lower").outcome
+    return f"{_cell(row['estimate'], row['low'], row['high'], sign=True)} {outcome}"
 
 
 def _headline_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -24,17 +39,19 @@ def _headline_rows(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["task"] == (MEAN_TASK if len(tasks) > 1 else tasks[0])]
 
 
-def _wide(table: pd.DataFrame, sign: bool) -> str:
+def _wide(table: pd.DataFrame, delta: float | None = None) -> str:
+    """The headline rows by length: scores, or with `delta` paired differences and their verdicts."""
     shown = _headline_rows(table)
-    cells = shown.assign(cell=[_cell(e, lo, hi, sign) for e, lo, hi in zip(shown["estimate"], shown["low"], shown["high"])])
+    cells = shown.assign(cell=[_cell(r.estimate, r.low, r.high) if delta is None else _difference_cell(r, delta) for _, r in shown.iterrows()])
     wide = cells.pivot(index="model", columns="length", values="cell").reindex(list(dict.fromkeys(shown["model"])))
     wide.columns = [str(c) for c in wide.columns]
     return wide.reset_index().to_markdown(index=False)
 
 
-def ppi_markdown(scores: pd.DataFrame, differences: pd.DataFrame, until: dict | None = None, rounds: list[dict] | None = None) -> list[str]:
-    """Lines of the section: scores by length, differences against the first model, labelling;
-    for an `--until` run, its rounds first and each look's confidence."""
+def ppi_markdown(scores: pd.DataFrame, differences: pd.DataFrame, delta: float, until: dict | None = None, rounds: list[dict] | None = None) -> list[str]:
+    """Lines of the section: scores by length, differences against the first model with their
+    verdicts at δ = `delta` points (an `--until verdict` run's own δ), labelling; for an
+    `--until` run, its rounds first and each look's confidence."""
     level = f"{until['confidence']:.2%} interval (each look of --until)" if until else "95 % interval"
     tasks = [t for t in dict.fromkeys(scores["task"]) if t != MEAN_TASK]
     what = f"mean of {len(tasks)} tasks" if len(tasks) > 1 else tasks[0]
@@ -43,11 +60,13 @@ def ppi_markdown(scores: pd.DataFrame, differences: pd.DataFrame, until: dict | 
              *(rounds_markdown(until, rounds or []) if until else []),
              f"Score ({what}, percent) that generating every sample would give, by length in tokens; {level}. "
              f"Of {exact + generated + predicted} samples: {exact} settled by likelihood (exact, no generation), {generated} generated, "
-             f"{predicted} predicted from their likelihood numbers (cross-fitted calibration).", "", _wide(scores, sign=False), ""]
+             f"{predicted} predicted from their likelihood numbers (cross-fitted calibration).", "", _wide(scores), ""]
     if not differences.empty:
         reference = differences["reference"].iloc[0]
-        lines += [f"Paired difference against {reference} (points, variant − reference, the same samples); {level}.", "",
-                  _wide(differences, sign=True), ""]
+        delta = until["delta"] if until and until.get("delta") is not None else delta
+        lines += [f"Paired difference against {reference} (points, variant − reference, the same samples); {level}; verdict: hurts or gains "
+                  f"where the interval excludes 0, within δ = {delta:g} points where it lies inside ±δ, else too few samples to tell.", "",
+                  _wide(differences, delta), ""]
     cells = scores[scores["task"] != MEAN_TASK]
     table = cells.assign(score=[_cell(e, lo, hi) for e, lo, hi in zip(cells["estimate"], cells["low"], cells["high"])])
     lines += ["Per cell: score, and how its samples were labelled.", "",
