@@ -6,7 +6,7 @@ command run `--likelihood-only` (its seconds give a likelihood pass's cost; or `
 a generation's cost in likelihood passes), and an `--until
 verdict` run of the same models, tasks, length and seed (its rounds draw samples 0, 1, ... of
 the same sequence, so its samples are the full run's first ones). Per variant and task: the
-full run's verdict on its generated scores (paired, `--delta` points) beside the until run's
+full run's verdict on its generated scores (paired, the until run's δ) beside the until run's
 (PPI++ difference, at its Bonferroni-corrected confidence), and the samples each used. Compute,
 two ways: the runs' recorded seconds, and in measured units (likelihood passes times a pass's
 seconds plus generations times a generation's seconds, from the full and likelihood-only runs),
@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ppi_validation import _seconds, compute_units, costs, population  # noqa: E402
 
 from ctxeval.errors import UserError  # noqa: E402
+from ctxeval.probes.ruler_paired import PairedSettings, paired_table  # noqa: E402
 from ctxeval.probes.ruler_ppi import GENERATED  # noqa: E402
 from ctxeval.results.base import read_result  # noqa: E402
 from ctxeval.results.ruler import MEAN_TASK, read_samples  # noqa: E402
@@ -34,10 +35,12 @@ from ctxeval.stats.verdict import verdict  # noqa: E402
 
 
 def compare(full_dir: Path, likelihood_dir: Path | None, until_dir: Path, cost_ratio: float | None = None) -> tuple[pd.DataFrame, dict]:
-    full, until = read_result(full_dir), read_result(until_dir)
+    until = read_result(until_dir)
     config = until.manifest.config["until"]
+    samples = population(full_dir)  # read from its samples: a folder joined by join_ruler_runs.py has no result.json
+    paired = paired_table(samples, "generation_score", PairedSettings(score_delta=config["delta"]))
     rows = []
-    by_cell = full.paired[full.paired["task"] != MEAN_TASK].set_index(["model", "task", "length"])
+    by_cell = paired[paired["task"] != MEAN_TASK].set_index(["model", "task", "length"])
     differences = until.ppi_differences[until.ppi_differences["task"] != MEAN_TASK].astype({"estimate": float, "low": float, "high": float})
     for r in differences.itertuples():
         ours = verdict(r.estimate, r.low, r.high, config["delta"], int(r.samples), worse="lower", confidence=config["confidence"])
@@ -47,7 +50,6 @@ def compare(full_dir: Path, likelihood_dir: Path | None, until_dir: Path, cost_r
                      "full samples": int(theirs["n"]), "--until verdict": ours.outcome,
                      "until: difference [interval]": f"{r.estimate:+.1f} [{r.low:+.1f}, {r.high:+.1f}]", "until samples": int(r.samples),
                      "same": ours.outcome == theirs["score_outcome"]})
-    samples = population(full_dir)
     cost = costs(full_dir, samples, likelihood_dir, cost_ratio)
     drawn = read_samples(until_dir)
     units_full, units_until = compute_units(samples, cost), compute_units(drawn, cost)
