@@ -11,7 +11,9 @@ import math
 
 import pandas as pd
 
+from ctxeval.render.verdicts import would_settle
 from ctxeval.results.ruler import MEAN_TASK
+from ctxeval.stats.ppi import CONFIDENCE
 from ctxeval.stats.verdict import verdict
 
 
@@ -25,12 +27,16 @@ def _cell(estimate: float, low: float, high: float, sign: bool = False) -> str:
     return f"{estimate:{'+' if sign else ''}.1f} [{low:{'+' if sign else ''}.1f}, {high:{'+' if sign else ''}.1f}]"
 
 
-def _difference_cell(row: pd.Series, delta: float) -> str:
-    """A paired difference with its verdict: a task score's loss is a lower candidate."""
+def _difference_cell(row: pd.Series, delta: float, confidence: float) -> str:
+    """A paired difference with its verdict (a task score's loss is a lower candidate); an
+    undecided one with the samples that would settle it at the same share and spread (the
+    interval's standard error scaled as 1/√n)."""
     if math.isnan(row["estimate"]):
         return _cell(row["estimate"], row["low"], row["high"], sign=True)
-    outcome = verdict(row["estimate"], row["low"], row["high"], delta, int(row["samples"]), worse="lower").outcome
-    return f"{_cell(row['estimate'], row['low'], row['high'], sign=True)} {outcome}"
+    sd = row["se"] * math.sqrt(row["samples"]) if math.isfinite(row["se"]) else None
+    decided = verdict(row["estimate"], row["low"], row["high"], delta, int(row["samples"]), sd=sd, worse="lower", confidence=confidence)
+    settle = f" ({would_settle(decided.samples_needed)})" if decided.samples_needed is not None else ""
+    return f"{_cell(row['estimate'], row['low'], row['high'], sign=True)} {decided.outcome}{settle}"
 
 
 def _headline_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -39,10 +45,10 @@ def _headline_rows(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["task"] == (MEAN_TASK if len(tasks) > 1 else tasks[0])]
 
 
-def _wide(table: pd.DataFrame, delta: float | None = None) -> str:
+def _wide(table: pd.DataFrame, delta: float | None = None, confidence: float = CONFIDENCE) -> str:
     """The headline rows by length: scores, or with `delta` paired differences and their verdicts."""
     shown = _headline_rows(table)
-    cells = shown.assign(cell=[_cell(r.estimate, r.low, r.high) if delta is None else _difference_cell(r, delta) for _, r in shown.iterrows()])
+    cells = shown.assign(cell=[_cell(r.estimate, r.low, r.high) if delta is None else _difference_cell(r, delta, confidence) for _, r in shown.iterrows()])
     wide = cells.pivot(index="model", columns="length", values="cell").reindex(list(dict.fromkeys(shown["model"])))
     wide.columns = [str(c) for c in wide.columns]
     return wide.reset_index().to_markdown(index=False)
@@ -65,8 +71,9 @@ def ppi_markdown(scores: pd.DataFrame, differences: pd.DataFrame, delta: float, 
         reference = differences["reference"].iloc[0]
         delta = until["delta"] if until and until.get("delta") is not None else delta
         lines += [f"Paired difference against {reference} (points, variant − reference, the same samples); {level}; verdict: hurts or gains "
-                  f"where the interval excludes 0, within δ = {delta:g} points where it lies inside ±δ, else too few samples to tell.", "",
-                  _wide(differences, delta), ""]
+                  f"where the interval excludes 0, within δ = {delta:g} points where it lies inside ±δ, else too few samples to tell, with the samples "
+                  f"that would settle it at the same share and spread.", "",
+                  _wide(differences, delta, until["confidence"] if until else CONFIDENCE), ""]
     cells = scores[scores["task"] != MEAN_TASK]
     table = cells.assign(score=[_cell(e, lo, hi) for e, lo, hi in zip(cells["estimate"], cells["low"], cells["high"])])
     lines += ["Per cell: score, and how its samples were labelled.", "",
