@@ -3,7 +3,7 @@ paired differences with their intervals and verdicts, then how each cell's sampl
 
 Intervals are shown clipped to what a score can be (0 to 100 points, a difference −100 to +100):
 a PPI interval on a few generated labels can reach past them, and clipping keeps every value
-the true score can take (coverage unchanged); results.json keeps them unclipped."""
+the true score can take (coverage unchanged); ppi.json keeps them unclipped."""
 
 from __future__ import annotations
 
