@@ -24,10 +24,10 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parent))
+from ppi_until_simulation import full_paired  # noqa: E402
 from ppi_validation import _seconds, compute_units, costs, population  # noqa: E402
 
 from ctxeval.errors import UserError  # noqa: E402
-from ctxeval.probes.ruler_paired import PairedSettings, paired_table  # noqa: E402
 from ctxeval.probes.ruler_ppi import GENERATED  # noqa: E402
 from ctxeval.results.base import read_result  # noqa: E402
 from ctxeval.results.ruler import MEAN_TASK, read_samples  # noqa: E402
@@ -38,9 +38,8 @@ def compare(full_dir: Path, likelihood_dir: Path | None, until_dir: Path, cost_r
     until = read_result(until_dir)
     config = until.manifest.config["until"]
     samples = population(full_dir)  # read from its samples: a folder joined by join_ruler_runs.py has no result.json
-    paired = paired_table(samples, "generation_score", PairedSettings(score_delta=config["delta"]))
     rows = []
-    by_cell = paired[paired["task"] != MEAN_TASK].set_index(["model", "task", "length"])
+    by_cell = full_paired(samples, config["delta"]).set_index(["model", "task", "length"])
     differences = until.ppi_differences[until.ppi_differences["task"] != MEAN_TASK].astype({"estimate": float, "low": float, "high": float})
     for r in differences.itertuples():
         ours = verdict(r.estimate, r.low, r.high, config["delta"], int(r.samples), worse="lower", confidence=config["confidence"])

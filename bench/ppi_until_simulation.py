@@ -42,11 +42,16 @@ from ctxeval.stats.verdict import verdict  # noqa: E402
 Round = dataclasses.make_dataclass("Round", ["samples", "manifest"])
 
 
-def full_verdicts(samples: pd.DataFrame, delta: float) -> pd.DataFrame:
-    """The full run's verdict per (variant, task, length) as `ruler` reports it: its generated
-    scores, paired (Tango's interval), 95 %, δ = `delta`."""
+def full_paired(samples: pd.DataFrame, delta: float) -> pd.DataFrame:
+    """The full run's paired differences per (variant, task, length) as `ruler` reports them:
+    its generated scores, paired (Tango's interval), 95 %, δ = `delta`."""
     paired = paired_table(samples, "generation_score", PairedSettings(score_delta=delta))
-    paired = paired[paired["task"] != MEAN_TASK]
+    return paired[paired["task"] != MEAN_TASK]
+
+
+def full_verdicts(samples: pd.DataFrame, delta: float) -> pd.DataFrame:
+    """The full run's verdict and difference per (variant, task, length)."""
+    paired = full_paired(samples, delta)
     return paired[["model", "task", "length", "score_outcome", "score_diff"]].rename(columns={"score_outcome": "full", "score_diff": "full_diff"})
 
 
