@@ -161,9 +161,9 @@ def _ruler_prompt(task: str, length: int) -> tuple[list[int], int]:
     generate, as `ctxeval ruler` builds them for Gemma 3 270M."""
     from ctxeval.backends.registry import load_vocabulary
     from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
-    from ctxeval.probes.ruler_prompt import token_counter
-    from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size
-    from ctxeval.probes.ruler_tasks import TASKS
+    from ctxeval.ruler.prompt import token_counter
+    from ctxeval.ruler.samples import SampleSpec, build_sample, fit_size
+    from ctxeval.ruler.tasks import TASKS
 
     vocab = load_vocabulary("gemma-3-270m")
     essay = load_text(RULER_HAYSTACK_NAME).content
@@ -221,10 +221,10 @@ def ruler_ab(task: str, length: int, samples: int) -> dict:
 
     from ctxeval.backends.registry import load_scorer, load_vocabulary, parse_model_spec
     from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
-    from ctxeval.probes.ruler import reference_text
-    from ctxeval.probes.ruler_prompt import token_counter
-    from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, shared_prefix_order
-    from ctxeval.probes.ruler_tasks import TASKS
+    from ctxeval.ruler.score import reference_text
+    from ctxeval.ruler.prompt import token_counter
+    from ctxeval.ruler.samples import SampleSpec, build_sample, fit_size, shared_prefix_order
+    from ctxeval.ruler.tasks import TASKS
 
     vocab = load_vocabulary("gemma-3-270m")
     essay = load_text(RULER_HAYSTACK_NAME).content
@@ -257,8 +257,8 @@ def reuse_plan(task: str, length: int, samples: int) -> dict:
 
     from ctxeval.backends.registry import load_vocabulary
     from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
-    from ctxeval.probes.ruler_prompt import token_counter
-    from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, shared_prefix_order
+    from ctxeval.ruler.prompt import token_counter
+    from ctxeval.ruler.samples import SampleSpec, build_sample, fit_size, shared_prefix_order
 
     vocab = load_vocabulary("gemma-3-270m")
     essay = load_text(RULER_HAYSTACK_NAME).content

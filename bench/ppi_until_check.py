@@ -28,10 +28,9 @@ from ppi_until_simulation import full_paired  # noqa: E402
 from ppi_validation import _seconds, compute_units, costs, population  # noqa: E402
 
 from ctxeval.errors import UserError  # noqa: E402
-from ctxeval.probes.ruler_ppi import GENERATED  # noqa: E402
+from ctxeval.ruler.ppi import GENERATED  # noqa: E402
 from ctxeval.results.base import read_result  # noqa: E402
 from ctxeval.results.ruler import MEAN_TASK, read_samples  # noqa: E402
-from ctxeval.stats.verdict import verdict  # noqa: E402
 
 
 def compare(full_dir: Path, likelihood_dir: Path | None, until_dir: Path, cost_ratio: float | None = None) -> tuple[pd.DataFrame, dict]:
@@ -42,13 +41,12 @@ def compare(full_dir: Path, likelihood_dir: Path | None, until_dir: Path, cost_r
     by_cell = full_paired(samples, config["delta"]).set_index(["model", "task", "length"])
     differences = until.ppi_differences[until.ppi_differences["task"] != MEAN_TASK].astype({"estimate": float, "low": float, "high": float})
     for r in differences.itertuples():
-        ours = verdict(r.estimate, r.low, r.high, config["delta"], int(r.samples), worse="lower", confidence=config["confidence"])
         theirs = by_cell.loc[(r.model, r.task, r.length)]
         rows.append({"variant": r.model, "task": r.task, "length": r.length, "full generation": theirs["score_outcome"],
                      "full: difference [95 %]": f"{theirs['score_diff']:+.1f} [{theirs['score_low']:+.1f}, {theirs['score_high']:+.1f}]",
-                     "full samples": int(theirs["n"]), "--until verdict": ours.outcome,
+                     "full samples": int(theirs["n"]), "--until verdict": r.outcome,
                      "until: difference [interval]": f"{r.estimate:+.1f} [{r.low:+.1f}, {r.high:+.1f}]", "until samples": int(r.samples),
-                     "same": ours.outcome == theirs["score_outcome"]})
+                     "same": r.outcome == theirs["score_outcome"]})
     cost = costs(full_dir, samples, likelihood_dir, cost_ratio)
     drawn = read_samples(until_dir)
     units_full, units_until = compute_units(samples, cost), compute_units(drawn, cost)

@@ -5,7 +5,7 @@ and at what share of its compute? Simulated from a full-generation RULER run (do
 The full run's samples are the population (as in `ppi_validation.py`). One simulated `--until`
 run draws, per (task, length), a sequence of `--max-samples` samples with replacement, one
 generation uniform each (the same for every model: the variants stay paired), and runs
-`ctxeval.probes.ruler_until.run_until` on it: round K takes samples (K-1)·S … K·S-1 of that
+`ctxeval.ruler.until.run_until` on it: round K takes samples (K-1)·S … K·S-1 of that
 sequence for the open cells and the variants not yet closed, an unsettled sample generated where
 its uniform falls below P and predicted otherwise, so the stopping rule, the per-look
 confidence, the verdicts and the futility closing are `ruler`'s own. Per variant and task, the
@@ -31,13 +31,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ppi_validation import compute_units, costs, labelled_draw, population  # noqa: E402
 
 from ctxeval.errors import UserError  # noqa: E402
-from ctxeval.probes.ruler_paired import PairedSettings, paired_table  # noqa: E402
-from ctxeval.probes.ruler_ppi import GENERATED, ppi_tables  # noqa: E402
-from ctxeval.probes.ruler_run import RulerConfig  # noqa: E402
-from ctxeval.probes.ruler_until import Until, run_until  # noqa: E402
+from ctxeval.ruler.paired import PairedSettings, paired_table  # noqa: E402
+from ctxeval.ruler.ppi import GENERATED, ppi_tables  # noqa: E402
+from ctxeval.ruler.run import RulerConfig  # noqa: E402
+from ctxeval.ruler.until import Until, run_until  # noqa: E402
 from ctxeval.results.manifest import Manifest  # noqa: E402
 from ctxeval.results.ruler import MEAN_TASK  # noqa: E402
-from ctxeval.stats.verdict import verdict  # noqa: E402
+from ctxeval.ruler.generation import Generation  # noqa: E402
 
 Round = dataclasses.make_dataclass("Round", ["samples", "manifest"])
 
@@ -83,18 +83,16 @@ def simulated_until(samples: pd.DataFrame, models: tuple[str, ...], share: float
 
     tasks = tuple(dict.fromkeys(samples["task"]))
     lengths = tuple(int(n) for n in dict.fromkeys(samples["length"]))
-    config = RulerConfig(tasks, lengths, until.round_size, seed, models, "population", generate_share=share)
+    config = RulerConfig(tasks, lengths, until.round_size, seed, models, "population", generation=Generation("share", share=share))
     drawn, _, rounds = run_until(config, until, Path("unused"), run_round)
     return drawn, rounds
 
 
 def until_verdicts(drawn: pd.DataFrame, seed: int, until: Until) -> pd.DataFrame:
     """The simulated run's verdict per (variant, task, length), as `ruler` reports it."""
-    _, differences = ppi_tables(drawn, seed, confidence=until.confidence)
+    _, differences = ppi_tables(drawn, seed, confidence=until.confidence, delta=until.verdict_delta)
     differences = differences[differences["task"] != MEAN_TASK]
-    rows = [{"model": r.model, "task": r.task, "length": int(r.length), "until": verdict(float(r.estimate), float(r.low), float(r.high), until.delta,
-                                                                                         int(r.samples), worse="lower", confidence=until.confidence).outcome,
-             "until_samples": int(r.samples)} for r in differences.itertuples()]
+    rows = [{"model": r.model, "task": r.task, "length": int(r.length), "until": r.outcome, "until_samples": int(r.samples)} for r in differences.itertuples()]
     return pd.DataFrame(rows)
 
 

@@ -7,7 +7,7 @@ and its generated score. Each folder's samples are the *population*. One simulat
 per (task, length), as many samples as the folder has, with replacement, the same draw for every
 model (the variants stay paired); each unsettled sample is generated with probability P (one
 uniform per drawn sample, shared by the models, as `ruler` draws), the others keep only their
-likelihood numbers; then `ctxeval.probes.ruler_ppi` scores the run as `ruler` does (`ppi_tables`).
+likelihood numbers; then `ctxeval.ruler.ppi` scores the run as `ruler` does (`ppi_tables`).
 Per share P and folder, over the simulated runs:
 
 - coverage: how often a cell's interval (and each variant's paired difference's) holds the
@@ -46,7 +46,7 @@ import pandas as pd
 from scipy import stats
 
 from ctxeval.errors import UserError
-from ctxeval.probes.ruler_ppi import GENERATED, PREDICTED, SETTLED, tables_of_predicted, with_predictions
+from ctxeval.ruler.ppi import GENERATED, PREDICTED, SETTLED, tables_of_predicted, with_predictions
 from ctxeval.results.manifest import read_manifest
 from ctxeval.results.ruler import MEAN_TASK, read_samples
 

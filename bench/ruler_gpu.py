@@ -33,7 +33,7 @@ from pathlib import Path
 
 import ctxeval
 from ctxeval.data.texts import demo_text_path
-from ctxeval.probes.ruler_tasks import TASKS
+from ctxeval.ruler.tasks import TASKS
 
 PUBLISHED = {  # RULER README, commit c3f5e3b: effective length in tokens
     "Llama-3.1-8B-Instruct": 32768, "Mistral-7B-Instruct-v0.2": 16384, "Phi-3-mini-128k-instruct": 32768, "Qwen3-8B": 65536,

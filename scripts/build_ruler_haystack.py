@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from ctxeval.backends.model_files import embedded_model_path, smollm2_path
-from ctxeval.probes.ruler_tasks import sentences
+from ctxeval.ruler.tasks import sentences
 
 BOOKS = ("chesterton-thursday.txt", "melville-moby_dick.txt")
 TOKENS = 128 * 1024

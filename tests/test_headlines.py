@@ -19,8 +19,8 @@ from ctxeval.modeldiff.summary import Bootstrap, summarize as summarize_diff
 from ctxeval.pipeline.engine import save_result
 from ctxeval.render.kinds import RENDERING
 from ctxeval.probes.effective_length import EstimatorSettings, share_kept, summarize
-from ctxeval.probes.ruler_report import ruler_result
-from ctxeval.probes.ruler_run import SAMPLE_SCHEMA
+from ctxeval.ruler.report import ruler_result
+from ctxeval.ruler.run import SAMPLE_SCHEMA
 from ctxeval.render.diff import render_markdown as diff_markdown
 from ctxeval.render.effective_length import render_markdown as effective_markdown
 from ctxeval.render.headline import percent

@@ -16,8 +16,10 @@ import pytest
 
 pytest.importorskip("ppi_py")
 
-from ctxeval.probes.ruler_ppi import GENERATED, PREDICTED, SETTLED  # noqa: E402
-from ctxeval.probes.ruler_run import SAMPLE_SCHEMA  # noqa: E402
+from ctxeval.errors import UserError  # noqa: E402
+from ctxeval.ruler.merge import join_runs  # noqa: E402
+from ctxeval.ruler.ppi import GENERATED, PREDICTED, SETTLED  # noqa: E402
+from ctxeval.ruler.run import SAMPLE_SCHEMA  # noqa: E402
 from ctxeval.results.manifest import Manifest, write_manifest  # noqa: E402
 from ctxeval.results.ruler import SAMPLES_FILE  # noqa: E402
 
@@ -127,7 +129,7 @@ def test_simulated_until_runs_follow_rulers_rounds_and_count_their_compute(tmp_p
     full run's; the same seed gives the same runs."""
     import ppi_until_simulation
 
-    from ctxeval.probes.ruler_until import Until
+    from ctxeval.ruler.until import Until
 
     run = _folder(tmp_path / "run", samples=40, shifts=(0.0, -3.0, -0.05))
     samples = ppi_validation.population(run)
@@ -184,13 +186,14 @@ def test_variants_run_in_two_processes_join_into_the_one_folder_they_split(tmp_p
     table = pq.read_table(other / SAMPLES_FILE).to_pandas()
     table["prompt_sha256"] = "another prompt"
     pq.write_table(pa.Table.from_pandas(table, schema=SAMPLE_SCHEMA, preserve_index=False), other / SAMPLES_FILE)
-    with pytest.raises(SystemExit, match="prompts differ"):
-        join_ruler_runs.join([parts[0], other], tmp_path / "refused")
+    with pytest.raises(UserError, match="prompts differ"):
+        join_runs([parts[0], other], tmp_path / "refused")
     config = json.loads((parts[1] / "manifest.json").read_text())
     config["config"]["samples"] = 30
     (parts[1] / "manifest.json").write_text(json.dumps(config))
-    with pytest.raises(SystemExit, match="differs .* in samples"):
-        join_ruler_runs.join(parts, tmp_path / "refused")
+    with pytest.raises(UserError, match="differs .* in samples"):
+        join_runs(parts, tmp_path / "refused")
     (parts[1] / SAMPLES_FILE).unlink()  # a run still going: its samples are still in parts/
-    with pytest.raises(SystemExit, match="not a finished ruler run"):
-        join_ruler_runs.join(parts, tmp_path / "refused")
+    with pytest.raises(UserError, match="not a finished ruler run"):
+        join_runs(parts, tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()  # a refused join writes nothing

@@ -127,7 +127,7 @@ def _ruler_prompt(scorer) -> tuple[str, str, str, int]:
     context up to the question, the question up to the answer prefix ("The special magic"), the
     answer prefix; and how many leading ids of the whole prompt ctxeval's ruler compresses."""
     from ctxeval.probes.context_split import context_end, ruler_context_chars
-    from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size
+    from ctxeval.ruler.samples import SampleSpec, build_sample, fit_size
 
     def count(text: str) -> int:
         return len(scorer.tokenize(text))

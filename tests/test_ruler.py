@@ -25,18 +25,19 @@ from ctxeval.metrics.ruler import match_all, postprocess_pred, string_match_all,
 from ctxeval.results.manifest import Manifest, write_manifest
 from ctxeval.results.retrieval import CASES_FILE
 from ctxeval.probes.retrieval_run import CASE_SCHEMA
-from ctxeval.probes.ruler import reference_text
+from ctxeval.ruler.score import reference_text
 from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
-from ctxeval.probes.ruler_aggregation import Setting, common_words, cwe_capacity, cwe_words, fallback_words, frequent_words, fwe_vocabulary, variable_tracking, vt_body
-from ctxeval.probes.ruler_prompt import ChatTemplate, model_text
-from ctxeval.probes.ruler_paired import PairedSettings
-from ctxeval.probes.ruler_report import effective_length, ruler_result, wilson
+from ctxeval.ruler.aggregation import Setting, common_words, cwe_capacity, cwe_words, fallback_words, frequent_words, fwe_vocabulary, variable_tracking, vt_body
+from ctxeval.ruler.prompt import ChatTemplate, model_text
+from ctxeval.ruler.paired import PairedSettings
+from ctxeval.ruler.report import effective_length, ruler_result
+from ctxeval.stats.proportion import wilson
 from ctxeval.stats.paired import paired_bca
 from ctxeval.stats.paired_binary import tango_interval
-from ctxeval.probes.ruler_run import SAMPLE_SCHEMA, essay_repeats
+from ctxeval.ruler.run import SAMPLE_SCHEMA, essay_repeats
 from ctxeval.results.ruler import SAMPLES_FILE
-from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, render_sample, shared_prefix_order, sample_rng, vt_worked_example
-from ctxeval.probes.ruler_tasks import DEPTHS, NOISE, TASKS, essay_words, render_niah, sentences, split_answer_prefix
+from ctxeval.ruler.samples import SampleSpec, build_sample, fit_size, render_sample, shared_prefix_order, sample_rng, vt_worked_example
+from ctxeval.ruler.tasks import DEPTHS, NOISE, TASKS, essay_words, render_niah, sentences, split_answer_prefix
 from ctxeval.pipeline.engine import save_result
 from ctxeval.render.kinds import RENDERING
 from ctxeval.probes.retrieval_report import retrieval_result
@@ -263,8 +264,9 @@ def test_reference_forms():
 def test_wilson_interval_equals_scipys_for_whole_successes():
     for k, n in ((0, 6), (3, 6), (6, 6), (17, 40)):
         ci = stats.binomtest(k, n).proportion_ci(method="wilson")
-        low, high = wilson(k, n)
-        assert low == pytest.approx(100 * ci.low, abs=1e-9) and high == pytest.approx(100 * ci.high, abs=1e-9)
+        interval = wilson(k, n)
+        assert interval.low == pytest.approx(ci.low, abs=1e-11) and interval.high == pytest.approx(ci.high, abs=1e-11)
+        assert interval.estimate == k / n and interval.n == n and interval.method == "Wilson"
 
 
 def test_effective_length_is_the_longest_length_before_the_first_fall():

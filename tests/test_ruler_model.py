@@ -15,10 +15,10 @@ from ctxeval import api
 from ctxeval.data.texts import RULER_HAYSTACK_NAME, demo_text_path, load_text
 from ctxeval.metrics.ruler import match_all
 from ctxeval.results.records import STOP_AFTER_PASSES_ENV
-from ctxeval.probes.ruler import reference_text
-from ctxeval.probes.ruler_aggregation import Setting
-from ctxeval.probes.ruler_samples import SampleSpec, build_sample, fit_size, render_sample, sample_rng, vt_worked_example
-from ctxeval.probes.ruler_tasks import TASKS, essay_words, split_answer_prefix
+from ctxeval.ruler.score import reference_text
+from ctxeval.ruler.aggregation import Setting
+from ctxeval.ruler.samples import SampleSpec, build_sample, fit_size, render_sample, sample_rng, vt_worked_example
+from ctxeval.ruler.tasks import TASKS, essay_words, split_answer_prefix
 
 from .conftest import run_cli
 from .ruler_evaluate import rescored

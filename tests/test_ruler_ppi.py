@@ -17,8 +17,8 @@ pytest.importorskip("ppi_py")
 
 from ctxeval import api  # noqa: E402
 from ctxeval.data.texts import demo_text_path  # noqa: E402
-from ctxeval.probes.ruler_ppi import GENERATED, PREDICTED, SETTLED, drawn, drawn_of_count, fold_of, ppi_tables  # noqa: E402
-from ctxeval.probes.ruler_samples import sample_rng  # noqa: E402
+from ctxeval.ruler.ppi import GENERATED, PREDICTED, SETTLED, drawn, drawn_of_count, fold_of, ppi_tables  # noqa: E402
+from ctxeval.ruler.samples import sample_rng  # noqa: E402
 from ctxeval.results.base import read_result  # noqa: E402
 from ctxeval.stats.crossfit import cross_fit, fit_predict  # noqa: E402
 from ctxeval.stats.ppi import stratified_ppi, unsettled_mean  # noqa: E402
@@ -216,7 +216,7 @@ def test_bad_generate_share_is_one_line_and_exit_code_2(tmp_path):
              (["--generate", "3", "--generate-share", "0.2"], "--generate draws the samples to generate"),
              (["--generate", "9", "--samples", "4"], "--generate must be at most --samples (4)"),
              (["--generate", "10", "--samples", "10", "--generate-share", "0.2", "--until", "5", "--max-samples", "80"], "--generate draws"),
-             (["--generate", "10", "--samples", "10", "--until", "5", "--max-samples", "80"], "--until adds rounds"),
+             (["--generate", "10", "--samples", "10", "--until", "5", "--max-samples", "80"], "--until needs --generate-share (its rounds are prediction-powered): --generate is a count per run"),
              (["--generate", "5", "--samples", "20"], "--generate must be at least 10")]
     for args, message in cases:
         proc = run_cli("ruler", *args, "--out", str(tmp_path / "out"))
@@ -295,15 +295,23 @@ def test_the_ppi_section_gives_each_difference_its_verdict_and_shows_intervals_w
     δ is *too few samples to tell*, with the samples that would settle it; a score interval past 100 is shown ending at 100, a
     difference's past −100 at −100."""
     from ctxeval.render.ruler_ppi import ppi_markdown
+    from ctxeval.ruler.ppi import difference_row
+    from ctxeval.stats.ppi import PPIEstimate
 
-    def row(model: str, estimate: float, low: float, high: float, **extra: object) -> dict:
-        return {"model": model, "task": "niah_single_2", "length": 1024, "estimate": estimate, "low": low, "high": high, "se": 1.0,
-                "samples": 60, "exact": 0, "generated": 11, "predicted": 49, "df": 10.0, **extra}
+    def estimate(value: float, low: float, high: float, se: float = 1.0) -> PPIEstimate:
+        """In shares, as the estimator gives it; the tables hold percent."""
+        return PPIEstimate(value / 100, low / 100, high / 100, se / 100, 60, exact=0, generated=11, predicted=49, df=10.0)
+
+    def row(model: str, value: float, low: float, high: float) -> dict:
+        return {"model": model, "task": "niah_single_2", "length": 1024, **estimate(value, low, high).scaled(100).as_dict()}
+
+    def difference(model: str, value: float, low: float, high: float, se: float = 1.0) -> dict:
+        return difference_row(model, "niah_single_2", 1024, estimate(value, low, high, se), "full", 5.0)
 
     scores = pd.DataFrame([row("full", 100.0, 82.9, 117.1), row("hurting", 53.9, 36.2, 71.6), row("alike", 99.0, 95.0, 103.0),
                            row("unclear", 90.0, 70.0, 110.0)])
-    differences = pd.DataFrame([row("hurting", -46.1, -63.7, -28.4, reference="full"), row("alike", -1.0, -4.0, 2.0, reference="full"),
-                                row("unclear", -10.0, -130.0, 10.0, reference="full", se=10.2)])
+    differences = pd.DataFrame([difference("hurting", -46.1, -63.7, -28.4), difference("alike", -1.0, -4.0, 2.0),
+                                difference("unclear", -10.0, -130.0, 10.0, se=10.2)])
     text = "\n".join(ppi_markdown(scores, differences, delta=5.0))
     assert "100.0 [82.9, 100.0]" in text and "99.0 [95.0, 100.0]" in text
     assert "117.1" not in text and "103.0" not in text

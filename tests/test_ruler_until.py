@@ -14,7 +14,9 @@ pytest.importorskip("ppi_py")
 
 from ctxeval import api  # noqa: E402
 from ctxeval.data.texts import demo_text_path  # noqa: E402
-from ctxeval.probes.ruler_until import Until, parse_until  # noqa: E402
+from ctxeval.ruler.generation import Generation  # noqa: E402
+from ctxeval.ruler.run import RulerConfig  # noqa: E402
+from ctxeval.ruler.until import Until, parse_until  # noqa: E402
 from ctxeval.stats.ppi import stratified_ppi  # noqa: E402
 from tests.conftest import run_cli  # noqa: E402
 
@@ -122,9 +124,8 @@ def test_decided_and_futile_variants_leave_the_later_rounds_while_the_others_are
     each left out, decided and found futile."""
     import pandas as pd
 
-    from ctxeval.probes.ruler_ppi import GENERATED
-    from ctxeval.probes.ruler_run import RulerConfig
-    from ctxeval.probes.ruler_until import run_until
+    from ctxeval.ruler.ppi import GENERATED
+    from ctxeval.ruler.until import run_until
     from ctxeval.render.ruler_ppi import rounds_markdown
     from ctxeval.results.manifest import Manifest
 
@@ -145,7 +146,7 @@ def test_decided_and_futile_variants_leave_the_later_rounds_while_the_others_are
         return dataclasses.make_dataclass("Round", ["samples", "manifest"])(
             pd.DataFrame(rows), Manifest(command="ruler", run_id="round", config={}, models=[], status="complete", timing={"seconds_all_sessions": 1.0}))
 
-    config = RulerConfig(("vt",), (1024,), 10, 42, tuple(success), "essay", generate_share=1.0)
+    config = RulerConfig(("vt",), (1024,), 10, 42, tuple(success), "essay", generation=Generation("share", share=1.0))
     until = Until(None, 5.0, 40, 10)
     samples, _, rounds = run_until(config, until, tmp_path, run_round)
     assert [r["decided"] for r in rounds] == [[["broken", "vt", 1024]], [], [["weaker", "vt", 1024]]]
@@ -164,7 +165,7 @@ def test_conditional_power_equals_a_simulation_of_the_remaining_samples():
     interval narrowed at 1/√n: within the simulation's error at four points."""
     from scipy import stats
 
-    from ctxeval.probes.ruler_until import conditional_power
+    from ctxeval.stats.sequential import conditional_power
 
     rng = np.random.default_rng(5)
     confidence, delta = 0.9875, 5.0
@@ -184,7 +185,7 @@ def test_a_round_whose_variant_left_one_task_out_has_paired_rows_for_the_others_
     mean over tasks (which would average a subset)."""
     import pandas as pd
 
-    from ctxeval.probes.ruler_paired import paired_table
+    from ctxeval.ruler.paired import paired_table
     from ctxeval.results.ruler import MEAN_TASK
 
     rows = []

@@ -196,7 +196,7 @@ def test_cli_reads_back_no_file():
 # the tasks (one per command family: they compute and return a Result); report/explorer (files
 # and tables); the commands (which hand render/ to the engine); the face (api, cli, serve).
 ENGINE = ("ctxeval.pipeline",)
-TASKS = ("ctxeval.scoring", "ctxeval.judge", "ctxeval.probes", "ctxeval.qa", "ctxeval.leval", "ctxeval.modeldiff", "ctxeval.agreement")
+TASKS = ("ctxeval.scoring", "ctxeval.judge", "ctxeval.probes", "ctxeval.ruler", "ctxeval.qa", "ctxeval.leval", "ctxeval.modeldiff", "ctxeval.agreement")
 COMMANDS = ("ctxeval.commands",)  # the specs: options, checks, what a command runs and prints
 REPORT = ("ctxeval.report", "ctxeval.explorer")
 FACE = ("ctxeval.api", "ctxeval.cli", "ctxeval.serve", "ctxeval.server")
@@ -634,3 +634,59 @@ def test_no_backend_error_names_a_command():
                 if set(re.findall(r"ctxeval ([a-z][a-z0-9-]*)", text)) & commands or len(set(named)) > 1:
                     found.append(f"{_module_name(path)}:{node.lineno} {named}")
     assert found == []
+
+
+def _functions() -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Every function and method in src/ with its module's name."""
+    found = []
+    for path in SRC.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        found += [(_module_name(path), node) for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return found
+
+
+# where each kind of paired verdict is decided: one function each, read by everything else
+VERDICT_CALLERS = {
+    ("ctxeval.ruler.paired", "paired_cell"),  # RULER's paired tables (score and answer log p)
+    ("ctxeval.ruler.ppi", "difference_verdict"),  # RULER's prediction-powered differences
+    ("ctxeval.modeldiff.finish", "diff_verdict"),  # diff's Δ log-loss
+    ("ctxeval.probes.effective_length", "compare_gains"),  # effective-length's gain difference
+}
+
+
+def test_each_paired_verdict_is_decided_in_one_function_and_render_decides_none():
+    calls = {(module, fn.name) for module, fn in _functions()
+             for node in ast.walk(fn) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "verdict"}
+    assert calls == VERDICT_CALLERS
+    assert not [c for c in calls if c[0].startswith("ctxeval.render")]
+    # ruler/until and bench/ read the stored verdicts (no call of verdict there)
+    for path in (*SRC.joinpath("ruler").glob("*.py"), *(SRC.parents[1] / "bench").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        names = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        assert "verdict" not in names or path.stem in ("paired", "ppi"), path
+
+
+MAX_FUNCTION_LINES = 80
+MAX_PARAMETERS = 8
+MAX_FUNCTIONS_WITH_MANY_PARAMETERS = 5
+
+
+def test_functions_are_short_and_few_take_many_parameters():
+    long = [f"{m}.{fn.name}: {fn.end_lineno - fn.lineno + 1} lines" for m, fn in _functions() if fn.end_lineno - fn.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long, long
+
+    def count(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+        a = fn.args
+        return len([x for x in a.posonlyargs + a.args + a.kwonlyargs if x.arg not in ("self", "cls")])
+
+    many = sorted(f"{m}.{fn.name}: {count(fn)}" for m, fn in _functions() if count(fn) > MAX_PARAMETERS)
+    assert len(many) <= MAX_FUNCTIONS_WITH_MANY_PARAMETERS, many
+
+
+def test_no_generation_option_is_read_back_untyped():
+    """The generation mode is read from a run's manifest by `Generation.from_config` alone."""
+    for path in SRC.rglob("*.py"):
+        if path.name == "generation.py":
+            continue
+        text = path.read_text()
+        assert 'config.get("generate' not in text and "config['generate" not in text and 'config["generate' not in text, path

@@ -7,7 +7,7 @@ may hold a group (another dataclass whose fields carry their own flags: corpus, 
 options; or a backend's options, which describe themselves in the backend's terms and get their
 flags here, `field_flag`), which the CLI flattens into flags and Python callers pass as one object.
 
-The CLI (cli.py) and the API (api.py) are both built from the specs (commands/registry.py), so a
+The CLI (cli.py) and the API (api.py) are both built from the specs (the registry in commands/__init__.py, from catalog.py's lines), so a
 default, a help text and a check live in exactly one place. A bad value raises `SpecError`,
 which names the field as the caller knows it: `--n-compare` on the CLI, `n_compare=` in Python.
 """

@@ -31,10 +31,6 @@ MODEL_FORMS = (f"Model: {' or '.join(EMBEDDED)} (embedded, llama.cpp; {DEFAULT_M
                "Repeatable where a command compares models (the first is the reference); a form a command cannot use is refused before any model loads.")
 
 
-def to_tuple(value: Any) -> tuple:
-    return tuple(value or ())
-
-
 @cache
 def model_spec(text: str) -> ModelSpec:
     """The typed spec of a model string: the one place a model string is parsed (once per

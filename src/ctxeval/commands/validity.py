@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,24 +11,23 @@ from ctxeval.commands import common
 from ctxeval.commands.base import Command
 from ctxeval.commands.diff import QuietDisplay, quiet_progress
 from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
-from ctxeval.errors import install_hint
 from ctxeval.options import argument, comma_list, comma_ints, fail, greater_than_zero, group, joined, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.results.manifest import Manifest
-from ctxeval.probes.ruler_paired import DEFAULT_LOGP_DELTA, DEFAULT_SCORE_DELTA, PairedSettings
-from ctxeval.probes.ruler_report import RULER_THRESHOLD, ruler_result
-from ctxeval.probes.ruler_run import SAMPLE_SCHEMA, RulerConfig, run_ruler
-from ctxeval.probes.ruler_until import Until, UntilConfig, parse_until, run_until, write_merged
+from ctxeval.ruler.paired import DEFAULT_LOGP_DELTA, DEFAULT_SCORE_DELTA, PairedSettings
+from ctxeval.ruler.report import RULER_THRESHOLD, ruler_result
+from ctxeval.ruler.generation import Generation
+from ctxeval.ruler.run import RulerConfig, run_ruler
+from ctxeval.ruler.until import Until, UntilConfig, parse_until, run_until, write_merged
 from ctxeval.pipeline.engine import save_result
 from ctxeval.render.kinds import RENDERING
-from ctxeval.probes.ruler_tasks import TASKS
+from ctxeval.ruler.tasks import TASKS
 from ctxeval.agreement.analysis import correlations, measure_table
 from ctxeval.agreement.measures import READS, hold_out, measures_of
 from ctxeval.agreement.reliability import ruler_reliability, with_ceilings
 from ctxeval.results.agreement import AgreementResult
 from ctxeval.results.base import read_result
 from ctxeval.results.ruler import RulerResult
-from ctxeval.stats.ppi import MIN_GENERATED
 
 RULER_LENGTHS = (1024, 2048, 4096)
 RULER_SEED = 42  # RULER's --random_seed
@@ -120,32 +117,20 @@ class RulerSpec:
         problem = common.budget_covering(self.models, min(self.lengths))
         if problem:
             raise fail(RulerSpec, "lengths", problem)
-        if self.generate_share is not None and self.likelihood_only:
-            raise fail(RulerSpec, "generate_share", "generates a share of the samples; --likelihood-only generates none: choose one")
-        if self.generate_count is not None:
-            if self.generate_share is not None or self.likelihood_only:
-                raise fail(RulerSpec, "generate_count", "draws the samples to generate; --generate-share and --likelihood-only say otherwise: choose one")
-            if self.generate_count > self.samples:
-                raise fail(RulerSpec, "generate_count", f"must be at most --samples ({self.samples}), the samples of each task and length")
-            if self.generate_count < MIN_GENERATED:
-                raise fail(RulerSpec, "generate_count", f"must be at least {MIN_GENERATED}: with fewer generated samples a cell with an unsettled sample has no interval")
-            if self.until is not None:
-                raise fail(RulerSpec, "generate_count", "is a count per run; --until adds rounds: use --generate-share with --until")
-        if (self.generate_share is not None or self.generate_count is not None) and importlib.util.find_spec("ppi_py") is None:
-            raise fail(RulerSpec, "generate_share" if self.generate_count is None else "generate_count", f"needs ppi-python: {install_hint('ppi')}")
         if (self.until is None) != (self.max_samples is None):
             raise fail(RulerSpec, "until" if self.until is None else "max_samples", "and --max-samples go together: --until needs a budget, --max-samples a target")
-        if self.until is not None:
-            if self.generate_share is None:
-                raise fail(RulerSpec, "until", "needs --generate-share (its rounds are prediction-powered)")
-            if self.max_samples < self.samples:
-                raise fail(RulerSpec, "max_samples", f"must be at least --samples ({self.samples}), the size of a round")
-            if self.max_samples * self.generate_share < MIN_GENERATED:
-                raise fail(RulerSpec, "max_samples", f"at --generate-share {self.generate_share:g} draws about {self.max_samples * self.generate_share:.0f} generations "
-                                                     f"per task and length, fewer than the {MIN_GENERATED} an interval needs where a sample is unsettled, "
-                                                     f"so --until could not be met: give at least {math.ceil(MIN_GENERATED / self.generate_share)} samples or a larger share")
-            if parse_until(self.until, self.delta)[0] is None and len(set(self.models)) < 2:
-                raise fail(RulerSpec, "until", "verdict compares variants against the first --model: give at least two")
+        self.until_target()
+
+    def generation(self) -> Generation:
+        """The generation mode the options ask for, checked (FieldError where they conflict)."""
+        return Generation.of(self.likelihood_only, self.generate_share, self.generate_count, self.samples)
+
+    def until_target(self) -> Until | None:
+        """The `--until` target and budget, checked; None without --until."""
+        generation = self.generation()
+        if self.until is None or self.max_samples is None:
+            return None
+        return Until.of(self.until, self.max_samples, self.samples, self.delta, generation, len(set(self.models)))
 
 
 def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
@@ -153,7 +138,7 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     essay = load_text(spec.essay)
     config = RulerConfig(tuple(dict.fromkeys(spec.tasks)), tuple(sorted(set(spec.lengths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), essay.sha256,
                          device=spec.device, dtype=spec.dtype, api=api_identity(spec.models, spec.openai), chat_template=spec.chat_template,
-                         likelihood_only=spec.likelihood_only, generate_share=spec.generate_share, generate_count=spec.generate_count)
+                         generation=spec.generation())
 
     def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
         return ruler_result(run_dir, manifest, spec.threshold, PairedSettings(spec.delta, spec.delta_logp, spec.replicates, spec.seed))
@@ -163,13 +148,13 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     def run_round(round_config: RulerConfig, out: Path) -> RulerResult:
         return run_ruler(round_config, models, essay.content, out, finish, spec.progress, spec.n_threads, spec.executor, spec.openai, render=RENDERING)
 
-    if spec.until is None:
+    until = spec.until_target()
+    if until is None:
         return run_round(config, common.out_dir(spec.out, "ruler", config))
-    until = Until(*parse_until(spec.until, spec.delta), spec.max_samples, spec.samples)
     whole = UntilConfig(config, until)
     out = common.out_dir(spec.out, "ruler", whole)
     samples, last, rounds = run_until(config, until, out, run_round)
-    manifest = write_merged(out, samples, last, whole, rounds, SAMPLE_SCHEMA)
+    manifest = write_merged(out, samples, last, whole, rounds)
     return save_result(out, ruler_result(out, manifest, spec.threshold), "ruler", RENDERING)
 
 

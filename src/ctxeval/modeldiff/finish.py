@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -23,6 +23,7 @@ from ctxeval.results.manifest import Manifest
 from ctxeval.report.numerics import arm, pair_numerics
 from ctxeval.results.diff import DiffResult
 from ctxeval.stats.defaults import MIN_CLUSTERS
+from ctxeval.stats.interval import Interval
 from ctxeval.stats.verdict import Verdict, verdict
 
 DEFAULT_TOP_K = 10
@@ -113,15 +114,15 @@ def diff_verdict(overall: dict, delta: float, confidence: float, numerics: dict)
     """The verdict on CAND's mean Δ log-loss against REF (the log of the perplexity ratio), read
     against 0 and ±`delta` nats with its paired interval; samples are the resampling units
     (windows, or documents). Records bit-identical to REF's say the option had no effect."""
-    ratio = overall["ppl_ratio"]
+    ratio, units = overall["ppl_ratio"], overall["resampling_units"]
     low, high = ratio["ci"] if ratio["ci"] is not None else (math.nan, math.nan)
-    reason = ""
-    if overall["resampling_units"] < MIN_CLUSTERS:
-        low = high = math.nan  # two window means are no interval to decide on
-        reason = f"{overall['resampling_units']} {overall['resampling_unit']}(s): fewer than {MIN_CLUSTERS} paired units decide nothing"
+    se = ratio["unit_sd"] / math.sqrt(units) if ratio["unit_sd"] is not None and units > 0 else math.nan
+    interval = Interval(ratio["delta_log_nll"], low, high, se, units, confidence, "BCa")
+    if units < MIN_CLUSTERS:  # two window means are no interval to decide on
+        interval = interval.without_interval(f"{units} {overall['resampling_unit']}(s): fewer than {MIN_CLUSTERS} paired units decide nothing")
     if numerics.get("bit_identical"):
-        reason = NO_EFFECT + (": REF and CAND ran on the same numeric path" if numerics.get("differing_fields") == [] else "")
-    return verdict(ratio["delta_log_nll"], low, high, delta, overall["resampling_units"], sd=ratio["unit_sd"], worse="higher", confidence=confidence, reason=reason)
+        interval = replace(interval, reason=NO_EFFECT + (": REF and CAND ran on the same numeric path" if numerics.get("differing_fields") == [] else ""))
+    return verdict(interval, delta, worse="higher")
 
 
 def diff_report(manifest: Manifest, settings: dict, summary: dict, gates: dict, floor: dict | None) -> dict:

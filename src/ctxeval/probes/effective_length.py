@@ -19,8 +19,7 @@ document. One document has no interval, never a zero-width one.
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +32,7 @@ from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAU
 from ctxeval.results.effective_length import EffectiveLengthResult
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.records import read_records
-from ctxeval.stats.paired import PairedEstimate, paired_bca, ratio_replicates, unit_sd
+from ctxeval.stats.paired import PairedEstimate, paired_bca, ratio_replicates
 from ctxeval.stats.verdict import verdict
 
 DEFAULT_SHARE = 0.95
@@ -209,7 +208,7 @@ def paired_gain(u: Units, a: int, b: int, settings: EstimatorSettings) -> Paired
 
 def estimate_json(e: PairedEstimate) -> dict:
     """A paired estimate as JSON (no NaN: a missing bound is null)."""
-    data = asdict(e)
+    data = e.as_dict()
     if e.interval == "none":
         data |= {"low": None, "high": None}
     return data
@@ -260,10 +259,9 @@ def compare_gains(tables: dict[str, pd.DataFrame], a: str, b: str, lengths: tupl
     difference = (gain_b[shared] - gain_a[shared]).to_numpy()
     estimate = paired_bca(difference, counts, settings.replicates, settings.seed, settings.confidence, clusters=clusters, unit=settings.unit)
     share = share_kept(gain_b[shared].to_numpy(), gain_a[shared].to_numpy(), counts, clusters, settings)
-    few = estimate.units < MIN_CLUSTERS  # two units' means are no interval to decide on
-    found = verdict(estimate.estimate, math.nan if few else estimate.low, math.nan if few else estimate.high, settings.delta, estimate.units,
-                    sd=unit_sd(difference, counts, clusters), worse="lower", confidence=settings.confidence,
-                    reason=f"{estimate.units} {settings.unit}(s): fewer than {MIN_CLUSTERS} paired units decide nothing" if few else "").as_dict()
+    decided = (estimate.without_interval(f"{estimate.units} {settings.unit}(s): fewer than {MIN_CLUSTERS} paired units decide nothing")
+               if estimate.units < MIN_CLUSTERS else replace(estimate, reason=""))  # two units' means are no interval to decide on
+    found = verdict(decided, settings.delta, worse="lower").as_dict()
     judged = {k: None if isinstance(v, float) and np.isnan(v) else v for k, v in found.items()} | {"unit": settings.unit}
     return {"a": a, "b": b, "lengths": [lengths[0], lengths[-1]], "gain_difference": estimate_json(estimate), "share_kept": share, "spans": int(len(shared)),
             "verdict": judged}

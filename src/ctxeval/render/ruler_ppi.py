@@ -13,8 +13,6 @@ import pandas as pd
 
 from ctxeval.render.verdicts import would_settle
 from ctxeval.results.ruler import MEAN_TASK
-from ctxeval.stats.ppi import CONFIDENCE
-from ctxeval.stats.verdict import verdict
 
 
 def _cell(estimate: float, low: float, high: float, sign: bool = False) -> str:
@@ -27,16 +25,14 @@ def _cell(estimate: float, low: float, high: float, sign: bool = False) -> str:
     return f"{estimate:{'+' if sign else ''}.1f} [{low:{'+' if sign else ''}.1f}, {high:{'+' if sign else ''}.1f}]"
 
 
-def _difference_cell(row: pd.Series, delta: float, confidence: float) -> str:
-    """A paired difference with its verdict (a task score's loss is a lower candidate); an
-    undecided one with the samples that would settle it at the same share and spread (the
-    interval's standard error scaled as 1/√n)."""
+def _difference_cell(row: pd.Series) -> str:
+    """A paired difference with its stored verdict; an undecided one with the samples that would
+    settle it at the same share and spread (the interval's standard error scaled as 1/√n)."""
     if math.isnan(row["estimate"]):
         return _cell(row["estimate"], row["low"], row["high"], sign=True)
-    sd = row["se"] * math.sqrt(row["samples"]) if math.isfinite(row["se"]) else None
-    decided = verdict(row["estimate"], row["low"], row["high"], delta, int(row["samples"]), sd=sd, worse="lower", confidence=confidence)
-    settle = f" ({would_settle(decided.samples_needed)})" if decided.samples_needed is not None else ""
-    return f"{_cell(row['estimate'], row['low'], row['high'], sign=True)} {decided.outcome}{settle}"
+    needed = row["samples_needed"]
+    settle = f" ({would_settle(int(needed))})" if needed is not None and not pd.isna(needed) else ""
+    return f"{_cell(row['estimate'], row['low'], row['high'], sign=True)} {row['outcome']}{settle}"
 
 
 def _headline_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -45,10 +41,10 @@ def _headline_rows(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["task"] == (MEAN_TASK if len(tasks) > 1 else tasks[0])]
 
 
-def _wide(table: pd.DataFrame, delta: float | None = None, confidence: float = CONFIDENCE) -> str:
-    """The headline rows by length: scores, or with `delta` paired differences and their verdicts."""
+def _wide(table: pd.DataFrame, differences: bool = False) -> str:
+    """The headline rows by length: scores, or paired differences with their verdicts."""
     shown = _headline_rows(table)
-    cells = shown.assign(cell=[_cell(r.estimate, r.low, r.high) if delta is None else _difference_cell(r, delta, confidence) for _, r in shown.iterrows()])
+    cells = shown.assign(cell=[_difference_cell(r) if differences else _cell(r.estimate, r.low, r.high) for _, r in shown.iterrows()])
     wide = cells.pivot(index="model", columns="length", values="cell").reindex(list(dict.fromkeys(shown["model"])))
     wide.columns = [str(c) for c in wide.columns]
     return wide.reset_index().to_markdown(index=False)
@@ -73,7 +69,7 @@ def ppi_markdown(scores: pd.DataFrame, differences: pd.DataFrame, delta: float, 
         lines += [f"Paired difference against {reference} (points, variant − reference, the same samples); {level}; verdict: hurts or gains "
                   f"where the interval excludes 0, within δ = {delta:g} points where it lies inside ±δ, else too few samples to tell, with the samples "
                   f"that would settle it at the same share and spread.", "",
-                  _wide(differences, delta, until["confidence"] if until else CONFIDENCE), ""]
+                  _wide(differences, differences=True), ""]
     cells = scores[scores["task"] != MEAN_TASK]
     table = cells.assign(score=[_cell(e, lo, hi) for e, lo, hi in zip(cells["estimate"], cells["low"], cells["high"])])
     lines += ["Per cell: score, and how its samples were labelled.", "",

@@ -65,7 +65,7 @@ class RulerResult(Result):
     table: pd.DataFrame  # one row per (model, task or "mean", length)
     effective_lengths: dict[str, dict[str, dict]]
     agreement: dict
-    paired: pd.DataFrame  # one row per (variant, task or "mean", length) against the first model (probes/ruler_paired.py); empty with one model
+    paired: pd.DataFrame  # one row per (variant, task or "mean", length) against the first model (ruler/paired.py); empty with one model
     paired_settings: dict  # the verdicts' margins (score_delta points, logp_delta nats), replicates and seed
     samples: pd.DataFrame = loaded(lambda run_dir: read_samples(run_dir), repr=False)
     markdown: str = ""

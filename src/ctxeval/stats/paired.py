@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
+from ctxeval.stats.interval import Interval, quantile
 
 RESAMPLE_SCHEMES = ("windows", "tokens")
 INTERVALS = ("bca", "degenerate", "none")
@@ -47,33 +48,37 @@ INTERVALS = ("bca", "degenerate", "none")
 ROUNDING = 1e-12
 
 
-@dataclass(frozen=True)
-class PairedEstimate:
+@dataclass(frozen=True, kw_only=True)
+class PairedEstimate(Interval):
     """A paired estimate with its interval and the bootstrap facts that produced it.
 
-    `interval` is "bca", "degenerate" or "none" (see the module docstring); `degenerate` is
-    paper 001's flag (interval == "degenerate"); `reason` says why there is no BCa interval.
-    With "none", `low` and `high` are NaN."""
+    `n` counts the resampling units (windows, or clusters); `method` is "BCa" or "BCa-cluster",
+    the bootstrap that was (or would have been) run; `interval` is "bca", "degenerate" or "none"
+    (see the module docstring); `degenerate` is paper 001's flag (interval == "degenerate");
+    `reason` says why there is no BCa interval. With "none", `low` and `high` are NaN."""
 
-    estimate: float
-    low: float
-    high: float
-    confidence: float
     replicates: int
     seed: int
-    method: str  # "BCa" or "BCa-cluster": the bootstrap that was (or would have been) run
     resample: str  # "windows" or "tokens"
-    units: int  # resampling units: windows, or clusters
     z0: float | None
     acceleration: float | None
     interval: str  # "bca", "degenerate" or "none"
     degenerate: bool
-    reason: str | None
+
+    @property
+    def units(self) -> int:
+        return self.n
 
     @property
     def bounds(self) -> list[float] | None:
         """[low, high], or None when there is no interval."""
         return None if self.interval == "none" else [self.low, self.high]
+
+    def as_dict(self) -> dict:
+        """The estimate as the result files write it (a missing reason is null)."""
+        return {"estimate": self.estimate, "low": self.low, "high": self.high, "confidence": self.confidence, "replicates": self.replicates, "seed": self.seed,
+                "method": self.method, "resample": self.resample, "units": self.n, "z0": self.z0, "acceleration": self.acceleration,
+                "interval": self.interval, "degenerate": self.degenerate, "reason": self.reason or None}
 
 
 def all_equal(values: np.ndarray) -> bool:
@@ -144,12 +149,14 @@ def paired_bca(
         method, unit = "BCa-cluster", unit or "document"
     n_units = len(num)
     theta = float(_ratio(np.ones((1, n_units)), num, den)[0])
+    spread = unit_sd(delta, tokens, clusters)
+    se = spread / math.sqrt(n_units) if spread is not None else math.nan
 
     def without(interval: str, reason: str, z0: float | None = None, accel: float | None = None) -> PairedEstimate:
         bound = theta if interval == "degenerate" else math.nan
         return PairedEstimate(
-            estimate=theta, low=bound, high=bound, confidence=confidence, replicates=replicates, seed=seed, method=method,
-            resample=resample, units=n_units, z0=z0, acceleration=accel, interval=interval, degenerate=interval == "degenerate", reason=reason,
+            estimate=theta, low=bound, high=bound, se=se, n=n_units, confidence=confidence, method=method, reason=reason, replicates=replicates, seed=seed,
+            resample=resample, z0=z0, acceleration=accel, interval=interval, degenerate=interval == "degenerate",
         )
 
     if len(delta) > 1 and all_equal(delta):
@@ -178,7 +185,7 @@ def paired_bca(
     # |z0| >= z_(1-alpha/2): more than 1 - alpha/2 of the replicates lie on one side of theta
     # (an atom of replicates that almost never draw a low-weight unit), and every BCa level then
     # lies on that side too, so the "interval" would exclude its own estimate
-    edge = float(ndtri(1.0 - (1.0 - confidence) / 2.0))
+    edge = quantile(confidence)
     if not abs(z0) < edge:
         share = max(np.mean(boot < theta), np.mean(boot > theta))
         return without("none", f"no interval: {100 * share:.1f} % of the bootstrap replicates fell on one side of the estimate, "
@@ -189,8 +196,8 @@ def paired_bca(
     low = theta if theta < low <= theta + tolerance else low
     high = theta if theta - tolerance <= high < theta else high
     return PairedEstimate(
-        estimate=theta, low=low, high=high, confidence=confidence, replicates=replicates, seed=seed, method=method,
-        resample=resample, units=n_units, z0=z0, acceleration=accel, interval="bca", degenerate=False, reason=None,
+        estimate=theta, low=low, high=high, se=se, n=n_units, confidence=confidence, method=method, replicates=replicates, seed=seed,
+        resample=resample, z0=z0, acceleration=accel, interval="bca", degenerate=False,
     )
 
 

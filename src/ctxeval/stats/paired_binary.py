@@ -27,24 +27,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
+from ctxeval.stats.interval import Interval, quantile
 
 _BISECTIONS = 200  # far past float precision on [-1, 1]
 
 
-@dataclass(frozen=True)
-class PairedProportions:
+@dataclass(frozen=True, kw_only=True)
+class PairedProportions(Interval):
     """A paired difference of proportions, candidate − reference, with Tango's interval
-    (proportions in [0, 1]; `sd` is the standard deviation of the per-sample differences,
+    (proportions in [0, 1]; `se` is the per-sample differences' standard deviation over √n,
     what the samples that would settle a verdict are estimated from)."""
 
-    estimate: float
-    low: float
-    high: float
-    n: int
     gained: float  # b: the candidate right, the reference wrong (fractions with partial credit)
     lost: float  # c: the reference right, the candidate wrong
-    sd: float
-    confidence: float
 
 
 def discordant(reference: np.ndarray, candidate: np.ndarray) -> tuple[float, float]:
@@ -68,12 +63,11 @@ def tango_statistic(delta: float, gained: float, lost: float, n: float) -> float
 
 def tango_interval(gained: float, lost: float, n: float, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
     """Tango's score interval of (gained − lost) / n: the Δ in [−1, 1] whose |T(Δ)| ≤ z."""
-    from scipy.special import ndtri  # imported when used: scipy is a third of the CLI's start-up
     if n <= 0:
         raise ValueError("no paired samples")
     if gained < 0 or lost < 0 or gained + lost > n + 1e-9:
         raise ValueError(f"discordant counts {gained}, {lost} do not fit {n} samples")
-    z = float(ndtri(0.5 + confidence / 2.0))
+    z = quantile(confidence)
     estimate = (gained - lost) / n
     low = -1.0 if estimate <= -1.0 else _root(lambda d: tango_statistic(d, gained, lost, n) - z, -1.0, estimate)
     high = 1.0 if estimate >= 1.0 else _root(lambda d: tango_statistic(d, gained, lost, n) + z, estimate, 1.0)
@@ -106,5 +100,5 @@ def paired_proportions(reference: np.ndarray, candidate: np.ndarray, confidence:
     gained, lost = discordant(reference, candidate)
     low, high = tango_interval(gained, lost, n, confidence)
     diff = candidate - reference
-    sd = float(diff.std(ddof=1)) if n > 1 else math.nan
-    return PairedProportions((gained - lost) / n, low, high, n, gained, lost, sd, confidence)
+    se = float(diff.std(ddof=1)) / math.sqrt(n) if n > 1 else math.nan
+    return PairedProportions((gained - lost) / n, low, high, se, n, confidence, "Tango score", gained=gained, lost=lost)

@@ -30,52 +30,36 @@ difference about 9 (Tango's interval for 40 concordant pairs: 8.8).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
-CONFIDENCE = 0.95
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
+from ctxeval.stats.interval import Interval, quantile
+
 MIN_GENERATED = 10  # fewer generated samples in a cell's unsettled stratum: no interval
+METHOD = "PPI++ stratified (t)"
 
 
-@dataclass(frozen=True)
-class PPIEstimate:
-    """A mean with its interval, and how its samples were labelled."""
+@dataclass(frozen=True, kw_only=True)
+class PPIEstimate(Interval):
+    """A mean with its interval (`n`: the samples), and how its samples were labelled.
 
-    estimate: float  # nan when fewer than two generated samples estimate the unsettled stratum
-    low: float  # nan: no interval (fewer than MIN_GENERATED generated samples where some were needed)
-    high: float
-    se: float
-    samples: int
+    `estimate` is NaN when fewer than two generated samples estimate the unsettled stratum;
+    `low`/`high` NaN: no interval (fewer than MIN_GENERATED generated samples where some were needed)."""
+
     exact: int  # labelled at no cost
     generated: int  # labelled by generation
     predicted: int  # neither: the prediction stands in, corrected by the generated ones
     df: float  # degrees of freedom of the interval's t quantile
 
-    @property
-    def half_width(self) -> float:
-        return (self.high - self.low) / 2
-
-    def scaled(self, factor: float) -> PPIEstimate:
-        """The same estimate in another unit (shares to percent)."""
-        return PPIEstimate(self.estimate * factor, self.low * factor, self.high * factor, self.se * factor, self.samples, self.exact, self.generated, self.predicted,
-                           self.df)
-
     def as_dict(self) -> dict:
-        return asdict(self)
+        """ppi.json's columns of one row."""
+        return {"estimate": self.estimate, "low": self.low, "high": self.high, "se": self.se, "samples": self.n, "exact": self.exact,
+                "generated": self.generated, "predicted": self.predicted, "df": self.df}
 
 
-def z_value(confidence: float = CONFIDENCE) -> float:
-    from scipy import stats  # imported when used: scipy is a third of the CLI's start-up
-    return float(stats.norm.ppf(0.5 + confidence / 2))
-
-
-def t_value(df: float, confidence: float = CONFIDENCE) -> float:
-    from scipy import stats
-    return float(stats.t.ppf(0.5 + confidence / 2, df))
-
-
-def unsettled_mean(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+def unsettled_mean(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
     """(estimate, standard error) of the unsettled stratum's mean: labels `y` with their
     predictions `yhat` (each made without its own label), predictions `yhat_unlabelled` of the
     samples not generated. PPI++ with ppi_py's power tuning; where every sample was generated,
@@ -89,10 +73,10 @@ def unsettled_mean(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray,
     lam = 0.0 if np.ptp(np.concatenate([yhat, yhat_unlabelled])) == 0 else None
     low, high = ppi_mean_ci(np.asarray(y, float), np.asarray(yhat, float), np.asarray(yhat_unlabelled, float), alpha=1 - confidence, lam=lam)
     low, high = float(np.ravel(low)[0]), float(np.ravel(high)[0])
-    return (low + high) / 2, (high - low) / (2 * z_value(confidence))
+    return (low + high) / 2, (high - low) / (2 * quantile(confidence))
 
 
-def stratified_ppi(y: np.ndarray, prediction: np.ndarray, exact: np.ndarray, generated: np.ndarray, confidence: float = CONFIDENCE,
+def stratified_ppi(y: np.ndarray, prediction: np.ndarray, exact: np.ndarray, generated: np.ndarray, confidence: float = DEFAULT_CONFIDENCE,
                    label_range: tuple[float, float] = (0.0, 1.0)) -> PPIEstimate:
     """The mean of `y` over all samples: `y` is read where `exact` or `generated` (nan elsewhere),
     `prediction` where neither (and on the generated ones, for the correction); `label_range`
@@ -103,10 +87,10 @@ def stratified_ppi(y: np.ndarray, prediction: np.ndarray, exact: np.ndarray, gen
     unsettled = ~exact
     n_unsettled, n_generated = int(unsettled.sum()), int(generated.sum())
     df = float(n_generated - 1 if n_unsettled else n - 1)
-    counts = dict(samples=n, exact=n_exact, generated=n_generated, predicted=n_unsettled - n_generated, df=df)
+    counts = dict(n=n, confidence=confidence, method=METHOD, exact=n_exact, generated=n_generated, predicted=n_unsettled - n_generated, df=df)
     nan = math.nan
     if n == 0 or (n_unsettled and n_generated < 2):
-        return PPIEstimate(nan, nan, nan, nan, **counts)
+        return PPIEstimate(nan, nan, nan, nan, reason="fewer than 2 generated samples", **counts)
     w_exact, w_unsettled = n_exact / n, n_unsettled / n
     mean_exact = float(y[exact].mean()) if n_exact else 0.0
     # each settled label is exact, but the samples are a draw: settled pairs that all agree
@@ -119,9 +103,16 @@ def stratified_ppi(y: np.ndarray, prediction: np.ndarray, exact: np.ndarray, gen
     between = w_exact * w_unsettled * (mean_exact - mean_unsettled) ** 2 / n
     se = math.sqrt(w_exact**2 * var_exact + w_unsettled**2 * var_unsettled + between)
     if (n_unsettled and n_generated < MIN_GENERATED) or n < 2:
-        return PPIEstimate(estimate, nan, nan, se, **counts)
-    half = t_value(df, confidence) * se
+        return PPIEstimate(estimate, nan, nan, se, reason=no_interval(n, n_generated), **counts)
+    half = quantile(confidence, df) * se
     return PPIEstimate(estimate, estimate - half, estimate + half, se, **counts)
+
+
+def no_interval(samples: int, generated: int) -> str:
+    """Why a cell's estimate has no interval."""
+    if samples < 2:
+        return "one sample"
+    return f"{generated} generated of its unsettled samples, fewer than the {MIN_GENERATED} an interval needs"
 
 
 def floored(variance: float, labels: np.ndarray, label_range: tuple[float, float]) -> float:
@@ -135,17 +126,18 @@ def floored(variance: float, labels: np.ndarray, label_range: tuple[float, float
     return max(variance, float(augmented.var(ddof=1)) / len(augmented))
 
 
-def mean_of(estimates: list[PPIEstimate], confidence: float = CONFIDENCE) -> PPIEstimate:
+def mean_of(estimates: list[PPIEstimate], confidence: float = DEFAULT_CONFIDENCE) -> PPIEstimate:
     """The mean of independent estimates (cells of distinct samples): the mean of their
     estimates, its standard error the root of their summed variances over their number."""
     k = len(estimates)
     df = min((e.df for e in estimates), default=math.nan)  # the smallest cell's, to stay on the safe side
-    counts = (sum(e.samples for e in estimates), sum(e.exact for e in estimates), sum(e.generated for e in estimates), sum(e.predicted for e in estimates), df)
+    counts = dict(n=sum(e.n for e in estimates), confidence=confidence, method=METHOD, exact=sum(e.exact for e in estimates),
+                  generated=sum(e.generated for e in estimates), predicted=sum(e.predicted for e in estimates), df=df)
     nan = math.nan
     if k == 0 or any(math.isnan(e.low) for e in estimates):
         estimate = sum(e.estimate for e in estimates) / k if k else nan
-        return PPIEstimate(estimate, nan, nan, nan, *counts)
+        return PPIEstimate(estimate, nan, nan, nan, reason="a task without an interval", **counts)
     estimate = sum(e.estimate for e in estimates) / k
     se = math.sqrt(sum(e.se**2 for e in estimates)) / k
-    half = t_value(df, confidence) * se
-    return PPIEstimate(estimate, estimate - half, estimate + half, se, *counts)
+    half = quantile(confidence, df) * se
+    return PPIEstimate(estimate, estimate - half, estimate + half, se, **counts)

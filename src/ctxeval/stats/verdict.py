@@ -19,11 +19,11 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from scipy.stats import norm
-
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
+from ctxeval.stats.interval import Interval, quantile
 
-OUTCOMES = ("hurts", "gains", "within δ", "too few samples to tell")
+UNDECIDED = "too few samples to tell"
+OUTCOMES = ("hurts", "gains", "within δ", UNDECIDED)
 Direction = Literal["higher", "lower"]
 
 
@@ -47,31 +47,33 @@ class Verdict:
 
     @property
     def settled(self) -> bool:
-        return self.outcome != "too few samples to tell"
+        return self.outcome != UNDECIDED
 
     def as_dict(self) -> dict:
         return {"outcome": self.outcome, "estimate": self.estimate, "low": self.low, "high": self.high, "delta": self.delta,
                 "n": self.n, "samples_needed": self.samples_needed, "reason": self.reason}
 
 
-def verdict(estimate: float, low: float, high: float, delta: float, n: int, sd: float | None = None,
-            worse: Direction = "higher", confidence: float = DEFAULT_CONFIDENCE, reason: str = "") -> Verdict:
-    """The verdict of a paired difference `estimate` with interval [low, high] over `n` paired
-    samples whose per-sample differences have standard deviation `sd` (for the samples needed).
+def verdict(interval: Interval, delta: float, worse: Direction = "higher", reason: str = "") -> Verdict:
+    """The verdict of a paired difference read from its `interval` (at the interval's own
+    confidence; its `sd` estimates the samples that would settle it), against 0 and ±`delta`.
 
     Order: an interval that excludes 0 decides first (*hurts* or *gains*: a real difference,
-    even one smaller than δ); then one that lies inside ±δ (*within δ*); else *too few samples*."""
+    even one smaller than δ); then one that lies inside ±δ (*within δ*); else *too few samples*.
+    `reason` overrides the interval's own reason for having no bounds."""
     if delta <= 0 or not math.isfinite(delta):
         raise ValueError(f"delta must be a positive number, not {delta}")
     if worse not in ("higher", "lower"):
         raise ValueError(f"worse must be 'higher' or 'lower', not {worse!r}")
-    has_interval = math.isfinite(low) and math.isfinite(high)
+    estimate, low, high, n = interval.estimate, interval.low, interval.high, interval.n
+    reason = reason or interval.reason
+    has_interval = interval.has_interval
     if has_interval and (low > 0 or high < 0):
         loss = (low > 0) == (worse == "higher")
         return Verdict("hurts" if loss else "gains", estimate, low, high, delta, n, None, reason)
     if has_interval and -delta <= low and high <= delta:
         return Verdict("within δ", estimate, low, high, delta, n, None, reason)
-    return Verdict("too few samples to tell", estimate, low, high, delta, n, samples_to_settle(estimate, delta, sd, confidence),
+    return Verdict(UNDECIDED, estimate, low, high, delta, n, samples_to_settle(estimate, delta, interval.sd, interval.confidence),
                    reason or ("" if has_interval else "no interval"))
 
 
@@ -81,7 +83,7 @@ def samples_to_settle(estimate: float, delta: float, sd: float | None, confidenc
     None where the spread is unknown or zero, or the estimate sits on both lines."""
     if sd is None or not math.isfinite(sd) or sd <= 0 or not math.isfinite(estimate):
         return None
-    z = float(norm.ppf(0.5 + confidence / 2))
+    z = quantile(confidence)
     margins = [m for m in (abs(estimate), delta - abs(estimate)) if m > 0]
     if not margins:
         return None

@@ -1,35 +1,25 @@
 """What a RULER run's samples report: cells per (model, task, length) with intervals, the mean
 over tasks per length, RULER's effective length per task and for the mean, how often the two
 scorings agree, the paired differences of every variant against the first model
-(probes/ruler_paired.py), and the run's result built from them."""
+(ruler/paired.py), and the run's result built from them."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
 
-from ctxeval.probes.ruler_paired import PairedSettings, paired_table
-from ctxeval.probes.ruler_ppi import ppi_tables
+from ctxeval.ruler.generation import Generation
+from ctxeval.ruler.paired import PairedSettings, paired_table
+from ctxeval.ruler.ppi import ppi_tables
+from ctxeval.ruler.until import Until
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.ruler import MEAN_TASK, RulerResult, read_samples
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
+from ctxeval.stats.interval import Interval
+from ctxeval.stats.proportion import wilson
 
 RULER_THRESHOLD = 85.6  # Llama-2-7B's mean at 4K; RULER underlines scores at or above it
-CONFIDENCE = 0.95
-
-
-def wilson(successes: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Wilson score interval of a proportion, in percent. A multi-answer task's partial credit
-    counts as a fraction of a success (exact for one-answer tasks); never degenerate at 0 or n."""
-    from scipy import stats  # imported when used: scipy is a third of the CLI's start-up
-    if n == 0:
-        return math.nan, math.nan
-    z = stats.norm.ppf(0.5 + confidence / 2)
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return 100 * max(0.0, centre - half), 100 * min(1.0, centre + half)
 
 
 def score_column(samples: pd.DataFrame) -> str:
@@ -45,7 +35,7 @@ def cell_table(samples: pd.DataFrame) -> pd.DataFrame:
         n = len(part)
         generated = part["generation_score"].notna().all()
         score = part["generation_score"] if generated else part["likelihood_score"]
-        low, high = wilson(float(score.sum()), n)
+        low, high = _percent(wilson(float(score.sum()), n))
         rows.append({
             "model": model, "task": task, "length": int(length), "n": n, "score": 100 * float(score.mean()), "low": low, "high": high,
             "scored_by": "generation" if generated else "likelihood",
@@ -58,13 +48,19 @@ def cell_table(samples: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _percent(interval: Interval) -> tuple[float, float]:
+    """An interval's bounds in percent."""
+    scaled = interval.scaled(100)
+    return scaled.low, scaled.high
+
+
 def mean_table(cells: pd.DataFrame) -> pd.DataFrame:
     """Per (model, length): the mean over the run's tasks of the task scores (RULER averages its 13; 11 are offered), with a
     Wilson interval over all the length's samples, and the same means of the likelihood numbers."""
     rows = []
     for (model, length), part in cells.groupby(["model", "length"], sort=False):
         n = int(part["n"].sum())
-        low, high = wilson(float((part["score"] * part["n"]).sum() / 100), n)
+        low, high = _percent(wilson(float((part["score"] * part["n"]).sum() / 100), n))
         rows.append({"model": model, "task": MEAN_TASK, "length": int(length), "n": n, "score": float(part["score"].mean()), "low": low, "high": high,
                      "scored_by": part["scored_by"].iloc[0], "likelihood": float(part["likelihood"].mean()),
                      "agree": float(part["agree"].mean()) if part["agree"].notna().all() else None,
@@ -113,9 +109,9 @@ def ruler_result(run_dir: Path, manifest: Manifest, threshold: float, paired: Pa
     agree = agreement(samples)
     settings = {"score_delta": paired.score_delta, "logp_delta": paired.logp_delta, "replicates": paired.replicates, "seed": paired.seed,
                 "confidence": paired.confidence}
-    until = manifest.config.get("until") or {}
-    prediction_powered = manifest.config.get("generate_share") is not None or manifest.config.get("generate_count") is not None
-    ppi, differences = ((None, None) if not prediction_powered
-                        else ppi_tables(samples, int(manifest.config["seed"]), confidence=until.get("confidence", CONFIDENCE)))
+    until = Until.from_config(manifest.config)
+    confidence, delta = (DEFAULT_CONFIDENCE, paired.score_delta) if until is None else (until.confidence, until.verdict_delta)
+    ppi, differences = ((None, None) if not Generation.from_config(manifest.config).prediction_powered
+                        else ppi_tables(samples, int(manifest.config["seed"]), confidence=confidence, delta=delta))
     return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, paired_table(samples, score_column(samples), paired), settings, samples,
                        ppi=ppi, ppi_differences=differences)

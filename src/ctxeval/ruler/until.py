@@ -36,17 +36,20 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
 
 from ctxeval.config import config_id
-from ctxeval.probes.ruler_ppi import ppi_tables
-from ctxeval.pipeline.engine import write_combined
-from ctxeval.probes.ruler_run import SAMPLES, RulerConfig
+from ctxeval.errors import FieldError
+from ctxeval.ruler.generation import Generation
+from ctxeval.ruler.paired import DEFAULT_SCORE_DELTA
+from ctxeval.ruler.ppi import ppi_tables
+from ctxeval.ruler.merge import write_run
+from ctxeval.ruler.run import RulerConfig
 from ctxeval.results.manifest import Manifest
-from ctxeval.results.records import write_records
 from ctxeval.results.ruler import RulerResult
-from ctxeval.stats.ppi import CONFIDENCE, z_value
-from ctxeval.stats.verdict import verdict
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
+from ctxeval.stats.ppi import MIN_GENERATED
+from ctxeval.stats.sequential import conditional_power
+from ctxeval.stats.verdict import UNDECIDED
 
 VERDICT = "verdict"
 FUTILITY_POWER = 0.10  # close a variant the budget decides with less than this chance (group-sequential futility's usual bound)
@@ -72,10 +75,40 @@ class Until:
     @property
     def confidence(self) -> float:
         """Each look's confidence: Bonferroni over the rounds."""
-        return 1 - (1 - CONFIDENCE) / self.rounds
+        return 1 - (1 - DEFAULT_CONFIDENCE) / self.rounds
+
+    @property
+    def verdict_delta(self) -> float:
+        """The δ its looks' verdicts are read at (a half-width target reads the run's default)."""
+        return DEFAULT_SCORE_DELTA if self.delta is None else self.delta
 
     def as_dict(self) -> dict:
         return asdict(self) | {"rounds": self.rounds, "confidence": self.confidence}
+
+    @classmethod
+    def from_config(cls, config: dict) -> Until | None:
+        """The target a run's manifest config records; None for a run without `--until`."""
+        until = config.get("until")
+        return None if until is None else cls(until["half_width"], until["delta"], int(until["max_samples"]), int(until["round_size"]))
+
+    @classmethod
+    def of(cls, target: str, max_samples: int, round_size: int, delta: float, generation: Generation, models: int) -> Until:
+        """The target `--until` asks for with its budget; a FieldError where they cannot be met
+        (`delta`: the run's --delta; `models`: how many distinct models the run compares)."""
+        half_width, verdict_delta = parse_until(target, delta)
+        if generation.mode != "share":
+            raise FieldError("until", "needs {generate_share} (its rounds are prediction-powered)"
+                             + (": {generate_count} is a count per run" if generation.mode == "count" else ""))
+        share = float(generation.share or 0.0)
+        if max_samples < round_size:
+            raise FieldError("max_samples", f"must be at least {{samples}} ({round_size}), the size of a round")
+        if max_samples * share < MIN_GENERATED:
+            raise FieldError("max_samples", f"at {{generate_share}} {share:g} draws about {max_samples * share:.0f} generations "
+                                            f"per task and length, fewer than the {MIN_GENERATED} an interval needs where a sample is unsettled, "
+                                            f"so {{until}} could not be met: give at least {math.ceil(MIN_GENERATED / share)} samples or a larger share")
+        if half_width is None and models < 2:
+            raise FieldError("until", "verdict compares variants against the first {models}: give at least two")
+        return cls(half_width, verdict_delta, max_samples, round_size)
 
 
 @dataclass(frozen=True)
@@ -86,7 +119,7 @@ class UntilConfig:
     until: Until
 
     def as_dict(self) -> dict:
-        return asdict(replace(self.config, samples=self.until.max_samples)) | {"until": self.until.as_dict()}
+        return replace(self.config, samples=self.until.max_samples).as_dict() | {"until": self.until.as_dict()}
 
     def run_id(self) -> str:
         return config_id(self.as_dict())
@@ -122,11 +155,12 @@ def answered(cell: Cell, scores: pd.DataFrame, differences: pd.DataFrame, until:
 
 
 def decided_variants(cells: list[Cell], differences: pd.DataFrame, until: Until) -> list[Variant]:
-    """The (variant, task, length) of `cells` whose paired difference has a verdict (verdict mode)."""
+    """The (variant, task, length) of `cells` whose paired difference has a verdict (verdict
+    mode; the tables' own, computed at the look's δ)."""
     if until.delta is None or not len(differences):
         return []
     return [(str(r.model), str(r.task), int(r.length)) for r in differences.itertuples()
-            if (r.task, r.length) in cells and verdict(r.estimate, r.low, r.high, until.delta, int(r.samples), worse="lower").settled]
+            if (r.task, r.length) in cells and r.outcome != UNDECIDED]
 
 
 def futile_variants(cells: list[Cell], differences: pd.DataFrame, until: Until, closed: list[Variant]) -> list[Variant]:
@@ -145,23 +179,6 @@ def futile_variants(cells: list[Cell], differences: pd.DataFrame, until: Until, 
     return futile
 
 
-def conditional_power(estimate: float, half_width: float, samples: int, budget: int, delta: float, confidence: float) -> float:
-    """The chance that the look at `budget` samples gives a verdict if the true difference is the
-    current estimate (stochastic curtailment): the interval narrows at 1/√n to h = half_width ·
-    √(samples / budget), and the final estimate, the current one averaged with budget − samples
-    new ones, is normal around it with sd = se · √samples · √(budget − samples) / budget (se from
-    the half-width at `confidence`); a verdict is |final| > h (hurts or gains) or |final| ≤ δ − h."""
-    from scipy import stats
-
-    z = z_value(confidence)
-    at_budget = half_width * math.sqrt(samples / budget)
-    spread = half_width / z * math.sqrt(samples) * math.sqrt(budget - samples) / budget
-    final = stats.norm(estimate, spread)
-    excludes_zero = final.sf(at_budget) + final.cdf(-at_budget)
-    inside = final.cdf(delta - at_budget) - final.cdf(at_budget - delta) if delta > at_budget else 0.0
-    return float(excludes_zero + inside)
-
-
 def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound) -> tuple[pd.DataFrame, Manifest, list[dict]]:
     """Run the rounds into `out/round-K` and return every round's samples, the last round's
     manifest and what each round did (its cells, the variants it decided, the cells it closed)."""
@@ -178,7 +195,7 @@ def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound)
         result = run_round(replace(config, samples=size, first_sample=first, cells=None if every else tuple(open_cells), skip=skip), out / f"round-{k + 1}")
         frames.append(result.samples)
         manifest = result.manifest
-        scores, differences = ppi_tables(pd.concat(frames, ignore_index=True), config.seed, confidence=until.confidence)
+        scores, differences = ppi_tables(pd.concat(frames, ignore_index=True), config.seed, confidence=until.confidence, delta=until.verdict_delta)
         newly = [v for v in decided_variants(open_cells, differences, until) if v not in decided]
         decided += newly
         futile = futile_variants(open_cells, differences, until, decided)
@@ -192,13 +209,10 @@ def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound)
     return pd.concat(frames, ignore_index=True), manifest, rounds
 
 
-def write_merged(out: Path, samples: pd.DataFrame, last: Manifest, whole: UntilConfig, rounds: list[dict], schema: pa.Schema) -> Manifest:
+def write_merged(out: Path, samples: pd.DataFrame, last: Manifest, whole: UntilConfig, rounds: list[dict]) -> Manifest:
     """The run's folder as one RULER run over every round's samples: its records and manifest
     (the config with `until`, the rounds in the plan, the rounds' seconds summed)."""
-    out.mkdir(parents=True, exist_ok=True)
-    records = samples.assign(sample_index=range(len(samples)))
-    write_records(out, pa.Table.from_pandas(records[schema.names], schema=schema, preserve_index=False), SAMPLES)
     seconds = [r["seconds"] for r in rounds]
     timing = {"seconds_all_sessions": sum(seconds)} if all(s is not None for s in seconds) else None
-    return write_combined(out, replace(last, run_id=whole.run_id(), config=whole.as_dict(), status="complete",
-                                       plan={**(last.plan or {}), "samples": len(samples), "rounds": rounds}, timing=timing, fingerprints=None))
+    return write_run(out, samples, replace(last, run_id=whole.run_id(), config=whole.as_dict(), status="complete",
+                                           plan={**(last.plan or {}), "samples": len(samples), "rounds": rounds}, timing=timing, fingerprints=None))

@@ -26,7 +26,7 @@ generated; the records hold the same likelihood numbers as a generating run's, n
 
 A generated share (`--generate-share P`): every sample's likelihood pass; a sample greedy decoding
 would answer with the reference is settled without generating; of the others, the seeded draw
-of probes/ruler_ppi.py picks those generated, and the rest are recorded as predicted. A generated
+of ruler/ppi.py picks those generated, and the rest are recorded as predicted. A generated
 count (`--generate N`) draws N samples of each task and length alike, the same for every model.
 """
 
@@ -43,11 +43,12 @@ from ctxeval.errors import FieldError
 from ctxeval.metrics.ruler import match_all, postprocess_pred
 from ctxeval.probes.answer_tokens import answer_cover, min_margin
 from ctxeval.probes.context_split import context_end as split_at, ruler_context_chars
-from ctxeval.probes.ruler_aggregation import Rendered
-from ctxeval.probes.ruler_ppi import PREDICTED, drawn, drawn_of_count
-from ctxeval.probes.ruler_prompt import ChatTemplate, model_text, text_ids, token_counter
-from ctxeval.probes.ruler_samples import SampleSpec, build_sample
-from ctxeval.probes.ruler_tasks import TASKS
+from ctxeval.ruler.aggregation import Rendered
+from ctxeval.ruler.generation import Generation
+from ctxeval.ruler.ppi import PREDICTED, drawn, drawn_of_count
+from ctxeval.ruler.prompt import ChatTemplate, model_text, text_ids, token_counter
+from ctxeval.ruler.samples import SampleSpec, build_sample
+from ctxeval.ruler.tasks import TASKS
 
 
 def reference_text(family: str, answers: tuple[str, ...]) -> str:
@@ -194,25 +195,24 @@ class RulerTask:
     seed: int
     essay: str
     chat: ChatTemplate | None = None
-    generate: bool = True  # False: likelihood only
-    generate_share: float | None = None  # generate only the drawn share of the samples the likelihood pass does not settle
-    generate_count: int | None = None  # or only the drawn count of each task and length's samples (0 ... cell_samples - 1)
-    cell_samples: int = 0
+    generation: Generation = Generation()
+    cell_samples: int = 0  # a cell's samples, 0 ... cell_samples - 1 (the draw of a generated count)
 
     def _drawn(self, spec: SampleSpec) -> bool:
         """Whether a sample the likelihood pass does not settle is generated."""
-        if self.generate_count is not None:
-            return drawn_of_count(self.seed, spec.task, spec.length, spec.index, self.generate_count, self.cell_samples)
-        return self.generate_share is None or drawn(self.seed, spec.task, spec.length, spec.index, self.generate_share)
+        mode = self.generation
+        if mode.count is not None:
+            return drawn_of_count(self.seed, spec.task, spec.length, spec.index, mode.count, self.cell_samples)
+        return mode.share is None or drawn(self.seed, spec.task, spec.length, spec.index, mode.share)
 
     def __call__(self, model: Scorer, items: list[SampleSpec]) -> list[object]:
         rows = []
-        prediction_powered = self.generate_share is not None or self.generate_count is not None
+        prediction_powered = self.generation.prediction_powered
         for spec in items:
             # one context per length (BOS and the decode's spare token on top): a context grown
             # for a longer prompt would drop the previous prompt's cache (prefix reuse)
             model.prepare(min(spec.length + 2, model.info.n_ctx_train))
             rendered, haystack = build_sample(spec, self.seed, self.essay, token_counter(model, spec.task, self.chat))
-            generate = self.generate and self._drawn(spec)
+            generate = self.generation.generates and self._drawn(spec)
             rows.append(score_sample(model, rendered, spec, haystack, self.chat, generate, settle=prediction_powered).to_row())
         return rows

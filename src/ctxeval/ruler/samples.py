@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from ctxeval.errors import FieldError, UserError
-from ctxeval.probes.ruler_aggregation import Rendered, Setting, cwe_capacity, fwe_vocabulary_size, vt_body, vt_example
-from ctxeval.probes.ruler_tasks import TASKS, TaskDef
+from ctxeval.ruler.aggregation import Rendered, Setting, cwe_capacity, fwe_vocabulary_size, vt_body, vt_example
+from ctxeval.ruler.tasks import TASKS, TaskDef
 from ctxeval.probes.sizing import largest_fitting, largest_fitting_between
 
 CountTokens = Callable[[str], int]

@@ -23,13 +23,14 @@ difference) builds on: it takes the two models' aligned samples of one cell.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from ctxeval.results.ruler import MEAN_TASK
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
+from ctxeval.stats.interval import Interval
 from ctxeval.stats.paired import paired_bca
 from ctxeval.stats.paired_binary import paired_proportions
 from ctxeval.stats.verdict import verdict
@@ -61,17 +62,14 @@ def paired_cell(pairs: pd.DataFrame, score: str, settings: PairedSettings) -> di
     likelihood_score). Scores in points, log p in nats per answer token."""
     n = len(pairs)
     diff = paired_proportions(pairs[f"{score}_ref"].to_numpy(), pairs[f"{score}_cand"].to_numpy(), settings.confidence)
-    score_verdict = verdict(100 * diff.estimate, 100 * diff.low, 100 * diff.high, settings.score_delta, n, 100 * diff.sd, worse="lower",
-                            confidence=settings.confidence)
+    score_verdict = verdict(diff.scaled(100), settings.score_delta, worse="lower")
     logp = (pairs["mean_logprob_cand"] - pairs["mean_logprob_ref"]).to_numpy(dtype=np.float64)
     if np.isfinite(logp).all():
         est = paired_bca(logp, np.ones(n), settings.replicates, settings.seed, settings.confidence, unit="sample")
-        sd = float(logp.std(ddof=1)) if n > 1 else None
-        logp_verdict = verdict(est.estimate, est.low, est.high, settings.logp_delta, n, sd, worse="lower", confidence=settings.confidence,
-                               reason=est.reason if est.interval == "none" else "")
+        logp_verdict = verdict(est if est.interval == "none" else replace(est, reason=""), settings.logp_delta, worse="lower")
         logp_interval = est.interval
     else:
-        logp_verdict = verdict(math.nan, math.nan, math.nan, settings.logp_delta, n, None, worse="lower", reason="a log p is unknown")
+        logp_verdict = verdict(Interval(math.nan, n=n, confidence=settings.confidence), settings.logp_delta, worse="lower", reason="a log p is unknown")
         logp_interval = "none"
     return {"n": n, "score_diff": score_verdict.estimate, "score_low": score_verdict.low, "score_high": score_verdict.high,
             "score_gained": diff.gained, "score_lost": diff.lost, "score_outcome": score_verdict.outcome, "score_samples_needed": score_verdict.samples_needed,

@@ -9,7 +9,7 @@ run loses at most the samples in flight, and the same command scores only the mi
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,11 @@ from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.records import RecordKind, append_row
 from ctxeval.results.ruler import SAMPLES_FILE
-from ctxeval.probes.ruler import RulerTask
-from ctxeval.probes.ruler_prompt import ChatTemplate, model_chat_template, token_counter
-from ctxeval.probes.ruler_samples import SampleSpec, fit_size, shared_prefix_order, vt_worked_example
-from ctxeval.probes.ruler_tasks import RULER_COMMIT, TASKS, essay_words
+from ctxeval.ruler.generation import Generation
+from ctxeval.ruler.score import RulerTask
+from ctxeval.ruler.prompt import ChatTemplate, model_chat_template, token_counter
+from ctxeval.ruler.samples import SampleSpec, fit_size, shared_prefix_order, vt_worked_example
+from ctxeval.ruler.tasks import RULER_COMMIT, TASKS, essay_words
 
 SAMPLES = RecordKind(SAMPLES_FILE, "sample_index", ("sample_index",))
 SAMPLE_SCHEMA = pa.schema(
@@ -74,16 +75,22 @@ class RulerConfig:
     dtype: str | None = None
     api: str | None = None  # an API model's options that decide its samples (base URL, mode, tokenizer, top logprobs)
     chat_template: bool = False  # each model's own chat template around the input, as RULER's published runs
-    likelihood_only: bool = False  # score the reference only, generate nothing
-    generate_share: float | None = None  # generate only this seeded share of the samples the likelihood pass does not settle
-    generate_count: int | None = None  # or only this seeded count of each task and length's samples
+    generation: Generation = Generation()  # which samples are generated (every one, none, a share of the unsettled, a count per cell)
     first_sample: int = 0  # the samples are first_sample ... first_sample + samples - 1 (a round of `--until`)
     cells: tuple[tuple[str, int], ...] | None = None  # only these (task, length) pairs; None: every one
     skip: tuple[tuple[str, str, int], ...] | None = None  # (model name, task, length) left out: variants `--until verdict` closed
 
+    def as_dict(self) -> dict[str, Any]:
+        """The manifest's config: the fields, the generation mode as its flat fields in its place."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out |= value.config() if isinstance(value, Generation) else {f.name: value}
+        return out
+
     def run_id(self) -> str:
         """The hash of the settings; defaults that earlier runs did not record (device, dtype, api, no chat template, generation, every sample generated, every cell from sample 0) are left out of it."""
-        return config_id({k: v for k, v in asdict(self).items()
+        return config_id({k: v for k, v in self.as_dict().items()
                           if not (k in ("device", "dtype", "api", "generate_share", "generate_count", "cells", "skip") and v is None or k in ("chat_template", "likelihood_only") and not v
                                   or k == "first_sample" and v == 0)})
 
@@ -129,8 +136,7 @@ class RulerRun:
             chat = model_chat_template(scorer) if config.chat_template else None
             jobs, sizes[scorer.info.name] = self._model_jobs(scorer, index, chat)
             plans.append(jobs)
-            tasks.append(RulerTask(config.seed, self._essay, chat, generate=not config.likelihood_only, generate_share=config.generate_share,
-                                   generate_count=config.generate_count, cell_samples=config.first_sample + config.samples))
+            tasks.append(RulerTask(config.seed, self._essay, chat, config.generation, cell_samples=config.first_sample + config.samples))
             index += len(jobs)
         work = [Work(task, one_per_unit([j for j in jobs if j[0] not in done]), lambda job: job[1], lambda job: job[1].length) for task, jobs in zip(tasks, plans)]
         total = sum(len(p) for p in plans)
@@ -184,5 +190,5 @@ def run_ruler(config: RulerConfig, models: list[ModelSpec], essay: str, run_dir:
               executor: ExecutorOptions | None = None, openai: Any = None, *, render: Rendering) -> Any:
     """Score every (model, task, length, sample) not yet recorded (`models`: `config.models`
     typed), then return `finish`'s result (rendered by `render`)."""
-    spec = RunSpec("ruler", config.run_id(), asdict(config))
+    spec = RunSpec("ruler", config.run_id(), config.as_dict())
     return run(RulerRun(config, models, essay, finish, n_threads, openai), spec, Path(run_dir), render=render, executor=executor, progress=progress)

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ctxeval.probes.ruler_aggregation import (CWE_ANSWER_PREFIX, FWE_ANSWER_PREFIX, FWE_TOKENS, NOISE, SHORT, VT_ANSWER_PREFIX, Rendered, Setting, common_words,
+from ctxeval.ruler.aggregation import (CWE_ANSWER_PREFIX, FWE_ANSWER_PREFIX, FWE_TOKENS, NOISE, SHORT, VT_ANSWER_PREFIX, Rendered, Setting, common_words,
                                               frequent_words, variable_tracking, wonderwords_list)
 
 RULER_COMMIT = "c3f5e3b4f87f97e048793bb510a3a6b19a46bf3a"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ctxeval.backends.base import Scorer
 from ctxeval.backends.chat_template import ChatTemplateRefused, apply_chat_template
 from ctxeval.errors import FieldError, UserError
-from ctxeval.probes.ruler_tasks import TASKS, split_answer_prefix
+from ctxeval.ruler.tasks import TASKS, split_answer_prefix
 
 
 @dataclass(frozen=True)

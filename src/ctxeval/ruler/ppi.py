@@ -25,10 +25,13 @@ import functools
 import numpy as np
 import pandas as pd
 
-from ctxeval.probes.ruler_samples import sample_rng
+from ctxeval.ruler.paired import DEFAULT_SCORE_DELTA
+from ctxeval.ruler.samples import sample_rng
 from ctxeval.results.ruler import MEAN_TASK
 from ctxeval.stats.crossfit import FOLDS, cross_fit
-from ctxeval.stats.ppi import CONFIDENCE, PPIEstimate, mean_of, stratified_ppi
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
+from ctxeval.stats.ppi import PPIEstimate, mean_of, stratified_ppi
+from ctxeval.stats.verdict import Verdict, verdict
 
 GENERATED = "greedy generation"
 SETTLED = "generation path"
@@ -112,15 +115,28 @@ def _row(model: str, task: str, length: int, estimate: PPIEstimate, **extra: obj
     return {"model": model, "task": task, "length": length, **extra, **estimate.scaled(100).as_dict()}
 
 
-def ppi_tables(samples: pd.DataFrame, seed: int, k: int = FOLDS, confidence: float = CONFIDENCE) -> tuple[pd.DataFrame, pd.DataFrame]:
+def difference_verdict(estimate: PPIEstimate, delta: float) -> Verdict:
+    """The verdict of a variant's PPI++ difference against the first model (points; a lower
+    variant score is a loss): the one place it is decided, stored in ppi.json and read by the
+    report, `--until` and bench/."""
+    return verdict(estimate.scaled(100), delta, worse="lower")
+
+
+def difference_row(model: str, task: str, length: int, estimate: PPIEstimate, reference: str, delta: float) -> dict:
+    decided = difference_verdict(estimate, delta)
+    return _row(model, task, length, estimate, reference=reference) | {"outcome": decided.outcome, "samples_needed": decided.samples_needed}
+
+
+def ppi_tables(samples: pd.DataFrame, seed: int, k: int = FOLDS, confidence: float = DEFAULT_CONFIDENCE,
+               delta: float = DEFAULT_SCORE_DELTA) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(scores, differences) in percent: per model, task and length (and the mean over tasks
     per length) the PPI++ score with its interval (95 %, or `confidence`: `--until`'s per look); per variant after the first model, its
-    paired difference against the first on the same samples (cells whose prompts differ, as
-    across tokenizers, are left out)."""
-    return tables_of_predicted(with_predictions(samples, seed, k), confidence)
+    paired difference against the first on the same samples with its verdict at δ = `delta`
+    points (cells whose prompts differ, as across tokenizers, are left out)."""
+    return tables_of_predicted(with_predictions(samples, seed, k), confidence, delta)
 
 
-def tables_of_predicted(scored: pd.DataFrame, confidence: float = CONFIDENCE) -> tuple[pd.DataFrame, pd.DataFrame]:
+def tables_of_predicted(scored: pd.DataFrame, confidence: float = DEFAULT_CONFIDENCE, delta: float = DEFAULT_SCORE_DELTA) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`ppi_tables` on samples that already carry their cross-fitted predictions
     (`with_predictions`), for a caller that needs the predictions too."""
     cells: dict[tuple[str, int], dict[str, PPIEstimate]] = {}
@@ -144,8 +160,8 @@ def tables_of_predicted(scored: pd.DataFrame, confidence: float = CONFIDENCE) ->
                 continue
             estimate = _difference(part, confidence)
             by_length.setdefault(int(length), []).append(estimate)
-            diffs.append(_row(str(model), str(task), int(length), estimate, reference=models[0]))
+            diffs.append(difference_row(str(model), str(task), int(length), estimate, models[0], delta))
         for length, estimates in by_length.items():
             if len(estimates) > 1:
-                diffs.append(_row(str(model), MEAN_TASK, length, mean_of(estimates, confidence), reference=models[0]))
+                diffs.append(difference_row(str(model), MEAN_TASK, length, mean_of(estimates, confidence), models[0], delta))
     return pd.DataFrame(rows), pd.DataFrame(diffs)
