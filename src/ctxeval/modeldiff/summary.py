@@ -124,7 +124,7 @@ def summarize_tokens(records: pd.DataFrame, bootstrap: Bootstrap) -> dict:
 def status(estimate: PairedEstimate) -> dict:
     """How an interval came out: "bca", "degenerate" (all window means equal, collapsed to
     the point) or "none" (no interval, and why)."""
-    return {"interval": estimate.interval, "degenerate": estimate.degenerate, "reason": estimate.reason}
+    return {"interval": estimate.interval, "degenerate": estimate.degenerate, "reason": estimate.reason or None}
 
 
 def percentiles(values: np.ndarray) -> dict[str, float]:

@@ -10,7 +10,6 @@ long-context models' perplexity on 76K-token books).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -47,7 +46,7 @@ def summarize_text(table: pd.DataFrame, spans: np.ndarray, block: int, replicate
         "ppl_ratio_long_over_short": math.exp(-ci.estimate),
         "ppl_ratio_ci": None if bounds is None else [math.exp(-bounds[1]), math.exp(-bounds[0])],
         # no interval: low/high null (JSON has no NaN)
-        "ci": asdict(ci) | {"unit": f"blocks of {block} targets"} | ({"low": None, "high": None} if bounds is None else {}),
+        "ci": ci.as_dict() | {"unit": f"blocks of {block} targets"} | ({"low": None, "high": None} if bounds is None else {}),
         "mean_gain_distant": float(gain[distant].mean()) if distant.any() else None,
         "share_gain_positive_distant": float((gain[distant] > 0).mean()) if distant.any() else None,
         "gain_quantiles_distant": {f"p{round(q * 100)}": _finite(v) for q, v in zip(GAIN_QUANTILES, quantiles)},

@@ -138,7 +138,7 @@ def build_report(
                         "std": float(delta.std(ddof=1)) if len(delta) > 1 else 0.0,
                         "degenerate": bool(primary.degenerate),
                         "interval": primary.interval,
-                        "reason": primary.reason,
+                        "reason": primary.reason or None,
                     },
                     "bootstrap": {
                         "replicates": replicates,
@@ -221,12 +221,12 @@ def _half(delta: np.ndarray, tokens: np.ndarray, replicates: int, seed: int, clu
         clusters = None  # the half holds too few documents to resample them
     est = paired_bca(delta, tokens, replicates, seed, clusters=clusters, resample=resample)
     ci, display_ci = log_and_display(est)
-    return {"ratio": math.exp(est.estimate), "ci": ci, "display_ci": display_ci, "windows": len(delta), "interval": est.interval, "degenerate": est.degenerate, "reason": est.reason}
+    return {"ratio": math.exp(est.estimate), "ci": ci, "display_ci": display_ci, "windows": len(delta), "interval": est.interval, "degenerate": est.degenerate, "reason": est.reason or None}
 
 
 def _difference(delta: np.ndarray, tokens: np.ndarray, replicates: int, seed: int, clusters, resample: str) -> dict:
     est = paired_bca(delta, tokens, replicates, seed, clusters=clusters, resample=resample)
-    return {"difference": est.estimate, "ci": est.bounds, "interval": est.interval, "degenerate": est.degenerate, "reason": est.reason,
+    return {"difference": est.estimate, "ci": est.bounds, "interval": est.interval, "degenerate": est.degenerate, "reason": est.reason or None,
             "definition": "token-weighted mean score of B minus that of A"}
 
 
