@@ -110,16 +110,22 @@ def paired_headline(paired: pd.DataFrame, settings: dict, scored_by: str) -> Hea
     return Headline(f"RULER, paired differences against {reference}", detail, tuple(h for h, _ in PAIRED_COLUMNS), rows, tuple(notes))
 
 
-def ranking_headline(ranking: pd.DataFrame, scored_by: str, ppi: bool) -> Headline:
+def ranking_headline(ranking: pd.DataFrame, pairs: pd.DataFrame, scored_by: str, ppi: bool) -> Headline:
     """The models in order per length (the mean over tasks where there are several, else the one
-    task), with their difference to the top, simultaneous intervals, rank intervals and groups."""
+    task), with their difference to the top, simultaneous intervals, rank intervals and groups;
+    the pairs Holm's step-down tells apart though their simultaneous interval reaches 0, named."""
     tasks = [t for t in dict.fromkeys(ranking["task"]) if t != MEAN_TASK]
-    shown = ranking[ranking["task"] == (MEAN_TASK if len(tasks) > 1 else tasks[0])]
+    task = MEAN_TASK if len(tasks) > 1 else tasks[0]
+    shown = ranking[ranking["task"] == task]
     ranked = shown[shown["ranked"].astype(bool)]
     what = mean_label(len(tasks)) if len(tasks) > 1 else tasks[0]
     rows = tuple(_ranking_row(row) for _, row in ranked.iterrows())
     notes = [f"{int(length)}: " + "; ".join(f"{letter}: {', '.join(members)}" for letter, members in _groups(part).items())
              for length, part in ranked.groupby("length", sort=False)]
+    stepped = pairs[(pairs["task"] == task) & pairs["apart"].astype(bool) & (pairs["low"] <= 0) & (pairs["high"] >= 0)]
+    if len(stepped):
+        notes.append("Told apart by Holm's step-down though the simultaneous interval reaches 0: "
+                     + ", ".join(f"{r.higher} and {r.lower} at {int(r.length)}" for r in stepped.itertuples()) + ".")
     notes += [f"{row['model']} at {int(row['length'])}: {row['note']}." for _, row in shown[~shown["ranked"].astype(bool)].iterrows()]
     if ppi:
         notes.append(f"Ranked by the records' scores ({SCORINGS[scored_by]}), not by the prediction-powered estimates above.")
@@ -171,7 +177,7 @@ def first_headline(r: RulerResult) -> Headline:
     first model's prompts, else the paired differences where variants share them, else every
     model's score by length."""
     if not r.ranking.empty:
-        return ranking_headline(r.ranking, _scoring(r.table), r.ppi is not None)
+        return ranking_headline(r.ranking, r.ranking_pairs, _scoring(r.table), r.ppi is not None)
     if not r.paired.empty and r.paired["paired"].astype(bool).any():
         return paired_headline(r.paired, r.paired_settings, _scoring(r.table))
     return headline(r.table, r.effective_lengths, r.threshold)
