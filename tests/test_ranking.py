@@ -161,6 +161,15 @@ def test_a_run_of_four_variants_leads_with_the_ranking_and_its_paired_table_has_
     assert "| 0 / 0 / 20 | none: partial credit |" in next(line for line in lines if line.startswith("| half | 1024 |"))
 
 
+def test_a_prediction_powered_run_says_its_ranking_is_by_the_records_scores(tmp_path):
+    from ctxeval.render.ruler import ranking_headline
+
+    scores = {m: _scores(v) for m, v in (("full", [1.0] * 6), ("a", [1.0] * 5 + [0.0]), ("b", [0.0] * 6))}
+    result = api.read_result(_ruler_folder(tmp_path / "ruler", scores, generated=False, replicates=100))
+    notes = ranking_headline(result.ranking, result.ranking_pairs, "likelihood", ppi=True).notes
+    assert notes[-1].startswith("Ranked by the records' scores (by likelihood") and notes[-1].endswith("not by the prediction-powered estimates above.")
+
+
 def test_two_variants_give_no_ranking(tmp_path):
     run = _ruler_folder(tmp_path / "ruler", {"full": _scores([1.0, 0.0, 1.0]), "press": _scores([0.0, 0.0, 1.0])}, replicates=100)
     result = api.read_result(run)
