@@ -201,3 +201,34 @@ def test_the_mean_ranks_the_pooled_tasks_and_leaves_out_a_variant_without_every_
     assert mean.loc["b", "score"] == pytest.approx(100 * pooled["b"].mean())
     assert set(variants[variants["task"] == "t1"]["model"]) == {"full", "a", "b", "partway"}  # t1: all four ranked
     assert variants[variants["task"] == "t1"]["ranked"].all() and len(pairs[pairs["task"] == "t1"]) == 6
+
+
+def test_prediction_powered_differences_count_flips_on_the_labelled_pairs_only():
+    pytest.importorskip("ppi_py")
+    from ctxeval.render.ruler_ppi import ppi_markdown
+    from ctxeval.ruler.ppi import PREDICTED, ppi_tables
+    from tests.test_ruler_ppi import _records
+
+    records = _records(0.4, samples=40)
+    _, differences = ppi_tables(records.drop(columns="truth"), 42)
+    wide = records.pivot_table(index=["task", "sample"], columns="model", values=["generation_score", "method"], aggfunc="first")
+    for task, row in differences.set_index("task").iterrows():
+        part = wide if task == "mean" else wide.loc[task]
+        labelled = part[(part[("method", "full")] != PREDICTED) & (part[("method", "pressed")] != PREDICTED)]
+        full, pressed = labelled[("generation_score", "full")].astype(float), labelled[("generation_score", "pressed")].astype(float)
+        lost, gained = int(((full == 1) & (pressed == 0)).sum()), int(((full == 0) & (pressed == 1)).sum())
+        assert (row["labelled_pairs"], row["flips_lost"], row["flips_gained"], row["flips_partial"]) == (len(labelled), lost, gained, 0)
+        assert row["mcnemar_p"] == pytest.approx(mcnemar([[0, lost], [gained, 0]], exact=True).pvalue)
+    text = "\n".join(ppi_markdown(pd_scores(), differences, delta=5.0))
+    mean = differences.set_index("task").loc["mean"]
+    line = next(line for line in text.splitlines() if line.startswith("| pressed") and "flips" not in line and " / " in line and "| mean" in line)
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    p = mcnemar([[0, mean["flips_lost"]], [mean["flips_gained"], 0]], exact=True).pvalue
+    assert cells[3:5] == [str(mean["labelled_pairs"]), f"{mean['flips_lost']} / {mean['flips_gained']} / 0"] and cells[5].startswith(f"{p:.3f} (")
+
+
+def pd_scores():
+    """A one-row score table: the section's first table needs one."""
+    import pandas as pd
+
+    return pd.DataFrame([{"model": "full", "task": "vt", "length": 1024, "estimate": 50.0, "low": 40.0, "high": 60.0, "exact": 1, "generated": 10, "predicted": 5}])

@@ -24,7 +24,10 @@ PPI_DEFINITIONS = {
     "estimate": "PPI++ estimate (percent) of the score every sample's generation would give: settled samples exact, a seeded share of the others generated, "
                 "the rest predicted from their likelihood numbers by a cross-fitted calibration, corrected by the generated ones (power-tuned, ppi_py)",
     "low/high": "95 % interval for the mean over the population the samples are drawn from (normal, the strata's variances and the spread between them)",
-    "differences": "variant minus the first model on the same samples (points), the pairs' strata as for a score",
+    "differences": "variant minus the first model on the same samples (points), the pairs' strata as for a score; labelled_pairs, the pairs whose "
+                   "two generated scores are known (settled or generated on each side), and on them flips_lost / flips_gained (right in the "
+                   "reference and wrong in the variant, the reverse), flips_partial (differing partial-credit pairs), mcnemar_p / mcnemar_midp "
+                   "(McNemar's exact p and mid-p where every score is 0 or 1, else None with mcnemar_reason)",
     "exact/generated/predicted": "samples labelled at no cost (settled by likelihood), by generation, and neither",
 }
 
