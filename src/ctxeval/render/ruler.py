@@ -104,6 +104,8 @@ def paired_headline(paired: pd.DataFrame, settings: dict, scored_by: str) -> Hea
         notes.append(f"{model}: {part['note'].iloc[-1]} on {len(part)} cell(s); compare its scores through their own intervals.")
     notes.append("Verdict: hurts or gains where the interval excludes 0; within δ where it lies inside ±δ; else too few samples to tell, "
                  "with the paired samples that would settle it at the observed spread.")
+    notes.append("Flips: samples right in the reference and wrong in the variant, the reverse, and differing partial-credit pairs. McNemar's exact "
+                 "p is conservative with few flips: 4 against 0 give p 0.125 (mid-p 0.062) where Tango's interval, which the verdict reads, excludes 0.")
     detail = (f"candidate − {reference} on the same prompts, per length; score {SCORINGS[scored_by]}, in points with Tango's score interval for "
               f"paired 0/1 outcomes, δ = {settings['score_delta']:g} points; answer log p (mean per answer token) in nats with a paired BCa interval "
               f"over samples ({settings['replicates']} replicates, seed {settings['seed']}), δ = {settings['logp_delta']:g} nats")
