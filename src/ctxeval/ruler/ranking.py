@@ -100,10 +100,10 @@ def ranking_tables(samples: pd.DataFrame, score: str, confidence: float = DEFAUL
     task, the ranking of the variants paired with the first model; empty with fewer than
     three ranked. `score` names the score column (generation_score or likelihood_score)."""
     models = list(dict.fromkeys(samples["model"]))
-    tasks = list(dict.fromkeys(samples["task"]))
-    variants, pairs = [], []
     if len(models) < MIN_RANKED:
         return pd.DataFrame(), pd.DataFrame()
+    tasks = list(dict.fromkeys(samples["task"]))
+    variants, pairs = [], []
     for length in dict.fromkeys(samples["length"]):
         at = samples[samples["length"] == length]
         cells = ([(MEAN_TASK, at)] if len(tasks) > 1 else []) + [(task, at[at["task"] == task]) for task in tasks]
