@@ -57,6 +57,24 @@ def _verdict(outcome: str, needed: float | None) -> str:
     return outcome
 
 
+def _flips(row: pd.Series) -> str:
+    """Samples right in the reference and wrong in the variant, the reverse, and differing partial-credit pairs."""
+    if pd.isna(row.get("flips_lost")):
+        return "not recorded (an older run)"
+    return f"{int(row['flips_lost'])} / {int(row['flips_gained'])} / {int(row['flips_partial'])}"
+
+
+def _mcnemar(row: pd.Series) -> str:
+    """McNemar's exact p with its mid-p, or why there is none."""
+    if pd.isna(row.get("mcnemar_p")):
+        return "none: partial credit" if row.get("mcnemar_reason") else "not recorded (an older run)"
+    return f"{_p(row['mcnemar_p'])} ({_p(row['mcnemar_midp'])})"
+
+
+def _p(value: float) -> str:
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
 # the paired table's columns: (header, cell of a paired row); a later estimator adds its own here
 PAIRED_COLUMNS: tuple[tuple[str, Callable[[pd.Series], str]], ...] = (
     ("variant", lambda r: str(r["model"])),
@@ -65,6 +83,8 @@ PAIRED_COLUMNS: tuple[tuple[str, Callable[[pd.Series], str]], ...] = (
     ("n", lambda r: str(int(r["n"]))),
     ("score Δ, points [95 %]", lambda r: _signed(r["score_diff"], r["score_low"], r["score_high"], 1)),
     ("score verdict", lambda r: _verdict(r["score_outcome"], r["score_samples_needed"])),
+    ("flips 1→0 / 0→1 / partial", lambda r: _flips(r)),
+    ("McNemar p, exact (mid-p)", lambda r: _mcnemar(r)),
     ("answer log p Δ, nats [95 %]", lambda r: _signed(r["logp_diff"], r["logp_low"], r["logp_high"], 3)),
     ("log p verdict", lambda r: _verdict(r["logp_outcome"], r["logp_samples_needed"])),
 )
@@ -84,18 +104,84 @@ def paired_headline(paired: pd.DataFrame, settings: dict, scored_by: str) -> Hea
         notes.append(f"{model}: {part['note'].iloc[-1]} on {len(part)} cell(s); compare its scores through their own intervals.")
     notes.append("Verdict: hurts or gains where the interval excludes 0; within δ where it lies inside ±δ; else too few samples to tell, "
                  "with the paired samples that would settle it at the observed spread.")
+    notes.append("Flips: samples right in the reference and wrong in the variant, the reverse, and differing partial-credit pairs. McNemar's exact "
+                 "p is conservative with few flips: 4 against 0 give p 0.125 (mid-p 0.062) where Tango's interval, which the verdict reads, excludes 0.")
     detail = (f"candidate − {reference} on the same prompts, per length; score {SCORINGS[scored_by]}, in points with Tango's score interval for "
               f"paired 0/1 outcomes, δ = {settings['score_delta']:g} points; answer log p (mean per answer token) in nats with a paired BCa interval "
               f"over samples ({settings['replicates']} replicates, seed {settings['seed']}), δ = {settings['logp_delta']:g} nats")
     return Headline(f"RULER, paired differences against {reference}", detail, tuple(h for h, _ in PAIRED_COLUMNS), rows, tuple(notes))
 
 
+def ranking_headline(ranking: pd.DataFrame, pairs: pd.DataFrame, scored_by: str, ppi: bool) -> Headline:
+    """The models in order per length (the mean over tasks where there are several, else the one
+    task), with their difference to the top, simultaneous intervals, rank intervals and groups;
+    the pairs Holm's step-down tells apart though their simultaneous interval reaches 0, named."""
+    tasks = [t for t in dict.fromkeys(ranking["task"]) if t != MEAN_TASK]
+    task = MEAN_TASK if len(tasks) > 1 else tasks[0]
+    shown = ranking[ranking["task"] == task]
+    ranked = shown[shown["ranked"].astype(bool)]
+    what = mean_label(len(tasks)) if len(tasks) > 1 else tasks[0]
+    rows = tuple(_ranking_row(row) for _, row in ranked.iterrows())
+    notes = [f"{int(length)}: " + "; ".join(f"{letter}: {', '.join(members)}" for letter, members in _groups(part).items())
+             for length, part in ranked.groupby("length", sort=False)]
+    stepped = pairs[(pairs["task"] == task) & pairs["apart"].astype(bool) & (pairs["low"] <= 0) & (pairs["high"] >= 0)]
+    if len(stepped):
+        notes.append("Told apart by Holm's step-down though the simultaneous interval reaches 0: "
+                     + ", ".join(f"{r.higher} and {r.lower} at {int(r.length)}" for r in stepped.itertuples()) + ".")
+    notes += [f"{row['model']} at {int(row['length'])}: {row['note']}." for _, row in shown[~shown["ranked"].astype(bool)].iterrows()]
+    if ppi:
+        notes.append(f"Ranked by the records' scores ({SCORINGS[scored_by]}), not by the prediction-powered estimates above.")
+    detail = (f"{what}, per length: the models in order of score (percent, {SCORINGS[scored_by]}), each against the top one on the same prompts; "
+              f"intervals are Tango's at 1 − 0.05/pairs (Bonferroni over the {int(ranked['pairs'].iloc[0])} pairs: simultaneous 95 %); ranks and groups "
+              f"from Holm-adjusted score tests over all pairs: models sharing a letter cannot be told apart (95 % family-wise)")
+    return Headline("RULER, which variants are tied", detail,
+                    ("length", "#", "model", "score, %", "Δ to the top, points [simultaneous 95 %]", "rank [simultaneous 95 %]", "group"), rows, tuple(notes))
+
+
+def _ranking_row(row: pd.Series) -> tuple[str, ...]:
+    to_top = "— (the top)" if row["order"] == 1 else _signed(row["to_best"], row["to_best_low"], row["to_best_high"], 1)
+    ranks = str(int(row["rank_low"])) if row["rank_low"] == row["rank_high"] else f"{int(row['rank_low'])}–{int(row['rank_high'])}"
+    return (str(int(row["length"])), str(int(row["order"])), str(row["model"]), f"{row['score']:.1f}", to_top, ranks, str(row["groups"]))
+
+
+def _groups(part: pd.DataFrame) -> dict[str, list[str]]:
+    """Each letter with its models, in order."""
+    out: dict[str, list[str]] = {}
+    for _, row in part.iterrows():
+        for letter in row["groups"]:
+            out.setdefault(letter, []).append(str(row["model"]))
+    return dict(sorted(out.items()))
+
+
+def ranking_markdown(ranking: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
+    """results.md's ranking per task and length, and every pair's simultaneous interval and Holm test."""
+    ranked = ranking[ranking["ranked"].astype(bool)]
+    cells = ranked.assign(**{"task": [mean_label(ranked["task"].nunique() - 1) if t == MEAN_TASK else t for t in ranked["task"]]})
+    table = pd.DataFrame([(t, *_ranking_row(r)) for t, (_, r) in zip(cells["task"], ranked.iterrows())],
+                         columns=["task", "length", "#", "model", "score, %", "Δ to the top, points [simultaneous 95 %]", "rank [simultaneous 95 %]", "group"])
+    pair_table = pd.DataFrame({"task": pairs["task"], "length": pairs["length"], "higher": pairs["higher"], "lower": pairs["lower"], "n": pairs["n"],
+                               "lower − higher, points [simultaneous 95 %]": [_signed(d, lo, hi, 1) for d, lo, hi in zip(pairs["diff"], pairs["low"], pairs["high"])],
+                               "p": [_p(p) for p in pairs["p"]], "Holm p": [_p(p) for p in pairs["p_holm"]],
+                               "told apart": ["yes" if a else "no" for a in pairs["apart"]]})
+    return ["## Which variants are tied, per task", "", "Per task and length, as the first table: the models in order, each against the top with a "
+            "simultaneous interval, its rank interval and its groups.", "", table.to_markdown(index=False), "",
+            "Every pair: the difference with its simultaneous interval (Tango's, Bonferroni over the pairs), Tango's score-test p and its "
+            "Holm adjustment over the pairs of the same task and length (told apart where ≤ 0.05).", "", pair_table.to_markdown(index=False), ""]
+
+
+def _scoring(table: pd.DataFrame) -> str:
+    """The paired tables' scoring: the run's one, or likelihood where some cells were not generated."""
+    return str(table["scored_by"].iloc[0]) if table["scored_by"].nunique() == 1 else "likelihood"
+
+
 def first_headline(r: RulerResult) -> Headline:
-    """The answer a RULER run gives first: the paired differences where variants share the
-    first model's prompts, else every model's score by length."""
+    """The answer a RULER run gives first: which variants are tied where three or more share the
+    first model's prompts, else the paired differences where variants share them, else every
+    model's score by length."""
+    if not r.ranking.empty:
+        return ranking_headline(r.ranking, r.ranking_pairs, _scoring(r.table), r.ppi is not None)
     if not r.paired.empty and r.paired["paired"].astype(bool).any():
-        scored_by = str(r.table["scored_by"].iloc[0]) if r.table["scored_by"].nunique() == 1 else "likelihood"
-        return paired_headline(r.paired, r.paired_settings, scored_by)
+        return paired_headline(r.paired, r.paired_settings, _scoring(r.table))
     return headline(r.table, r.effective_lengths, r.threshold)
 
 
@@ -106,7 +192,10 @@ def results_markdown(r: RulerResult) -> str:
     table, lengths, agree, threshold = r.table, r.effective_lengths, r.agreement, r.threshold
     first = first_headline(r)
     scores = headline(table, lengths, threshold)
-    lines = ["# RULER synthetic tasks", "", *first.markdown(), ""] + ([] if first == scores else [*scores.markdown(), ""])
+    lines = ["# RULER synthetic tasks", "", *first.markdown(), ""]
+    if not r.ranking.empty:  # the ranking leads: the paired table against the first model follows it
+        lines += [*paired_headline(r.paired, r.paired_settings, _scoring(table)).markdown(), ""]
+    lines += [] if first == scores else [*scores.markdown(), ""]
     for model, part in table.groupby("model", sort=False):
         pivot = part.assign(cell=[f"{s:.1f} [{lo:.0f}, {hi:.0f}]" for s, lo, hi in zip(part["score"], part["low"], part["high"])])
         wide = pivot.pivot(index="task", columns="length", values="cell")
@@ -117,6 +206,8 @@ def results_markdown(r: RulerResult) -> str:
         wide.index.name = "task"
         lines += [f"## {model}", "", f"Score (percent, {_scored_by(set(part['scored_by']))}; 95 % Wilson interval) by length in tokens; "
                   f"effective length at ≥ {threshold:g}.", "", wide.reset_index().to_markdown(index=False), ""]
+    if not r.ranking.empty:
+        lines += ranking_markdown(r.ranking, r.ranking_pairs)
     if agree["samples"]:
         lines += [f"Generation and likelihood agree on {agree['agree']:.1%} of {agree['samples']} samples; on {agree['answered_in_another_form']:.1%} generation found answers "
                   f"that the likelihood pass's greedy prefix did not hold (another order or form); likelihood above generation on {agree['likelihood_above_generation']:.1%}.", ""]

@@ -70,11 +70,28 @@ def ppi_markdown(scores: pd.DataFrame, differences: pd.DataFrame, delta: float, 
                   f"where the interval excludes 0, within δ = {delta:g} points where it lies inside ±δ, else too few samples to tell, with the samples "
                   f"that would settle it at the same share and spread.", "",
                   _wide(differences, differences=True), ""]
+        if "flips_lost" in differences:  # ppi.json of a run before flips were recorded has none
+            lines += flips_markdown(differences)
     cells = scores[scores["task"] != MEAN_TASK]
     table = cells.assign(score=[_cell(e, lo, hi) for e, lo, hi in zip(cells["estimate"], cells["low"], cells["high"])])
     lines += ["Per cell: score, and how its samples were labelled.", "",
               table[["model", "task", "length", "score", "exact", "generated", "predicted"]].to_markdown(index=False), ""]
     return lines
+
+
+def flips_markdown(differences: pd.DataFrame) -> list[str]:
+    """Per variant, task and length: the flips of the pairs whose generated scores are both known,
+    and McNemar's exact p (mid-p) where they are 0 or 1."""
+    def p(value: float | None) -> str:
+        return "none: partial credit" if value is None or pd.isna(value) else ("< 0.001" if value < 0.001 else f"{value:.3f}")
+
+    table = pd.DataFrame({"variant": differences["model"], "task": differences["task"], "length": differences["length"],
+                          "labelled pairs": differences["labelled_pairs"],
+                          "flips 1→0 / 0→1 / partial": [f"{a} / {b} / {c}" for a, b, c in zip(differences["flips_lost"], differences["flips_gained"], differences["flips_partial"])],
+                          "McNemar p, exact (mid-p)": [p(e) if pd.isna(e) else f"{p(e)} ({p(m)})" for e, m in zip(differences["mcnemar_p"], differences["mcnemar_midp"])]})
+    return ["Flips on the labelled pairs (both generated scores known: settled or generated on each side): right in the reference and wrong in "
+            "the variant, the reverse, and differing partial-credit pairs, with McNemar's exact p (mid-p) where every score is 0 or 1; the "
+            "estimate above extends them to every pair through the predictions.", "", table.to_markdown(index=False), ""]
 
 
 def rounds_markdown(until: dict, rounds: list[dict]) -> list[str]:

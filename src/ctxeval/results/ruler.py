@@ -24,7 +24,10 @@ PPI_DEFINITIONS = {
     "estimate": "PPI++ estimate (percent) of the score every sample's generation would give: settled samples exact, a seeded share of the others generated, "
                 "the rest predicted from their likelihood numbers by a cross-fitted calibration, corrected by the generated ones (power-tuned, ppi_py)",
     "low/high": "95 % interval for the mean over the population the samples are drawn from (normal, the strata's variances and the spread between them)",
-    "differences": "variant minus the first model on the same samples (points), the pairs' strata as for a score",
+    "differences": "variant minus the first model on the same samples (points), the pairs' strata as for a score; labelled_pairs, the pairs whose "
+                   "two generated scores are known (settled or generated on each side), and on them flips_lost / flips_gained (right in the "
+                   "reference and wrong in the variant, the reverse), flips_partial (differing partial-credit pairs), mcnemar_p / mcnemar_midp "
+                   "(McNemar's exact p and mid-p where every score is 0 or 1, else None with mcnemar_reason)",
     "exact/generated/predicted": "samples labelled at no cost (settled by likelihood), by generation, and neither",
 }
 
@@ -41,7 +44,16 @@ def definitions(threshold: float) -> dict[str, str]:
         "paired": "each model after the first against the first, on the same prompts (sample k of a cell the same text for both): score_diff, candidate "
                   "minus reference in points, with Tango's score interval for paired 0/1 outcomes (partial credit as a fraction of a sample); logp_diff, "
                   "the difference of the mean answer log p per token in nats, with a paired BCa interval over samples; each with its verdict "
-                  "(hurts, gains, within δ, too few samples to tell) against score_delta / logp_delta and the samples that would settle an undecided one",
+                  "(hurts, gains, within δ, too few samples to tell) against score_delta / logp_delta and the samples that would settle an undecided one; "
+                  "flips_lost / flips_gained, samples right (1) in the reference and wrong (0) in the candidate and the reverse, flips_partial, pairs that "
+                  "differ where a score is partial credit; mcnemar_p / mcnemar_midp, McNemar's exact two-sided p and its mid-p where every score is 0 or 1 "
+                  "(None elsewhere, mcnemar_reason says why)",
+        "ranking": "with three or more models sharing the first's prompts, per length and task (and the mean over tasks: every task's samples pooled) the "
+                   "models in order of score: to_best (points, the model minus the top model) with Tango's interval at 1 − 0.05/pairs (Bonferroni: all pairs' "
+                   "intervals simultaneous at 95 %), rank_low..rank_high (simultaneous rank interval) and groups (letters: two models sharing a letter "
+                   "are not told apart), both from Holm-adjusted score tests over all pairs; ranked False: left out, note says why",
+        "ranking_pairs": "every pair of ranked models: diff (lower minus higher, points) with its simultaneous interval, p (Tango's score test of no "
+                         "difference), p_holm (Holm-adjusted over the pairs), apart (p_holm ≤ 0.05)",
     }
 
 
@@ -50,10 +62,12 @@ class RulerResult(Result):
     """A finished RULER run: scores per (model, task, length) and their mean, effective lengths."""
 
     KIND = "ruler"
-    VERSION = 2
-    READS = (1,)  # version 1 had no paired differences
+    VERSION = 3
+    READS = (1, 2)  # version 1 had no paired differences, version 2 no flips or ranking
     FILES = (Json(RESULTS_JSON, {"threshold": "threshold", "models": written(lambda r: r.models), "scores": rows("table"), "effective_lengths": "effective_lengths",
                                  "agreement": "agreement", "paired": Value("paired", lambda r: json_rows(r.paired), frame, missing=[]),
+                                 "ranking": Value("ranking", lambda r: json_rows(r.ranking), frame, missing=[]),
+                                 "ranking_pairs": Value("ranking_pairs", lambda r: json_rows(r.ranking_pairs), frame, missing=[]),
                                  "paired_settings": Value("paired_settings", lambda r: r.paired_settings, missing={}), "ruler_commit": written(lambda r: r.manifest.config.get("ruler_commit")),
                                  "definitions": written(lambda r: definitions(r.threshold))}),
              Json(PPI_JSON, {"scores": rows("ppi"), "differences": rows("ppi_differences"), "definitions": written(lambda r: PPI_DEFINITIONS)}, when="ppi"),
@@ -67,6 +81,8 @@ class RulerResult(Result):
     agreement: dict
     paired: pd.DataFrame  # one row per (variant, task or "mean", length) against the first model (ruler/paired.py); empty with one model
     paired_settings: dict  # the verdicts' margins (score_delta points, logp_delta nats), replicates and seed
+    ranking: pd.DataFrame  # one row per (task or "mean", length, model): the models in order, simultaneous intervals, ranks, groups (ruler/ranking.py); empty below three paired models
+    ranking_pairs: pd.DataFrame  # one row per (task or "mean", length, pair of ranked models)
     samples: pd.DataFrame = loaded(lambda run_dir: read_samples(run_dir), repr=False)
     markdown: str = ""
     ppi: pd.DataFrame | None = None  # --generate-share: PPI++ scores per (model, task or "mean", length)

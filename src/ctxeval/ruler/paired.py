@@ -11,7 +11,10 @@ for dozens (docs/agreement.md). Per cell (task, length) and for the mean over th
 - the answer log p difference (mean log p per answer token, nats) with a paired BCa interval
   over samples (stats/paired.py, seed 001's method);
 - each with the three-outcome verdict (stats/verdict.py) against a stated δ, and the samples
-  that would settle an undecided one.
+  that would settle an undecided one;
+- the flips (stats/mcnemar.py): samples right in the reference and wrong in the variant, the
+  reverse, and pairs with partial credit that differ, counted apart; with McNemar's exact and
+  mid-p p-values where every score of the cell is 0 or 1 (None, with the reason, elsewhere).
 
 A cell is paired only where every sample's prompt (its sha256) is the reference's; a model with
 another tokenizer (or prompts that differ otherwise) gets no paired row for that cell, and the
@@ -31,6 +34,7 @@ import pandas as pd
 from ctxeval.results.ruler import MEAN_TASK
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
 from ctxeval.stats.interval import Interval
+from ctxeval.stats.mcnemar import flips, mcnemar_exact
 from ctxeval.stats.paired import paired_bca
 from ctxeval.stats.paired_binary import paired_proportions
 from ctxeval.stats.verdict import verdict
@@ -61,7 +65,8 @@ def paired_cell(pairs: pd.DataFrame, score: str, settings: PairedSettings) -> di
     `aligned` rows of the same prompts, `score` names the score column (generation_score or
     likelihood_score). Scores in points, log p in nats per answer token."""
     n = len(pairs)
-    diff = paired_proportions(pairs[f"{score}_ref"].to_numpy(), pairs[f"{score}_cand"].to_numpy(), settings.confidence)
+    reference, candidate = pairs[f"{score}_ref"].to_numpy(), pairs[f"{score}_cand"].to_numpy()
+    diff = paired_proportions(reference, candidate, settings.confidence)
     score_verdict = verdict(diff.scaled(100), settings.score_delta, worse="lower")
     logp = (pairs["mean_logprob_cand"] - pairs["mean_logprob_ref"]).to_numpy(dtype=np.float64)
     if np.isfinite(logp).all():
@@ -74,7 +79,17 @@ def paired_cell(pairs: pd.DataFrame, score: str, settings: PairedSettings) -> di
     return {"n": n, "score_diff": score_verdict.estimate, "score_low": score_verdict.low, "score_high": score_verdict.high,
             "score_gained": diff.gained, "score_lost": diff.lost, "score_outcome": score_verdict.outcome, "score_samples_needed": score_verdict.samples_needed,
             "logp_diff": logp_verdict.estimate, "logp_low": logp_verdict.low, "logp_high": logp_verdict.high, "logp_interval": logp_interval,
-            "logp_outcome": logp_verdict.outcome, "logp_samples_needed": logp_verdict.samples_needed, "logp_reason": logp_verdict.reason}
+            "logp_outcome": logp_verdict.outcome, "logp_samples_needed": logp_verdict.samples_needed, "logp_reason": logp_verdict.reason,
+            **flip_columns(reference, candidate)}
+
+
+def flip_columns(reference: np.ndarray, candidate: np.ndarray) -> dict:
+    """The paired table's flip columns of one cell: right → wrong, wrong → right, partial pairs
+    that differ, and McNemar's exact p and mid-p where every score is 0 or 1."""
+    counted = flips(reference, candidate)
+    exact, mid = mcnemar_exact(counted.lost, counted.gained) if counted.binary else (None, None)
+    return {"flips_lost": counted.lost, "flips_gained": counted.gained, "flips_partial": counted.partial, "mcnemar_p": exact, "mcnemar_midp": mid,
+            "mcnemar_reason": "" if counted.binary else "partial credit: McNemar's test needs scores of 0 or 1"}
 
 
 def paired_table(samples: pd.DataFrame, score: str, settings: PairedSettings = PairedSettings()) -> pd.DataFrame:

@@ -25,7 +25,7 @@ import functools
 import numpy as np
 import pandas as pd
 
-from ctxeval.ruler.paired import DEFAULT_SCORE_DELTA
+from ctxeval.ruler.paired import DEFAULT_SCORE_DELTA, flip_columns
 from ctxeval.ruler.samples import sample_rng
 from ctxeval.results.ruler import MEAN_TASK
 from ctxeval.stats.crossfit import FOLDS, cross_fit
@@ -115,6 +115,16 @@ def _row(model: str, task: str, length: int, estimate: PPIEstimate, **extra: obj
     return {"model": model, "task": task, "length": length, **extra, **estimate.scaled(100).as_dict()}
 
 
+def labelled_flips(pairs: pd.DataFrame) -> dict:
+    """The flips of the pairs whose two generated scores are known (each side settled or
+    generated), with McNemar's p where they are 0 or 1: what the labels show, beside the
+    estimate that the predictions extend to every pair."""
+    known = (pairs["exact_v"] | pairs["generated_v"]) & (pairs["exact_r"] | pairs["generated_r"])
+    labelled = pairs[known.to_numpy()]
+    return {"labelled_pairs": len(labelled),
+            **flip_columns(labelled["generation_score_r"].to_numpy(float), labelled["generation_score_v"].to_numpy(float))}
+
+
 def difference_verdict(estimate: PPIEstimate, delta: float) -> Verdict:
     """The verdict of a variant's PPI++ difference against the first model (points; a lower
     variant score is a loss): the one place it is decided, stored in ppi.json and read by the
@@ -154,14 +164,15 @@ def tables_of_predicted(scored: pd.DataFrame, confidence: float = DEFAULT_CONFID
     reference = scored[scored["model"] == models[0]]
     for model in models[1:]:
         pairs = scored[scored["model"] == model].merge(reference, on=keys, suffixes=("_v", "_r"))
-        by_length: dict[int, list[PPIEstimate]] = {}
+        by_length: dict[int, list[tuple[PPIEstimate, pd.DataFrame]]] = {}
         for (task, length), part in pairs.groupby(["task", "length"], sort=False):
             if not (part["prompt_sha256_v"] == part["prompt_sha256_r"]).all():
                 continue
             estimate = _difference(part, confidence)
-            by_length.setdefault(int(length), []).append(estimate)
-            diffs.append(difference_row(str(model), str(task), int(length), estimate, models[0], delta))
-        for length, estimates in by_length.items():
-            if len(estimates) > 1:
-                diffs.append(difference_row(str(model), MEAN_TASK, length, mean_of(estimates, confidence), models[0], delta))
+            by_length.setdefault(int(length), []).append((estimate, part))
+            diffs.append(difference_row(str(model), str(task), int(length), estimate, models[0], delta) | labelled_flips(part))
+        for length, cells in by_length.items():
+            if len(cells) > 1:
+                estimate = mean_of([e for e, _ in cells], confidence)
+                diffs.append(difference_row(str(model), MEAN_TASK, length, estimate, models[0], delta) | labelled_flips(pd.concat([p for _, p in cells])))
     return pd.DataFrame(rows), pd.DataFrame(diffs)

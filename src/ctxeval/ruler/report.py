@@ -12,6 +12,7 @@ import pandas as pd
 from ctxeval.ruler.generation import Generation
 from ctxeval.ruler.paired import PairedSettings, paired_table
 from ctxeval.ruler.ppi import ppi_tables
+from ctxeval.ruler.ranking import ranking_tables
 from ctxeval.ruler.until import Until
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.ruler import MEAN_TASK, RulerResult, read_samples
@@ -113,5 +114,6 @@ def ruler_result(run_dir: Path, manifest: Manifest, threshold: float, paired: Pa
     confidence, delta = (DEFAULT_CONFIDENCE, paired.score_delta) if until is None else (until.confidence, until.verdict_delta)
     ppi, differences = ((None, None) if not Generation.from_config(manifest.config).prediction_powered
                         else ppi_tables(samples, int(manifest.config["seed"]), confidence=confidence, delta=delta))
-    return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, paired_table(samples, score_column(samples), paired), settings, samples,
-                       ppi=ppi, ppi_differences=differences)
+    score = score_column(samples)
+    return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, paired_table(samples, score, paired), settings,
+                       *ranking_tables(samples, score, paired.confidence), samples, ppi=ppi, ppi_differences=differences)
