@@ -22,8 +22,29 @@ before=$(.venv/bin/python -m pip list --format=freeze)
 after=$(.venv/bin/python -m pip list --format=freeze)
 .venv/bin/python - "$before" "$after" <<'PY'
 import sys
+from importlib import metadata
+from pip._vendor.packaging.requirements import Requirement
+from pip._vendor.packaging.utils import canonicalize_name
+from pip._vendor.packaging.version import Version
+
 before, after = (dict(line.split("==", 1) for line in text.splitlines() if "==" in line) for text in sys.argv[1:])
+
+
+def needs(name: str, old: str) -> list[str]:
+    """The installed packages whose requirements rule out version `old` of `name`."""
+    out = []
+    for dist in metadata.distributions():
+        for requirement in map(Requirement, dist.requires or []):
+            if canonicalize_name(requirement.name) == canonicalize_name(name) and not requirement.specifier.contains(old, prereleases=True) \
+                    and (requirement.marker is None or requirement.marker.evaluate({"extra": ""})):
+                out.append(f"{dist.metadata['Name']} {dist.version} needs {requirement.name}{requirement.specifier}")
+    return out
+
+
 for name, version in sorted(after.items()):
-    if before.get(name, version) != version:
-        print(f"setup.sh: pip replaced {name} {before[name]} with {version} (a dependency of the extras pins it)", file=sys.stderr)
+    old = before.get(name, version)
+    if Version(version) < Version(old):
+        print(f"setup.sh: pip replaced {name} {old} with the older {version}: {'; '.join(needs(name, old)) or 'a package of the extras needs it'}", file=sys.stderr)
+    elif version != old:
+        print(f"setup.sh: pip upgraded {name} {old} to {version}", file=sys.stderr)
 PY
