@@ -1,7 +1,7 @@
 """How a run shows that it is alive: a rich progress bar on a terminal, and plain lines
 elsewhere (output redirected to a file, a CI log), where a live bar is drawn only once, at the
-end. A plain line is written when a model's work is done, at every tenth of the work, and at
-least every `HEARTBEAT_SECONDS` of work, each with the time elapsed and an estimate of the time
+end. A plain line is written when the first job is done, when a model's work is done, at every
+tenth of the work, and at least every `HEARTBEAT_SECONDS` of work, each with the time elapsed and an estimate of the time
 left: the work not yet done weighed by what its kind of work cost in this session
 (pipeline/time_left.py; work recorded by an earlier session is not counted in it). The bar
 shows the same estimate, counted down between finished jobs, from the first finished job on,
@@ -80,10 +80,11 @@ class PlainProgress:
         """A line names the work just done, so nothing to show."""
 
     def advance(self, step: Step) -> None:
+        first = self.done == self.already  # the first estimate is worth a line
         self.done += step.units
         self.left.done(step.weighed())
         now = self.clock()
-        if self.done >= self.next_step or now - self.last_line >= HEARTBEAT_SECONDS:
+        if first or self.done >= self.next_step or now - self.last_line >= HEARTBEAT_SECONDS:
             self.next_step = self._step_after(self.done)
             self._line(step.label)
 
