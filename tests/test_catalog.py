@@ -177,7 +177,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ctxeval.pipeline.engine import Plan
+from ctxeval.pipeline.engine import Plan, Step
 from ctxeval.pipeline.executors import ScorerSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.results.records import RecordKind, append_row
@@ -218,7 +218,7 @@ class ToyRun:
         append_row(columns, {"model": model.info.name, **result})
 
     def progress(self, model, job):
-        return 1, model.info.name
+        return Step(1, model.info.name)
 
     def model_done(self, run_dir, model):
         """Nothing to keep from the loaded model."""

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ctxeval.errors import EXIT_INCOMPLETE, EXIT_USER_ERROR, IncompleteRun, UserError
-from ctxeval.pipeline.engine import Plan, RunSpec, run
+from ctxeval.pipeline.engine import Plan, RunSpec, Step, run
 from ctxeval.pipeline.executors import Work
 from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.results.manifest import Manifest, read_manifest
@@ -92,8 +92,8 @@ class _SquaresTask:
         append_row(columns, {"job": job, "square": result})
         return None
 
-    def progress(self, model: _Counter, job: int) -> tuple[int, str]:
-        return 1, str(job)
+    def progress(self, model: _Counter, job: int) -> Step:
+        return Step(1, str(job))
 
     def model_done(self, run_dir: Path, model: _Counter) -> None:
         self.models_done.append(model.name)

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import pytest
 from ctxeval.server.launch import spawn_server
 from ctxeval import api
 from ctxeval.backends.openai_options import OpenAIOptions
-from ctxeval.errors import UserError
+from ctxeval.errors import FieldError, UserError
 from ctxeval.pipeline.executors import ExecutorOptions, Work, open_executor
 from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.pipeline.executors.ray import KILL_WORKER_AFTER_ENV, interleaved
@@ -167,12 +168,12 @@ def test_units_are_dealt_longest_shortest_alternately():
     (ExecutorOptions("dask"), "unknown --executor 'dask'", "unknown executor.kind= 'dask'"),
     (ExecutorOptions("ray", workers=0), "--workers must be a positive integer", "executor.workers= must be a positive integer"),
     (ExecutorOptions("ray", threads_per_worker=0), "--threads-per-worker must be a positive integer", "executor.threads_per_worker= must be"),
-    (ExecutorOptions("local", workers=2), "--workers, --address, --threads-per-worker and --gpus-per-worker apply to --executor ray only",
-     "executor.workers=, executor.address=, executor.threads_per_worker= and executor.gpus_per_worker= apply to executor.kind= ray only"),
+    (ExecutorOptions("ray", placement_timeout=0), "--placement-timeout must be positive", "executor.placement_timeout= must be positive"),
+    (ExecutorOptions("local", workers=2), "--workers, --address, --threads-per-worker, --gpus-per-worker and --placement-timeout apply to --executor ray only",
+     "executor.workers=, executor.address=, executor.threads_per_worker=, executor.gpus_per_worker= and executor.placement_timeout= apply to executor.kind= ray only"),
 ])
 def test_bad_executor_options_are_refused_naming_the_option_as_the_caller_spells_it(options, cli, python):
     from ctxeval.commands import COMMANDS
-    from ctxeval.errors import FieldError
     from ctxeval.options import named
 
     with pytest.raises(FieldError) as found:
@@ -191,7 +192,7 @@ def test_ray_missing_is_one_clear_error(monkeypatch):
 def test_cli_refuses_ray_options_without_ray_executor():
     result = run_cli("sweep", "--workers", "2", "--lengths", "16")
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == ["ctxeval: error: --workers, --address, --threads-per-worker and --gpus-per-worker apply to --executor ray only"]
+    assert result.stderr.strip().splitlines() == ["ctxeval: error: --workers, --address, --threads-per-worker, --gpus-per-worker and --placement-timeout apply to --executor ray only"]
 
 
 def test_serve_refuses_a_model_it_cannot_serve():
@@ -291,6 +292,36 @@ def test_warmed_actors_serve_their_model_and_free_the_cpus_of_others(ray_address
         assert dict(runner.stream(_Tagger("a"), _TagSpec("a"), work(1))) == {0: "a:0"}  # one of the two warmed actors used
         runner.warm(_TagSpec("a"))
         assert dict(runner.stream(_Tagger("b"), _TagSpec("b"), work(5))) == {i: f"b:{i}" for i in range(5)}
+
+
+def _tag_work(n: int) -> Work:
+    return Work(_TagTask(), one_per_unit(range(n)), lambda job: job, lambda job: 1)
+
+
+def test_an_actor_no_node_could_hold_stops_the_run_at_once_in_one_line(ray_address, tmp_path):
+    """3 CPUs an actor on a cluster of one 2-CPU node: Ray would keep it waiting for ever."""
+    with open_executor(ExecutorOptions("ray", threads_per_worker=3)) as runner:
+        with pytest.raises(FieldError, match=r"^a Ray actor needs 3 CPUs, but no node of the cluster has that many \(the largest has 2 CPUs\); lower threads_per_worker$"):
+            runner.warm(_TagSpec("a"))
+    result = run_cli("sweep", "--lengths", "16", "--executor", "ray", "--address", ray_address, "--threads-per-worker", "3", "--quiet", "--out", str(tmp_path / "run"))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == ["ctxeval: error: a Ray actor needs 3 CPUs, but no node of the cluster has that many (the largest has 2 CPUs); lower --threads-per-worker"]
+
+
+def test_actors_that_cannot_be_placed_stop_the_run_after_the_placement_timeout(ray_address):
+    """3 actors of 1 CPU on the cluster's 2 CPUs: the third is never placed. The run stops in one
+    line naming what it waits for once it has waited --placement-timeout (2 s here); the two placed
+    ones were waited for as long as they took to start. Then the cluster's CPUs are free again."""
+    ray = pytest.importorskip("ray")
+    with open_executor(ExecutorOptions("ray", workers=3, placement_timeout=2)) as runner:
+        runner.warm(_TagSpec("a"))
+        with pytest.raises(FieldError, match=r"^a Ray actor waited [2-9] s for a node to offer 1 CPU \(the cluster has 2 CPUs, 0 CPUs free: this run's other actors or "
+                                             r"other jobs hold them\); free them, or lower workers, or raise placement_timeout$"):
+            dict(runner.stream(_Tagger("a"), _TagSpec("a"), _tag_work(5)))
+    while ray.available_resources().get("CPU", 0) < 2:  # the killed actors' CPUs come back (the tests after this one need them)
+        time.sleep(0.5)
+    with open_executor(RAY2) as runner:
+        assert dict(runner.stream(_Tagger("b"), _TagSpec("b"), _tag_work(3))) == {i: f"b:{i}" for i in range(3)}
 
 
 # --- diff: one worker holds REF and CAND --------------------------------------------------------

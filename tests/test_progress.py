@@ -1,13 +1,22 @@
 """Progress where no terminal is: plain lines at every tenth of the work, at least every 30 s of
-work and when a model's work is done, each with the time elapsed and an estimate of what is left."""
+work and when a model's work is done, each with the time elapsed and an estimate of what is left;
+on a terminal, a bar with the same estimate from the first finished job on and the label of the
+job running. The estimate weighs the work left by its cost (pipeline/time_left.py): checked on
+runs replayed with an injected clock, never timed."""
 
 from __future__ import annotations
 
 import io
 
-from ctxeval.pipeline.engine import run
-from ctxeval.pipeline.progress import HEARTBEAT_SECONDS, PlainProgress, clock_time, progress_bar
-from tests.test_engine import _spec, _SquaresTask
+import pytest
+
+from ctxeval.pipeline.engine import announced, run
+from ctxeval.pipeline.executors import Work
+from ctxeval.pipeline.executors.local import LocalExecutor
+from ctxeval.pipeline.executors.work import one_per_unit
+from ctxeval.pipeline.progress import HEARTBEAT_SECONDS, PlainProgress, Step, clock_time, progress_bar
+from ctxeval.pipeline.time_left import Cost, Load, TimeLeft
+from tests.test_engine import _Counter, _CounterSpec, _spec, _Square, _SquaresTask
 
 
 class _Clock:
@@ -23,27 +32,30 @@ class _Clock:
 def test_plain_lines_at_each_tenth_with_elapsed_and_time_left():
     stream, clock = io.StringIO(), _Clock()
     shown = PlainProgress(stream, total=100, already=20, unit="tokens", clock=clock)
-    for _ in range(4):  # 5 tokens per 5 s: 20 -> 40 (the tenths at 30 and 40)
+    for _ in range(4):  # 5 tokens per 5 s: 20 -> 40 (the first job, then the tenths at 30 and 40)
         clock.now += 5
-        shown.advance(5, "w1")
+        shown.advance(Step(5, "w1"))
     lines = stream.getvalue().splitlines()
-    # this session: 10 tokens in 10 s, 70 left at that pace: 70 s; then 20 in 20 s, 60 left: 60 s
-    assert lines == ["30/100 tokens (30%), 0:00:10 elapsed, about 0:01:10 left — w1",
+    # this session: 5 tokens in 5 s, 75 left at that pace; 10 in 10 s, 70 left: 70 s; then 20 in 20 s, 60 left: 60 s
+    assert lines == ["25/100 tokens (25%), 0:00:05 elapsed, about 0:01:15 left — w1",
+                     "30/100 tokens (30%), 0:00:10 elapsed, about 0:01:10 left — w1",
                      "40/100 tokens (40%), 0:00:20 elapsed, about 0:01:00 left — w1"]
 
 
 def test_a_line_at_least_every_heartbeat_of_work_and_at_each_finished_stage():
     stream, clock = io.StringIO(), _Clock()
     shown = PlainProgress(stream, total=1000, already=0, unit="passes", clock=clock)
+    clock.now += 10
+    shown.advance(Step(1, "a"))  # the first job: a line with the first estimate
     clock.now += HEARTBEAT_SECONDS - 1
-    shown.advance(1, "a")  # below a tenth, before the heartbeat: nothing
-    assert stream.getvalue() == ""
+    shown.advance(Step(1, "b"))  # below a tenth, before the heartbeat: nothing
     clock.now += 1
-    shown.advance(1, "b")  # 30 s since the last line
+    shown.advance(Step(1, "c"))  # 30 s since the last line
     clock.now += 10
     shown.stage_done("gemma-3-270m")
-    assert stream.getvalue().splitlines() == ["2/1,000 passes (0%), 0:00:30 elapsed, about 4:09:30 left — b",
-                                              "2/1,000 passes (0%), 0:00:40 elapsed, about 5:32:40 left — gemma-3-270m done"]
+    assert stream.getvalue().splitlines() == ["1/1,000 passes (0%), 0:00:10 elapsed, about 2:46:30 left — a",
+                                              "3/1,000 passes (0%), 0:00:40 elapsed, about 3:41:33 left — c",
+                                              "3/1,000 passes (0%), 0:00:50 elapsed, about 3:41:23 left — gemma-3-270m done"]  # counted down since
 
 
 def test_nothing_done_yet_or_nothing_left():
@@ -59,7 +71,7 @@ def test_a_stream_that_is_not_a_terminal_gets_plain_lines():
     with progress_bar(True, 4, 0, "jobs", stream) as shown:
         assert isinstance(shown, PlainProgress)
     with progress_bar(False, 4, 0, "jobs", stream) as shown:
-        shown.advance(4, "x")
+        shown.advance(Step(4, "x"))
     assert stream.getvalue() == ""
 
 
@@ -70,3 +82,101 @@ def test_an_engine_run_with_progress_writes_lines_to_stderr_when_redirected(tmp_
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 11 and lines[0].startswith("1/10 jobs (10%), ") and lines[0].endswith(" — 0")
     assert lines[-2].startswith("10/10 jobs (100%), ") and "none left" in lines[-2] and lines[-1].endswith(" — counter done")
+
+
+def _replay(costs: list[Cost], seconds: list[float], units: list[int], at: float) -> tuple[float, float, list[str]]:
+    """Run jobs of `costs` taking `seconds` each on an injected clock through the plain lines:
+    (elapsed + the estimate left, when `at` of the units are done; the actual finish; the lines)."""
+    stream, clock = io.StringIO(), _Clock()
+    start, total = clock.now, sum(units)
+    shown = PlainProgress(stream, total=total, already=0, unit="units", clock=clock, left=Load.of(costs))
+    predicted, done = None, 0
+    for cost, took, n in zip(costs, seconds, units):
+        clock.now += took
+        shown.advance(Step(n, "job", cost))
+        done += n
+        if predicted is None and done >= at * total:
+            predicted = clock.now - start + shown.left.seconds()
+    return predicted, clock.now - start, stream.getvalue().splitlines()
+
+
+# The demo's sweep (`sweep demo --lengths 32,...,1024 --context-mode approx --repeats 5`): 5
+# passes per length from the shortest, each of L + 30 tokens scoring 30 targets (900 in all). A
+# pass's seconds: the curve fitted to that sweep's passes as measured (CPU seconds per pass of the
+# embedded Gemma 3 270M, 2 threads, 2-core AMD EPYC at load 7-15, 2026-12-02): 1.7 s at 62 tokens,
+# 11 s at 1,054 (overhead, per token, and per token times length).
+DEMO_LENGTHS = (32, 64, 128, 256, 512, 1024)
+
+
+def _demo_pass_seconds(tokens: int) -> float:
+    return 1.68 + 0.00658 * tokens + 2.11e-6 * tokens * tokens
+
+
+def test_the_estimate_at_a_quarter_of_a_sweep_holds_though_longer_passes_cost_more():
+    passes = [Cost(n + 30, n + 30) for n in DEMO_LENGTHS for _ in range(5)]
+    seconds = [_demo_pass_seconds(c.tokens) for c in passes]
+    predicted, actual, _ = _replay(passes, seconds, [30] * len(passes), at=0.25)
+    assert abs(predicted / actual - 1) <= 0.35, (predicted, actual)
+    counted = sum(seconds[:8]) / 8 * len(passes)  # the estimate that counts every pass alike: far short
+    assert counted / actual < 0.5
+
+
+def test_a_ruler_run_whose_tasks_generate_more_or_less_is_estimated_from_its_first_sample_on():
+    """RULER's 13 tasks in order at one length, 4 samples each: a sample costs its prompt and
+    the tokens its task may generate (niah 128, vt 30, cwe 120, fwe 50, qa 32), as RulerRun
+    weighs it; its simulated time: 0.5 ms per prompt token and 20 ms per generated token, the
+    first sample of each task twice its prompt (the ones after it share the prefix)."""
+    budgets = [128] * 8 + [30, 120, 50, 32, 32]
+    samples = [(k, Cost(4096, 4096, g)) for g in budgets for k in range(4)]
+    seconds = [c.tokens * 0.0005 * (2 if k == 0 else 1) + 0.02 * c.generated for k, c in samples]
+    costs = [c for _, c in samples]
+    predicted, actual, lines = _replay(costs, seconds, [1] * len(costs), at=0.25)
+    assert abs(predicted / actual - 1) <= 0.35, (predicted, actual)
+    assert lines[0].startswith("1/52 units (2%), 0:00:07 elapsed, about ") and lines[0].endswith(" left — job")  # from the first sample on
+
+
+def test_the_overhead_and_the_growth_with_length_are_fitted_once_the_jobs_tell_them_apart():
+    clock = _Clock()
+    left = TimeLeft(Load.of([Cost(100, 100)] * 2 + [Cost(200, 200)] * 2 + [Cost(400, 400)] * 2 + [Cost(800, 800)]), clock)
+
+    def took(cost: Cost) -> float:
+        return 2.0 + cost.tokens * (0.01 + 0.00001 * cost.length)
+
+    for cost in [Cost(100, 100), Cost(200, 200), Cost(400, 400)]:
+        clock.now += took(cost)
+        left.done(cost)
+    # exact once three lengths are known: 100, 200, 400 and 800 tokens left
+    assert left.seconds() == pytest.approx(sum(took(Cost(n, n)) for n in (100, 200, 400, 800)), rel=1e-6)
+    clock.now += 5
+    assert left.seconds() == pytest.approx(sum(took(Cost(n, n)) for n in (100, 200, 400, 800)) - 5, rel=1e-6)  # counted down between jobs
+
+
+def test_the_bar_shows_the_estimate_after_one_job_and_names_the_job_running():
+    stream, clock = _Terminal(), _Clock()
+    with progress_bar(True, 4, 0, "samples", stream, left=Load.of([Cost(10)] * 4), clock=clock) as shown:
+        shown.start("m · niah_single_1 · 4096 tokens")
+        shown.bar.refresh()
+        assert "-:--:--" in stream.getvalue()  # nothing done: nothing known
+        clock.now += 150
+        shown.advance(Step(1, "m · niah_single_1 · 4096 tokens", Cost(10)))
+        shown.start("m · vt · 4096 tokens")
+        stream.seek(0)
+        stream.truncate()
+        shown.bar.refresh()
+        screen = stream.getvalue()
+    assert "-:--:--" not in screen and "0:07:30 left" in screen and "vt" in screen and "niah" not in screen, screen
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_job_is_announced_as_the_executor_sends_it_so_the_label_names_the_work_running():
+    """Through the local executor: each job is announced after the previous one's result and
+    before its own."""
+    events: list[str] = []
+    work = Work(_Square(), one_per_unit([1, 2, 3]), lambda job: job, lambda job: 1)
+    for job, result in LocalExecutor().stream(_Counter(set()), _CounterSpec(), announced(work, lambda job: events.append(f"sent {job}"))):
+        events.append(f"done {job}")
+    assert events == ["sent 1", "done 1", "sent 2", "done 2", "sent 3", "done 3"]

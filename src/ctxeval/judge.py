@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from ctxeval.backends.model_files import file_sha256
 from ctxeval.config import config_id
 from ctxeval.errors import FieldError, ScoringFailed, UserError
-from ctxeval.pipeline.engine import Plan, Rendering, RunSpec, run
+from ctxeval.pipeline.engine import Plan, Rendering, RunSpec, Step, run
 from ctxeval.pipeline.executors import ExecutorOptions, Loadable, Work
 from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.results.manifest import Manifest
@@ -176,8 +176,8 @@ class JudgeRun:
         append_row(columns, {"job_index": index, "query": pair.query, "order": order, "outcome": outcome(result, order), "raw": result})
         return None
 
-    def progress(self, model: ChatGenerator, job: JudgeJob) -> tuple[int, str]:
-        return 1, f"{model.name} · {job[2]}"
+    def progress(self, model: ChatGenerator, job: JudgeJob) -> Step:
+        return Step(1, f"{model.name} · {job[2]}")
 
     def model_done(self, run_dir: Path, model: ChatGenerator) -> None:
         """Nothing to keep from the loaded model."""

@@ -100,7 +100,7 @@ class JudgeSpec:
     limit: int | None = common.limit()
     questions: str = option("--questions", "Rows judged: auto (L-Eval's set for the judge: turbo for GPT-3.5, else gpt4), gpt4 (96 'LLM' rows), turbo (181 'LLM' and 'human' rows) or file (as L-Eval's llm_eval.py reads the file).", "auto")
     out: Path = common.out("Directory for judge.json, judge.md and the verdict records (a re-run resumes).", Path("runs/judge"))
-    executor: ExecutorOptions = group(ExecutorOptions, only=("kind", "workers", "address"))
+    executor: ExecutorOptions = group(ExecutorOptions, only=("kind", "workers", "address", "placement_timeout"))
 
 
 def _methods(methods: str | Sequence[str]) -> tuple[str, ...]:

@@ -173,7 +173,7 @@ def corpus() -> Any:
 def executor(gpus: bool = False) -> Any:
     """--executor and its Ray settings; `gpus`: the command's models may run on GPUs
     (--gpus-per-worker), else they run on CPUs only."""
-    return group(ExecutorOptions) if gpus else group(ExecutorOptions, only=("kind", "workers", "address", "threads_per_worker"))
+    return group(ExecutorOptions) if gpus else group(ExecutorOptions, only=("kind", "workers", "address", "threads_per_worker", "placement_timeout"))
 
 
 def progress() -> Any:

@@ -25,7 +25,8 @@ from ctxeval.modeldiff.divergence import DiffScores
 from ctxeval.modeldiff.pair import DiffTask, ModelPair, PairSpec
 from ctxeval.backends.base import ScorerBase
 from ctxeval.errors import FieldError, UserError
-from ctxeval.pipeline.engine import Plan, RunSpec
+from ctxeval.pipeline.engine import Plan, RunSpec, Step
+from ctxeval.pipeline.time_left import Load
 from ctxeval.backends.registry import ModelSpec
 from ctxeval.pipeline.executors import ScorerSpec, Work
 from ctxeval.pipeline.executors.work import Job, one_per_unit, work_item
@@ -144,15 +145,15 @@ class DiffRun:
         if compressed is not None:
             manifest["plan"]["compressed_passes"] = compressed
         return Plan([work], manifest, units=len(flat), noun="passes", total=sum(p.n_targets for p in flat),
-                    already=sum(p.n_targets for i, p in enumerate(flat) if i in done))
+                    already=sum(p.n_targets for i, p in enumerate(flat) if i in done), load=Load.of(p.cost() for i, p in enumerate(flat) if i not in done))
 
     def record(self, model: ModelPair, job: Job, result: DiffScores, columns: dict[str, list]) -> None:
         index, tt, p = job
         _append_rows(columns, index, tt, p, result)
 
-    def progress(self, model: ModelPair, job: Job) -> tuple[int, str]:
+    def progress(self, model: ModelPair, job: Job) -> Step:
         _, tt, p = job
-        return p.n_targets, f"{tt.text.text_id} · {p.window_id}"
+        return Step(p.n_targets, f"{tt.text.text_id} · {p.window_id}", p.cost())
 
     def model_done(self, run_dir: Path, model: ModelPair) -> None:
         """Keep the text of every token id the records mention (pieces.parquet, under REF's

@@ -33,7 +33,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
@@ -47,7 +47,8 @@ from ctxeval.pipeline.executors import ExecutorOptions, Loadable, Work, WorkerMo
 from ctxeval.results.fingerprint import run_fingerprints
 from ctxeval.results.manifest import MANIFEST_FILE, Manifest, existing_manifest, now, read_manifest, write_manifest
 from ctxeval.results.records import RecordKind, RowSink, check_resumable, done_passes, merge_parts
-from ctxeval.pipeline.progress import progress_bar
+from ctxeval.pipeline.progress import Step, progress_bar
+from ctxeval.pipeline.time_left import Load
 from ctxeval.results.base import Result, check_folder, make_folder, write_result
 
 R = TypeVar("R", covariant=True)
@@ -81,7 +82,8 @@ class RunSpec:
 @dataclass
 class Plan:
     """What a task will run: one `Work` per model (in model order; jobs already recorded left
-    out), the manifest fields the plan decides, and progress totals."""
+    out), the manifest fields the plan decides, progress totals, and the work left as the
+    time-left estimate weighs it (None: a job per unit, all alike)."""
 
     work: list[Work]
     manifest: dict[str, Any] = field(default_factory=dict)
@@ -89,6 +91,7 @@ class Plan:
     noun: str = "units of work"  # what they are called ("passes", "cases", "requests")
     total: int = 0  # progress total, in the task's `unit`
     already: int = 0  # of which already recorded
+    load: Load | None = None  # the `Step.cost`s of the jobs not yet recorded, summed
 
 
 class RunTask(Protocol, Generic[R]):
@@ -113,8 +116,9 @@ class RunTask(Protocol, Generic[R]):
         what the manifest lists about it (with an `error` text) and append nothing."""
         ...
 
-    def progress(self, model: WorkerModel, job: Any) -> tuple[int, str]:
-        """How far one job advances the progress bar, and its label."""
+    def progress(self, model: WorkerModel, job: Any) -> Step:
+        """How far one job advances the progress bar, its label and its cost (from the job
+        alone: asked when the job is sent to a worker, for the label, and when it is done)."""
         ...
 
     def model_done(self, run_dir: Path, model: WorkerModel) -> None:
@@ -161,16 +165,16 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, render: Rendering | None 
                             timing=previous.timing if previous else None, **fields)
         write_manifest(out, manifest)
         sink = RowSink(out, task.schema)
-        with terminate_as_interrupt(), incomplete_if_interrupted(out, manifest, lambda: session_timing(previous, started)), progress_bar(progress, plan.total, plan.already, task.unit) as shown:
+        with terminate_as_interrupt(), incomplete_if_interrupted(out, manifest, lambda: session_timing(previous, started)), progress_bar(progress, plan.total, plan.already, task.unit, left=plan.load) as shown:
             for model, load_spec, work in zip(models, load_specs, plan.work):
                 try:
-                    for job, result in runner.stream(model, load_spec, work):
+                    for job, result in runner.stream(model, load_spec, announced(work, lambda job, model=model: shown.start(task.progress(model, job).label))):
                         failure = task.record(model, job, result, sink.columns)
                         if failure is None:
                             sink.unit_done()
                         else:
                             failures.append(failure)
-                        shown.advance(*task.progress(model, job))
+                        shown.advance(task.progress(model, job))
                     sink.flush()
                     task.model_done(out, model)
                     shown.stage_done(model.name)
@@ -194,6 +198,16 @@ def run(task: RunTask[R], spec: RunSpec, out: Path, *, render: Rendering | None 
     if failures:
         raise _incomplete(failures, plan, out)
     return result
+
+
+def announced(work: Work, sent: Callable[[Any], None]) -> Work:
+    """`work` whose jobs call `sent` as their input is built, which every executor does as it
+    sends a job to a worker: the bar's label follows the work running, not the work just done."""
+    def item(job: Any) -> Any:
+        sent(job)
+        return work.item(job)
+
+    return replace(work, item=item)
 
 
 def session_timing(previous: Manifest | None, started: float) -> dict[str, Any]:

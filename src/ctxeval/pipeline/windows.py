@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ctxeval.errors import FieldError, UserError
+from ctxeval.pipeline.time_left import Cost
 
 METHODS = ("chunked", "sliding", "fixed")
 CONTEXT_MODES = ("exact", "approx", "thesis")
@@ -46,6 +47,10 @@ class Pass:
         too, because llama.cpp rounds a batch's rows by the batch's length and its own tools
         decode whole windows (docs/numerics.md)."""
         return self.target_end - self.context_start
+
+    def cost(self) -> Cost:
+        """The pass's work for the time-left estimate: its input, decoded at contexts up to its length."""
+        return Cost(self.n_input, self.n_input)
 
     def context_lens(self) -> np.ndarray:
         return np.arange(self.target_start, self.target_end) - self.context_start

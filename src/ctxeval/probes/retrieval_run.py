@@ -19,7 +19,8 @@ import pyarrow as pa
 
 from ctxeval.backends.base import Scorer
 from ctxeval.errors import FieldError
-from ctxeval.pipeline.engine import Plan, Rendering, RunSpec, run
+from ctxeval.pipeline.engine import Plan, Rendering, RunSpec, Step, run
+from ctxeval.pipeline.time_left import Cost, Load
 from ctxeval.backends.registry import ModelSpec
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
@@ -104,15 +105,16 @@ class RetrievalRun:
         manifest = {"lines_for_tokens": {name: {str(t): n for t, n in size} for name, size in sizes.items()} if config.tokens else None,
                     "plan": {"cases": sum(len(p) for p in plans), "record_kind": "retrieval case", "records": CASES_FILE}}
         total = sum(len(p) for p in plans)
-        return Plan(work, manifest, units=total, noun="cases", total=total, already=sum(job[0] in done for plan in plans for job in plan))
+        return Plan(work, manifest, units=total, noun="cases", total=total, already=sum(job[0] in done for plan in plans for job in plan),
+                    load=Load.of(_cost(job[2]) for plan in plans for job in plan if job[0] not in done))
 
     def record(self, model: Scorer, job: CaseJob, result: object, columns: dict[str, list]) -> None:
         index, target, _ = job
         append_row(columns, {"case_index": index, "tokens_target": target, **result})
 
-    def progress(self, model: Scorer, job: CaseJob) -> tuple[int, str]:
+    def progress(self, model: Scorer, job: CaseJob) -> Step:
         case = job[2]
-        return 1, f"{model.info.name} · {case.lines} lines · depth {case.depth:g}"
+        return Step(1, f"{model.info.name} · {case.lines} lines · depth {case.depth:g}", _cost(case))
 
     def model_done(self, run_dir: Path, model: Scorer) -> None:
         """Nothing to keep from the loaded model."""
@@ -166,3 +168,8 @@ def lines_for_tokens(scorer: Scorer, variant: str, target: int, seed: int) -> in
     if lines is None:
         raise FieldError("tokens", f"{target} is too small: the smallest {variant} record ({low} lines) has {size(low)} tokens for {scorer.info.name}")
     return lines
+
+
+def _cost(case: CaseSpec) -> Cost:
+    """A case's work for the time-left estimate: its lines stand for its tokens (each about alike)."""
+    return Cost(case.lines, case.lines)

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from ctxeval.backends.base import ModelInfo, Scorer
 from ctxeval.config import config_id
-from ctxeval.pipeline.engine import Plan, Rendering, RunSpec, run
+from ctxeval.pipeline.engine import Plan, Rendering, RunSpec, Step, run
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
 from ctxeval.results.manifest import Manifest
@@ -98,8 +98,8 @@ class QAPassRun(Generic[R]):
         append_row(columns, result)
         self.run_now += 1
 
-    def progress(self, model: Scorer, job: str) -> tuple[int, str]:
-        return 1, self.command
+    def progress(self, model: Scorer, job: str) -> Step:
+        return Step(1, self.command)
 
     def model_done(self, run_dir: Path, model: Scorer) -> None:
         """Nothing to keep from the loaded model."""

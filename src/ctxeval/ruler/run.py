@@ -18,10 +18,11 @@ import pyarrow as pa
 from ctxeval.backends.base import Scorer
 from ctxeval.config import config_id
 from ctxeval.errors import FieldError
-from ctxeval.pipeline.engine import Plan, Rendering, RunSpec, run
+from ctxeval.pipeline.engine import Plan, Rendering, RunSpec, Step, run
 from ctxeval.backends.registry import ModelSpec
 from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec, Work
 from ctxeval.pipeline.executors.work import one_per_unit
+from ctxeval.pipeline.time_left import Cost, Load
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.records import RecordKind, append_row
 from ctxeval.results.ruler import SAMPLES_FILE
@@ -142,7 +143,8 @@ class RulerRun:
         total = sum(len(p) for p in plans)
         manifest = {"plan": {"samples": total, "record_kind": "RULER sample", "records": SAMPLES_FILE, "haystack_sizes": sizes,
                              "essay_words": len(essay_words(self._essay)), "essay_repeated": essay_repeats(sizes, len(essay_words(self._essay)))}}
-        return Plan(work, manifest, units=total, noun="samples", total=total, already=sum(j[0] in done for p in plans for j in p))
+        return Plan(work, manifest, units=total, noun="samples", total=total, already=sum(j[0] in done for p in plans for j in p),
+                    load=Load.of(self._cost(j[1]) for p in plans for j in p if j[0] not in done))
 
     def _model_jobs(self, scorer: Scorer, first: int, chat: ChatTemplate | None) -> tuple[list[SampleJob], dict[str, dict[str, int]]]:
         """This model's samples (numbered in plan order: task, length, sample; run in the order that
@@ -175,9 +177,14 @@ class RulerRun:
     def record(self, model: Scorer, job: SampleJob, result: object, columns: dict[str, list]) -> None:
         append_row(columns, {"sample_index": job[0], **result})
 
-    def progress(self, model: Scorer, job: SampleJob) -> tuple[int, str]:
+    def progress(self, model: Scorer, job: SampleJob) -> Step:
         spec = job[1]
-        return 1, f"{model.info.name} · {spec.task} · {spec.length} tokens"
+        return Step(1, f"{model.info.name} · {spec.task} · {spec.length} tokens", self._cost(spec))
+
+    def _cost(self, spec: SampleSpec) -> Cost:
+        """A sample's prompt fills its length; it may generate the task's tokens (a budget: a
+        sample its likelihood pass settles, or one not drawn, generates none)."""
+        return Cost(spec.length, spec.length, 0 if self.config.likelihood_only else TASKS[spec.task].tokens_to_generate)
 
     def model_done(self, run_dir: Path, model: Scorer) -> None:
         """Nothing to keep from the loaded model."""

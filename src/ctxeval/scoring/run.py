@@ -24,7 +24,8 @@ from ctxeval.metrics.config import MetricConfig
 from ctxeval.data.texts import Text
 from ctxeval.errors import ScoringFailed
 from ctxeval.pieces import has_pieces, write_pieces
-from ctxeval.pipeline.engine import Plan, RunSpec
+from ctxeval.pipeline.engine import Plan, RunSpec, Step
+from ctxeval.pipeline.time_left import Load
 from ctxeval.backends.registry import ModelSpec
 from ctxeval.pipeline.executors import ScorerSpec
 from ctxeval.pipeline.executors.work import Job
@@ -88,7 +89,7 @@ class ScoringRun:
             work.append(scoring_work(scorer, self.config, jobs))
         indexed = list(enumerate(p for per_model in plan for per_text in per_model for p in per_text))
         return Plan(work, manifest, units=len(indexed), noun="passes", total=sum(p.n_targets for _, p in indexed),
-                    already=sum(p.n_targets for i, p in indexed if i in done))
+                    already=sum(p.n_targets for i, p in indexed if i in done), load=Load.of(p.cost() for i, p in indexed if i not in done))
 
     def record(self, model: Scorer, job: Job, result: object, columns: dict[str, list]) -> dict | None:
         index, tt, p = job
@@ -97,9 +98,9 @@ class ScoringRun:
         _append_rows(model, self.config, tt, p, index, result, columns)
         return None
 
-    def progress(self, model: Scorer, job: Job) -> tuple[int, str]:
+    def progress(self, model: Scorer, job: Job) -> Step:
         _, tt, p = job
-        return p.n_targets, f"{model.info.name} · {tt.text.text_id} · {p.window_id}"
+        return Step(p.n_targets, f"{model.info.name} · {tt.text.text_id} · {p.window_id}", p.cost())
 
     def model_done(self, run_dir: Path, model: Scorer) -> None:
         """Keep the text of every token id the model's records mention (pieces.parquet)."""

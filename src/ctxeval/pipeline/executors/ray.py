@@ -5,11 +5,19 @@ requests) are dealt to the actors with long and short units interleaved (as lm-e
 requests to vLLM's data-parallel workers), a few in flight per actor; results stream back as
 they complete (`ray.wait`) and the driver alone writes records. A unit whose actor dies is put
 back at the head of the queue and runs on the next free actor; the dead actor is replaced.
+
+No wait is for ever: an actor that no node of the cluster could hold (more CPUs or GPUs than
+any node has) stops the run at once, and one that waits longer than `--placement-timeout` for
+a node to free its resources (held by another job, or by an actor Ray has not released) stops
+it then, in one line naming what it waits for. Only an actor not yet placed on a node is timed
+(the GCS's actor table says which: no worker process yet), so a slow machine, where a placed
+actor loads or scores slowly, is waited for as long as it takes.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter, deque
 from collections.abc import Iterator
 
@@ -21,6 +29,8 @@ IN_FLIGHT_PER_WORKER = 2  # a queued unit keeps an actor busy while the driver w
 MAX_ATTEMPTS = 3  # a unit whose actor died this many times ends the run
 # Tests set this to kill one busy actor (ray.kill) after that many jobs came back.
 KILL_WORKER_AFTER_ENV = "CTXEVAL_TEST_KILL_WORKER_AFTER"
+POLL_S = 5.0  # how often a wait for actors or results looks whether its actors are placed
+UNPLACED = ("DEPENDENCIES_UNREADY", "PENDING_CREATION")  # an actor's states before it runs
 
 
 class ModelWorker:
@@ -59,6 +69,8 @@ class RayExecutor:
         self._actors: list = []
         self._worker_class = None
         self._warm: tuple[Loadable, list] | None = None
+        self._unplaced: dict[str, float] = {}  # actor id -> when it was first seen waiting to be placed
+        self._feasible = False
         self.worker_usage: dict[str, list[dict]] = {}
         if not ray.is_initialized():
             address = options.address or os.environ.get("RAY_ADDRESS")
@@ -86,7 +98,10 @@ class RayExecutor:
             return self._spawn(load_spec, slot)
 
         actors = warmed + [spawn(slot) for slot in range(len(warmed), n_actors)]
-        for error in ray.get([a.ready.remote() for a in actors]):
+        loaded = [a.ready.remote() for a in actors]
+        while ray.wait(loaded, num_returns=len(loaded), timeout=self._poll())[1]:
+            self._check_placed(actors)
+        for error in ray.get(loaded):
             if error is not None:
                 raise UserError(error)
         queue = deque(interleaved([sum(work.cost(job) for job in group) for group in groups]))
@@ -138,6 +153,8 @@ class RayExecutor:
 
     def _spawn(self, load_spec: Loadable, slot: int):
         """A new actor for `slot`; actor i reaches server i mod n (openai: several --base-url)."""
+        if not self._feasible:
+            self._check_feasible()
         if self._worker_class is None:
             self._worker_class = self._ray.remote(num_cpus=self.options.threads_per_worker, num_gpus=self.options.gpus_per_worker)(ModelWorker)
         servers = load_spec.per_server()
@@ -155,7 +172,11 @@ class RayExecutor:
         for slot in range(len(actors)):
             submit(slot)
         while inflight:
-            (ref,), _ = ray.wait(list(inflight), num_returns=1)
+            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=self._poll())
+            if not ready:
+                self._check_placed(actors)
+                continue
+            (ref,) = ready
             slot, actor, unit = inflight.pop(ref)
             try:
                 results = ray.get(ref)
@@ -182,6 +203,49 @@ class RayExecutor:
                     ray.kill(busy[0], no_restart=True)
             submit(slot)
 
+    def _need(self) -> dict[str, float]:
+        """What one actor asks of a node."""
+        need = {"CPU": float(self.options.threads_per_worker)}
+        if self.options.gpus_per_worker:
+            need["GPU"] = float(self.options.gpus_per_worker)
+        return need
+
+    def _check_feasible(self) -> None:
+        """Refuse at once an actor that no node of the cluster could ever hold (Ray would keep
+        it waiting, and the run with it, for ever)."""
+        need = self._need()
+        nodes = [node["Resources"] for node in self._ray.nodes() if node["Alive"]]
+        if not any(all(resources.get(k, 0.0) >= v for k, v in need.items()) for resources in nodes):
+            largest = max(nodes, key=lambda r: (r.get("CPU", 0.0), r.get("GPU", 0.0)), default={})
+            short = "threads_per_worker" if not any(r.get("CPU", 0.0) >= need["CPU"] for r in nodes) else "gpus_per_worker"
+            raise FieldError(short, f"a Ray actor needs {_resources(need)}, but no node of the cluster has that many "
+                                    f"(the largest has {_resources(largest, need)}); lower {{name}}")
+        self._feasible = True
+
+    def _poll(self) -> float:
+        return min(POLL_S, self.options.placement_timeout / 4)
+
+    def _check_placed(self, actors: list) -> None:
+        """Stop the run, in one line, once an actor has waited `--placement-timeout` to be placed
+        on a node; an actor already placed (loading or working, however slowly) is not timed."""
+        # the GCS's actor table (ray.util.state asks the dashboard, which a local cluster here runs without)
+        from ray._private.state import actors as actor_table
+
+        table, now = actor_table(), time.monotonic()
+        waited = 0.0
+        for actor in actors:
+            key = actor._actor_id.hex()
+            entry = table.get(key, {})
+            if entry.get("State") in UNPLACED and not entry.get("Pid"):
+                waited = max(waited, now - self._unplaced.setdefault(key, now))
+            else:
+                self._unplaced.pop(key, None)
+        if waited >= self.options.placement_timeout:
+            need, free, total = self._need(), self._ray.available_resources(), self._ray.cluster_resources()
+            raise FieldError("placement_timeout", f"a Ray actor waited {waited:.0f} s for a node to offer {_resources(need)} "
+                                                  f"(the cluster has {_resources(total, need)}, {_resources(free, need)} free: this run's other actors "
+                                                  f"or other jobs hold them); free them, or lower {{workers}}, or raise {{name}}")
+
     def _kill_actors(self) -> None:
         """Free the actors' CPUs and GPUs (the next model's actors need them)."""
         for actor in self._actors:
@@ -194,6 +258,12 @@ class RayExecutor:
         if self._started:
             self._ray.shutdown()
             self._started = False
+
+
+def _resources(resources: dict[str, float], kinds: dict[str, float] | None = None) -> str:
+    """'2 CPUs and 1 GPU': the kinds of `kinds` (or of `resources`) that `resources` holds."""
+    amounts = [(kind, resources.get(kind, 0.0)) for kind in (kinds or resources) if kind in ("CPU", "GPU")]
+    return " and ".join(f"{n:g} {kind}{'' if n == 1 else 's'}" for kind, n in amounts)
 
 
 def interleaved(costs: list[int]) -> list[int]:

@@ -13,6 +13,9 @@ from ctxeval.errors import FieldError
 from ctxeval.options import option
 
 EXECUTORS = ("local", "ray")
+# how long a Ray actor may wait to be placed: placing is the scheduler's decision, taken within
+# seconds once a node has the resources free, however slow the machine; generous all the same
+PLACEMENT_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,8 @@ class ExecutorOptions:
     address: str | None = option("--address", "--executor ray: the cluster's address (default: RAY_ADDRESS, else start a local cluster on 127.0.0.1).", None)
     threads_per_worker: int = option("--threads-per-worker", "--executor ray: CPU threads (and CPUs reserved) per actor.", 1)
     gpus_per_worker: float = option("--gpus-per-worker", "--executor ray: GPUs reserved per actor (hf: models with --device cuda).", 0.0)
+    placement_timeout: float = option("--placement-timeout", "--executor ray: seconds an actor may wait for a node to offer its CPUs and GPUs before the run "
+                                      "stops (an actor no node could ever hold stops it at once; a placed actor that loads slowly is waited for).", PLACEMENT_TIMEOUT_S)
 
     def check(self) -> None:
         """Refuse impossible settings with one clear line."""
@@ -35,8 +40,11 @@ class ExecutorOptions:
             raise FieldError("threads_per_worker", f"must be a positive integer, got {self.threads_per_worker}")
         if self.gpus_per_worker < 0:
             raise FieldError("gpus_per_worker", f"must not be negative, got {self.gpus_per_worker}")
-        if self.kind == "local" and (self.workers != 1 or self.address or self.gpus_per_worker or self.threads_per_worker != 1):
-            raise FieldError("kind", "{workers}, {address}, {threads_per_worker} and {gpus_per_worker} apply to {name} ray only")
+        if not self.placement_timeout > 0:
+            raise FieldError("placement_timeout", f"must be positive, got {self.placement_timeout}")
+        if self.kind == "local" and (self.workers != 1 or self.address or self.gpus_per_worker or self.threads_per_worker != 1
+                                     or self.placement_timeout != PLACEMENT_TIMEOUT_S):
+            raise FieldError("kind", "{workers}, {address}, {threads_per_worker}, {gpus_per_worker} and {placement_timeout} apply to {name} ray only")
 
 
 class WorkerModel(Protocol):

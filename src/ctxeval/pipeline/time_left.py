@@ -1,0 +1,124 @@
+"""The time-left estimate of a run: the work still planned, weighed by what each kind of work has
+cost so far in this session, not counted.
+
+Jobs differ in cost far more than in count: a sweep's pass at 1,024 tokens scores as many
+targets as one at 32 but decodes 30 times the tokens, each at a longer context; a RULER sample
+that generates costs many decode steps more than one settled by its likelihood pass. A job's
+time is modelled as
+
+    t = o + P·(a + b·L) + g·G
+
+an overhead o per job, its P prompt tokens at a per-token cost that grows with the context
+length L they are decoded at (attention reads every earlier token), and its G generated tokens
+at their own cost (one decode step each, counted apart from the prompt). The coefficients
+(all ≥ 0) are fitted by non-negative least squares to the times between this session's finished
+jobs, a term only once the finished jobs can tell it apart from the others: the overhead once
+they differ in tokens, the growth with length once they span three lengths, generation once
+one job generated; until then a job's time is taken as proportional to its tokens. The time
+left is the fit applied to the sums of the same terms over the jobs not yet finished, which
+the plan gives (`Load`). With an executor that runs jobs side by side (Ray actors) the times
+between finished jobs are shorter in the same proportion as the work left is, so the estimate
+needs no worker count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+OVERHEAD, TOKENS, TOKEN_LENGTHS, GENERATED = range(4)  # the model's terms, as columns
+LENGTHS_FOR_GROWTH = 3  # distinct lengths finished before the growth with length is fitted
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One job's work as the estimate weighs it: `tokens` decoded at a context of up to
+    `length` tokens (0: no length applies), then `generated` tokens generated (a budget where
+    the job may stop early: the fit learns what a budgeted token costs on average)."""
+
+    tokens: int
+    length: int = 0
+    generated: int = 0
+
+    def terms(self) -> np.ndarray:
+        return np.array([1.0, self.tokens, self.tokens * self.length, self.generated])
+
+
+@dataclass(frozen=True)
+class Load:
+    """The terms of `t` summed over a set of jobs (the plan's work not yet recorded)."""
+
+    jobs: float
+    tokens: float
+    token_lengths: float
+    generated: float
+
+    @classmethod
+    def of(cls, costs: Iterable[Cost]) -> Load:
+        total = np.zeros(4)
+        for cost in costs:
+            total += cost.terms()
+        return cls(*map(float, total))
+
+    def terms(self) -> np.ndarray:
+        return np.array([self.jobs, self.tokens, self.token_lengths, self.generated])
+
+
+class TimeLeft:
+    """The estimate, updated as each job finishes; `seconds` counts it down between jobs."""
+
+    def __init__(self, left: Load, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self._left = left.terms()
+        self._gram = np.zeros((4, 4))  # sums of outer products of the finished jobs' terms
+        self._moment = np.zeros(4)  # sums of their terms times their times
+        self._scale = np.zeros(4)  # each term's largest value so far (the fit's units)
+        self._lengths: set[int] = set()
+        self._tokens: set[int] = set()
+        self._last = clock()
+        self._estimate: float | None = None
+
+    def done(self, cost: Cost) -> None:
+        """A job of `cost` finished now: its time is the time since the previous one finished."""
+        now = self.clock()
+        terms = cost.terms()
+        self._gram += np.outer(terms, terms)
+        self._moment += terms * (now - self._last)
+        self._scale = np.maximum(self._scale, terms)
+        self._left = np.maximum(self._left - terms, 0.0)
+        self._lengths.add(cost.length)
+        self._tokens.add(cost.tokens)
+        self._last = now
+        self._estimate = float(self._left @ self._per_term())
+
+    def seconds(self) -> float | None:
+        """Seconds left (None before a job finished): the estimate at the last finished job,
+        less the time since."""
+        if self._estimate is None:
+            return None
+        return max(0.0, self._estimate - (self.clock() - self._last))
+
+    def _per_term(self) -> np.ndarray:
+        """Seconds per unit of each term, fitted to the finished jobs (0 for a term not fitted)."""
+        from scipy.optimize import nnls  # here, so importing the engine stays light
+
+        used = [TOKENS]
+        if len(self._tokens) > 1:
+            used.append(OVERHEAD)
+        if len(self._lengths) >= LENGTHS_FOR_GROWTH:
+            used.append(TOKEN_LENGTHS)
+        if self._scale[GENERATED] > 0:
+            used.append(GENERATED)
+        if self._scale[TOKENS] == 0:  # jobs without tokens (a count): the overhead is all there is
+            used = [OVERHEAD]
+        scale = np.where(self._scale[used] > 0, self._scale[used], 1.0)
+        gram = self._gram[np.ix_(used, used)] / np.outer(scale, scale)
+        moment = self._moment[used] / scale
+        # min |Xc - y|² through the Gram matrix: X'X = R'R, then |Rc - R'^-1 X'y|² (a tiny ridge keeps R defined for equal columns)
+        upper = np.linalg.cholesky(gram + 1e-9 * np.trace(gram) * np.eye(len(used))).T
+        coefficients, _ = nnls(upper, np.linalg.solve(upper.T, moment))
+        out = np.zeros(4)
+        out[used] = coefficients / scale
+        return out
