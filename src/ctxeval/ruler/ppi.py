@@ -184,13 +184,16 @@ def remedy(samples: int, unsettled: int, generation: Generation) -> list[dict[st
         return [{"samples": 2}]
     if unsettled == 0:
         return []
-    every = math.ceil(MIN_GENERATED * samples / unsettled)  # samples with every unsettled one generated
+    def up(x: float) -> int:  # the least whole number reaching x (a product of decimal shares lands a hair above a whole one)
+        return math.ceil(x - 1e-9)
+
+    every = up(MIN_GENERATED * samples / unsettled)  # samples with every unsettled one generated
     if generation.mode == "count":
         return [{"generate_count": every}] if every <= samples else [{"samples": every, "generate_count": every}]
     share = generation.share if generation.share is not None else 1.0
-    options: list[dict[str, float | int]] = [{"samples": math.ceil(MIN_GENERATED * samples / (share * unsettled))}]
+    options: list[dict[str, float | int]] = [{"samples": up(MIN_GENERATED * samples / (share * unsettled))}]
     if unsettled >= MIN_GENERATED and share < 1:
-        options.append({"generate_share": math.ceil(100 * MIN_GENERATED / unsettled) / 100})
+        options.append({"generate_share": up(100 * MIN_GENERATED / unsettled) / 100})
     elif share < 1:
         options.append({"samples": every, "generate_share": 1.0})
     return options
