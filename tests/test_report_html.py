@@ -784,6 +784,7 @@ def test_ruler_runs_show_ppi_scores_verdicts_chart_and_samples(browser, ruler_re
         generated = page.text_content("#sample-generated")
         assert generated == r["prediction"] if kind == "generated" else generated.startswith("predicted: not drawn for generation")
         assert page.text_content("#sample-ranks") == " ".join(str(x) for x in r["answer_ranks"]) and len(r["answer_ranks"]) == r["answer_tokens"]
+        assert page.text_content("#sample-prefix") == f"the model's greedy choice follows the reference for {r['greedy_prefix']} of its {r['reference_tokens']} token(s)"
         assert page.text_content("#sample-logp").startswith(f"{r['answer_logprob']:.3f} over {r['answer_tokens']} token(s)")
     page.select_option("#s-kind", "predicted")
     shown = page.eval_on_selector_all("#sample-list tbody tr", "els => els.map(e => e.children[4].textContent)")

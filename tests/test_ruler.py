@@ -539,7 +539,7 @@ def test_the_sample_explorer_shows_a_dash_for_what_older_records_do_not_keep():
 
     row = {"model": "m", "task": "vt", "length": 512, "sample": 3, "method": "greedy generation", "answers": np.array(["AAAAA", "BBBBB"]),
            "prediction": "AAAAA BBBBB", "generation_score": 1.0, "likelihood_score": 0.5, "answer_logprob": -2.5, "mean_logprob": -1.25,
-           "answer_tokens": 2, "first_rank": 1}
+           "answer_tokens": 2, "first_rank": 1, "greedy_prefix": 0, "reference_tokens": 3}
     (old,) = sample_entries(pd.DataFrame([row]))
     assert (old["prompt_tail"], old["answer_ranks"], old["kind"], old["generated"], old["answers"]) == (None, None, "generated", "AAAAA BBBBB", ["AAAAA", "BBBBB"])
     (new,) = sample_entries(pd.DataFrame([row | {"prompt_tail": "... they are: ", "answer_ranks": np.array([1, 7])}]))

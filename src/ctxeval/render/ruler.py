@@ -230,7 +230,8 @@ def sample_entries(samples: pd.DataFrame) -> list[dict]:
     """What the sample explorer shows of each sample: where it is, how it was scored, the end
     of its prompt (None in runs that did not keep it), the reference answers, the generated
     text (None where the sample was not generated), both scores, the answer's log p and its
-    tokens' ranks (None in runs that did not keep them)."""
+    tokens' ranks (None in runs that did not keep them), and how far the model's greedy choice
+    follows the teacher-forced reference (which the likelihood score reads)."""
     def number(value: object) -> float | None:
         return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)  # type: ignore[arg-type]
 
@@ -243,7 +244,8 @@ def sample_entries(samples: pd.DataFrame) -> list[dict]:
                     "generated": str(r.prediction) if kind == "generated" else None,
                     "generation_score": number(r.generation_score), "likelihood_score": number(r.likelihood_score),
                     "answer_logprob": number(r.answer_logprob), "mean_logprob": number(r.mean_logprob), "answer_tokens": int(r.answer_tokens),
-                    "answer_ranks": [int(x) for x in ranks] if isinstance(ranks, (list, tuple, np.ndarray)) else None, "first_rank": int(r.first_rank)})
+                    "answer_ranks": [int(x) for x in ranks] if isinstance(ranks, (list, tuple, np.ndarray)) else None, "first_rank": int(r.first_rank),
+                    "greedy_prefix": int(r.greedy_prefix), "reference_tokens": int(r.reference_tokens)})
     return out
 
 

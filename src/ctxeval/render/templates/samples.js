@@ -65,6 +65,7 @@
     $("sample-lik-score").textContent = `${score(s.likelihood_score)} % (answers inside the greedy prefix of the teacher-forced reference)`;
     $("sample-logp").textContent = `${logp(s.answer_logprob)} over ${s.answer_tokens} token(s), ${logp(s.mean_logprob)} per token`;
     $("sample-ranks").textContent = s.answer_ranks === null ? `— (this run keeps the first token's only: ${s.first_rank})` : s.answer_ranks.join(" ");
+    $("sample-prefix").textContent = `the model's greedy choice follows the reference for ${s.greedy_prefix} of its ${s.reference_tokens} token(s)`;
     render();
   }
 
