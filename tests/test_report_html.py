@@ -712,3 +712,92 @@ def test_effective_length_figure_text_neither_overlaps_nor_is_clipped(chart_runs
     outside = [text for text, b in boxes if b.x0 < page.x0 - 0.5 or b.x1 > page.x1 + 0.5 or b.y0 < page.y0 - 0.5 or b.y1 > page.y1 + 0.5]
     overlapping = [(s, t) for i, (s, a) in enumerate(boxes) for t, b in boxes[i + 1 :] if a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1]
     assert (outside, overlapping) == ([], [])
+
+
+# ---- RULER runs: a --generate-share run of a model and its truncation control, and a plain run ----
+@pytest.fixture(scope="module")
+def ruler_report(tmp_path_factory):
+    """A prediction-powered RULER run (a tiny random-weight Llama and the same model truncated
+    to 256 tokens, so paired on the same prompts) and a plain run (every sample generated),
+    and the report of both."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("ppi_py")
+    from ctxeval.data.texts import demo_text_path
+    from tests.hf_tiny import tiny_llama_dir
+
+    root = tmp_path_factory.mktemp("ruler")
+    model = f"hf:{tiny_llama_dir(root / 'gemma-3-270m', demo_text_path().read_text()[:20000], vocab_size=512)}"
+    share = api.ruler(tasks=("niah_single_1",), lengths=(512,), models=(model, f"{model}?max_context=256"), samples=12, generate_share=0.5,
+                      out=root / "share")
+    plain = api.ruler(tasks=("niah_single_1",), lengths=(512,), models=(model,), samples=3, out=root / "plain")
+    return {"share": share, "plain": plain, "html": api.report([share.run_dir, plain.run_dir], out=root / "report.html")}
+
+
+# every answer table's phrases and first cells: how many lines each is drawn on, and whether a cell clips its text
+ANSWER_TEXT = """els => els.map(e => ({text: e.textContent, lines: e.getClientRects().length,
+  clipped: e.tagName === 'TD' && e.scrollWidth > e.clientWidth + 1}))"""
+
+
+def test_ruler_runs_show_ppi_scores_verdicts_chart_and_samples(browser, ruler_report, tmp_path):
+    """The report of a --generate-share run and a plain run: the PPI++ scores and differences as
+    ppi.json holds them, each cell with its interval or why it has none and what would give one,
+    each difference with its verdict; the likelihood tables titled as another measure; a chart
+    per run; the header counting samples; the sample explorer showing a sample as
+    samples.parquet holds it. No console error, no phrase broken over two lines, no cell
+    clipping its text, no chart text overlapping or leaving its figure."""
+    share, plain = ruler_report["share"], ruler_report["plain"]
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(ruler_report["html"].as_uri())
+    page.wait_for_function("window.ctxevalSamples !== undefined")
+    n = len(share.samples) + len(plain.samples)
+    assert page.inner_text("header .sub").startswith(f"2 run(s), {n} RULER samples.")
+    assert page.query_selector("#explorer") is None  # no token records: no empty token explorer
+    answers = page.inner_text("#answers")
+    assert "RULER, prediction-powered (PPI++)" in answers and "another measure" in answers
+    for _, row in share.ppi.iterrows():
+        shown = f"{row['estimate']:.1f} [" if row["low"] == row["low"] else f"{row['estimate']:.1f}, no interval: {row['reason']}"
+        assert shown in answers, shown
+        if row["low"] != row["low"]:
+            assert "would give one" in answers and "--samples" in answers
+    (difference,) = share.ppi_differences.itertuples()
+    assert difference.outcome in answers and f"{difference.estimate:+.1f}" in answers
+    titles = page.eval_on_selector_all("svg.chart", "els => els.map(e => e.querySelector('title').textContent)")
+    assert any("share: RULER niah_single_1, PPI++ score" in t for t in titles) and any("plain: RULER niah_single_1, score by generation" in t for t in titles)
+    assert chart_text_problems(page) == []
+    drawn = page.eval_on_selector_all("#answers .phrase, #answers td.name", ANSWER_TEXT)
+    assert drawn and [d["text"] for d in drawn if d["lines"] != 1 or d["clipped"]] == []
+
+    rows = page.eval_on_selector_all("#sample-list tbody tr", "els => els.map(e => Number(e.dataset.i))")
+    assert rows == list(range(min(n, 50)))
+    records = pd.concat([share.samples.assign(run="share"), plain.samples.assign(run="plain")], ignore_index=True)
+    kinds = {"greedy generation": "generated", "generation path": "settled", "predicted (not drawn for generation)": "predicted"}
+    for kind in ("generated", "predicted"):
+        i = next(i for i, m in enumerate(records["method"]) if kinds[m] == kind)
+        page.click(f"#sample-list tbody tr[data-i='{i}']")
+        r = records.iloc[i]
+        assert page.inner_text("#sample-title") == f"{r['run']} · {r['model']} · niah_single_1 · L=512 · sample {r['sample']} · {kind}"
+        assert page.text_content("#sample-prompt") == "…" + r["prompt_tail"] and r["prompt_tail"].endswith("mentioned in the provided text is")
+        assert page.text_content("#sample-answers") == ", ".join(r["answers"])
+        generated = page.text_content("#sample-generated")
+        assert generated == r["prediction"] if kind == "generated" else generated.startswith("predicted: not drawn for generation")
+        assert page.text_content("#sample-ranks") == " ".join(str(x) for x in r["answer_ranks"]) and len(r["answer_ranks"]) == r["answer_tokens"]
+        assert page.text_content("#sample-prefix") == f"the model's greedy choice follows the reference for {r['greedy_prefix']} of its {r['reference_tokens']} token(s)"
+        assert page.text_content("#sample-logp").startswith(f"{r['answer_logprob']:.3f} over {r['answer_tokens']} token(s)")
+    page.select_option("#s-kind", "predicted")
+    shown = page.eval_on_selector_all("#sample-list tbody tr", "els => els.map(e => e.children[4].textContent)")
+    assert shown and set(shown) == {"predicted"} and len(shown) == sum(m == "predicted (not drawn for generation)" for m in records["method"])
+    page.screenshot(path=str(Path(os.environ.get("CTXEVAL_TEST_ARTIFACTS", tmp_path)) / "report-ruler.png"), full_page=True)
+    page.close()
+    assert errors == [], errors
+
+
+def test_answer_cells_break_only_between_phrases():
+    from ctxeval.render.page import phrase_list
+
+    assert phrase_list("−30.0 [−60.3, +6.1] too few samples to tell (about 10 would settle it)") == [
+        "−30.0", "[−60.3, +6.1]", "too few samples to tell", "(about 10 would settle it)"]
+    assert phrase_list("≥ 1024 [128, ≥ 1024]") == ["≥ 1024", "[128, ≥ 1024]"]
+    assert phrase_list("gemma-3-270m") == ["gemma-3-270m"] and phrase_list("") == [""]

@@ -509,3 +509,40 @@ def test_samples_sharing_a_haystack_run_in_the_order_of_their_prompts():
         return sum(len(os.path.commonprefix([a, b])) for a, b in zip(texts, texts[1:]))
 
     assert shared(ordered[:5]) >= shared(jobs[:5])
+
+
+def test_the_agreement_line_counts_what_each_scoring_found_on_the_samples_with_a_generated_score():
+    """Four generated samples whose answers generation found where the teacher-forced reference
+    left the greedy choice before them (the 4K case of the issue: equal on none, generation
+    higher on all, on a task that scored 100) and two settled ones, which agree by construction;
+    a predicted sample has no generated score and is not counted."""
+    from ctxeval.render.ruler import agreement_line
+    from ctxeval.ruler.report import agreement
+
+    methods = ["greedy generation"] * 4 + ["generation path"] * 2 + ["predicted (not drawn for generation)"]
+    samples = pd.DataFrame({"method": methods, "generation_score": [1.0] * 6 + [np.nan], "likelihood_score": [0.0] * 4 + [1.0] * 2 + [0.0]})
+    agree = agreement(samples)
+    assert (agree["samples"], agree["settled"], agree["generated"]) == (6, 2, 4)
+    assert (agree["agree"], agree["answered_in_another_form"], agree["likelihood_above_generation"]) == (2 / 6, 4 / 6, 0.0)
+    line = agreement_line(agree)
+    assert line.startswith("Generation against likelihood, on the 6 samples with a generated score (2 settled by likelihood, which agree by construction; 4 generated): "
+                           "the two scores are equal on 2 (33.3%); generation is higher on 4 (66.7%)")
+    assert line.endswith("likelihood is higher on 0 (0.0%).")
+    older = {k: v for k, v in agree.items() if k not in ("settled", "generated")}  # results.json of a run written before
+    assert agreement_line(older).startswith("Generation against likelihood, on the 6 samples with a generated score: the two scores are equal on 2")
+
+
+def test_the_sample_explorer_shows_a_dash_for_what_older_records_do_not_keep():
+    """Records written before `prompt_tail` and `answer_ranks` existed give None for both (the
+    page shows "—" and the first token's rank); a record that keeps them gives them whole."""
+    from ctxeval.render.ruler import sample_entries
+
+    row = {"model": "m", "task": "vt", "length": 512, "sample": 3, "method": "greedy generation", "answers": np.array(["AAAAA", "BBBBB"]),
+           "prediction": "AAAAA BBBBB", "generation_score": 1.0, "likelihood_score": 0.5, "answer_logprob": -2.5, "mean_logprob": -1.25,
+           "answer_tokens": 2, "first_rank": 1, "greedy_prefix": 0, "reference_tokens": 3}
+    (old,) = sample_entries(pd.DataFrame([row]))
+    assert (old["prompt_tail"], old["answer_ranks"], old["kind"], old["generated"], old["answers"]) == (None, None, "generated", "AAAAA BBBBB", ["AAAAA", "BBBBB"])
+    (new,) = sample_entries(pd.DataFrame([row | {"prompt_tail": "... they are: ", "answer_ranks": np.array([1, 7])}]))
+    assert (new["prompt_tail"], new["answer_ranks"]) == ("... they are: ", [1, 7])
+    (predicted,) = sample_entries(pd.DataFrame([row | {"method": "predicted (not drawn for generation)", "prediction": "", "generation_score": np.nan}]))
+    assert (predicted["kind"], predicted["generated"], predicted["generation_score"]) == ("predicted", None, None)

@@ -322,3 +322,54 @@ def test_the_ppi_section_gives_each_difference_its_verdict_and_shows_intervals_w
     assert "within δ = 5 points" in text
     assert "within δ = 2 points" in "\n".join(ppi_markdown(scores, differences, delta=5.0, until={"delta": 2.0, "half_width": None, "max_samples": 40,
                                                                                                       "round_size": 10, "confidence": 0.9875, "rounds": 4}))
+
+
+def test_a_cell_without_an_interval_names_why_and_the_options_that_would_give_one():
+    """The remedy of a cell lacking an interval: the samples at the run's share whose expected
+    generated unsettled samples (share × unsettled share × samples) first reach MIN_GENERATED,
+    or a share at these samples, or every unsettled one generated on more samples; a count run,
+    a larger count. The step-1 cell of the issue (10 samples, 3 unsettled, share 0.3) needs 112
+    samples at 0.3, or 34 at share 1; the rendered cell says so with its reason."""
+    from ctxeval.render.ruler_ppi import ppi_markdown
+    from ctxeval.ruler.generation import Generation
+    from ctxeval.ruler.ppi import remedy, with_remedies
+    from ctxeval.stats.ppi import MIN_GENERATED
+
+    def expected(samples: int, n: int, unsettled: int, share: float) -> float:
+        return share * unsettled / n * samples
+
+    share = Generation("share", share=0.3)
+    assert remedy(10, 3, share) == [{"samples": 112}, {"samples": 34, "generate_share": 1.0}]
+    assert expected(112, 10, 3, 0.3) >= MIN_GENERATED > expected(111, 10, 3, 0.3)
+    assert expected(34, 10, 3, 1.0) >= MIN_GENERATED > expected(33, 10, 3, 1.0)
+    assert remedy(40, 20, share) == [{"samples": 67}, {"generate_share": 0.5}]  # 20 unsettled: half of them drawn reach 10
+    assert remedy(40, 0, share) == []  # nothing to generate: every sample settled
+    assert remedy(24, 12, Generation("count", count=10)) == [{"generate_count": 20}]
+    assert remedy(12, 6, Generation("count", count=10)) == [{"samples": 20, "generate_count": 20}]
+
+    records = _records(0.3, samples=10)
+    scores, differences = ppi_tables(records.drop(columns="truth"), 42)
+    scores, differences = with_remedies(scores, share), with_remedies(differences, share)
+    for _, row in scores[scores["low"].isna()].iterrows():
+        unsettled = int(row["generated"] + row["predicted"])
+        if row["task"] != "mean":
+            assert row["remedy"] == remedy(int(row["samples"]), unsettled, share)
+            assert row["reason"] == f"{int(row['generated'])} of its {unsettled} unsettled samples generated, an interval needs {MIN_GENERATED}"
+    assert scores["low"].isna().any() and all(r for r, low in zip(scores["remedy"], scores["low"]) if low != low)
+    assert all(r == [] for r, low in zip(scores["remedy"], scores["low"]) if low == low)
+    text = "\n".join(ppi_markdown(scores, differences, delta=5.0))
+    row = scores[(scores["task"] == "mean") & (scores["model"] == "full")].iloc[0]
+    worst = max((r for r in scores.loc[(scores["model"] == "full") & (scores["task"] != "mean"), "remedy"] if r), key=lambda r: r[0]["samples"])
+    flags = ", or ".join(" ".join(f"{'--samples' if k == 'samples' else '--generate-share'} {v:g}" for k, v in o.items()) for o in worst)
+    assert f"{row['estimate']:.1f}, no interval: a task without an interval; {flags} would give one" in text
+    assert "| model | task | length | score | settled | generated | predicted |" in text and "exact" not in text.replace("exact, not generated", "")
+    # a difference without an interval claims no sample count from a spread it does not have
+    assert differences.loc[differences["low"].isna(), "samples_needed"].isna().all()
+    assert "would settle it" not in "".join(line for line in text.splitlines() if "no interval" in line)
+
+
+def test_non_numeric_share_is_refused_in_ctxevals_words(tmp_path):
+    proc = run_cli("ruler", "--generate-share", "abc", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and proc.stderr == "ctxeval: error: --generate-share must be a number, got 'abc'\n", proc.stderr
+    proc = run_cli("ruler", "--samples=1.5", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and proc.stderr == "ctxeval: error: --samples must be an integer, got '1.5'\n", proc.stderr

@@ -224,7 +224,7 @@ def main() -> None:
         if type(exc).__name__ == "NoArgsIsHelpError":
             sys.exit(0)
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
-            _fail(exc.format_message().replace("\n", " "))
+            _fail(_not_a_number(exc) or exc.format_message().replace("\n", " "))
         if type(exc).__name__ == "Abort":
             _interrupted()
         raise
@@ -232,6 +232,21 @@ def main() -> None:
         _interrupted()
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def _not_a_number(exc: Exception) -> str | None:
+    """A numeric flag given text, in ctxeval's words ("--generate-share must be a number, got
+    'abc'") instead of the parsing library's; None for any other error."""
+    param, message = getattr(exc, "param", None), str(getattr(exc, "message", ""))
+    opts = getattr(param, "opts", None)
+    kind = "an integer" if "valid integer" in message else "a number" if "valid number" in message else None
+    if not opts or kind is None:
+        return None
+    flag = max(opts, key=len)
+    args = sys.argv[1:]
+    given = next((a.split("=", 1)[1] for a in args if a.startswith(flag + "=")), None)
+    given = given if given is not None else next((args[i + 1] for i, a in enumerate(args[:-1]) if a == flag), None)
+    return f"{flag} must be {kind}" + (f", got {given!r}" if given is not None else "")
 
 
 def _fail(message: str, code: int = EXIT_USER_ERROR) -> None:

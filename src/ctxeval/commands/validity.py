@@ -27,6 +27,7 @@ from ctxeval.agreement.measures import READS, hold_out, measures_of
 from ctxeval.agreement.reliability import ruler_reliability, with_ceilings
 from ctxeval.results.agreement import AgreementResult
 from ctxeval.results.base import read_result
+from ctxeval.render.ruler import first_lines
 from ctxeval.results.ruler import RulerResult
 
 RULER_LENGTHS = (1024, 2048, 4096)
@@ -160,7 +161,7 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
 
 def _echo_ruler(result: RulerResult, spec: RulerSpec, display: QuietDisplay) -> str:
     files = result.paths()
-    lines = [] if display.quiet else [result.markdown]
+    lines = [] if display.quiet else [first_lines(result)]
     return "\n".join([*lines, f"results: {files['results']}, samples: {files['samples']}, plot: {files['plot']}"])
 
 

@@ -88,6 +88,18 @@ def _retrieval_charts(views: list[RunView]) -> list[Markup]:
     return out
 
 
+def _ruler_charts(views: list[RunView]) -> list[Markup]:
+    """Per RULER run: each model's score by length with its interval, as its view gives it."""
+    out = []
+    for view in views:
+        if view.curves is None or view.curves.empty:
+            continue
+        series = [charts.Series(str(model), g["length"].tolist(), g["score"].tolist(), g["low"].tolist(), g["high"].tolist())
+                  for model, g in view.curves.sort_values("length").groupby("series", sort=False)]
+        out.append(Markup(charts.line_chart(view.curves_title, "length (tokens)", "score (%)", series)))
+    return out
+
+
 def _compare_charts(pairs: list[ArmPair]) -> list[Markup]:
     series = [
         charts.Series(f"{p.b.run} · {p.b.model} / {p.a.run} · {p.a.model}", p.by_length["nominal_len"].tolist(), p.by_length["ratio"].tolist(), p.by_length["lo"].tolist(), p.by_length["hi"].tolist())
@@ -112,7 +124,8 @@ def render_report(run_dirs: list[Path], compare: Compare, top_k_shown: int = DEF
     pairs = all_pairs(arms, compare)
     counts = {f"{a.run} · {a.model}": charts.rank_bucket_counts(a.records["rank"].to_numpy(dtype=float)) for a in arms}
     chart_list = _lm_charts(views) + ([Markup(charts.rank_histogram("rank of the target (GLTR buckets)", counts))] if counts else [])
-    chart_list += _gain_charts(views) + _effective_charts(views) + _retrieval_charts(views) + _compare_charts(pairs)
+    chart_list += _gain_charts(views) + _effective_charts(views) + _retrieval_charts(views) + _ruler_charts(views) + _compare_charts(pairs)
+    samples = [{"run": view.label, **entry} for view in views for entry in (view.samples or [])]
     compare_rows = [
         {"label": f"B {p.b.run} · {p.b.model} vs A {p.a.run} · {p.a.model}", "ratio": p.comparison.report["primary_metric"]["ratio"],
          "ci": p.comparison.report["primary_metric"]["display_ci"], "windows": p.comparison.report["dataset"]["windows"]["stats"]["compared_windows"]}
@@ -124,7 +137,10 @@ def render_report(run_dirs: list[Path], compare: Compare, top_k_shown: int = DEF
         charts=chart_list,
         compare_rows=compare_rows,
         n_tokens=sum(len(a.records) for a in arms),
-        data=script_json(payload(arms, [*pairs, *(p for view in views for p in view.pairs)], top_k_shown)),
+        n_samples=len(samples),
+        data=script_json(payload(arms, [*pairs, *(p for view in views for p in view.pairs)], top_k_shown)) if arms else None,
+        samples=script_json({"samples": samples}) if samples else None,
         css=Markup(static("report.css")),
-        js=page_js("explorer.js"),
+        js=page_js("explorer.js") if arms else None,
+        samples_js=Markup(static("samples.js")) if samples else None,
     )

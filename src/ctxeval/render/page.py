@@ -31,7 +31,37 @@ def page_js(name: str) -> Markup:
 
 
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.PackageLoader("ctxeval.render", "templates"), autoescape=True, undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(loader=jinja2.PackageLoader("ctxeval.render", "templates"), autoescape=True, undefined=jinja2.StrictUndefined)
+    env.filters["phrases"] = phrases
+    return env
+
+
+_OPEN, _CLOSE = "[(", "])"
+
+
+def phrase_list(text: str) -> list[str]:
+    """A table cell's text split where a line may break: at a space outside brackets that follows
+    ';', ',', ':' or a closing bracket, or that precedes an opening one. "−30.0 [−60.3, +6.1] too
+    few samples to tell (about 10 would settle it)" is four phrases; "≥ 1024 [128, ≥ 1024]" two."""
+    out, start, depth = [], 0, 0
+    for i, c in enumerate(text):
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth = max(0, depth - 1)
+        elif c == " " and depth == 0 and i > start and (text[i - 1] in ";,:" + _CLOSE or text[i + 1 : i + 2] in tuple(_OPEN)):
+            out.append(text[start:i])
+            start = i + 1
+    return [*out, text[start:]] if text[start:] or not out else out
+
+
+def phrases(text: object) -> Markup:
+    """A cell's text (escaped) as phrases that do not break inside (`span.phrase`, white-space:
+    nowrap), with the line breaks between them: a verdict or an interval wraps whole."""
+    parts = phrase_list(str(text))
+    if len(parts) == 1:
+        return Markup('<span class="phrase">{}</span>').format(parts[0])
+    return Markup(" ").join(Markup('<span class="phrase">{}</span>').format(p) for p in parts)
 
 
 def b64(array: np.ndarray, dtype: str) -> str:

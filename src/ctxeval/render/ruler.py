@@ -9,12 +9,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ctxeval.render import figures
 from ctxeval.render.headline import Headline
 from ctxeval.render.renderer import Renderer
-from ctxeval.render.ruler_ppi import ppi_markdown
+from ctxeval.render.ruler_ppi import ppi_headlines, ppi_markdown
 from ctxeval.render.views import Arm, RunView, header
 from ctxeval.results.ruler import MEAN_TASK, PLOT_FILE, RulerResult
 from ctxeval.render.verdicts import would_settle
@@ -209,9 +210,23 @@ def results_markdown(r: RulerResult) -> str:
     if not r.ranking.empty:
         lines += ranking_markdown(r.ranking, r.ranking_pairs)
     if agree["samples"]:
-        lines += [f"Generation and likelihood agree on {agree['agree']:.1%} of {agree['samples']} samples; on {agree['answered_in_another_form']:.1%} generation found answers "
-                  f"that the likelihood pass's greedy prefix did not hold (another order or form); likelihood above generation on {agree['likelihood_above_generation']:.1%}.", ""]
+        lines += [agreement_line(agree), ""]
     return "\n".join(lines)
+
+
+def agreement_line(agree: dict) -> str:
+    """How the two scorings compare on the samples with a generated score: equal, generation
+    higher (answers written in another form than the reference), likelihood higher."""
+    n = agree["samples"]
+
+    def count(share: float) -> str:
+        return f"{round(share * n)} ({share:.1%})"
+
+    kinds = f" ({agree['settled']} settled by likelihood, which agree by construction; {agree['generated']} generated)" if "settled" in agree else ""
+    return (f"Generation against likelihood, on the {n} samples with a generated score{kinds}: the two scores are equal on {count(agree['agree'])}; "
+            f"generation is higher on {count(agree['answered_in_another_form'])}: it found answers that the teacher-forced reference left the model's "
+            f"greedy choice before (the model wrote them in another form or order than the reference, so the likelihood score undercounts them); "
+            f"likelihood is higher on {count(agree['likelihood_above_generation'])}.")
 
 
 def mean_label(tasks: int) -> str:
@@ -234,20 +249,95 @@ def _length_text(entry: dict, shortest: int) -> str:
     return f"≥ {entry['value']}" if entry["at_least"] else str(entry["value"])
 
 
+LIKELIHOOD_SECTION = ("# On the records as they are: another measure than the PPI++ scores above",
+                      "A cell with predicted samples (not generated) is scored here by likelihood: the share of answers inside the greedy prefix of the "
+                      "teacher-forced reference, which undercounts answers the model writes in another form; its paired verdicts are likelihood's. "
+                      "The PPI++ score above is the estimate of what generating every sample would give.")
+
+
+def ppi_section(r: RulerResult) -> list[str]:
+    """A prediction-powered run's first lines: its PPI++ tables (for an `--until` run, its rounds first)."""
+    assert r.ppi is not None and r.ppi_differences is not None
+    return ppi_markdown(r.ppi, r.ppi_differences, r.paired_settings["score_delta"], r.manifest.config.get("until"), (r.manifest.plan or {}).get("rounds"))
+
+
+def first_lines(r: RulerResult) -> str:
+    """What `ruler` prints: a prediction-powered run's PPI++ section alone (the likelihood-scored
+    tables, another measure, stay in results.md), else results.md."""
+    return r.markdown if r.ppi is None else "\n".join(ppi_section(r)).rstrip() + "\n\nThe tables scored on the records as they are (by likelihood where a cell has predicted samples: another measure) are in results.md."
+
+
 def texts(r: RulerResult) -> RulerResult:
-    """results.md, from the scores, the effective lengths and the scorings' agreement."""
+    """results.md, from the scores, the effective lengths and the scorings' agreement; a
+    prediction-powered run's PPI++ section first, the rest under a heading naming it another measure."""
     body = results_markdown(r)
     if r.ppi is None:
         return replace(r, markdown=body)
-    section = ppi_markdown(r.ppi, r.ppi_differences, r.paired_settings["score_delta"], r.manifest.config.get("until"), (r.manifest.plan or {}).get("rounds"))
-    return replace(r, markdown="\n".join(section) + "\n" + body)
+    return replace(r, markdown="\n".join([*ppi_section(r), LIKELIHOOD_SECTION[0], "", LIKELIHOOD_SECTION[1], ""]) + "\n" + body.removeprefix("# RULER synthetic tasks\n\n"))
 
 
 def view(result: RulerResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
-    """A RULER run: every model's score by length, and its manifest."""
+    """A RULER run on the report page: its tables as its Markdown holds them (a
+    prediction-powered run's PPI++ scores, differences and cells first, then the tables on the
+    records as they are, titled as another measure), its score by length to chart, and every
+    sample for the sample explorer."""
     manifest = result.manifest.to_json()
-    return RunView(label, result.run_dir, "ruler", manifest, header(manifest, "ruler"),
-                   answer=first_headline(result)), []
+    if result.ppi is not None and result.ppi_differences is not None:
+        tables = ppi_headlines(result.ppi, result.ppi_differences, result.paired_settings["score_delta"], result.manifest.config.get("until"))
+        first, scores = first_headline(result), headline(result.table, result.effective_lengths, result.threshold)
+        tables += [replace(h, title=f"{h.title}, on the records as they are (another measure: by likelihood where a cell has predicted samples)")
+                   for h in dict.fromkeys([first, scores])]
+    else:
+        tables = list(dict.fromkeys([first_headline(result), headline(result.table, result.effective_lengths, result.threshold)]))
+    curves, what = score_curves(result)
+    return RunView(label, result.run_dir, "ruler", manifest, header(manifest, "ruler"), answer=tables[0], more=tables[1:],
+                   curves=curves, curves_title=f"{label}: RULER {what} by length", samples=sample_entries(result.samples)), []
+
+
+def score_curves(r: RulerResult) -> tuple[pd.DataFrame, str]:
+    """Each model's score by length (the mean over tasks where there are several, else the one
+    task), with its interval: the PPI++ estimate of a prediction-powered run, else the table's
+    score with its Wilson interval; and what the curves are."""
+    tasks = [t for t in dict.fromkeys(r.table["task"]) if t != MEAN_TASK]
+    task = MEAN_TASK if len(tasks) > 1 else tasks[0]
+    what = f"mean of {len(tasks)} tasks" if len(tasks) > 1 else task
+    if r.ppi is not None:
+        rows = r.ppi[r.ppi["task"] == task]
+        number = {k: pd.to_numeric(rows[k]).astype(float) for k in ("estimate", "low", "high")}  # a column all null reads back as None
+        frame = pd.DataFrame({"series": rows["model"].astype(str), "length": rows["length"].astype(int), "score": number["estimate"],
+                              "low": number["low"].clip(lower=0), "high": number["high"].clip(upper=100)})
+        return frame, f"{what}, PPI++ score (95 % interval)"
+    rows = r.table[r.table["task"] == task]
+    scoring = "by generation" if set(rows["scored_by"]) == {"generation"} else "by likelihood" if set(rows["scored_by"]) == {"likelihood"} else "scored as its table says"
+    frame = pd.DataFrame({"series": rows["model"].astype(str), "length": rows["length"].astype(int), "score": rows["score"], "low": rows["low"], "high": rows["high"]})
+    return frame, f"{what}, score {scoring} (95 % Wilson interval)"
+
+
+KINDS = {"generation path": "settled", "greedy generation": "generated", "predicted (not drawn for generation)": "predicted",
+         "likelihood only (no generation)": "likelihood only"}  # a record's method as the page names it
+
+
+def sample_entries(samples: pd.DataFrame) -> list[dict]:
+    """What the sample explorer shows of each sample: where it is, how it was scored, the end
+    of its prompt (None in runs that did not keep it), the reference answers, the generated
+    text (None where the sample was not generated), both scores, the answer's log p and its
+    tokens' ranks (None in runs that did not keep them), and how far the model's greedy choice
+    follows the teacher-forced reference (which the likelihood score reads)."""
+    def number(value: object) -> float | None:
+        return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)  # type: ignore[arg-type]
+
+    out = []
+    for r in samples.itertuples(index=False):
+        kind = KINDS.get(str(r.method), str(r.method))
+        tail, ranks = getattr(r, "prompt_tail", None), getattr(r, "answer_ranks", None)
+        out.append({"model": str(r.model), "task": str(r.task), "length": int(r.length), "sample": int(r.sample), "kind": kind,
+                    "prompt_tail": tail if isinstance(tail, str) else None, "answers": [str(a) for a in r.answers],
+                    "generated": str(r.prediction) if kind == "generated" else None,
+                    "generation_score": number(r.generation_score), "likelihood_score": number(r.likelihood_score),
+                    "answer_logprob": number(r.answer_logprob), "mean_logprob": number(r.mean_logprob), "answer_tokens": int(r.answer_tokens),
+                    "answer_ranks": [int(x) for x in ranks] if isinstance(ranks, (list, tuple, np.ndarray)) else None, "first_rank": int(r.first_rank),
+                    "greedy_prefix": int(r.greedy_prefix), "reference_tokens": int(r.reference_tokens)})
+    return out
 
 
 def draw(r: RulerResult, out: Path) -> None:

@@ -11,28 +11,63 @@ import math
 
 import pandas as pd
 
+from ctxeval.render.headline import Headline
 from ctxeval.render.verdicts import would_settle
 from ctxeval.results.ruler import MEAN_TASK
+from ctxeval.stats.ppi import MIN_GENERATED
 
 
-def _cell(estimate: float, low: float, high: float, sign: bool = False) -> str:
+FLAGS = {"samples": "--samples", "generate_share": "--generate-share", "generate_count": "--generate"}  # a remedy's options as the CLI spells them
+
+
+def remedy_text(options: list[dict]) -> str:
+    """The run options that would give an interval (ruler.ppi.remedy), as flags: '--samples 112,
+    or --samples 34 --generate-share 1'."""
+    return ", or ".join(" ".join(f"{FLAGS[k]} {v:g}" for k, v in option.items()) for option in options)
+
+
+def _missing(row: pd.Series, what: str) -> str:
+    """Why a row has no interval (or no estimate) and what would give one."""
+    reason = row.get("reason") or ""
+    options = row.get("remedy")
+    fix = f"; {remedy_text(options)} would give one" if isinstance(options, list) and options else ""
+    return f"{what}{': ' + reason if reason else ''}{fix}"
+
+
+def _cell(row: pd.Series, sign: bool = False) -> str:
+    """A score (or a difference, `sign`) with its interval clipped to what it can be; without
+    one, why and what would give one."""
+    estimate, low, high = _num(row["estimate"]), _num(row["low"]), _num(row["high"])
+    plus = "+" if sign else ""
     if math.isnan(estimate):
-        return "no estimate (fewer than 2 generated)"
+        return _missing(row, "no estimate")
     if math.isnan(low):
-        return f"{estimate:{'+' if sign else ''}.1f} (no interval)"
+        return f"{estimate:{plus}.1f}, {_missing(row, 'no interval')}"
     floor = -100.0 if sign else 0.0
     low, high = max(low, floor), min(high, 100.0)
-    return f"{estimate:{'+' if sign else ''}.1f} [{low:{'+' if sign else ''}.1f}, {high:{'+' if sign else ''}.1f}]"
+    return f"{estimate:{plus}.1f} [{low:{plus}.1f}, {high:{plus}.1f}]"
+
+
+def _num(value: object) -> float:
+    """A number of a row read back from ppi.json (null, where a column is all null, is None)."""
+    return math.nan if value is None else float(value)  # type: ignore[arg-type]
+
+
+def _short(row: pd.Series) -> str:
+    """A score whose reason the table above gives already (a run of one task)."""
+    if math.isnan(_num(row["estimate"])):
+        return "no estimate"
+    return _cell(row) if not math.isnan(_num(row["low"])) else f"{row['estimate']:.1f} (no interval)"
 
 
 def _difference_cell(row: pd.Series) -> str:
     """A paired difference with its stored verdict; an undecided one with the samples that would
     settle it at the same share and spread (the interval's standard error scaled as 1/√n)."""
-    if math.isnan(row["estimate"]):
-        return _cell(row["estimate"], row["low"], row["high"], sign=True)
+    if math.isnan(_num(row["estimate"])):
+        return _cell(row, sign=True)
     needed = row["samples_needed"]
     settle = f" ({would_settle(int(needed))})" if needed is not None and not pd.isna(needed) else ""
-    return f"{_cell(row['estimate'], row['low'], row['high'], sign=True)} {row['outcome']}{settle}"
+    return f"{_cell(row, sign=True)}; {row['outcome']}{settle}" if math.isnan(_num(row["low"])) else f"{_cell(row, sign=True)} {row['outcome']}{settle}"
 
 
 def _headline_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -41,41 +76,59 @@ def _headline_rows(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["task"] == (MEAN_TASK if len(tasks) > 1 else tasks[0])]
 
 
-def _wide(table: pd.DataFrame, differences: bool = False) -> str:
-    """The headline rows by length: scores, or paired differences with their verdicts."""
+def _wide_rows(table: pd.DataFrame, differences: bool = False) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """The headline rows by length: (lengths, one row per model of its cells)."""
     shown = _headline_rows(table)
-    cells = shown.assign(cell=[_difference_cell(r) if differences else _cell(r.estimate, r.low, r.high) for _, r in shown.iterrows()])
-    wide = cells.pivot(index="model", columns="length", values="cell").reindex(list(dict.fromkeys(shown["model"])))
-    wide.columns = [str(c) for c in wide.columns]
-    return wide.reset_index().to_markdown(index=False)
+    lengths = sorted(set(int(n) for n in shown["length"]))
+    cells = {(str(r["model"]), int(r["length"])): _difference_cell(r) if differences else _cell(r) for _, r in shown.iterrows()}
+    models = list(dict.fromkeys(str(m) for m in shown["model"]))
+    return tuple(str(n) for n in lengths), tuple((m, *(cells.get((m, n), "—") for n in lengths)) for m in models)
 
 
-def ppi_markdown(scores: pd.DataFrame, differences: pd.DataFrame, delta: float, until: dict | None = None, rounds: list[dict] | None = None) -> list[str]:
-    """Lines of the section: scores by length, differences against the first model with their
-    verdicts at δ = `delta` points (an `--until verdict` run's own δ), labelling; for an
-    `--until` run, its rounds first and each look's confidence."""
+SETTLED_WORD = "settled"  # the one word for a sample greedy decoding answers with the reference (exact, not generated)
+
+
+def ppi_headlines(scores: pd.DataFrame, differences: pd.DataFrame, delta: float, until: dict | None = None) -> list[Headline]:
+    """The section's tables: scores by length, differences against the first model with their
+    verdicts at δ = `delta` points (an `--until verdict` run's own δ), how each cell's samples
+    were labelled."""
     level = f"{until['confidence']:.2%} interval (each look of --until)" if until else "95 % interval"
     tasks = [t for t in dict.fromkeys(scores["task"]) if t != MEAN_TASK]
     what = f"mean of {len(tasks)} tasks" if len(tasks) > 1 else tasks[0]
     generated, predicted, exact = (int(scores.loc[scores["task"] != MEAN_TASK, k].sum()) for k in ("generated", "predicted", "exact"))
-    lines = ["# RULER, prediction-powered (PPI++)", "",
-             *(rounds_markdown(until, rounds or []) if until else []),
-             f"Score ({what}, percent) that generating every sample would give, by length in tokens; {level}. "
-             f"Of {exact + generated + predicted} samples: {exact} settled by likelihood (exact, no generation), {generated} generated, "
-             f"{predicted} predicted from their likelihood numbers (cross-fitted calibration).", "", _wide(scores), ""]
+    missing = [f"No interval: fewer than {MIN_GENERATED} of a cell's unsettled samples were generated; the options named would give one "
+               f"(in expectation: which samples are drawn is a seeded draw)."] if scores["low"].isna().any() or (
+        not differences.empty and differences["low"].isna().any()) else []
+    lengths, rows = _wide_rows(scores)
+    out = [Headline("RULER, prediction-powered (PPI++)",
+                    f"score ({what}, percent) that generating every sample would give, by length in tokens; {level}. Of {exact + generated + predicted} samples: "
+                    f"{exact} {SETTLED_WORD} by likelihood (greedy decoding produces the reference: exact, not generated), {generated} generated, "
+                    f"{predicted} predicted from their likelihood numbers (cross-fitted calibration)",
+                    ("model", *lengths), rows, tuple(missing))]
     if not differences.empty:
         reference = differences["reference"].iloc[0]
         delta = until["delta"] if until and until.get("delta") is not None else delta
-        lines += [f"Paired difference against {reference} (points, variant − reference, the same samples); {level}; verdict: hurts or gains "
-                  f"where the interval excludes 0, within δ = {delta:g} points where it lies inside ±δ, else too few samples to tell, with the samples "
-                  f"that would settle it at the same share and spread.", "",
-                  _wide(differences, differences=True), ""]
-        if "flips_lost" in differences:  # ppi.json of a run before flips were recorded has none
-            lines += flips_markdown(differences)
+        lengths, rows = _wide_rows(differences, differences=True)
+        out.append(Headline(f"RULER, prediction-powered paired differences against {reference}",
+                            f"points, variant − reference on the same samples; {level}; verdict: hurts or gains where the interval excludes 0, within "
+                            f"δ = {delta:g} points where it lies inside ±δ, else too few samples to tell, with the samples that would settle it at the same "
+                            f"share and spread", ("variant", *lengths), rows, tuple(missing)))
     cells = scores[scores["task"] != MEAN_TASK]
-    table = cells.assign(score=[_cell(e, lo, hi) for e, lo, hi in zip(cells["estimate"], cells["low"], cells["high"])])
-    lines += ["Per cell: score, and how its samples were labelled.", "",
-              table[["model", "task", "length", "score", "exact", "generated", "predicted"]].to_markdown(index=False), ""]
+    out.append(Headline("Per cell", f"the PPI++ score and how its samples were labelled ({SETTLED_WORD}: exact, not generated)",
+                        ("model", "task", "length", "score", SETTLED_WORD, "generated", "predicted"),
+                        tuple((str(r["model"]), str(r["task"]), str(int(r["length"])), _cell(r) if len(tasks) > 1 else _short(r), str(int(r["exact"])), str(int(r["generated"])),
+                               str(int(r["predicted"]))) for _, r in cells.iterrows())))
+    return out
+
+
+def ppi_markdown(scores: pd.DataFrame, differences: pd.DataFrame, delta: float, until: dict | None = None, rounds: list[dict] | None = None) -> list[str]:
+    """Lines of the section: for an `--until` run, its rounds first and each look's confidence;
+    then the tables of `ppi_headlines`."""
+    lines = ["# RULER, prediction-powered (PPI++)", "", *(rounds_markdown(until, rounds or []) if until else [])]
+    for headline in ppi_headlines(scores, differences, delta, until):
+        lines += [*headline.markdown(), ""]
+    if "flips_lost" in differences:  # ppi.json of a run before flips were recorded has none
+        lines += flips_markdown(differences)
     return lines
 
 

@@ -68,6 +68,10 @@ class RunView:
     effective: dict | None = None  # an effective-length run's summary
     answer: Headline | None = None  # what the run answers, as its command prints it first
     pairs: list[TokenPair] = field(default_factory=list)  # its own arms compared token by token (a diff: REF − CAND)
+    more: list[Headline] = field(default_factory=list)  # the tables after its answer, as its Markdown holds them
+    curves: pd.DataFrame | None = None  # a score by length to chart: series, length, score, low, high (RULER)
+    curves_title: str = ""
+    samples: list[dict] | None = None  # RULER: one entry per sample, what the sample explorer shows
 
 
 def header(manifest: dict, kind: str) -> dict:

@@ -21,6 +21,7 @@ own label would narrow it falsely, which the folds rule out.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,8 @@ from ctxeval.ruler.samples import sample_rng
 from ctxeval.results.ruler import MEAN_TASK
 from ctxeval.stats.crossfit import FOLDS, cross_fit
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
-from ctxeval.stats.ppi import PPIEstimate, mean_of, stratified_ppi
+from ctxeval.ruler.generation import Generation
+from ctxeval.stats.ppi import MIN_GENERATED, PPIEstimate, mean_of, stratified_ppi
 from ctxeval.stats.verdict import Verdict, verdict
 
 GENERATED = "greedy generation"
@@ -112,7 +114,7 @@ def _difference(pairs: pd.DataFrame, confidence: float) -> PPIEstimate:
 
 
 def _row(model: str, task: str, length: int, estimate: PPIEstimate, **extra: object) -> dict:
-    return {"model": model, "task": task, "length": length, **extra, **estimate.scaled(100).as_dict()}
+    return {"model": model, "task": task, "length": length, **extra, **estimate.scaled(100).as_dict(), "reason": estimate.reason}
 
 
 def labelled_flips(pairs: pd.DataFrame) -> dict:
@@ -134,7 +136,10 @@ def difference_verdict(estimate: PPIEstimate, delta: float) -> Verdict:
 
 def difference_row(model: str, task: str, length: int, estimate: PPIEstimate, reference: str, delta: float) -> dict:
     decided = difference_verdict(estimate, delta)
-    return _row(model, task, length, estimate, reference=reference) | {"outcome": decided.outcome, "samples_needed": decided.samples_needed}
+    # without an interval the spread says nothing of the samples a verdict needs: the remedy
+    # (`with_remedies`, the samples or share that give an interval) says what would
+    needed = decided.samples_needed if estimate.has_interval else None
+    return _row(model, task, length, estimate, reference=reference) | {"outcome": decided.outcome, "samples_needed": needed}
 
 
 def ppi_tables(samples: pd.DataFrame, seed: int, k: int = FOLDS, confidence: float = DEFAULT_CONFIDENCE,
@@ -176,3 +181,58 @@ def tables_of_predicted(scored: pd.DataFrame, confidence: float = DEFAULT_CONFID
                 estimate = mean_of([e for e, _ in cells], confidence)
                 diffs.append(difference_row(str(model), MEAN_TASK, length, estimate, models[0], delta) | labelled_flips(pd.concat([p for _, p in cells])))
     return pd.DataFrame(rows), pd.DataFrame(diffs)
+
+
+def remedy(samples: int, unsettled: int, generation: Generation) -> list[dict[str, float | int]]:
+    """What would give a cell (or a pair's cell) with `samples` samples, `unsettled` of them not
+    settled by likelihood, an interval: each entry a set of the run's options (by their field
+    names: `samples`, `generate_share`, `generate_count`) under which, in expectation, at least
+    MIN_GENERATED unsettled samples are generated. At the run's own share first (more samples),
+    then a larger share at these samples where enough are unsettled, else every unsettled sample
+    generated (share 1) on more samples; a `--generate N` run, a larger N. The unsettled share
+    is the one these samples show."""
+    if samples < 2 and unsettled == 0:
+        return [{"samples": 2}]
+    if unsettled == 0:
+        return []
+    def up(x: float) -> int:  # the least whole number reaching x (a product of decimal shares lands a hair above a whole one)
+        return math.ceil(x - 1e-9)
+
+    every = up(MIN_GENERATED * samples / unsettled)  # samples with every unsettled one generated
+    if generation.mode == "count":
+        return [{"generate_count": every}] if every <= samples else [{"samples": every, "generate_count": every}]
+    share = generation.share if generation.share is not None else 1.0
+    options: list[dict[str, float | int]] = [{"samples": up(MIN_GENERATED * samples / (share * unsettled))}]
+    if unsettled >= MIN_GENERATED and share < 1:
+        options.append({"generate_share": up(100 * MIN_GENERATED / unsettled) / 100})
+    elif share < 1:
+        options.append({"samples": every, "generate_share": 1.0})
+    return options
+
+
+def with_remedies(table: pd.DataFrame, generation: Generation) -> pd.DataFrame:
+    """`ppi_tables`' scores or differences with `remedy` on every row without an interval (the
+    mean over tasks: its worst task's, the one needing the most samples); an empty list where
+    there is an interval."""
+    if table.empty:
+        return table.assign(remedy=[])
+    out = table.copy()
+    own = [remedy(int(r["samples"]), int(r["generated"]) + int(r["predicted"]), generation) if math.isnan(r["low"]) else []
+           for _, r in out.iterrows()]
+    out["remedy"] = own
+    unit = "pairs" if "reference" in out else "samples"
+    for i, r in out.iterrows():  # the counts behind "too few generated", as this table counts them
+        if r["task"] != MEAN_TASK and math.isnan(r["low"]) and r["samples"] >= 2 and r["generated"] < MIN_GENERATED:
+            verb = "labelled by generation" if unit == "pairs" else "generated"
+            out.at[i, "reason"] = f"{int(r['generated'])} of its {int(r['generated'] + r['predicted'])} unsettled {unit} {verb}, an interval needs {MIN_GENERATED}"
+    for i, r in out.iterrows():
+        if r["task"] == MEAN_TASK and math.isnan(r["low"]):
+            same = (out["model"] == r["model"]) & (out["length"] == r["length"]) & (out["task"] != MEAN_TASK)
+            worst = [o for o in out.loc[same, "remedy"] if o]
+            out.at[i, "remedy"] = max(worst, key=_cost) if worst else []
+    return out
+
+
+def _cost(options: list[dict[str, float | int]]) -> float:
+    """How far a remedy reaches: the samples (or generations) its first option asks for."""
+    return float(options[0].get("samples", options[0].get("generate_count", 0))) if options else 0.0

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ctxeval.ruler.generation import Generation
 from ctxeval.ruler.paired import PairedSettings, paired_table
-from ctxeval.ruler.ppi import ppi_tables
+from ctxeval.ruler.ppi import ppi_tables, with_remedies
 from ctxeval.ruler.ranking import ranking_tables
 from ctxeval.ruler.until import Until
 from ctxeval.results.manifest import Manifest
@@ -94,7 +94,8 @@ def agreement(samples: pd.DataFrame) -> dict:
         return {"samples": 0, "agree": None}
     same = generated["generation_score"] == generated["likelihood_score"]
     other_form = generated["generation_score"] > generated["likelihood_score"]
-    return {"samples": len(generated), "agree": float(same.mean()),
+    return {"samples": len(generated), "settled": int((generated["method"] == "generation path").sum()),
+            "generated": int((generated["method"] == "greedy generation").sum()), "agree": float(same.mean()),
             "answered_in_another_form": float(other_form.mean()),  # generation found answers the reference's greedy prefix did not hold
             "likelihood_above_generation": float((generated["generation_score"] < generated["likelihood_score"]).mean())}
 
@@ -112,8 +113,11 @@ def ruler_result(run_dir: Path, manifest: Manifest, threshold: float, paired: Pa
                 "confidence": paired.confidence}
     until = Until.from_config(manifest.config)
     confidence, delta = (DEFAULT_CONFIDENCE, paired.score_delta) if until is None else (until.confidence, until.verdict_delta)
-    ppi, differences = ((None, None) if not Generation.from_config(manifest.config).prediction_powered
+    generation = Generation.from_config(manifest.config)
+    ppi, differences = ((None, None) if not generation.prediction_powered
                         else ppi_tables(samples, int(manifest.config["seed"]), confidence=confidence, delta=delta))
+    if ppi is not None:  # a cell without an interval: the samples or share that would give one
+        ppi, differences = with_remedies(ppi, generation), with_remedies(differences, generation)
     score = score_column(samples)
     return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, paired_table(samples, score, paired), settings,
                        *ranking_tables(samples, score, paired.confidence), samples, ppi=ppi, ppi_differences=differences)

@@ -57,6 +57,8 @@ SAMPLE_SCHEMA = pa.schema(
         ("greedy_prefix", pa.int32()),
         ("reference_tokens", pa.int32()),
         ("min_margin", pa.float64()),
+        ("prompt_tail", pa.string()),
+        ("answer_ranks", pa.list_(pa.int64())),
     ]
 )
 

@@ -50,6 +50,8 @@ from ctxeval.ruler.prompt import ChatTemplate, model_text, text_ids, token_count
 from ctxeval.ruler.samples import SampleSpec, build_sample
 from ctxeval.ruler.tasks import TASKS
 
+PROMPT_TAIL = 400  # characters of the prompt's end each record keeps (the question and the answer prefix, for the report)
+
 
 def reference_text(family: str, answers: tuple[str, ...]) -> str:
     """The continuation teacher-forced after the answer prefix, in the form the prompt invites:
@@ -90,6 +92,8 @@ class SampleResult:
     greedy_prefix: int  # leading reference tokens that are the top choice
     reference_tokens: int
     min_margin: float  # smallest top-1 minus runner-up log-probability over the greedy prefix and the token that leaves it
+    prompt_tail: str  # the last PROMPT_TAIL characters of the text the model was given (the report shows them)
+    answer_ranks: list[int]  # exact rank of each reference token that covers the answers, in order
 
     def to_row(self) -> dict:
         return asdict(self)
@@ -164,6 +168,7 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
         likelihood_score=likelihood, answer_logprob=logprob, answer_tokens=n_cover, mean_logprob=logprob / max(1, n_cover),
         first_rank=int(scores.rank[first]), mean_log2_rank=_mean_log2_rank(scores.rank[any_cover]),
         greedy_prefix=prefix, reference_tokens=len(answer), min_margin=round(min_margin(scores.rows(0, prefix + 1)), 6),
+        prompt_tail=given[-PROMPT_TAIL:], answer_ranks=[int(r) for r in scores.rank[any_cover]],
     )
 
 
