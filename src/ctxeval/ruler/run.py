@@ -186,7 +186,7 @@ class RulerRun:
     def _cost(self, spec: SampleSpec) -> Cost:
         """A sample's prompt fills its length; it may generate the task's tokens (a budget: a
         sample its likelihood pass settles, or one not drawn, generates none)."""
-        return Cost(spec.length, spec.length, 0 if self.config.likelihood_only else TASKS[spec.task].tokens_to_generate)
+        return Cost(spec.length, spec.length, TASKS[spec.task].tokens_to_generate if self.config.generation.generates else 0)
 
     def model_done(self, run_dir: Path, model: Scorer) -> None:
         """Nothing to keep from the loaded model."""
