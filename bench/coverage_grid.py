@@ -132,7 +132,7 @@ def _floor(variance: np.ndarray, labels: np.ndarray, mask: np.ndarray, count: np
 
 
 def ppi_cells(y: np.ndarray, f: np.ndarray, exact: np.ndarray, generated: np.ndarray, confidence: float = 0.95,
-              label_range: tuple[float, float] = (0.0, 1.0), pseudo: float = 0.0) -> dict[str, np.ndarray]:
+              label_range: tuple[float, float] = (0.0, 1.0), pseudo: float = 0.0, point: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """`stratified_ppi` per row of (replicates, n) arrays: estimate, low, high, se, generated
     (nan low/high where it gives no interval). `pseudo` > 0: the generated stratum gets
     `pseudo` pseudo-labels at each end of `label_range`, predicted at the stratum's mean
@@ -185,7 +185,7 @@ def ppi_cells(y: np.ndarray, f: np.ndarray, exact: np.ndarray, generated: np.nda
     est_u = np.where(n_uns > 0, est_u, 0.0)
     var_u = np.where(n_uns > 0, var_u, 0.0)
     # the point estimate: PPI++ without the pseudo-labels (they shape the interval only)
-    point_u = est_u if pseudo == 0 else ppi_cells(y, f, exact, generated, confidence, label_range, 0.0)["unsettled"]
+    point_u = est_u if pseudo == 0 else point if point is not None else ppi_cells(y, f, exact, generated, confidence, label_range, 0.0)["unsettled"]
     estimate = w_e * mean_e + w_u * point_u
     centre = w_e * mean_e + w_u * est_u
     between = w_e * w_u * (mean_e - est_u) ** 2 / n
@@ -197,7 +197,7 @@ def ppi_cells(y: np.ndarray, f: np.ndarray, exact: np.ndarray, generated: np.nda
         half = stats.t.ppf(0.5 + confidence / 2, np.maximum(df, 1)) * se
     nan = np.nan
     return {"estimate": np.where(no_estimate, nan, estimate), "low": np.where(no_interval, nan, centre - half),
-            "high": np.where(no_interval, nan, centre + half), "se": se, "generated": m, "unsettled": point_u}
+            "high": np.where(no_interval, nan, centre + half), "se": np.where(no_estimate, nan, se), "generated": m, "unsettled": point_u}
 
 
 def wilson_cells(y: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
@@ -286,7 +286,7 @@ def cell_grid(tally: Tally, replicates: int, rng: np.random.Generator, quick: bo
                 setting = {"n": n, "p": p, "labels": labels, "settled": s, "prediction": prediction,
                            "generate": f"share {share}" if count is None else f"count {count}"}
                 before = ppi_cells(side.y, side.f, side.exact, generated, confidence)
-                after = ppi_cells(side.y, side.f, side.exact, generated, confidence, pseudo=pseudo)
+                after = ppi_cells(side.y, side.f, side.exact, generated, confidence, pseudo=pseudo, point=before["unsettled"])
                 width = before["high"] - before["low"]
                 tally.add("cell, PPI++ t (before)", setting, p, before["low"], before["high"])
                 tally.add("cell, PPI++ pseudo-labels (after)", setting, p, after["low"], after["high"], width)
@@ -322,7 +322,7 @@ def difference_grid(tally: Tally, replicates: int, rng: np.random.Generator, qui
                 y = var.y - ref.y
                 setting = {"n": n, "p": f"{p_r}->{p_v}", "labels": labels, "rho": rho, "settled": s, "prediction": prediction, "generate": f"share {share}"}
                 before = ppi_cells(y, f, exact, known, confidence, (-1.0, 1.0))
-                after = ppi_cells(y, f, exact, known, confidence, (-1.0, 1.0), pseudo=pseudo)
+                after = ppi_cells(y, f, exact, known, confidence, (-1.0, 1.0), pseudo=pseudo, point=before["unsettled"])
                 tally.add("difference, PPI++ t (before)", setting, truth, before["low"], before["high"])
                 tally.add("difference, PPI++ pseudo-labels (after)", setting, truth, after["low"], after["high"], before["high"] - before["low"])
         low, high = tango_cells(ref.y, var.y, confidence)
