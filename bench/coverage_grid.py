@@ -52,6 +52,7 @@ from ctxeval.stats.paired_binary import tango_interval
 SLOPE = 1.5  # of the latent in the probit of a right answer
 ANSWERS = 4  # of a fractional label
 MIN_GENERATED = 10
+BETWEEN_AT_POINT = True  # the strata split's spread from the PPI++ estimate, not the pseudo-labelled one
 
 
 # ---------------------------------------------------------------- populations
@@ -188,7 +189,7 @@ def ppi_cells(y: np.ndarray, f: np.ndarray, exact: np.ndarray, generated: np.nda
     point_u = est_u if pseudo == 0 else point if point is not None else ppi_cells(y, f, exact, generated, confidence, label_range, 0.0)["unsettled"]
     estimate = w_e * mean_e + w_u * point_u
     centre = w_e * mean_e + w_u * est_u
-    between = w_e * w_u * (mean_e - est_u) ** 2 / n
+    between = w_e * w_u * (mean_e - (point_u if BETWEEN_AT_POINT else est_u)) ** 2 / n
     se = np.sqrt(w_e**2 * var_e + w_u**2 * var_u + between)
     df = np.where(n_uns > 0, m - 1, n - 1)
     no_estimate = (n_uns > 0) & (m < 2)

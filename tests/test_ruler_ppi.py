@@ -70,10 +70,10 @@ def test_the_strata_combine_by_the_law_of_total_variance():
     f = np.array([0.8, 0.3, 0.1, 0.6])
     f_unlabelled = np.array([0.2, 0.9, 0.4])
     theta, _ = _closed_form(y, f, f_unlabelled)
-    centre, se = _closed_form(*_augmented(y, f, f_unlabelled), f_unlabelled)  # the interval's: 2 pseudo-labels at each end
+    _, se = _closed_form(*_augmented(y, f, f_unlabelled), f_unlabelled)  # the interval's: 2 pseudo-labels at each end
     n, w_e, w_u = 10, 0.3, 0.7
     want = w_e * y_exact.mean() + w_u * theta
-    want_se = math.sqrt(w_e**2 * np.var(y_exact, ddof=1) / 3 + w_u**2 * se**2 * 8 / 7 + w_e * w_u * (y_exact.mean() - centre) ** 2 / n)
+    want_se = math.sqrt(w_e**2 * np.var(y_exact, ddof=1) / 3 + w_u**2 * se**2 * 8 / 7 + w_e * w_u * (y_exact.mean() - theta) ** 2 / n)
     cell = stratified_ppi(np.concatenate([y_exact, y, np.full(3, np.nan)]), np.concatenate([np.zeros(3), f, f_unlabelled]),
                           np.arange(10) < 3, (np.arange(10) >= 3) & (np.arange(10) < 7))
     assert cell.estimate == pytest.approx(want, abs=1e-12) and cell.se == pytest.approx(want_se, abs=1e-12)
