@@ -31,7 +31,6 @@ from ctxeval.ruler.aggregation import Setting, common_words, cwe_capacity, cwe_w
 from ctxeval.ruler.prompt import ChatTemplate, model_text
 from ctxeval.ruler.paired import PairedSettings
 from ctxeval.ruler.report import effective_length, ruler_result
-from ctxeval.stats.proportion import wilson
 from ctxeval.stats.paired import paired_bca
 from ctxeval.stats.paired_binary import tango_interval
 from ctxeval.ruler.run import SAMPLE_SCHEMA, essay_repeats
@@ -259,14 +258,6 @@ def test_reference_forms():
     assert reference_text("common_words_extraction", ("a", "b")) == " 1. a 2. b"
     assert reference_text("variable_tracking", ("A", "B")) == "A B"
     assert reference_text("freq_words_extraction", ("x", "y")) == " x y"
-
-
-def test_wilson_interval_equals_scipys_for_whole_successes():
-    for k, n in ((0, 6), (3, 6), (6, 6), (17, 40)):
-        ci = stats.binomtest(k, n).proportion_ci(method="wilson")
-        interval = wilson(k, n)
-        assert interval.low == pytest.approx(ci.low, abs=1e-11) and interval.high == pytest.approx(ci.high, abs=1e-11)
-        assert interval.estimate == k / n and interval.n == n and interval.method == "Wilson"
 
 
 def test_effective_length_is_the_longest_length_before_the_first_fall():

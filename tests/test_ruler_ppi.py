@@ -38,6 +38,12 @@ def _closed_form(y: np.ndarray, f: np.ndarray, f_unlabelled: np.ndarray) -> tupl
     return theta, se
 
 
+def _augmented(y: np.ndarray, f: np.ndarray, f_unlabelled: np.ndarray, count: int = 2, ends: tuple[float, float] = (0.0, 1.0)) -> tuple[np.ndarray, np.ndarray]:
+    """The labelled samples with `count` pseudo-labels at each end, predicted at the mean of all predictions."""
+    centre = np.concatenate([f, f_unlabelled]).mean()
+    return np.concatenate([y, np.full(count, ends[0]), np.full(count, ends[1])]), np.concatenate([f, np.full(2 * count, centre)])
+
+
 def test_ppi_pythons_interval_equals_its_closed_form_on_a_hand_made_case():
     from ppi_py import ppi_mean_ci
 
@@ -49,10 +55,12 @@ def test_ppi_pythons_interval_equals_its_closed_form_on_a_hand_made_case():
     assert (float(low[0]), float(high[0])) == pytest.approx((theta - Z * se, theta + Z * se), abs=1e-12)
     estimate, standard_error = unsettled_mean(y, f, f_unlabelled)
     assert estimate == pytest.approx(theta, abs=1e-12) and standard_error == pytest.approx(se, abs=1e-12)
-    # no exact stratum: the cell's estimate is the unsettled one, its interval Bessel-corrected with Student's t (11 df)
+    # no exact stratum: the cell's estimate is the unsettled one; its interval is PPI++ on the labels with two
+    # pseudo-labels at 0 and two at 1 (predicted at the mean prediction), Bessel-corrected, Student's t (11 df)
     cell = stratified_ppi(np.concatenate([y, np.full(8, np.nan)]), np.concatenate([f, f_unlabelled]), np.zeros(20, bool), np.arange(20) < 12)
-    half = stats.t.ppf(0.975, 11) * se * math.sqrt(12 / 11)
-    assert (cell.estimate, cell.low, cell.high) == pytest.approx((theta, theta - half, theta + half), abs=1e-12)
+    centre, se_aug = _closed_form(*_augmented(y, f, f_unlabelled), f_unlabelled)
+    half = stats.t.ppf(0.975, 11) * se_aug * math.sqrt(16 / 15)
+    assert (cell.estimate, cell.low, cell.high) == pytest.approx((theta, centre - half, centre + half), abs=1e-12)
     assert (cell.exact, cell.generated, cell.predicted, cell.df) == (0, 12, 8, 11)
 
 
@@ -61,10 +69,11 @@ def test_the_strata_combine_by_the_law_of_total_variance():
     y = np.array([1.0, 0.0, 0.0, 1.0])
     f = np.array([0.8, 0.3, 0.1, 0.6])
     f_unlabelled = np.array([0.2, 0.9, 0.4])
-    theta, se = _closed_form(y, f, f_unlabelled)
+    theta, _ = _closed_form(y, f, f_unlabelled)
+    _, se = _closed_form(*_augmented(y, f, f_unlabelled), f_unlabelled)  # the interval's: 2 pseudo-labels at each end
     n, w_e, w_u = 10, 0.3, 0.7
     want = w_e * y_exact.mean() + w_u * theta
-    want_se = math.sqrt(w_e**2 * np.var(y_exact, ddof=1) / 3 + w_u**2 * se**2 * 4 / 3 + w_e * w_u * (y_exact.mean() - theta) ** 2 / n)
+    want_se = math.sqrt(w_e**2 * np.var(y_exact, ddof=1) / 3 + w_u**2 * se**2 * 8 / 7 + w_e * w_u * (y_exact.mean() - theta) ** 2 / n)
     cell = stratified_ppi(np.concatenate([y_exact, y, np.full(3, np.nan)]), np.concatenate([np.zeros(3), f, f_unlabelled]),
                           np.arange(10) < 3, (np.arange(10) >= 3) & (np.arange(10) < 7))
     assert cell.estimate == pytest.approx(want, abs=1e-12) and cell.se == pytest.approx(want_se, abs=1e-12)
@@ -74,22 +83,21 @@ def test_the_strata_combine_by_the_law_of_total_variance():
     assert stratified_ppi(np.array([1.0, 0.0]), np.zeros(2), np.ones(2, bool), np.zeros(2, bool)).estimate == 0.5
 
 
-def test_equal_labels_keep_an_interval_of_the_floors_width_not_zero():
+def test_equal_labels_keep_an_interval_of_the_pseudo_labels_width_not_zero():
     """30 generated labels all 1 (10 predicted): the spread would be 0 and the interval a point;
-    the floor adds one pseudo-label at 0 and one at 1 (p = 31/32 over 32: variance p(1 - p)/31),
-    Student's t with 29 df. A paired difference whose 30 labelled differences are all 0 floors
-    with -1 and +1 (variance (2/31)/32). Labels that differ keep their own spread."""
+    the pseudo-labels (two at 0, two at 1; a paired difference's one at -1 and one at +1) keep
+    a spread, PPI++ on the augmented labels in closed form, Bessel-corrected, Student's t with
+    29 df. The point estimate stays the labels' own."""
     n, generated, f = 40, np.arange(40) < 30, np.linspace(0.5, 0.9, 40)
     y = np.where(generated, 1.0, np.nan)
     cell = stratified_ppi(y, f, np.zeros(n, bool), generated)
-    p = 31 / 32
-    assert cell.estimate == pytest.approx(1.0) and cell.half_width == pytest.approx(stats.t.ppf(0.975, 29) * math.sqrt(p * (1 - p) / 31), rel=1e-9)
+    centre, se = _closed_form(*_augmented(np.ones(30), f[:30], f[30:]), f[30:])
+    half = stats.t.ppf(0.975, 29) * se * math.sqrt(34 / 33)
+    assert cell.estimate == pytest.approx(1.0) and (cell.low, cell.high) == pytest.approx((centre - half, centre + half), rel=1e-9)
+    assert 0.04 < cell.half_width < 0.15 and cell.low < 1.0 < cell.high
     difference = stratified_ppi(np.where(generated, 0.0, np.nan), f - 0.7, np.zeros(n, bool), generated, label_range=(-1.0, 1.0))
-    assert difference.half_width == pytest.approx(stats.t.ppf(0.975, 29) * math.sqrt(2 / 31 / 32), rel=1e-9)
-    mixed = np.where(generated, (np.arange(n) % 3 > 0).astype(float), np.nan)
-    unfloored = stratified_ppi(mixed, f, np.zeros(n, bool), generated)
-    _, se = unsettled_mean(mixed[generated], f[generated], f[~generated])
-    assert unfloored.se == pytest.approx(se * math.sqrt(30 / 29), rel=1e-9)  # no exact stratum: the unsettled one's Bessel-corrected se
+    centre, se = _closed_form(*_augmented(np.zeros(30), f[:30] - 0.7, f[30:] - 0.7, 1, (-1.0, 1.0)), f[30:] - 0.7)
+    assert difference.estimate == 0.0 and difference.half_width == pytest.approx(stats.t.ppf(0.975, 29) * se * math.sqrt(32 / 31), rel=1e-9)
 
 
 def test_settled_pairs_that_all_agree_keep_an_interval_wider_than_delta():
@@ -109,7 +117,8 @@ def test_settled_pairs_that_all_agree_keep_an_interval_wider_than_delta():
 def test_the_interval_covers_the_population_mean_in_simulation():
     """1,000 cells of 60 samples from a population with a settled share, a 0.3 generated share
     (about 15 generated) and an informative but imperfect prediction: the 95 % interval covers
-    the population's mean generated score in 93-97 % of them (ppi_py's normal interval alone: 0.907)."""
+    the population's mean generated score in 93-99 % of them (ppi_py's normal interval alone:
+    0.907; the pseudo-labels make it conservative here, 0.98 in a 4,000-cell run of the bench's mirror)."""
     rng = np.random.default_rng(7)
     covered = runs = 0
     for _ in range(1000):
@@ -123,7 +132,7 @@ def test_the_interval_covers_the_population_mean_in_simulation():
         if not math.isnan(cell.low):  # a cell with fewer than MIN_GENERATED generated samples has no interval
             runs += 1
             covered += cell.low <= TRUE_MEAN <= cell.high
-    assert runs > 900 and 0.93 <= covered / runs <= 0.97
+    assert runs > 900 and 0.93 <= covered / runs <= 0.99
 
 
 def _true_mean() -> float:

@@ -27,7 +27,7 @@ SCORINGS = {"generation": "by generation (RULER's string_match_all on the greedy
 
 def headline(table: pd.DataFrame, lengths: dict[str, dict[str, dict]], threshold: float) -> Headline:
     """One row per model, one column per length: its score (the mean over tasks where there are
-    several) with its Wilson interval, and its effective length; the scoring named."""
+    several) with its 95 % interval, and its effective length; the scoring named."""
     tasks = [t for t in dict.fromkeys(table["task"]) if t != MEAN_TASK]
     rows_of = table[table["task"] == (MEAN_TASK if len(tasks) > 1 else tasks[0])]
     grid = sorted(set(rows_of["length"]))
@@ -39,7 +39,7 @@ def headline(table: pd.DataFrame, lengths: dict[str, dict[str, dict]], threshold
         rows.append((str(model), *scored, *(cells.get(length, "—") for length in grid), _length_text(lengths[str(model)][MEAN_TASK if len(tasks) > 1 else tasks[0]], int(part["length"].min()))))
     what = f"mean of {len(tasks)} tasks ({', '.join(tasks)})" if len(tasks) > 1 else tasks[0]
     scoring = f"scored {SCORINGS[scorings[0]]}" if len(scorings) == 1 else "scored as the column says: " + "; ".join(f"{k} {SCORINGS[k]}" for k in scorings)
-    return Headline(f"RULER, {what}", f"percent, {scoring}; 95 % Wilson interval; by length in tokens",
+    return Headline(f"RULER, {what}", f"percent, {scoring}; 95 % interval (pseudo-labels, Student's t; the mean over tasks by MOVER); by length in tokens",
                     ("model", *(("scored by",) if len(scorings) > 1 else ()), *(str(length) for length in grid), f"effective length (≥ {threshold:g})"), tuple(rows))
 
 
@@ -205,7 +205,7 @@ def results_markdown(r: RulerResult) -> str:
         wide["effective length"] = [_length_text(lengths[str(model)][t], int(part["length"].min())) for t in wide.index]
         wide.index = [*tasks, mean_label(len(tasks))]
         wide.index.name = "task"
-        lines += [f"## {model}", "", f"Score (percent, {_scored_by(set(part['scored_by']))}; 95 % Wilson interval) by length in tokens; "
+        lines += [f"## {model}", "", f"Score (percent, {_scored_by(set(part['scored_by']))}; 95 % interval, pseudo-labels and Student's t) by length in tokens; "
                   f"effective length at ≥ {threshold:g}.", "", wide.reset_index().to_markdown(index=False), ""]
     if not r.ranking.empty:
         lines += ranking_markdown(r.ranking, r.ranking_pairs)

@@ -38,7 +38,7 @@ def definitions(threshold: float) -> dict[str, str]:
         "score": "RULER's string_match_all in percent: per sample the share of answers found in the generated text (case-insensitive), averaged; "
                  "by likelihood where the backend does not generate (scored_by)",
         "likelihood": "share of answers inside the greedy prefix of the teacher-forced reference, averaged (percent)",
-        "low/high": "95 % Wilson interval; partial credit counts as a fraction of a success",
+        "low/high": "95 % interval: the mean with two pseudo-labels at 0 and two at 1 (Agresti-Coull), Student's t with n - 1 df; the mean over tasks by MOVER from the tasks' intervals; partial credit counts as a fraction of a success",
         "mean": "the task 'mean': the mean of the run's task scores per length, over the tasks the run has (of RULER's 13; its two QA tasks are not offered)",
         "effective length": f"the longest length whose score, and every shorter length's, is at least the threshold ({threshold:g})",
         "paired": "each model after the first against the first, on the same prompts (sample k of a cell the same text for both): score_diff, candidate "

@@ -18,7 +18,7 @@ from ctxeval.results.manifest import Manifest
 from ctxeval.results.ruler import MEAN_TASK, RulerResult, read_samples
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
 from ctxeval.stats.interval import Interval
-from ctxeval.stats.proportion import wilson
+from ctxeval.stats.pseudo_labels import mover_mean, pseudo_label_interval
 
 RULER_THRESHOLD = 85.6  # Llama-2-7B's mean at 4K; RULER underlines scores at or above it
 
@@ -29,14 +29,16 @@ def score_column(samples: pd.DataFrame) -> str:
 
 
 def cell_table(samples: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, task, length): RULER's score (percent) with a Wilson interval, the likelihood
+    """Per (model, task, length): RULER's score (percent) with its interval (pseudo-labels and Student's t,
+    `stats.pseudo_labels.pseudo_label_interval`), the likelihood
     score, how often the two agree, and the continuous likelihood numbers."""
     rows = []
     for (model, task, length), part in samples.groupby(["model", "task", "length"], sort=False):
         n = len(part)
         generated = part["generation_score"].notna().all()
         score = part["generation_score"] if generated else part["likelihood_score"]
-        low, high = _percent(wilson(float(score.sum()), n))
+        # the pseudo-label t interval, not Wilson's: Wilson's covers as little as 0.838 at these n (stats/pseudo_labels.py)
+        low, high = _percent(pseudo_label_interval(score.to_numpy(float)))
         rows.append({
             "model": model, "task": task, "length": int(length), "n": n, "score": 100 * float(score.mean()), "low": low, "high": high,
             "scored_by": "generation" if generated else "likelihood",
@@ -56,12 +58,15 @@ def _percent(interval: Interval) -> tuple[float, float]:
 
 
 def mean_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, length): the mean over the run's tasks of the task scores (RULER averages its 13; 11 are offered), with a
-    Wilson interval over all the length's samples, and the same means of the likelihood numbers."""
+    """Per (model, length): the mean over the run's tasks of the task scores (RULER averages its 13; 11 are offered), with the
+    MOVER interval of that mean from the tasks' intervals, and the same means of the likelihood numbers."""
     rows = []
     for (model, length), part in cells.groupby(["model", "length"], sort=False):
         n = int(part["n"].sum())
-        low, high = _percent(wilson(float((part["score"] * part["n"]).sum() / 100), n))
+        # MOVER over the tasks' intervals (stats/pseudo_labels.mover_mean): a proportion pooled over all the
+        # length's samples is the sample-weighted mean, not this mean of task scores, where tasks differ in size
+        mean = mover_mean(part["score"].tolist(), part["low"].tolist(), part["high"].tolist())
+        low, high = mean.low, mean.high
         rows.append({"model": model, "task": MEAN_TASK, "length": int(length), "n": n, "score": float(part["score"].mean()), "low": low, "high": high,
                      "scored_by": part["scored_by"].iloc[0], "likelihood": float(part["likelihood"].mean()),
                      "agree": float(part["agree"].mean()) if part["agree"].notna().all() else None,

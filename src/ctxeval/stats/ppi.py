@@ -11,20 +11,30 @@ strata's means that the random split adds (so the interval covers the mean of th
 the samples are drawn from, not only of these samples).
 
 Small samples: ppi_py's interval is normal, with population variances; with a cell's handful
-of generated samples it undercovers (simulated in tests/test_ruler_ppi.py: 0.91 with 15
-generated of 60, 0.77 with 5). So the unsettled stratum's variance is Bessel-corrected
-(n / (n − 1)), the quantile is Student's t with (generated − 1) degrees of freedom, and a cell
-with fewer than MIN_GENERATED generated samples gets its estimate without an interval.
+of generated samples it undercovers (0.91 with 15 generated of 60, 0.77 with 5). So the
+unsettled stratum's variance is Bessel-corrected, the quantile is Student's t with
+(generated − 1) degrees of freedom, and a cell with fewer than MIN_GENERATED generated samples
+gets its estimate without an interval. That alone still undercovered where the mean is near 0
+or 1 (accurate models score 80–95 %): a t interval's spread, computed at the estimate, shrinks
+exactly when the sample lies near the end (0.863 at worst on bench/coverage_grid.py's grid of
+RULER cells, 0.873 for paired differences). So the interval is computed on the generated labels
+with pseudo-labels at each end of the label range (two at 0 and two at 1 for a score, Agresti
+and Coull 1998; one at −1 and one at +1 for a paired difference, Bonett and Price 2012;
+stats/pseudo_labels.py), predicted at the stratum's mean prediction so the PPI++ power tuning
+stays PPI++'s; the point estimate stays PPI++ on the real labels, and the interval, centred on
+the pseudo-labelled estimate, is asymmetric about it as a score interval is. On the grid the
+interval then covers ≥ 0.94 for cells and paired differences (docs/agreement.md). The
+pseudo-labels also keep a spread where every generated label is equal (30 correct answers of
+30 leave a true rate of 90 % plausible).
 
-Labels of a stratum that are all equal (every one correct; every paired difference 0) give a
-spread of zero and an interval of zero width: a certainty no finite sample supports (30 correct
-answers of 30 leave a true rate of 90 % plausible). This holds for the settled stratum too:
-each settled label is exact, but the samples are a draw from the population, and 10 settled
-pairs that agree once let a press that loses 40 points pass as "within δ". There a stratum's
-variance is floored at that of its labels with one pseudo-label at each end of the label range added (0 and
-1 for a score, −1 and 1 for a paired difference), as Agresti and Coull add pseudo-observations
-to a proportion: 30 equal labels of a score give a half-width of about 6 points, of a
-difference about 9 (Tango's interval for 40 concordant pairs: 8.8).
+The settled stratum keeps a floor: each settled label is exact, but the samples are a draw from
+the population, and 10 settled pairs that agree once let a press that loses 40 points pass as
+"within δ". Where its labels are all equal, its variance is floored at that of its labels with
+one pseudo-label at each end of the label range added (0 and 1 for a score, −1 and 1 for a
+paired difference).
+
+The mean over tasks (`mean_of`) combines the cells' own intervals by MOVER (Zou and Donner
+2008), so each cell's asymmetric interval carries into the mean.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ import numpy as np
 
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
 from ctxeval.stats.interval import Interval, quantile
+from ctxeval.stats.pseudo_labels import mover_mean, pseudo_count, with_pseudo_labels
 
 MIN_GENERATED = 10  # fewer generated samples in a cell's unsettled stratum: no interval
 METHOD = "PPI++ stratified (t)"
@@ -96,16 +107,26 @@ def stratified_ppi(y: np.ndarray, prediction: np.ndarray, exact: np.ndarray, gen
     # each settled label is exact, but the samples are a draw: settled pairs that all agree
     # (a paired difference of 0 on each) do not make the mean's spread zero
     var_exact = floored(float(y[exact].var(ddof=1)) / n_exact if n_exact > 1 else 0.0, y[exact], label_range)
-    mean_unsettled, se_unsettled = (unsettled_mean(y[generated], prediction[generated], prediction[unsettled & ~generated], confidence)
-                                    if n_unsettled else (0.0, 0.0))
-    var_unsettled = floored(se_unsettled**2 * n_generated / (n_generated - 1) if n_unsettled else 0.0, y[generated], label_range)
+    # the interval's unsettled mean and spread: PPI++ on the generated labels with pseudo-labels at
+    # each end of the label range (stats/pseudo_labels.py: the t interval alone undercovered a
+    # stratum's mean near 0 or 1, 0.863 at worst on bench/coverage_grid.py's grid); the point
+    # estimate stays PPI++ on the real labels
+    predicted = prediction[unsettled & ~generated]
+    mean_unsettled = unsettled_mean(y[generated], prediction[generated], predicted, confidence)[0] if n_unsettled else 0.0
+    y_aug, f_aug = with_pseudo_labels(y[generated], prediction[generated], predicted, label_range, pseudo_count(label_range, confidence))
+    centre_unsettled, se_unsettled = unsettled_mean(y_aug, f_aug, predicted, confidence) if n_unsettled else (0.0, 0.0)
+    var_unsettled = se_unsettled**2 * len(y_aug) / (len(y_aug) - 1) if n_unsettled else 0.0
     estimate = w_exact * mean_exact + w_unsettled * mean_unsettled
+    centre = w_exact * mean_exact + w_unsettled * centre_unsettled
+    # the split's spread at the strata's own means: the pseudo-labels, pulling the unsettled mean toward the
+    # middle, would understate it (a cell whose unsettled samples are all wrong: gap 1, not 0.92; the grid
+    # covered 0.922 at an accuracy of 0.3 with every right answer settled, 0.949 at the PPI++ mean)
     between = w_exact * w_unsettled * (mean_exact - mean_unsettled) ** 2 / n
     se = math.sqrt(w_exact**2 * var_exact + w_unsettled**2 * var_unsettled + between)
     if (n_unsettled and n_generated < MIN_GENERATED) or n < 2:
         return PPIEstimate(estimate, nan, nan, se, reason=no_interval(n, n_generated), **counts)
     half = quantile(confidence, df) * se
-    return PPIEstimate(estimate, estimate - half, estimate + half, se, **counts)
+    return PPIEstimate(estimate, centre - half, centre + half, se, **counts)
 
 
 def no_interval(samples: int, generated: int) -> str:
@@ -128,7 +149,8 @@ def floored(variance: float, labels: np.ndarray, label_range: tuple[float, float
 
 def mean_of(estimates: list[PPIEstimate], confidence: float = DEFAULT_CONFIDENCE) -> PPIEstimate:
     """The mean of independent estimates (cells of distinct samples): the mean of their
-    estimates, its standard error the root of their summed variances over their number."""
+    estimates, its standard error the root of their summed variances over their number, its
+    interval by MOVER from the cells' intervals (`pseudo_labels.mover_mean`)."""
     k = len(estimates)
     df = min((e.df for e in estimates), default=math.nan)  # the smallest cell's, to stay on the safe side
     counts = dict(n=sum(e.n for e in estimates), confidence=confidence, method=METHOD, exact=sum(e.exact for e in estimates),
@@ -137,7 +159,7 @@ def mean_of(estimates: list[PPIEstimate], confidence: float = DEFAULT_CONFIDENCE
     if k == 0 or any(math.isnan(e.low) for e in estimates):
         estimate = sum(e.estimate for e in estimates) / k if k else nan
         return PPIEstimate(estimate, nan, nan, nan, reason="a task without an interval", **counts)
-    estimate = sum(e.estimate for e in estimates) / k
+    # MOVER over the cells' own (asymmetric, pseudo-labelled) intervals: stats/pseudo_labels.mover_mean
+    mean = mover_mean([e.estimate for e in estimates], [e.low for e in estimates], [e.high for e in estimates], confidence)
     se = math.sqrt(sum(e.se**2 for e in estimates)) / k
-    half = quantile(confidence, df) * se
-    return PPIEstimate(estimate, estimate - half, estimate + half, se, **counts)
+    return PPIEstimate(mean.estimate, mean.low, mean.high, se, **counts)
