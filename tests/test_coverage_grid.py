@@ -15,7 +15,8 @@ from scipy import stats
 
 pytest.importorskip("ppi_py")
 
-from ctxeval.stats.ppi import MIN_GENERATED, floored, mean_of, stratified_ppi, t_value, unsettled_mean  # noqa: E402
+from ctxeval.stats.interval import quantile  # noqa: E402
+from ctxeval.stats.ppi import MIN_GENERATED, floored, mean_of, stratified_ppi, unsettled_mean  # noqa: E402
 from ctxeval.stats.pseudo_labels import mover_mean, pseudo_count, pseudo_label_interval, with_pseudo_labels  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -90,7 +91,7 @@ def _former_stratified_ppi(y, prediction, exact, generated, confidence=0.95, lab
     se = math.sqrt(w_e**2 * var_e + w_u**2 * var_u + w_e * w_u * (mean_e - mean_u) ** 2 / n)
     if (n_unsettled and m < MIN_GENERATED) or n < 2:
         return estimate, math.nan, math.nan
-    half = t_value(m - 1 if n_unsettled else n - 1, confidence) * se
+    half = quantile(confidence, m - 1 if n_unsettled else n - 1) * se
     return estimate, estimate - half, estimate + half
 
 

@@ -1,7 +1,7 @@
 """One shape for every interval the tool reports, and the quantiles they are built from.
 
-Every interval function (paired BCa, Tango's paired proportions, PPI++, Wilson, the t interval
-of a mean, the bootstrap of agreement) returns an `Interval` or a subclass of it that adds the
+Every interval function (paired BCa, Tango's paired proportions, PPI++, a cell's pseudo-label
+interval, MOVER's mean over tasks) returns an `Interval` or a subclass of it that adds the
 facts of its method (a bootstrap's replicates, a stratified mean's strata), so a verdict, a table
 or a sequential rule reads one shape: estimate, bounds, standard error, samples, confidence,
 method, and why there is no interval where there is none. As scipy.stats' result objects carry
