@@ -87,6 +87,8 @@ class RulerSpec:
                                                     "as RULER's published runs do; not with a KV press.", False)
     likelihood_only: bool = option("--likelihood-only", "Score each sample by likelihood alone (the answer's log-probability, ranks and greedy prefix, "
                                                         "the numbers a generating run also records) and generate nothing: cheaper, no generated score.", False)
+    full_generation: bool = option("--full-generation", "Generate every answer to its task's limit, as RULER does; by default a generation stops once every "
+                                                        "answer is in its text (RULER's score can no longer change; an API model generates in full).", False)
     generate_share: float | None = option("--generate-share", "P: score every sample by likelihood, generate only a seeded share P of the samples the likelihood "
                                                               "pass does not settle (settled ones are exact at no cost), predict the rest from their likelihood "
                                                               "numbers, and report PPI++ scores and paired differences with 95 % intervals (needs ppi-python).", None,
@@ -120,6 +122,8 @@ class RulerSpec:
         problem = common.budget_covering(self.models, min(self.lengths))
         if problem:
             raise fail(RulerSpec, "lengths", problem)
+        if self.full_generation and self.likelihood_only:
+            raise fail(RulerSpec, "full_generation", "sets how far generations run; --likelihood-only generates none: choose one")
         if self.generate_share is not None and self.likelihood_only:
             raise fail(RulerSpec, "generate_share", "generates a share of the samples; --likelihood-only generates none: choose one")
         if self.generate_count is not None:
@@ -153,7 +157,7 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     essay = load_text(spec.essay)
     config = RulerConfig(tuple(dict.fromkeys(spec.tasks)), tuple(sorted(set(spec.lengths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), essay.sha256,
                          device=spec.device, dtype=spec.dtype, api=api_identity(spec.models, spec.openai), chat_template=spec.chat_template,
-                         likelihood_only=spec.likelihood_only, generate_share=spec.generate_share, generate_count=spec.generate_count)
+                         likelihood_only=spec.likelihood_only, generate_share=spec.generate_share, generate_count=spec.generate_count, full_generation=spec.full_generation)
 
     def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
         return ruler_result(run_dir, manifest, spec.threshold, PairedSettings(spec.delta, spec.delta_logp, spec.replicates, spec.seed))

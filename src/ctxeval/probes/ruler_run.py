@@ -55,6 +55,7 @@ SAMPLE_SCHEMA = pa.schema(
         ("greedy_prefix", pa.int32()),
         ("reference_tokens", pa.int32()),
         ("min_margin", pa.float64()),
+        ("generated_tokens", pa.int32()),
     ]
 )
 
@@ -75,6 +76,7 @@ class RulerConfig:
     api: str | None = None  # an API model's options that decide its samples (base URL, mode, tokenizer, top logprobs)
     chat_template: bool = False  # each model's own chat template around the input, as RULER's published runs
     likelihood_only: bool = False  # score the reference only, generate nothing
+    full_generation: bool = False  # generate to each task's limit, as RULER does; else stop once the score is decided
     generate_share: float | None = None  # generate only this seeded share of the samples the likelihood pass does not settle
     generate_count: int | None = None  # or only this seeded count of each task and length's samples
     first_sample: int = 0  # the samples are first_sample ... first_sample + samples - 1 (a round of `--until`)
@@ -82,10 +84,11 @@ class RulerConfig:
     skip: tuple[tuple[str, str, int], ...] | None = None  # (model name, task, length) left out: variants `--until verdict` closed
 
     def run_id(self) -> str:
-        """The hash of the settings; defaults that earlier runs did not record (device, dtype, api, no chat template, generation, every sample generated, every cell from sample 0) are left out of it."""
+        """The hash of the settings; defaults that earlier runs did not record (device, dtype, api, no chat template, generation, every sample generated, every cell from sample 0) are left out of it,
+        and so is full-length generation, what earlier runs did (a run that stops generating once the score is decided has an id of its own)."""
         return config_id({k: v for k, v in asdict(self).items()
                           if not (k in ("device", "dtype", "api", "generate_share", "generate_count", "cells", "skip") and v is None or k in ("chat_template", "likelihood_only") and not v
-                                  or k == "first_sample" and v == 0)})
+                                  or k == "first_sample" and v == 0 or k == "full_generation" and (v or self.likelihood_only))})
 
 
 def essay_repeats(sizes: dict[str, dict[str, dict[str, int]]], words: int) -> dict[str, dict[str, list[int]]]:
@@ -98,6 +101,16 @@ def essay_repeats(sizes: dict[str, dict[str, dict[str, int]]], words: int) -> di
             if longer:
                 out.setdefault(model, {})[task] = longer
     return out
+
+
+def generation_length(config: RulerConfig, scorer: Scorer) -> str:
+    """How far a model's generations run, as the manifest says it: an API model's server cannot
+    be told to stop, so it generates in full even where the run stops once the score is decided."""
+    if config.likelihood_only:
+        return "none"
+    if config.full_generation:
+        return "to the limit"
+    return "until the score is decided" if scorer.capabilities.generation else "to the limit (an API model cannot stop server-side)"
 
 
 Finish = Callable[[Path, Manifest], Any]
@@ -130,12 +143,13 @@ class RulerRun:
             jobs, sizes[scorer.info.name] = self._model_jobs(scorer, index, chat)
             plans.append(jobs)
             tasks.append(RulerTask(config.seed, self._essay, chat, generate=not config.likelihood_only, generate_share=config.generate_share,
-                                   generate_count=config.generate_count, cell_samples=config.first_sample + config.samples))
+                                   generate_count=config.generate_count, cell_samples=config.first_sample + config.samples, full_generation=config.full_generation))
             index += len(jobs)
         work = [Work(task, one_per_unit([j for j in jobs if j[0] not in done]), lambda job: job[1], lambda job: job[1].length) for task, jobs in zip(tasks, plans)]
         total = sum(len(p) for p in plans)
         manifest = {"plan": {"samples": total, "record_kind": "RULER sample", "records": SAMPLES_FILE, "haystack_sizes": sizes,
-                             "essay_words": len(essay_words(self._essay)), "essay_repeated": essay_repeats(sizes, len(essay_words(self._essay)))}}
+                             "essay_words": len(essay_words(self._essay)), "essay_repeated": essay_repeats(sizes, len(essay_words(self._essay))),
+                             "generation": {s.info.name: generation_length(config, s) for s in models}}}
         return Plan(work, manifest, units=total, noun="samples", total=total, already=sum(j[0] in done for p in plans for j in p))
 
     def _model_jobs(self, scorer: Scorer, first: int, chat: ChatTemplate | None) -> tuple[list[SampleJob], dict[str, dict[str, int]]]:
