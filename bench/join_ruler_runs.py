@@ -27,7 +27,7 @@ from ctxeval.errors import UserError
 from ctxeval.results.manifest import read_manifest, write_manifest
 from ctxeval.results.ruler import SAMPLES_FILE
 
-SHARED_CONFIG = ("tasks", "lengths", "samples", "seed", "essay_sha256", "ruler_commit", "chat_template", "likelihood_only",
+SHARED_CONFIG = ("tasks", "lengths", "samples", "seed", "essay_sha256", "ruler_commit", "chat_template", "likelihood_only", "full_generation",
                  "generate_share", "generate_count", "first_sample", "cells")
 
 

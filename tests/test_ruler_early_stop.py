@@ -1,19 +1,22 @@
-"""Generation that stops once RULER's score is decided, without a model: the stop rule against
-RULER's own scoring (tests/ruler_evaluate.py) on every cut of adversarial texts, a character a
-later token completes, and the flag's run id and refusal."""
+"""Generation that stops once RULER's score is decided: the stop rule against RULER's own
+scoring (tests/ruler_evaluate.py) on every cut of adversarial texts, a character a later token
+completes, the flag's run id and refusal; each backend's generation (llama.cpp, hf, hf with a
+press) stopped where told, and a real run with and without the stop scoring alike."""
 
 from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from ctxeval import api
+from ctxeval.data.texts import load_text
 from ctxeval.errors import UserError
 from ctxeval.metrics.ruler import score_decided
 from ctxeval.probes.ruler import stop_when_decided
 from ctxeval.probes.ruler_run import RulerConfig
-from tests.ruler_evaluate import postprocess_pred, string_match_all, string_match_part
+from tests.ruler_evaluate import postprocess_pred, rescored, string_match_all, string_match_part
 
 # what RULER's cleaning and lowercasing treat specially: control characters (\x1c-\x1f are also
 # white space to str.strip), other white space, the capital sigma lowercased by what follows,
@@ -98,3 +101,69 @@ def test_full_generation_has_the_run_id_runs_had_before_it_and_is_refused_with_l
     assert RulerConfig(*settings).run_id() not in ("4b4735ddbb3ddd86", "0e34f534d3c16cd5")  # stopping once decided: an id of its own
     with pytest.raises(UserError, match=r"^full_generation= sets how far generations run; --likelihood-only generates none: choose one$"):
         api.ruler(tasks=("vt",), lengths=(1024,), samples=1, models=("gemma-3-270m",), full_generation=True, likelihood_only=True, out=tmp_path / "x")
+
+
+# --- on the backends and a real run ---------------------------------------------------------
+
+def _stops_at(scorer, prompt: np.ndarray, n: int, **kwargs) -> None:
+    """`generate` with a stop returns the full generation up to the token where the stop first
+    says so: after k tokens, and at the first repeat of a token (a stop that reads the tokens)."""
+    full = scorer.generate(prompt, n, **kwargs)
+    assert len(full) == n  # no end-of-text token cut it short, so every k below is a real stop
+    for k in (1, 5, n - 1):
+        assert scorer.generate(prompt, n, stop=lambda ids, k=k: len(ids) >= k, **kwargs) == full[:k]
+    first_repeat = next((i for i, t in enumerate(full) if t in full[:i]), n - 1)
+    assert scorer.generate(prompt, n, stop=lambda ids: ids[-1] in ids[:-1], **kwargs) == full[: first_repeat + 1]
+
+
+@pytest.mark.model
+def test_llamacpp_stops_generating_where_told_also_inside_the_scored_continuation(gemma):
+    prompt = np.asarray([gemma.info.bos_id, *gemma.tokenize(load_text("demo").content[:3000])], dtype=np.int32)
+    _stops_at(gemma, prompt, 24)
+    full = gemma.generate(prompt, 24)
+    other = next(t for t in range(100, 200) if t != full[3])
+    continuation = np.asarray([*full[:3], other], dtype=np.int32)  # the greedy chain leaves it at step 3
+    for k in (2, 4, 9):  # inside the shared tokens, at the one that leaves, in the generation after
+        scores, generated = gemma.score_then_generate(prompt, continuation, 24, 2, (1.0,), stop=lambda ids, k=k: len(ids) >= k)
+        assert generated == full[:k]
+    assert gemma.score_then_generate(prompt, continuation, 24, 2, (1.0,))[1] == full
+
+
+def test_hf_stops_generating_where_told_with_and_without_a_press(tmp_path):
+    pytest.importorskip("kvpress")
+    from ctxeval.backends.registry import load_scorer, parse_model_spec
+    from tests.hf_tiny import tiny_llama_dir
+
+    model = f"hf:{tiny_llama_dir(tmp_path / 'llama', load_text('demo').content[:20000], vocab_size=512)}"
+    plain = load_scorer(parse_model_spec(model))
+    prompt = np.asarray(plain.tokenize(load_text("demo").content)[:96], dtype=np.int64)
+    _stops_at(plain, prompt, 16)
+    pressed = load_scorer(parse_model_spec(f"{model}?press=StreamingLLMPress&budget=40"))
+    _stops_at(pressed, prompt, 16, context_end=80)
+    # through the default score_then_generate (hf's): a continuation the greedy chain leaves at once
+    full = pressed.generate(prompt, 16, context_end=80)
+    continuation = np.asarray([next(t for t in range(10, 20) if t != full[0])], dtype=np.int64)
+    assert pressed.score_then_generate(prompt, continuation, 16, 2, (1.0,), context_end=80, stop=lambda ids: len(ids) >= 3)[1] == full[:3]
+
+
+@pytest.mark.model
+def test_a_run_that_stops_once_decided_scores_every_sample_as_full_generation(tmp_path):
+    """The same samples with and without the stop: equal scores per sample, each re-scored by
+    RULER's own functions to the reported cells; a stopped prediction is the start of the full
+    one; right answers the likelihood pass left to generation stop early, the rest run alike."""
+    settings = dict(tasks=("niah_multivalue", "cwe"), lengths=(1024,), samples=3, models=("gemma-3-270m",), n_threads=1)
+    runs = {full: api.ruler(**settings, full_generation=full, out=tmp_path / str(full)) for full in (True, False)}
+    full, stop = (runs[f].samples.sort_values(["task", "sample"]).reset_index(drop=True) for f in (True, False))
+    assert full["generation_score"].tolist() == stop["generation_score"].tolist()
+    for result in runs.values():
+        table = result.table.set_index(["model", "task", "length"])
+        for key, score in rescored(result.samples).items():
+            assert score == round(table.loc[key, "score"], 2)
+    assert all(f.startswith(s) for f, s in zip(full["prediction"], stop["prediction"]))
+    shorter = stop["generated_tokens"] < full["generated_tokens"]
+    assert shorter.any() and (stop.loc[shorter, "generation_score"] == 1.0).all()
+    assert (stop.loc[~shorter, "generated_tokens"] == full.loc[~shorter, "generated_tokens"]).all()
+    assert (full.loc[full["method"] == "greedy generation", "generated_tokens"] == full["task"].map({"niah_multivalue": 128, "cwe": 120})).all()
+    assert runs[True].manifest.plan["generation"] == {"gemma-3-270m": "to the limit"}
+    assert runs[False].manifest.plan["generation"] == {"gemma-3-270m": "until the score is decided"}
+    assert runs[True].manifest.config["full_generation"] is True and runs[False].manifest.config["full_generation"] is False

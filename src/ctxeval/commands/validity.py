@@ -88,7 +88,7 @@ class RulerSpec:
     likelihood_only: bool = option("--likelihood-only", "Score each sample by likelihood alone (the answer's log-probability, ranks and greedy prefix, "
                                                         "the numbers a generating run also records) and generate nothing: cheaper, no generated score.", False)
     full_generation: bool = option("--full-generation", "Generate every answer to its task's limit, as RULER does; by default a generation stops once every "
-                                                        "answer is in its text (RULER's score can no longer change; an API model generates in full).", False)
+                                                        "answer is in its text (more text cannot change RULER's score; an API model generates in full).", False)
     generate_share: float | None = option("--generate-share", "P: score every sample by likelihood, generate only a seeded share P of the samples the likelihood "
                                                               "pass does not settle (settled ones are exact at no cost), predict the rest from their likelihood "
                                                               "numbers, and report PPI++ scores and paired differences with 95 % intervals (needs ppi-python).", None,

@@ -180,7 +180,7 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
 
 
 def stop_when_decided(scorer: Scorer, answers: Sequence[str]) -> Stop:
-    """Stop once RULER's score can no longer change, judged on the whole generation so far (an
+    """Stop once more text cannot change RULER's score, judged on the whole generation so far (an
     answer may span tokens), its complete characters only: a character that the next token
     completes reads as U+FFFD alone, which the longer text does not hold."""
 
