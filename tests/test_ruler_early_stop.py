@@ -118,15 +118,15 @@ def _stops_at(scorer, prompt: np.ndarray, n: int, **kwargs) -> None:
 
 @pytest.mark.model
 def test_llamacpp_stops_generating_where_told_also_inside_the_scored_continuation(gemma):
-    prompt = np.asarray([gemma.info.bos_id, *gemma.tokenize(load_text("demo").content[:3000])], dtype=np.int32)
-    _stops_at(gemma, prompt, 24)
-    full = gemma.generate(prompt, 24)
+    prompt = np.asarray([gemma.info.bos_id, *gemma.tokenize(load_text("demo").content[:600])], dtype=np.int32)
+    _stops_at(gemma, prompt, 16)
+    full = gemma.generate(prompt, 16)
     other = next(t for t in range(100, 200) if t != full[3])
     continuation = np.asarray([*full[:3], other], dtype=np.int32)  # the greedy chain leaves it at step 3
     for k in (2, 4, 9):  # inside the shared tokens, at the one that leaves, in the generation after
-        scores, generated = gemma.score_then_generate(prompt, continuation, 24, 2, (1.0,), stop=lambda ids, k=k: len(ids) >= k)
+        scores, generated = gemma.score_then_generate(prompt, continuation, 16, 2, (1.0,), stop=lambda ids, k=k: len(ids) >= k)
         assert generated == full[:k]
-    assert gemma.score_then_generate(prompt, continuation, 24, 2, (1.0,))[1] == full
+    assert gemma.score_then_generate(prompt, continuation, 16, 2, (1.0,))[1] == full
 
 
 def test_hf_stops_generating_where_told_with_and_without_a_press(tmp_path):
