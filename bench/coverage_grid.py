@@ -20,7 +20,7 @@ Populations (every setting drawn `--replicates` times, vectorised over the repli
 - paired differences: a reference and a variant on the same samples (the same x, and with
   probability ρ the same uniform deciding each answer, so pairs agree more than chance), each
   side settled and predicted as above and generated on the same draw, the difference formed
-  as `probes/ruler_ppi._difference` forms it (exact where both sides are, labelled where both
+  as `ruler/ppi._difference` forms it (exact where both sides are, labelled where both
   labels are known, else the difference of predictions with an exact side's label standing in).
 
 The PPI estimators are computed by a vectorised mirror of `ctxeval.stats.ppi.stratified_ppi`

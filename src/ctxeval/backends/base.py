@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,6 +13,9 @@ from ctxeval.backends.logits import BlockScores
 from ctxeval.errors import UserError
 
 GREEDY = 0.0  # the temperature of a greedy continuation (every backend's default)
+# asked after each generated token with every token generated so far: True ends generation there
+# (a task whose score can no longer change stops paying for tokens)
+Stop = Callable[[list[int]], bool]
 
 
 @dataclass(frozen=True)
@@ -126,12 +129,14 @@ class ScorerBase(ABC):
         raise UserError(f"{self.info.name}: this backend cannot run the thesis API protocol (an openai: model in generate or chat mode can)")
 
     def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = GREEDY, seed: int | None = None,
-                 context_end: int | None = None) -> list[int]:
+                 context_end: int | None = None, stop: Stop | None = None) -> list[int]:
         """Continuation of `input_ids` (Capabilities.generation): greedy at temperature 0, else
         sampled from the distribution at `temperature` with `seed`. `context_end`: how many
         leading ids (BOS included) are the context, the part a model that `compresses_context`
         compresses before the rest of the prompt and the generated tokens run against its cache;
-        such a model requires it, a model that keeps its whole cache ignores it."""
+        such a model requires it, a model that keeps its whole cache ignores it. `stop`, asked
+        after every token, ends generation early (the tokens so far are what the longer
+        generation starts with)."""
         raise UserError(f"{self.info.name}: this backend cannot generate text")
 
     def text_of(self, ids: Sequence[int]) -> str:
@@ -161,13 +166,13 @@ class ScorerBase(ABC):
         raise UserError(f"{self.info.name}: this backend cannot score on its generation path")
 
     def score_then_generate(self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, max_new_tokens: int, top_k: int,
-                            temperatures: tuple[float, ...], context_end: int | None = None) -> tuple[BlockScores, list[int] | None]:
-        """`score_stepwise`, and the greedy generation of `max_new_tokens` when the greedy chain
-        leaves the continuation (None when it does not: generation reproduces the continuation)."""
+                            temperatures: tuple[float, ...], context_end: int | None = None, stop: Stop | None = None) -> tuple[BlockScores, list[int] | None]:
+        """`score_stepwise`, and the greedy generation of `max_new_tokens` (or until `stop`) when
+        the greedy chain leaves the continuation (None when it does not: generation reproduces the continuation)."""
         scores = self.score_stepwise(prompt_ids, continuation_ids, top_k, temperatures, context_end=context_end)
         if np.array_equal(scores.greedy_id, np.asarray(continuation_ids)):
             return scores, None
-        return scores, self.generate(prompt_ids, max_new_tokens, context_end=context_end)
+        return scores, self.generate(prompt_ids, max_new_tokens, context_end=context_end, stop=stop)
 
     def logit_blocks(self, input_ids: np.ndarray, output_positions: np.ndarray, max_rows: int) -> Iterator[np.ndarray]:
         """The full-vocabulary float32 logits at `output_positions` (strictly increasing), in

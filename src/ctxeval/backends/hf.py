@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ctxeval.backends import head_memory
-from ctxeval.backends.base import GREEDY, Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens
+from ctxeval.backends.base import GREEDY, Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens, Stop
 from ctxeval.backends.head_gemm import OutputHead
 from ctxeval.backends.logits import BlockScores, pick_token, score_block
 from ctxeval.backends.kv_press import PressedModel, PressOptions
@@ -246,10 +246,10 @@ class HFScorer(ScorerBase):
         return BlockScores.concat(parts)
 
     def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = GREEDY, seed: int | None = None,
-                 context_end: int | None = None) -> list[int]:
+                 context_end: int | None = None, stop: Stop | None = None) -> list[int]:
         """Greedy continuation (ties to the lowest id) with a KV cache, float32 logits from the
         head as scoring computes them; sampled at `temperature` > 0 with a generator seeded by `seed`;
-        stops after `max_new_tokens` or at the end-of-sequence token. With a press, the first
+        stops after `max_new_tokens`, at the end-of-sequence token, or where `stop` says. With a press, the first
         `context_end` ids are compressed and the rest of the prompt and every generated token run
         against the compressed cache at their true positions (kvpress's context / question split)."""
         if max_new_tokens < 1:
@@ -262,7 +262,7 @@ class HFScorer(ScorerBase):
         while True:
             token = pick_token(logits[0], temperature, rng)
             generated.append(token)
-            if len(generated) >= max_new_tokens or token in eos:
+            if len(generated) >= max_new_tokens or token in eos or (stop is not None and stop(generated)):
                 return generated
             logits = step(np.asarray([token]))
 

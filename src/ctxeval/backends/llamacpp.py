@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ctxeval.backends.base import GREEDY, Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens
+from ctxeval.backends.base import GREEDY, Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens, Stop
 from ctxeval.backends.cores import usable_cores
 from ctxeval.backends.llamacpp_prefix import PrefixCache
 from ctxeval.backends.logits import BlockScores, pick_token, score_block
@@ -349,29 +349,33 @@ class LlamaCppScorer(ScorerBase):
         return [scores.rows(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
 
     def generate(self, input_ids: np.ndarray, max_new_tokens: int, temperature: float = GREEDY, seed: int | None = None,
-                 context_end: int | None = None) -> list[int]:
+                 context_end: int | None = None, stop: Stop | None = None) -> list[int]:
         """Continuation of `input_ids`: at temperature 0 the argmax at every step (ties to the
         lowest id), else a draw from softmax(logits / temperature) with a generator seeded by `seed`.
 
         Decodes the input (from the previous prompt's cache where the two share a prefix, unless
-        `prefix_reuse` is off: backends/llamacpp_prefix.py), then one token per step; stops after `max_new_tokens` or at
-        the end-of-generation token. `context_end` changes nothing: the whole cache is kept.
+        `prefix_reuse` is off: backends/llamacpp_prefix.py), then one token per step; stops after `max_new_tokens`, at
+        the end-of-generation token, or where `stop` says. `context_end` changes nothing: the whole cache is kept.
         """
         if max_new_tokens < 1:
             return []
         decoder = _StepDecoder(self, len(input_ids) + max_new_tokens)
-        return self._decode_until_end(decoder, decoder.feed(np.asarray(input_ids)), [], max_new_tokens, temperature, np.random.default_rng(seed))
+        return self._decode_until_end(decoder, decoder.feed(np.asarray(input_ids)), [], max_new_tokens, temperature, np.random.default_rng(seed), stop)
 
     def _decode_until_end(self, decoder: _StepDecoder, logits: np.ndarray, generated: list[int], max_new_tokens: int, temperature: float = GREEDY,
-                          rng: np.random.Generator | None = None) -> list[int]:
+                          rng: np.random.Generator | None = None, stop: Stop | None = None) -> list[int]:
         """`generated` continued from `logits` (the row after its last token), one token per decode,
-        until `max_new_tokens` tokens or the end-of-generation token."""
+        until `max_new_tokens` tokens, the end-of-generation token or `stop`."""
         while True:
             token = pick_token(logits[0], temperature, rng)
             generated.append(token)
-            if len(generated) >= max_new_tokens or self._lib.llama_vocab_is_eog(self._vocab, token):
+            if self._ends(generated, max_new_tokens, stop):
                 return generated
             logits = decoder.feed(np.asarray([token]))
+
+    def _ends(self, generated: list[int], max_new_tokens: int, stop: Stop | None) -> bool:
+        """Whether generation ends after its last token: the limit, end of generation, or `stop`."""
+        return len(generated) >= max_new_tokens or bool(self._lib.llama_vocab_is_eog(self._vocab, generated[-1])) or (stop is not None and stop(generated))
 
     def score_stepwise(
         self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...], context_end: int | None = None
@@ -402,14 +406,14 @@ class LlamaCppScorer(ScorerBase):
         return BlockScores.concat(parts), leave, first
 
     def score_then_generate(self, prompt_ids: np.ndarray, continuation_ids: np.ndarray, max_new_tokens: int, top_k: int,
-                            temperatures: tuple[float, ...], context_end: int | None = None) -> tuple[BlockScores, list[int] | None]:
+                            temperatures: tuple[float, ...], context_end: int | None = None, stop: Stop | None = None) -> tuple[BlockScores, list[int] | None]:
         """`score_stepwise`, then, where the greedy chain leaves the continuation at step d, the
         greedy generation, continued from step d on the same sequence: the cache is cut back to
         the prompt and the d tokens greedy decoding shares with the continuation (the freed
         cells are the ones generation would have used), so the prompt is decoded once. Where
         the cache cannot be cut back (a sliding-window cache that dropped early positions),
         generation runs as `generate`, whose prompt resumes from the last sliding-window
-        checkpoint before its end (prefix reuse)."""
+        checkpoint before its end (prefix reuse). `stop` ends generation as in `generate`."""
         continuation_ids = np.asarray(continuation_ids)
         # positions fed: the prompt, then at most max(continuation, new tokens) - 1 more (the last
         # token is scored or picked, never fed), so a sample that fills the context fits
@@ -420,11 +424,11 @@ class LlamaCppScorer(ScorerBase):
         generated: list[int] = []
         for token in [*map(int, continuation_ids[:leave]), first]:
             generated.append(token)
-            if len(generated) >= max_new_tokens or self._lib.llama_vocab_is_eog(self._vocab, token):
+            if self._ends(generated, max_new_tokens, stop):
                 return scores, generated
         if not decoder.rewind(len(prompt_ids) + leave):
-            return scores, self.generate(np.asarray(prompt_ids), max_new_tokens)
-        return scores, self._decode_until_end(decoder, decoder.feed(np.asarray([first])), generated, max_new_tokens)
+            return scores, self.generate(np.asarray(prompt_ids), max_new_tokens, stop=stop)
+        return scores, self._decode_until_end(decoder, decoder.feed(np.asarray([first])), generated, max_new_tokens, stop=stop)
 
     def _decode(
         self, ctx, llama_batch, tokens: np.ndarray, positions: np.ndarray, seqs: np.ndarray, wanted: np.ndarray, step: int | None = None

@@ -85,6 +85,8 @@ class RulerSpec:
                                                     "as RULER's published runs do; not with a KV press.", False)
     likelihood_only: bool = option("--likelihood-only", "Score each sample by likelihood alone (the answer's log-probability, ranks and greedy prefix, "
                                                         "the numbers a generating run also records) and generate nothing: cheaper, no generated score.", False)
+    full_generation: bool = option("--full-generation", "Generate every answer to its task's limit, as RULER does; by default a generation stops once every "
+                                                        "answer is in its text (more text cannot change RULER's score; an API model generates in full).", False)
     generate_share: float | None = option("--generate-share", "P: score every sample by likelihood, generate only a seeded share P of the samples the likelihood "
                                                               "pass does not settle (settled ones are exact at no cost), predict the rest from their likelihood "
                                                               "numbers, and report PPI++ scores and paired differences with 95 % intervals (needs ppi-python).", None,
@@ -118,6 +120,8 @@ class RulerSpec:
         problem = common.budget_covering(self.models, min(self.lengths))
         if problem:
             raise fail(RulerSpec, "lengths", problem)
+        if self.full_generation and self.likelihood_only:
+            raise fail(RulerSpec, "full_generation", "sets how far generations run; --likelihood-only generates none: choose one")
         if (self.until is None) != (self.max_samples is None):
             raise fail(RulerSpec, "until" if self.until is None else "max_samples", "and --max-samples go together: --until needs a budget, --max-samples a target")
         self.until_target()
@@ -139,7 +143,7 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     essay = load_text(spec.essay)
     config = RulerConfig(tuple(dict.fromkeys(spec.tasks)), tuple(sorted(set(spec.lengths))), spec.samples, spec.seed, tuple(dict.fromkeys(spec.models)), essay.sha256,
                          device=spec.device, dtype=spec.dtype, api=api_identity(spec.models, spec.openai), chat_template=spec.chat_template,
-                         generation=spec.generation())
+                         generation=spec.generation(), full_generation=spec.full_generation)
 
     def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
         return ruler_result(run_dir, manifest, spec.threshold, PairedSettings(spec.delta, spec.delta_logp, spec.replicates, spec.seed))

@@ -18,6 +18,20 @@ def postprocess_pred(prediction: str) -> str:
     return _CONTROL.sub("\n", prediction.strip()).strip()
 
 
+def score_decided(prediction: str, references: Sequence[str], part: bool = False) -> bool:
+    """Whether no text appended to a raw prediction can change its score, so generation may stop:
+    every reference (any, with `part`: string_match_part) is already found. Exact because the
+    cleaned text of a longer prediction starts with this one's (`postprocess_pred` strips the ends
+    and maps characters one for one) and lowercasing is per character, but for a trailing capital
+    sigma, which Python lowercases by what follows: such a text waits for the next token."""
+    text = postprocess_pred(prediction)
+    lowered = text.lower()
+    if not (text + "a").lower().startswith(lowered):
+        return False
+    found = [r.lower() in lowered for r in references]
+    return any(found) if part else all(found)
+
+
 def match_all(prediction: str, references: Sequence[str]) -> float:
     """One sample's `string_match_all` score in [0, 1]: the share of references in the prediction."""
     text = prediction.lower()

@@ -59,6 +59,7 @@ SAMPLE_SCHEMA = pa.schema(
         ("min_margin", pa.float64()),
         ("prompt_tail", pa.string()),
         ("answer_ranks", pa.list_(pa.int64())),
+        ("generated_tokens", pa.int32()),
     ]
 )
 
@@ -79,6 +80,7 @@ class RulerConfig:
     api: str | None = None  # an API model's options that decide its samples (base URL, mode, tokenizer, top logprobs)
     chat_template: bool = False  # each model's own chat template around the input, as RULER's published runs
     generation: Generation = Generation()  # which samples are generated (every one, none, a share of the unsettled, a count per cell)
+    full_generation: bool = False  # generate to each task's limit, as RULER does; else stop once the score is decided
     first_sample: int = 0  # the samples are first_sample ... first_sample + samples - 1 (a round of `--until`)
     cells: tuple[tuple[str, int], ...] | None = None  # only these (task, length) pairs; None: every one
     skip: tuple[tuple[str, str, int], ...] | None = None  # (model name, task, length) left out: variants `--until verdict` closed
@@ -92,10 +94,11 @@ class RulerConfig:
         return out
 
     def run_id(self) -> str:
-        """The hash of the settings; defaults that earlier runs did not record (device, dtype, api, no chat template, generation, every sample generated, every cell from sample 0) are left out of it."""
+        """The hash of the settings; defaults that earlier runs did not record (device, dtype, api, no chat template, generation, every sample generated, every cell from sample 0) are left out of it,
+        and so is full-length generation, what earlier runs did (a run that stops generating once the score is decided has an id of its own)."""
         return config_id({k: v for k, v in self.as_dict().items()
                           if not (k in ("device", "dtype", "api", "generate_share", "generate_count", "cells", "skip") and v is None or k in ("chat_template", "likelihood_only") and not v
-                                  or k == "first_sample" and v == 0)})
+                                  or k == "first_sample" and v == 0 or k == "full_generation" and (v or not self.generation.generates))})
 
 
 def essay_repeats(sizes: dict[str, dict[str, dict[str, int]]], words: int) -> dict[str, dict[str, list[int]]]:
@@ -108,6 +111,16 @@ def essay_repeats(sizes: dict[str, dict[str, dict[str, int]]], words: int) -> di
             if longer:
                 out.setdefault(model, {})[task] = longer
     return out
+
+
+def generation_length(config: RulerConfig, scorer: Scorer) -> str:
+    """How far a model's generations run, as the manifest says it: an API model's server cannot
+    be told to stop, so it generates in full even where the run stops once the score is decided."""
+    if not config.generation.generates:
+        return "none"
+    if config.full_generation:
+        return "to the limit"
+    return "until the score is decided" if scorer.capabilities.generation else "to the limit (an API model cannot stop server-side)"
 
 
 Finish = Callable[[Path, Manifest], Any]
@@ -139,12 +152,14 @@ class RulerRun:
             chat = model_chat_template(scorer) if config.chat_template else None
             jobs, sizes[scorer.info.name] = self._model_jobs(scorer, index, chat)
             plans.append(jobs)
-            tasks.append(RulerTask(config.seed, self._essay, chat, config.generation, cell_samples=config.first_sample + config.samples))
+            tasks.append(RulerTask(config.seed, self._essay, chat, config.generation, cell_samples=config.first_sample + config.samples,
+                                   full_generation=config.full_generation))
             index += len(jobs)
         work = [Work(task, one_per_unit([j for j in jobs if j[0] not in done]), lambda job: job[1], lambda job: job[1].length) for task, jobs in zip(tasks, plans)]
         total = sum(len(p) for p in plans)
         manifest = {"plan": {"samples": total, "record_kind": "RULER sample", "records": SAMPLES_FILE, "haystack_sizes": sizes,
-                             "essay_words": len(essay_words(self._essay)), "essay_repeated": essay_repeats(sizes, len(essay_words(self._essay)))}}
+                             "essay_words": len(essay_words(self._essay)), "essay_repeated": essay_repeats(sizes, len(essay_words(self._essay))),
+                             "generation": {s.info.name: generation_length(config, s) for s in models}}}
         return Plan(work, manifest, units=total, noun="samples", total=total, already=sum(j[0] in done for p in plans for j in p),
                     load=Load.of(self._cost(j[1]) for p in plans for j in p if j[0] not in done))
 

@@ -24,6 +24,12 @@ server gives vLLM's prompt_logprobs (`ctxeval serve` does), else ranks within it
 Likelihood only (`--likelihood-only`): the reference is scored on the same path and nothing is
 generated; the records hold the same likelihood numbers as a generating run's, no generated score.
 
+Generation stops once the score is decided (`score_decided`: every answer is in the text of the
+whole generation so far, and RULER's cleaning and containment only grow as text is appended), so
+the stored prediction is the text up to there and its score is the full-length generation's; a
+wrong or partial answer runs to the task's limit. `--full-generation` runs every generation to the
+limit, as RULER does. An API model generates in full (the server cannot be told to stop).
+
 A generated share (`--generate-share P`): every sample's likelihood pass; a sample greedy decoding
 would answer with the reference is settled without generating; of the others, the seeded draw
 of ruler/ppi.py picks those generated, and the rest are recorded as predicted. A generated
@@ -32,15 +38,17 @@ count (`--generate N`) draws N samples of each task and length alike, the same f
 
 from __future__ import annotations
 
+import codecs
 import hashlib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ctxeval.backends.base import Scorer
+from ctxeval.backends.base import Scorer, Stop
 from ctxeval.backends.logits import BlockScores
 from ctxeval.errors import FieldError
-from ctxeval.metrics.ruler import match_all, postprocess_pred
+from ctxeval.metrics.ruler import match_all, postprocess_pred, score_decided
 from ctxeval.probes.answer_tokens import answer_cover, min_margin
 from ctxeval.probes.context_split import context_end as split_at, ruler_context_chars
 from ctxeval.ruler.aggregation import Rendered
@@ -94,17 +102,19 @@ class SampleResult:
     min_margin: float  # smallest top-1 minus runner-up log-probability over the greedy prefix and the token that leaves it
     prompt_tail: str  # the last PROMPT_TAIL characters of the text the model was given (the report shows them)
     answer_ranks: list[int]  # exact rank of each reference token that covers the answers, in order
+    generated_tokens: int | None  # tokens the backend generated (0: the likelihood pass settled it); None: not generated here, or an API's text
 
     def to_row(self) -> dict:
         return asdict(self)
 
 
 def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack: int, chat: ChatTemplate | None = None,
-                 generate: bool = True, settle: bool = False) -> SampleResult:
+                 generate: bool = True, settle: bool = False, full_generation: bool = False) -> SampleResult:
     """Both scores of one rendered sample on a loaded model; the likelihood scores alone when
     `generate` is False (the same numbers a generating run records, without its cost). With
     `settle`, a sample not generated is still labelled where greedy decoding produces the whole
-    reference (its generated score is then known), else recorded as predicted."""
+    reference (its generated score is then known), else recorded as predicted. Generation stops
+    once its score is decided, unless `full_generation`."""
     task = TASKS[spec.task]
     info = scorer.info
     bos = [info.bos_id] if info.uses_bos else []
@@ -125,10 +135,13 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
     prompt = np.asarray(bos + prompt_ids, dtype=np.int32)
     answer = np.asarray(reference_ids, dtype=np.int32)
     text: str | None = None
+    n_generated: int | None = None
     if scorer.capabilities.generation and not generate:  # generation's own kernel path, so the numbers equal a generating run's
         scores = scorer.score_stepwise(prompt, answer, top_k=2, temperatures=(1.0,), context_end=context_end)
     elif scorer.capabilities.generation:
-        scores, generated = scorer.score_then_generate(prompt, answer, task.tokens_to_generate, top_k=2, temperatures=(1.0,), context_end=context_end)
+        stop = None if full_generation else stop_when_decided(scorer, rendered.answers)
+        scores, generated = scorer.score_then_generate(prompt, answer, task.tokens_to_generate, top_k=2, temperatures=(1.0,), context_end=context_end, stop=stop)
+        n_generated = 0 if generated is None else len(generated)
         if generated is not None:
             text = scorer.text_of(generated)
     else:  # an API model
@@ -168,8 +181,20 @@ def score_sample(scorer: Scorer, rendered: Rendered, spec: SampleSpec, haystack:
         likelihood_score=likelihood, answer_logprob=logprob, answer_tokens=n_cover, mean_logprob=logprob / max(1, n_cover),
         first_rank=int(scores.rank[first]), mean_log2_rank=_mean_log2_rank(scores.rank[any_cover]),
         greedy_prefix=prefix, reference_tokens=len(answer), min_margin=round(min_margin(scores.rows(0, prefix + 1)), 6),
-        prompt_tail=given[-PROMPT_TAIL:], answer_ranks=[int(r) for r in scores.rank[any_cover]],
+        prompt_tail=given[-PROMPT_TAIL:], answer_ranks=[int(r) for r in scores.rank[any_cover]], generated_tokens=n_generated,
     )
+
+
+def stop_when_decided(scorer: Scorer, answers: Sequence[str]) -> Stop:
+    """Stop once more text cannot change RULER's score, judged on the whole generation so far (an
+    answer may span tokens), its complete characters only: a character that the next token
+    completes reads as U+FFFD alone, which the longer text does not hold."""
+
+    def stop(ids: list[int]) -> bool:
+        text = codecs.getincrementaldecoder("utf-8")("replace").decode(b"".join(scorer.token_bytes(t) for t in ids))
+        return score_decided(text, answers)
+
+    return stop
 
 
 def _teacher_forced(scorer: Scorer, prompt: np.ndarray, answer: np.ndarray) -> BlockScores:
@@ -202,6 +227,7 @@ class RulerTask:
     chat: ChatTemplate | None = None
     generation: Generation = Generation()
     cell_samples: int = 0  # a cell's samples, 0 ... cell_samples - 1 (the draw of a generated count)
+    full_generation: bool = False  # every generation to the task's limit (RULER's); else it stops once its score is decided
 
     def _drawn(self, spec: SampleSpec) -> bool:
         """Whether a sample the likelihood pass does not settle is generated."""
@@ -219,5 +245,5 @@ class RulerTask:
             model.prepare(min(spec.length + 2, model.info.n_ctx_train))
             rendered, haystack = build_sample(spec, self.seed, self.essay, token_counter(model, spec.task, self.chat))
             generate = self.generation.generates and self._drawn(spec)
-            rows.append(score_sample(model, rendered, spec, haystack, self.chat, generate, settle=prediction_powered).to_row())
+            rows.append(score_sample(model, rendered, spec, haystack, self.chat, generate, settle=prediction_powered, full_generation=self.full_generation).to_row())
         return rows
