@@ -1,34 +1,19 @@
 """Paired comparison of two arms over the same windows: token-weighted mean difference and
 its BCa bootstrap interval.
 
-The statistic is theta = sum(t_i * d_i) / sum(t_i) over windows i with token counts t_i and
-per-window differences d_i (e.g. of mean log-loss). Two resampling schemes estimate its
-spread; both have theta as their expectation:
+theta = sum(t_i * d_i) / sum(t_i) over windows i with token counts t_i and per-window
+differences d_i. Units (windows, or whole documents for a cluster bootstrap) are drawn uniformly
+as pairs (d, t) and the ratio of sums recomputed ("windows", the default), or drawn with
+probability proportional to their tokens and the plain mean of d taken ("tokens", paper 001's
+weighting). A replicate is a function of the draw's multiplicities only, summed in unit order,
+so a draw of every unit once equals theta to the last bit and cannot tilt the bias correction
+where units are few.
 
-- "windows" (default): units (windows, or whole documents for a cluster bootstrap) are drawn
-  uniformly with replacement as pairs (d, t) and theta is recomputed as a ratio of sums.
-- "tokens": units are drawn with probability proportional to their tokens and the statistic is
-  the plain mean of the drawn units' d (paper 001's "resampled with weights proportional to
-  t_i").
-
-A replicate is a function of the draw's multiplicities c_i only: sums are taken as
-sum_i c_i * x_i in unit order, and theta is the same function at c_i = 1. So a replicate that
-draws every unit once equals theta to the last bit, whatever order it drew them in; summing
-in draw order (or theta over windows, replicates over documents) would put it one rounding
-step beside theta, and with 2-3 units, where such replicates are common, that moves the bias
-correction z0 from 0 to about +-0.7.
-
-`bench/bench_compare_coverage.py` measures the coverage of both. The bias correction z0 is the
-mid-rank of theta among the replicates; the acceleration comes from the jackknife of the ratio
-of sums ("windows") or from the influence values of the token-weighted distribution
-("tokens"), as in Efron & Tibshirani 14.3/15.4 (`scipy.stats.bootstrap(method="BCa")`).
-
-Three outcomes, in `PairedEstimate.interval`:
-- "bca": the interval;
-- "degenerate" (paper 001): all paired differences are equal (within float rounding), and
-  the interval is collapsed to the point [theta, theta];
-- "none": fewer than two resampling units (one window, one document): there is nothing to
-  resample, so there is no interval (bounds NaN), never a zero-width one.
+`PairedEstimate.interval` is "bca"; "degenerate" (paper 001: all paired differences equal within
+float rounding, the interval collapsed to [theta, theta]); or "none" (fewer than two resampling
+units, or replicates too one-sided for BCa to correct: no interval, bounds NaN, never a zero-width
+one). Why each choice, and what `bench/bench_compare_coverage.py` measured: docs/design.md,
+"Paired comparison".
 """
 
 from __future__ import annotations

@@ -1,30 +1,15 @@
 """A mean from exact labels, a random generated share and predictions for the rest: PPI++.
 
-A RULER cell splits its samples in two strata. The *exact* ones are labelled at no cost (the
-likelihood pass settled them: greedy decoding produces the reference). Of the others, a random
-share (each drawn independently with one probability) is labelled by generation; the rest carry
-only a prediction. The unsettled stratum's mean is prediction-powered (Angelopoulos et al. 2023,
-power-tuned as PPI++, Angelopoulos, Duchi and Zrnic 2023) with `ppi_py.ppi_mean_ci`; the cell's
-mean weighs the strata by their shares, and its variance is the law of total variance over the
-two strata: each stratum's share squared times its mean's variance, plus the spread between the
-strata's means that the random split adds (so the interval covers the mean of the population
-the samples are drawn from, not only of these samples).
-
-Small samples: ppi_py's interval is normal, with population variances; with a cell's handful
-of generated samples it undercovers (simulated in tests/test_ruler_ppi.py: 0.91 with 15
-generated of 60, 0.77 with 5). So the unsettled stratum's variance is Bessel-corrected
-(n / (n − 1)), the quantile is Student's t with (generated − 1) degrees of freedom, and a cell
-with fewer than MIN_GENERATED generated samples gets its estimate without an interval.
-
-Labels of a stratum that are all equal (every one correct; every paired difference 0) give a
-spread of zero and an interval of zero width: a certainty no finite sample supports (30 correct
-answers of 30 leave a true rate of 90 % plausible). This holds for the settled stratum too:
-each settled label is exact, but the samples are a draw from the population, and 10 settled
-pairs that agree once let a press that loses 40 points pass as "within δ". There a stratum's
-variance is floored at that of its labels with one pseudo-label at each end of the label range added (0 and
-1 for a score, −1 and 1 for a paired difference), as Agresti and Coull add pseudo-observations
-to a proportion: 30 equal labels of a score give a half-width of about 6 points, of a
-difference about 9 (Tango's interval for 40 concordant pairs: 8.8).
+A RULER cell's samples fall in two strata: the *exact* ones, settled by the likelihood pass at no
+cost, and the others, of which a random share is labelled by generation and the rest carry only a
+prediction. The unsettled stratum's mean is prediction-powered (PPI++, Angelopoulos, Duchi and
+Zrnic 2023, with `ppi_py.ppi_mean_ci`); the cell's mean weighs the strata by their shares, and its
+variance is the law of total variance over them, so the interval covers the mean of the population
+the samples are drawn from. A cell's handful of generated samples makes a normal interval
+undercover, so the unsettled variance is Bessel-corrected, the quantile is Student's t, and below
+MIN_GENERATED generated samples there is no interval; a stratum whose labels are all equal gets the
+variance of its labels with one pseudo-label at each end of their range (as Agresti and Coull add
+pseudo-observations), not zero. The simulations behind each choice: docs/ruler.md.
 """
 
 from __future__ import annotations
