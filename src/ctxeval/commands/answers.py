@@ -195,8 +195,7 @@ def _echo_leval(result: LevalResult, spec: LevalSpec, display: QuietDisplay) -> 
 
     for note in result.notes:
         print(f"ctxeval: note: {note}", file=sys.stderr)
-    lines = [] if display.quiet else [result.markdown]
-    return "\n".join([*lines, f"scores: {', '.join(str(result.out / f) for f in result.files())}"])
+    return display.echo(result.markdown, f"scores: {', '.join(str(result.out / f) for f in result.files())}")
 
 
 COMMANDS = (

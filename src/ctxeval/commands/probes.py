@@ -243,20 +243,17 @@ def run_probe_report(spec: ProbeReportSpec) -> ProbeReport:
 
 def _echo_gain(result: ContextGainResult, spec: ContextGainSpec, display: QuietDisplay) -> str:
     files = result.paths()
-    lines = [] if display.quiet else [result.markdown]
-    return "\n".join([*lines, f"summary: {files['summary']}, {files['report']}, plot: {files['plot']}"])
+    return display.echo(result.markdown, f"summary: {files['summary']}, {files['report']}, plot: {files['plot']}")
 
 
 def _echo_effective_length(result: EffectiveLengthResult, spec: EffectiveLengthSpec, display: QuietDisplay) -> str:
     files = result.paths()
-    lines = [] if display.quiet else [result.markdown]
-    return "\n".join([*lines, f"summary: {files['summary']}, {files['report']}, curve: {files['curve']}, plot: {files['plot']}"])
+    return display.echo(result.markdown, f"summary: {files['summary']}, {files['report']}, curve: {files['curve']}, plot: {files['plot']}")
 
 
 def _echo_retrieval(result: RetrievalResult, spec: RetrievalSpec, display: QuietDisplay) -> str:
     files = result.paths()
-    lines = [] if display.quiet else [result.markdown]
-    return "\n".join([*lines, f"results: {files['results']}, cases: {files['cases']}, heatmap: {files['heatmap']}"])
+    return display.echo(result.markdown, f"results: {files['results']}, cases: {files['cases']}, heatmap: {files['heatmap']}")
 
 
 def _echo_probe_report(result: ProbeReport, spec: ProbeReportSpec, display: None) -> str:

@@ -160,8 +160,7 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
 
 def _echo_ruler(result: RulerResult, spec: RulerSpec, display: QuietDisplay) -> str:
     files = result.paths()
-    lines = [] if display.quiet else [result.markdown]
-    return "\n".join([*lines, f"results: {files['results']}, samples: {files['samples']}, plot: {files['plot']}"])
+    return display.echo(result.markdown, f"results: {files['results']}, samples: {files['samples']}, plot: {files['plot']}")
 
 
 @dataclass(frozen=True)
