@@ -69,7 +69,7 @@ def _lengths_check(values: tuple[int, ...]) -> str | None:
 
 
 @dataclass(frozen=True)
-class EffectiveLengthSpec:
+class EffectiveLengthSpec(common.ModelRunOptions):
     """How much of its context does a model use? The same target tokens scored with every context length
     (paired), the gain per doubling with paired BCa intervals clustered by document, and the effective
     context length L*: the shortest length reaching --share of the total gain, with a bootstrap interval.
@@ -94,11 +94,6 @@ class EffectiveLengthSpec:
     replicates: int = common.replicates()
     top_k: int = common.top_k()
     metrics: MetricConfig = group(MetricConfig)
-    out: Path | None = common.out()
-    progress: bool = common.progress()
-    n_threads: int | None = common.threads()
-    device: str | None = common.device()
-    dtype: str | None = common.dtype()
     corpus: CorpusOptions = common.corpus()
     seed: int = common.seed()
     executor: ExecutorOptions = common.executor()

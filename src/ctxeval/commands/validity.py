@@ -61,7 +61,7 @@ def _until_check(value: str | None) -> str | None:
 
 
 @dataclass(frozen=True)
-class RulerSpec:
+class RulerSpec(common.ModelRunOptions):
     """RULER's synthetic tasks (NVIDIA/RULER): needle in a haystack (single, multi-key, multi-value,
     multi-query; noise, essay and needle haystacks; words, numbers and UUIDs), variable tracking,
     common- and frequent-words extraction, sized in each model's own tokens. Each sample is scored by
@@ -105,11 +105,6 @@ class RulerSpec:
                                DEFAULT_LOGP_DELTA, check=greater_than_zero)
     replicates: int = common.replicates()
     seed: int = common.seed("Seed of the samples (RULER's default 42) and of the paired bootstrap.", RULER_SEED)
-    out: Path | None = common.out()
-    progress: bool = common.progress()
-    n_threads: int | None = common.threads()
-    device: str | None = common.device()
-    dtype: str | None = common.dtype()
     openai: OpenAIOptions = group(OpenAIOptions)
     executor: ExecutorOptions = common.executor()
 
