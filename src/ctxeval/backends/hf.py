@@ -167,14 +167,7 @@ class HFScorer(ScorerBase):
         return SpecialTokens(tok.bos_token_id, tok.bos_token, tok.eos_token_id, tok.eos_token, tok.chat_template)
 
     # --- inference -------------------------------------------------------------------------
-    def score(
-        self,
-        input_ids: np.ndarray,
-        output_positions: np.ndarray,
-        target_ids: np.ndarray,
-        top_k: int,
-        temperatures: tuple[float, ...],
-    ) -> BlockScores:
+    def score(self, input_ids: np.ndarray, output_positions: np.ndarray, target_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...]) -> BlockScores:
         return self.score_batch([(input_ids, output_positions, target_ids)], top_k, temperatures)[0]
 
     def score_batch(self, passes: Sequence[PassInput], top_k: int, temperatures: tuple[float, ...]) -> list[BlockScores]:
