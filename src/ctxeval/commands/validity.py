@@ -17,7 +17,7 @@ from ctxeval.results.manifest import Manifest
 from ctxeval.ruler.paired import DEFAULT_LOGP_DELTA, DEFAULT_SCORE_DELTA, PairedSettings
 from ctxeval.ruler.report import RULER_THRESHOLD, ruler_result
 from ctxeval.ruler.generation import Generation
-from ctxeval.ruler.run import RulerConfig, run_ruler
+from ctxeval.ruler.run import RulerConfig, RulerRun, run_ruler
 from ctxeval.ruler.until import Until, UntilConfig, parse_until, run_until, write_merged
 from ctxeval.pipeline.engine import save_result
 from ctxeval.render.kinds import RENDERING
@@ -141,7 +141,8 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     models = common.model_specs(config.models)
 
     def run_round(round_config: RulerConfig, out: Path) -> RulerResult:
-        return run_ruler(round_config, models, essay.content, out, finish, spec.progress, spec.n_threads, spec.executor, spec.openai, render=RENDERING)
+        task = RulerRun(round_config, models, essay.content, finish, spec.n_threads, spec.openai)
+        return run_ruler(task, out, spec.progress, spec.executor, render=RENDERING)
 
     until = spec.until_target()
     if until is None:
