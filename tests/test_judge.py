@@ -10,7 +10,7 @@ import pytest
 from ctxeval.errors import EXIT_INCOMPLETE
 from ctxeval.results.records import STOP_AFTER_PASSES_ENV
 from ctxeval.render.kinds import RENDERING
-from ctxeval.judge import SYSTEM_PROMPT, leval_question_set, parse_verdict, read_predictions, run_judge, select_questions
+from ctxeval.judge import SYSTEM_PROMPT, JudgedFiles, leval_question_set, parse_verdict, read_predictions, run_judge, select_questions
 from tests.conftest import SHARED_DATA, run_cli
 from tests.servers.scripted import ScriptedServer
 
@@ -132,7 +132,7 @@ def test_gpt35_judge_sees_181_questions_gpt4_judge_96(tmp_path):
     for judge_name, kinds in (("openai:gpt-3.5-turbo", {"LLM", "human"}), ("openai:gpt-4", {"LLM"})):
         expected = sum(1 for r in model_rows if r["evaluation"] in kinds and (r["query"], str(r["gt"])) in base_keys)
         judge = _AlwaysA()
-        report = run_judge(judge, judge_name, files["claude-100k"], files["turbo-16k-0613"], tmp_path / judge_name, render=RENDERING).report
+        report = run_judge(judge, judge_name, JudgedFiles(files["claude-100k"], files["turbo-16k-0613"]), tmp_path / judge_name, render=RENDERING).report
         totals = report["totals"]
         assert report["questions"] == ("turbo" if "3.5" in judge_name else "gpt4")
         assert totals["verdicts"] == 2 * expected and (totals["win"], totals["loss"]) == (expected, expected)

@@ -258,14 +258,24 @@ def judge_result(out: Path, model: str, base: str, judge_name: str, questions: s
     return JudgeResult(report, Path(out))
 
 
-def run_judge(load_spec: Loadable, judge_name: str, predictions: Path, base_predictions: Path, out: Path,
-              limit: int | None = None, questions: str = "auto", executor: ExecutorOptions | None = None, max_tokens: int | None = None, *,
-              render: Rendering) -> JudgeResult:
-    """Judge a model's L-Eval predictions against a base model's on a question set (`auto`: the
-    one L-Eval uses for this judge); return the result (rendered by `render`; the engine has written it). A run directory holds one
-    configuration (files, judge, question set, limit), as for every command."""
-    if questions == "auto":
-        questions = leval_question_set(judge_name)
+@dataclass(frozen=True)
+class JudgedFiles:
+    """What a judge run compares: a model's L-Eval predictions against a base model's, on a
+    question set (`auto`: the one L-Eval uses for the judge), the first `limit` pairs only when given."""
+
+    predictions: Path
+    base_predictions: Path
+    questions: str = "auto"
+    limit: int | None = None
+
+
+def run_judge(load_spec: Loadable, judge_name: str, judged: JudgedFiles, out: Path, executor: ExecutorOptions | None = None,
+              max_tokens: int | None = None, *, render: Rendering) -> JudgeResult:
+    """Judge a model's L-Eval predictions against a base model's; return the result (rendered by
+    `render`; the engine has written it). A run directory holds one configuration (files, judge,
+    question set, limit), as for every command."""
+    predictions, base_predictions, limit = Path(judged.predictions), Path(judged.base_predictions), judged.limit
+    questions = leval_question_set(judge_name) if judged.questions == "auto" else judged.questions
     model, model_rows = read_predictions(predictions)
     base, base_rows = read_predictions(base_predictions)
     considered = select_questions(model_rows, questions)
@@ -274,26 +284,26 @@ def run_judge(load_spec: Loadable, judge_name: str, predictions: Path, base_pred
     pairs = pair_predictions(considered, model, base_rows, base)
     if limit is not None:
         pairs = pairs[:limit]
-    config = {"predictions": file_sha256(Path(predictions)), "base_predictions": file_sha256(Path(base_predictions)), "judge": judge_name,
+    config = {"predictions": file_sha256(predictions), "base_predictions": file_sha256(base_predictions), "judge": judge_name,
               "questions": questions, "limit": limit, "max_tokens": max_tokens, "prompt": "L-Eval pair-v2"}
     unmatched = len(considered) - len(pairs) if limit is None else 0
     task = JudgeRun(load_spec, pairs, lambda verdicts: judge_result(out, model, base, judge_name, questions, verdicts, unmatched))
     return run(task, RunSpec("judge", config_id(config), config, "judge run"), out, render=render, executor=executor)
 
 
-def run_api_judge(predictions: Path, base_predictions: Path, judge_model: str, options, max_tokens: int, limit: int | None,
-                  out: Path, questions: str = "auto", executor: ExecutorOptions | None = None, *, render: Rendering) -> JudgeResult:
+def run_api_judge(judged: JudgedFiles, judge_model: str, options, max_tokens: int, out: Path, executor: ExecutorOptions | None = None, *,
+                  render: Rendering) -> JudgeResult:
     """Judge with an `openai:` chat model (the `ctxeval judge` command); returns the result."""
     from ctxeval.backends.registry import backend_for
 
     backend = backend_for(judge_model)
     if not backend.chat or not backend.target(judge_model):
         raise FieldError("judge_model", f"must be openai:MODEL, got {judge_model!r}")
-    if limit is not None and limit < 1:
-        raise FieldError("limit", f"must be a positive integer, got {limit}")
-    if questions not in QUESTION_CHOICES:
-        raise FieldError("questions", f"must be one of {', '.join(QUESTION_CHOICES)}, got {questions!r}")
+    if judged.limit is not None and judged.limit < 1:
+        raise FieldError("limit", f"must be a positive integer, got {judged.limit}")
+    if judged.questions not in QUESTION_CHOICES:
+        raise FieldError("questions", f"must be one of {', '.join(QUESTION_CHOICES)}, got {judged.questions!r}")
     from ctxeval.backends.openai_chat import ChatSpec
 
     spec = ChatSpec(backend.target(judge_model), options, max_tokens)
-    return run_judge(spec, judge_model, predictions, base_predictions, out, limit, questions, executor, max_tokens, render=render)
+    return run_judge(spec, judge_model, judged, out, executor, max_tokens, render=render)

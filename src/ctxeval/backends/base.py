@@ -96,14 +96,7 @@ class ScorerBase(ABC):
         return self.token_bytes(token_id)
 
     @abstractmethod
-    def score(
-        self,
-        input_ids: np.ndarray,
-        output_positions: np.ndarray,
-        target_ids: np.ndarray,
-        top_k: int,
-        temperatures: tuple[float, ...],
-    ) -> BlockScores:
+    def score(self, input_ids: np.ndarray, output_positions: np.ndarray, target_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...]) -> BlockScores:
         """One forward pass over `input_ids`; row i scores `target_ids[i]` from the logits
         at input position `output_positions[i]` (the position of the token before it). The
         planners pass whole windows (the last target is the last input token), as llama.cpp's
@@ -114,16 +107,8 @@ class ScorerBase(ABC):
         runs equal-length passes together)."""
         return [self.score(*p, top_k, temperatures) for p in passes]
 
-    def score_thesis(
-        self,
-        input_ids: np.ndarray,
-        output_positions: np.ndarray,
-        target_ids: np.ndarray,
-        top_k: int,
-        temperatures: tuple[float, ...],
-        n_compare: int,
-        exhaustive: bool,
-    ) -> ScheduledScores:
+    def score_thesis(self, input_ids: np.ndarray, output_positions: np.ndarray, target_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...],
+                     n_compare: int, exhaustive: bool) -> ScheduledScores:
         """Score from the pass's first target (L tokens after its context start) on, with the
         thesis's context schedule; n_c comparisons, or n_c requests if `exhaustive`."""
         raise UserError(f"{self.info.name}: this backend cannot run the thesis API protocol (an openai: model in generate or chat mode can)")

@@ -71,15 +71,10 @@ class HFScorer(ScorerBase):
     ) -> None:
         import torch
         import transformers
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         device = device or "cpu"
         dtype = dtype or "float32"
-        _check_device(device, torch)
-        if dtype not in DTYPES:
-            raise FieldError("dtype", f"unknown {{name}} {dtype!r}; choose one of {', '.join(DTYPES)}")
-        if not (path / "config.json").is_file():
-            raise UserError(f"{path} is not a transformers checkpoint directory (no config.json)")
+        _check_settings(path, device, dtype, torch)
         if n_threads:
             torch.set_num_threads(n_threads)
         transformers.logging.set_verbosity_error()
@@ -88,12 +83,7 @@ class HFScorer(ScorerBase):
         self._device = torch.device(device)
         self._rows_per_block = rows_per_block
         self._batch_tokens = batch_tokens or DEFAULT_BATCH_TOKENS[device]
-        attention = _attention(device, dtype)
-        try:
-            self._tok = AutoTokenizer.from_pretrained(str(path))
-            model = _load_model(AutoModelForCausalLM, path, getattr(torch, dtype), attention)
-        except (OSError, ValueError) as exc:
-            raise UserError(f"cannot load transformers model {path}: {exc}") from None
+        self._tok, model = _load(path, getattr(torch, dtype), _attention(device, dtype))
         self._model = model.to(self._device).eval()
         self._body = model.base_model
         self._press = None if press is None else PressedModel(self._model, press)
@@ -111,8 +101,18 @@ class HFScorer(ScorerBase):
         self._piece = _piece_decoder(self._tok, self._vocab_size)
         self._hidden_size = self._output_head.hidden_size
         self._hidden_bytes = torch.empty((), dtype=getattr(torch, dtype)).element_size()
+        self.info = self._model_info(path, name, model, dtype, rows_per_block, can_reuse, details)
+        if self.info.n_ctx_train <= 0:
+            raise UserError(f"{path}: config.json gives no max_position_embeddings (training context)")
+
+    def _model_info(self, path: Path, name: str, model, dtype: str, rows_per_block: int | None, can_reuse: bool, details: dict | None) -> ModelInfo:
+        """What a run's manifest records of this model: its identity, and every setting and
+        version that decides its numbers (`can_reuse`: its cache can be cut back to a prefix)."""
+        import transformers
+
+        config, torch, device = model.config, self._torch, self._device.type
         weights = _weights_sha256(path)
-        self.info = ModelInfo(
+        return ModelInfo(
             name=name,
             backend="hf",
             path=str(path),
@@ -151,8 +151,6 @@ class HFScorer(ScorerBase):
             | (details or {})
             | ({} if self._press is None else {"kv_press": self._press.details}),
         )
-        if self.info.n_ctx_train <= 0:
-            raise UserError(f"{path}: config.json gives no max_position_embeddings (training context)")
 
     # --- tokenizer -------------------------------------------------------------------------
     def tokenize(self, text: str) -> list[int]:
@@ -169,14 +167,7 @@ class HFScorer(ScorerBase):
         return SpecialTokens(tok.bos_token_id, tok.bos_token, tok.eos_token_id, tok.eos_token, tok.chat_template)
 
     # --- inference -------------------------------------------------------------------------
-    def score(
-        self,
-        input_ids: np.ndarray,
-        output_positions: np.ndarray,
-        target_ids: np.ndarray,
-        top_k: int,
-        temperatures: tuple[float, ...],
-    ) -> BlockScores:
+    def score(self, input_ids: np.ndarray, output_positions: np.ndarray, target_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...]) -> BlockScores:
         return self.score_batch([(input_ids, output_positions, target_ids)], top_k, temperatures)[0]
 
     def score_batch(self, passes: Sequence[PassInput], top_k: int, temperatures: tuple[float, ...]) -> list[BlockScores]:
@@ -380,6 +371,15 @@ def _full_attention_cache(config) -> bool:
     return all(type(layer) is DynamicLayer for layer in DynamicCache(config=config).layers)
 
 
+def _check_settings(path: Path, device: str, dtype: str, torch) -> None:
+    """Refuse a device or dtype this torch cannot use, and a folder that holds no checkpoint, before anything loads."""
+    _check_device(device, torch)
+    if dtype not in DTYPES:
+        raise FieldError("dtype", f"unknown {{name}} {dtype!r}; choose one of {', '.join(DTYPES)}")
+    if not (path / "config.json").is_file():
+        raise UserError(f"{path} is not a transformers checkpoint directory (no config.json)")
+
+
 def _check_device(device: str, torch) -> None:
     if device not in DEVICES:
         raise FieldError("device", f"unknown {{name}} {device!r}; choose one of {', '.join(DEVICES)}")
@@ -394,6 +394,16 @@ def _attention(device: str, dtype: str) -> str:
     if device == "cuda" and dtype in HALF_DTYPES and _version("flash-attn") != "not installed":
         return "flash_attention_2"
     return "sdpa"
+
+
+def _load(path: Path, dtype, attention: str):
+    """The tokenizer and the model of a checkpoint folder; a folder transformers cannot read is a user error."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(path)), _load_model(AutoModelForCausalLM, path, dtype, attention)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot load transformers model {path}: {exc}") from None
 
 
 def _load_model(auto, path: Path, dtype, attention: str):

@@ -276,14 +276,7 @@ class LlamaCppScorer(ScorerBase):
         ctx_params.swa_full = False
         return ctx_params
 
-    def score(
-        self,
-        input_ids: np.ndarray,
-        output_positions: np.ndarray,
-        target_ids: np.ndarray,
-        top_k: int,
-        temperatures: tuple[float, ...],
-    ) -> BlockScores:
+    def score(self, input_ids: np.ndarray, output_positions: np.ndarray, target_ids: np.ndarray, top_k: int, temperatures: tuple[float, ...]) -> BlockScores:
         target_ids = np.asarray(target_ids)
         parts: list[BlockScores] = []
         done = 0

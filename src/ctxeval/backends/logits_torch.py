@@ -1,28 +1,13 @@
 """`logits.score_block` on an accelerator: the same per-target facts, computed where the logits are.
 
-Copying a [rows x vocab] float32 block to the host to score it there would move 1 GiB per
-1,024 rows of a 262K vocabulary; here only the per-row results (a few numbers and the top-k)
-leave the device, through pinned host buffers with non-blocking copies and one
-synchronisation per block. Conventions are those of `logits.py`: rank = 1 + number of
-strictly larger logits, top-k by value descending then id ascending (ties at the k-th value
-are resolved exactly, by gathering every tied candidate of that row), log-probabilities as
-target logit minus log-sum-exp, the sum of exp(z - max) accumulated in float32 by torch's
-tree reduction and its log taken in float64.
-
-The top-k reads the block once more, not the several times of `torch.topk`'s radix selection
-(`_top_k`): the k tiles of 256 logits with the largest maxima hold every logit above the row's
-k-th value (k tile maxima are at least as large as any logit outside those tiles), so the top-k
-of those k x 256 candidates has the exact values; a logit equal to the k-th value may be left
-out only when more than k logits reach it, which the count below detects and resolves.
-
-After the top-k (which gives the maximum and the k-th value), everything else a row needs —
-the target's logit, the count of logits strictly above it, the count at or above the k-th
-value, and the sum of exp((z - max) / T) per temperature — comes from one reduction over the
-block (`_row_reduction`). On CUDA it is `torch.compile`d, so the block is read once for all of
-them and no temporary of the block's size is allocated; eager torch would read the block and
-allocate a [rows x vocab] temporary for each (measured on an H200, 8,192 x 128,256: 1.95 ms
-compiled against 14.8 ms eager for the max, one exp-sum and the rank count). Elsewhere the same
-function runs eagerly, which is how the tests check its logic on a CPU.
+Only the per-row results (a few numbers and the top-k, through pinned host buffers) leave the
+device, never the [rows x vocab] block (1 GiB per 1,024 rows of a 262K vocabulary). Conventions
+are `logits.py`'s: rank = 1 + number of strictly larger logits, top-k by value descending then id
+ascending (ties at the k-th value resolved exactly), log-probabilities as target logit minus
+log-sum-exp, the exp-sum in float32 and its log in float64. The top-k comes from the tiles with
+the largest maxima (`_top_k`), the rest from one reduction (`_row_reduction`, `torch.compile`d on
+CUDA, eager elsewhere, which is how the tests check it on a CPU). Why each is exact, and what it
+costs against the alternatives on an H200: docs/gpu.md.
 """
 
 from __future__ import annotations

@@ -116,6 +116,7 @@ def run_pplqa(spec: PplqaSpec) -> PplqaResult:
     data/mt_bench.py); a path reads a CSV `question_id,model,score` (higher = better); None: no reference.
     `tau`: "a" (the paper's eq. 4, constant rankings count 0) or "b" (constant rankings skipped)."""
     from ctxeval.data.mt_bench import human_net_wins, load_answer_file, load_mt_bench, read_reference
+    from ctxeval.qa.passes import PassSettings
     from ctxeval.qa.ranking import rank_answers
 
     methods = tuple(f"{m}+prompt" if spec.aspect and m in ("pplqa", "gptscore") else m for m in _methods(spec.methods))
@@ -133,7 +134,7 @@ def run_pplqa(spec: PplqaSpec) -> PplqaResult:
     elif spec.reference not in (None, "auto", "none"):
         reference, note = read_reference(Path(spec.reference)), {"description": f"scores from {spec.reference} (higher = better)"}
     out = Path(spec.out) if spec.out is not None else Path("runs") / "pplqa"
-    return rank_answers(evaluator, questions, config, out, reference, note, spec.seed, spec.progress, spec.tau, spec.executor, render=RENDERING)
+    return rank_answers(PassSettings(evaluator, out, RENDERING, spec.executor, spec.progress), questions, config, reference, note, spec.seed, spec.tau)
 
 
 def run_meta_eval(spec: MetaEvalSpec) -> MetaEvalResult:
@@ -141,13 +142,14 @@ def run_meta_eval(spec: MetaEvalSpec) -> MetaEvalResult:
     `ties`: drop or keep human ties; None keeps the dataset layout's own policy (data/pairwise.py)."""
     from ctxeval.data.pairwise import load_dataset
     from ctxeval.qa.meta_eval import run_meta_eval as meta_evaluate
+    from ctxeval.qa.passes import PassSettings
 
     config = MethodConfig(_methods(spec.methods), spec.qa_scope, spec.aspect)
     evaluator = _evaluator_spec(spec.model, spec.n_threads)
     data = load_dataset(spec.dataset, spec.ties)
     data = replace(data, items=data.items[:spec.limit]) if spec.limit is not None else data
     out = Path(spec.out) if spec.out is not None else Path("runs") / f"meta-eval-{re.sub(r'[^A-Za-z0-9_.-]+', '_', data.name)}"
-    return meta_evaluate(evaluator, data, config, out, spec.replicates, spec.seed, spec.progress, spec.executor, render=RENDERING)
+    return meta_evaluate(PassSettings(evaluator, out, RENDERING, spec.executor, spec.progress), data, config, spec.replicates, spec.seed)
 
 
 def _evaluator_spec(text: str, n_threads: int | None) -> ScorerSpec:
@@ -178,10 +180,10 @@ def run_leval_corr(spec: LevalCorrSpec) -> Correlations:
 def run_judge(spec: JudgeSpec) -> JudgeResult:
     """Pairwise LLM judge (L-Eval's prompt, both answer orders). Verdicts are records in `out`:
     a re-run of the same command resumes."""
-    from ctxeval.judge import run_api_judge
+    from ctxeval.judge import JudgedFiles, run_api_judge
 
-    return run_api_judge(Path(spec.predictions), Path(spec.base_predictions), spec.judge_model, spec.openai, spec.max_tokens, spec.limit, Path(spec.out),
-                         spec.questions, spec.executor, render=RENDERING)
+    judged = JudgedFiles(Path(spec.predictions), Path(spec.base_predictions), spec.questions, spec.limit)
+    return run_api_judge(judged, spec.judge_model, spec.openai, spec.max_tokens, Path(spec.out), spec.executor, render=RENDERING)
 
 
 def _echo_markdown(result: PplqaResult | MetaEvalResult, spec: Any, display: QuietDisplay | None) -> str:
@@ -193,8 +195,7 @@ def _echo_leval(result: LevalResult, spec: LevalSpec, display: QuietDisplay) -> 
 
     for note in result.notes:
         print(f"ctxeval: note: {note}", file=sys.stderr)
-    lines = [] if display.quiet else [result.markdown]
-    return "\n".join([*lines, f"scores: {', '.join(str(result.out / f) for f in result.files())}"])
+    return display.echo(result.markdown, f"scores: {', '.join(str(result.out / f) for f in result.files())}")
 
 
 COMMANDS = (

@@ -6,6 +6,7 @@ here (`model_spec`), and only here."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Optional, Protocol
@@ -179,6 +180,21 @@ def executor(gpus: bool = False) -> Any:
 def progress() -> Any:
     """Python callers ask for a progress bar; the CLI shows one unless --quiet."""
     return python_only(False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRunOptions:
+    """Where a model-backed run writes, its progress bar and how its local models run (threads;
+    device and dtype for hf: models): declared once for sweep, score, effective-length and ruler.
+    A spec inherits them as flat fields, so a Python caller passes `out=`, `n_threads=`,
+    `device=` (an option group would take them as one object); the CLI lists them after the
+    command's own options."""
+
+    out: Path | None = out()
+    progress: bool = progress()
+    n_threads: int | None = threads()
+    device: str | None = device()
+    dtype: str | None = dtype()
 
 
 def dry_run() -> Any:

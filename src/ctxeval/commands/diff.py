@@ -74,6 +74,10 @@ class DiffSpec:
 class QuietDisplay:
     quiet: bool = common.quiet()
 
+    def echo(self, markdown: str, files: str) -> str:
+        """A result's Markdown (left out with --quiet) above the line naming its files."""
+        return "\n".join([*([] if self.quiet else [markdown]), files])
+
 
 def run_diff(spec: DiffSpec) -> DiffResult:
     """Run (or resume) the lockstep comparison of CAND with REF on the same windows of the texts;

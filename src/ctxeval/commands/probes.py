@@ -69,7 +69,7 @@ def _lengths_check(values: tuple[int, ...]) -> str | None:
 
 
 @dataclass(frozen=True)
-class EffectiveLengthSpec:
+class EffectiveLengthSpec(common.ModelRunOptions):
     """How much of its context does a model use? The same target tokens scored with every context length
     (paired), the gain per doubling with paired BCa intervals clustered by document, and the effective
     context length L*: the shortest length reaching --share of the total gain, with a bootstrap interval.
@@ -94,11 +94,6 @@ class EffectiveLengthSpec:
     replicates: int = common.replicates()
     top_k: int = common.top_k()
     metrics: MetricConfig = group(MetricConfig)
-    out: Path | None = common.out()
-    progress: bool = common.progress()
-    n_threads: int | None = common.threads()
-    device: str | None = common.device()
-    dtype: str | None = common.dtype()
     corpus: CorpusOptions = common.corpus()
     seed: int = common.seed()
     executor: ExecutorOptions = common.executor()
@@ -243,20 +238,17 @@ def run_probe_report(spec: ProbeReportSpec) -> ProbeReport:
 
 def _echo_gain(result: ContextGainResult, spec: ContextGainSpec, display: QuietDisplay) -> str:
     files = result.paths()
-    lines = [] if display.quiet else [result.markdown]
-    return "\n".join([*lines, f"summary: {files['summary']}, {files['report']}, plot: {files['plot']}"])
+    return display.echo(result.markdown, f"summary: {files['summary']}, {files['report']}, plot: {files['plot']}")
 
 
 def _echo_effective_length(result: EffectiveLengthResult, spec: EffectiveLengthSpec, display: QuietDisplay) -> str:
     files = result.paths()
-    lines = [] if display.quiet else [result.markdown]
-    return "\n".join([*lines, f"summary: {files['summary']}, {files['report']}, curve: {files['curve']}, plot: {files['plot']}"])
+    return display.echo(result.markdown, f"summary: {files['summary']}, {files['report']}, curve: {files['curve']}, plot: {files['plot']}")
 
 
 def _echo_retrieval(result: RetrievalResult, spec: RetrievalSpec, display: QuietDisplay) -> str:
     files = result.paths()
-    lines = [] if display.quiet else [result.markdown]
-    return "\n".join([*lines, f"results: {files['results']}, cases: {files['cases']}, heatmap: {files['heatmap']}"])
+    return display.echo(result.markdown, f"results: {files['results']}, cases: {files['cases']}, heatmap: {files['heatmap']}")
 
 
 def _echo_probe_report(result: ProbeReport, spec: ProbeReportSpec, display: None) -> str:

@@ -39,18 +39,13 @@ _THESIS = ("exact", "approx", "both", "thesis")
 
 
 @dataclass(frozen=True, kw_only=True)
-class TokenScoringOptions:
+class TokenScoringOptions(common.ModelRunOptions):
     """What sweep and score share: the records kept, the metrics, the model's settings, the
     API options, the corpus, the executor and the output."""
 
     top_k: int = common.top_k()
     temperatures: tuple[float, ...] = common.temperatures()
     metrics: MetricConfig = group(MetricConfig)
-    out: Path | None = common.out()
-    progress: bool = common.progress()
-    n_threads: int | None = common.threads()
-    device: str | None = common.device()
-    dtype: str | None = common.dtype()
     openai: OpenAIOptions = group(OpenAIOptions)
     dry_run: bool = common.dry_run()
     corpus: CorpusOptions = common.corpus()

@@ -17,7 +17,7 @@ from ctxeval.results.manifest import Manifest
 from ctxeval.ruler.paired import DEFAULT_LOGP_DELTA, DEFAULT_SCORE_DELTA, PairedSettings
 from ctxeval.ruler.report import RULER_THRESHOLD, ruler_result
 from ctxeval.ruler.generation import Generation
-from ctxeval.ruler.run import RulerConfig, run_ruler
+from ctxeval.ruler.run import RulerConfig, RulerRun, run_ruler
 from ctxeval.ruler.until import Until, UntilConfig, parse_until, run_until, write_merged
 from ctxeval.pipeline.engine import save_result
 from ctxeval.render.kinds import RENDERING
@@ -62,7 +62,7 @@ def _until_check(value: str | None) -> str | None:
 
 
 @dataclass(frozen=True)
-class RulerSpec:
+class RulerSpec(common.ModelRunOptions):
     """RULER's synthetic tasks (NVIDIA/RULER): needle in a haystack (single, multi-key, multi-value,
     multi-query; noise, essay and needle haystacks; words, numbers and UUIDs), variable tracking,
     common- and frequent-words extraction, sized in each model's own tokens. Each sample is scored by
@@ -108,11 +108,6 @@ class RulerSpec:
                                DEFAULT_LOGP_DELTA, check=greater_than_zero)
     replicates: int = common.replicates()
     seed: int = common.seed("Seed of the samples (RULER's default 42) and of the paired bootstrap.", RULER_SEED)
-    out: Path | None = common.out()
-    progress: bool = common.progress()
-    n_threads: int | None = common.threads()
-    device: str | None = common.device()
-    dtype: str | None = common.dtype()
     openai: OpenAIOptions = group(OpenAIOptions)
     executor: ExecutorOptions = common.executor()
 
@@ -151,7 +146,8 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     models = common.model_specs(config.models)
 
     def run_round(round_config: RulerConfig, out: Path) -> RulerResult:
-        return run_ruler(round_config, models, essay.content, out, finish, spec.progress, spec.n_threads, spec.executor, spec.openai, render=RENDERING)
+        task = RulerRun(round_config, models, essay.content, finish, spec.n_threads, spec.openai)
+        return run_ruler(task, out, spec.progress, spec.executor, render=RENDERING)
 
     until = spec.until_target()
     if until is None:
@@ -165,8 +161,7 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
 
 def _echo_ruler(result: RulerResult, spec: RulerSpec, display: QuietDisplay) -> str:
     files = result.paths()
-    lines = [] if display.quiet else [first_lines(result)]
-    return "\n".join([*lines, f"results: {files['results']}, samples: {files['samples']}, plot: {files['plot']}"])
+    return display.echo(first_lines(result), f"results: {files['results']}, samples: {files['samples']}, plot: {files['plot']}")
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ by the layout and the field is only located.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,27 +91,23 @@ def read_predictions(path: Path) -> PredictionFile:
     model, task = model_and_task(path)
     rows: list[Row] = []
     pred_key = ""
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{where}: not valid JSON ({exc.msg})") from None
-            if not isinstance(record, dict):
-                raise UserError(f"{where}: a line must be a JSON object")
-            pred_key = pred_key or _pred_key(record, model, where)
-            output = record.get(pred_key)
-            if not isinstance(output, str):
-                raise UserError(f"{where}: '{pred_key}' missing or not a string")
-            if "gt" not in record:
-                raise UserError(f"{where}: no 'gt' (reference) field")
-            evaluation = record.get("evaluation")
-            if not isinstance(evaluation, str):
-                raise UserError(f"{where}: no 'evaluation' field (exam, f1, rouge, LLM or human)")
-            rows.append(Row(len(rows), output, _references(record["gt"], where), evaluation))
+    for where, line in _lines(path):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{where}: not valid JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise UserError(f"{where}: a line must be a JSON object")
+        pred_key = pred_key or _pred_key(record, model, where)
+        output = record.get(pred_key)
+        if not isinstance(output, str):
+            raise UserError(f"{where}: '{pred_key}' missing or not a string")
+        if "gt" not in record:
+            raise UserError(f"{where}: no 'gt' (reference) field")
+        evaluation = record.get("evaluation")
+        if not isinstance(evaluation, str):
+            raise UserError(f"{where}: no 'evaluation' field (exam, f1, rouge, LLM or human)")
+        rows.append(Row(len(rows), output, _references(record["gt"], where), evaluation))
     if not rows:
         raise UserError(f"{path}: no predictions in the file")
     return PredictionFile(path, model, task, pred_key, tuple(rows))
@@ -133,20 +130,24 @@ def read_task(path: Path) -> list[TaskItem]:
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     items: list[TaskItem] = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                record = json.loads(line)
-                document, instructions, outputs = record["input"], record["instructions"], record["outputs"]
-            except (json.JSONDecodeError, KeyError, TypeError):
-                raise UserError(f"{where}: expected a JSON object with 'input', 'instructions' and 'outputs'") from None
-            if len(instructions) != len(outputs):
-                raise UserError(f"{where}: {len(instructions)} instructions but {len(outputs)} outputs")
-            for instruction, reference in zip(instructions, outputs):
-                items.append(TaskItem(document, instruction, reference, record.get("evaluation", ""), record.get("source", "")))
+    for where, line in _lines(path):
+        try:
+            record = json.loads(line)
+            document, instructions, outputs = record["input"], record["instructions"], record["outputs"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise UserError(f"{where}: expected a JSON object with 'input', 'instructions' and 'outputs'") from None
+        if len(instructions) != len(outputs):
+            raise UserError(f"{where}: {len(instructions)} instructions but {len(outputs)} outputs")
+        for instruction, reference in zip(instructions, outputs):
+            items.append(TaskItem(document, instruction, reference, record.get("evaluation", ""), record.get("source", "")))
     if not items:
         raise UserError(f"{path}: no instructions in the file")
     return items
+
+
+def _lines(path: Path) -> Iterator[tuple[str, str]]:
+    """The non-blank lines of a JSON-lines file, each with its `file:line` for the error that names it."""
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                yield f"{path}:{number}", line

@@ -16,11 +16,9 @@ from pathlib import Path
 import pandas as pd
 
 from ctxeval.data.pairwise import PairDataset
-from ctxeval.pipeline.engine import Rendering
-from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.metrics.qa import pick_winner
 from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, answer_passes, score_answer
-from ctxeval.qa.passes import PassRecords, run_passes
+from ctxeval.qa.passes import PassRecords, PassSettings, run_passes
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.stats.bootstrap import bootstrap_classification, classification_metrics
@@ -65,28 +63,23 @@ def evaluate_picks(rows: list[dict], methods: tuple[str, ...], replicates: int, 
 
 
 def run_meta_eval(
-    load_spec: ScorerSpec,
+    settings: PassSettings,
     dataset: PairDataset,
     config: MethodConfig,
-    out_dir: Path,
     replicates: int = DEFAULT_REPLICATES,
     seed: int = DEFAULT_SEED,
-    progress: bool = False,
-    executor: ExecutorOptions | None = None,
-    *,
-    render: Rendering,
 ) -> MetaEvalResult:
     """Score, pick and compare with the human labels; the result (written by the engine) has the
-    metrics, their Markdown table (`render`'s) and the items."""
+    metrics, their Markdown table (`settings.render`'s) and the items."""
     started = time.time()
     requests = [r for it in dataset.items for a in (it.answer_1, it.answer_2) for r in answer_passes(it.question, a, config)]
-    run_config = {"dataset": dataset.name, "items": len(dataset.items), "method_config": asdict(config), "model": load_spec.model.text}
+    run_config = {"dataset": dataset.name, "items": len(dataset.items), "method_config": asdict(config), "model": settings.evaluator.model.text}
 
     def build(records: PassRecords, manifest: Manifest) -> MetaEvalResult:
         rows = score_items(records, dataset, config)
-        return _meta_eval_result(_report(records, dataset, config, rows, replicates, seed, started), pd.DataFrame(rows), manifest, out_dir)
+        return _meta_eval_result(_report(records, dataset, config, rows, replicates, seed, started), pd.DataFrame(rows), manifest, settings.out_dir)
 
-    return run_passes(load_spec, requests, out_dir, "meta-eval", run_config, progress, executor, build, render)
+    return run_passes(settings, requests, "meta-eval", run_config, build)
 
 
 def _report(records: PassRecords, dataset: PairDataset, config: MethodConfig, rows: list[dict], replicates: int, seed: int, started: float) -> dict:

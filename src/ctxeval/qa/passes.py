@@ -118,8 +118,21 @@ class QAPassRun(Generic[R]):
         return PassRecords(evaluator, {row["key"]: row for row in table}, self.run_now)
 
 
-def run_passes(load_spec: ScorerSpec, requests: list[PassRequest], out_dir: Path, command: str, config: dict,
-               progress: bool, executor: ExecutorOptions | None, build: Callable[[PassRecords, Manifest], R], render: Rendering) -> R:
-    """Record every request's pass that is not recorded yet, then build the command's result from all of them (rendered by `render`)."""
+@dataclass(frozen=True)
+class PassSettings:
+    """Where and how an answer-quality command's passes run: the evaluator, the run folder, how
+    the result is rendered, the executor and the progress bar. They decide no number; pplqa and
+    meta-eval hand them to the engine as they got them."""
+
+    evaluator: ScorerSpec
+    out_dir: Path
+    render: Rendering
+    executor: ExecutorOptions | None = None
+    progress: bool = False
+
+
+def run_passes(settings: PassSettings, requests: list[PassRequest], command: str, config: dict, build: Callable[[PassRecords, Manifest], R]) -> R:
+    """Record every request's pass that is not recorded yet, then build the command's result from all of them (rendered by `settings.render`)."""
     spec = RunSpec(command, config_id(config), config)
-    return run(QAPassRun(command, load_spec, requests, build), spec, out_dir, render=render, executor=executor, progress=progress)
+    task = QAPassRun(command, settings.evaluator, requests, build)
+    return run(task, spec, settings.out_dir, render=settings.render, executor=settings.executor, progress=settings.progress)

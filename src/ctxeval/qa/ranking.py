@@ -20,12 +20,10 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.data.mt_bench import RankingQuestion
-from ctxeval.pipeline.engine import Rendering
-from ctxeval.pipeline.executors import ExecutorOptions, ScorerSpec
 from ctxeval.metrics.qa import rank_scores
 from ctxeval.qa.methods import HIGHER_IS_BETTER, MethodConfig, answer_passes, score_answer
 from ctxeval.results.manifest import Manifest
-from ctxeval.qa.passes import PassRecords, run_passes
+from ctxeval.qa.passes import PassRecords, PassSettings, run_passes
 from ctxeval.results.pplqa import PplqaResult
 from ctxeval.stats.agreement import BASELINE_DRAWS, EXACT_BASELINE_MAX_ITEMS, per_item_tau, random_ranking_baseline
 from ctxeval.stats.defaults import DEFAULT_SEED
@@ -68,29 +66,24 @@ def _baseline_method(sizes: list[int], seed: int) -> str:
 
 
 def rank_answers(
-    load_spec: ScorerSpec,
+    settings: PassSettings,
     questions: list[RankingQuestion],
     config: MethodConfig,
-    out_dir: Path,
     reference: dict[str, dict[str, float]] | None = None,
     reference_note: dict | None = None,
     seed: int = DEFAULT_SEED,
-    progress: bool = False,
     tau: str = "a",
-    executor: ExecutorOptions | None = None,
-    *,
-    render: Rendering,
 ) -> PplqaResult:
-    """Score and rank all answers; the result (written by the engine) has scores.csv, pplqa.json and pplqa.md (`render`'s)."""
+    """Score and rank all answers; the result (written by the engine) has scores.csv, pplqa.json and pplqa.md (`settings.render`'s)."""
     started = time.time()
     requests = [r for q in questions for a in q.answers.values() for r in answer_passes(q.question, a, config)]
-    run_config = {"questions": [q.question_id for q in questions], "method_config": asdict(config), "model": load_spec.model.text}
+    run_config = {"questions": [q.question_id for q in questions], "method_config": asdict(config), "model": settings.evaluator.model.text}
 
     def build(records: PassRecords, manifest: Manifest) -> PplqaResult:
         report, rows = _ranked(records, questions, config, reference, reference_note, seed, tau, started)
-        return PplqaResult(report, pd.DataFrame(rows), manifest, Path(out_dir))
+        return PplqaResult(report, pd.DataFrame(rows), manifest, Path(settings.out_dir))
 
-    return run_passes(load_spec, requests, out_dir, "pplqa", run_config, progress, executor, build, render)
+    return run_passes(settings, requests, "pplqa", run_config, build)
 
 
 def _ranked(records: PassRecords, questions: list[RankingQuestion], config: MethodConfig, reference: dict[str, dict[str, float]] | None,

@@ -16,7 +16,7 @@ from ctxeval.results.manifest import Manifest
 from ctxeval.pairing import KEY, Pairing, pair_windows
 from ctxeval.report.summary import window_metrics
 from ctxeval.results.comparison import Comparison, window_label
-from ctxeval.stats.paired import all_equal, paired_bca, weighted_mean
+from ctxeval.stats.paired import PairedEstimate, all_equal, paired_bca, weighted_mean
 from ctxeval.stats.defaults import MIN_CLUSTERS
 from ctxeval.stats.gates import log_and_display, resampling_unit
 
@@ -117,54 +117,67 @@ def build_report(
             name: _difference(p[f"{name}_b"].to_numpy() - p[f"{name}_a"].to_numpy(), tokens, replicates, seed, clusters, resample)
             for name in rank_scores
         },
-        "dataset": {
-            "windows": {
-                "stats": {
-                    "window_match_fraction": pairing.match_fraction,
-                    "window_overlap_fraction": pairing.overlap_fraction,
-                    "paired_windows": len(pairing.paired),
-                    "compared_windows": len(p),
-                    "paired_documents": int(pairing.paired["text_sha256"].nunique()),
-                    "compared_documents": n_documents,
-                    "documents_a": pairing.n_documents_a,
-                    "documents_b": pairing.n_documents_b,
-                    "windows_a": pairing.n_a,
-                    "windows_b": pairing.n_b,
-                    "window_ids_equal_fraction": pairing.ids_equal_fraction,
-                    "token_count_mismatches": pairing.token_mismatches,
-                    "excluded_windows": {"policy": nan_windows, "reason": _NAN_REASON, "count": len(excluded), "windows": excluded},
-                    "paired_delta_summary": {
-                        "mean": float(np.mean(delta)),
-                        "std": float(delta.std(ddof=1)) if len(delta) > 1 else 0.0,
-                        "degenerate": bool(primary.degenerate),
-                        "interval": primary.interval,
-                        "reason": primary.reason or None,
-                    },
-                    "bootstrap": {
-                        "replicates": replicates,
-                        "seed": seed,
-                        "method": primary.method,
-                        "resample": primary.resample,
-                        "resampling_unit": "text" if by_text else "window",
-                        "resampling_units": primary.units,
-                        "min_clusters": MIN_CLUSTERS,
-                        "unit_reason": unit_reason,
-                        "warning": unit_warning,
-                        "confidence": primary.confidence,
-                        "z0": primary.z0,
-                        "acceleration": primary.acceleration,
-                    },
-                    "coverage": {
-                        "preview": arm_coverage(pairing.n_a, pairing.tokens_a, len(p), int(p["tokens_a"].sum()), minima),
-                        "final": arm_coverage(pairing.n_b, pairing.tokens_b, len(p), int(p["tokens_b"].sum()), minima),
-                    },
-                }
-            }
-        },
+        "dataset": {"windows": {"stats": {
+            **_pairing_stats(pairing, len(p), n_documents, excluded, nan_windows),
+            "paired_delta_summary": _delta_summary(delta, primary),
+            "bootstrap": _bootstrap_facts(primary, replicates, seed, by_text, unit_reason, unit_warning),
+            "coverage": {
+                "preview": arm_coverage(pairing.n_a, pairing.tokens_a, len(p), int(p["tokens_a"].sum()), minima),
+                "final": arm_coverage(pairing.n_b, pairing.tokens_b, len(p), int(p["tokens_b"].sum()), minima),
+            },
+        }}},
     }
     violations = check_invariants(report, delta)
     report["invariants"] = {"holds": not violations, "violations": violations}
     return report
+
+
+def _pairing_stats(pairing: Pairing, compared_windows: int, compared_documents: int, excluded: list[dict], nan_windows: str) -> dict:
+    """How the two runs' windows paired, and which paired windows the comparison left out."""
+    return {
+        "window_match_fraction": pairing.match_fraction,
+        "window_overlap_fraction": pairing.overlap_fraction,
+        "paired_windows": len(pairing.paired),
+        "compared_windows": compared_windows,
+        "paired_documents": int(pairing.paired["text_sha256"].nunique()),
+        "compared_documents": compared_documents,
+        "documents_a": pairing.n_documents_a,
+        "documents_b": pairing.n_documents_b,
+        "windows_a": pairing.n_a,
+        "windows_b": pairing.n_b,
+        "window_ids_equal_fraction": pairing.ids_equal_fraction,
+        "token_count_mismatches": pairing.token_mismatches,
+        "excluded_windows": {"policy": nan_windows, "reason": _NAN_REASON, "count": len(excluded), "windows": excluded},
+    }
+
+
+def _delta_summary(delta: np.ndarray, primary: PairedEstimate) -> dict:
+    """The paired differences' mean and spread beside the interval drawn from them."""
+    return {
+        "mean": float(np.mean(delta)),
+        "std": float(delta.std(ddof=1)) if len(delta) > 1 else 0.0,
+        "degenerate": bool(primary.degenerate),
+        "interval": primary.interval,
+        "reason": primary.reason or None,
+    }
+
+
+def _bootstrap_facts(primary: PairedEstimate, replicates: int, seed: int, by_text: bool, unit_reason: str, unit_warning: str | None) -> dict:
+    """What reproduces the primary interval: the bootstrap's settings, its unit and why, and BCa's corrections."""
+    return {
+        "replicates": replicates,
+        "seed": seed,
+        "method": primary.method,
+        "resample": primary.resample,
+        "resampling_unit": "text" if by_text else "window",
+        "resampling_units": primary.units,
+        "min_clusters": MIN_CLUSTERS,
+        "unit_reason": unit_reason,
+        "warning": unit_warning,
+        "confidence": primary.confidence,
+        "z0": primary.z0,
+        "acceleration": primary.acceleration,
+    }
 
 
 def by_length(a: pd.DataFrame, b: pd.DataFrame, runs: tuple[str, str], replicates: int, seed: int, cluster_by_text: bool | None,

@@ -210,9 +210,9 @@ class RulerRun:
         return self._finish(run_dir, manifest)
 
 
-def run_ruler(config: RulerConfig, models: list[ModelSpec], essay: str, run_dir: Path, finish: Finish, progress: bool = True, n_threads: int | None = None,
-              executor: ExecutorOptions | None = None, openai: Any = None, *, render: Rendering) -> Any:
-    """Score every (model, task, length, sample) not yet recorded (`models`: `config.models`
-    typed), then return `finish`'s result (rendered by `render`)."""
+def run_ruler(task: RulerRun, run_dir: Path, progress: bool = True, executor: ExecutorOptions | None = None, *, render: Rendering) -> Any:
+    """Score every (model, task, length, sample) of `task` not yet recorded, then return its
+    finisher's result (rendered by `render`)."""
+    config = task.config
     spec = RunSpec("ruler", config.run_id(), config.as_dict())
-    return run(RulerRun(config, models, essay, finish, n_threads, openai), spec, Path(run_dir), render=render, executor=executor, progress=progress)
+    return run(task, spec, Path(run_dir), render=render, executor=executor, progress=progress)

@@ -1,34 +1,19 @@
 """Paired comparison of two arms over the same windows: token-weighted mean difference and
 its BCa bootstrap interval.
 
-The statistic is theta = sum(t_i * d_i) / sum(t_i) over windows i with token counts t_i and
-per-window differences d_i (e.g. of mean log-loss). Two resampling schemes estimate its
-spread; both have theta as their expectation:
+theta = sum(t_i * d_i) / sum(t_i) over windows i with token counts t_i and per-window
+differences d_i. Units (windows, or whole documents for a cluster bootstrap) are drawn uniformly
+as pairs (d, t) and the ratio of sums recomputed ("windows", the default), or drawn with
+probability proportional to their tokens and the plain mean of d taken ("tokens", paper 001's
+weighting). A replicate is a function of the draw's multiplicities only, summed in unit order,
+so a draw of every unit once equals theta to the last bit and cannot tilt the bias correction
+where units are few.
 
-- "windows" (default): units (windows, or whole documents for a cluster bootstrap) are drawn
-  uniformly with replacement as pairs (d, t) and theta is recomputed as a ratio of sums.
-- "tokens": units are drawn with probability proportional to their tokens and the statistic is
-  the plain mean of the drawn units' d (paper 001's "resampled with weights proportional to
-  t_i").
-
-A replicate is a function of the draw's multiplicities c_i only: sums are taken as
-sum_i c_i * x_i in unit order, and theta is the same function at c_i = 1. So a replicate that
-draws every unit once equals theta to the last bit, whatever order it drew them in; summing
-in draw order (or theta over windows, replicates over documents) would put it one rounding
-step beside theta, and with 2-3 units, where such replicates are common, that moves the bias
-correction z0 from 0 to about +-0.7.
-
-`bench/bench_compare_coverage.py` measures the coverage of both. The bias correction z0 is the
-mid-rank of theta among the replicates; the acceleration comes from the jackknife of the ratio
-of sums ("windows") or from the influence values of the token-weighted distribution
-("tokens"), as in Efron & Tibshirani 14.3/15.4 (`scipy.stats.bootstrap(method="BCa")`).
-
-Three outcomes, in `PairedEstimate.interval`:
-- "bca": the interval;
-- "degenerate" (paper 001): all paired differences are equal (within float rounding), and
-  the interval is collapsed to the point [theta, theta];
-- "none": fewer than two resampling units (one window, one document): there is nothing to
-  resample, so there is no interval (bounds NaN), never a zero-width one.
+`PairedEstimate.interval` is "bca"; "degenerate" (paper 001: all paired differences equal within
+float rounding, the interval collapsed to [theta, theta]); or "none" (fewer than two resampling
+units, or replicates too one-sided for BCa to correct: no interval, bounds NaN, never a zero-width
+one). Why each choice, and what `bench/bench_compare_coverage.py` measured: docs/design.md,
+"Paired comparison".
 """
 
 from __future__ import annotations
@@ -128,25 +113,9 @@ def paired_bca(
     from scipy.special import ndtri  # imported when used: scipy is a third of the CLI's start-up
     delta = np.asarray(delta, dtype=np.float64)
     tokens = np.asarray(tokens, dtype=np.float64)
-    if delta.ndim != 1 or delta.shape != tokens.shape:
-        raise ValueError("delta and tokens must be 1-D arrays of the same length")
-    if len(delta) == 0:
-        raise ValueError("no paired windows to compare")
-    if np.any(tokens <= 0):
-        raise ValueError("every window needs at least one token")
-    if replicates < 100:
-        raise ValueError("at least 100 bootstrap replicates are needed for a BCa interval")
-    if resample not in RESAMPLE_SCHEMES:
-        raise ValueError(f"resample must be one of {RESAMPLE_SCHEMES}, got {resample!r}")
-    # per-unit sums: a unit is a window, or a cluster of windows
-    if clusters is None:
-        num, den = tokens * delta, tokens
-        method, unit = "BCa", unit or "window"
-    else:
-        _, index = np.unique(np.asarray(clusters), return_inverse=True)
-        num = np.bincount(index, weights=tokens * delta)
-        den = np.bincount(index, weights=tokens)
-        method, unit = "BCa-cluster", unit or "document"
+    _check_inputs(delta, tokens, replicates, resample)
+    num, den = _unit_sums(delta, tokens, clusters)
+    method, unit = ("BCa", unit or "window") if clusters is None else ("BCa-cluster", unit or "document")
     n_units = len(num)
     theta = float(_ratio(np.ones((1, n_units)), num, den)[0])
     spread = unit_sd(delta, tokens, clusters)
@@ -163,23 +132,7 @@ def paired_bca(
         return without("degenerate", "all paired differences are equal; the interval is collapsed to the point")
     if n_units < 2:
         return without("none", f"no interval (one {unit}): a single resampling unit has no spread to resample")
-    if resample == "windows":
-        boot = ratio_replicates(num, den, replicates, seed)
-        # acceleration: jackknife of the same ratio-of-sums statistic
-        jack = (num.sum() - num) / (den.sum() - den)
-        u = (n_units - 1) * (jack.mean() - jack)
-        denom = np.sum(u**2) ** 1.5
-        accel = float(np.sum(u**3) / (6.0 * denom)) if denom > 0 else 0.0
-    else:
-        means, weights = num / den, den / den.sum()
-        boot = token_replicates(means, weights, replicates, seed)
-        # acceleration: skewness of the influence values u_i = d_i - theta under the
-        # distribution with masses p_i, for a mean of n draws (equals the jackknife formula
-        # above when every p_i = 1/n); unbounded when a low-weight unit has an extreme d,
-        # which is where bca_levels' pole matters
-        u = means - theta
-        denom = np.sqrt(n_units) * np.sum(weights * u**2) ** 1.5
-        accel = float(np.sum(weights * u**3) / (6.0 * denom)) if denom > 0 else 0.0
+    boot, accel = _bootstrap(num, den, theta, resample, replicates, seed)
     # bias correction: mid-rank of theta among the replicates
     z0 = float(ndtri((np.sum(boot < theta) + np.sum(boot <= theta)) / (2.0 * replicates)))
     # |z0| >= z_(1-alpha/2): more than 1 - alpha/2 of the replicates lie on one side of theta
@@ -199,6 +152,50 @@ def paired_bca(
         estimate=theta, low=low, high=high, se=se, n=n_units, confidence=confidence, method=method, replicates=replicates, seed=seed,
         resample=resample, z0=z0, acceleration=accel, interval="bca", degenerate=False,
     )
+
+
+def _check_inputs(delta: np.ndarray, tokens: np.ndarray, replicates: int, resample: str) -> None:
+    """Refuse what no paired bootstrap can use, before any draw."""
+    if delta.ndim != 1 or delta.shape != tokens.shape:
+        raise ValueError("delta and tokens must be 1-D arrays of the same length")
+    if len(delta) == 0:
+        raise ValueError("no paired windows to compare")
+    if np.any(tokens <= 0):
+        raise ValueError("every window needs at least one token")
+    if replicates < 100:
+        raise ValueError("at least 100 bootstrap replicates are needed for a BCa interval")
+    if resample not in RESAMPLE_SCHEMES:
+        raise ValueError(f"resample must be one of {RESAMPLE_SCHEMES}, got {resample!r}")
+
+
+def _unit_sums(delta: np.ndarray, tokens: np.ndarray, clusters: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per resampling unit (a window, or a cluster of windows) sum(t * d) and sum(t): every
+    replicate and theta are ratios of their sums."""
+    if clusters is None:
+        return tokens * delta, tokens
+    _, index = np.unique(np.asarray(clusters), return_inverse=True)
+    return np.bincount(index, weights=tokens * delta), np.bincount(index, weights=tokens)
+
+
+def _bootstrap(num: np.ndarray, den: np.ndarray, theta: float, resample: str, replicates: int, seed: int) -> tuple[np.ndarray, float]:
+    """The replicates of the scheme `resample` and BCa's acceleration for that scheme."""
+    n_units = len(num)
+    if resample == "windows":
+        boot = ratio_replicates(num, den, replicates, seed)
+        # acceleration: jackknife of the same ratio-of-sums statistic
+        jack = (num.sum() - num) / (den.sum() - den)
+        u = (n_units - 1) * (jack.mean() - jack)
+        denom = np.sum(u**2) ** 1.5
+        return boot, float(np.sum(u**3) / (6.0 * denom)) if denom > 0 else 0.0
+    means, weights = num / den, den / den.sum()
+    boot = token_replicates(means, weights, replicates, seed)
+    # acceleration: skewness of the influence values u_i = d_i - theta under the
+    # distribution with masses p_i, for a mean of n draws (equals the jackknife formula
+    # above when every p_i = 1/n); unbounded when a low-weight unit has an extreme d,
+    # which is where bca_levels' pole matters
+    u = means - theta
+    denom = np.sqrt(n_units) * np.sum(weights * u**2) ** 1.5
+    return boot, float(np.sum(weights * u**3) / (6.0 * denom)) if denom > 0 else 0.0
 
 
 def ratio_replicates(num: np.ndarray, den: np.ndarray, replicates: int, seed: int) -> np.ndarray:

@@ -1,40 +1,20 @@
 """A mean from exact labels, a random generated share and predictions for the rest: PPI++.
 
-A RULER cell splits its samples in two strata. The *exact* ones are labelled at no cost (the
-likelihood pass settled them: greedy decoding produces the reference). Of the others, a random
-share (each drawn independently with one probability) is labelled by generation; the rest carry
-only a prediction. The unsettled stratum's mean is prediction-powered (Angelopoulos et al. 2023,
-power-tuned as PPI++, Angelopoulos, Duchi and Zrnic 2023) with `ppi_py.ppi_mean_ci`; the cell's
-mean weighs the strata by their shares, and its variance is the law of total variance over the
-two strata: each stratum's share squared times its mean's variance, plus the spread between the
-strata's means that the random split adds (so the interval covers the mean of the population
-the samples are drawn from, not only of these samples).
-
-Small samples: ppi_py's interval is normal, with population variances; with a cell's handful
-of generated samples it undercovers (0.91 with 15 generated of 60, 0.77 with 5). So the
-unsettled stratum's variance is Bessel-corrected, the quantile is Student's t with
-(generated − 1) degrees of freedom, and a cell with fewer than MIN_GENERATED generated samples
-gets its estimate without an interval. That alone still undercovered where the mean is near 0
-or 1 (accurate models score 80–95 %): a t interval's spread, computed at the estimate, shrinks
-exactly when the sample lies near the end (0.863 at worst on bench/coverage_grid.py's grid of
-RULER cells, 0.873 for paired differences). So the interval is computed on the generated labels
-with pseudo-labels at each end of the label range (two at 0 and two at 1 for a score, Agresti
-and Coull 1998; one at −1 and one at +1 for a paired difference, Bonett and Price 2012;
-stats/pseudo_labels.py), predicted at the stratum's mean prediction so the PPI++ power tuning
-stays PPI++'s; the point estimate stays PPI++ on the real labels, and the interval, centred on
-the pseudo-labelled estimate, is asymmetric about it as a score interval is. On the grid the
-interval then covers ≥ 0.94 for cells and paired differences (docs/agreement.md). The
-pseudo-labels also keep a spread where every generated label is equal (30 correct answers of
-30 leave a true rate of 90 % plausible).
-
-The settled stratum keeps a floor: each settled label is exact, but the samples are a draw from
-the population, and 10 settled pairs that agree once let a press that loses 40 points pass as
-"within δ". Where its labels are all equal, its variance is floored at that of its labels with
-one pseudo-label at each end of the label range added (0 and 1 for a score, −1 and 1 for a
-paired difference).
-
-The mean over tasks (`mean_of`) combines the cells' own intervals by MOVER (Zou and Donner
-2008), so each cell's asymmetric interval carries into the mean.
+A RULER cell's samples fall in two strata: the *exact* ones, settled by the likelihood pass at no
+cost, and the others, of which a random share is labelled by generation and the rest carry only a
+prediction. The unsettled stratum's mean is prediction-powered (PPI++, Angelopoulos, Duchi and
+Zrnic 2023, with `ppi_py.ppi_mean_ci`); the cell's mean weighs the strata by their shares, and its
+variance is the law of total variance over them, so the interval covers the mean of the population
+the samples are drawn from. A cell's handful of generated samples makes a normal interval
+undercover, so the unsettled variance is Bessel-corrected, the quantile is Student's t, and below
+MIN_GENERATED generated samples there is no interval. A t interval on a mean near 0 or 1 still
+undercovers (its spread shrinks exactly when the sample lies near the end), so the interval is
+computed with pseudo-labels at each end of the label range (stats/pseudo_labels.py: Agresti and
+Coull for a score, Bonett and Price for a paired difference), predicted at the stratum's mean
+prediction; the point estimate stays PPI++ on the real labels. A settled stratum whose labels are
+all equal gets the variance of its labels with one pseudo-label at each end, not zero. The mean
+over tasks (`mean_of`) combines the cells' intervals by MOVER (Zou and Donner 2008). The
+simulations behind each choice: docs/ruler.md and docs/agreement.md.
 """
 
 from __future__ import annotations
