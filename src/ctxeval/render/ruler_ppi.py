@@ -54,7 +54,8 @@ def ppi_markdown(scores: pd.DataFrame, differences: pd.DataFrame, delta: float, 
     """Lines of the section: scores by length, differences against the first model with their
     verdicts at δ = `delta` points (an `--until verdict` run's own δ), labelling; for an
     `--until` run, its rounds first and each look's confidence."""
-    level = f"{until['confidence']:.2%} interval (each look of --until)" if until else "95 % interval"
+    level = ("95 % interval" if not until else f"{until['confidence']:.0%} confidence sequence (valid at every look of --until)"
+             if until.get("looks") == "sequence" else f"{until['confidence']:.2%} interval (each look of --until)")
     tasks = [t for t in dict.fromkeys(scores["task"]) if t != MEAN_TASK]
     what = f"mean of {len(tasks)} tasks" if len(tasks) > 1 else tasks[0]
     generated, predicted, exact = (int(scores.loc[scores["task"] != MEAN_TASK, k].sum()) for k in ("generated", "predicted", "exact"))
@@ -80,8 +81,13 @@ def ppi_markdown(scores: pd.DataFrame, differences: pd.DataFrame, delta: float, 
 def rounds_markdown(until: dict, rounds: list[dict]) -> list[str]:
     """How an `--until` run sampled: the target, the rounds and what each answered."""
     target = f"a verdict (δ = {until['delta']:g} points)" if until["half_width"] is None else f"a half-width of {until['half_width']:g} points"
-    lines = [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in rounds of {until['round_size']}; "
-             f"each look at {until['confidence']:.2%} confidence (Bonferroni over {until['rounds']} rounds).", ""]
+    if until.get("looks") == "sequence":
+        lines = [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in batches of {until['round_size']}; "
+                 f"each look reads a {until['confidence']:.0%} betting confidence sequence, valid at every look at once (a variant stops at the "
+                 "first batch that decides it; the first model runs while a variant of its cell is open).", ""]
+    else:
+        lines = [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in rounds of {until['round_size']}; "
+                 f"each look at {until['confidence']:.2%} confidence (Bonferroni over {until['rounds']} rounds).", ""]
     for r in rounds:
         closed = ", ".join(f"{t} at {n}" for t, n in r["closed"]) or "none"
         left_out = f" (left out, closed: {_variants(r['skipped'])})" if r.get("skipped") else ""

@@ -12,7 +12,7 @@ import pandas as pd
 from ctxeval.ruler.generation import Generation
 from ctxeval.ruler.paired import PairedSettings, paired_table
 from ctxeval.ruler.ppi import ppi_tables
-from ctxeval.ruler.until import Until
+from ctxeval.ruler.until import Until, look_tables
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.ruler import MEAN_TASK, RulerResult, read_samples
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
@@ -112,6 +112,7 @@ def ruler_result(run_dir: Path, manifest: Manifest, threshold: float, paired: Pa
     until = Until.from_config(manifest.config)
     confidence, delta = (DEFAULT_CONFIDENCE, paired.score_delta) if until is None else (until.confidence, until.verdict_delta)
     ppi, differences = ((None, None) if not Generation.from_config(manifest.config).prediction_powered
-                        else ppi_tables(samples, int(manifest.config["seed"]), confidence=confidence, delta=delta))
+                        else ppi_tables(samples, int(manifest.config["seed"]), confidence=confidence, delta=delta) if until is None
+                        else look_tables(samples, int(manifest.config["seed"]), until))  # what its looks read: the run's result is the interval it stopped on
     return RulerResult(Path(run_dir), manifest, threshold, table, lengths, agree, paired_table(samples, score_column(samples), paired), settings, samples,
                        ppi=ppi, ppi_differences=differences)

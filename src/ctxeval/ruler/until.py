@@ -20,10 +20,22 @@ ones). After each round the PPI++ tables are computed on all rounds' samples so 
   few samples to tell", which claims nothing, so closing it early costs no coverage, only the
   chance that later samples would have moved it into a verdict.
 
-The stopping rule keeps the coverage by Bonferroni over the looks: with at most R = ⌈N / S⌉
-rounds, every look's interval is at confidence 1 − 0.05 / R, so the chance that any look's
-interval misses, the one the run stops on included, is at most 0.05 whatever the rule stops on
-(simulated in tests/test_ruler_until.py). The run's folder then holds every round's samples
+How the looks keep their coverage depends on the share:
+
+- `--generate-share 1` (looks "sequence"): every sample is labelled (settled or generated), so
+  a cell's scores are bounded values in [0, 1] and a variant's paired differences values in
+  [−1, 1], and each look reads a betting confidence sequence (stats/confseq.py; Waudby-Smith
+  and Ramdas 2024), valid at every sample count at once, at 95 %: a look after every batch of
+  `--samples` (e.g. 2) costs no coverage, so a variant is decided after the first batch that
+  decides it rather than at the end of a round. Its bets are tuned for the budget N. The mean
+  over tasks reads each task's sequence at 1 − 0.05 / T (T tasks) and averages the bounds
+  (a union bound: the mean of bounds that all cover covers the mean), on the samples each task
+  has. Futility reads the sequence's spread (its regularised variance) for the standard error.
+- a share below 1 (looks "rounds"): the PPI++ interval, whose calibration is refitted on every
+  look (not a predictable bet, so no betting sequence applies); Bonferroni over the looks: with
+  at most R = ⌈N / S⌉ rounds, every look's interval is at confidence 1 − 0.05 / R, so the chance
+  that any look's interval misses, the one the run stops on included, is at most 0.05 whatever
+  the rule stops on (simulated in tests/test_ruler_until.py). The run's folder then holds every round's samples
 and the result computed on them at that confidence; which rounds ran, and which cells each
 closed, follow from the records alone, so a resumed run retraces an uninterrupted one.
 """
@@ -35,23 +47,29 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ctxeval.config import config_id
 from ctxeval.errors import FieldError
 from ctxeval.ruler.generation import Generation
 from ctxeval.ruler.paired import DEFAULT_SCORE_DELTA
-from ctxeval.ruler.ppi import ppi_tables
+from ctxeval.ruler.ppi import GENERATED, SETTLED, ppi_tables
 from ctxeval.ruler.merge import write_run
 from ctxeval.ruler.run import RulerConfig
 from ctxeval.results.manifest import Manifest
-from ctxeval.results.ruler import RulerResult
+from ctxeval.results.ruler import MEAN_TASK, RulerResult
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
 from ctxeval.stats.ppi import MIN_GENERATED
+from ctxeval.stats.confseq import betting_bounds, regularised_sd
+from ctxeval.stats.interval import Interval
 from ctxeval.stats.sequential import conditional_power
-from ctxeval.stats.verdict import UNDECIDED
+from ctxeval.stats.verdict import UNDECIDED, verdict
 
 VERDICT = "verdict"
+ROUNDS, SEQUENCE = "rounds", "sequence"  # how the looks keep their coverage: Bonferroni over rounds (PPI++), or a confidence sequence (share 1)
+SEQUENCE_METHOD = "betting confidence sequence (Waudby-Smith & Ramdas 2024)"
+FUTILITY_FROM = 0.25  # a confidence sequence's futility looks start at this share of the budget (the first of today's rounds of 10 in 40): its spread rests on a pseudo-value at each end until then
 FUTILITY_POWER = 0.10  # close a variant the budget decides with less than this chance (group-sequential futility's usual bound)
 
 Cell = tuple[str, int]
@@ -67,6 +85,7 @@ class Until:
     delta: float | None  # verdict mode's δ in points
     max_samples: int
     round_size: int
+    looks: str = ROUNDS  # SEQUENCE at --generate-share 1
 
     @property
     def rounds(self) -> int:
@@ -74,8 +93,9 @@ class Until:
 
     @property
     def confidence(self) -> float:
-        """Each look's confidence: Bonferroni over the rounds."""
-        return 1 - (1 - DEFAULT_CONFIDENCE) / self.rounds
+        """Each look's confidence: Bonferroni over the rounds; a confidence sequence's own level
+        (it holds at every look at once)."""
+        return DEFAULT_CONFIDENCE if self.looks == SEQUENCE else 1 - (1 - DEFAULT_CONFIDENCE) / self.rounds
 
     @property
     def verdict_delta(self) -> float:
@@ -89,7 +109,8 @@ class Until:
     def from_config(cls, config: dict) -> Until | None:
         """The target a run's manifest config records; None for a run without `--until`."""
         until = config.get("until")
-        return None if until is None else cls(until["half_width"], until["delta"], int(until["max_samples"]), int(until["round_size"]))
+        return None if until is None else cls(until["half_width"], until["delta"], int(until["max_samples"]), int(until["round_size"]),
+                                              until.get("looks", ROUNDS))
 
     @classmethod
     def of(cls, target: str, max_samples: int, round_size: int, delta: float, generation: Generation, models: int) -> Until:
@@ -108,7 +129,7 @@ class Until:
                                             f"so {{until}} could not be met: give at least {math.ceil(MIN_GENERATED / share)} samples or a larger share")
         if half_width is None and models < 2:
             raise FieldError("until", "verdict compares variants against the first {models}: give at least two")
-        return cls(half_width, verdict_delta, max_samples, round_size)
+        return cls(half_width, verdict_delta, max_samples, round_size, SEQUENCE if share == 1 else ROUNDS)
 
 
 @dataclass(frozen=True)
@@ -142,6 +163,80 @@ def parse_until(value: str, delta: float) -> tuple[float | None, float | None]:
     return width, None
 
 
+def look_tables(samples: pd.DataFrame, seed: int, until: Until) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(scores, differences) of a look, in ppi_tables' shape: the confidence sequence's at share 1,
+    else PPI++ at the per-look confidence (both in percent, verdicts at the run's δ)."""
+    if until.looks == SEQUENCE:
+        return sequence_tables(samples, until)
+    return ppi_tables(samples, seed, confidence=until.confidence, delta=until.verdict_delta)
+
+
+def _sequence_estimate(values: np.ndarray, low: float, high: float, until: Until, confidence: float) -> Interval:
+    """The confidence sequence's interval after `values` (in sample order), in percent."""
+    lows, highs = betting_bounds(values, confidence, low, high, horizon=until.max_samples)
+    n = len(values)
+    return Interval(float(np.mean(values)), float(lows[-1]), float(highs[-1]), regularised_sd(values, low, high) / math.sqrt(n), n,
+                    confidence, SEQUENCE_METHOD).scaled(100)
+
+
+def _mean_of(intervals: list[Interval], confidence: float) -> Interval:
+    """The mean over tasks: estimates and bounds averaged (each task's at 1 − α / T: a union bound)."""
+    k = len(intervals)
+    return Interval(sum(i.estimate for i in intervals) / k, sum(i.low for i in intervals) / k, sum(i.high for i in intervals) / k,
+                    math.sqrt(sum(i.se**2 for i in intervals)) / k, min(i.n for i in intervals), confidence, SEQUENCE_METHOD)
+
+
+def _table_row(model: str, task: str, length: int, interval: Interval, labels: pd.DataFrame | None = None, **extra: object) -> dict:
+    counts = {"exact": int((labels["method"] == SETTLED).sum()), "generated": int((labels["method"] == GENERATED).sum()), "predicted": 0} if labels is not None else \
+        {"exact": 0, "generated": 0, "predicted": 0}
+    return {"model": model, "task": task, "length": length, **extra, "estimate": interval.estimate, "low": interval.low, "high": interval.high,
+            "se": interval.se, "samples": interval.n, **counts, "df": math.nan}
+
+
+def sequence_tables(samples: pd.DataFrame, until: Until) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """ppi_tables' (scores, differences) from the confidence sequences of a share-1 run: per
+    model, task and length the sequence of its generated scores (in [0, 1], in sample order),
+    per variant its paired differences against the first model (in [−1, 1], on the samples both
+    ran), and the means over tasks per length (each task at 1 − α / T, bounds averaged)."""
+    if samples["generation_score"].isna().any():
+        raise ValueError("a confidence sequence needs every sample labelled (--generate-share 1)")
+    alpha = 1 - until.confidence
+    tasks = list(dict.fromkeys(samples["task"]))
+    joint = 1 - alpha / len(tasks)
+    ordered = samples.sort_values("sample", kind="stable")
+    rows: list[dict] = []
+    for (model, length), part in ordered.groupby(["model", "length"], sort=False):
+        per_task = {}
+        for task, cell in part.groupby("task", sort=False):
+            y = cell["generation_score"].to_numpy(float)
+            rows.append(_table_row(str(model), str(task), int(length), _sequence_estimate(y, 0.0, 1.0, until, until.confidence), cell))
+            per_task[str(task)] = _sequence_estimate(y, 0.0, 1.0, until, joint)
+        if len(per_task) > 1:
+            rows.append(_table_row(str(model), MEAN_TASK, int(length), _mean_of(list(per_task.values()), until.confidence), part))
+    models = list(dict.fromkeys(samples["model"]))
+    diffs: list[dict] = []
+    keys = ["task", "length", "sample"]
+    reference = ordered[ordered["model"] == models[0]]
+    for model in models[1:]:
+        pairs = ordered[ordered["model"] == model].merge(reference, on=keys, suffixes=("_v", "_r")).sort_values("sample", kind="stable")
+        for length, at in pairs.groupby("length", sort=False):
+            joint_intervals = []
+            for task, part in at.groupby("task", sort=False):
+                if not (part["prompt_sha256_v"] == part["prompt_sha256_r"]).all():
+                    continue
+                d = part["generation_score_v"].to_numpy(float) - part["generation_score_r"].to_numpy(float)
+                diffs.append(_difference_row(str(model), str(task), int(length), _sequence_estimate(d, -1.0, 1.0, until, until.confidence), models[0], until))
+                joint_intervals.append(_sequence_estimate(d, -1.0, 1.0, until, joint))
+            if len(joint_intervals) > 1 and len(joint_intervals) == len(tasks):
+                diffs.append(_difference_row(str(model), MEAN_TASK, int(length), _mean_of(joint_intervals, until.confidence), models[0], until))
+    return pd.DataFrame(rows), pd.DataFrame(diffs)
+
+
+def _difference_row(model: str, task: str, length: int, interval: Interval, reference: str, until: Until) -> dict:
+    decided = verdict(interval, until.verdict_delta, worse="lower")
+    return _table_row(model, task, length, interval, reference=reference) | {"outcome": decided.outcome, "samples_needed": decided.samples_needed}
+
+
 def answered(cell: Cell, scores: pd.DataFrame, differences: pd.DataFrame, until: Until, decided: list[Variant]) -> bool:
     """Whether (task, length) meets the target: every model's interval narrow enough on the
     samples so far, or every variant decided (or found futile) at this look or an earlier one."""
@@ -171,12 +266,30 @@ def futile_variants(cells: list[Cell], differences: pd.DataFrame, until: Until, 
     futile = []
     for r in differences.itertuples():
         variant = (str(r.model), str(r.task), int(r.length))
-        if (r.task, r.length) not in cells or variant in closed or int(r.samples) >= until.max_samples or pd.isna(r.low) or pd.isna(r.high):
+        if (r.task, r.length) not in cells or variant in closed or pd.isna(r.low) or pd.isna(r.high):
             continue
-        power = conditional_power(float(r.estimate), (float(r.high) - float(r.low)) / 2, int(r.samples), until.max_samples, until.delta, until.confidence)
-        if power < FUTILITY_POWER:
+        if is_futile(float(r.estimate), float(r.low), float(r.high), float(r.se), int(r.samples), until):
             futile.append(variant)
     return futile
+
+
+def is_futile(estimate: float, low: float, high: float, se: float, samples: int, until: Until) -> bool:
+    """Whether a look's difference (points) is one the budget decides with a chance below
+    FUTILITY_POWER (stochastic curtailment, stats/sequential.py). PPI++'s interval is z·se wide
+    and narrows as 1/√n, so its half-width is scaled to the budget. A confidence sequence starts
+    at the whole range and is wider than z·se, so its width, scaled, would overstate the width at
+    the budget; its bets tuned for the budget N give about √(2 log(2/α)) · sd / √N there
+    (Waudby-Smith and Ramdas 2024, the PrPl-EB width), read from today's spread, and its
+    futility looks start at FUTILITY_FROM of the budget, before which that spread rests on the
+    pseudo-values of the regularised variance."""
+    if samples >= until.max_samples:
+        return False
+    if until.looks != SEQUENCE:
+        return conditional_power(estimate, (high - low) / 2, samples, until.max_samples, until.verdict_delta, until.confidence) < FUTILITY_POWER
+    if samples < until.max_samples * FUTILITY_FROM:
+        return False
+    half_width = math.sqrt(2 * math.log(2 / (1 - until.confidence))) * se
+    return conditional_power(estimate, half_width, samples, until.max_samples, until.verdict_delta, until.confidence, se=se) < FUTILITY_POWER
 
 
 def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound) -> tuple[pd.DataFrame, Manifest, list[dict]]:
@@ -195,7 +308,7 @@ def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound)
         result = run_round(replace(config, samples=size, first_sample=first, cells=None if every else tuple(open_cells), skip=skip), out / f"round-{k + 1}")
         frames.append(result.samples)
         manifest = result.manifest
-        scores, differences = ppi_tables(pd.concat(frames, ignore_index=True), config.seed, confidence=until.confidence, delta=until.verdict_delta)
+        scores, differences = look_tables(pd.concat(frames, ignore_index=True), config.seed, until)
         newly = [v for v in decided_variants(open_cells, differences, until) if v not in decided]
         decided += newly
         futile = futile_variants(open_cells, differences, until, decided)
