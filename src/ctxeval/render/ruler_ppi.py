@@ -98,7 +98,17 @@ def rounds_markdown(until: dict, rounds: list[dict]) -> list[str]:
     still = [c for c in rounds[-1]["cells"] if c not in rounds[-1]["closed"]] if rounds else []
     if still:
         lines.append(f"- budget spent, not answered: {', '.join(f'{t} at {n}' for t, n in still)}")
-    return lines + [""]
+    compute = rounds[-1].get("compute") if rounds else None
+    return lines + ([""] + compute_markdown(compute, until["max_samples"]) if compute else []) + [""]
+
+
+def compute_markdown(c: dict, budget: int) -> list[str]:
+    """The run's compute against the fixed-n run of the same budget."""
+    tokens = f" ({c['prompt_tokens']:,} prompt tokens against about {c['fixed_prompt_tokens']:,})" if c.get("prompt_tokens") is not None else ""
+    return [f"Compute against the fixed-n run of the same budget ({budget} samples per task, length and model): {c['passes']} likelihood passes "
+            f"against {c['fixed_passes']}{tokens}, {c['passes'] / c['fixed_passes']:.2f}x; {c['generations']} generations against about "
+            f"{c['fixed_generations']:g} (each cell's unsettled share times {budget}), "
+            f"{c['generations'] / c['fixed_generations'] if c['fixed_generations'] else 0:.2f}x."]
 
 
 def _variants(variants: list[list]) -> str:

@@ -316,10 +316,31 @@ def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound)
         closed = [c for c in open_cells if answered(c, scores, differences, until, decided)]
         rounds.append({"round": k + 1, "first_sample": first, "samples": size, "cells": [list(c) for c in open_cells],
                        "skipped": [list(v) for v in skip or ()], "decided": [list(v) for v in newly], "futile": [list(v) for v in futile],
-                       "closed": [list(c) for c in closed],
+                       "closed": [list(c) for c in closed], "compute": compute_against_fixed(pd.concat(frames, ignore_index=True), config, until),
                        "seconds": (manifest.timing or {}).get("seconds_all_sessions")})
         open_cells = [c for c in open_cells if c not in closed]
     return pd.concat(frames, ignore_index=True), manifest, rounds
+
+
+def compute_against_fixed(samples: pd.DataFrame, config: RulerConfig, until: Until) -> dict:
+    """What the run has cost so far beside the fixed-n run of the same budget (`--samples N`
+    for every task, length and model, no `--until`): likelihood passes and the prompt tokens
+    they read, counted from the records; generations counted, the fixed run's estimated as each
+    (model, task, length)'s unsettled share so far times N (a settled sample needs none).
+    Generated tokens are not recorded per sample, so generations stand for them."""
+    from ctxeval.ruler.ppi import GENERATED
+
+    cells = len(config.tasks) * len(config.lengths)
+    fixed_passes = until.max_samples * cells * len(config.models)
+    grouped = samples.groupby(["model", "task", "length"], sort=False)
+    unsettled = grouped["method"].apply(lambda m: float((m != SETTLED).mean()))
+    fixed_generations = float(unsettled.sum() * until.max_samples)
+    tokens = "prompt_tokens" in samples
+    fixed_tokens = float(grouped["prompt_tokens"].mean().sum() * until.max_samples) if tokens else None
+    return {"passes": len(samples), "generations": int((samples["method"] == GENERATED).sum()),
+            "prompt_tokens": int(samples["prompt_tokens"].sum()) if tokens else None,
+            "fixed_passes": fixed_passes, "fixed_generations": round(fixed_generations, 1),
+            "fixed_prompt_tokens": round(fixed_tokens) if fixed_tokens is not None else None}
 
 
 def write_merged(out: Path, samples: pd.DataFrame, last: Manifest, whole: UntilConfig, rounds: list[dict]) -> Manifest:
