@@ -331,3 +331,29 @@ def test_a_share_one_run_stops_each_variant_at_the_batch_that_decides_it(tmp_pat
     assert "in batches of 2; each look reads a 95% betting confidence sequence" in text
     assert "- round 4: samples 6–7 of 2 cell(s); decided: broken on vt at 1024, broken on niah_single_1 at 1024; answered: none" in text
     assert "56 likelihood passes against 240 (56,000 prompt tokens against about 240,000), 0.23x; 56 generations against about 240" in text
+
+
+def test_a_resumed_share_one_run_equals_an_uninterrupted_one(tmp_path):
+    """At --generate-share 1 the looks read the confidence sequence: two batches of 5 samples (a
+    1-point target no batch reaches); the second run loses its second batch and its merged
+    files, and resumes to the same records, sequence bounds and batches."""
+    pytest.importorskip("transformers")
+    from tests.hf_tiny import tiny_llama_dir
+
+    model = f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
+    settings = dict(tasks=("niah_single_1",), lengths=(512,), samples=5, models=(model,), generate_share=1.0, until="1", max_samples=10)
+    whole = api.ruler(**settings, out=tmp_path / "whole")
+    assert whole.manifest.config["until"]["looks"] == "sequence" and whole.manifest.config["until"]["confidence"] == 0.95
+    assert [r["first_sample"] for r in whole.manifest.plan["rounds"]] == [0, 5] and "betting confidence sequence" in whole.markdown
+    api.ruler(**settings, out=tmp_path / "resumed")
+    shutil.rmtree(tmp_path / "resumed" / "round-2")
+    for path in (tmp_path / "resumed").iterdir():
+        if path.is_file():
+            path.unlink()
+    resumed = api.ruler(**settings, out=tmp_path / "resumed")
+    assert whole.samples.equals(resumed.samples)
+    for column in ("estimate", "low", "high", "generated"):
+        assert whole.ppi[column].tolist() == pytest.approx(resumed.ppi[column].tolist(), nan_ok=True), column
+    assert whole.manifest.plan["rounds"] == resumed.manifest.plan["rounds"] or \
+        [{k: v for k, v in r.items() if k != "seconds"} for r in whole.manifest.plan["rounds"]] == \
+        [{k: v for k, v in r.items() if k != "seconds"} for r in resumed.manifest.plan["rounds"]]
