@@ -333,12 +333,21 @@ def test_a_share_one_run_stops_each_variant_at_the_batch_that_decides_it(tmp_pat
     assert "56 likelihood passes against 240 (56,000 prompt tokens against about 240,000), 0.23x; 56 generations against about 240" in text
 
 
-def test_a_resumed_share_one_run_equals_an_uninterrupted_one(tmp_path):
+def test_a_resumed_share_one_run_equals_an_uninterrupted_one(tmp_path, monkeypatch):
     """At --generate-share 1 the looks read the confidence sequence: two batches of 5 samples (a
     1-point target no batch reaches); the second run loses its second batch and its merged
     files, and resumes to the same records, sequence bounds and batches."""
     pytest.importorskip("transformers")
+    from ctxeval.backends.hf import HFScorer
     from tests.hf_tiny import tiny_llama_dir
+
+    stepwise = HFScorer.score_stepwise
+
+    def settling(self, prompt_ids, continuation_ids, *args, **kwargs):  # every other prompt settled: fewer generations, labels that vary
+        scores = stepwise(self, prompt_ids, continuation_ids, *args, **kwargs)
+        return dataclasses.replace(scores, greedy_id=np.asarray(continuation_ids, np.int32)) if len(prompt_ids) % 2 == 0 else scores
+
+    monkeypatch.setattr(HFScorer, "score_stepwise", settling)
 
     model = f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
     settings = dict(tasks=("niah_single_1",), lengths=(512,), samples=5, models=(model,), generate_share=1.0, until="1", max_samples=10)
