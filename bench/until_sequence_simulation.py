@@ -45,14 +45,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ppi_until_simulation import full_paired  # noqa: E402
 
 from ctxeval.ruler.generation import Generation  # noqa: E402
-from ctxeval.ruler.ppi import GENERATED, SETTLED  # noqa: E402
+from ctxeval.ruler.ppi import GENERATED, SETTLED, difference_verdict  # noqa: E402
 from ctxeval.ruler.run import RulerConfig  # noqa: E402
-from ctxeval.ruler.until import ROUNDS, SEQUENCE, Until, is_futile, run_until, sequence_tables  # noqa: E402
+from ctxeval.ruler.until import ROUNDS, SEQUENCE, Until, is_futile, run_until, sequence_path, sequence_tables  # noqa: E402
 from ctxeval.results.manifest import Manifest  # noqa: E402
 from ctxeval.results.ruler import MEAN_TASK  # noqa: E402
 from ctxeval.stats.confseq import betting_bounds  # noqa: E402
-from ctxeval.stats.interval import Interval  # noqa: E402
-from ctxeval.stats.verdict import UNDECIDED, verdict  # noqa: E402
+from ctxeval.stats.verdict import UNDECIDED  # noqa: E402
 
 TASKS = ("niah_single_2", "niah_multikey_1")
 
@@ -149,10 +148,11 @@ def sequence_run(pop: Population, arrays: dict, ids: dict, until: Until, full: d
         for model in models[1:]:
             y, _ = arrays[(model, task)]
             d = y[drawn] - ref_y[drawn]
-            lows, highs = betting_bounds(d, until.confidence, -1.0, 1.0, horizon=until.max_samples)
+            path = sequence_path(d, -1.0, 1.0, until, until.confidence)  # a look at n reads the first n values only
             for n in looks:
-                interval = _interval(d[:n], lows[n - 1], highs[n - 1], until)
-                decided = verdict(interval, until.verdict_delta, worse="lower")
+                share = path[n - 1]
+                interval = share.scaled(100)
+                decided = difference_verdict(share, until.verdict_delta)
                 if decided.outcome != UNDECIDED:
                     break
                 if is_futile(interval.estimate, interval.low, interval.high, interval.se, n, until):
@@ -168,14 +168,6 @@ def sequence_run(pop: Population, arrays: dict, ids: dict, until: Until, full: d
             result["covered"].append(100 * lows[-1] <= 100 * full["scores"][(model, task)] <= 100 * highs[-1])
         result["stops"][task] = stop_at
     return result
-
-
-def _interval(d: np.ndarray, low: float, high: float, until: Until) -> Interval:
-    """The look's interval in points, as `sequence_tables` builds it."""
-    from ctxeval.stats.confseq import regularised_sd
-
-    n = len(d)
-    return Interval(float(d.mean()), low, high, regularised_sd(d, -1.0, 1.0) / math.sqrt(n), n, until.confidence).scaled(100)
 
 
 Round = dataclasses.make_dataclass("Round", ["samples", "manifest"])

@@ -54,7 +54,7 @@ from ctxeval.config import config_id
 from ctxeval.errors import FieldError
 from ctxeval.ruler.generation import Generation
 from ctxeval.ruler.paired import DEFAULT_SCORE_DELTA
-from ctxeval.ruler.ppi import GENERATED, SETTLED, ppi_tables
+from ctxeval.ruler.ppi import GENERATED, SETTLED, difference_verdict, ppi_tables
 from ctxeval.ruler.merge import write_run
 from ctxeval.ruler.run import RulerConfig
 from ctxeval.results.manifest import Manifest
@@ -64,7 +64,7 @@ from ctxeval.stats.ppi import MIN_GENERATED
 from ctxeval.stats.confseq import betting_bounds, regularised_sd
 from ctxeval.stats.interval import Interval
 from ctxeval.stats.sequential import conditional_power
-from ctxeval.stats.verdict import UNDECIDED, verdict
+from ctxeval.stats.verdict import UNDECIDED
 
 VERDICT = "verdict"
 ROUNDS, SEQUENCE = "rounds", "sequence"  # how the looks keep their coverage: Bonferroni over rounds (PPI++), or a confidence sequence (share 1)
@@ -171,12 +171,18 @@ def look_tables(samples: pd.DataFrame, seed: int, until: Until) -> tuple[pd.Data
     return ppi_tables(samples, seed, confidence=until.confidence, delta=until.verdict_delta)
 
 
-def _sequence_estimate(values: np.ndarray, low: float, high: float, until: Until, confidence: float) -> Interval:
-    """The confidence sequence's interval after `values` (in sample order), in percent."""
+def sequence_interval(values: np.ndarray, low: float, high: float, until: Until, confidence: float) -> Interval:
+    """The confidence sequence's interval after `values` (in sample order, shares)."""
+    return sequence_path(values, low, high, until, confidence)[-1]
+
+
+def sequence_path(values: np.ndarray, low: float, high: float, until: Until, confidence: float) -> list[Interval]:
+    """The confidence sequence's interval after each of `values` (shares; a look at t reads entry
+    t − 1), its se from the bets' regularised spread; bets tuned for the budget."""
     lows, highs = betting_bounds(values, confidence, low, high, horizon=until.max_samples)
-    n = len(values)
-    return Interval(float(np.mean(values)), float(lows[-1]), float(highs[-1]), regularised_sd(values, low, high) / math.sqrt(n), n,
-                    confidence, SEQUENCE_METHOD).scaled(100)
+    n = np.arange(1, len(values) + 1)
+    means, ses = np.cumsum(values) / n, regularised_sd(values, low, high) / np.sqrt(n)
+    return [Interval(float(m), float(lo), float(hi), float(se), int(k), confidence, SEQUENCE_METHOD) for m, lo, hi, se, k in zip(means, lows, highs, ses, n)]
 
 
 def _mean_of(intervals: list[Interval], confidence: float) -> Interval:
@@ -186,7 +192,8 @@ def _mean_of(intervals: list[Interval], confidence: float) -> Interval:
                     math.sqrt(sum(i.se**2 for i in intervals)) / k, min(i.n for i in intervals), confidence, SEQUENCE_METHOD)
 
 
-def _table_row(model: str, task: str, length: int, interval: Interval, labels: pd.DataFrame | None = None, **extra: object) -> dict:
+def _table_row(model: str, task: str, length: int, share: Interval, labels: pd.DataFrame | None = None, **extra: object) -> dict:
+    interval = share.scaled(100)
     counts = {"exact": int((labels["method"] == SETTLED).sum()), "generated": int((labels["method"] == GENERATED).sum()), "predicted": 0} if labels is not None else \
         {"exact": 0, "generated": 0, "predicted": 0}
     return {"model": model, "task": task, "length": length, **extra, "estimate": interval.estimate, "low": interval.low, "high": interval.high,
@@ -199,7 +206,7 @@ def sequence_tables(samples: pd.DataFrame, until: Until) -> tuple[pd.DataFrame, 
     per variant its paired differences against the first model (in [−1, 1], on the samples both
     ran), and the means over tasks per length (each task at 1 − α / T, bounds averaged)."""
     if samples["generation_score"].isna().any():
-        raise ValueError("a confidence sequence needs every sample labelled (--generate-share 1)")
+        raise ValueError("a confidence sequence needs every sample labelled (a generate share of 1)")
     alpha = 1 - until.confidence
     tasks = list(dict.fromkeys(samples["task"]))
     joint = 1 - alpha / len(tasks)
@@ -209,8 +216,8 @@ def sequence_tables(samples: pd.DataFrame, until: Until) -> tuple[pd.DataFrame, 
         per_task = {}
         for task, cell in part.groupby("task", sort=False):
             y = cell["generation_score"].to_numpy(float)
-            rows.append(_table_row(str(model), str(task), int(length), _sequence_estimate(y, 0.0, 1.0, until, until.confidence), cell))
-            per_task[str(task)] = _sequence_estimate(y, 0.0, 1.0, until, joint)
+            rows.append(_table_row(str(model), str(task), int(length), sequence_interval(y, 0.0, 1.0, until, until.confidence), cell))
+            per_task[str(task)] = sequence_interval(y, 0.0, 1.0, until, joint)
         if len(per_task) > 1:
             rows.append(_table_row(str(model), MEAN_TASK, int(length), _mean_of(list(per_task.values()), until.confidence), part))
     models = list(dict.fromkeys(samples["model"]))
@@ -225,15 +232,15 @@ def sequence_tables(samples: pd.DataFrame, until: Until) -> tuple[pd.DataFrame, 
                 if not (part["prompt_sha256_v"] == part["prompt_sha256_r"]).all():
                     continue
                 d = part["generation_score_v"].to_numpy(float) - part["generation_score_r"].to_numpy(float)
-                diffs.append(_difference_row(str(model), str(task), int(length), _sequence_estimate(d, -1.0, 1.0, until, until.confidence), models[0], until))
-                joint_intervals.append(_sequence_estimate(d, -1.0, 1.0, until, joint))
+                diffs.append(_difference_row(str(model), str(task), int(length), sequence_interval(d, -1.0, 1.0, until, until.confidence), models[0], until))
+                joint_intervals.append(sequence_interval(d, -1.0, 1.0, until, joint))
             if len(joint_intervals) > 1 and len(joint_intervals) == len(tasks):
                 diffs.append(_difference_row(str(model), MEAN_TASK, int(length), _mean_of(joint_intervals, until.confidence), models[0], until))
     return pd.DataFrame(rows), pd.DataFrame(diffs)
 
 
 def _difference_row(model: str, task: str, length: int, interval: Interval, reference: str, until: Until) -> dict:
-    decided = verdict(interval, until.verdict_delta, worse="lower")
+    decided = difference_verdict(interval, until.verdict_delta)  # RULER's score difference, decided where the PPI++ one is
     return _table_row(model, task, length, interval, reference=reference) | {"outcome": decided.outcome, "samples_needed": decided.samples_needed}
 
 

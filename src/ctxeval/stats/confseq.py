@@ -97,12 +97,10 @@ def betting_bounds(x: np.ndarray, confidence: float = DEFAULT_CONFIDENCE, low: f
     return low + (high - low) * lower, low + (high - low) * upper
 
 
-def regularised_sd(x: np.ndarray, low: float = 0.0, high: float = 1.0) -> float:
-    """One value's spread as the bets see it: √σ̂²_t of the values (in their own unit), which a
-    pseudo-value at each end keeps above zero where every value so far is equal."""
-    x = np.asarray(x, dtype=float)
-    unit = (x - low) / (high - low)
-    t = np.arange(1, len(x) + 1)
+def regularised_sd(x: np.ndarray, low: float, high: float) -> np.ndarray:
+    """One value's spread as the bets see it after each of the values `x` (in their own unit):
+    √σ̂²_t, which the pseudo-values at each end keep above zero where every value so far is equal."""
+    unit = (np.asarray(x, dtype=float) - low) / (high - low)
+    t = np.arange(1, len(unit) + 1)
     mean = (0.5 + np.cumsum(unit)) / (t + 1)
-    var = (0.25 + np.sum((unit - mean) ** 2)) / (len(x) + 1)
-    return float(np.sqrt(var) * (high - low))
+    return np.sqrt((0.25 + np.cumsum((unit - mean) ** 2)) / (t + 1)) * (high - low)
