@@ -1,11 +1,12 @@
-"""`ruler --generate-share P --until TARGET --max-samples N`: add samples in rounds until each
-(task, length) is answered or the budget is spent.
+"""`ruler --generate-share P --until TARGET --max-samples N`: add samples in rounds (at P = 1,
+batches read by a confidence sequence) until each (task, length) is answered or the budget is
+spent.
 
 A round is an ordinary `ruler --generate-share` run of `--samples` new samples per open (task,
 length) for every model (folder `round-K` of the run's folder, resumable as any run; round K
 holds samples (K-1)·S … K·S-1, so no round repeats a sample and every model scores the same
-ones). After each round the PPI++ tables are computed on all rounds' samples so far, and a
-(task, length) closes when it is answered:
+ones). After each round the tables (PPI++, or at P = 1 the confidence sequences) are computed
+on all rounds' samples so far, and a (task, length) closes when it is answered:
 
 - a half-width target (points): every model's score interval there is at most that wide on
   each side;
