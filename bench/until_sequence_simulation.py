@@ -202,10 +202,16 @@ def old_run(table: pd.DataFrame, pop: Population, ids: dict, until: Until, full:
     scores, differences = ppi_tables(drawn, 0, confidence=until.confidence, delta=until.verdict_delta)
     differences = differences[differences["task"] != MEAN_TASK]
     scores = scores[scores["task"] != MEAN_TASK]
-    covered = [r.low <= 100 * full["diffs"][(r.model, r.task)] <= r.high for r in differences.itertuples()]
-    covered += [r.low <= 100 * full["scores"][(r.model, r.task)] <= r.high for r in scores.itertuples()]
+    covered = [_covers(r, 100 * full["diffs"][(r.model, r.task)]) for r in differences.itertuples()]
+    covered += [_covers(r, 100 * full["scores"][(r.model, r.task)]) for r in scores.itertuples()]
     units = len(drawn) + pop.cost_ratio * float((drawn["method"] == GENERATED).sum())
     return {"verdicts": {(r.model, r.task): r.outcome for r in differences.itertuples()}, "covered": covered, "units": units}
+
+
+def _covers(row: object, truth: float) -> float:
+    """1 where the interval holds the value, 0 where it misses, NaN where there is none (a PPI++
+    cell with fewer than 10 generated: the reference's cells, half settled, at 10 or 20 samples)."""
+    return math.nan if pd.isna(row.low) or pd.isna(row.high) else float(row.low <= truth <= row.high)
 
 
 def full_units(table: pd.DataFrame, pop: Population) -> float:
@@ -231,10 +237,12 @@ def check_against_run_until(table: pd.DataFrame, pop: Population, arrays: dict, 
 def summarise(pop: Population, runs: list[dict], full_verdict: dict, units: float, rule: str) -> dict:
     same = [all(r["verdicts"][k] == v for k, v in full_verdict.items()) for r in runs]
     ratio = np.array([r["units"] / units for r in runs])
-    cover = np.array([r["covered"] for r in runs], dtype=float)  # runs × intervals (same order every run)
+    cover = np.array([r["covered"] for r in runs], dtype=float)  # runs × intervals (same order every run), NaN where none
+    shown = ~np.isnan(cover)
     return {"population": pop.name, "rule": rule, "runs": len(runs), "every verdict equal": f"{np.mean(same):.3f}",
             "compute, median": f"{np.median(ratio):.2f}x", "compute, 90th pct": f"{np.quantile(ratio, 0.9):.2f}x",
-            "runs at <= 0.35x": f"{np.mean(ratio <= 0.35):.1%}", "min coverage (intervals stopped on)": f"{cover.mean(axis=0).min():.3f}"}
+            "runs at <= 0.35x": f"{np.mean(ratio <= 0.35):.1%}", "min coverage (intervals stopped on)": f"{np.nanmean(cover, axis=0).min():.3f}",
+            "intervals missing": f"{1 - shown.mean():.1%}"}
 
 
 def per_variant(pop: Population, runs: list[dict], full_verdict: dict, rule: str) -> list[dict]:
