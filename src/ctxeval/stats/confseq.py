@@ -23,11 +23,12 @@ sequence (their Theorem 3). The bets are their predictable plug-in ones (PrPl, e
 c / (1 − m) (c = TRUNCATION). Any predictable bets give a valid sequence; n* only sets where it
 is tightest. WSR take n* = t log(1 + t) for a sequence meant to run forever and n* = n for a
 fixed-n interval; `--until` has a budget N, so `horizon` = N tunes the bets for the looks it can
-make (still valid at every t). Measured on RULER-like paired differences (a press 25–60 points
-worse, or equal on all but 2.5 % of pairs, 40-sample budget; docs/agreement.md): PrPl at n* = N
-with c = 0.9 decides the 37.5–25-point differences in 60–85 % of runs where aGRAPA (their
-growth-rate adaptive bets) and n* = t log(1 + t) decide 46–70 %, at about the same samples for
-the 45–60-point ones. The set is computed on a grid of candidate means and reported as its
+make (still valid at every t). Chosen on a 200-run comparison of paired differences in
+{−1, 0, 1} at a 40-sample budget, made while writing this and not kept as a script: PrPl at
+n* = N with c = 0.9 decided 25–37.5-point losses in 60–85 % of runs where aGRAPA (their
+growth-rate adaptive bets) and n* = t log(1 + t) decided 46–74 %, at about the same samples for
+45–60-point losses; bench/until_sequence_simulation.py measures the chosen one in `--until`.
+The set is computed on a grid of candidate means and reported as its
 hull, rounded outwards to the grid, and intersected over time (a running intersection of a
 confidence sequence is one), so the bounds never move out.
 """
@@ -53,8 +54,9 @@ def betting_bounds(x: np.ndarray, confidence: float = DEFAULT_CONFIDENCE, low: f
     A truncation c below 1 keeps every factor 1 ± λ(x − m) at least 1 − c, so one value at the
     far end costs at most that share of the capital; WSR's defaults (1/2, 3/4) suit long
     sequences, where the loss from capping is small, but at RULER's 10–40 samples the cap sets
-    how fast a clear difference is found: with every pair a loss, c = 1/2 needs 10 pairs to
-    reach 1/α = 20 (1.5^t ≥ 40), c = 0.9 needs 6 (1.9^t ≥ 40)."""
+    how fast a clear difference is found: with every pair a loss the hedged capital grows by at
+    most 1 + c a pair, so reaching 1/α = 20 takes at least 10 pairs at c = 1/2 (1.5^t ≥ 40) and
+    6 at c = 0.9 (the plug-in bets start below the cap: 8, tests/test_ruler_until.py)."""
     x = np.asarray(x, dtype=float)
     if x.ndim != 1:
         raise ValueError("x must be one sequence of values")
