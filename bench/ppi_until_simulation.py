@@ -11,7 +11,9 @@ its uniform falls below P and predicted otherwise, so the stopping rule, the per
 confidence, the verdicts and the futility closing are `ruler`'s own. Per variant and task, the
 simulated run's verdict (on every round's samples, at its per-look confidence) is set beside the
 full run's (its generated scores, paired, 95 %); its compute is counted in measured units
-(likelihood passes × a pass's cost + generations × a generation's) against the full run's.
+(likelihood passes × a pass's cost + generations × a generation's) against the full run's. Its `Until` reads PPI++ in rounds under Bonferroni at every share, 1 included:
+at a share of 1 `ruler` itself now reads a confidence sequence in batches, simulated by
+bench/until_sequence_simulation.py, so this script's share-1 numbers are the rule before it.
 
     python bench/ppi_until_simulation.py FULL (--likelihood LIKELIHOOD | --cost-ratio R) \
         --share P --samples S --max-samples N [--delta 5] [--replicates 200] [--seed 0] [--out DIR]

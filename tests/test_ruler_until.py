@@ -198,3 +198,171 @@ def test_a_round_whose_variant_left_one_task_out_has_paired_rows_for_the_others_
     table = paired_table(pd.DataFrame(rows), "generation_score")
     assert table[["model", "task"]].values.tolist() == [["pressed", "niah_single_1"]]
     assert MEAN_TASK not in set(table["task"]) and bool(table["paired"].iloc[0]) and int(table["n"].iloc[0]) == 12
+
+
+def _capital_loop(x: np.ndarray, m: float, confidence: float, horizon: int, truncation: float) -> list[float]:
+    """The hedged capital K_t(m) of Waudby-Smith and Ramdas (2024) written out sample by sample
+    (their eq. 26–27 and Theorem 3, PrPl bets tuned for `horizon`): the independent computation
+    the grid of stats.confseq is checked against."""
+    plus = minus = 1.0
+    total, squares, out = 0.0, 0.0, []
+    mean, var = 0.5, 0.25
+    for t, value in enumerate(x, start=1):
+        bet = math.sqrt(2 * math.log(2 / (1 - confidence)) / (var * horizon))
+        plus *= 1 + min(bet, truncation / m) * (value - m)
+        minus *= 1 - min(bet, truncation / (1 - m)) * (value - m)
+        out.append(max(0.5 * plus, 0.5 * minus))
+        total += value
+        mean = (0.5 + total) / (t + 1)
+        squares += (value - mean) ** 2
+        var = (0.25 + squares) / (t + 1)
+    return out
+
+
+def test_the_betting_sequence_equals_its_capital_process_written_out():
+    """Every grid point the sequence keeps after t values is one whose capital stayed below 1/α
+    at every look up to t, and every one it drops crossed it, by the loop above (bounded values
+    in [0, 1] and paired differences in [−1, 1], rescaled as the module does)."""
+    from ctxeval.stats.confseq import GRID, TRUNCATION, betting_bounds
+
+    rng = np.random.default_rng(3)
+    for low, high, x in [(0.0, 1.0, (rng.random(30) < 0.7).astype(float)), (-1.0, 1.0, rng.choice([-1.0, 0.0, 1.0], 40, p=[0.5, 0.4, 0.1])),
+                         (0.0, 1.0, rng.beta(0.5, 0.5, 25))]:
+        lows, highs = betting_bounds(x, 0.95, low, high, horizon=len(x))
+        unit = (x - low) / (high - low)
+        for t in (1, 5, len(x) // 2, len(x)):
+            for m in np.linspace(0, 1, GRID)[1:-1:37]:
+                crossed = max(_capital_loop(unit[:t], m, 0.95, len(x), TRUNCATION)) >= 20
+                value = low + (high - low) * m
+                step = (high - low) / (GRID - 1)
+                if not crossed:
+                    assert lows[t - 1] <= value <= highs[t - 1], (t, m)
+                elif lows[t - 1] + step < value < highs[t - 1] - step:  # inside the hull: a dropped point between kept ones
+                    raise AssertionError((t, m, lows[t - 1], highs[t - 1]))
+
+
+def test_the_betting_sequence_covers_at_every_look_on_the_hardest_populations():
+    """400 sequences of 40 values each from scores near 0, ½ and 1 (cells) and paired
+    differences near −1, 0 and of the largest spread: the mean lies inside the interval at
+    every one of the 40 looks at once (time-uniform coverage, what a rule that may stop at any
+    look needs) in at least 0.93 of them (the nominal 0.95 less the simulation's error)."""
+    from ctxeval.stats.confseq import betting_bounds
+
+    rng = np.random.default_rng(17)
+    populations = [((0.0, 1.0), [0.0, 1.0], [0.98, 0.02]), ((0.0, 1.0), [0.0, 1.0], [0.5, 0.5]), ((0.0, 1.0), [0.0, 1.0], [0.02, 0.98]),
+                   ((-1.0, 1.0), [-1.0, 0.0, 1.0], [0.97, 0.03, 0.0]), ((-1.0, 1.0), [-1.0, 0.0, 1.0], [0.02, 0.96, 0.02]),
+                   ((-1.0, 1.0), [-1.0, 0.0, 1.0], [0.45, 0.1, 0.45])]
+    for (low, high), values, p in populations:
+        truth = float(np.dot(values, p))
+        covered = []
+        for _ in range(400):
+            x = rng.choice(values, 40, p=p)
+            lows, highs = betting_bounds(x, 0.95, low, high, horizon=40)
+            covered.append(bool(np.all((lows <= truth + 1e-12) & (truth - 1e-12 <= highs))))
+        assert np.mean(covered) >= 0.93, (values, p, np.mean(covered))
+
+
+def test_until_at_share_one_reads_a_confidence_sequence_and_below_it_rounds():
+    from ctxeval.ruler.until import ROUNDS, SEQUENCE
+
+    sequence = Until.of("verdict", 40, 2, 5.0, Generation("share", share=1.0), 2)
+    rounds = Until.of("verdict", 40, 10, 5.0, Generation("share", share=0.5), 2)
+    assert sequence.looks == SEQUENCE and sequence.confidence == 0.95 and sequence.rounds == 20
+    assert rounds.looks == ROUNDS and rounds.confidence == pytest.approx(0.9875)
+    old = {"until": {"half_width": None, "delta": 5.0, "max_samples": 40, "round_size": 10}}  # a manifest from before the sequence
+    assert Until.from_config(old).looks == ROUNDS
+    assert Until.from_config({"until": sequence.as_dict()}) == sequence
+
+
+def test_a_share_one_run_stops_each_variant_at_the_batch_that_decides_it(tmp_path):
+    """`--until verdict` at share 1 in batches of 2 up to 40, two tasks: a variant that fails
+    every sample is decided (hurts) at the first batch whose sequence lies below 0 (8 losses: the
+    capital grows by 1.43 at the first, by up to 1.9 once the variance estimate falls), on each
+    task, and leaves the later batches; a variant equal to the first
+    model, which 40 samples cannot put within δ = 5, closes as futile at the first look from a
+    quarter of the budget; the first model runs while a variant of its cell is open. The tables
+    are the sequences' own: each difference's bounds equal betting_bounds on its pairs in sample
+    order, the mean over tasks averages each task's at 1 − 0.05 / 2; the rounds carry the
+    compute against the fixed-n run."""
+    import pandas as pd
+
+    from ctxeval.ruler.ppi import GENERATED
+    from ctxeval.ruler.until import run_until, sequence_tables
+    from ctxeval.render.ruler_ppi import rounds_markdown
+    from ctxeval.results.manifest import Manifest
+    from ctxeval.results.ruler import MEAN_TASK
+    from ctxeval.stats.confseq import betting_bounds
+
+    success = {"full": 1.0, "same": 1.0, "broken": 0.0}
+    tasks = ("vt", "niah_single_1")
+
+    def run_round(config: RulerConfig, out):
+        rows = []
+        for task, length in config.cells or [(t, 1024) for t in tasks]:
+            for model in config.models:
+                if config.skip and (model, task, length) in config.skip:
+                    continue
+                for k in range(config.first_sample, config.first_sample + config.samples):
+                    y = success[model]
+                    rows.append({"model": model, "task": task, "length": length, "sample": k, "prompt_sha256": f"{task}/{k}", "method": GENERATED,
+                                 "generation_score": y, "mean_logprob": -2.0 + y, "first_rank": 1, "likelihood_score": 0.0, "prompt_tokens": 1000})
+        return dataclasses.make_dataclass("Round", ["samples", "manifest"])(
+            pd.DataFrame(rows), Manifest(command="ruler", run_id="round", config={}, models=[], status="complete", timing={"seconds_all_sessions": 1.0}))
+
+    config = RulerConfig(tasks, (1024,), 2, 42, tuple(success), "essay", generation=Generation("share", share=1.0))
+    until = Until.of("verdict", 40, 2, 5.0, config.generation, 3)
+    samples, _, rounds = run_until(config, until, tmp_path, run_round)
+    counts = samples.groupby(["model", "task"])["sample"].count().to_dict()
+    assert next(t for t in range(2, 41, 2) if betting_bounds(-np.ones(t), 0.95, -1.0, 1.0, horizon=40)[1][-1] < 0) == 8
+    assert counts == {("broken", "vt"): 8, ("broken", "niah_single_1"): 8, ("same", "vt"): 10, ("same", "niah_single_1"): 10,
+                      ("full", "vt"): 10, ("full", "niah_single_1"): 10}
+    assert rounds[3]["decided"] == [["broken", "vt", 1024], ["broken", "niah_single_1", 1024]]
+    assert rounds[4]["futile"] == [["same", "vt", 1024], ["same", "niah_single_1", 1024]] and len(rounds) == 5
+    _, differences = sequence_tables(samples, until)
+    broken = differences[(differences["model"] == "broken") & (differences["task"] == "vt")].iloc[0]
+    lows, highs = betting_bounds(-np.ones(8), 0.95, -1.0, 1.0, horizon=40)
+    assert (broken["low"], broken["high"], broken["outcome"]) == (pytest.approx(100 * lows[-1]), pytest.approx(100 * highs[-1]), "hurts")
+    mean = differences[(differences["model"] == "broken") & (differences["task"] == MEAN_TASK)].iloc[0]
+    joint_lows, _ = betting_bounds(-np.ones(8), 1 - 0.05 / 2, -1.0, 1.0, horizon=40)
+    assert mean["low"] == pytest.approx(100 * joint_lows[-1]) and mean["samples"] == 8
+    assert rounds[-1]["compute"] == {"passes": 56, "generations": 56, "prompt_tokens": 56_000, "fixed_passes": 240, "fixed_generations": 240.0,
+                                     "fixed_prompt_tokens": 240_000}
+    text = "\n".join(rounds_markdown(until.as_dict(), rounds))
+    assert "in batches of 2; each look reads a 95% betting confidence sequence" in text
+    assert "- round 4: samples 6–7 of 2 cell(s); decided: broken on vt at 1024, broken on niah_single_1 at 1024; answered: none" in text
+    assert "56 likelihood passes against 240 (56,000 prompt tokens against about 240,000), 0.23x; 56 generations against about 240" in text
+
+
+def test_a_resumed_share_one_run_equals_an_uninterrupted_one(tmp_path, monkeypatch):
+    """At --generate-share 1 the looks read the confidence sequence: two batches of 5 samples (a
+    1-point target no batch reaches); the second run loses its second batch and its merged
+    files, and resumes to the same records, sequence bounds and batches."""
+    pytest.importorskip("transformers")
+    from ctxeval.backends.hf import HFScorer
+    from tests.hf_tiny import tiny_llama_dir
+
+    stepwise = HFScorer.score_stepwise
+
+    def settling(self, prompt_ids, continuation_ids, *args, **kwargs):  # every other prompt settled: fewer generations, labels that vary
+        scores = stepwise(self, prompt_ids, continuation_ids, *args, **kwargs)
+        return dataclasses.replace(scores, greedy_id=np.asarray(continuation_ids, np.int32)) if len(prompt_ids) % 2 == 0 else scores
+
+    monkeypatch.setattr(HFScorer, "score_stepwise", settling)
+
+    model = f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
+    settings = dict(tasks=("niah_single_1",), lengths=(512,), samples=5, models=(model,), generate_share=1.0, until="1", max_samples=10)
+    whole = api.ruler(**settings, out=tmp_path / "whole")
+    assert whole.manifest.config["until"]["looks"] == "sequence" and whole.manifest.config["until"]["confidence"] == 0.95
+    assert [r["first_sample"] for r in whole.manifest.plan["rounds"]] == [0, 5] and "betting confidence sequence" in whole.markdown
+    api.ruler(**settings, out=tmp_path / "resumed")
+    shutil.rmtree(tmp_path / "resumed" / "round-2")
+    for path in (tmp_path / "resumed").iterdir():
+        if path.is_file():
+            path.unlink()
+    resumed = api.ruler(**settings, out=tmp_path / "resumed")
+    assert whole.samples.equals(resumed.samples)
+    for column in ("estimate", "low", "high", "generated"):
+        assert whole.ppi[column].tolist() == pytest.approx(resumed.ppi[column].tolist(), nan_ok=True), column
+    assert whole.manifest.plan["rounds"] == resumed.manifest.plan["rounds"] or \
+        [{k: v for k, v in r.items() if k != "seconds"} for r in whole.manifest.plan["rounds"]] == \
+        [{k: v for k, v in r.items() if k != "seconds"} for r in resumed.manifest.plan["rounds"]]

@@ -92,7 +92,8 @@ def ppi_headlines(scores: pd.DataFrame, differences: pd.DataFrame, delta: float,
     """The section's tables: scores by length, differences against the first model with their
     verdicts at δ = `delta` points (an `--until verdict` run's own δ), how each cell's samples
     were labelled."""
-    level = f"{until['confidence']:.2%} interval (each look of --until)" if until else "95 % interval"
+    level = ("95 % interval" if not until else f"{until['confidence']:.0%} confidence sequence (valid at every look of --until)"
+             if until.get("looks") == "sequence" else f"{until['confidence']:.2%} interval (each look of --until)")
     tasks = [t for t in dict.fromkeys(scores["task"]) if t != MEAN_TASK]
     what = f"mean of {len(tasks)} tasks" if len(tasks) > 1 else tasks[0]
     generated, predicted, exact = (int(scores.loc[scores["task"] != MEAN_TASK, k].sum()) for k in ("generated", "predicted", "exact"))
@@ -150,8 +151,13 @@ def flips_markdown(differences: pd.DataFrame) -> list[str]:
 def rounds_markdown(until: dict, rounds: list[dict]) -> list[str]:
     """How an `--until` run sampled: the target, the rounds and what each answered."""
     target = f"a verdict (δ = {until['delta']:g} points)" if until["half_width"] is None else f"a half-width of {until['half_width']:g} points"
-    lines = [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in rounds of {until['round_size']}; "
-             f"each look at {until['confidence']:.2%} confidence (Bonferroni over {until['rounds']} rounds).", ""]
+    if until.get("looks") == "sequence":
+        lines = [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in batches of {until['round_size']}; "
+                 f"each look reads a {until['confidence']:.0%} betting confidence sequence, valid at every look at once (a variant stops at the "
+                 "first batch that decides it; the first model runs while a variant of its cell is open).", ""]
+    else:
+        lines = [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in rounds of {until['round_size']}; "
+                 f"each look at {until['confidence']:.2%} confidence (Bonferroni over {until['rounds']} rounds).", ""]
     for r in rounds:
         closed = ", ".join(f"{t} at {n}" for t, n in r["closed"]) or "none"
         left_out = f" (left out, closed: {_variants(r['skipped'])})" if r.get("skipped") else ""
@@ -162,7 +168,17 @@ def rounds_markdown(until: dict, rounds: list[dict]) -> list[str]:
     still = [c for c in rounds[-1]["cells"] if c not in rounds[-1]["closed"]] if rounds else []
     if still:
         lines.append(f"- budget spent, not answered: {', '.join(f'{t} at {n}' for t, n in still)}")
-    return lines + [""]
+    compute = rounds[-1].get("compute") if rounds else None
+    return lines + ([""] + compute_markdown(compute, until["max_samples"]) if compute else []) + [""]
+
+
+def compute_markdown(c: dict, budget: int) -> list[str]:
+    """The run's compute against the fixed-n run of the same budget."""
+    tokens = f" ({c['prompt_tokens']:,} prompt tokens against about {c['fixed_prompt_tokens']:,})" if c.get("prompt_tokens") is not None else ""
+    return [f"Compute against the fixed-n run of the same budget ({budget} samples per task, length and model): {c['passes']} likelihood passes "
+            f"against {c['fixed_passes']}{tokens}, {c['passes'] / c['fixed_passes']:.2f}x; {c['generations']} generations against about "
+            f"{c['fixed_generations']:g} (each cell's unsettled share times {budget}), "
+            f"{c['generations'] / c['fixed_generations'] if c['fixed_generations'] else 0:.2f}x."]
 
 
 def _variants(variants: list[list]) -> str:

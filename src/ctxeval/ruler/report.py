@@ -13,7 +13,7 @@ from ctxeval.ruler.generation import Generation
 from ctxeval.ruler.paired import PairedSettings, paired_table
 from ctxeval.ruler.ppi import ppi_tables, with_remedies
 from ctxeval.ruler.ranking import ranking_tables
-from ctxeval.ruler.until import Until
+from ctxeval.ruler.until import Until, look_tables
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.ruler import MEAN_TASK, RulerResult, read_samples
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
@@ -120,7 +120,8 @@ def ruler_result(run_dir: Path, manifest: Manifest, threshold: float, paired: Pa
     confidence, delta = (DEFAULT_CONFIDENCE, paired.score_delta) if until is None else (until.confidence, until.verdict_delta)
     generation = Generation.from_config(manifest.config)
     ppi, differences = ((None, None) if not generation.prediction_powered
-                        else ppi_tables(samples, int(manifest.config["seed"]), confidence=confidence, delta=delta))
+                        else ppi_tables(samples, int(manifest.config["seed"]), confidence=confidence, delta=delta) if until is None
+                        else look_tables(samples, int(manifest.config["seed"]), until))  # what its looks read: the run's result is the interval it stopped on
     if ppi is not None:  # a cell without an interval: the samples or share that would give one
         ppi, differences = with_remedies(ppi, generation), with_remedies(differences, generation)
     score = score_column(samples)

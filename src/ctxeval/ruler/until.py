@@ -1,11 +1,12 @@
-"""`ruler --generate-share P --until TARGET --max-samples N`: add samples in rounds until each
-(task, length) is answered or the budget is spent.
+"""`ruler --generate-share P --until TARGET --max-samples N`: add samples in rounds (at P = 1,
+batches read by a confidence sequence) until each (task, length) is answered or the budget is
+spent.
 
 A round is an ordinary `ruler --generate-share` run of `--samples` new samples per open (task,
 length) for every model (folder `round-K` of the run's folder, resumable as any run; round K
 holds samples (K-1)·S … K·S-1, so no round repeats a sample and every model scores the same
-ones). After each round the PPI++ tables are computed on all rounds' samples so far, and a
-(task, length) closes when it is answered:
+ones). After each round the tables (PPI++, or at P = 1 the confidence sequences) are computed
+on all rounds' samples so far, and a (task, length) closes when it is answered:
 
 - a half-width target (points): every model's score interval there is at most that wide on
   each side;
@@ -20,10 +21,22 @@ ones). After each round the PPI++ tables are computed on all rounds' samples so 
   few samples to tell", which claims nothing, so closing it early costs no coverage, only the
   chance that later samples would have moved it into a verdict.
 
-The stopping rule keeps the coverage by Bonferroni over the looks: with at most R = ⌈N / S⌉
-rounds, every look's interval is at confidence 1 − 0.05 / R, so the chance that any look's
-interval misses, the one the run stops on included, is at most 0.05 whatever the rule stops on
-(simulated in tests/test_ruler_until.py). The run's folder then holds every round's samples
+How the looks keep their coverage depends on the share:
+
+- `--generate-share 1` (looks "sequence"): every sample is labelled (settled or generated), so
+  a cell's scores are bounded values in [0, 1] and a variant's paired differences values in
+  [−1, 1], and each look reads a betting confidence sequence (stats/confseq.py; Waudby-Smith
+  and Ramdas 2024), valid at every sample count at once, at 95 %: a look after every batch of
+  `--samples` (e.g. 2) costs no coverage, so a variant is decided after the first batch that
+  decides it rather than at the end of a round. Its bets are tuned for the budget N. The mean
+  over tasks reads each task's sequence at 1 − 0.05 / T (T tasks) and averages the bounds
+  (a union bound: the mean of bounds that all cover covers the mean), on the samples each task
+  has. Futility reads the sequence's spread (its regularised variance) for the standard error.
+- a share below 1 (looks "rounds"): the PPI++ interval, whose calibration is refitted on every
+  look (not a predictable bet, so no betting sequence applies); Bonferroni over the looks: with
+  at most R = ⌈N / S⌉ rounds, every look's interval is at confidence 1 − 0.05 / R, so the chance
+  that any look's interval misses, the one the run stops on included, is at most 0.05 whatever
+  the rule stops on (simulated in tests/test_ruler_until.py). The run's folder then holds every round's samples
 and the result computed on them at that confidence; which rounds ran, and which cells each
 closed, follow from the records alone, so a resumed run retraces an uninterrupted one.
 """
@@ -35,23 +48,29 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ctxeval.config import config_id
 from ctxeval.errors import FieldError
 from ctxeval.ruler.generation import Generation
 from ctxeval.ruler.paired import DEFAULT_SCORE_DELTA
-from ctxeval.ruler.ppi import ppi_tables
+from ctxeval.ruler.ppi import GENERATED, SETTLED, difference_verdict, ppi_tables
 from ctxeval.ruler.merge import write_run
 from ctxeval.ruler.run import RulerConfig
 from ctxeval.results.manifest import Manifest
-from ctxeval.results.ruler import RulerResult
+from ctxeval.results.ruler import MEAN_TASK, RulerResult
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
 from ctxeval.stats.ppi import MIN_GENERATED
+from ctxeval.stats.confseq import betting_bounds, regularised_sd
+from ctxeval.stats.interval import Interval
 from ctxeval.stats.sequential import conditional_power
 from ctxeval.stats.verdict import UNDECIDED
 
 VERDICT = "verdict"
+ROUNDS, SEQUENCE = "rounds", "sequence"  # how the looks keep their coverage: Bonferroni over rounds (PPI++), or a confidence sequence (share 1)
+SEQUENCE_METHOD = "betting confidence sequence (Waudby-Smith & Ramdas 2024)"
+FUTILITY_FROM = 0.25  # a confidence sequence's futility looks start at this share of the budget (the first of today's rounds of 10 in 40): its spread rests on a pseudo-value at each end until then
 FUTILITY_POWER = 0.10  # close a variant the budget decides with less than this chance (group-sequential futility's usual bound)
 
 Cell = tuple[str, int]
@@ -67,6 +86,7 @@ class Until:
     delta: float | None  # verdict mode's δ in points
     max_samples: int
     round_size: int
+    looks: str = ROUNDS  # SEQUENCE at --generate-share 1
 
     @property
     def rounds(self) -> int:
@@ -74,8 +94,9 @@ class Until:
 
     @property
     def confidence(self) -> float:
-        """Each look's confidence: Bonferroni over the rounds."""
-        return 1 - (1 - DEFAULT_CONFIDENCE) / self.rounds
+        """Each look's confidence: Bonferroni over the rounds; a confidence sequence's own level
+        (it holds at every look at once)."""
+        return DEFAULT_CONFIDENCE if self.looks == SEQUENCE else 1 - (1 - DEFAULT_CONFIDENCE) / self.rounds
 
     @property
     def verdict_delta(self) -> float:
@@ -89,7 +110,8 @@ class Until:
     def from_config(cls, config: dict) -> Until | None:
         """The target a run's manifest config records; None for a run without `--until`."""
         until = config.get("until")
-        return None if until is None else cls(until["half_width"], until["delta"], int(until["max_samples"]), int(until["round_size"]))
+        return None if until is None else cls(until["half_width"], until["delta"], int(until["max_samples"]), int(until["round_size"]),
+                                              until.get("looks", ROUNDS))
 
     @classmethod
     def of(cls, target: str, max_samples: int, round_size: int, delta: float, generation: Generation, models: int) -> Until:
@@ -108,7 +130,7 @@ class Until:
                                             f"so {{until}} could not be met: give at least {math.ceil(MIN_GENERATED / share)} samples or a larger share")
         if half_width is None and models < 2:
             raise FieldError("until", "verdict compares variants against the first {models}: give at least two")
-        return cls(half_width, verdict_delta, max_samples, round_size)
+        return cls(half_width, verdict_delta, max_samples, round_size, SEQUENCE if share == 1 else ROUNDS)
 
 
 @dataclass(frozen=True)
@@ -142,6 +164,87 @@ def parse_until(value: str, delta: float) -> tuple[float | None, float | None]:
     return width, None
 
 
+def look_tables(samples: pd.DataFrame, seed: int, until: Until) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(scores, differences) of a look, in ppi_tables' shape: the confidence sequence's at share 1,
+    else PPI++ at the per-look confidence (both in percent, verdicts at the run's δ)."""
+    if until.looks == SEQUENCE:
+        return sequence_tables(samples, until)
+    return ppi_tables(samples, seed, confidence=until.confidence, delta=until.verdict_delta)
+
+
+def sequence_interval(values: np.ndarray, low: float, high: float, until: Until, confidence: float) -> Interval:
+    """The confidence sequence's interval after `values` (in sample order, shares)."""
+    return sequence_path(values, low, high, until, confidence)[-1]
+
+
+def sequence_path(values: np.ndarray, low: float, high: float, until: Until, confidence: float) -> list[Interval]:
+    """The confidence sequence's interval after each of `values` (shares; a look at t reads entry
+    t − 1), its se from the bets' regularised spread; bets tuned for the budget."""
+    lows, highs = betting_bounds(values, confidence, low, high, horizon=until.max_samples)
+    n = np.arange(1, len(values) + 1)
+    means, ses = np.cumsum(values) / n, regularised_sd(values, low, high) / np.sqrt(n)
+    return [Interval(float(m), float(lo), float(hi), float(se), int(k), confidence, SEQUENCE_METHOD) for m, lo, hi, se, k in zip(means, lows, highs, ses, n)]
+
+
+def _mean_of(intervals: list[Interval], confidence: float) -> Interval:
+    """The mean over tasks: estimates and bounds averaged (each task's at 1 − α / T: a union bound)."""
+    k = len(intervals)
+    return Interval(sum(i.estimate for i in intervals) / k, sum(i.low for i in intervals) / k, sum(i.high for i in intervals) / k,
+                    math.sqrt(sum(i.se**2 for i in intervals)) / k, min(i.n for i in intervals), confidence, SEQUENCE_METHOD)
+
+
+def _table_row(model: str, task: str, length: int, share: Interval, labels: pd.DataFrame | None = None, **extra: object) -> dict:
+    interval = share.scaled(100)
+    counts = {"exact": int((labels["method"] == SETTLED).sum()), "generated": int((labels["method"] == GENERATED).sum()), "predicted": 0} if labels is not None else \
+        {"exact": 0, "generated": 0, "predicted": 0}
+    return {"model": model, "task": task, "length": length, **extra, "estimate": interval.estimate, "low": interval.low, "high": interval.high,
+            "se": interval.se, "samples": interval.n, **counts, "df": math.nan}
+
+
+def sequence_tables(samples: pd.DataFrame, until: Until) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """ppi_tables' (scores, differences) from the confidence sequences of a share-1 run: per
+    model, task and length the sequence of its generated scores (in [0, 1], in sample order),
+    per variant its paired differences against the first model (in [−1, 1], on the samples both
+    ran), and the means over tasks per length (each task at 1 − α / T, bounds averaged)."""
+    if samples["generation_score"].isna().any():
+        raise ValueError("a confidence sequence needs every sample labelled (a generate share of 1)")
+    alpha = 1 - until.confidence
+    tasks = list(dict.fromkeys(samples["task"]))
+    joint = 1 - alpha / len(tasks)
+    ordered = samples.sort_values("sample", kind="stable")
+    rows: list[dict] = []
+    for (model, length), part in ordered.groupby(["model", "length"], sort=False):
+        per_task = {}
+        for task, cell in part.groupby("task", sort=False):
+            y = cell["generation_score"].to_numpy(float)
+            rows.append(_table_row(str(model), str(task), int(length), sequence_interval(y, 0.0, 1.0, until, until.confidence), cell))
+            per_task[str(task)] = sequence_interval(y, 0.0, 1.0, until, joint)
+        if len(per_task) > 1:
+            rows.append(_table_row(str(model), MEAN_TASK, int(length), _mean_of(list(per_task.values()), until.confidence), part))
+    models = list(dict.fromkeys(samples["model"]))
+    diffs: list[dict] = []
+    keys = ["task", "length", "sample"]
+    reference = ordered[ordered["model"] == models[0]]
+    for model in models[1:]:
+        pairs = ordered[ordered["model"] == model].merge(reference, on=keys, suffixes=("_v", "_r")).sort_values("sample", kind="stable")
+        for length, at in pairs.groupby("length", sort=False):
+            joint_intervals = []
+            for task, part in at.groupby("task", sort=False):
+                if not (part["prompt_sha256_v"] == part["prompt_sha256_r"]).all():
+                    continue
+                d = part["generation_score_v"].to_numpy(float) - part["generation_score_r"].to_numpy(float)
+                diffs.append(_difference_row(str(model), str(task), int(length), sequence_interval(d, -1.0, 1.0, until, until.confidence), models[0], until))
+                joint_intervals.append(sequence_interval(d, -1.0, 1.0, until, joint))
+            if len(joint_intervals) > 1 and len(joint_intervals) == len(tasks):
+                diffs.append(_difference_row(str(model), MEAN_TASK, int(length), _mean_of(joint_intervals, until.confidence), models[0], until))
+    return pd.DataFrame(rows), pd.DataFrame(diffs)
+
+
+def _difference_row(model: str, task: str, length: int, interval: Interval, reference: str, until: Until) -> dict:
+    decided = difference_verdict(interval, until.verdict_delta)  # RULER's score difference, decided where the PPI++ one is
+    return _table_row(model, task, length, interval, reference=reference) | {"outcome": decided.outcome, "samples_needed": decided.samples_needed}
+
+
 def answered(cell: Cell, scores: pd.DataFrame, differences: pd.DataFrame, until: Until, decided: list[Variant]) -> bool:
     """Whether (task, length) meets the target: every model's interval narrow enough on the
     samples so far, or every variant decided (or found futile) at this look or an earlier one."""
@@ -171,12 +274,30 @@ def futile_variants(cells: list[Cell], differences: pd.DataFrame, until: Until, 
     futile = []
     for r in differences.itertuples():
         variant = (str(r.model), str(r.task), int(r.length))
-        if (r.task, r.length) not in cells or variant in closed or int(r.samples) >= until.max_samples or pd.isna(r.low) or pd.isna(r.high):
+        if (r.task, r.length) not in cells or variant in closed or pd.isna(r.low) or pd.isna(r.high):
             continue
-        power = conditional_power(float(r.estimate), (float(r.high) - float(r.low)) / 2, int(r.samples), until.max_samples, until.delta, until.confidence)
-        if power < FUTILITY_POWER:
+        if is_futile(float(r.estimate), float(r.low), float(r.high), float(r.se), int(r.samples), until):
             futile.append(variant)
     return futile
+
+
+def is_futile(estimate: float, low: float, high: float, se: float, samples: int, until: Until) -> bool:
+    """Whether a look's difference (points) is one the budget decides with a chance below
+    FUTILITY_POWER (stochastic curtailment, stats/sequential.py). PPI++'s interval is z·se wide
+    and narrows as 1/√n, so its half-width is scaled to the budget. A confidence sequence starts
+    at the whole range and is wider than z·se, so its width, scaled, would overstate the width at
+    the budget; its bets tuned for the budget N give about √(2 log(2/α)) · sd / √N there
+    (Waudby-Smith and Ramdas 2024, the PrPl-EB width), read from today's spread, and its
+    futility looks start at FUTILITY_FROM of the budget, before which that spread rests on the
+    pseudo-values of the regularised variance."""
+    if samples >= until.max_samples:
+        return False
+    if until.looks != SEQUENCE:
+        return conditional_power(estimate, (high - low) / 2, samples, until.max_samples, until.verdict_delta, until.confidence) < FUTILITY_POWER
+    if samples < until.max_samples * FUTILITY_FROM:
+        return False
+    half_width = math.sqrt(2 * math.log(2 / (1 - until.confidence))) * se
+    return conditional_power(estimate, half_width, samples, until.max_samples, until.verdict_delta, until.confidence, se=se) < FUTILITY_POWER
 
 
 def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound) -> tuple[pd.DataFrame, Manifest, list[dict]]:
@@ -195,7 +316,7 @@ def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound)
         result = run_round(replace(config, samples=size, first_sample=first, cells=None if every else tuple(open_cells), skip=skip), out / f"round-{k + 1}")
         frames.append(result.samples)
         manifest = result.manifest
-        scores, differences = ppi_tables(pd.concat(frames, ignore_index=True), config.seed, confidence=until.confidence, delta=until.verdict_delta)
+        scores, differences = look_tables(pd.concat(frames, ignore_index=True), config.seed, until)
         newly = [v for v in decided_variants(open_cells, differences, until) if v not in decided]
         decided += newly
         futile = futile_variants(open_cells, differences, until, decided)
@@ -203,10 +324,31 @@ def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound)
         closed = [c for c in open_cells if answered(c, scores, differences, until, decided)]
         rounds.append({"round": k + 1, "first_sample": first, "samples": size, "cells": [list(c) for c in open_cells],
                        "skipped": [list(v) for v in skip or ()], "decided": [list(v) for v in newly], "futile": [list(v) for v in futile],
-                       "closed": [list(c) for c in closed],
+                       "closed": [list(c) for c in closed], "compute": compute_against_fixed(pd.concat(frames, ignore_index=True), config, until),
                        "seconds": (manifest.timing or {}).get("seconds_all_sessions")})
         open_cells = [c for c in open_cells if c not in closed]
     return pd.concat(frames, ignore_index=True), manifest, rounds
+
+
+def compute_against_fixed(samples: pd.DataFrame, config: RulerConfig, until: Until) -> dict:
+    """What the run has cost so far beside the fixed-n run of the same budget (`--samples N`
+    for every task, length and model, no `--until`): likelihood passes and the prompt tokens
+    they read, counted from the records; generations counted, the fixed run's estimated as each
+    (model, task, length)'s unsettled share so far times N (a settled sample needs none).
+    Generated tokens are not recorded per sample, so generations stand for them."""
+    from ctxeval.ruler.ppi import GENERATED
+
+    cells = len(config.tasks) * len(config.lengths)
+    fixed_passes = until.max_samples * cells * len(config.models)
+    grouped = samples.groupby(["model", "task", "length"], sort=False)
+    unsettled = grouped["method"].apply(lambda m: float((m != SETTLED).mean()))
+    fixed_generations = float(unsettled.sum() * until.max_samples)
+    tokens = "prompt_tokens" in samples
+    fixed_tokens = float(grouped["prompt_tokens"].mean().sum() * until.max_samples) if tokens else None
+    return {"passes": len(samples), "generations": int((samples["method"] == GENERATED).sum()),
+            "prompt_tokens": int(samples["prompt_tokens"].sum()) if tokens else None,
+            "fixed_passes": fixed_passes, "fixed_generations": round(fixed_generations, 1),
+            "fixed_prompt_tokens": round(fixed_tokens) if fixed_tokens is not None else None}
 
 
 def write_merged(out: Path, samples: pd.DataFrame, last: Manifest, whole: UntilConfig, rounds: list[dict]) -> Manifest:
