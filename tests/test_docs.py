@@ -15,11 +15,11 @@ from ctxeval.qa.methods import HIGHER_IS_BETTER, METHODS, MethodConfig
 from ctxeval.render.meta_eval import markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
-PROSE = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PROSE = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 STORED_META_EVAL = ROOT / "docs" / "meta_eval_mtbench_gemma270m.json"
 
 
-@pytest.mark.parametrize("path", PROSE, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", PROSE, ids=lambda p: str(p.relative_to(ROOT)))
 def test_docs_tell_no_history_of_their_making(path):
     text = path.read_text(encoding="utf-8")
     for pattern in (r"\bissues? #?[0-9]+", r"this session", r"\bpreviously\b", r"\bno longer\b", r"\bearlier (rounds?|builds?|versions?)\b"):
