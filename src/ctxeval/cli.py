@@ -235,8 +235,8 @@ def main() -> None:
 
 
 def _not_a_number(exc: Exception) -> str | None:
-    """A numeric flag given text, in ctxeval's words ("--generate-share must be a number, got
-    'abc'") instead of the parsing library's; None for any other error."""
+    """A numeric flag given text, in ctxeval's words (`--generate-share must be a number, got
+    'abc'`) instead of the parsing library's; None for any other error."""
     param, message = getattr(exc, "param", None), str(getattr(exc, "message", ""))
     opts = getattr(param, "opts", None)
     kind = "an integer" if "valid integer" in message else "a number" if "valid number" in message else None
