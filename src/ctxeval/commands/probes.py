@@ -195,17 +195,8 @@ def run_effective_length(spec: EffectiveLengthSpec) -> EffectiveLengthResult:
     common.refuse_api_models(models, "effective-length", "exact ranks and the log-probability of every target at every context length")
     loaded = open_corpus(spec.texts, spec.corpus)
     lengths = tuple(sorted(set(spec.lengths)))
-    config = RunConfig.of_documents(
-        "effective-length", loaded.refs, model_specs,
-        top_k=spec.top_k,
-        lengths=lengths,
-        n_compare=spec.targets,
-        seed=spec.seed,
-        repeats=spec.starts,
-        metrics=spec.metrics,
-        device=spec.device,
-        dtype=spec.dtype,
-    )
+    config = RunConfig.of_documents("effective-length", loaded.refs, model_specs, top_k=spec.top_k, lengths=lengths, n_compare=spec.targets, seed=spec.seed,
+                                    repeats=spec.starts, metrics=spec.metrics, device=spec.device, dtype=spec.dtype)
     planner = EffectiveLengthPlanner(lengths, spec.starts, spec.targets, spec.seed, caps=tuple(m.max_context for m in models))
     evaluator_spec = spec.evaluator or model_specs[0]
 
