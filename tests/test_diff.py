@@ -178,7 +178,7 @@ def test_the_diff_page_prints_no_interval_for_one_window():
     row = next(line for line in html.splitlines() if "<td>all</td>" in line)
     assert row.count(">no interval<") == 3 and "[" not in row
     answer = html[html.index('<section id="answer">'):html.index('<section id="runs">')]
-    assert answer.count('<td class="num">no interval</td>') == 3 and "<strong>CAND b against REF a</strong>" in answer
+    assert answer.count('<td class="num"><span class="phrase">no interval</span></td>') == 3 and "<strong>CAND b against REF a</strong>" in answer
 
 
 def test_percentiles_follow_linear_interpolation():

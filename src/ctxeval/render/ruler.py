@@ -282,13 +282,13 @@ def view(result: RulerResult, label: str, first_arm: int) -> tuple[RunView, list
     records as they are, titled as another measure), its score by length to chart, and every
     sample for the sample explorer."""
     manifest = result.manifest.to_json()
+    paired = [paired_headline(result.paired, result.paired_settings, _scoring(result.table))] if not result.ranking.empty else []  # the ranking leads, the pairs follow
+    records = list(dict.fromkeys([first_headline(result), *paired, headline(result.table, result.effective_lengths, result.threshold)]))
     if result.ppi is not None and result.ppi_differences is not None:
         tables = ppi_headlines(result.ppi, result.ppi_differences, result.paired_settings["score_delta"], result.manifest.config.get("until"))
-        first, scores = first_headline(result), headline(result.table, result.effective_lengths, result.threshold)
-        tables += [replace(h, title=f"{h.title}, on the records as they are (another measure: by likelihood where a cell has predicted samples)")
-                   for h in dict.fromkeys([first, scores])]
+        tables += [replace(h, title=f"{h.title}, on the records as they are (another measure: by likelihood where a cell has predicted samples)") for h in records]
     else:
-        tables = list(dict.fromkeys([first_headline(result), headline(result.table, result.effective_lengths, result.threshold)]))
+        tables = records
     curves, what = score_curves(result)
     return RunView(label, result.run_dir, "ruler", manifest, header(manifest, "ruler"), answer=tables[0], more=tables[1:],
                    curves=curves, curves_title=f"{label}: RULER {what} by length", samples=sample_entries(result.samples)), []
