@@ -49,6 +49,22 @@ def _stops(rng: np.random.Generator, until: Until, share: float, target: float) 
     return cell.low, cell.high
 
 
+
+def _settling_model(tmp_path, monkeypatch) -> str:
+    """A tiny random-weight hf Llama whose likelihood pass settles every other prompt (fewer
+    generations, labels that vary), as its model string."""
+    from ctxeval.backends.hf import HFScorer
+    from tests.hf_tiny import tiny_llama_dir
+
+    stepwise = HFScorer.score_stepwise
+
+    def settling(self, prompt_ids, continuation_ids, *args, **kwargs):
+        scores = stepwise(self, prompt_ids, continuation_ids, *args, **kwargs)
+        return dataclasses.replace(scores, greedy_id=np.asarray(continuation_ids, np.int32)) if len(prompt_ids) % 2 == 0 else scores
+
+    monkeypatch.setattr(HFScorer, "score_stepwise", settling)
+    return f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
+
 def test_the_stopping_rule_keeps_its_coverage_in_simulation():
     """400 runs of rounds of 40 samples up to 160, share 0.5, stopping at a half-width of 0.11
     (most runs stop early, on the looks that happen to be narrow): the interval they stop on
@@ -85,17 +101,7 @@ def test_a_resumed_until_run_equals_an_uninterrupted_one(tmp_path, monkeypatch):
     """Two rounds of 10 samples (a 1-point target no round reaches); the second run loses its
     second round and its merged files, and resumes to the same records and scores."""
     pytest.importorskip("transformers")
-    from ctxeval.backends.hf import HFScorer
-    from tests.hf_tiny import tiny_llama_dir
-
-    stepwise = HFScorer.score_stepwise
-
-    def settling(self, prompt_ids, continuation_ids, *args, **kwargs):  # every other prompt settled, so the labels vary
-        scores = stepwise(self, prompt_ids, continuation_ids, *args, **kwargs)
-        return dataclasses.replace(scores, greedy_id=np.asarray(continuation_ids, np.int32)) if len(prompt_ids) % 2 == 0 else scores
-
-    monkeypatch.setattr(HFScorer, "score_stepwise", settling)
-    model = f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
+    model = _settling_model(tmp_path, monkeypatch)
     settings = dict(tasks=("niah_single_1",), lengths=(512,), samples=10, models=(model,), generate_share=0.5, until="1", max_samples=20)
     whole = api.ruler(**settings, out=tmp_path / "whole")
     rounds = whole.manifest.plan["rounds"]
@@ -338,18 +344,7 @@ def test_a_resumed_share_one_run_equals_an_uninterrupted_one(tmp_path, monkeypat
     1-point target no batch reaches); the second run loses its second batch and its merged
     files, and resumes to the same records, sequence bounds and batches."""
     pytest.importorskip("transformers")
-    from ctxeval.backends.hf import HFScorer
-    from tests.hf_tiny import tiny_llama_dir
-
-    stepwise = HFScorer.score_stepwise
-
-    def settling(self, prompt_ids, continuation_ids, *args, **kwargs):  # every other prompt settled: fewer generations, labels that vary
-        scores = stepwise(self, prompt_ids, continuation_ids, *args, **kwargs)
-        return dataclasses.replace(scores, greedy_id=np.asarray(continuation_ids, np.int32)) if len(prompt_ids) % 2 == 0 else scores
-
-    monkeypatch.setattr(HFScorer, "score_stepwise", settling)
-
-    model = f"hf:{tiny_llama_dir(tmp_path / 'llama', demo_text_path().read_text()[:20000], vocab_size=512)}"
+    model = _settling_model(tmp_path, monkeypatch)
     settings = dict(tasks=("niah_single_1",), lengths=(512,), samples=5, models=(model,), generate_share=1.0, until="1", max_samples=10)
     whole = api.ruler(**settings, out=tmp_path / "whole")
     assert whole.manifest.config["until"]["looks"] == "sequence" and whole.manifest.config["until"]["confidence"] == 0.95
