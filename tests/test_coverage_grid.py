@@ -17,7 +17,7 @@ pytest.importorskip("ppi_py")
 
 from ctxeval.stats.interval import quantile  # noqa: E402
 from ctxeval.stats.ppi import MIN_GENERATED, floored, mean_of, stratified_ppi, unsettled_mean  # noqa: E402
-from ctxeval.stats.pseudo_labels import mover_mean, pseudo_count, pseudo_label_interval, with_pseudo_labels  # noqa: E402
+from ctxeval.stats.pseudo_labels import mover_mean, pseudo_count, pseudo_label_interval  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import coverage_grid  # noqa: E402
