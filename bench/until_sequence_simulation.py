@@ -1,6 +1,7 @@
-"""`ruler --generate-share 1 --until verdict`: the confidence sequence in batches against the
-Bonferroni rule in rounds, simulated on paired populations built from the measured ones
-(docs/agreement.md, "Looks without rounds").
+"""`ruler --generate-share 1 --until verdict`: the split rule (a 97.5 % confidence sequence at
+the looks before the budget, full generation's 95 % interval at it) against the Bonferroni rule
+in rounds, simulated on paired populations built from the measured ones (docs/agreement.md,
+"Looks without rounds").
 
 The three full-generation folders of the last validation (SmolLM2 135M at 1,024 and 4,096
 tokens, Gemma 3 270M at 1,024) are gone; their published per-variant scores, settled counts and
@@ -13,18 +14,20 @@ table in `ruler`'s record shape, so full generation's verdict is `ruler`'s own (
 interval at 95 %, `ppi_until_simulation.full_paired`).
 
 One simulated run draws, per (task, length), a sequence of N samples with replacement (paired
-across models; N the population's per-cell size, the fixed-n run's). The new rule, looks after
-every batch of S samples on the betting confidence sequence (`ctxeval.ruler.until`'s
-`sequence_tables` numbers: stats.confseq.betting_bounds, the verdict, the futility bound) is
-evaluated on whole paths (one sequence per variant and cell, each look a prefix: the sequence's
-bounds at t depend only on the first t values), which `--check K` verifies against
-`run_until` itself on K runs. The old rule is `run_until` at a share of 1 below the
+across models; N the population's per-cell size, the fixed-n run's). Its verdicts are compared
+with full generation's on the same drawn samples (the fixed-n run of the budget on them: what a
+user who ran that instead would have read) and with the population's (which the drawn samples'
+own fixed-n verdict does not always reach: its column says how often it does). The split rule,
+looking after every batch of S samples (`ctxeval.ruler.until`'s own functions:
+`sequence_path` before the budget, `look_difference` at it, the verdict, the futility bound),
+is evaluated on whole paths (one sequence per variant and cell, each look a prefix: the
+sequence's bounds at t depend only on the first t values), which `--check K` verifies against
+`run_until` itself on K runs. The rounds rule is `run_until` at a share of 1 below the
 `sequence` switch: PPI++ tables at the Bonferroni confidence in rounds of 10
 (bench/ppi_until_simulation.py's path), on fewer replicates (it refits the calibration at every
-look). Per run: every variant's verdict equal to full generation's; compute (likelihood passes
-+ generations × the measured cost ratio) against the fixed-n run's; and whether each interval
-the run stops on (every variant's difference, every model's cell score) covers the
-population's value.
+look). Per run: every variant's verdict equal; compute (likelihood passes + generations × the
+measured cost ratio) against the fixed-n run's; and whether each interval the run stops on
+(every variant's difference, every model's cell score) covers the population's value.
 
     python bench/until_sequence_simulation.py [--replicates 1000] [--old-replicates 200] [--batch 2] [--check 3] [--seed 0] [--out DIR]
 """
@@ -47,10 +50,11 @@ from ppi_until_simulation import full_paired  # noqa: E402
 from ctxeval.ruler.generation import Generation  # noqa: E402
 from ctxeval.ruler.ppi import GENERATED, SETTLED, difference_verdict  # noqa: E402
 from ctxeval.ruler.run import RulerConfig  # noqa: E402
-from ctxeval.ruler.until import ROUNDS, SEQUENCE, Until, is_futile, run_until, sequence_path, sequence_tables  # noqa: E402
+from ctxeval.ruler.until import ROUNDS, SEQUENCE, Until, is_futile, look_difference, look_interval, run_until, sequence_path, sequence_tables  # noqa: E402
 from ctxeval.results.manifest import Manifest  # noqa: E402
 from ctxeval.results.ruler import MEAN_TASK  # noqa: E402
-from ctxeval.stats.confseq import betting_bounds  # noqa: E402
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE  # noqa: E402
+from ctxeval.stats.paired_binary import paired_proportions  # noqa: E402
 from ctxeval.stats.verdict import UNDECIDED  # noqa: E402
 
 TASKS = ("niah_single_2", "niah_multikey_1")
@@ -137,10 +141,11 @@ def _arrays(table: pd.DataFrame) -> dict:
 
 
 def sequence_run(pop: Population, arrays: dict, ids: dict, until: Until, full: dict) -> dict:
-    """One run of the new rule on whole paths: per variant and task its stop, verdict and interval."""
+    """One run of the new rule on whole paths: per variant and task its stop, verdict and
+    interval, and full generation's verdict on the same drawn samples (the fixed-n run of them)."""
     models = [v.name for v in pop.models]
     looks = [min((k + 1) * until.round_size, until.max_samples) for k in range(until.rounds)]
-    result = {"stops": {}, "verdicts": {}, "covered": [], "units": 0.0}
+    result = {"stops": {}, "verdicts": {}, "fixed": {}, "covered": [], "units": 0.0}
     for task in TASKS:
         drawn = ids[task]
         ref_y, _ = arrays[(models[0], task)]
@@ -148,9 +153,9 @@ def sequence_run(pop: Population, arrays: dict, ids: dict, until: Until, full: d
         for model in models[1:]:
             y, _ = arrays[(model, task)]
             d = y[drawn] - ref_y[drawn]
-            path = sequence_path(d, -1.0, 1.0, until, until.confidence)  # a look at n reads the first n values only
+            path = sequence_path(d, -1.0, 1.0, until, until.early_confidence)  # a look at n reads the first n values only
             for n in looks:
-                share = path[n - 1]
+                share = path[n - 1] if n < until.max_samples else look_difference(ref_y[drawn], y[drawn], until)
                 interval = share.scaled(100)
                 decided = difference_verdict(share, until.verdict_delta)
                 if decided.outcome != UNDECIDED:
@@ -164,10 +169,22 @@ def sequence_run(pop: Population, arrays: dict, ids: dict, until: Until, full: d
         for model, n in stop_at.items():
             y, generated = arrays[(model, task)]
             result["units"] += n + pop.cost_ratio * float(generated[drawn[:n]].sum())
-            lows, highs = betting_bounds(y[drawn[:n]], until.confidence, 0.0, 1.0, horizon=until.max_samples)
-            result["covered"].append(100 * lows[-1] <= 100 * full["scores"][(model, task)] <= 100 * highs[-1])
+            cell = look_interval(y[drawn[:n]], until).scaled(100)
+            result["covered"].append(cell.low <= 100 * full["scores"][(model, task)] <= cell.high)
         result["stops"][task] = stop_at
-    return result
+    return result | {"fixed": fixed_verdicts(pop, arrays, ids)}
+
+
+def fixed_verdicts(pop: Population, arrays: dict, ids: dict) -> dict:
+    """Full generation's verdict per (variant, task) on the run's drawn samples: the fixed-n run
+    of the budget on the same samples (Tango's paired interval at 95 %, as `ruler.paired`)."""
+    models = [v.name for v in pop.models]
+    out = {}
+    for task in TASKS:
+        ref_y = arrays[(models[0], task)][0][ids[task]]
+        for model in models[1:]:
+            out[(model, task)] = difference_verdict(paired_proportions(ref_y, arrays[(model, task)][0][ids[task]], DEFAULT_CONFIDENCE), pop.delta).outcome
+    return out
 
 
 Round = dataclasses.make_dataclass("Round", ["samples", "manifest"])
@@ -195,7 +212,7 @@ def run_until_on(table: pd.DataFrame, pop: Population, ids: dict, until: Until) 
 
 
 def old_run(table: pd.DataFrame, pop: Population, ids: dict, until: Until, full: dict) -> dict:
-    """One run of today's rule: `run_until` with PPI++ in rounds under Bonferroni."""
+    """One run of the rounds rule: `run_until` with PPI++ in rounds under Bonferroni."""
     from ctxeval.ruler.ppi import ppi_tables
 
     drawn, _ = run_until_on(table, pop, ids, until)
@@ -205,7 +222,8 @@ def old_run(table: pd.DataFrame, pop: Population, ids: dict, until: Until, full:
     covered = [_covers(r, 100 * full["diffs"][(r.model, r.task)]) for r in differences.itertuples()]
     covered += [_covers(r, 100 * full["scores"][(r.model, r.task)]) for r in scores.itertuples()]
     units = len(drawn) + pop.cost_ratio * float((drawn["method"] == GENERATED).sum())
-    return {"verdicts": {(r.model, r.task): r.outcome for r in differences.itertuples()}, "covered": covered, "units": units}
+    return {"verdicts": {(r.model, r.task): r.outcome for r in differences.itertuples()}, "covered": covered, "units": units,
+            "fixed": fixed_verdicts(pop, _arrays(table), ids)}
 
 
 def _covers(row: object, truth: float) -> float:
@@ -235,11 +253,14 @@ def check_against_run_until(table: pd.DataFrame, pop: Population, arrays: dict, 
 
 
 def summarise(pop: Population, runs: list[dict], full_verdict: dict, units: float, rule: str) -> dict:
-    same = [all(r["verdicts"][k] == v for k, v in full_verdict.items()) for r in runs]
+    same = [all(r["verdicts"][k] == r["fixed"][k] for k in full_verdict) for r in runs]
+    as_population = [all(r["verdicts"][k] == v for k, v in full_verdict.items()) for r in runs]
+    ceiling = [all(r["fixed"][k] == v for k, v in full_verdict.items()) for r in runs]
     ratio = np.array([r["units"] / units for r in runs])
     cover = np.array([r["covered"] for r in runs], dtype=float)  # runs × intervals (same order every run), NaN where none
     shown = ~np.isnan(cover)
-    return {"population": pop.name, "rule": rule, "runs": len(runs), "every verdict equal": f"{np.mean(same):.3f}",
+    return {"population": pop.name, "rule": rule, "runs": len(runs), "every verdict as full generation's on the same samples": f"{np.mean(same):.3f}",
+            "... as the population's": f"{np.mean(as_population):.3f}", "full generation on the drawn samples as the population's": f"{np.mean(ceiling):.3f}",
             "compute, median": f"{np.median(ratio):.2f}x", "compute, 90th pct": f"{np.quantile(ratio, 0.9):.2f}x",
             "runs at <= 0.35x": f"{np.mean(ratio <= 0.35):.1%}", "min coverage (intervals stopped on)": f"{np.nanmean(cover, axis=0).min():.3f}",
             "intervals missing": f"{1 - shown.mean():.1%}"}
@@ -249,9 +270,10 @@ def per_variant(pop: Population, runs: list[dict], full_verdict: dict, rule: str
     rows = []
     for (model, task), truth in full_verdict.items():
         got = pd.Series([r["verdicts"][(model, task)] for r in runs]).value_counts(normalize=True)
+        same_draws = np.mean([r["verdicts"][(model, task)] == r["fixed"][(model, task)] for r in runs])
         stops = [r["stops"][task][model] for r in runs] if "stops" in runs[0] else []
-        rows.append({"population": pop.name, "rule": rule, "variant": model, "task": task, "full generation": truth,
-                     "same verdict": f"{got.get(truth, 0.0):.3f}", "verdicts": ", ".join(f"{o} {v:.2f}" for o, v in got.items()),
+        rows.append({"population": pop.name, "rule": rule, "variant": model, "task": task, "population's verdict": truth,
+                     "as full generation on the same samples": f"{same_draws:.3f}", "as the population's": f"{got.get(truth, 0.0):.3f}", "verdicts": ", ".join(f"{o} {v:.2f}" for o, v in got.items()),
                      "samples at stop, median": int(np.median(stops)) if stops else ""})
     return rows
 
@@ -259,9 +281,9 @@ def per_variant(pop: Population, runs: list[dict], full_verdict: dict, rule: str
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicates", type=int, default=1000)
-    parser.add_argument("--old-replicates", type=int, default=200, help="runs of today's rule (PPI++ refitted at every look: slower)")
+    parser.add_argument("--old-replicates", type=int, default=200, help="runs of the rounds rule (PPI++ refitted at every look: slower)")
     parser.add_argument("--batch", type=int, default=2, help="the new rule's batch (ruler's --samples)")
-    parser.add_argument("--old-round", type=int, default=10, help="today's round (ruler's --samples)")
+    parser.add_argument("--old-round", type=int, default=10, help="the rounds rule's round (ruler's --samples)")
     parser.add_argument("--check", type=int, default=3, help="runs per population compared with run_until itself")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", default=None, help="populations whose name contains this")
@@ -284,12 +306,12 @@ def main(argv: list[str] | None = None) -> str:
         rng = np.random.default_rng(args.seed)
         check_against_run_until(table, pop, arrays, new, full, np.random.default_rng(args.seed + 1), args.check)
         runs_new = [sequence_run(pop, arrays, {t: rng.integers(0, pop.size, pop.size) for t in TASKS}, new, full) for _ in range(args.replicates)]
-        summary.append(summarise(pop, runs_new, full_verdict, units, f"confidence sequence, batches of {args.batch}"))
+        summary.append(summarise(pop, runs_new, full_verdict, units, f"split: 97.5 % sequence, then full generation's interval; batches of {args.batch}"))
         variants += per_variant(pop, runs_new, full_verdict, "sequence")
         if args.old_replicates:
             rng = np.random.default_rng(args.seed)  # the same draws as the new rule's first runs
             runs_old = [old_run(table, pop, {t: rng.integers(0, pop.size, pop.size) for t in TASKS}, old, full) for _ in range(args.old_replicates)]
-            summary.append(summarise(pop, runs_old, full_verdict, units, f"today: Bonferroni over rounds of {args.old_round}"))
+            summary.append(summarise(pop, runs_old, full_verdict, units, f"rounds of {args.old_round}, Bonferroni (the rule below a share of 1)"))
             variants += per_variant(pop, runs_old, full_verdict, "Bonferroni")
         print(f"{pop.name}: done at {time.time() - started:.0f} s ({time.process_time():.0f} s of CPU)", file=sys.stderr, flush=True)
         text = "\n".join([pd.DataFrame(summary).to_markdown(index=False), "", pd.DataFrame(variants).to_markdown(index=False), ""])

@@ -15,8 +15,8 @@ fi
 bash scripts/setup.sh test,hf
 # Three pytest processes, so that no process holds every model the suite loads (tests/conftest.py,
 # CTXEVAL_TEST_PART): every test module but the few that load the largest models, then
-# test_hf.py (whose hf Gemma lives for its whole session), then test_serve_lmeval.py and
-# test_smollm2_model.py, each run by scripts/test_part.sh (two workers, a worker's death costs
+# test_hf.py (whose hf Gemma lives for its whole session), then test_serve_lmeval.py,
+# test_smollm2_model.py and test_smollm2_long.py, each run by scripts/test_part.sh (two workers, a worker's death costs
 # only its test, a wall limit per part). The arguments go to each. The run fails if a part fails;
 # a part that selects no test (exit code 5, e.g. `scripts/test.sh tests/test_cli.py`) fails it
 # only if no part selects any.

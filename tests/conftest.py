@@ -29,7 +29,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # CTXEVAL_TEST_PART=N, pytest collects only the test modules of part N: those TEST_PARTS names
 # for N, and for part 1 every module it does not name. Unset (a plain `pytest`): all of them.
 TEST_PART_ENV = "CTXEVAL_TEST_PART"
-TEST_PARTS = {"test_hf.py": "2", "test_serve_lmeval.py": "3", "test_smollm2_model.py": "3"}
+TEST_PARTS = {"test_hf.py": "2", "test_serve_lmeval.py": "3", "test_smollm2_model.py": "3", "test_smollm2_long.py": "3"}
 
 
 def _pin_this_worker() -> None:

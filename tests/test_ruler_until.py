@@ -282,13 +282,13 @@ def test_until_at_share_one_reads_a_confidence_sequence_and_below_it_rounds():
 
 def test_a_share_one_run_stops_each_variant_at_the_batch_that_decides_it(tmp_path):
     """`--until verdict` at share 1 in batches of 2 up to 40, two tasks: a variant that fails
-    every sample is decided (hurts) at the first batch whose sequence lies below 0 (8 losses: the
-    capital grows by 1.43 at the first, by up to 1.9 once the variance estimate falls), on each
-    task, and leaves the later batches; a variant equal to the first
+    every sample is decided (hurts) at the first batch whose 97.5 % sequence (bets tuned for 10
+    samples, a quarter of the budget) lies below 0 (8 losses), on each task, and leaves the later
+    batches; a variant equal to the first
     model, which 40 samples cannot put within δ = 5, closes as futile at the first look from a
     quarter of the budget; the first model runs while a variant of its cell is open. The tables
     are the sequences' own: each difference's bounds equal betting_bounds on its pairs in sample
-    order, the mean over tasks averages each task's at 1 − 0.05 / 2; the rounds carry the
+    order, the mean over tasks averages each task's at 1 − 0.025 / 2; the rounds carry the
     compute against the fixed-n run."""
     import pandas as pd
 
@@ -311,7 +311,8 @@ def test_a_share_one_run_stops_each_variant_at_the_batch_that_decides_it(tmp_pat
                 for k in range(config.first_sample, config.first_sample + config.samples):
                     y = success[model]
                     rows.append({"model": model, "task": task, "length": length, "sample": k, "prompt_sha256": f"{task}/{k}", "method": GENERATED,
-                                 "generation_score": y, "mean_logprob": -2.0 + y, "first_rank": 1, "likelihood_score": 0.0, "prompt_tokens": 1000})
+                                 "generation_score": y, "mean_logprob": -2.0 + y, "first_rank": 1, "likelihood_score": 0.0, "prompt_tokens": 1000,
+                                 "generated_tokens": 4 if model == "broken" else 6})
         return dataclasses.make_dataclass("Round", ["samples", "manifest"])(
             pd.DataFrame(rows), Manifest(command="ruler", run_id="round", config={}, models=[], status="complete", timing={"seconds_all_sessions": 1.0}))
 
@@ -319,24 +320,26 @@ def test_a_share_one_run_stops_each_variant_at_the_batch_that_decides_it(tmp_pat
     until = Until.of("verdict", 40, 2, 5.0, config.generation, 3)
     samples, _, rounds = run_until(config, until, tmp_path, run_round)
     counts = samples.groupby(["model", "task"])["sample"].count().to_dict()
-    assert next(t for t in range(2, 41, 2) if betting_bounds(-np.ones(t), 0.95, -1.0, 1.0, horizon=40)[1][-1] < 0) == 8
+    assert until.early_confidence == 0.975 and until.horizon == 10
+    assert next(t for t in range(2, 41, 2) if betting_bounds(-np.ones(t), 0.975, -1.0, 1.0, horizon=10)[1][-1] < 0) == 8
     assert counts == {("broken", "vt"): 8, ("broken", "niah_single_1"): 8, ("same", "vt"): 10, ("same", "niah_single_1"): 10,
                       ("full", "vt"): 10, ("full", "niah_single_1"): 10}
     assert rounds[3]["decided"] == [["broken", "vt", 1024], ["broken", "niah_single_1", 1024]]
     assert rounds[4]["futile"] == [["same", "vt", 1024], ["same", "niah_single_1", 1024]] and len(rounds) == 5
     _, differences = sequence_tables(samples, until)
     broken = differences[(differences["model"] == "broken") & (differences["task"] == "vt")].iloc[0]
-    lows, highs = betting_bounds(-np.ones(8), 0.95, -1.0, 1.0, horizon=40)
+    lows, highs = betting_bounds(-np.ones(8), 0.975, -1.0, 1.0, horizon=10)
     assert (broken["low"], broken["high"], broken["outcome"]) == (pytest.approx(100 * lows[-1]), pytest.approx(100 * highs[-1]), "hurts")
     mean = differences[(differences["model"] == "broken") & (differences["task"] == MEAN_TASK)].iloc[0]
-    joint_lows, _ = betting_bounds(-np.ones(8), 1 - 0.05 / 2, -1.0, 1.0, horizon=40)
+    joint_lows, _ = betting_bounds(-np.ones(8), 1 - 0.025 / 2, -1.0, 1.0, horizon=10)
     assert mean["low"] == pytest.approx(100 * joint_lows[-1]) and mean["samples"] == 8
-    assert rounds[-1]["compute"] == {"passes": 56, "generations": 56, "prompt_tokens": 56_000, "fixed_passes": 240, "fixed_generations": 240.0,
-                                     "fixed_prompt_tokens": 240_000}
+    assert rounds[-1]["compute"] == {"passes": 56, "generations": 56, "prompt_tokens": 56_000, "generated_tokens": 16 * 4 + 40 * 6,
+                                     "fixed_passes": 240, "fixed_generations": 240.0, "fixed_prompt_tokens": 240_000, "fixed_generated_tokens": 80 * 4 + 160 * 6}
     text = "\n".join(rounds_markdown(until.as_dict(), rounds))
-    assert "in batches of 2; each look reads a 95% betting confidence sequence" in text
+    assert "in batches of 2; each look before the budget reads a 97.5% betting confidence sequence" in text
     assert "- round 4: samples 6–7 of 2 cell(s); decided: broken on vt at 1024, broken on niah_single_1 at 1024; answered: none" in text
     assert "56 likelihood passes against 240 (56,000 prompt tokens against about 240,000), 0.23x; 56 generations against about 240" in text
+    assert "304 generated tokens against about 1,280 (at each cell's mean per generation), 0.24x." in text
 
 
 def test_a_resumed_share_one_run_equals_an_uninterrupted_one(tmp_path, monkeypatch):
@@ -361,3 +364,44 @@ def test_a_resumed_share_one_run_equals_an_uninterrupted_one(tmp_path, monkeypat
     assert whole.manifest.plan["rounds"] == resumed.manifest.plan["rounds"] or \
         [{k: v for k, v in r.items() if k != "seconds"} for r in whole.manifest.plan["rounds"]] == \
         [{k: v for k, v in r.items() if k != "seconds"} for r in resumed.manifest.plan["rounds"]]
+
+
+def test_the_look_at_the_budget_reads_full_generations_intervals():
+    """At share 1 a variant that reaches the budget ends with full generation's verdict on the
+    same samples: at the budget the difference is Tango's 95 % interval exactly as the paired
+    table gives it (per task and pooled over tasks), a score is the pseudo-label t interval of
+    the cell table; one sample short of it, both still read the 97.5 % sequence."""
+    import pandas as pd
+
+    from ctxeval.ruler.paired import PairedSettings, paired_table
+    from ctxeval.ruler.ppi import GENERATED
+    from ctxeval.ruler.until import sequence_tables
+    from ctxeval.results.ruler import MEAN_TASK
+    from ctxeval.stats.confseq import betting_bounds
+    from ctxeval.stats.pseudo_labels import pseudo_label_interval
+
+    rng = np.random.default_rng(7)
+    rows = []
+    for task in ("vt", "niah_single_1"):
+        ref = (rng.random(20) < 0.8).astype(float)
+        scores = {"full": ref, "press": np.where(rng.random(20) < 0.3, 0.0, ref)}
+        for model, y in scores.items():
+            rows += [{"model": model, "task": task, "length": 1024, "sample": k, "prompt_sha256": f"{task}/{k}", "method": GENERATED,
+                      "generation_score": y[k], "mean_logprob": -1.0, "first_rank": 1, "likelihood_score": 0.0} for k in range(20)]
+    samples = pd.DataFrame(rows)
+    until = Until.of("verdict", 20, 2, 5.0, Generation("share", share=1.0), 2)
+    scores, differences = sequence_tables(samples, until)
+    paired = paired_table(samples, "generation_score", PairedSettings(score_delta=5.0)).set_index("task")
+    for r in differences.itertuples():
+        assert (r.low, r.high, r.outcome) == (pytest.approx(paired.loc[r.task, "score_low"]), pytest.approx(paired.loc[r.task, "score_high"]),
+                                              paired.loc[r.task, "score_outcome"]), r.task
+    cell = scores[(scores["model"] == "press") & (scores["task"] == "vt")].iloc[0]
+    expected = pseudo_label_interval(samples.query("model == 'press' and task == 'vt'")["generation_score"].to_numpy(float)).scaled(100)
+    assert (cell["low"], cell["high"]) == (pytest.approx(expected.low), pytest.approx(expected.high))
+    short = samples[samples["sample"] < 19]
+    scores, differences = sequence_tables(short, until)
+    vt = differences[differences["task"] == "vt"].iloc[0]
+    d = (short.query("model == 'press' and task == 'vt'")["generation_score"].to_numpy() - short.query("model == 'full' and task == 'vt'")["generation_score"].to_numpy())
+    lows, highs = betting_bounds(d, 0.975, -1.0, 1.0, horizon=5)
+    assert (vt["low"], vt["high"]) == (pytest.approx(100 * lows[-1]), pytest.approx(100 * highs[-1]))
+    assert MEAN_TASK in set(differences["task"])

@@ -39,20 +39,6 @@ def test_smollm2_is_listed_and_loads_its_own_gguf(smollm2):
     assert smollm2.tokenize("hello world") == [28120, 905]
 
 
-def test_a_sample_that_fills_the_whole_context_scores_and_generates(smollm2):
-    """RULER's length counts the tokens to generate, so a sample at a model's whole context has a
-    prompt of n_ctx - 128 tokens and 128 to generate: scoring its reference and generating
-    must fit in exactly n_ctx positions (the last generated token is never fed)."""
-    n_ctx, n_new = smollm2.info.n_ctx_train, 128
-    ids = smollm2.tokenize(BOOK.read_text(encoding="utf-8"))
-    prompt = np.asarray(ids[: n_ctx - n_new], dtype=np.int32)
-    reference = np.asarray(smollm2.tokenize(" zebra quintessence"), dtype=np.int32)  # greedy leaves it: generation runs
-    scores, generated = smollm2.score_then_generate(prompt, reference, n_new, 2, (1.0,))
-    assert len(scores.logprob) == len(reference) and np.isfinite(scores.logprob).all()
-    assert generated is not None and 1 <= len(generated) <= n_new
-    assert smollm2.generate(prompt, n_new) == generated
-
-
 def test_smollm2_chat_template_is_chatml(smollm2):
     from ctxeval.server.chat import render
     from ctxeval.server.model import ServedModel

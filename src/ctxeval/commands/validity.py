@@ -98,8 +98,9 @@ class RulerSpec(common.ModelRunOptions):
                                           "a number (every model's interval at most that many points on each side), or 'verdict' / 'verdict:D' (every variant's "
                                           "paired difference against the first model hurts, gains or is within D points, default --delta; a decided variant, "
                                           "or one the budget would decide with under 10 % chance, leaves the later rounds). At --generate-share 1 every "
-                                          "look reads a 95 % betting confidence sequence, valid at every look at once, so --samples is a batch (2 is "
-                                          "enough); below 1, each look is at 95 % Bonferroni-corrected over the rounds.", None, check=_until_check)
+                                          "look before the budget reads a 97.5 % betting confidence sequence, valid at every look at once, so --samples is a "
+                                          "batch (2 is enough), and the look at the budget full generation's 95 % interval, so a variant still open ends with "
+                                          "the fixed-n run's verdict; below 1, each look is at 95 % Bonferroni-corrected over the rounds.", None, check=_until_check)
     max_samples: int | None = option("--max-samples", "With --until: the most samples per task and length (the budget); times the share, at least 10 (an interval's generations).", None, check=lambda v: None if v is None else positive(v))
     threshold: float = option("--threshold", "Effective length: the longest length whose score, and every shorter one's, reaches this (RULER: 85.6, Llama-2-7B at 4K).",
                               RULER_THRESHOLD, check=lambda v: None if 0 <= v <= 100 else "must lie between 0 and 100")

@@ -92,7 +92,9 @@ def ppi_headlines(scores: pd.DataFrame, differences: pd.DataFrame, delta: float,
     """The section's tables: scores by length, differences against the first model with their
     verdicts at δ = `delta` points (an `--until verdict` run's own δ), how each cell's samples
     were labelled."""
-    level = ("95 % interval" if not until else f"{until['confidence']:.0%} confidence sequence (valid at every look of --until)"
+    level = ("95 % interval" if not until else
+             f"{until.get('early_confidence', until['confidence']):.1%} confidence sequence where a look before the budget stopped it (valid at every "
+             f"look of --until), full generation's {until['confidence']:.0%} interval where it reached the budget"
              if until.get("looks") == "sequence" else f"{until['confidence']:.2%} interval (each look of --until)")
     tasks = [t for t in dict.fromkeys(scores["task"]) if t != MEAN_TASK]
     what = f"mean of {len(tasks)} tasks" if len(tasks) > 1 else tasks[0]
@@ -152,9 +154,11 @@ def rounds_markdown(until: dict, rounds: list[dict]) -> list[str]:
     """How an `--until` run sampled: the target, the rounds and what each answered."""
     target = f"a verdict (δ = {until['delta']:g} points)" if until["half_width"] is None else f"a half-width of {until['half_width']:g} points"
     if until.get("looks") == "sequence":
+        early = until.get("early_confidence", until["confidence"])
         lines = [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in batches of {until['round_size']}; "
-                 f"each look reads a {until['confidence']:.0%} betting confidence sequence, valid at every look at once (a variant stops at the "
-                 "first batch that decides it; the first model runs while a variant of its cell is open).", ""]
+                 f"each look before the budget reads a {early:.1%} betting confidence sequence, valid at every look at once (a variant stops at the "
+                 f"first batch that decides it; the first model runs while a variant of its cell is open); the look at the budget reads full "
+                 f"generation's {until['confidence']:.0%} interval on the same samples, so an open variant ends with the fixed-n run's verdict.", ""]
     else:
         lines = [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in rounds of {until['round_size']}; "
                  f"each look at {until['confidence']:.2%} confidence (Bonferroni over {until['rounds']} rounds).", ""]
@@ -175,10 +179,12 @@ def rounds_markdown(until: dict, rounds: list[dict]) -> list[str]:
 def compute_markdown(c: dict, budget: int) -> list[str]:
     """The run's compute against the fixed-n run of the same budget."""
     tokens = f" ({c['prompt_tokens']:,} prompt tokens against about {c['fixed_prompt_tokens']:,})" if c.get("prompt_tokens") is not None else ""
+    generated = (f"; {c['generated_tokens']:,} generated tokens against about {c['fixed_generated_tokens']:,} (at each cell's mean per generation), "
+                 f"{c['generated_tokens'] / c['fixed_generated_tokens'] if c['fixed_generated_tokens'] else 0:.2f}x") if c.get("generated_tokens") is not None else ""
     return [f"Compute against the fixed-n run of the same budget ({budget} samples per task, length and model): {c['passes']} likelihood passes "
             f"against {c['fixed_passes']}{tokens}, {c['passes'] / c['fixed_passes']:.2f}x; {c['generations']} generations against about "
             f"{c['fixed_generations']:g} (each cell's unsettled share times {budget}), "
-            f"{c['generations'] / c['fixed_generations'] if c['fixed_generations'] else 0:.2f}x."]
+            f"{c['generations'] / c['fixed_generations'] if c['fixed_generations'] else 0:.2f}x{generated}."]
 
 
 def _variants(variants: list[list]) -> str:

@@ -17,7 +17,7 @@ on all rounds' samples so far, and a (task, length) closes when it is answered:
   still sampled), and the first model runs until the (task, length) is answered. Its
   difference is computed on the samples both ran. A variant the budget is unlikely to decide is
   closed too (futility, by stochastic curtailment): if the true difference were today's
-  estimate, the look at the budget would give a verdict with a chance below 10 %. It ends "too
+  estimate, the look at the budget would give a verdict with a chance below 10 % (5 % at share 1). It ends "too
   few samples to tell", which claims nothing, so closing it early costs no coverage, only the
   chance that later samples would have moved it into a verdict.
 
@@ -25,13 +25,24 @@ How the looks keep their coverage depends on the share:
 
 - `--generate-share 1` (looks "sequence"): every sample is labelled (settled or generated), so
   a cell's scores are bounded values in [0, 1] and a variant's paired differences values in
-  [−1, 1], and each look reads a betting confidence sequence (stats/confseq.py; Waudby-Smith
-  and Ramdas 2024), valid at every sample count at once, at 95 %: a look after every batch of
-  `--samples` (e.g. 2) costs no coverage, so a variant is decided after the first batch that
-  decides it rather than at the end of a round. Its bets are tuned for the budget N. The mean
-  over tasks reads each task's sequence at 1 − 0.05 / T (T tasks) and averages the bounds
-  (a union bound: the mean of bounds that all cover covers the mean), on the samples each task
-  has. Futility reads the sequence's spread (its regularised variance) for the standard error.
+  [−1, 1]. The looks split α between two kinds (Haybittle and Peto's design: a strict bound
+  early, the fixed-n test at the end). Early looks, after every batch of `--samples` (e.g. 2)
+  before the budget, read a betting confidence sequence (stats/confseq.py; Waudby-Smith and
+  Ramdas 2024) at 1 − EARLY_ALPHA (97.5 %), valid at every sample count at once, its bets
+  tuned for a quarter of the budget, where early stops happen: a variant stops at the first
+  batch whose sequence decides it. The look at the budget reads full generation's own interval
+  at 95 % on the same samples (Tango's for a difference, the pseudo-label t interval for a
+  score: `ruler.paired`, `ruler.report`), so a variant the early looks leave open ends with
+  exactly the verdict the fixed-n run of the budget gives on those samples. The chance that
+  the interval a run stops on misses is at most 2.5 % + 5 % (a union bound: the sequence
+  misses at some look, or the last interval misses); simulated on the populations of
+  bench/until_sequence_simulation.py it covered at least 0.95 (docs/agreement.md). Spending
+  5 % at the end rather than 2.5 % buys agreement with full generation: a last look at 97.5 %
+  would undo verdicts the 95 % run gives. The mean over tasks reads each task's sequence at
+  1 − EARLY_ALPHA / T (T tasks) and averages the bounds (a union bound), and at the budget
+  pools the pairs as full generation does. Futility asks whether the last look, Tango's z·se
+  wide, would decide (conditional power below SEQUENCE_FUTILITY_POWER), from a quarter of the
+  budget on.
 - a share below 1 (looks "rounds"): the PPI++ interval, whose calibration is refitted on every
   look (not a predictable bet, so no betting sequence applies); Bonferroni over the looks: with
   at most R = ⌈N / S⌉ rounds, every look's interval is at confidence 1 − 0.05 / R, so the chance
@@ -63,7 +74,9 @@ from ctxeval.results.ruler import MEAN_TASK, RulerResult
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
 from ctxeval.stats.ppi import MIN_GENERATED
 from ctxeval.stats.confseq import betting_bounds, regularised_sd
-from ctxeval.stats.interval import Interval
+from ctxeval.stats.interval import Interval, quantile
+from ctxeval.stats.paired_binary import paired_proportions
+from ctxeval.stats.pseudo_labels import mover_mean, pseudo_label_interval
 from ctxeval.stats.sequential import conditional_power
 from ctxeval.stats.verdict import UNDECIDED
 
@@ -72,6 +85,9 @@ ROUNDS, SEQUENCE = "rounds", "sequence"  # how the looks keep their coverage: Bo
 SEQUENCE_METHOD = "betting confidence sequence (Waudby-Smith & Ramdas 2024)"
 FUTILITY_FROM = 0.25  # a confidence sequence's futility looks start at this share of the budget (the first of today's rounds of 10 in 40): its spread rests on a pseudo-value at each end until then
 FUTILITY_POWER = 0.10  # close a variant the budget decides with less than this chance (group-sequential futility's usual bound)
+SEQUENCE_FUTILITY_POWER = 0.05  # at share 1: lower, since a variant closed as futile ends undecided where full generation's last look might decide it
+EARLY_ALPHA = 0.025  # at share 1: what the early looks' confidence sequence spends; the look at the budget spends DEFAULT_CONFIDENCE's own 5 %
+EARLY_HORIZON = 0.25  # at share 1: the share of the budget the sequence's bets are tuned for (its early looks; the last look reads no sequence)
 
 Cell = tuple[str, int]
 Variant = tuple[str, str, int]  # (model, task, length)
@@ -94,9 +110,19 @@ class Until:
 
     @property
     def confidence(self) -> float:
-        """Each look's confidence: Bonferroni over the rounds; a confidence sequence's own level
-        (it holds at every look at once)."""
+        """Each look's confidence in rounds (Bonferroni over them); at share 1, the look at the
+        budget's (full generation's own)."""
         return DEFAULT_CONFIDENCE if self.looks == SEQUENCE else 1 - (1 - DEFAULT_CONFIDENCE) / self.rounds
+
+    @property
+    def early_confidence(self) -> float:
+        """The confidence of the looks before the budget: at share 1 the sequence's 1 − EARLY_ALPHA."""
+        return 1 - EARLY_ALPHA if self.looks == SEQUENCE else self.confidence
+
+    @property
+    def horizon(self) -> int:
+        """The sample count the sequence's bets are tuned for."""
+        return max(1, round(self.max_samples * EARLY_HORIZON))
 
     @property
     def verdict_delta(self) -> float:
@@ -104,7 +130,7 @@ class Until:
         return DEFAULT_SCORE_DELTA if self.delta is None else self.delta
 
     def as_dict(self) -> dict:
-        return asdict(self) | {"rounds": self.rounds, "confidence": self.confidence}
+        return asdict(self) | {"rounds": self.rounds, "confidence": self.confidence, "early_confidence": self.early_confidence}
 
     @classmethod
     def from_config(cls, config: dict) -> Until | None:
@@ -179,8 +205,8 @@ def sequence_interval(values: np.ndarray, low: float, high: float, until: Until,
 
 def sequence_path(values: np.ndarray, low: float, high: float, until: Until, confidence: float) -> list[Interval]:
     """The confidence sequence's interval after each of `values` (shares; a look at t reads entry
-    t − 1), its se from the bets' regularised spread; bets tuned for the budget."""
-    lows, highs = betting_bounds(values, confidence, low, high, horizon=until.max_samples)
+    t − 1), its se from the bets' regularised spread; bets tuned for `until.horizon`."""
+    lows, highs = betting_bounds(values, confidence, low, high, horizon=until.horizon)
     n = np.arange(1, len(values) + 1)
     means, ses = np.cumsum(values) / n, regularised_sd(values, low, high) / np.sqrt(n)
     return [Interval(float(m), float(lo), float(hi), float(se), int(k), confidence, SEQUENCE_METHOD) for m, lo, hi, se, k in zip(means, lows, highs, ses, n)]
@@ -202,25 +228,29 @@ def _table_row(model: str, task: str, length: int, share: Interval, labels: pd.D
 
 
 def sequence_tables(samples: pd.DataFrame, until: Until) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """ppi_tables' (scores, differences) from the confidence sequences of a share-1 run: per
-    model, task and length the sequence of its generated scores (in [0, 1], in sample order),
-    per variant its paired differences against the first model (in [−1, 1], on the samples both
-    ran), and the means over tasks per length (each task at 1 − α / T, bounds averaged)."""
+    """ppi_tables' (scores, differences) of a share-1 run's look: per model, task and length its
+    generated scores (in [0, 1], in sample order), per variant its paired differences against
+    the first model (in [−1, 1], on the samples both ran), and the means over tasks per length.
+    Before the budget each reads the confidence sequence at `until.early_confidence` (a mean
+    over tasks: each task's at 1 − α / T, bounds averaged); at the budget, full generation's own
+    intervals at `until.confidence` (`last_look`)."""
     if samples["generation_score"].isna().any():
         raise ValueError("a confidence sequence needs every sample labelled (a generate share of 1)")
-    alpha = 1 - until.confidence
     tasks = list(dict.fromkeys(samples["task"]))
-    joint = 1 - alpha / len(tasks)
+    joint = 1 - (1 - until.early_confidence) / len(tasks)
     ordered = samples.sort_values("sample", kind="stable")
     rows: list[dict] = []
     for (model, length), part in ordered.groupby(["model", "length"], sort=False):
-        per_task = {}
+        shown, joint_intervals = [], []
         for task, cell in part.groupby("task", sort=False):
             y = cell["generation_score"].to_numpy(float)
-            rows.append(_table_row(str(model), str(task), int(length), sequence_interval(y, 0.0, 1.0, until, until.confidence), cell))
-            per_task[str(task)] = sequence_interval(y, 0.0, 1.0, until, joint)
-        if len(per_task) > 1:
-            rows.append(_table_row(str(model), MEAN_TASK, int(length), _mean_of(list(per_task.values()), until.confidence), part))
+            interval = look_interval(y, until)
+            rows.append(_table_row(str(model), str(task), int(length), interval, cell))
+            shown.append(interval)
+            joint_intervals.append(sequence_interval(y, 0.0, 1.0, until, joint))
+        if len(shown) > 1:
+            mean = last_look_mean(shown, until) if all(i.n >= until.max_samples for i in shown) else _mean_of(joint_intervals, until.early_confidence)
+            rows.append(_table_row(str(model), MEAN_TASK, int(length), mean, part))
     models = list(dict.fromkeys(samples["model"]))
     diffs: list[dict] = []
     keys = ["task", "length", "sample"]
@@ -228,16 +258,41 @@ def sequence_tables(samples: pd.DataFrame, until: Until) -> tuple[pd.DataFrame, 
     for model in models[1:]:
         pairs = ordered[ordered["model"] == model].merge(reference, on=keys, suffixes=("_v", "_r")).sort_values("sample", kind="stable")
         for length, at in pairs.groupby("length", sort=False):
-            joint_intervals = []
+            joint_intervals, paired_parts = [], []
             for task, part in at.groupby("task", sort=False):
                 if not (part["prompt_sha256_v"] == part["prompt_sha256_r"]).all():
                     continue
-                d = part["generation_score_v"].to_numpy(float) - part["generation_score_r"].to_numpy(float)
-                diffs.append(_difference_row(str(model), str(task), int(length), sequence_interval(d, -1.0, 1.0, until, until.confidence), models[0], until))
-                joint_intervals.append(sequence_interval(d, -1.0, 1.0, until, joint))
+                y_v, y_r = part["generation_score_v"].to_numpy(float), part["generation_score_r"].to_numpy(float)
+                diffs.append(_difference_row(str(model), str(task), int(length), look_difference(y_r, y_v, until), models[0], until))
+                joint_intervals.append(sequence_interval(y_v - y_r, -1.0, 1.0, until, joint))
+                paired_parts.append(part)
             if len(joint_intervals) > 1 and len(joint_intervals) == len(tasks):
-                diffs.append(_difference_row(str(model), MEAN_TASK, int(length), _mean_of(joint_intervals, until.confidence), models[0], until))
+                pooled = pd.concat(paired_parts)
+                mean = (paired_proportions(pooled["generation_score_r"].to_numpy(float), pooled["generation_score_v"].to_numpy(float), until.confidence)
+                        if all(len(p) >= until.max_samples for p in paired_parts) else _mean_of(joint_intervals, until.early_confidence))
+                diffs.append(_difference_row(str(model), MEAN_TASK, int(length), mean, models[0], until))
     return pd.DataFrame(rows), pd.DataFrame(diffs)
+
+
+def look_interval(scores: np.ndarray, until: Until) -> Interval:
+    """A cell's score interval at a share-1 look: the sequence's before the budget, full
+    generation's at it (the pseudo-label t interval, as `ruler.report.cell_table` gives)."""
+    if len(scores) >= until.max_samples:
+        return pseudo_label_interval(scores, until.confidence)
+    return sequence_interval(scores, 0.0, 1.0, until, until.early_confidence)
+
+
+def look_difference(reference: np.ndarray, variant: np.ndarray, until: Until) -> Interval:
+    """A variant's paired difference at a share-1 look: the sequence's before the budget, full
+    generation's at it (Tango's, as `ruler.paired.paired_cell` gives)."""
+    if len(variant) >= until.max_samples:
+        return paired_proportions(reference, variant, until.confidence)
+    return sequence_interval(variant - reference, -1.0, 1.0, until, until.early_confidence)
+
+
+def last_look_mean(intervals: list[Interval], until: Until) -> Interval:
+    """The mean over tasks of cells at the budget, as full generation gives it (MOVER)."""
+    return mover_mean([i.estimate for i in intervals], [i.low for i in intervals], [i.high for i in intervals], until.confidence)
 
 
 def _difference_row(model: str, task: str, length: int, interval: Interval, reference: str, until: Until) -> dict:
@@ -284,20 +339,19 @@ def futile_variants(cells: list[Cell], differences: pd.DataFrame, until: Until, 
 def is_futile(estimate: float, low: float, high: float, se: float, samples: int, until: Until) -> bool:
     """Whether a look's difference (points) is one the budget decides with a chance below
     FUTILITY_POWER (stochastic curtailment, stats/sequential.py). PPI++'s interval is z·se wide
-    and narrows as 1/√n, so its half-width is scaled to the budget. A confidence sequence starts
-    at the whole range and is wider than z·se, so its width, scaled, would overstate the width at
-    the budget; its bets tuned for the budget N give about √(2 log(2/α)) · sd / √N there
-    (Waudby-Smith and Ramdas 2024, the PrPl-EB width), read from today's spread, and its
-    futility looks start at FUTILITY_FROM of the budget, before which that spread rests on the
-    pseudo-values of the regularised variance."""
+    and narrows as 1/√n, so its half-width is scaled to the budget. At share 1 the look at the
+    budget is full generation's interval, about z·se wide too, but the early looks' sequence is
+    wider, so the half-width is z times the se read from the sequence's regularised spread; those
+    futility looks start at FUTILITY_FROM of the budget (before it the spread rests on the
+    pseudo-values at each end) and close below SEQUENCE_FUTILITY_POWER."""
     if samples >= until.max_samples:
         return False
     if until.looks != SEQUENCE:
         return conditional_power(estimate, (high - low) / 2, samples, until.max_samples, until.verdict_delta, until.confidence) < FUTILITY_POWER
     if samples < until.max_samples * FUTILITY_FROM:
         return False
-    half_width = math.sqrt(2 * math.log(2 / (1 - until.confidence))) * se
-    return conditional_power(estimate, half_width, samples, until.max_samples, until.verdict_delta, until.confidence, se=se) < FUTILITY_POWER
+    return conditional_power(estimate, quantile(until.confidence) * se, samples, until.max_samples, until.verdict_delta, until.confidence,
+                             se=se) < SEQUENCE_FUTILITY_POWER
 
 
 def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound) -> tuple[pd.DataFrame, Manifest, list[dict]]:
@@ -333,11 +387,9 @@ def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound)
 def compute_against_fixed(samples: pd.DataFrame, config: RulerConfig, until: Until) -> dict:
     """What the run has cost so far beside the fixed-n run of the same budget (`--samples N`
     for every task, length and model, no `--until`): likelihood passes and the prompt tokens
-    they read, counted from the records; generations counted, the fixed run's estimated as each
-    (model, task, length)'s unsettled share so far times N (a settled sample needs none).
-    Generated tokens are not recorded per sample, so generations stand for them."""
-    from ctxeval.ruler.ppi import GENERATED
-
+    they read, counted from the records; generations and the tokens they generated, the fixed
+    run's estimated from each (model, task, length)'s own so far: its unsettled share times N
+    generations, of its mean generated tokens each (a settled sample needs none)."""
     cells = len(config.tasks) * len(config.lengths)
     fixed_passes = until.max_samples * cells * len(config.models)
     grouped = samples.groupby(["model", "task", "length"], sort=False)
@@ -345,10 +397,16 @@ def compute_against_fixed(samples: pd.DataFrame, config: RulerConfig, until: Unt
     fixed_generations = float(unsettled.sum() * until.max_samples)
     tokens = "prompt_tokens" in samples
     fixed_tokens = float(grouped["prompt_tokens"].mean().sum() * until.max_samples) if tokens else None
-    return {"passes": len(samples), "generations": int((samples["method"] == GENERATED).sum()),
+    generated = samples[samples["method"] == GENERATED]
+    counted = "generated_tokens" in samples and bool(len(generated)) and bool(generated["generated_tokens"].notna().all())
+    per_generation = generated.groupby(["model", "task", "length"], sort=False)["generated_tokens"].mean() if counted else None
+    fixed_generated = float((unsettled * until.max_samples * per_generation.reindex(unsettled.index).fillna(0.0)).sum()) if counted else None
+    return {"passes": len(samples), "generations": int(len(generated)),
             "prompt_tokens": int(samples["prompt_tokens"].sum()) if tokens else None,
+            "generated_tokens": int(generated["generated_tokens"].sum()) if counted else None,
             "fixed_passes": fixed_passes, "fixed_generations": round(fixed_generations, 1),
-            "fixed_prompt_tokens": round(fixed_tokens) if fixed_tokens is not None else None}
+            "fixed_prompt_tokens": round(fixed_tokens) if fixed_tokens is not None else None,
+            "fixed_generated_tokens": round(fixed_generated) if fixed_generated is not None else None}
 
 
 def write_merged(out: Path, samples: pd.DataFrame, last: Manifest, whole: UntilConfig, rounds: list[dict]) -> Manifest:
