@@ -14,7 +14,7 @@ measured units (likelihood passes times a pass's seconds plus generations times 
 seconds, from the full and likelihood-only runs), which a shared machine's load moves less; and
 the tokens each generated (a `--full-generation` full run against the until run's early stop).
 
-    python bench/ppi_until_check.py FULL UNTIL (--likelihood LIKELIHOOD | --cost-ratio R) [--out DIR]
+    python bench/ppi_until_check.py FULL UNTIL [--likelihood LIKELIHOOD | --cost-ratio R] [--out DIR]
 """
 
 from __future__ import annotations
@@ -49,11 +49,11 @@ def compare(full_dir: Path, likelihood_dir: Path | None, until_dir: Path, cost_r
                      "full samples": int(theirs["n"]), "--until verdict": r.outcome,
                      "until: difference [interval]": f"{r.estimate:+.1f} [{r.low:+.1f}, {r.high:+.1f}]", "until samples": int(r.samples),
                      "same": r.outcome == theirs["score_outcome"]})
-    cost = costs(full_dir, samples, likelihood_dir, cost_ratio)
     drawn = read_samples(until_dir)
-    units_full, units_until = compute_units(samples, cost), compute_units(drawn, cost)
+    cost = costs(full_dir, samples, likelihood_dir, cost_ratio) if likelihood_dir is not None or cost_ratio is not None else None
+    units_full, units_until = (compute_units(samples, cost), compute_units(drawn, cost)) if cost else (None, None)
     summary = {"seconds_full": _seconds(full_dir), "seconds_until": _seconds(until_dir), "units_full": units_full, "units_until": units_until,
-               "likelihood_seconds": cost.likelihood, "generation_seconds": cost.generation, "samples_full": len(samples), "samples_until": len(drawn),
+               "likelihood_seconds": cost.likelihood if cost else None, "generation_seconds": cost.generation if cost else None, "samples_full": len(samples), "samples_until": len(drawn),
                "generated_full": int((samples["method"] == GENERATED).sum()), "generated_until": int((drawn["method"] == GENERATED).sum()),
                **generated_tokens(samples, drawn)}
     return pd.DataFrame(rows), summary
@@ -80,15 +80,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cost-ratio", type=float, default=None, help="instead: a generation's cost per unsettled sample in likelihood passes")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    if (args.likelihood is None) == (args.cost_ratio is None):
-        parser.error("give --likelihood or --cost-ratio")
+    if args.likelihood is not None and args.cost_ratio is not None:
+        parser.error("give --likelihood or --cost-ratio, not both")
     table, s = compare(args.full, args.likelihood, args.until, args.cost_ratio)
     text = "\n".join([table.to_markdown(index=False), "",
                       f"verdicts equal: {int(table['same'].sum())} of {len(table)}",
                       f"compute, recorded seconds: until {s['seconds_until']:.0f} s / full {s['seconds_full']:.0f} s = {s['seconds_until'] / s['seconds_full']:.2f}x",
-                      f"compute, measured units ({s['likelihood_seconds']:.2f} a likelihood pass, {s['generation_seconds']:.2f} a generation): "
-                      f"until {s['samples_until']} passes + {s['generated_until']} generations = {s['units_until']:.0f} / "
-                      f"full {s['samples_full']} + {s['generated_full']} = {s['units_full']:.0f}: {s['units_until'] / s['units_full']:.2f}x",
+                      *([f"compute, measured units ({s['likelihood_seconds']:.2f} a likelihood pass, {s['generation_seconds']:.2f} a generation): "
+                         f"until {s['samples_until']} passes + {s['generated_until']} generations = {s['units_until']:.0f} / "
+                         f"full {s['samples_full']} + {s['generated_full']} = {s['units_full']:.0f}: {s['units_until'] / s['units_full']:.2f}x"]
+                       if s["units_full"] is not None else [f"likelihood passes: until {s['samples_until']} / full {s['samples_full']}; generations: "
+                                                            f"until {s['generated_until']} / full {s['generated_full']}"]),
                       *([f"generated tokens: until {s['tokens_until']:,} / full {s['tokens_full']:,} = {s['tokens_until'] / max(s['tokens_full'], 1):.2f}x; "
                          f"on the {s['shared']} samples both generated: {s['tokens_shared_until']:,} / {s['tokens_shared_full']:,} "
                          f"= {s['tokens_shared_until'] / max(s['tokens_shared_full'], 1):.2f}x (the early stop's saving)"] if s["tokens_full"] is not None else []), ""])

@@ -288,7 +288,7 @@ def test_a_share_one_run_stops_each_variant_at_the_batch_that_decides_it(tmp_pat
     model, which 40 samples cannot put within δ = 5, closes as futile at the first look from a
     quarter of the budget; the first model runs while a variant of its cell is open. The tables
     are the sequences' own: each difference's bounds equal betting_bounds on its pairs in sample
-    order, the mean over tasks averages each task's at 1 − 0.025 / 2; the rounds carry the
+    order, the mean over tasks averages each task's at 1 − 0.05 / 2; the rounds carry the
     compute against the fixed-n run."""
     import pandas as pd
 
@@ -331,7 +331,7 @@ def test_a_share_one_run_stops_each_variant_at_the_batch_that_decides_it(tmp_pat
     lows, highs = betting_bounds(-np.ones(8), 0.975, -1.0, 1.0, horizon=10)
     assert (broken["low"], broken["high"], broken["outcome"]) == (pytest.approx(100 * lows[-1]), pytest.approx(100 * highs[-1]), "hurts")
     mean = differences[(differences["model"] == "broken") & (differences["task"] == MEAN_TASK)].iloc[0]
-    joint_lows, _ = betting_bounds(-np.ones(8), 1 - 0.025 / 2, -1.0, 1.0, horizon=10)
+    joint_lows, _ = betting_bounds(-np.ones(8), 1 - 0.05 / 2, -1.0, 1.0, horizon=10)
     assert mean["low"] == pytest.approx(100 * joint_lows[-1]) and mean["samples"] == 8
     assert rounds[-1]["compute"] == {"passes": 56, "generations": 56, "prompt_tokens": 56_000, "generated_tokens": 16 * 4 + 40 * 6,
                                      "fixed_passes": 240, "fixed_generations": 240.0, "fixed_prompt_tokens": 240_000, "fixed_generated_tokens": 80 * 4 + 160 * 6}

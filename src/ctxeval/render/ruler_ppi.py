@@ -94,7 +94,8 @@ def ppi_headlines(scores: pd.DataFrame, differences: pd.DataFrame, delta: float,
     were labelled."""
     level = ("95 % interval" if not until else
              f"{until.get('early_confidence', until['confidence']):.1%} confidence sequence where a look before the budget stopped it (valid at every "
-             f"look of --until), full generation's {until['confidence']:.0%} interval where it reached the budget"
+             f"look of --until; a mean over tasks: {until['confidence']:.0%}, each task's sequence at 1 − {1 - until['confidence']:.2f} / tasks), "
+             f"full generation's {until['confidence']:.0%} interval where it reached the budget"
              if until.get("looks") == "sequence" else f"{until['confidence']:.2%} interval (each look of --until)")
     tasks = [t for t in dict.fromkeys(scores["task"]) if t != MEAN_TASK]
     what = f"mean of {len(tasks)} tasks" if len(tasks) > 1 else tasks[0]

@@ -38,9 +38,9 @@ How the looks keep their coverage depends on the share:
   misses at some look, or the last interval misses); simulated on the populations of
   bench/until_sequence_simulation.py it covered at least 0.95 (docs/agreement.md). Spending
   5 % at the end rather than 2.5 % buys agreement with full generation: a last look at 97.5 %
-  would undo verdicts the 95 % run gives. The mean over tasks reads each task's sequence at
-  1 − EARLY_ALPHA / T (T tasks) and averages the bounds (a union bound), and at the budget
-  pools the pairs as full generation does. Futility asks whether the last look, Tango's z·se
+  would undo verdicts the 95 % run gives. The mean over tasks (reported, not stopped on) reads
+  each task's sequence at 1 − 0.05 / T (T tasks) and averages the bounds (a union bound: 95 %
+  at every look), and at the budget reads full generation's (MOVER; the pooled pairs). Futility asks whether the last look, Tango's z·se
   wide, would decide (conditional power below SEQUENCE_FUTILITY_POWER), from a quarter of the
   budget on.
 - a share below 1 (looks "rounds"): the PPI++ interval, whose calibration is refitted on every
@@ -232,12 +232,12 @@ def sequence_tables(samples: pd.DataFrame, until: Until) -> tuple[pd.DataFrame, 
     generated scores (in [0, 1], in sample order), per variant its paired differences against
     the first model (in [−1, 1], on the samples both ran), and the means over tasks per length.
     Before the budget each reads the confidence sequence at `until.early_confidence` (a mean
-    over tasks: each task's at 1 − α / T, bounds averaged); at the budget, full generation's own
-    intervals at `until.confidence` (`last_look`)."""
+    over tasks: each task's at 1 − 0.05 / T, bounds averaged, a union bound that holds the mean
+    at 95 % at every look); at the budget, full generation's own intervals at `until.confidence`."""
     if samples["generation_score"].isna().any():
         raise ValueError("a confidence sequence needs every sample labelled (a generate share of 1)")
     tasks = list(dict.fromkeys(samples["task"]))
-    joint = 1 - (1 - until.early_confidence) / len(tasks)
+    joint = 1 - (1 - until.confidence) / len(tasks)  # each task's sequence at 1 − 0.05 / T: the bounds' mean holds the mean at 95 % at every look
     ordered = samples.sort_values("sample", kind="stable")
     rows: list[dict] = []
     for (model, length), part in ordered.groupby(["model", "length"], sort=False):
@@ -249,7 +249,7 @@ def sequence_tables(samples: pd.DataFrame, until: Until) -> tuple[pd.DataFrame, 
             shown.append(interval)
             joint_intervals.append(sequence_interval(y, 0.0, 1.0, until, joint))
         if len(shown) > 1:
-            mean = last_look_mean(shown, until) if all(i.n >= until.max_samples for i in shown) else _mean_of(joint_intervals, until.early_confidence)
+            mean = last_look_mean(shown, until) if all(i.n >= until.max_samples for i in shown) else _mean_of(joint_intervals, until.confidence)
             rows.append(_table_row(str(model), MEAN_TASK, int(length), mean, part))
     models = list(dict.fromkeys(samples["model"]))
     diffs: list[dict] = []
@@ -269,7 +269,7 @@ def sequence_tables(samples: pd.DataFrame, until: Until) -> tuple[pd.DataFrame, 
             if len(joint_intervals) > 1 and len(joint_intervals) == len(tasks):
                 pooled = pd.concat(paired_parts)
                 mean = (paired_proportions(pooled["generation_score_r"].to_numpy(float), pooled["generation_score_v"].to_numpy(float), until.confidence)
-                        if all(len(p) >= until.max_samples for p in paired_parts) else _mean_of(joint_intervals, until.early_confidence))
+                        if all(len(p) >= until.max_samples for p in paired_parts) else _mean_of(joint_intervals, until.confidence))
                 diffs.append(_difference_row(str(model), MEAN_TASK, int(length), mean, models[0], until))
     return pd.DataFrame(rows), pd.DataFrame(diffs)
 
