@@ -318,7 +318,11 @@ def test_a_share_one_run_stops_each_variant_at_the_batch_that_decides_it(tmp_pat
 
     config = RulerConfig(tasks, (1024,), 2, 42, tuple(success), "essay", generation=Generation("share", share=1.0))
     until = Until.of("verdict", 40, 2, 5.0, config.generation, 3)
-    samples, _, rounds = run_until(config, until, tmp_path, run_round)
+    announced: list[str] = []
+    samples, _, rounds = run_until(config, until, tmp_path, run_round, announced.append)
+    assert announced[0] == "--until: round 1 of at most 20, samples 0–1 of at most 40; 2 of 2 task and length cell(s) open"
+    assert announced[4] == "--until: round 5 of at most 20, samples 8–9 of at most 40; 2 of 2 task and length cell(s) open, 2 variant(s) there closed"
+    assert len(announced) == len(rounds)
     counts = samples.groupby(["model", "task"])["sample"].count().to_dict()
     assert until.early_confidence == 0.975 and until.horizon == 10
     assert next(t for t in range(2, 41, 2) if betting_bounds(-np.ones(t), 0.975, -1.0, 1.0, horizon=10)[1][-1] < 0) == 8

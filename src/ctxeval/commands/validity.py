@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,7 +98,7 @@ class RulerSpec(common.ModelRunOptions):
     until: str | None = option("--until", "With --generate-share and --max-samples: add --samples new samples per task and length in rounds until each is answered: "
                                           "a number (every model's interval at most that many points on each side), or 'verdict' / 'verdict:D' (every variant's "
                                           "paired difference against the first model hurts, gains or is within D points, default --delta; a decided variant, "
-                                          "or one the budget would decide with under 10 % chance, leaves the later rounds). At --generate-share 1 every "
+                                          "or one the budget would decide with under 10 % chance, 5 % at --generate-share 1, leaves the later rounds). At --generate-share 1 every "
                                           "look before the budget reads a 97.5 % betting confidence sequence, valid at every look at once, so --samples is a "
                                           "batch (2 is enough), and the look at the budget full generation's 95 % interval, so a variant still open ends with "
                                           "the fixed-n run's verdict; below 1, each look is at 95 % Bonferroni-corrected over the rounds.", None, check=_until_check)
@@ -156,7 +157,8 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
         return run_round(config, common.out_dir(spec.out, "ruler", config))
     whole = UntilConfig(config, until)
     out = common.out_dir(spec.out, "ruler", whole)
-    samples, last, rounds = run_until(config, until, out, run_round)
+    announce = (lambda line: print(line, file=sys.stderr, flush=True)) if spec.progress else None
+    samples, last, rounds = run_until(config, until, out, run_round, announce)
     manifest = write_merged(out, samples, last, whole, rounds)
     return save_result(out, ruler_result(out, manifest, spec.threshold), "ruler", RENDERING)
 

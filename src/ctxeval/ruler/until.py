@@ -354,9 +354,12 @@ def is_futile(estimate: float, low: float, high: float, se: float, samples: int,
                              se=se) < SEQUENCE_FUTILITY_POWER
 
 
-def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound) -> tuple[pd.DataFrame, Manifest, list[dict]]:
+def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound,
+              announce: Callable[[str], None] | None = None) -> tuple[pd.DataFrame, Manifest, list[dict]]:
     """Run the rounds into `out/round-K` and return every round's samples, the last round's
-    manifest and what each round did (its cells, the variants it decided, the cells it closed)."""
+    manifest and what each round did (its cells, the variants it decided, the cells it closed).
+    `announce` is told where the whole run stands before each round (a round's own progress
+    counts only its samples)."""
     open_cells: list[Cell] = [(t, n) for t in config.tasks for n in config.lengths]
     decided: list[Variant] = []  # in verdict mode, variants left out of later rounds: decided or futile
     frames, rounds, manifest = [], [], None
@@ -367,6 +370,10 @@ def run_until(config: RulerConfig, until: Until, out: Path, run_round: RunRound)
         size = min(until.round_size, until.max_samples - first)
         every = len(open_cells) == len(config.tasks) * len(config.lengths)
         skip = tuple(v for v in decided if v[1:] in open_cells) or None
+        if announce is not None:
+            announce(f"--until: round {k + 1} of at most {until.rounds}, samples {first}–{first + size - 1} of at most {until.max_samples}; "
+                     f"{len(open_cells)} of {len(config.tasks) * len(config.lengths)} task and length cell(s) open"
+                     + (f", {len(skip)} variant(s) there closed" if skip else ""))
         result = run_round(replace(config, samples=size, first_sample=first, cells=None if every else tuple(open_cells), skip=skip), out / f"round-{k + 1}")
         frames.append(result.samples)
         manifest = result.manifest
