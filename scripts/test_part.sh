@@ -6,7 +6,8 @@
 # core). A hung test fails after pytest-timeout's 300 s (pyproject.toml) by ending its worker. A
 # worker that dies (that, a test ending its process, the OOM killer) costs the test it was
 # running, reported failed; the rest of its module runs on a new worker and the summary lists
-# the deaths (tests/xdist_crashes.py), up to 8 deaths a part. Each part has a wall limit (on 2
+# the deaths (tests/xdist_crashes.py); a second death can leave the part's other tests unrun
+# until the wall limit (pytest-xdist 3.8's loadfile scheduler, tests/test_test_parts.py). Each part has a wall limit (on 2
 # idle cores, 2026-11-28, the parts take about 13, 1 and 3 minutes): past it the part is
 # interrupted as by Ctrl-C (`--foreground`: a Ctrl-C at the terminal still reaches pytest),
 # prints the failures it has seen, and exits 124. CTXEVAL_TEST_WALL sets one limit for every part

@@ -4,7 +4,9 @@ the test that was running as failed ("worker 'gw0' crashed while running ...") a
 of its module to a new worker. Its loadfile scheduling would hand that new worker the crashed
 test too, to die again on each replacement until `--max-worker-restart` ends the part with its
 other tests unrun; this plugin (`-p tests.xdist_crashes`) marks the crashed test done, so a
-death costs its one test, the part's other tests still run, and the summary lists the deaths."""
+death costs its one test, the part's other tests still run, and the summary lists the deaths.
+A second death can still stall the part (pytest-xdist 3.8's scheduler gives the new worker no
+work; tests/test_test_parts.py), which the part's wall limit ends."""
 
 from __future__ import annotations
 
