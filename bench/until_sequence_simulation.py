@@ -238,7 +238,7 @@ def run_until_on(table: pd.DataFrame, pop: Population, ids: dict, until: Until) 
     return drawn, rounds
 
 
-def old_run(table: pd.DataFrame, pop: Population, ids: dict, until: Until, full: dict) -> dict:
+def old_run(table: pd.DataFrame, pop: Population, arrays: dict, ids: dict, until: Until, full: dict) -> dict:
     """One run of the rounds rule: `run_until` with PPI++ in rounds under Bonferroni."""
     from ctxeval.ruler.ppi import ppi_tables
 
@@ -250,7 +250,7 @@ def old_run(table: pd.DataFrame, pop: Population, ids: dict, until: Until, full:
     covered += [_covers(r, 100 * full["scores"][(r.model, r.task)]) for r in scores.itertuples()]
     units = len(drawn) + pop.cost_ratio * float((drawn["method"] == GENERATED).sum())
     return {"verdicts": {(r.model, r.task): r.outcome for r in differences.itertuples()}, "covered": covered, "units": units,
-            "fixed": fixed_verdicts(pop, _arrays(table), ids)}
+            "fixed": fixed_verdicts(pop, arrays, ids)}
 
 
 def _covers(row: object, truth: float) -> float:
@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None) -> str:
                             "runs at <= 0.35x": f"{np.mean(np.array(ratios) <= 0.35):.1%}"})
         if args.old_replicates:
             rng = np.random.default_rng(args.seed)  # the same draws as the new rule's first runs
-            runs_old = [old_run(table, pop, {t: rng.integers(0, pop.size, pop.size) for t in TASKS}, old, full) for _ in range(args.old_replicates)]
+            runs_old = [old_run(table, pop, arrays, {t: rng.integers(0, pop.size, pop.size) for t in TASKS}, old, full) for _ in range(args.old_replicates)]
             summary.append(summarise(pop, runs_old, full_verdict, units, f"rounds of {args.old_round}, Bonferroni (the rule below a share of 1)"))
             variants += per_variant(pop, runs_old, full_verdict, "Bonferroni")
         print(f"{pop.name}: done at {time.time() - started:.0f} s ({time.process_time():.0f} s of CPU)", file=sys.stderr, flush=True)
