@@ -32,7 +32,12 @@ row (`--oracle-replicates`) prices a floor for these budgets (an interval valid 
 stopped at the first batch whose fixed-n 95 % interval already gives the verdict full
 generation reaches on the drawn samples, as if it were known in advance.
 
-    python bench/until_sequence_simulation.py [--replicates 1000] [--old-replicates 200] [--oracle-replicates 200] [--batch 2] [--check 3] [--seed 0] [--out DIR]
+A planned row (`--planned-replicates`) prices the fixed-n run a user would budget who knew the
+population in advance: per task the smallest n whose fixed-n verdicts are the population's in
+95 % of draws (or as often as the budget's are, where those reach less), the design that the
+literature's savings of sequential tests over fixed-n designs are measured against.
+
+    python bench/until_sequence_simulation.py [--replicates 1000] [--old-replicates 200] [--oracle-replicates 200] [--planned-replicates 400] [--batch 2] [--check 3] [--seed 0] [--out DIR]
 """
 
 from __future__ import annotations
@@ -214,6 +219,32 @@ def oracle_run(pop: Population, arrays: dict, ids: dict, until: Until) -> dict:
     return {"units": units}
 
 
+def planned_fixed_n(pop: Population, table: pd.DataFrame, arrays: dict, full_verdict: dict, until: Until, rng: np.random.Generator, replicates: int) -> dict:
+    """A comparator, not a rule: the fixed-n run a user would plan who knew the population in
+    advance. Per task, the smallest n (in batches) at which the fixed-n verdicts of every variant
+    equal the population's as often as the budget's own do (at most 95 % of runs: a design
+    powered to 95 %), on `replicates` draws of n samples; its compute is n / N of that task's."""
+    models = [v.name for v in pop.models]
+    looks = [min((k + 1) * until.round_size, until.max_samples) for k in range(until.rounds)]
+    units, per_task = 0.0, {}
+    for task in TASKS:
+        ref = arrays[(models[0], task)][0]
+
+        def rate(n: int) -> float:
+            hits = 0
+            for _ in range(replicates):
+                ids = rng.integers(0, pop.size, n)
+                hits += all(difference_verdict(paired_proportions(ref[ids], arrays[(m, task)][0][ids], DEFAULT_CONFIDENCE), pop.delta).outcome
+                            == full_verdict[(m, task)] for m in models[1:])
+            return hits / replicates
+
+        target = min(DEFAULT_CONFIDENCE, rate(until.max_samples))
+        n = next(n for n in looks if n == until.max_samples or rate(n) >= target)
+        per_task[task] = n
+        units += n / until.max_samples * full_units(table[table["task"] == task], pop)
+    return {"units": units, "samples": per_task}
+
+
 Round = dataclasses.make_dataclass("Round", ["samples", "manifest"])
 
 
@@ -312,6 +343,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--batch", type=int, default=2, help="the new rule's batch (ruler's --samples)")
     parser.add_argument("--old-round", type=int, default=10, help="the rounds rule's round (ruler's --samples)")
     parser.add_argument("--oracle-replicates", type=int, default=200, help="runs of the floor (a fixed-n interval at every look, told the verdict to reach)")
+    parser.add_argument("--planned-replicates", type=int, default=400, help="draws per sample count for the planned fixed n (0: no such row)")
     parser.add_argument("--check", type=int, default=3, help="runs per population compared with run_until itself")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", default=None, help="populations whose name contains this")
@@ -342,6 +374,11 @@ def main(argv: list[str] | None = None) -> str:
             summary.append({"population": pop.name, "rule": "floor: each variant stops once a fixed-n interval gives full generation's verdict (no coverage)",
                             "runs": len(ratios), "compute, median": f"{np.median(ratios):.2f}x", "compute, 90th pct": f"{np.quantile(ratios, 0.9):.2f}x",
                             "runs at <= 0.35x": f"{np.mean(np.array(ratios) <= 0.35):.1%}"})
+        if args.planned_replicates:
+            planned = planned_fixed_n(pop, table, arrays, full_verdict, new, np.random.default_rng(args.seed), args.planned_replicates)
+            summary.append({"population": pop.name, "rule": "planned fixed n, told the population: per task the smallest n whose verdicts are the population's as often as the budget's (<= 95 %): "
+                            + ", ".join(f"{n} on {t}" for t, n in planned["samples"].items()),
+                            "runs": args.planned_replicates, "compute, median": f"{planned['units'] / units:.2f}x"})
         if args.old_replicates:
             rng = np.random.default_rng(args.seed)  # the same draws as the new rule's first runs
             runs_old = [old_run(table, pop, arrays, {t: rng.integers(0, pop.size, pop.size) for t in TASKS}, old, full) for _ in range(args.old_replicates)]
