@@ -54,6 +54,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ppi_until_simulation import full_paired  # noqa: E402
+from ppi_validation import Costs, compute_units  # noqa: E402
 
 from ctxeval.ruler.generation import Generation  # noqa: E402
 from ctxeval.ruler.ppi import GENERATED, SETTLED, difference_verdict  # noqa: E402
@@ -148,11 +149,27 @@ def _arrays(table: pd.DataFrame) -> dict:
     return out
 
 
+def look_sizes(until: Until) -> list[int]:
+    """The sample counts at which a run looks: after every batch, the budget last."""
+    return [min((k + 1) * until.round_size, until.max_samples) for k in range(until.rounds)]
+
+
+def fixed_outcome(reference: np.ndarray, variant: np.ndarray, delta: float) -> str:
+    """Full generation's verdict on these paired samples: Tango's interval at 95 %, as `ruler.paired`."""
+    return difference_verdict(paired_proportions(reference, variant, DEFAULT_CONFIDENCE), delta).outcome
+
+
+def stop_units(pop: Population, arrays: dict, task: str, drawn: np.ndarray, stop_at: dict[str, int]) -> float:
+    """What a task's models cost, each stopped at its sample count: a likelihood pass per sample
+    and a generation per unsettled one."""
+    return sum(n + pop.cost_ratio * float(arrays[(model, task)][1][drawn[:n]].sum()) for model, n in stop_at.items())
+
+
 def sequence_run(pop: Population, arrays: dict, ids: dict, until: Until, full: dict) -> dict:
     """One run of the new rule on whole paths: per variant and task its stop, verdict and
     interval, and full generation's verdict on the same drawn samples (the fixed-n run of them)."""
     models = [v.name for v in pop.models]
-    looks = [min((k + 1) * until.round_size, until.max_samples) for k in range(until.rounds)]
+    looks = look_sizes(until)
     result = {"stops": {}, "verdicts": {}, "fixed": {}, "covered": [], "units": 0.0}
     for task in TASKS:
         drawn = ids[task]
@@ -174,10 +191,9 @@ def sequence_run(pop: Population, arrays: dict, ids: dict, until: Until, full: d
             result["verdicts"][(model, task)] = decided.outcome
             result["covered"].append(interval.low <= 100 * full["diffs"][(model, task)] <= interval.high)
         stop_at[models[0]] = max(stop_at.values())
+        result["units"] += stop_units(pop, arrays, task, drawn, stop_at)
         for model, n in stop_at.items():
-            y, generated = arrays[(model, task)]
-            result["units"] += n + pop.cost_ratio * float(generated[drawn[:n]].sum())
-            cell = look_interval(y[drawn[:n]], until).scaled(100)
+            cell = look_interval(arrays[(model, task)][0][drawn[:n]], until).scaled(100)
             result["covered"].append(cell.low <= 100 * full["scores"][(model, task)] <= cell.high)
         result["stops"][task] = stop_at
     return result | {"fixed": fixed_verdicts(pop, arrays, ids)}
@@ -191,7 +207,7 @@ def fixed_verdicts(pop: Population, arrays: dict, ids: dict) -> dict:
     for task in TASKS:
         ref_y = arrays[(models[0], task)][0][ids[task]]
         for model in models[1:]:
-            out[(model, task)] = difference_verdict(paired_proportions(ref_y, arrays[(model, task)][0][ids[task]], DEFAULT_CONFIDENCE), pop.delta).outcome
+            out[(model, task)] = fixed_outcome(ref_y, arrays[(model, task)][0][ids[task]], pop.delta)
     return out
 
 
@@ -202,7 +218,7 @@ def oracle_run(pop: Population, arrays: dict, ids: dict, until: Until) -> dict:
     no coverage). The first model runs to its slowest variant, as in the rules."""
     models = [v.name for v in pop.models]
     fixed = fixed_verdicts(pop, arrays, ids)
-    looks = [min((k + 1) * until.round_size, until.max_samples) for k in range(until.rounds)]
+    looks = look_sizes(until)
     units = 0.0
     for task in TASKS:
         drawn = ids[task]
@@ -210,12 +226,9 @@ def oracle_run(pop: Population, arrays: dict, ids: dict, until: Until) -> dict:
         stop_at = {}
         for model in models[1:]:
             y = arrays[(model, task)][0][drawn]
-            stop_at[model] = next(n for n in looks if n == until.max_samples
-                                  or difference_verdict(paired_proportions(ref_y[:n], y[:n], DEFAULT_CONFIDENCE), pop.delta).outcome == fixed[(model, task)])
+            stop_at[model] = next(n for n in looks if n == until.max_samples or fixed_outcome(ref_y[:n], y[:n], pop.delta) == fixed[(model, task)])
         stop_at[models[0]] = max(stop_at.values())
-        for model, n in stop_at.items():
-            _, generated = arrays[(model, task)]
-            units += n + pop.cost_ratio * float(generated[drawn[:n]].sum())
+        units += stop_units(pop, arrays, task, drawn, stop_at)
     return {"units": units}
 
 
@@ -225,7 +238,7 @@ def planned_fixed_n(pop: Population, table: pd.DataFrame, arrays: dict, full_ver
     equal the population's as often as the budget's own do (at most 95 % of runs: a design
     powered to 95 %), on `replicates` draws of n samples; its compute is n / N of that task's."""
     models = [v.name for v in pop.models]
-    looks = [min((k + 1) * until.round_size, until.max_samples) for k in range(until.rounds)]
+    looks = look_sizes(until)
     units, per_task = 0.0, {}
     for task in TASKS:
         ref = arrays[(models[0], task)][0]
@@ -234,8 +247,7 @@ def planned_fixed_n(pop: Population, table: pd.DataFrame, arrays: dict, full_ver
             hits = 0
             for _ in range(replicates):
                 ids = rng.integers(0, pop.size, n)
-                hits += all(difference_verdict(paired_proportions(ref[ids], arrays[(m, task)][0][ids], DEFAULT_CONFIDENCE), pop.delta).outcome
-                            == full_verdict[(m, task)] for m in models[1:])
+                hits += all(fixed_outcome(ref[ids], arrays[(m, task)][0][ids], pop.delta) == full_verdict[(m, task)] for m in models[1:])
             return hits / replicates
 
         target = min(DEFAULT_CONFIDENCE, rate(until.max_samples))
@@ -279,7 +291,7 @@ def old_run(table: pd.DataFrame, pop: Population, arrays: dict, ids: dict, until
     scores = scores[scores["task"] != MEAN_TASK]
     covered = [_covers(r, 100 * full["diffs"][(r.model, r.task)]) for r in differences.itertuples()]
     covered += [_covers(r, 100 * full["scores"][(r.model, r.task)]) for r in scores.itertuples()]
-    units = len(drawn) + pop.cost_ratio * float((drawn["method"] == GENERATED).sum())
+    units = full_units(drawn, pop)
     return {"verdicts": {(r.model, r.task): r.outcome for r in differences.itertuples()}, "covered": covered, "units": units,
             "fixed": fixed_verdicts(pop, arrays, ids)}
 
@@ -291,7 +303,8 @@ def _covers(row: object, truth: float) -> float:
 
 
 def full_units(table: pd.DataFrame, pop: Population) -> float:
-    return len(table) + pop.cost_ratio * float((table["method"] == GENERATED).sum())
+    """What a run's samples cost, in likelihood passes (ppi_validation's units)."""
+    return compute_units(table, Costs(1.0, pop.cost_ratio))
 
 
 def check_against_run_until(table: pd.DataFrame, pop: Population, arrays: dict, until: Until, full: dict, rng: np.random.Generator, runs: int) -> None:
