@@ -13,22 +13,21 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 bash scripts/setup.sh test,hf
-# Three pytest processes, so that no process holds every model the suite loads (tests/conftest.py,
-# CTXEVAL_TEST_PART): every test module but the few that load the largest models, then
-# test_hf.py (whose hf Gemma lives for its whole session), then test_serve_lmeval.py,
-# test_smollm2_model.py and test_smollm2_long.py, each run by scripts/test_part.sh (two workers, a worker's death costs
-# only its test, a wall limit per part). The arguments go to each. The run fails if a part fails;
-# a part that selects no test (exit code 5, e.g. `scripts/test.sh tests/test_cli.py`) fails it
-# only if no part selects any.
+# Two pytest processes, so that no process holds every model the suite loads (tests/conftest.py,
+# CTXEVAL_TEST_PART): every test module but two, then test_serve_lmeval.py and
+# test_smollm2_model.py (lm-eval's and SmolLM2's hf models), each part run by
+# scripts/test_part.sh (two workers, a worker's death costs only its test, a wall limit per
+# part). The arguments go to each. The run fails if a part fails; a part that selects no test
+# (exit code 5, e.g. `scripts/test.sh tests/test_cli.py`) fails it only if no part selects any.
 statuses=()
-for part in 1 2 3; do
+for part in 1 2; do
   status=0
   bash scripts/test_part.sh "$part" "$@" || status=$?
   if [ "$status" = 2 ]; then exit 2; fi  # interrupted (Ctrl-C): no further part
   statuses+=("$status")
 done
 case " ${statuses[*]} " in
-  " 5 5 5 ") exit 5 ;;
+  " 5 5 ") exit 5 ;;
 esac
 for status in "${statuses[@]}"; do
   if [ "$status" != 0 ] && [ "$status" != 5 ]; then exit "$status"; fi

@@ -22,14 +22,16 @@ os.environ.setdefault("CTXEVAL_SHARED_DATA", str(SHARED_DATA))
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-# scripts/test.sh runs the suite as three pytest processes, so that no process holds every model
-# the suite loads. In one process (6.8 GB peak, 2-core AMD EPYC, 2026-11-27; 4.5 GB split) test_hf.py's hf Gemma (about 2 GB resident; its
-# fixture is session-scoped, so it lived to the end) stayed under the models of the modules after
-# it: test_serve_lmeval.py's hf Gemma and lm-eval's copies of it, SmolLM2's three hf models. With
-# CTXEVAL_TEST_PART=N, pytest collects only the test modules of part N: those TEST_PARTS names
-# for N, and for part 1 every module it does not name. Unset (a plain `pytest`): all of them.
+# scripts/test.sh runs the suite as two pytest processes, so that no process holds every model
+# the suite loads: in one process (6.8 GB peak, 2-core AMD EPYC, 2026-11-27) the hf models of
+# test_serve_lmeval.py (hf Gemma and lm-eval's copies of it) and test_smollm2_model.py
+# (SmolLM2's three hf models) stayed under those of the rest. The other modules that load an hf
+# model (test_hf.py, test_diff_model.py, ...) hold it in a module-scoped fixture or a test, so a
+# worker frees it before its next module. With CTXEVAL_TEST_PART=N, pytest collects only the
+# test modules of part N: those TEST_PARTS names for N, and for part 1 every module it does not
+# name. Unset (a plain `pytest`): all of them.
 TEST_PART_ENV = "CTXEVAL_TEST_PART"
-TEST_PARTS = {"test_hf.py": "2", "test_serve_lmeval.py": "3", "test_smollm2_model.py": "3", "test_smollm2_long.py": "3"}
+TEST_PARTS = {"test_serve_lmeval.py": "2", "test_smollm2_model.py": "2"}
 
 
 def _pin_this_worker() -> None:
@@ -69,8 +71,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=other)
         items[:] = [item for item in items if not _in_another_part(item.path)]
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        # pytest-xdist deals modules to its workers in this order: the modules that load a
-        # model (the long ones) first, so that the short ones fill the end of the run
+        # pytest-xdist deals modules to its workers in this order (scripts/test_part.sh passes
+        # --no-loadscope-reorder; by default xdist deals the modules with most tests first): the
+        # modules that load a model (the long ones) first, so that the short ones fill the end
         loads = {item.path for item in items if item.get_closest_marker("model") is not None}
         items.sort(key=lambda item: item.path not in loads)  # stable: each module's tests keep their order
 

@@ -5,6 +5,7 @@ beyond the context, a bad option)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -59,7 +60,8 @@ def test_a_requantized_candidate_matches_a_float64_reference_from_the_same_logit
     rec = _records(result.run_dir)
     assert len(rec) == 80 and (rec.kl >= 0).all() and (rec.kl_reverse >= 0).all()
     assert rec.kl.max() > 0  # the quantization changes the distribution
-    ref_scores = _matches_a_float64_reference(rec[rec.pass_index == 0], "gemma-3-270m", str(q8_gguf), 40)
+    with _loaded("gemma-3-270m", str(q8_gguf)) as (ref, cand):
+        ref_scores = _matches_a_float64_reference(rec[rec.pass_index == 0], ref, cand, 40)
     # decode batches of 16 and of 512: bit-equal on Intel AMX, AMD AVX-512 and AMD AVX2
     # (docs/numerics.md, test_llamacpp.py::test_scores_do_not_depend_on_the_batch_size)
     np.testing.assert_allclose(rec[rec.pass_index == 0].ref_logprob, ref_scores.logprob, rtol=0, atol=1e-6)
@@ -76,34 +78,36 @@ def test_the_embedded_gguf_in_llamacpp_and_in_transformers_pair_and_match_a_floa
     assert len(rec) == 40 and (rec.kl >= 0).all() and (rec.kl_reverse >= 0).all() and rec.kl.max() > 0
     assert rec.same_top1.mean() > 0.8 and (rec.delta_p.abs() < 0.5).all()  # the same model, differently computed
     assert result.report["summary"]["all"]["kl"]["mean"] < 0.05
-    _matches_a_float64_reference(rec, "gemma-3-270m", "hf:gemma-3-270m", 40)
-    ref, cand = load_scorer(parse_model_spec("gemma-3-270m")), load_scorer(parse_model_spec("hf:gemma-3-270m"))
-    try:
+    with _loaded("gemma-3-270m", "hf:gemma-3-270m") as (ref, cand):
+        _matches_a_float64_reference(rec, ref, cand, 40)
         assert (ref.token_bytes(0), cand.token_bytes(0)) == (b"", b"<pad>")
         assert ref.token_text(0) == cand.token_text(0) == b"<pad>" and ref.info.bos_id == cand.info.bos_id == 2
+
+
+@contextlib.contextmanager
+def _loaded(ref_spec: str, cand_spec: str):
+    """Both models of a diff, loaded once for a test's checks and closed after them."""
+    ref, cand = load_scorer(parse_model_spec(ref_spec)), load_scorer(parse_model_spec(cand_spec))
+    try:
+        yield ref, cand
     finally:
         ref.close()
         cand.close()
 
 
-def _matches_a_float64_reference(first, ref_spec: str, cand_spec: str, n: int):
+def _matches_a_float64_reference(first, ref, cand, n: int):
     """Check the records of a diff's first window of `n` tokens of the demo text against a
     float64 full softmax of both models' own logits, from the diff's own computation: the same
     input (BOS + the window's n tokens, as the diff decodes a window) in the same blocks of 16
     rows (an hf model's head in blocks of 512 moves a float32 log-probability by up to 4e-6, a
     decode of one token fewer moves llama.cpp's last rows), so the logits are the same floats and
     a fixed 1e-6 bound holds; returns REF's scoring-path scores (decode batches of 512)."""
-    ref, cand = load_scorer(parse_model_spec(ref_spec)), load_scorer(parse_model_spec(cand_spec))
-    try:
-        tokens = np.asarray(ref.tokenize(load_text(DEMO_TEXT_NAME).content), dtype=np.int32)[:n]
-        input_ids = np.concatenate([[ref.info.bos_id], tokens]).astype(np.int32)
-        positions = np.arange(n)
-        z = np.concatenate([b.copy() for b in ref.logit_blocks(input_ids, positions, 16)])
-        w = np.concatenate([b.copy() for b in cand.logit_blocks(input_ids, positions, 16)])
-        ref_scores = ref.score(input_ids, positions, tokens, 1, (1.0,))
-    finally:
-        ref.close()
-        cand.close()
+    tokens = np.asarray(ref.tokenize(load_text(DEMO_TEXT_NAME).content), dtype=np.int32)[:n]
+    input_ids = np.concatenate([[ref.info.bos_id], tokens]).astype(np.int32)
+    positions = np.arange(n)
+    z = np.concatenate([b.copy() for b in ref.logit_blocks(input_ids, positions, 16)])
+    w = np.concatenate([b.copy() for b in cand.logit_blocks(input_ids, positions, 16)])
+    ref_scores = ref.score(input_ids, positions, tokens, 1, (1.0,))
     a, b = log_softmax(z.astype(np.float64), axis=1), log_softmax(w.astype(np.float64), axis=1)
     np.testing.assert_allclose(first.kl, (np.exp(a) * (a - b)).sum(axis=1), rtol=0, atol=1e-6)
     np.testing.assert_allclose(first.kl_reverse, (np.exp(b) * (b - a)).sum(axis=1), rtol=0, atol=1e-6)

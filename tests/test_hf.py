@@ -164,7 +164,7 @@ def test_score_run_through_the_pipeline(tiny_dirs, tmp_path):
 # --- the embedded Gemma in hf vs llama.cpp (same weights) ----------------------------------
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def hf_gemma():
     from ctxeval.backends.registry import load_scorer, parse_model_spec
 

@@ -1,6 +1,7 @@
 """SmolLM2 135M at its whole context (8,192 tokens): a RULER sample that fills it scores its
-reference and generates. Apart from tests/test_smollm2_model.py so that the suite's part 3 gives
-this long test a worker of its own (scripts/test_part.sh deals modules to workers)."""
+reference and generates. Apart from tests/test_smollm2_model.py so that this long test, which
+loads SmolLM2 in llama.cpp only, runs in the suite's first part beside the other modules
+(scripts/test_part.sh deals modules to workers) while that module's hf models keep to the second."""
 
 from __future__ import annotations
 
