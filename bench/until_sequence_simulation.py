@@ -14,7 +14,8 @@ table in `ruler`'s record shape, so full generation's verdict is `ruler`'s own (
 interval at 95 %, `ppi_until_simulation.full_paired`).
 
 One simulated run draws, per (task, length), a sequence of N samples with replacement (paired
-across models; N the population's per-cell size, the fixed-n run's). Its verdicts are compared
+across models; N the fixed-n run's budget: the population's per-cell size, or `--budget N`, which
+prices the same rates at another budget, as RULER's own 500 samples a cell). Its verdicts are compared
 with full generation's on the same drawn samples (the fixed-n run of the budget on them: what a
 user who ran that instead would have read) and with the population's (which the drawn samples'
 own fixed-n verdict does not always reach: its column says how often it does). The split rule,
@@ -37,7 +38,7 @@ population in advance: per task the smallest n whose fixed-n verdicts are the po
 95 % of draws (or as often as the budget's are, where those reach less), the design that the
 literature's savings of sequential tests over fixed-n designs are measured against.
 
-    python bench/until_sequence_simulation.py [--replicates 1000] [--old-replicates 200] [--oracle-replicates 200] [--planned-replicates 400] [--batch 2] [--check 3] [--seed 0] [--out DIR]
+    python bench/until_sequence_simulation.py [--replicates 1000] [--old-replicates 200] [--oracle-replicates 200] [--planned-replicates 400] [--batch 2] [--check 3] [--budget N] [--seed 0] [--out DIR]
 """
 
 from __future__ import annotations
@@ -253,7 +254,7 @@ def planned_fixed_n(pop: Population, table: pd.DataFrame, arrays: dict, full_ver
         target = min(DEFAULT_CONFIDENCE, rate(until.max_samples))
         n = next(n for n in looks if n == until.max_samples or rate(n) >= target)
         per_task[task] = n
-        units += n / until.max_samples * full_units(table[table["task"] == task], pop)
+        units += n / pop.size * full_units(table[table["task"] == task], pop)  # n draws at the population's mean cost
     return {"units": units, "samples": per_task}
 
 
@@ -360,6 +361,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--check", type=int, default=3, help="runs per population compared with run_until itself")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", default=None, help="populations whose name contains this")
+    parser.add_argument("--budget", type=int, default=None, help="samples per cell of the fixed-n run (default: each population's size), drawn with replacement")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     summary, variants = [], []
@@ -373,17 +375,20 @@ def main(argv: list[str] | None = None) -> str:
         paired = full_paired(table, pop.delta)
         full_verdict = {(r.model, r.task): r.score_outcome for r in paired.itertuples()}
         arrays = _arrays(table)
-        units = full_units(table, pop)
-        new = Until(None, pop.delta, pop.size, args.batch, SEQUENCE)
-        old = Until(None, pop.delta, pop.size, args.old_round, ROUNDS)
+        budget = args.budget or pop.size
+        if args.budget:
+            pop = dataclasses.replace(pop, name=f"{pop.name}; budget {budget} a cell")
+        units = full_units(table, pop) * budget / pop.size  # the fixed-n run's expected cost: budget draws at the population's mean
+        new = Until(None, pop.delta, budget, args.batch, SEQUENCE)
+        old = Until(None, pop.delta, budget, args.old_round, ROUNDS)
         rng = np.random.default_rng(args.seed)
         check_against_run_until(table, pop, arrays, new, full, np.random.default_rng(args.seed + 1), args.check)
-        runs_new = [sequence_run(pop, arrays, {t: rng.integers(0, pop.size, pop.size) for t in TASKS}, new, full) for _ in range(args.replicates)]
+        runs_new = [sequence_run(pop, arrays, {t: rng.integers(0, pop.size, budget) for t in TASKS}, new, full) for _ in range(args.replicates)]
         summary.append(summarise(pop, runs_new, full_verdict, units, f"split: 97.5 % sequence, then full generation's interval; batches of {args.batch}"))
         variants += per_variant(pop, runs_new, full_verdict, "sequence")
         if args.oracle_replicates:
             rng = np.random.default_rng(args.seed)  # the same draws
-            ratios = [oracle_run(pop, arrays, {t: rng.integers(0, pop.size, pop.size) for t in TASKS}, new)["units"] / units for _ in range(args.oracle_replicates)]
+            ratios = [oracle_run(pop, arrays, {t: rng.integers(0, pop.size, budget) for t in TASKS}, new)["units"] / units for _ in range(args.oracle_replicates)]
             summary.append({"population": pop.name, "rule": "floor: each variant stops once a fixed-n interval gives full generation's verdict (no coverage)",
                             "runs": len(ratios), "compute, median": f"{np.median(ratios):.2f}x", "compute, 90th pct": f"{np.quantile(ratios, 0.9):.2f}x",
                             "runs at <= 0.35x": f"{np.mean(np.array(ratios) <= 0.35):.1%}"})
@@ -394,7 +399,7 @@ def main(argv: list[str] | None = None) -> str:
                             "runs": args.planned_replicates, "compute, median": f"{planned['units'] / units:.2f}x"})
         if args.old_replicates:
             rng = np.random.default_rng(args.seed)  # the same draws as the new rule's first runs
-            runs_old = [old_run(table, pop, arrays, {t: rng.integers(0, pop.size, pop.size) for t in TASKS}, old, full) for _ in range(args.old_replicates)]
+            runs_old = [old_run(table, pop, arrays, {t: rng.integers(0, pop.size, budget) for t in TASKS}, old, full) for _ in range(args.old_replicates)]
             summary.append(summarise(pop, runs_old, full_verdict, units, f"rounds of {args.old_round}, Bonferroni (the rule below a share of 1)"))
             variants += per_variant(pop, runs_old, full_verdict, "Bonferroni")
         print(f"{pop.name}: done at {time.time() - started:.0f} s ({time.process_time():.0f} s of CPU)", file=sys.stderr, flush=True)
