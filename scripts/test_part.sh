@@ -9,7 +9,7 @@
 # running, reported failed; the rest of its module runs on a new worker and the summary lists
 # the deaths (tests/xdist_crashes.py); a second death can leave the part's other tests unrun
 # until the wall limit (pytest-xdist 3.8's loadfile scheduler, tests/test_test_parts.py). Each part has a wall limit (on 2
-# idle cores, 2026-12-02, the parts take about 24 and 3 minutes): past it the part is
+# idle cores, 2026-12-02, the parts take about 24 and 2 minutes): past it the part is
 # interrupted as by Ctrl-C (`--foreground`: a Ctrl-C at the terminal still reaches pytest),
 # prints the failures it has seen, and exits 124. CTXEVAL_TEST_WALL sets one limit for every part
 # instead (`CTXEVAL_TEST_WALL=0`: none; e.g. for `-n 0` on a slow machine).
