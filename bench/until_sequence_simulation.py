@@ -150,6 +150,12 @@ def _arrays(table: pd.DataFrame) -> dict:
     return out
 
 
+def draw(pop: Population, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """One run's samples: per task, n sample ids drawn with replacement, the same for every model
+    (paired)."""
+    return {t: rng.integers(0, pop.size, n) for t in TASKS}
+
+
 def look_sizes(until: Until) -> list[int]:
     """The sample counts at which a run looks: after every batch, the budget last."""
     return [min((k + 1) * until.round_size, until.max_samples) for k in range(until.rounds)]
@@ -311,7 +317,7 @@ def full_units(table: pd.DataFrame, pop: Population) -> float:
 def check_against_run_until(table: pd.DataFrame, pop: Population, arrays: dict, until: Until, full: dict, rng: np.random.Generator, runs: int) -> None:
     """The whole-path evaluation stops where `run_until` does, with the same verdicts."""
     for _ in range(runs):
-        ids = {t: rng.integers(0, pop.size, until.max_samples) for t in TASKS}
+        ids = draw(pop, until.max_samples, rng)
         fast = sequence_run(pop, arrays, ids, until, full)
         drawn, _ = run_until_on(table, pop, ids, until)
         _, differences = sequence_tables(drawn, until)
@@ -383,12 +389,12 @@ def main(argv: list[str] | None = None) -> str:
         old = Until(None, pop.delta, budget, args.old_round, ROUNDS)
         rng = np.random.default_rng(args.seed)
         check_against_run_until(table, pop, arrays, new, full, np.random.default_rng(args.seed + 1), args.check)
-        runs_new = [sequence_run(pop, arrays, {t: rng.integers(0, pop.size, budget) for t in TASKS}, new, full) for _ in range(args.replicates)]
+        runs_new = [sequence_run(pop, arrays, draw(pop, budget, rng), new, full) for _ in range(args.replicates)]
         summary.append(summarise(pop, runs_new, full_verdict, units, f"split: 97.5 % sequence, then full generation's interval; batches of {args.batch}"))
         variants += per_variant(pop, runs_new, full_verdict, "sequence")
         if args.oracle_replicates:
             rng = np.random.default_rng(args.seed)  # the same draws
-            ratios = [oracle_run(pop, arrays, {t: rng.integers(0, pop.size, budget) for t in TASKS}, new)["units"] / units for _ in range(args.oracle_replicates)]
+            ratios = [oracle_run(pop, arrays, draw(pop, budget, rng), new)["units"] / units for _ in range(args.oracle_replicates)]
             summary.append({"population": pop.name, "rule": "floor: each variant stops once a fixed-n interval gives full generation's verdict (no coverage)",
                             "runs": len(ratios), "compute, median": f"{np.median(ratios):.2f}x", "compute, 90th pct": f"{np.quantile(ratios, 0.9):.2f}x",
                             "runs at <= 0.35x": f"{np.mean(np.array(ratios) <= 0.35):.1%}"})
@@ -399,7 +405,7 @@ def main(argv: list[str] | None = None) -> str:
                             "runs": args.planned_replicates, "compute, median": f"{planned['units'] / units:.2f}x"})
         if args.old_replicates:
             rng = np.random.default_rng(args.seed)  # the same draws as the new rule's first runs
-            runs_old = [old_run(table, pop, arrays, {t: rng.integers(0, pop.size, budget) for t in TASKS}, old, full) for _ in range(args.old_replicates)]
+            runs_old = [old_run(table, pop, arrays, draw(pop, budget, rng), old, full) for _ in range(args.old_replicates)]
             summary.append(summarise(pop, runs_old, full_verdict, units, f"rounds of {args.old_round}, Bonferroni (the rule below a share of 1)"))
             variants += per_variant(pop, runs_old, full_verdict, "Bonferroni")
         print(f"{pop.name}: done at {time.time() - started:.0f} s ({time.process_time():.0f} s of CPU)", file=sys.stderr, flush=True)
