@@ -21,14 +21,19 @@ from ctxeval.errors import UserError
 from ctxeval.results.comparison import COMPARE_JSON, COMPARE_MD, Comparison
 from ctxeval.results.trends import Trends
 from ctxeval.stats.paired import RESAMPLE_SCHEMES
+from ctxeval.byor.answer import FAIL_ON, AnswerSettings, answer
+from ctxeval.byor.detect import is_ctxeval_run, read_runs
+from ctxeval.ruler.paired import DEFAULT_SCORE_DELTA
 
 
 @dataclass(frozen=True)
 class CompareSpec:
-    """Paired comparison of two runs over the same windows: perplexity ratio B/A with a BCa interval."""
+    """Paired comparison of runs: two ctxeval scoring runs by perplexity ratio B/A with a BCa interval; runs of lm-eval, inspect, RULER, kvpress or a CSV/Parquet of per-sample scores by paired verdicts, flips and tie groups."""
 
-    run_a: Path = argument("Run A (the baseline).")
+    run_a: Path = argument("Run A (the baseline): a ctxeval scoring run, an lm-eval --output_path folder or samples_*.jsonl, an inspect .eval/.json log, a RULER pred/ folder, a kvpress results folder (each config a run) or a CSV/Parquet of sample, score.")
     run_b: Path = argument("Run B (compared against A).")
+    more: tuple[Path, ...] = argument("Further runs (not with ctxeval scoring runs): three or more are ordered, with simultaneous intervals and tie groups.",
+                                      (), cli_type=list[Path], to_value=tuple)
     out: Path = common.out("Directory for compare.json and compare.md.", Path("runs/compare"))
     replicates: int = common.replicates()
     seed: int = common.seed()
@@ -46,6 +51,11 @@ class CompareSpec:
     context_mode_b: str | None = option("--context-mode-b", "Context mode of run B to use.", None)
     nan_windows: str = option("--nan-windows", "Windows with a NaN loss in either run (e.g. API targets outside the top-k): exclude (listed in the report; fails ci/release) or error.",
                               "exclude", check=one_of(NAN_POLICIES))
+    delta: float = option("--delta", "Per-sample runs: the equivalence margin δ in points of score; a difference whose interval lies inside ±δ is 'within δ'.",
+                          DEFAULT_SCORE_DELTA, check=greater_than_zero)
+    fail_on: str | None = option("--fail-on", "Per-sample runs: exit 1 when a run's verdict against the first (all tasks) is 'hurts' (hurts), or is 'hurts' or undecided (undecided).",
+                                 None, check=one_of(FAIL_ON))
+    cluster: str | None = option("--cluster", "Per-sample runs: the sample field (lm-eval doc, inspect metadata, RULER others, CSV column) shared by samples of one document; intervals then resample whole clusters.", None)
 
 
 @dataclass(frozen=True)
@@ -64,7 +74,15 @@ def run_compare(spec: CompareSpec) -> Comparison:
     `cluster_by_text` None (default) resamples whole documents when at least
     `stats.defaults.MIN_CLUSTERS` are compared, windows otherwise. `resample` "windows" draws
     units uniformly (ratio of sums); "tokens" draws them with probability ∝ their tokens and
-    averages their Δ (paper 001's wording; covers less when windows differ, docs/design.md)."""
+    averages their Δ (paper 001's wording; covers less when windows differ, docs/design.md).
+
+    Runs of other tools (any other format, or more than two runs) are read per sample
+    (ctxeval/byor/) and answered with paired verdicts, flips and tie groups."""
+    paths = [Path(spec.run_a), Path(spec.run_b), *map(Path, spec.more)]
+    if not (len(paths) == 2 and all(is_ctxeval_run(p) for p in paths)):
+        table, runs = read_runs(paths, spec.cluster)
+        settings = AnswerSettings(delta=spec.delta, replicates=spec.replicates, seed=spec.seed, cluster=spec.cluster is not None)
+        return comparison_result(answer(table, runs, settings, spec.fail_on), Path(spec.out))
     manifest_a, records_a = load_run(Path(spec.run_a), "compare")
     manifest_b, records_b = load_run(Path(spec.run_b), "compare")
     metrics = manifest_a.metrics
@@ -107,12 +125,13 @@ def trends_dir(spec: TrendsSpec) -> Path:
 
 
 def _echo_compare(result: Comparison, spec: CompareSpec, display: None) -> tuple[str, int]:
+    gate_name = f"--fail-on {spec.fail_on}" if result.report.get("kind") == "samples" else f"{spec.profile} gate"
     for failure in result.failures:
-        print(f"ctxeval: {spec.profile} gate failed: {failure}", file=sys.stderr)
+        print(f"ctxeval: {gate_name} failed: {failure}", file=sys.stderr)
     return f"{result.markdown}\nreport: {result.out / COMPARE_JSON}, {result.out / COMPARE_MD}", 1 if result.failures else 0
 
 
 COMMANDS = (
-    Command("compare", CompareSpec, run_compare, _echo_compare, inputs=("run_a", "run_b"), posthoc=lambda spec: (spec.out, (spec.run_a, spec.run_b))),
+    Command("compare", CompareSpec, run_compare, _echo_compare, inputs=("run_a", "run_b", "more"), posthoc=lambda spec: (spec.out, (spec.run_a, spec.run_b, *spec.more))),
     Command("trends", TrendsSpec, run_trends, lambda result, spec, display: result.markdown, inputs=("run_dir",), posthoc=lambda spec: (trends_dir(spec), (spec.run_dir,))),
 )

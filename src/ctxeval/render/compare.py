@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ctxeval.render.compare_samples import render_samples_markdown
 from ctxeval.render.numerics import markdown_lines
 from ctxeval.render.renderer import Renderer
 from ctxeval.render.views import compare_view
@@ -71,7 +72,9 @@ def render_markdown(report: dict) -> str:
 
 
 def texts(r: Comparison) -> Comparison:
-    """compare.md, from the report."""
+    """compare.md, from the report (of two ctxeval scoring runs, or of per-sample runs)."""
+    if r.report.get("kind") == "samples":
+        return replace(r, markdown=render_samples_markdown(r.report))
     return replace(r, markdown=render_markdown(r.report))
 
 

@@ -1,0 +1,94 @@
+"""inspect_ai evaluation logs, read without inspect: a `.eval` log (a zip of JSON: `header.json`
+and one `samples/<id>_epoch_<n>.json` per sample and epoch) or a `.json` log (one object with
+`eval` and `samples`).
+
+Each scorer's value is a measure (a scorer that returns a dict of values gives one measure per
+key, `scorer/key`), mapped to a number as inspect's `value_to_float` maps it: C (correct) 1,
+P (partial) 0.5, I (incorrect) and N (no answer) 0, "yes"/"true" 1, "no"/"false" 0, a number
+as it is. Epochs are averaged per sample; samples pair by task and sample id, and the sample's
+input is the prompt's identity.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+
+from ctxeval.byor.table import cluster_of, digest, frame, unreadable
+
+_LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
+_WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
+
+
+def is_inspect(path: Path) -> bool:
+    """An .eval log, or a .json log holding an inspect eval (its `eval` and `samples` keys)."""
+    if path.suffix == ".eval":
+        return path.is_file()
+    if path.suffix != ".json" or not path.is_file():
+        return False
+    try:
+        head = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    return isinstance(head, dict) and "eval" in head and "samples" in head
+
+
+def value_number(value: object, file: Path) -> float:
+    """A score value as a number, as inspect's `value_to_float` maps it."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        if value in _LETTERS:
+            return _LETTERS[value]
+        if value.lower() in _WORDS:
+            return _WORDS[value.lower()]
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise unreadable(file, f"score value {value!r} is not C/I/P/N, yes/no or a number")
+
+
+def _log(path: Path) -> tuple[dict, list[dict]]:
+    """(eval spec, samples) of a log."""
+    if path.suffix == ".eval":
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+                if "header.json" not in names:
+                    raise unreadable(path, "no header.json in the .eval log")
+                header = json.loads(z.read("header.json"))
+                samples = [json.loads(z.read(n)) for n in sorted(names) if n.startswith("samples/") and n.endswith(".json")]
+        except zipfile.BadZipFile:
+            raise unreadable(path, "not a zip file (an inspect .eval log is one)") from None
+    else:
+        header = json.loads(path.read_text(encoding="utf-8"))
+        samples = header.get("samples") or []
+    if "eval" not in header:
+        raise unreadable(path, "no eval spec (not an inspect log)")
+    if not samples:
+        raise unreadable(path, "no samples (inspect writes them unless run with --no-log-samples)")
+    return header["eval"], samples
+
+
+def read_inspect(path: Path, run: str, cluster: str | None = None) -> pd.DataFrame:
+    """Every scorer's per-sample value of one inspect log, epochs averaged; `cluster` names the
+    sample metadata field that samples sharing a document share."""
+    spec, samples = _log(path)
+    task = str(spec.get("task", path.stem)).split("/")[-1]
+    rows = []
+    for sample in samples:
+        if "id" not in sample or "scores" not in sample:
+            raise unreadable(path, f"a sample has no {'id' if 'id' not in sample else 'scores'}")
+        prompt = digest(json.dumps(sample.get("input", ""), sort_keys=True))
+        group = cluster_of(sample.get("metadata") or {}, cluster, path, sample["id"])
+        for scorer, score in (sample["scores"] or {}).items():
+            value = score.get("value") if isinstance(score, dict) else None
+            values = {f"{scorer}/{k}": v for k, v in value.items()} if isinstance(value, dict) else {scorer: value}
+            for measure, v in values.items():
+                rows.append({"run": run, "task": task, "measure": measure, "sample": sample["id"], "score": value_number(v, path), "prompt_hash": prompt, "cluster": group})
+    df = frame(rows, path)
+    return df.groupby(["run", "task", "measure", "sample", "prompt_hash", "cluster"], sort=False, as_index=False)[["score", "answer_logp"]].mean()[df.columns]

@@ -1,0 +1,78 @@
+"""The Markdown of a per-sample comparison (compare.md of runs read from other tools): the
+answer first, per measure the ordered runs with their tie groups (three runs or more), then each
+run against the first, per task and over all tasks."""
+
+from __future__ import annotations
+
+from ctxeval.results.ruler import MEAN_TASK
+
+SHOWN_CONFLICTS = 5
+
+
+def _bounds(row: dict, fmt: str) -> str:
+    return "no interval" if row["low"] is None else f"[{row['low']:{fmt}}, {row['high']:{fmt}}]"
+
+
+def _p(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def _task(task: str) -> str:
+    return "all tasks (samples pooled)" if task == MEAN_TASK else task
+
+
+def measure_lines(m: dict, confidence: float) -> list[str]:
+    """One measure's tables."""
+    name = m["measure"]
+    if "left_out_reason" in m:
+        return [f"## {name}", "", f"Not compared: {m['left_out_reason']}.", ""]
+    left = ", ".join(f"{run} {n}" for run, n in m["left_out"].items() if n)
+    lines = [f"## {name}: {m['paired_samples']} paired samples" + (f" (left out, not in every run: {left})" if left else ""), ""]
+    if m["prompt_conflicts"]:
+        shown = ", ".join(f"{c['task']}/{c['sample']} ({', '.join(c['runs'])})" for c in m["prompt_conflicts"][:SHOWN_CONFLICTS])
+        more = f" and {len(m['prompt_conflicts']) - SHOWN_CONFLICTS} more" if len(m["prompt_conflicts"]) > SHOWN_CONFLICTS else ""
+        lines += [f"Not paired: {len(m['prompt_conflicts'])} samples with the same id but another prompt than the first run's: {shown}{more}.", ""]
+    for cell in m["ranking"]:
+        pairs = cell["variants"][0]["pairs"]
+        lines += [f"Order, {_task(cell['task'])} ({100 * confidence:g} % simultaneous intervals over {pairs} pairs; runs that share a letter are not told apart):", "",
+                  f"| order | run | {name} % | Δ to the best, points | rank | group |", "|---:|---|---:|---|---|---|"]
+        for v in cell["variants"]:
+            to_best = "—" if v["order"] == 1 else f"{v['to_best']:+.1f} [{v['to_best_low']:+.1f}, {v['to_best_high']:+.1f}]"
+            rank = str(v["rank_low"]) if v["rank_low"] == v["rank_high"] else f"{v['rank_low']}–{v['rank_high']}"
+            lines.append(f"| {v['order']} | {v['model']} | {v['score']:.1f} | {to_best} | {rank} | {v['groups']} |")
+        lines.append("")
+    rows = m["against_first"]
+    if rows:
+        lines += [f"Against `{rows[0]['reference']}` ({100 * confidence:g} % intervals):", "",
+                  "| run | task | n | score % (first's) | Δ points [interval] | verdict | flips 1→0 / 0→1 / partial | McNemar p / mid-p | samples to settle |",
+                  "|---|---|---:|---:|---|---|---|---|---:|"]
+        for r in rows:
+            d, v = r["difference"], r["verdict"]
+            settle = "—" if v["samples_needed"] is None else str(v["samples_needed"])
+            lines.append(f"| {r['run']} | {_task(r['task'])} | {r['n']} | {r['score']:.1f} ({r['reference_score']:.1f}) | {d['estimate']:+.1f} {_bounds(d, '+.1f')} | "
+                         f"{v['outcome']} | {r['flips_lost']} / {r['flips_gained']} / {r['flips_partial']} | {_p(r['mcnemar_p'])} / {_p(r['mcnemar_midp'])} | {settle} |")
+        logp = [r for r in rows if r["answer_logp"] is not None]
+        if logp:
+            lines += ["", "Answer log-probability among the choices (nats, paired BCa interval):", "",
+                      "| run | task | Δ log p [interval] | verdict |", "|---|---|---|---|"]
+            for r in logp:
+                d, v = r["answer_logp"]["difference"], r["answer_logp"]["verdict"]
+                lines.append(f"| {r['run']} | {_task(r['task'])} | {d['estimate']:+.3f} {_bounds(d, '+.3f')} | {v['outcome']} |")
+        lines.append("")
+    return lines
+
+
+def render_samples_markdown(report: dict) -> str:
+    """compare.md of a per-sample comparison."""
+    settings = report["settings"]
+    runs = report["runs"]
+    lines = [f"# ctxeval paired comparison of {len(runs)} runs, per sample", ""]
+    lines += [f"- `{r['run']}`: {r['format']}, {r['samples']} samples in {len(r['tasks'])} task{'s' if len(r['tasks']) != 1 else ''} ({r['path']})" for r in runs]
+    lines += ["", f"Verdicts against ±{settings['delta']:g} points (answer log p: ±{settings['logp_delta']:g} nats)"
+              + (f"; intervals resample whole clusters of samples (--cluster)." if settings["cluster"] else "; Δ's interval is Tango's score interval for paired proportions."), ""]
+    for m in report["measures"]:
+        lines += measure_lines(m, settings["confidence"])
+    gates = report["gates"]
+    if gates["fail_on"]:
+        lines.append(f"--fail-on {gates['fail_on']}: " + ("passed." if gates["passed"] else "FAILED: " + "; ".join(gates["failures"]) + "."))
+    return "\n".join(lines).rstrip() + "\n"
