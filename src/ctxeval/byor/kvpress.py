@@ -27,7 +27,7 @@ from ctxeval.metrics.ruler import match_all
 PREDICTIONS, METRICS = "predictions.csv", "metrics.json"
 MEASURE = "string_match"
 _CONTROL = re.compile(r"[\x00-\x1f]")
-_QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 SCORED = ("ruler",)
 
 
@@ -44,17 +44,13 @@ def is_kvpress(path: Path) -> bool:
 
 def references(cell: str, file: Path) -> list[str]:
     """A references cell: a list as pandas writes a dataset's array column (numpy's repr,
-    `['a' 'b']`) or a Python/JSON list."""
-    try:
-        value = ast.literal_eval(cell)
-        if isinstance(value, (list, tuple)):
-            return [str(v) for v in value]
-        return [str(value)]
-    except (ValueError, SyntaxError):
-        found = [a if a or not b else b for a, b in _QUOTED.findall(cell)]
-        if not found:
-            raise unreadable(file, f"answer {cell[:40]!r} is no list of references") from None
-        return found
+    `['a' 'b']`, each string in Python's quoting) or a Python/JSON list; other text is one reference."""
+    if not cell.startswith("["):
+        return [cell]
+    found = [ast.literal_eval(m.group(0)) for m in _QUOTED.finditer(cell)]
+    if not found:
+        raise unreadable(file, f"answer {cell[:40]!r} is no list of references")
+    return [str(r) for r in found]
 
 
 def sample_score(task: str, prediction: str, refs: list[str]) -> float:
