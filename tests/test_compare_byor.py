@@ -201,3 +201,16 @@ def test_an_unknown_path_is_one_line(tmp_path):
     other.write_text("hello")
     done = run_cli("compare", str(other), str(other), "--out", str(tmp_path / "cmp"))
     assert done.returncode == 2 and done.stderr.strip().startswith(f"ctxeval: error: {other}: not a run ctxeval reads")
+
+
+def test_the_report_shows_a_compare_run_with_flips_ties_and_samples(tmp_path):
+    a = _table(tmp_path / "a.csv", [1.0] * 30)
+    b = _table(tmp_path / "b.csv", [0.0, 0.0] + [1.0] * 28)
+    c = _table(tmp_path / "c.csv", [1.0, 0.0] + [1.0] * 28)
+    api.compare(a, b, c, out=tmp_path / "cmp")
+    html = (api.report([tmp_path / "cmp"], out=tmp_path / "report.html").parent / "report.html").read_text()
+    assert "Paired comparison of 3 runs" in html and "Order on score, all</strong>" in html
+    assert "Samples scored differently on score" in html and "all 2 (of 30 paired)" in html
+    cells = ["all", "s0", "1", "0", "1"]  # sample s0: right in a and c, wrong in b
+    assert "".join(f'<td class="{"name" if i == 0 else "num"}"><span class="phrase">{c}</span></td>' for i, c in enumerate(cells)) in html
+    assert "2 / 0 / 0" in html  # b's flips against a

@@ -1,9 +1,11 @@
 """The Markdown of a per-sample comparison (compare.md of runs read from other tools): the
 answer first, per measure the ordered runs with their tie groups (three runs or more), then each
-run against the first, per task and over all tasks."""
+run against the first, per task and over all tasks; and the tables the `ctxeval report` page
+shows of it (the answer, the orders, the samples the runs score differently)."""
 
 from __future__ import annotations
 
+from ctxeval.render.headline import Headline
 from ctxeval.results.ruler import MEAN_TASK
 
 SHOWN_CONFLICTS = 5
@@ -76,3 +78,52 @@ def render_samples_markdown(report: dict) -> str:
     if gates["fail_on"]:
         lines.append(f"--fail-on {gates['fail_on']}: " + ("passed." if gates["passed"] else "FAILED: " + "; ".join(gates["failures"]) + "."))
     return "\n".join(lines).rstrip() + "\n"
+
+
+SHOWN_SAMPLES = 500
+
+
+def _overall(m: dict) -> str:
+    return MEAN_TASK if len(m["tasks"]) > 1 else m["tasks"][0]
+
+
+def answer_headline(report: dict) -> Headline:
+    """The report page's answer: each run against the first on every measure, over all tasks."""
+    rows = []
+    for m in report["measures"]:
+        for r in m.get("against_first", []):
+            if r["task"] == _overall(m):
+                d, v = r["difference"], r["verdict"]
+                rows.append((m["measure"], r["run"], str(r["n"]), f"{r['score']:.1f} ({r['reference_score']:.1f})", f"{d['estimate']:+.1f} {_bounds(d, '+.1f')}",
+                             v["outcome"], f"{r['flips_lost']} / {r['flips_gained']} / {r['flips_partial']}", f"{_p(r['mcnemar_p'])} / {_p(r['mcnemar_midp'])}"))
+    first = report["runs"][0]["run"]
+    return Headline(f"Paired comparison of {len(report['runs'])} runs", f"each run against {first}, all tasks, scores in points",
+                    ("measure", "run", "n", "score (first's)", "Δ [interval]", "verdict", "flips 1→0 / 0→1 / partial", "McNemar p / mid-p"), tuple(rows),
+                    (f"Verdicts against ±{report['settings']['delta']:g} points.",))
+
+
+def order_headlines(report: dict) -> list[Headline]:
+    """Per measure and task, the ordered runs with their tie groups (three runs or more)."""
+    out = []
+    for m in report["measures"]:
+        for cell in m.get("ranking", []):
+            rows = tuple((str(v["order"]), v["model"], f"{v['score']:.1f}", "—" if v["order"] == 1 else f"{v['to_best']:+.1f} [{v['to_best_low']:+.1f}, {v['to_best_high']:+.1f}]",
+                          f"{v['rank_low']}–{v['rank_high']}", v["groups"]) for v in cell["variants"])
+            out.append(Headline(f"Order on {m['measure']}, {_task(cell['task'])}", "simultaneous intervals; runs that share a letter are not told apart",
+                                ("order", "run", "score", "Δ to the best", "rank", "group"), rows))
+    return out
+
+
+def differing_samples(report: dict) -> list[Headline]:
+    """Per measure, the samples on which the runs' scores differ (the flips), the report's
+    sample explorer."""
+    out = []
+    runs = [r["run"] for r in report["runs"]]
+    for m in report["measures"]:
+        differing = [s for s in m.get("samples", []) if len({s[r] for r in runs}) > 1]
+        if not differing:
+            continue
+        rows = tuple((str(s["task"]), str(s["sample"]), *(f"{s[r]:g}" for r in runs)) for s in differing[:SHOWN_SAMPLES])
+        shown = f"the first {SHOWN_SAMPLES} of {len(differing)}" if len(differing) > SHOWN_SAMPLES else f"all {len(differing)}"
+        out.append(Headline(f"Samples scored differently on {m['measure']}", f"{shown} (of {m['paired_samples']} paired)", ("task", "sample", *runs), rows))
+    return out

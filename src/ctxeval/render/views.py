@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ctxeval.render.compare_samples import answer_headline, differing_samples, order_headlines
 from ctxeval.render.headline import Headline
 from ctxeval.render.numerics import run_lines
 from ctxeval.results.comparison import Comparison
@@ -182,6 +183,8 @@ def retrieval_view(result: RetrievalResult, label: str, first_arm: int) -> tuple
 
 def compare_view(result: Comparison, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
     path, report = result.out, result.report
+    if report.get("kind") == "samples":
+        return samples_compare_view(result, label), []
     pm = report["primary_metric"]
     numerics = report.get("numerics")
     notes = "; ".join(numerics["lines"]) + ". " + " ".join(numerics["notes"]) if numerics else ""
@@ -190,6 +193,19 @@ def compare_view(result: Comparison, label: str, first_arm: int) -> tuple[RunVie
     for name, m in report.get("secondary_metrics", {}).items():
         view.headline.append({"label": f"{name} B − A", "value": f"{m['difference']:+.4f}", "interval": _bounds(m["ci"], "+.4f")})
     return view, []
+
+
+def samples_compare_view(result: Comparison, label: str) -> RunView:
+    """A comparison of per-sample runs (other tools' outputs): its answer, the orders and tie
+    groups, and the samples the runs score differently."""
+    report = result.report
+    runs = " · ".join(f"{r['run']} ({r['format']})" for r in report["runs"])
+    view = RunView(label, result.out, "compare", None, {"command": "compare", "runs": runs}, compare=report)
+    view.answer = answer_headline(report)
+    view.more = order_headlines(report) + differing_samples(report)
+    for row in view.answer.rows:
+        view.headline.append({"label": f"{row[0]}: {row[1]} − first", "value": row[4].split(" ", 1)[0], "interval": row[4].split(" ", 1)[1] + f" ({row[5]})"})
+    return view
 
 
 def answers_view(result: PplqaResult | MetaEvalResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
