@@ -82,7 +82,7 @@ def test_python_callers_get_the_specs_defaults_and_conversions():
     with pytest.raises(TypeError, match="unexpected keyword argument 'windows'"):
         api._spec(COMMANDS["score"], ("demo",), {"windows": 3})
     with pytest.raises(TypeError, match="positional"):
-        api._spec(COMMANDS["compare"], ("a", "b", "c"), {})
+        api._spec(COMMANDS["compare"], ("a", "b", "c", "d"), {})
 
 
 def test_every_api_function_is_exported_and_documented():

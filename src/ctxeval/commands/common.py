@@ -18,7 +18,7 @@ from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K
 from ctxeval.data.corpus import CorpusOptions
 from ctxeval.errors import UserError
 from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
-from ctxeval.options import at_least, comma_floats, group, one_of, option, positive, python_only
+from ctxeval.options import at_least, comma_floats, greater_than_zero, group, one_of, option, positive, python_only
 from ctxeval.pipeline.executors.spec import ExecutorOptions
 from ctxeval.stats.defaults import DEFAULT_SEED, replicates_option
 from ctxeval.stats.gates import PROFILES
@@ -130,6 +130,14 @@ SEED_HELP = "Seed of every random draw of the run (samples, spans or starts, --s
 def seed(help: str = SEED_HELP, default: int = DEFAULT_SEED) -> Any:
     """--seed; a command whose seed has another default (RULER's 42) says what it seeds there."""
     return option("--seed", help, default)
+
+
+def score_delta() -> Any:
+    """--delta of a paired score difference in points (ruler's variants, compare's per-sample runs)."""
+    from ctxeval.ruler.paired import DEFAULT_SCORE_DELTA
+
+    return option("--delta", "Verdict margin of a paired score difference against the first variant (ruler: the first --model; compare: the first run), in points: "
+                             "within ±delta is 'within δ'; an interval that crosses 0 and reaches past it is 'too few samples to tell'.", DEFAULT_SCORE_DELTA, check=greater_than_zero)
 
 
 def replicates() -> Any:

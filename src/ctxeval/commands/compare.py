@@ -23,7 +23,6 @@ from ctxeval.results.trends import Trends
 from ctxeval.stats.paired import RESAMPLE_SCHEMES
 from ctxeval.byor.answer import FAIL_ON, AnswerSettings, answer
 from ctxeval.byor.detect import is_ctxeval_run, read_runs
-from ctxeval.ruler.paired import DEFAULT_SCORE_DELTA
 
 
 @dataclass(frozen=True)
@@ -51,8 +50,7 @@ class CompareSpec:
     context_mode_b: str | None = option("--context-mode-b", "Context mode of run B to use.", None)
     nan_windows: str = option("--nan-windows", "Windows with a NaN loss in either run (e.g. API targets outside the top-k): exclude (listed in the report; fails ci/release) or error.",
                               "exclude", check=one_of(NAN_POLICIES))
-    delta: float = option("--delta", "Per-sample runs: the equivalence margin δ in points of score; a difference whose interval lies inside ±δ is 'within δ'.",
-                          DEFAULT_SCORE_DELTA, check=greater_than_zero)
+    delta: float = common.score_delta()
     fail_on: str | None = option("--fail-on", "Per-sample runs: exit 1 when a run's verdict against the first (all tasks) is 'hurts' (hurts), or is 'hurts' or undecided (undecided).",
                                  None, check=one_of(FAIL_ON))
     cluster: str | None = option("--cluster", "Per-sample runs: the sample field (lm-eval doc, inspect metadata, RULER others, CSV column) shared by samples of one document; intervals then resample whole clusters.", None)

@@ -15,7 +15,7 @@ from ctxeval.data.texts import RULER_HAYSTACK_NAME, load_text
 from ctxeval.options import argument, comma_list, comma_ints, fail, greater_than_zero, group, joined, option, positive
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.results.manifest import Manifest
-from ctxeval.ruler.paired import DEFAULT_LOGP_DELTA, DEFAULT_SCORE_DELTA, PairedSettings
+from ctxeval.ruler.paired import DEFAULT_LOGP_DELTA, PairedSettings
 from ctxeval.ruler.report import RULER_THRESHOLD, ruler_result
 from ctxeval.ruler.generation import Generation
 from ctxeval.ruler.run import RulerConfig, RulerRun, run_ruler
@@ -105,8 +105,7 @@ class RulerSpec(common.ModelRunOptions):
     max_samples: int | None = option("--max-samples", "With --until: the most samples per task and length (the budget); times the share, at least 10 (an interval's generations).", None, check=lambda v: None if v is None else positive(v))
     threshold: float = option("--threshold", "Effective length: the longest length whose score, and every shorter one's, reaches this (RULER: 85.6, Llama-2-7B at 4K).",
                               RULER_THRESHOLD, check=lambda v: None if 0 <= v <= 100 else "must lie between 0 and 100")
-    delta: float = option("--delta", "Verdict margin of a variant's paired score difference against the first --model, in points: within ±delta is "
-                                     "'within δ'; an interval that crosses 0 and reaches past it is 'too few samples to tell'.", DEFAULT_SCORE_DELTA, check=greater_than_zero)
+    delta: float = common.score_delta()
     delta_logp: float = option("--delta-logp", "Verdict margin of a variant's paired difference of the answer log p (mean per answer token) against the first --model, in nats.",
                                DEFAULT_LOGP_DELTA, check=greater_than_zero)
     replicates: int = common.replicates()
