@@ -7,7 +7,7 @@ Each cell draws a reference run right with probability `p` per sample and a pres
 each right answer with probability `--loss` and rights each wrong one with probability `--gain`
 (true difference −p·loss + (1 − p)·gain), `--draws` times at each n; a method covers when its
 95 % interval holds the true difference. evalsig is called, not copied: install it for the bench
-only (`pip install evalsig==0.1.2`; it is no dependency of ctxeval).
+only (evalsig 0.1.2 from PyPI, into the venv; it is no dependency of ctxeval).
 
     python bench/bench_byor_coverage.py [--draws 2000] [--loss 0.03] [--gain 0.005] [--seed 0]
 """

@@ -651,6 +651,7 @@ VERDICT_CALLERS = {
     ("ctxeval.ruler.ppi", "difference_verdict"),  # RULER's prediction-powered differences
     ("ctxeval.modeldiff.finish", "diff_verdict"),  # diff's Δ log-loss
     ("ctxeval.probes.effective_length", "compare_gains"),  # effective-length's gain difference
+    ("ctxeval.byor.answer", "against"),  # compare's per-sample runs of other tools (score and answer log p)
 }
 
 

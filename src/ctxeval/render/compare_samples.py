@@ -64,12 +64,33 @@ def measure_lines(m: dict, confidence: float) -> list[str]:
     return lines
 
 
+def answer_lines(report: dict) -> list[str]:
+    """The answer in a line per measure and run: with three or more runs the order and tie groups
+    (over all tasks), then each run against the first, over all tasks."""
+    lines = []
+    for m in report["measures"]:
+        if "left_out_reason" in m:
+            continue
+        overall = MEAN_TASK if len(m["tasks"]) > 1 else m["tasks"][0]
+        for cell in m["ranking"]:
+            if cell["task"] == overall:
+                lines.append(f"- {m['measure']}: order (runs sharing a letter are tied) " + " > ".join(f"{v['model']} ({v['groups']})" for v in cell["variants"]))
+        for r in m["against_first"]:
+            if r["task"] == overall:
+                d, v = r["difference"], r["verdict"]
+                settle = f" (about {v['samples_needed']} samples would settle it)" if v["samples_needed"] is not None else ""
+                mcnemar = f", McNemar p {_p(r['mcnemar_p'])}" if r["mcnemar_p"] is not None else ""
+                lines.append(f"- {m['measure']}: {r['run']} − {r['reference']} = {d['estimate']:+.1f} points {_bounds(d, '+.1f')}, {v['outcome']}{settle}; "
+                             f"{r['flips_lost']} right → wrong, {r['flips_gained']} wrong → right{mcnemar}")
+    return lines
+
+
 def render_samples_markdown(report: dict) -> str:
-    """compare.md of a per-sample comparison."""
+    """compare.md of a per-sample comparison: the answer first."""
     settings = report["settings"]
     runs = report["runs"]
-    lines = [f"# ctxeval paired comparison of {len(runs)} runs, per sample", ""]
-    lines += [f"- `{r['run']}`: {r['format']}, {r['samples']} samples in {len(r['tasks'])} task{'s' if len(r['tasks']) != 1 else ''} ({r['path']})" for r in runs]
+    lines = [f"# Paired comparison of {len(runs)} runs, per sample", "", *answer_lines(report), ""]
+    lines += ["Runs:", ""] + [f"- `{r['run']}`: {r['format']}, {r['samples']} samples in {len(r['tasks'])} task{'s' if len(r['tasks']) != 1 else ''} ({r['path']})" for r in runs]
     lines += ["", f"Verdicts against ±{settings['delta']:g} points (answer log p: ±{settings['logp_delta']:g} nats)"
               + (f"; intervals resample whole clusters of samples (--cluster)." if settings["cluster"] else "; Δ's interval is Tango's score interval for paired proportions."), ""]
     for m in report["measures"]:
