@@ -123,8 +123,9 @@ def kvpress_results(tmp_path) -> Path:
 def test_a_kvpress_folder_of_three_configs_gives_order_intervals_and_ties(kvpress_results, tmp_path):
     report = api.compare(kvpress_results / "ruler__4096__Qwen--Qwen3-8B__no_press__0.00", kvpress_results / "ruler__4096__Qwen--Qwen3-8B__knorm__0.25",
                          kvpress_results / "ruler__4096__Qwen--Qwen3-8B__knorm__0.75", out=tmp_path / "cmp").report
-    whole = api.compare(kvpress_results, kvpress_results, out=tmp_path / "whole").report  # the results folder itself: every config, twice
-    assert [r["run"] for r in whole["runs"]][:3] == sorted(p.name for p in kvpress_results.iterdir())
+    whole = api.compare(kvpress_results, out=tmp_path / "whole").report  # the results folder itself: one run per config
+    assert [r["run"] for r in whole["runs"]] == sorted(p.name for p in kvpress_results.iterdir())
+    assert [v["model"] for v in whole["measures"][0]["ranking"][0]["variants"]][-1] == "ruler__4096__Qwen--Qwen3-8B__knorm__0.75"
     (m,) = report["measures"]
     mean = m["ranking"][0]
     assert mean["task"] == "mean"
@@ -194,6 +195,12 @@ def test_cluster_resamples_whole_documents(tmp_path):
     assert row["difference"]["estimate"] == pytest.approx(100 * (sb - sa).mean())
     with pytest.raises(UserError, match="no column 'page' to cluster by"):
         api.compare(a, b, out=tmp_path / "cmp2", cluster="page")
+
+
+def test_one_run_alone_is_refused(tmp_path):
+    a = _table(tmp_path / "a.csv", [1.0, 0.0])
+    done = run_cli("compare", str(a), "--out", str(tmp_path / "cmp"))
+    assert done.returncode == 2 and done.stderr.strip() == f"ctxeval: error: compare needs at least two runs; {a} holds one: give another"
 
 
 def test_an_unknown_path_is_one_line(tmp_path):

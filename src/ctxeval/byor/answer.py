@@ -36,7 +36,6 @@ from ctxeval.stats.verdict import UNDECIDED, verdict
 
 FAIL_ON = ("hurts", "undecided")
 MIN_PAIRED = 2
-SHOWN_CONFLICTS = 5
 
 
 @dataclass(frozen=True)
@@ -198,7 +197,7 @@ def answer(table: pd.DataFrame, runs: list[dict], settings: AnswerSettings, fail
     the first the reference)."""
     labels = [r["run"] for r in runs]
     if len(labels) < 2:
-        raise UserError(f"compare needs at least two runs; {runs[0]['path']} holds one ({labels[0]})")
+        raise UserError(f"compare needs at least two runs; {runs[0]['path']} holds one: give another")
     held = {r: set(table.loc[table["run"] == r, "measure"]) for r in labels}
     measures = [m for m in dict.fromkeys(table["measure"]) if all(m in h for h in held.values())]
     if not measures:

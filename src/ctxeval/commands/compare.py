@@ -30,7 +30,7 @@ class CompareSpec:
     """Paired comparison of runs: two ctxeval scoring runs by perplexity ratio B/A with a BCa interval; runs of lm-eval, inspect, RULER, kvpress or a CSV/Parquet of per-sample scores by paired verdicts, flips and tie groups."""
 
     run_a: Path = argument("Run A (the baseline): a ctxeval scoring run, an lm-eval --output_path folder or samples_*.jsonl, an inspect .eval/.json log, a RULER pred/ folder, a kvpress results folder (each config a run) or a CSV/Parquet of sample, score.")
-    run_b: Path = argument("Run B (compared against A).")
+    run_b: Path | None = argument("Run B (compared against A); may be left out where RUN_A holds several runs (a kvpress results folder of several configs, a table with a run column).", None)
     more: tuple[Path, ...] = argument("Further runs (not with ctxeval scoring runs): three or more are ordered, with simultaneous intervals and tie groups.",
                                       (), cli_type=list[Path], to_value=tuple)
     out: Path = common.out("Directory for compare.json and compare.md.", Path("runs/compare"))
@@ -76,7 +76,7 @@ def run_compare(spec: CompareSpec) -> Comparison:
 
     Runs of other tools (any other format, or more than two runs) are read per sample
     (ctxeval/byor/) and answered with paired verdicts, flips and tie groups."""
-    paths = [Path(spec.run_a), Path(spec.run_b), *map(Path, spec.more)]
+    paths = [Path(p) for p in (spec.run_a, spec.run_b, *spec.more) if p is not None]
     if not (len(paths) == 2 and all(is_ctxeval_run(p) for p in paths)):
         table, runs = read_runs(paths, spec.cluster)
         settings = AnswerSettings(delta=spec.delta, replicates=spec.replicates, seed=spec.seed, cluster=spec.cluster is not None)
@@ -130,6 +130,6 @@ def _echo_compare(result: Comparison, spec: CompareSpec, display: None) -> tuple
 
 
 COMMANDS = (
-    Command("compare", CompareSpec, run_compare, _echo_compare, inputs=("run_a", "run_b", "more"), posthoc=lambda spec: (spec.out, (spec.run_a, spec.run_b, *spec.more))),
+    Command("compare", CompareSpec, run_compare, _echo_compare, inputs=("run_a", "run_b", "more"), posthoc=lambda spec: (spec.out, tuple(p for p in (spec.run_a, spec.run_b, *spec.more) if p is not None))),
     Command("trends", TrendsSpec, run_trends, lambda result, spec, display: result.markdown, inputs=("run_dir",), posthoc=lambda spec: (trends_dir(spec), (spec.run_dir,))),
 )
