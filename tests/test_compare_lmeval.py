@@ -99,6 +99,9 @@ def test_two_lm_eval_folders_equal_a_recomputation_from_the_samples(lm_runs, tmp
     logp = np.array([_answer_logp(b[i]) - _answer_logp(a[i]) for i in range(N_QUESTIONS)])
     assert row["answer_logp"]["difference"]["estimate"] == pytest.approx(logp.mean(), abs=1e-12)
     assert row["answer_logp"]["difference"]["low"] < logp.mean() < row["answer_logp"]["difference"]["high"]
+    answer = result.markdown.splitlines()[2]  # the answer first: the line under the title
+    assert answer.startswith(f"- acc: b − a = {100 * (acc_b.mean() - acc_a.mean()):+.1f} points [{low:+.1f}, {high:+.1f}], {expected}")
+    assert answer.endswith(f"; {lost} right → wrong, {gained} wrong → right, McNemar p {row['mcnemar_p']:.3g}")
     md = (tmp_path / "cmp" / "compare.md").read_text()
     assert f"| b | byor_mc | {N_QUESTIONS} |" in md and f"{lost} / {gained} / 0" in md
 
@@ -114,6 +117,8 @@ def test_three_lm_eval_folders_lead_with_the_order_and_tie_groups(lm_runs, tmp_p
         assert v["score"] == pytest.approx(means[v["model"]])
         assert v["groups"] and 1 <= v["rank_low"] <= v["rank_high"] <= 3
     assert [r["run"] for r in acc["against_first"]] == ["b", "c"]
+    letters = " > ".join(f"{v['model']} ({v['groups']})" for v in cell["variants"])
+    assert result.markdown.splitlines()[2] == f"- acc: order (runs sharing a letter are tied) {letters}"
     first = result.markdown.split("## acc", 1)[1].lstrip().splitlines()
     assert first[2].startswith("Order, byor_mc (95 % simultaneous intervals over 3 pairs")
     assert first[6].startswith(f"| 1 | {order[0]} |")
