@@ -17,6 +17,7 @@ import pytest
 from scipy import stats
 
 from ctxeval import api
+from ctxeval.errors import UserError
 from tests.conftest import run_cli
 
 N_QUESTIONS = 60
@@ -159,3 +160,11 @@ def test_a_samples_file_without_doc_id_is_one_line_and_exit_2(lm_runs, tmp_path)
     done = run_cli("compare", str(lm_runs["a"]), str(broken), "--out", str(tmp_path / "cmp"))
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [f"ctxeval: error: {file}: line 1 has no doc_id (not an lm-eval 0.4 samples line)"]
+
+
+def test_a_folder_of_several_models_runs_is_refused(lm_runs, tmp_path):
+    both = tmp_path / "both"
+    shutil.copytree(lm_runs["a"], both / "a")
+    shutil.copytree(lm_runs["b"], both / "b")
+    with pytest.raises(UserError, match=r"holds the samples of several runs \(a/\w+, b/\w+\): pass each folder as a run$"):
+        api.compare(both, lm_runs["c"], out=tmp_path / "cmp")

@@ -31,7 +31,8 @@ def is_lmeval(path: Path) -> bool:
 
 
 def sample_files(path: Path) -> dict[str, Path]:
-    """Task → its samples file: the newest one where a folder holds several runs of a task."""
+    """Task → its samples file: the newest one where a folder holds several runs of a task;
+    refused where its files lie in several folders (lm-eval's one per model)."""
     files = [path] if path.is_file() else sorted(path.rglob("samples_*.jsonl"))
     newest: dict[str, tuple[str, Path]] = {}
     for file in files:
@@ -42,6 +43,9 @@ def sample_files(path: Path) -> dict[str, Path]:
             newest[m["task"]] = (m["date"], file)
     if not newest:
         raise unreadable(path, "no lm-eval samples_<task>_<date>.jsonl (run lm_eval with --log_samples)")
+    folders = sorted({str(file.parent.relative_to(path)) for file in files}) if path.is_dir() else []
+    if len(folders) > 1:
+        raise unreadable(path, f"holds the samples of several runs ({', '.join(folders)}): pass each folder as a run")
     return {task: file for task, (_, file) in newest.items()}
 
 
