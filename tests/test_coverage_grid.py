@@ -98,8 +98,9 @@ def _former_stratified_ppi(y, prediction, exact, generated, confidence=0.95, lab
 @pytest.mark.parametrize("label_range", [(0.0, 1.0), (-1.0, 1.0)])
 def test_the_bench_mirror_equals_the_production_estimator_and_the_one_it_replaced(label_range):
     """Random cells (settled, generated and predicted samples; binary, fractional and paired
-    labels; constant and varying predictions): the vectorised mirror equals `stratified_ppi`
-    (ppi_py's PPI++) with its pseudo-labels, and the former estimator without, to 1e-9."""
+    labels; constant and varying predictions; every sample labelled; every sample settled): the
+    vectorised mirror equals `stratified_ppi` (ppi_py's PPI++) with its pseudo-labels, and the
+    former estimator without, to 1e-9."""
     rng = np.random.default_rng(11)
     rows, n = 60, 30
     lo, hi = label_range
@@ -110,7 +111,8 @@ def test_the_bench_mirror_equals_the_production_estimator_and_the_one_it_replace
     exact = (rng.random((rows, n)) < rng.uniform(0, 0.7, (rows, 1))) & (y == y.max())
     exact[7] = False
     generated = (rng.random((rows, n)) < rng.uniform(0.2, 1.0, (rows, 1))) & ~exact
-    generated[9] = ~exact[9]  # every unsettled sample generated: the classical mean
+    generated[9] = ~exact[9]  # every unsettled sample generated: the full-generation rule on all labels
+    exact[11], generated[11], y[11] = True, False, hi  # every sample settled
     count = pseudo_count(label_range)
     after = coverage_grid.ppi_cells(y, f, exact, generated, 0.95, label_range, pseudo=count)
     before = coverage_grid.ppi_cells(y, f, exact, generated, 0.95, label_range, pseudo=0.0)
