@@ -1,9 +1,8 @@
 """The prediction-powered section of a `ruler --generate-share` run's results.md: scores and
 paired differences with their intervals and verdicts, then how each cell's samples were labelled.
 
-Intervals are shown clipped to what a score can be (0 to 100 points, a difference −100 to +100):
-a PPI interval on a few generated labels can reach past them, and clipping keeps every value
-the true score can take (coverage unchanged); ppi.json keeps them unclipped."""
+Intervals are shown clipped to what a score can be (0 to 100 points, a difference −100 to +100),
+as stats/ppi.py builds them (ppi.json of a run before it did may hold bounds past them)."""
 
 from __future__ import annotations
 
@@ -154,14 +153,15 @@ def flips_markdown(differences: pd.DataFrame) -> list[str]:
 def rounds_markdown(until: dict, rounds: list[dict]) -> list[str]:
     """How an `--until` run sampled: the target, the rounds and what each answered."""
     target = f"a verdict (δ = {until['delta']:g} points)" if until["half_width"] is None else f"a half-width of {until['half_width']:g} points"
+    lines = [family_line(until), ""]
     if until.get("looks") == "sequence":
         early = until.get("early_confidence", until["confidence"])
-        lines = [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in batches of {until['round_size']}; "
+        lines += [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in batches of {until['round_size']}; "
                  f"each look before the budget reads a {early:.1%} betting confidence sequence, valid at every look at once (a variant stops at the "
                  f"first batch that decides it; the first model runs while a variant of its cell is open); the look at the budget reads full "
                  f"generation's {until['confidence']:.0%} interval on the same samples, so an open variant ends with the fixed-n run's verdict.", ""]
     else:
-        lines = [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in rounds of {until['round_size']}; "
+        lines += [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in rounds of {until['round_size']}; "
                  f"each look at {until['confidence']:.2%} confidence (Bonferroni over {until['rounds']} rounds).", ""]
     for r in rounds:
         closed = ", ".join(f"{t} at {n}" for t, n in r["closed"]) or "none"
@@ -175,6 +175,22 @@ def rounds_markdown(until: dict, rounds: list[dict]) -> list[str]:
         lines.append(f"- budget spent, not answered: {', '.join(f'{t} at {n}' for t, n in still)}")
     compute = rounds[-1].get("compute") if rounds else None
     return lines + ([""] + compute_markdown(compute, until["max_samples"]) if compute else []) + [""]
+
+
+def family_line(until: dict) -> str:
+    """The level an `--until` run's stopping intervals hold at, and for which family: each
+    (variant, task, length) on its own, with the union bound for all of them at once, or all at
+    once where the run split its error over them (`--until-simultaneous`)."""
+    cells = int(until.get("cells", 1))
+    what = "verdict" if until["half_width"] is None else "score"
+    unit = "variant" if what == "verdict" else "model"
+    if until.get("simultaneous"):
+        return (f"Level: 95 % for all {cells} {what}s at once ({unit}s × tasks × lengths; --until-simultaneous split the 5 % error over them, "
+                f"Bonferroni), each look below at its share of it.")
+    joint = max(0.0, 1 - 0.05 * cells)
+    own = "95 %" if until.get("looks") != "sequence" else "95 % as simulated (92.5 % by the union bound of the sequence's 2.5 % and the last look's 5 %)"
+    return (f"Level: {own} for each {what} on its own ({unit}, task and length), as a fixed-n run's; all {cells} at once at least "
+            f"{joint:.0%} (union bound){'' if cells == 1 else '; --until-simultaneous makes it 95 % for all at once'}.")
 
 
 def compute_markdown(c: dict, budget: int) -> list[str]:

@@ -5,14 +5,21 @@ cost, and the others, of which a random share is labelled by generation and the 
 prediction. The unsettled stratum's mean is prediction-powered (PPI++, Angelopoulos, Duchi and
 Zrnic 2023, with `ppi_py.ppi_mean_ci`); the cell's mean weighs the strata by their shares, and its
 variance is the law of total variance over them, so the interval covers the mean of the population
-the samples are drawn from. A cell's handful of generated samples makes a normal interval
-undercover, so the unsettled variance is Bessel-corrected, the quantile is Student's t, and below
-MIN_GENERATED generated samples there is no interval. A t interval on a mean near 0 or 1 still
-undercovers (its spread shrinks exactly when the sample lies near the end), so the interval is
+the samples are drawn from. A cell whose every sample is labelled (settled or generated, as at
+`--generate-share 1` or where likelihood settles them all) gets the full-generation interval on
+all its labels (`pseudo_labels.pseudo_label_interval`): a settled label is the label generation
+gives, so these labels are a plain sample of the population, at any settled share. Otherwise a
+cell's handful of generated samples makes a normal interval undercover, so the unsettled
+variance is Bessel-corrected, the quantile is Student's t, and below MIN_GENERATED generated
+samples there is no interval. A t interval on a mean near 0 or 1 still undercovers (its spread
+shrinks exactly when the sample lies near the end), so the unsettled stratum's interval is
 computed with pseudo-labels at each end of the label range (stats/pseudo_labels.py: Agresti and
 Coull for a score, Bonett and Price for a paired difference), predicted at the stratum's mean
-prediction; the point estimate stays PPI++ on the real labels. A settled stratum whose labels are
-all equal gets the variance of its labels with one pseudo-label at each end, not zero. The mean
+prediction; the point estimate stays PPI++ on the real labels. The cell's interval combines that
+stratum's interval, scaled by its share, with the composition's (the settled share and labels,
+a t interval on n − 1 df) by MOVER, so the stratum's pull toward the middle moves its own part
+only (added to the centre instead, it would shift a cell whose unsettled samples are all wrong
+upward, its misses all on one side). Every bound is clipped to the range its quantity can take. The mean
 over tasks (`mean_of`) combines the cells' intervals by MOVER (Zou and Donner 2008). The
 simulations behind each choice: docs/ruler.md and docs/agreement.md.
 """
@@ -112,7 +119,7 @@ def stratified_ppi(y: np.ndarray, prediction: np.ndarray, exact: np.ndarray, gen
     composition = quantile(confidence, n - 1) * math.sqrt(w_exact**2 * var_exact + between)
     se = math.sqrt(w_exact**2 * var_exact + w_unsettled**2 * var_unsettled + between)
     if n_generated < MIN_GENERATED:
-        return PPIEstimate(estimate, nan, nan, se, reason=no_interval(n, n_generated), **counts)
+        return PPIEstimate(estimate, nan, nan, se, reason=no_interval(n_generated), **counts)
     half = quantile(confidence, df) * math.sqrt(var_unsettled)
     low_u, high_u = clip(centre_unsettled - half, label_range), clip(centre_unsettled + half, label_range)
     below = math.hypot(composition, w_unsettled * max(0.0, mean_unsettled - low_u))
@@ -135,10 +142,8 @@ def clip(value: float, label_range: tuple[float, float]) -> float:
     return min(max(value, label_range[0]), label_range[1])
 
 
-def no_interval(samples: int, generated: int) -> str:
-    """Why a cell's estimate has no interval."""
-    if samples < 2:
-        return "one sample"
+def no_interval(generated: int) -> str:
+    """Why a cell with samples to predict has no interval."""
     return f"{generated} generated of its unsettled samples, fewer than the {MIN_GENERATED} an interval needs"
 
 
