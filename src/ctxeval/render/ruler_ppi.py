@@ -190,7 +190,7 @@ def family_line(until: dict) -> str:
     joint = max(0.0, 1 - 0.05 * cells)
     own = "95 %" if until.get("looks") != "sequence" else "95 % as simulated (92.5 % by the union bound of the sequence's 2.5 % and the last look's 5 %)"
     return (f"Level: {own} for each {what} on its own ({unit}, task and length), as a fixed-n run's; all {cells} at once at least "
-            f"{joint:.0%} (union bound){'' if cells == 1 else '; --until-simultaneous makes it 95 % for all at once'}.")
+            f"{100 * joint:.0f} % (union bound){'' if cells == 1 else '; --until-simultaneous makes it 95 % for all at once'}.")
 
 
 def compute_markdown(c: dict, budget: int) -> list[str]:
