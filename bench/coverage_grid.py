@@ -348,9 +348,9 @@ def cell_grid(tally: Tally, replicates: int, rng: np.random.Generator, quick: bo
                 tally.add("cell, PPI++ (after)", setting, p, after["low"], after["high"], width, after["low_any"], after["high_any"])
         # every sample scored by generation (or likelihood): independent of settling and predictions
         low, high = wilson_cells(side.y, confidence)
-        tally.add("cell, Wilson", {"n": n, "p": p, "labels": labels}, p, low, high)
+        tally.add("cell, Wilson (before)", {"n": n, "p": p, "labels": labels}, p, low, high)
         low_a, high_a = adjusted_cells(side.y, confidence, pseudo)
-        tally.add("cell, full generation pseudo-labels t", {"n": n, "p": p, "labels": labels}, p, low_a, high_a, high - low)
+        tally.add("cell, full generation pseudo-labels t (after)", {"n": n, "p": p, "labels": labels}, p, low_a, high_a, high - low)
 
 
 PAIRS = [(0.95, 0.95), (0.8, 0.8), (0.5, 0.5), (0.05, 0.05), (0.99, 0.99), (0.95, 0.5), (0.8, 0.3), (0.5, 0.05), (0.95, 0.8), (0.3, 0.8),
