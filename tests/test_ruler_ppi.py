@@ -340,9 +340,10 @@ def test_the_ppi_section_gives_each_difference_its_verdict_and_shows_intervals_w
 def test_a_cell_without_an_interval_names_why_and_the_options_that_would_give_one():
     """The remedy of a cell lacking an interval: the samples at the run's share whose expected
     generated unsettled samples (share × unsettled share × samples) first reach MIN_GENERATED,
-    or a share at these samples, or every unsettled one generated on more samples; a count run,
-    a larger count. The step-1 cell of the issue (10 samples, 3 unsettled, share 0.3) needs 112
-    samples at 0.3, or 34 at share 1; the rendered cell says so with its reason."""
+    or a share at these samples, or every unsettled one generated (share 1: every sample
+    labelled, an interval at any n ≥ 2); a count run, a larger count (at most every sample). The
+    step-1 cell of the issue (10 samples, 3 unsettled, share 0.3) needs 112 samples at 0.3, or
+    share 1 at these samples; the rendered cell says so with its reason."""
     from ctxeval.render.ruler_ppi import ppi_markdown
     from ctxeval.ruler.generation import Generation
     from ctxeval.ruler.ppi import remedy, with_remedies
@@ -352,13 +353,12 @@ def test_a_cell_without_an_interval_names_why_and_the_options_that_would_give_on
         return share * unsettled / n * samples
 
     share = Generation("share", share=0.3)
-    assert remedy(10, 3, share) == [{"samples": 112}, {"samples": 34, "generate_share": 1.0}]
+    assert remedy(10, 3, share) == [{"samples": 112}, {"generate_share": 1.0}]
     assert expected(112, 10, 3, 0.3) >= MIN_GENERATED > expected(111, 10, 3, 0.3)
-    assert expected(34, 10, 3, 1.0) >= MIN_GENERATED > expected(33, 10, 3, 1.0)
     assert remedy(40, 20, share) == [{"samples": 67}, {"generate_share": 0.5}]  # 20 unsettled: half of them drawn reach 10
     assert remedy(40, 0, share) == []  # nothing to generate: every sample settled
     assert remedy(24, 12, Generation("count", count=10)) == [{"generate_count": 20}]
-    assert remedy(12, 6, Generation("count", count=10)) == [{"samples": 20, "generate_count": 20}]
+    assert remedy(12, 6, Generation("count", count=10)) == [{"generate_count": 12}]  # every sample drawn: all labelled
 
     records = _records(0.3, samples=10)
     scores, differences = ppi_tables(records.drop(columns="truth"), 42)

@@ -21,7 +21,7 @@ FLAGS = {"samples": "--samples", "generate_share": "--generate-share", "generate
 
 def remedy_text(options: list[dict]) -> str:
     """The run options that would give an interval (ruler.ppi.remedy), as flags: '--samples 112,
-    or --samples 34 --generate-share 1'."""
+    or --generate-share 1'."""
     return ", or ".join(" ".join(f"{FLAGS[k]} {v:g}" for k, v in option.items()) for option in options)
 
 
