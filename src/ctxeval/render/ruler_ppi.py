@@ -1,8 +1,8 @@
 """The prediction-powered section of a `ruler --generate-share` run's results.md: scores and
 paired differences with their intervals and verdicts, then how each cell's samples were labelled.
 
-Intervals are shown clipped to what a score can be (0 to 100 points, a difference −100 to +100),
-as stats/ppi.py builds them (ppi.json of a run before it did may hold bounds past them)."""
+Intervals are clipped to what a score can be (0 to 100 points, a difference −100 to +100) where
+stats/ppi.py builds them, and again where they are shown (a ppi.json written otherwise)."""
 
 from __future__ import annotations
 
