@@ -1,7 +1,8 @@
 """Coverage of every interval `ruler` prints for a task score or a paired task difference, on a
-grid of the populations a RULER cell can be; prints the minimum coverage per estimator, the
-share of replicates (and settings) left without an interval, and the median width against the
-estimator it replaced.
+grid of the populations a RULER cell can be; prints per estimator the minimum coverage given an
+interval, the share of replicates (and settings) left without one, what the refused replicates'
+intervals would have covered, and the median width against the estimator it replaced (left out
+with --no-before, a third faster).
 
 Populations (every setting drawn `--replicates` times, vectorised over the replicates):
 
@@ -28,7 +29,7 @@ The PPI estimators are computed by a vectorised mirror of `ctxeval.stats.ppi.str
 checks equal to the production function, ppi_py included, to 1e-9 on random inputs. Wilson
 and Tango are the production functions themselves, called once per distinct count.
 
-    python bench/coverage_grid.py [--replicates 2000] [--quick] [--seed 0] [--out table.md]
+    python bench/coverage_grid.py [--replicates 2000] [--quick] [--seed 0] [--only cells|differences|means] [--no-before] [--worst N]
 """
 
 from __future__ import annotations
