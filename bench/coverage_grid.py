@@ -12,7 +12,9 @@ Populations (every setting drawn `--replicates` times, vectorised over the repli
   {0, 1/4, ..., 1}, the multi-answer tasks' partial credit);
 - settled samples (`exact`): the likelihood pass settles only samples generation gets fully
   right (greedy decoding produces the reference), each with probability min(1, s / p), so the
-  settled share is s where p allows it (0.7 of a 0.3-accurate cell cannot be settled);
+  settled share is s where p allows it (0.7 of a 0.3-accurate cell cannot be settled), and
+  s = 1 settles every right answer (the unsettled samples all wrong; a cell drawn all right is
+  settled whole);
 - generated: each unsettled sample with probability P (`--generate-share`), or the N samples
   with the smallest uniforms (`--generate N`);
 - the prediction of an unsettled sample: uninformative (uniform, independent of everything),
