@@ -103,7 +103,8 @@ def ppi_headlines(scores: pd.DataFrame, differences: pd.DataFrame, delta: float,
                f"(in expectation: which samples are drawn is a seeded draw)."] if scores["low"].isna().any() or (
         not differences.empty and differences["low"].isna().any()) else []
     lengths, rows = _wide_rows(scores)
-    out = [Headline("RULER, prediction-powered (PPI++)",
+    out = [tied_headline(scores)] if "groups" in scores and scores["order"].notna().any() else []
+    out += [Headline("RULER, prediction-powered (PPI++)",
                     f"score ({what}, percent) that generating every sample would give, by length in tokens; {level}. Of {exact + generated + predicted} samples: "
                     f"{exact} {SETTLED_WORD} by likelihood (greedy decoding produces the reference: exact, not generated), {generated} generated, "
                     f"{predicted} predicted from their likelihood numbers (cross-fitted calibration)",
@@ -122,6 +123,27 @@ def ppi_headlines(scores: pd.DataFrame, differences: pd.DataFrame, delta: float,
                         tuple((str(r["model"]), str(r["task"]), str(int(r["length"])), _cell(r) if len(tasks) > 1 else _short(r), str(int(r["exact"])), str(int(r["generated"])),
                                str(int(r["predicted"]))) for _, r in cells.iterrows())))
     return out
+
+
+def tied_headline(scores: pd.DataFrame) -> Headline:
+    """Which variants are tied, from the PPI++ estimates (`ruler.ppi_ranking`): per length the
+    models in order, each against the top with its simultaneous interval, and the groups; or, per
+    length, why they cannot be told apart yet."""
+    ranked = scores[scores["order"].notna()].sort_values(["length", "order"])
+    first = ranked.iloc[0]
+    level = float(first["simultaneous_confidence"])
+    rows = []
+    for _, r in ranked.iterrows():
+        to_top = "— (the top)" if int(r["order"]) == 1 else _cell(pd.Series({"estimate": r["to_top"], "low": r["to_top_low"], "high": r["to_top_high"],
+                                                                                 "reason": "", "remedy": []}), sign=True)
+        rows.append((str(int(r["length"])), str(int(r["order"])), str(r["model"]), _cell(r), to_top, str(r["groups"]) or "—"))
+    notes = [f"{int(n)}: cannot tell yet: {part['tied_reason'].iloc[0]}." for n, part in ranked.groupby("length", sort=False) if part["tied_reason"].iloc[0]]
+    what = "mean of tasks" if first["task"] == MEAN_TASK else str(first["task"])
+    return Headline("RULER, prediction-powered: which variants are tied",
+                    f"{what}, per length: the models in order of their PPI++ score (percent), each against the top on the same samples with its "
+                    f"paired PPI++ difference at {100 * level:.2f} % (Bonferroni over the {int(first['pairs'])} pairs: simultaneous "
+                    f"{100 * (1 - (1 - level) * int(first['pairs'])):.0f} %); models sharing a letter are not told apart (no pair's simultaneous interval "
+                    f"excludes 0)", ("length", "#", "model", "score, %", "Δ to the top, points [simultaneous]", "group"), tuple(rows), tuple(notes))
 
 
 def ppi_markdown(scores: pd.DataFrame, differences: pd.DataFrame, delta: float, until: dict | None = None, rounds: list[dict] | None = None) -> list[str]:

@@ -180,7 +180,20 @@ def tables_of_predicted(scored: pd.DataFrame, confidence: float = DEFAULT_CONFID
             if len(cells) > 1:
                 estimate = mean_of([e for e, _ in cells], confidence)
                 diffs.append(difference_row(str(model), MEAN_TASK, length, estimate, models[0], delta) | labelled_flips(pd.concat([p for _, p in cells])))
-    return pd.DataFrame(rows), pd.DataFrame(diffs)
+    return with_ranking(pd.DataFrame(rows), scored, confidence), pd.DataFrame(diffs)
+
+
+def with_ranking(scores: pd.DataFrame, scored: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """The scores with, on the headline task's rows of a run of three or more models, their order,
+    difference to the top at simultaneous confidence and tie groups (`ruler.ppi_ranking`)."""
+    from ctxeval.ruler.ppi_ranking import ppi_ranking  # it imports this module's `_difference`
+
+    ranking = ppi_ranking(scored, scores, confidence)
+    if ranking.empty:
+        return scores
+    columns = ["order", "to_top", "to_top_low", "to_top_high", "groups", "pairs", "simultaneous_confidence", "tied_reason"]
+    ranking = ranking.rename(columns={"confidence": "simultaneous_confidence"})[["model", "task", "length", *columns]]
+    return scores.merge(ranking, on=["model", "task", "length"], how="left")
 
 
 def remedy(samples: int, unsettled: int, generation: Generation) -> list[dict[str, float | int]]:
