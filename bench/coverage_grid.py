@@ -1,7 +1,8 @@
 """Coverage of every interval `ruler` prints for a task score or a paired task difference, on a
-grid of the populations a RULER cell can be; prints the minimum coverage per estimator, the
-share of replicates (and settings) left without an interval, and the median width against the
-estimator it replaced.
+grid of the populations a RULER cell can be; prints per estimator the minimum coverage given an
+interval, the share of replicates (and settings) left without one, what the refused replicates'
+intervals would have covered, and the median width against the estimator it replaced (left out
+with --no-before, a third faster).
 
 Populations (every setting drawn `--replicates` times, vectorised over the replicates):
 
@@ -11,7 +12,9 @@ Populations (every setting drawn `--replicates` times, vectorised over the repli
   {0, 1/4, ..., 1}, the multi-answer tasks' partial credit);
 - settled samples (`exact`): the likelihood pass settles only samples generation gets fully
   right (greedy decoding produces the reference), each with probability min(1, s / p), so the
-  settled share is s where p allows it (0.7 of a 0.3-accurate cell cannot be settled);
+  settled share is s where p allows it (0.7 of a 0.3-accurate cell cannot be settled), and
+  s = 1 settles every right answer (the unsettled samples all wrong; a cell drawn all right is
+  settled whole);
 - generated: each unsettled sample with probability P (`--generate-share`), or the N samples
   with the smallest uniforms (`--generate N`);
 - the prediction of an unsettled sample: uninformative (uniform, independent of everything),
@@ -28,7 +31,7 @@ The PPI estimators are computed by a vectorised mirror of `ctxeval.stats.ppi.str
 checks equal to the production function, ppi_py included, to 1e-9 on random inputs. Wilson
 and Tango are the production functions themselves, called once per distinct count.
 
-    python bench/coverage_grid.py [--replicates 2000] [--quick] [--seed 0] [--out table.md]
+    python bench/coverage_grid.py [--replicates 2000] [--quick] [--seed 0] [--only cells|differences|means] [--no-before] [--worst N]
 """
 
 from __future__ import annotations
@@ -132,11 +135,17 @@ def _floor(variance: np.ndarray, labels: np.ndarray, mask: np.ndarray, count: np
 
 
 def ppi_cells(y: np.ndarray, f: np.ndarray, exact: np.ndarray, generated: np.ndarray, confidence: float = 0.95,
-              label_range: tuple[float, float] = (0.0, 1.0), pseudo: float = 0.0, point: np.ndarray | None = None) -> dict[str, np.ndarray]:
+              label_range: tuple[float, float] = (0.0, 1.0), pseudo: float = 0.0, point: np.ndarray | None = None,
+              rule: str = "production") -> dict[str, np.ndarray]:
     """`stratified_ppi` per row of (replicates, n) arrays: estimate, low, high, se, generated
-    (nan low/high where it gives no interval). `pseudo` > 0: the generated stratum gets
-    `pseudo` pseudo-labels at each end of `label_range`, predicted at the stratum's mean
-    prediction (the remedy; 0: the estimator it replaced, with the floor instead)."""
+    (nan low/high where it gives no interval), and `low_any`/`high_any`, the interval the rule
+    would give where the refusal (fewer than MIN_GENERATED generated) withholds it. `pseudo` > 0:
+    the generated stratum gets `pseudo` pseudo-labels at each end of `label_range`, predicted at
+    the stratum's mean prediction; `rule` "production" (every sample labelled: the
+    full-generation rule on all labels; else MOVER of the stratum's interval and the
+    composition's, clipped to the range) or "additive" (the estimator it replaced: the t
+    interval around the pseudo-labelled centre of both strata, no clip). `pseudo` 0: the
+    estimator before the pseudo-labels, with the floor instead."""
     exact = exact.astype(bool)
     generated = generated.astype(bool) & ~exact
     unsettled = ~exact
@@ -187,17 +196,43 @@ def ppi_cells(y: np.ndarray, f: np.ndarray, exact: np.ndarray, generated: np.nda
     # the point estimate: PPI++ without the pseudo-labels (they shape the interval only)
     point_u = est_u if pseudo == 0 else point if point is not None else ppi_cells(y, f, exact, generated, confidence, label_range, 0.0)["unsettled"]
     estimate = w_e * mean_e + w_u * point_u
-    centre = w_e * mean_e + w_u * est_u
     between = w_e * w_u * (mean_e - (point_u if BETWEEN_AT_POINT else est_u)) ** 2 / n
     se = np.sqrt(w_e**2 * var_e + w_u**2 * var_u + between)
-    df = np.where(n_uns > 0, m - 1, n - 1)
-    no_estimate = (n_uns > 0) & (m < 2)
-    no_interval = no_estimate | ((n_uns > 0) & (m < MIN_GENERATED)) | (n < 2)
-    with np.errstate(invalid="ignore"):
-        half = stats.t.ppf(0.5 + confidence / 2, np.maximum(df, 1)) * se
     nan = np.nan
-    return {"estimate": np.where(no_estimate, nan, estimate), "low": np.where(no_interval, nan, centre - half),
-            "high": np.where(no_interval, nan, centre + half), "se": np.where(no_estimate, nan, se), "generated": m, "unsettled": point_u}
+    if pseudo == 0 or rule == "additive":
+        centre = w_e * mean_e + w_u * est_u
+        df = np.where(n_uns > 0, m - 1, n - 1)
+        no_estimate = (n_uns > 0) & (m < 2)
+        refused = (n_uns > 0) & (m < MIN_GENERATED)
+        with np.errstate(invalid="ignore"):
+            half = stats.t.ppf(0.5 + confidence / 2, np.maximum(df, 1)) * se
+        low_any, high_any = centre - half, centre + half
+        impossible = no_estimate | (n < 2)
+    else:
+        t = lambda df: stats.t.ppf(0.5 + confidence / 2, np.maximum(df, 1))  # noqa: E731
+        with np.errstate(invalid="ignore"):
+            composition = t(n - 1) * np.sqrt(w_e**2 * var_e + between)
+            half_u = t(m - 1) * np.sqrt(var_u)
+        low_u, high_u = np.clip(est_u - half_u, lo, hi), np.clip(est_u + half_u, lo, hi)
+        low_any = np.clip(estimate - np.hypot(composition, w_u * np.maximum(0.0, point_u - low_u)), lo, hi)
+        high_any = np.clip(estimate + np.hypot(composition, w_u * np.maximum(0.0, high_u - point_u)), lo, hi)
+        # every sample labelled: the full-generation rule on all labels
+        every = big_n == 0
+        full_low, full_high = adjusted_cells(y, confidence, pseudo, label_range)
+        full_est = y.mean(axis=1)
+        estimate = np.where(every, full_est, estimate)
+        low_any, high_any = np.where(every, full_low, low_any), np.where(every, full_high, high_any)
+        full_centre = (y.sum(axis=1) + pseudo * (lo + hi)) / (n + 2 * pseudo)
+        full_se = np.sqrt((((y - full_centre[:, None]) ** 2).sum(axis=1) + pseudo * ((lo - full_centre) ** 2 + (hi - full_centre) ** 2))
+                          / (n + 2 * pseudo - 1) / (n + 2 * pseudo))
+        se = np.where(every, full_se, se)
+        no_estimate = ~every & (m < 2)
+        refused = ~every & (m < MIN_GENERATED)
+        impossible = no_estimate | (n < 2)
+    no_interval = refused | impossible
+    return {"estimate": np.where(no_estimate, nan, estimate), "low": np.where(no_interval, nan, low_any),
+            "high": np.where(no_interval, nan, high_any), "se": np.where(no_estimate, nan, se), "generated": m, "unsettled": point_u,
+            "low_any": np.where(impossible, nan, low_any), "high_any": np.where(impossible, nan, high_any)}
 
 
 def wilson(successes: float, n: int, confidence: float) -> tuple[float, float]:
@@ -219,14 +254,14 @@ def wilson_cells(y: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, n
 
 def adjusted_cells(y: np.ndarray, confidence: float = 0.95, pseudo: float = 2.0, label_range: tuple[float, float] = (0.0, 1.0)) -> tuple[np.ndarray, np.ndarray]:
     """`stats.pseudo_labels.pseudo_label_interval` per row: the mean of the labels with `pseudo`
-    pseudo-labels at each end, Bessel-corrected, Student's t with n − 1 df."""
+    pseudo-labels at each end, Bessel-corrected, Student's t with n − 1 df, clipped to the range."""
     n = y.shape[1]
     lo, hi = label_range
     total = n + 2 * pseudo
     centre = (y.sum(axis=1) + pseudo * (lo + hi)) / total
     var = (((y - centre[:, None]) ** 2).sum(axis=1) + pseudo * ((lo - centre) ** 2 + (hi - centre) ** 2)) / (total - 1)
-    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * np.sqrt(var / total)
-    return centre - half, centre + half
+    half = stats.t.ppf(0.5 + confidence / 2, max(n - 1, 1)) * np.sqrt(var / total)
+    return np.clip(centre - half, lo, hi), np.clip(centre + half, lo, hi)
 
 
 def tango_cells(y_r: np.ndarray, y_v: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
@@ -255,12 +290,14 @@ def mover_mean(estimates: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> tu
 
 @dataclass
 class Tally:
-    """Per estimator: each setting's coverage (of the replicates with an interval), its share
-    without an interval, and the median width ratio against the replaced estimator."""
+    """Per estimator: each setting's coverage given an interval, its share refused (no interval),
+    what the refused replicates' intervals would have covered, and the median width ratio
+    against the replaced estimator."""
 
     rows: list
 
-    def add(self, estimator: str, setting: dict, truth: float, low: np.ndarray, high: np.ndarray, reference_width: np.ndarray | None = None) -> None:
+    def add(self, estimator: str, setting: dict, truth: float, low: np.ndarray, high: np.ndarray, reference_width: np.ndarray | None = None,
+            low_any: np.ndarray | None = None, high_any: np.ndarray | None = None) -> None:
         given = ~np.isnan(low)
         covered = (low[given] <= truth + 1e-12) & (truth - 1e-12 <= high[given])
         ratio = math.nan
@@ -268,18 +305,29 @@ class Tally:
             both = given & ~np.isnan(reference_width) & (reference_width > 0)
             if both.any():
                 ratio = float(np.median((high - low)[both] / reference_width[both]))
+        refused = ~given & (~np.isnan(low_any) if low_any is not None else False)
+        would = math.nan
+        if low_any is not None and refused.any():
+            would = float(((low_any[refused] <= truth + 1e-12) & (truth - 1e-12 <= high_any[refused])).mean())
         self.rows.append({"estimator": estimator, **setting, "intervals": int(given.sum()), "replicates": len(low),
-                          "coverage": float(covered.mean()) if given.any() else math.nan, "ratio": ratio})
+                          "coverage": float(covered.mean()) if given.any() else math.nan, "ratio": ratio,
+                          "refused": int(np.sum(refused)), "refused_coverage": would})
 
 
 def shares_of(quick: bool) -> list:
     return [0.3, 1.0] if quick else [0.1, 0.2, 0.3, 0.5, 1.0]
 
 
-def cell_grid(tally: Tally, replicates: int, rng: np.random.Generator, quick: bool, pseudo: float, confidence: float = 0.95) -> None:
-    ns = [20, 60] if quick else [20, 30, 60, 100]
-    settled = [0.0, 0.7] if quick else [0.0, 0.3, 0.7]
-    accuracies = [0.05, 0.5, 0.8, 0.95] if quick else [0.05, 0.3, 0.5, 0.8, 0.95]
+SETTLED = [0.0, 0.3, 0.7, 1.0]  # settled share; 1.0: every right answer settled (so every sample, in a cell all right)
+ACCURACIES = [0.05, 0.3, 0.5, 0.8, 0.9, 0.95, 0.99]
+NS = [20, 30, 60, 100, 300]
+
+
+def cell_grid(tally: Tally, replicates: int, rng: np.random.Generator, quick: bool, pseudo: float, confidence: float = 0.95,
+              before_too: bool = True) -> None:
+    ns = [20, 60] if quick else NS
+    settled = [0.0, 0.7, 1.0] if quick else SETTLED
+    accuracies = [0.05, 0.5, 0.8, 0.9, 0.99] if quick else ACCURACIES
     predictions = ["uninformative", "informative"] if quick else ["uninformative", "informative", "miscalibrated", "inverted"]
     draws = [(s, None) for s in shares_of(quick)] + ([] if quick else [(None, 10), (None, 20)])
     for n, p, labels in itertools.product(ns, accuracies, ["binary", "fractional"]):
@@ -293,26 +341,33 @@ def cell_grid(tally: Tally, replicates: int, rng: np.random.Generator, quick: bo
                 generated = generation_draw(rng, (replicates, n), share, count) & ~side.exact
                 setting = {"n": n, "p": p, "labels": labels, "settled": s, "prediction": prediction,
                            "generate": f"share {share}" if count is None else f"count {count}"}
-                before = ppi_cells(side.y, side.f, side.exact, generated, confidence)
-                after = ppi_cells(side.y, side.f, side.exact, generated, confidence, pseudo=pseudo, point=before["unsettled"])
-                width = before["high"] - before["low"]
-                tally.add("cell, PPI++ t (before)", setting, p, before["low"], before["high"])
-                tally.add("cell, PPI++ pseudo-labels (after)", setting, p, after["low"], after["high"], width)
-        # Wilson on every sample, scored by generation (or likelihood): independent of settling and predictions
+                point = ppi_cells(side.y, side.f, side.exact, generated, confidence)["unsettled"]
+                after = ppi_cells(side.y, side.f, side.exact, generated, confidence, pseudo=pseudo, point=point)
+                width = None
+                if before_too:
+                    before = ppi_cells(side.y, side.f, side.exact, generated, confidence, pseudo=pseudo, point=point, rule="additive")
+                    tally.add("cell, PPI++ additive pseudo-labels (before)", setting, p, before["low"], before["high"], None, before["low_any"], before["high_any"])
+                    width = before["high"] - before["low"]
+                tally.add("cell, PPI++ (after)", setting, p, after["low"], after["high"], width, after["low_any"], after["high_any"])
+        # every sample scored by generation (or likelihood): independent of settling and predictions
         low, high = wilson_cells(side.y, confidence)
         tally.add("cell, Wilson (before)", {"n": n, "p": p, "labels": labels}, p, low, high)
         low_a, high_a = adjusted_cells(side.y, confidence, pseudo)
-        tally.add("cell, pseudo-labels t (after)", {"n": n, "p": p, "labels": labels}, p, low_a, high_a, high - low)
+        tally.add("cell, full generation pseudo-labels t (after)", {"n": n, "p": p, "labels": labels}, p, low_a, high_a, high - low)
 
 
-PAIRS = [(0.95, 0.95), (0.8, 0.8), (0.5, 0.5), (0.05, 0.05), (0.95, 0.5), (0.8, 0.3), (0.5, 0.05), (0.95, 0.8), (0.3, 0.8)]
+PAIRS = [(0.95, 0.95), (0.8, 0.8), (0.5, 0.5), (0.05, 0.05), (0.99, 0.99), (0.95, 0.5), (0.8, 0.3), (0.5, 0.05), (0.95, 0.8), (0.3, 0.8),
+         (0.99, 0.9), (0.9, 0.99)]
+DIFFERENCE_PAIRS = [(0.95, 0.95), (0.5, 0.5), (0.05, 0.05), (0.99, 0.99), (0.95, 0.5), (0.99, 0.9), (0.3, 0.8)]
 
 
-def difference_grid(tally: Tally, replicates: int, rng: np.random.Generator, quick: bool, pseudo: float, confidence: float = 0.95) -> None:
-    ns = [20, 60] if quick else [20, 30, 60, 100]
-    settled = [0.0, 0.7] if quick else [0.0, 0.3, 0.7]
-    pairs = PAIRS[:5] if quick else PAIRS
-    predictions = ["uninformative", "informative"] if quick else ["uninformative", "informative", "miscalibrated"]
+def difference_grid(tally: Tally, replicates: int, rng: np.random.Generator, quick: bool, pseudo: float, confidence: float = 0.95,
+              before_too: bool = True) -> None:
+    # the full grid is a third of the cells' in n, settled shares and predictions: two sides a setting cost twice as much
+    ns = [20, 60] if quick else [20, 60, 300]
+    settled = [0.0, 0.7, 1.0]
+    pairs = PAIRS[:5] if quick else DIFFERENCE_PAIRS
+    predictions = ["uninformative", "informative"] if quick else ["uninformative"]
     for n, (p_r, p_v), labels, rho in itertools.product(ns, pairs, ["binary", "fractional"], [0.0, 0.8]):
         x = rng.normal(size=(replicates, n))
         u_r = answer_uniforms(rng, (replicates, n), labels)
@@ -322,27 +377,33 @@ def difference_grid(tally: Tally, replicates: int, rng: np.random.Generator, qui
         for s, prediction in itertools.product(settled, predictions):
             ref = draw_side(rng, x, u_r, p_r, labels, s, prediction)
             var = draw_side(rng, x, u_v, p_v, labels, s, prediction)
-            for share in shares_of(quick):
+            for share in shares_of(quick) if quick else [0.1, 0.3, 1.0]:
                 drawn = rng.random((replicates, n)) < share
                 exact = ref.exact & var.exact
                 known = (ref.exact | drawn) & (var.exact | drawn) & ~exact
                 f = np.where(var.exact, var.y, var.f) - np.where(ref.exact, ref.y, ref.f)
                 y = var.y - ref.y
                 setting = {"n": n, "p": f"{p_r}->{p_v}", "labels": labels, "rho": rho, "settled": s, "prediction": prediction, "generate": f"share {share}"}
-                before = ppi_cells(y, f, exact, known, confidence, (-1.0, 1.0))
-                after = ppi_cells(y, f, exact, known, confidence, (-1.0, 1.0), pseudo=pseudo, point=before["unsettled"])
-                tally.add("difference, PPI++ t (before)", setting, truth, before["low"], before["high"])
-                tally.add("difference, PPI++ pseudo-labels (after)", setting, truth, after["low"], after["high"], before["high"] - before["low"])
+                point = ppi_cells(y, f, exact, known, confidence, (-1.0, 1.0))["unsettled"]
+                after = ppi_cells(y, f, exact, known, confidence, (-1.0, 1.0), pseudo=pseudo, point=point)
+                width = None
+                if before_too:
+                    before = ppi_cells(y, f, exact, known, confidence, (-1.0, 1.0), pseudo=pseudo, point=point, rule="additive")
+                    tally.add("difference, PPI++ additive pseudo-labels (before)", setting, truth, before["low"], before["high"], None,
+                              before["low_any"], before["high_any"])
+                    width = before["high"] - before["low"]
+                tally.add("difference, PPI++ (after)", setting, truth, after["low"], after["high"], width, after["low_any"], after["high_any"])
         low, high = tango_cells(ref.y, var.y, confidence)
         tally.add("difference, Tango", {"n": n, "p": f"{p_r}->{p_v}", "labels": labels, "rho": rho}, truth, low, high)
 
 
-
 TASK_SETS = [((0.95, 0.5, 0.05), (20, 20, 20)), ((0.95, 0.5, 0.05), (20, 60, 100)), ((0.05, 0.5, 0.95), (20, 60, 100)),
-             ((0.95, 0.95, 0.8), (100, 20, 20)), ((0.05, 0.05, 0.3), (20, 20, 100)), ((0.8, 0.8, 0.8), (60, 60, 60))]
+             ((0.95, 0.95, 0.8), (100, 20, 20)), ((0.05, 0.05, 0.3), (20, 20, 100)), ((0.8, 0.8, 0.8), (60, 60, 60)),
+             ((0.99, 0.5, 0.3), (300, 20, 60)), ((0.99, 0.9, 0.95), (20, 300, 100))]
 
 
-def mean_grid(tally: Tally, replicates: int, rng: np.random.Generator, quick: bool, pseudo: float, confidence: float = 0.95) -> None:
+def mean_grid(tally: Tally, replicates: int, rng: np.random.Generator, quick: bool, pseudo: float, confidence: float = 0.95,
+              before_too: bool = True) -> None:
     """The mean over tasks: `mean_of` over the tasks' PPI cells, and `mean_table`'s interval over
     the tasks' Wilson cells (RULER's mean of the task scores, of tasks of equal or unequal sizes)."""
     sets = TASK_SETS[:3] if quick else TASK_SETS
@@ -364,29 +425,28 @@ def mean_grid(tally: Tally, replicates: int, rng: np.random.Generator, quick: bo
         tally.add("mean over tasks, Wilson pooled (before)", setting, truth, bounds[inverse, 0], bounds[inverse, 1])
         _, low, high = mover_mean(means, lows, highs)
         tally.add("mean over tasks, MOVER of the cells (after)", setting, truth, low, high, bounds[inverse, 1] - bounds[inverse, 0])
-        for s, prediction, share in itertools.product([0.0, 0.7], ["uninformative", "informative"], [0.5, 1.0]):
+        shares = [0.5, 1.0] if quick else [0.3, 0.5, 1.0]
+        for s, prediction, share in itertools.product([0.0, 0.7, 1.0], ["uninformative", "informative"], shares):
             before, after = [], []
             for (x, _), p, n in zip(ys, accuracies, sizes):
                 side = draw_side(rng, x, answer_uniforms(rng, (replicates, n), labels), p, labels, s, prediction)
                 generated = (rng.random((replicates, n)) < share) & ~side.exact
-                before.append(ppi_cells(side.y, side.f, side.exact, generated, confidence))
-                after.append(ppi_cells(side.y, side.f, side.exact, generated, confidence, pseudo=pseudo))
+                point = ppi_cells(side.y, side.f, side.exact, generated, confidence)["unsettled"]
+                if before_too:
+                    before.append(ppi_cells(side.y, side.f, side.exact, generated, confidence, pseudo=pseudo, point=point, rule="additive"))
+                after.append(ppi_cells(side.y, side.f, side.exact, generated, confidence, pseudo=pseudo, point=point))
             stack = lambda cells, key: np.stack([c[key] for c in cells], axis=1)  # noqa: E731
-            # mean_of before: t with the smallest cell's df on the root of the summed variances over k
-            k = len(accuracies)
-            est_b = stack(before, "estimate").mean(axis=1)
-            se_b = np.sqrt((stack(before, "se") ** 2).sum(axis=1)) / k
-            df_b = stack(before, "generated").min(axis=1) - 1
-            any_missing = np.isnan(stack(before, "low")).any(axis=1)
-            with np.errstate(invalid="ignore"):
-                half_b = stats.t.ppf(0.5 + confidence / 2, np.maximum(df_b, 1)) * se_b
-            low_b = np.where(any_missing, np.nan, est_b - half_b)
-            high_b = np.where(any_missing, np.nan, est_b + half_b)
             setting_ppi = {**setting, "settled": s, "prediction": prediction, "generate": f"share {share}"}
-            tally.add("mean over tasks, PPI++ t (before)", setting_ppi, truth, low_b, high_b)
-            e, lo_a, hi_a = stack(after, "estimate"), stack(after, "low"), stack(after, "high")
-            _, low_a, high_a = mover_mean(e, lo_a, hi_a)
-            tally.add("mean over tasks, PPI++ MOVER (after)", setting_ppi, truth, low_a, high_a, high_b - low_b)
+            width = None
+            if before_too:
+                _, low_b, high_b = mover_mean(stack(before, "estimate"), stack(before, "low"), stack(before, "high"))
+                _, any_low_b, any_high_b = mover_mean(stack(before, "estimate"), stack(before, "low_any"), stack(before, "high_any"))
+                tally.add("mean over tasks, PPI++ MOVER of additive cells (before)", setting_ppi, truth, low_b, high_b, None, any_low_b, any_high_b)
+                width = high_b - low_b
+            e = stack(after, "estimate")
+            _, low_a, high_a = mover_mean(e, stack(after, "low"), stack(after, "high"))
+            _, any_low_a, any_high_a = mover_mean(e, stack(after, "low_any"), stack(after, "high_any"))
+            tally.add("mean over tasks, PPI++ MOVER (after)", setting_ppi, truth, low_a, high_a, width, any_low_a, any_high_a)
 
 
 def summary(tally: Tally, min_intervals: int) -> list[dict]:
@@ -404,8 +464,19 @@ def summary(tally: Tally, min_intervals: int) -> list[dict]:
                     "no_interval": 1 - sum(r["intervals"] for r in rows) / replicates,
                     "settings_without": sum(r["intervals"] == 0 for r in rows),
                     "ratio_median": float(np.median(ratios)) if ratios else math.nan,
-                    "ratio_max": float(np.max(ratios)) if ratios else math.nan})
+                    "ratio_max": float(np.max(ratios)) if ratios else math.nan,
+                    **refused_summary(rows, min_intervals)})
     return out
+
+
+def refused_summary(rows: list[dict], min_refused: int) -> dict:
+    """What the refused replicates' intervals would have covered: over all of them, and the
+    least over the settings with at least `min_refused` refused."""
+    refused = sum(r.get("refused", 0) for r in rows)
+    covered = sum(r["refused"] * r["refused_coverage"] for r in rows if r.get("refused", 0))
+    counted = [r["refused_coverage"] for r in rows if r.get("refused", 0) >= min_refused]
+    return {"refused": refused, "refused_coverage": covered / refused if refused else math.nan,
+            "refused_min": min(counted) if counted else math.nan}
 
 
 def machine() -> str:
@@ -427,6 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pseudo", type=float, default=None, help="pseudo-labels per end (default: the production rule)")
     parser.add_argument("--only", choices=["cells", "differences", "means"], default=None)
     parser.add_argument("--worst", type=int, default=0, help="also list the N worst settings per estimator")
+    parser.add_argument("--no-before", action="store_true", help="leave out the estimators the current ones replaced (a third faster)")
     args = parser.parse_args(argv)
     from ctxeval.stats.pseudo_labels import pseudo_count
 
@@ -436,22 +508,24 @@ def main(argv: list[str] | None = None) -> int:
     score_pseudo = pseudo_count((0.0, 1.0), args.confidence) if args.pseudo is None else args.pseudo
     diff_pseudo = pseudo_count((-1.0, 1.0), args.confidence) if args.pseudo is None else args.pseudo
     if args.only in (None, "cells"):
-        cell_grid(tally, args.replicates, rng, args.quick, score_pseudo, args.confidence)
+        cell_grid(tally, args.replicates, rng, args.quick, score_pseudo, args.confidence, not args.no_before)
     if args.only in (None, "differences"):
-        difference_grid(tally, args.replicates, rng, args.quick, diff_pseudo, args.confidence)
+        difference_grid(tally, args.replicates, rng, args.quick, diff_pseudo, args.confidence, not args.no_before)
     if args.only in (None, "means"):
-        mean_grid(tally, args.replicates, rng, args.quick, score_pseudo, args.confidence)
+        mean_grid(tally, args.replicates, rng, args.quick, score_pseudo, args.confidence, not args.no_before)
     seconds = time.perf_counter() - started
     print(f"# coverage grid: {args.replicates} replicates per setting, confidence {args.confidence}, seed {args.seed}"
           f"{' (quick slice)' if args.quick else ''}; {machine()}; {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {seconds:.0f} s")
     print(f"# minimum over the settings with at least {args.min_intervals} intervals; width: median over settings of the"
           " per-setting median width ratio against the 'before' estimator (max in brackets)\n")
-    print("| estimator | settings | min coverage | settings below 0.93 | mean coverage | replicates without interval | settings without any | width ratio |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| estimator | settings | min coverage | settings below 0.93 | mean coverage | replicates without interval | settings without any"
+          " | refused draws would have covered (least) | width ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for s in summary(tally, args.min_intervals):
         ratio = "—" if math.isnan(s["ratio_median"]) else f"{s['ratio_median']:.2f} ({s['ratio_max']:.2f})"
+        would = "—" if math.isnan(s["refused_coverage"]) else f"{s['refused_coverage']:.3f} ({s['refused_min']:.3f})"
         print(f"| {s['estimator']} | {s['counted']} of {s['settings']} | {s['min']:.3f} | {s['below_093']} | {s['mean']:.3f} | "
-              f"{100 * s['no_interval']:.1f} % | {s['settings_without']} | {ratio} |")
+              f"{100 * s['no_interval']:.1f} % | {s['settings_without']} | {would} | {ratio} |")
     print()
     for s in summary(tally, args.min_intervals):
         w = s["worst"]

@@ -22,6 +22,7 @@ from ctxeval.ruler.samples import sample_rng  # noqa: E402
 from ctxeval.results.base import read_result  # noqa: E402
 from ctxeval.stats.crossfit import cross_fit, fit_predict  # noqa: E402
 from ctxeval.stats.ppi import stratified_ppi, unsettled_mean  # noqa: E402
+from ctxeval.stats.pseudo_labels import pseudo_label_interval  # noqa: E402
 from tests.conftest import run_cli  # noqa: E402
 
 Z = stats.norm.ppf(0.975)
@@ -87,14 +88,16 @@ def test_equal_labels_keep_an_interval_of_the_pseudo_labels_width_not_zero():
     """30 generated labels all 1 (10 predicted): the spread would be 0 and the interval a point;
     the pseudo-labels (two at 0, two at 1; a paired difference's one at -1 and one at +1) keep
     a spread, PPI++ on the augmented labels in closed form, Bessel-corrected, Student's t with
-    29 df. The point estimate stays the labels' own."""
+    29 df, its upper bound clipped at 1 (a score cannot pass 100 %). The point estimate stays
+    the labels' own."""
     n, generated, f = 40, np.arange(40) < 30, np.linspace(0.5, 0.9, 40)
     y = np.where(generated, 1.0, np.nan)
     cell = stratified_ppi(y, f, np.zeros(n, bool), generated)
     centre, se = _closed_form(*_augmented(np.ones(30), f[:30], f[30:]), f[30:])
     half = stats.t.ppf(0.975, 29) * se * math.sqrt(34 / 33)
-    assert cell.estimate == pytest.approx(1.0) and (cell.low, cell.high) == pytest.approx((centre - half, centre + half), rel=1e-9)
-    assert 0.04 < cell.half_width < 0.15 and cell.low < 1.0 < cell.high
+    assert centre + half > 1.0
+    assert cell.estimate == pytest.approx(1.0) and (cell.low, cell.high) == pytest.approx((centre - half, 1.0), rel=1e-9)
+    assert 0.85 < cell.low < 0.95
     difference = stratified_ppi(np.where(generated, 0.0, np.nan), f - 0.7, np.zeros(n, bool), generated, label_range=(-1.0, 1.0))
     centre, se = _closed_form(*_augmented(np.zeros(30), f[:30] - 0.7, f[30:] - 0.7, 1, (-1.0, 1.0)), f[30:] - 0.7)
     assert difference.estimate == 0.0 and difference.half_width == pytest.approx(stats.t.ppf(0.975, 29) * se * math.sqrt(32 / 31), rel=1e-9)
@@ -111,7 +114,8 @@ def test_settled_pairs_that_all_agree_keep_an_interval_wider_than_delta():
     assert difference.half_width == pytest.approx(stats.t.ppf(0.975, 9) * math.sqrt(2 / 11 / 12), rel=1e-9)
     assert difference.half_width > 0.05
     spread = stratified_ppi(np.arange(n) % 2 * 1.0, np.zeros(n), np.ones(n, bool), np.zeros(n, bool))
-    assert spread.se == pytest.approx(np.std(np.arange(n) % 2, ddof=1) / math.sqrt(n), rel=1e-9)  # labels that differ keep their own spread
+    full = pseudo_label_interval(np.arange(n) % 2 * 1.0)  # every sample labelled: the full-generation interval
+    assert (spread.estimate, spread.low, spread.high, spread.se) == pytest.approx((0.5, full.low, full.high, full.se), rel=1e-12)
 
 
 def test_the_interval_covers_the_population_mean_in_simulation():
@@ -336,9 +340,10 @@ def test_the_ppi_section_gives_each_difference_its_verdict_and_shows_intervals_w
 def test_a_cell_without_an_interval_names_why_and_the_options_that_would_give_one():
     """The remedy of a cell lacking an interval: the samples at the run's share whose expected
     generated unsettled samples (share × unsettled share × samples) first reach MIN_GENERATED,
-    or a share at these samples, or every unsettled one generated on more samples; a count run,
-    a larger count. The step-1 cell of the issue (10 samples, 3 unsettled, share 0.3) needs 112
-    samples at 0.3, or 34 at share 1; the rendered cell says so with its reason."""
+    or a share at these samples, or every unsettled one generated (share 1: every sample
+    labelled, an interval at any n ≥ 2); a count run, a larger count (at most every sample). The
+    step-1 cell of the issue (10 samples, 3 unsettled, share 0.3) needs 112 samples at 0.3, or
+    share 1 at these samples; the rendered cell says so with its reason."""
     from ctxeval.render.ruler_ppi import ppi_markdown
     from ctxeval.ruler.generation import Generation
     from ctxeval.ruler.ppi import remedy, with_remedies
@@ -348,13 +353,12 @@ def test_a_cell_without_an_interval_names_why_and_the_options_that_would_give_on
         return share * unsettled / n * samples
 
     share = Generation("share", share=0.3)
-    assert remedy(10, 3, share) == [{"samples": 112}, {"samples": 34, "generate_share": 1.0}]
+    assert remedy(10, 3, share) == [{"samples": 112}, {"generate_share": 1.0}]
     assert expected(112, 10, 3, 0.3) >= MIN_GENERATED > expected(111, 10, 3, 0.3)
-    assert expected(34, 10, 3, 1.0) >= MIN_GENERATED > expected(33, 10, 3, 1.0)
     assert remedy(40, 20, share) == [{"samples": 67}, {"generate_share": 0.5}]  # 20 unsettled: half of them drawn reach 10
     assert remedy(40, 0, share) == []  # nothing to generate: every sample settled
     assert remedy(24, 12, Generation("count", count=10)) == [{"generate_count": 20}]
-    assert remedy(12, 6, Generation("count", count=10)) == [{"samples": 20, "generate_count": 20}]
+    assert remedy(12, 6, Generation("count", count=10)) == [{"generate_count": 12}]  # every sample drawn: all labelled
 
     records = _records(0.3, samples=10)
     scores, differences = ppi_tables(records.drop(columns="truth"), 42)

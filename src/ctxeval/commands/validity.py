@@ -102,6 +102,9 @@ class RulerSpec(common.ModelRunOptions):
                                           "look before the budget reads a 97.5 % betting confidence sequence, valid at every look at once, so --samples is a "
                                           "batch (2 is enough), and the look at the budget full generation's 95 % interval, so a variant still open ends with "
                                           "the fixed-n run's verdict; below 1, each look is at 95 % Bonferroni-corrected over the rounds.", None, check=_until_check)
+    until_simultaneous: bool = option("--until-simultaneous", "With --until: split the 5 % error over every variant, task and length the run "
+                                                              "stops on (Bonferroni), so all its verdicts hold at 95 % at once; by default each holds at 95 % "
+                                                              "on its own, as a fixed-n run's, and the output says so.", False)
     max_samples: int | None = option("--max-samples", "With --until: the most samples per task and length (the budget); times the share, at least 10 (an interval's generations).", None, check=lambda v: None if v is None else positive(v))
     threshold: float = option("--threshold", "Effective length: the longest length whose score, and every shorter one's, reaches this (RULER: 85.6, Llama-2-7B at 4K).",
                               RULER_THRESHOLD, check=lambda v: None if 0 <= v <= 100 else "must lie between 0 and 100")
@@ -132,7 +135,8 @@ class RulerSpec(common.ModelRunOptions):
         generation = self.generation()
         if self.until is None or self.max_samples is None:
             return None
-        return Until.of(self.until, self.max_samples, self.samples, self.delta, generation, len(set(self.models)))
+        return Until.of(self.until, self.max_samples, self.samples, self.delta, generation, len(set(self.models)),
+                        len(self.tasks) * len(self.lengths), self.until_simultaneous)
 
 
 def run_ruler_tasks(spec: RulerSpec) -> RulerResult:

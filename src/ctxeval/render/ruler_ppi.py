@@ -1,9 +1,8 @@
 """The prediction-powered section of a `ruler --generate-share` run's results.md: scores and
 paired differences with their intervals and verdicts, then how each cell's samples were labelled.
 
-Intervals are shown clipped to what a score can be (0 to 100 points, a difference −100 to +100):
-a PPI interval on a few generated labels can reach past them, and clipping keeps every value
-the true score can take (coverage unchanged); ppi.json keeps them unclipped."""
+Intervals are clipped to what a score can be (0 to 100 points, a difference −100 to +100) where
+stats/ppi.py builds them, and again where they are shown (a ppi.json written otherwise)."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ FLAGS = {"samples": "--samples", "generate_share": "--generate-share", "generate
 
 def remedy_text(options: list[dict]) -> str:
     """The run options that would give an interval (ruler.ppi.remedy), as flags: '--samples 112,
-    or --samples 34 --generate-share 1'."""
+    or --generate-share 1'."""
     return ", or ".join(" ".join(f"{FLAGS[k]} {v:g}" for k, v in option.items()) for option in options)
 
 
@@ -104,7 +103,8 @@ def ppi_headlines(scores: pd.DataFrame, differences: pd.DataFrame, delta: float,
                f"(in expectation: which samples are drawn is a seeded draw)."] if scores["low"].isna().any() or (
         not differences.empty and differences["low"].isna().any()) else []
     lengths, rows = _wide_rows(scores)
-    out = [Headline("RULER, prediction-powered (PPI++)",
+    out = [tied_headline(scores)] if "groups" in scores and scores["order"].notna().any() else []
+    out += [Headline("RULER, prediction-powered (PPI++)",
                     f"score ({what}, percent) that generating every sample would give, by length in tokens; {level}. Of {exact + generated + predicted} samples: "
                     f"{exact} {SETTLED_WORD} by likelihood (greedy decoding produces the reference: exact, not generated), {generated} generated, "
                     f"{predicted} predicted from their likelihood numbers (cross-fitted calibration)",
@@ -123,6 +123,27 @@ def ppi_headlines(scores: pd.DataFrame, differences: pd.DataFrame, delta: float,
                         tuple((str(r["model"]), str(r["task"]), str(int(r["length"])), _cell(r) if len(tasks) > 1 else _short(r), str(int(r["exact"])), str(int(r["generated"])),
                                str(int(r["predicted"]))) for _, r in cells.iterrows())))
     return out
+
+
+def tied_headline(scores: pd.DataFrame) -> Headline:
+    """Which variants are tied, from the PPI++ estimates (`ruler.ppi_ranking`): per length the
+    models in order, each against the top with its simultaneous interval, and the groups; or, per
+    length, why they cannot be told apart yet."""
+    ranked = scores[scores["order"].notna()].sort_values(["length", "order"])
+    first = ranked.iloc[0]
+    level = float(first["simultaneous_confidence"])
+    rows = []
+    for _, r in ranked.iterrows():
+        to_top = "— (the top)" if int(r["order"]) == 1 else _cell(pd.Series({"estimate": r["to_top"], "low": r["to_top_low"], "high": r["to_top_high"],
+                                                                                 "reason": "", "remedy": []}), sign=True)
+        rows.append((str(int(r["length"])), str(int(r["order"])), str(r["model"]), _cell(r), to_top, str(r["groups"]) or "—"))
+    notes = [f"{int(n)}: cannot tell yet: {part['tied_reason'].iloc[0]}." for n, part in ranked.groupby("length", sort=False) if part["tied_reason"].iloc[0]]
+    what = "mean of tasks" if first["task"] == MEAN_TASK else str(first["task"])
+    return Headline("RULER, prediction-powered: which variants are tied",
+                    f"{what}, per length: the models in order of their PPI++ score (percent), each against the top on the same samples with its "
+                    f"paired PPI++ difference at {100 * level:.2f} % (Bonferroni over the {int(first['pairs'])} pairs: simultaneous "
+                    f"{100 * (1 - (1 - level) * int(first['pairs'])):.0f} %); models sharing a letter are not told apart (no pair's simultaneous interval "
+                    f"excludes 0)", ("length", "#", "model", "score, %", "Δ to the top, points [simultaneous]", "group"), tuple(rows), tuple(notes))
 
 
 def ppi_markdown(scores: pd.DataFrame, differences: pd.DataFrame, delta: float, until: dict | None = None, rounds: list[dict] | None = None) -> list[str]:
@@ -154,14 +175,15 @@ def flips_markdown(differences: pd.DataFrame) -> list[str]:
 def rounds_markdown(until: dict, rounds: list[dict]) -> list[str]:
     """How an `--until` run sampled: the target, the rounds and what each answered."""
     target = f"a verdict (δ = {until['delta']:g} points)" if until["half_width"] is None else f"a half-width of {until['half_width']:g} points"
+    lines = [family_line(until), ""]
     if until.get("looks") == "sequence":
         early = until.get("early_confidence", until["confidence"])
-        lines = [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in batches of {until['round_size']}; "
+        lines += [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in batches of {until['round_size']}; "
                  f"each look before the budget reads a {early:.1%} betting confidence sequence, valid at every look at once (a variant stops at the "
                  f"first batch that decides it; the first model runs while a variant of its cell is open); the look at the budget reads full "
                  f"generation's {until['confidence']:.0%} interval on the same samples, so an open variant ends with the fixed-n run's verdict.", ""]
     else:
-        lines = [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in rounds of {until['round_size']}; "
+        lines += [f"Sampled until {target} per task and length, at most {until['max_samples']} samples each, in rounds of {until['round_size']}; "
                  f"each look at {until['confidence']:.2%} confidence (Bonferroni over {until['rounds']} rounds).", ""]
     for r in rounds:
         closed = ", ".join(f"{t} at {n}" for t, n in r["closed"]) or "none"
@@ -175,6 +197,22 @@ def rounds_markdown(until: dict, rounds: list[dict]) -> list[str]:
         lines.append(f"- budget spent, not answered: {', '.join(f'{t} at {n}' for t, n in still)}")
     compute = rounds[-1].get("compute") if rounds else None
     return lines + ([""] + compute_markdown(compute, until["max_samples"]) if compute else []) + [""]
+
+
+def family_line(until: dict) -> str:
+    """The level an `--until` run's stopping intervals hold at, and for which family: each
+    (variant, task, length) on its own, with the union bound for all of them at once, or all at
+    once where the run split its error over them (`--until-simultaneous`)."""
+    cells = int(until.get("cells", 1))
+    what = "verdict" if until["half_width"] is None else "score"
+    unit = "variant" if what == "verdict" else "model"
+    if until.get("simultaneous"):
+        return (f"Level: 95 % for all {cells} {what}s at once ({unit}s × tasks × lengths; --until-simultaneous split the 5 % error over them, "
+                f"Bonferroni), each look below at its share of it.")
+    joint = max(0.0, 1 - 0.05 * cells)
+    own = "95 %" if until.get("looks") != "sequence" else "95 % as simulated (92.5 % by the union bound of the sequence's 2.5 % and the last look's 5 %)"
+    return (f"Level: {own} for each {what} on its own ({unit}, task and length), as a fixed-n run's; all {cells} at once at least "
+            f"{100 * joint:.0f} % (union bound){'' if cells == 1 else '; --until-simultaneous makes it 95 % for all at once'}.")
 
 
 def compute_markdown(c: dict, budget: int) -> list[str]:

@@ -180,17 +180,31 @@ def tables_of_predicted(scored: pd.DataFrame, confidence: float = DEFAULT_CONFID
             if len(cells) > 1:
                 estimate = mean_of([e for e, _ in cells], confidence)
                 diffs.append(difference_row(str(model), MEAN_TASK, length, estimate, models[0], delta) | labelled_flips(pd.concat([p for _, p in cells])))
-    return pd.DataFrame(rows), pd.DataFrame(diffs)
+    return with_ranking(pd.DataFrame(rows), scored, confidence), pd.DataFrame(diffs)
+
+
+def with_ranking(scores: pd.DataFrame, scored: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """The scores with, on the headline task's rows of a run of three or more models, their order,
+    difference to the top at simultaneous confidence and tie groups (`ruler.ppi_ranking`)."""
+    from ctxeval.ruler.ppi_ranking import ppi_ranking  # it imports this module's `_difference`
+
+    ranking = ppi_ranking(scored, scores, confidence)
+    if ranking.empty:
+        return scores
+    columns = ["order", "to_top", "to_top_low", "to_top_high", "groups", "pairs", "simultaneous_confidence", "tied_reason"]
+    ranking = ranking.rename(columns={"confidence": "simultaneous_confidence"})[["model", "task", "length", *columns]]
+    return scores.merge(ranking, on=["model", "task", "length"], how="left")
 
 
 def remedy(samples: int, unsettled: int, generation: Generation) -> list[dict[str, float | int]]:
     """What would give a cell (or a pair's cell) with `samples` samples, `unsettled` of them not
     settled by likelihood, an interval: each entry a set of the run's options (by their field
-    names: `samples`, `generate_share`, `generate_count`) under which, in expectation, at least
-    MIN_GENERATED unsettled samples are generated. At the run's own share first (more samples),
+    names: `samples`, `generate_share`, `generate_count`). At the run's own share first, the
+    samples at which, in expectation, at least MIN_GENERATED unsettled samples are generated;
     then a larger share at these samples where enough are unsettled, else every unsettled sample
-    generated (share 1) on more samples; a `--generate N` run, a larger N. The unsettled share
-    is the one these samples show."""
+    generated (share 1: every sample labelled, which always gives an interval); a `--generate N`
+    run, the smaller of the N reaching MIN_GENERATED in expectation and the N that draws every
+    sample. The unsettled share is the one these samples show."""
     if samples < 2 and unsettled == 0:
         return [{"samples": 2}]
     if unsettled == 0:
@@ -198,15 +212,14 @@ def remedy(samples: int, unsettled: int, generation: Generation) -> list[dict[st
     def up(x: float) -> int:  # the least whole number reaching x (a product of decimal shares lands a hair above a whole one)
         return math.ceil(x - 1e-9)
 
-    every = up(MIN_GENERATED * samples / unsettled)  # samples with every unsettled one generated
     if generation.mode == "count":
-        return [{"generate_count": every}] if every <= samples else [{"samples": every, "generate_count": every}]
+        return [{"generate_count": min(up(MIN_GENERATED * samples / unsettled), max(samples, MIN_GENERATED))}]
     share = generation.share if generation.share is not None else 1.0
     options: list[dict[str, float | int]] = [{"samples": up(MIN_GENERATED * samples / (share * unsettled))}]
     if unsettled >= MIN_GENERATED and share < 1:
         options.append({"generate_share": up(100 * MIN_GENERATED / unsettled) / 100})
     elif share < 1:
-        options.append({"samples": every, "generate_share": 1.0})
+        options.append({"generate_share": 1.0})
     return options
 
 

@@ -103,21 +103,31 @@ class Until:
     max_samples: int
     round_size: int
     looks: str = ROUNDS  # SEQUENCE at --generate-share 1
+    cells: int = 1  # the (variant, task, length) verdicts (a half-width target: the (model, task, length) scores) the run stops on
+    simultaneous: bool = False  # --until-simultaneous: the error split over the cells (Bonferroni), so all hold at once
 
     @property
     def rounds(self) -> int:
         return math.ceil(self.max_samples / self.round_size)
 
     @property
+    def family(self) -> int:
+        """How many cells the run's error is split over: all of them where simultaneous, else 1
+        (each verdict at the level on its own)."""
+        return self.cells if self.simultaneous else 1
+
+    @property
     def confidence(self) -> float:
         """Each look's confidence in rounds (Bonferroni over them); at share 1, the look at the
-        budget's (full generation's own)."""
-        return DEFAULT_CONFIDENCE if self.looks == SEQUENCE else 1 - (1 - DEFAULT_CONFIDENCE) / self.rounds
+        budget's (full generation's own); either split over the `family`."""
+        alpha = (1 - DEFAULT_CONFIDENCE) / self.family
+        return 1 - alpha if self.looks == SEQUENCE else 1 - alpha / self.rounds
 
     @property
     def early_confidence(self) -> float:
-        """The confidence of the looks before the budget: at share 1 the sequence's 1 − EARLY_ALPHA."""
-        return 1 - EARLY_ALPHA if self.looks == SEQUENCE else self.confidence
+        """The confidence of the looks before the budget: at share 1 the sequence's 1 − EARLY_ALPHA
+        (split over the `family`)."""
+        return 1 - EARLY_ALPHA / self.family if self.looks == SEQUENCE else self.confidence
 
     @property
     def horizon(self) -> int:
@@ -137,12 +147,14 @@ class Until:
         """The target a run's manifest config records; None for a run without `--until`."""
         until = config.get("until")
         return None if until is None else cls(until["half_width"], until["delta"], int(until["max_samples"]), int(until["round_size"]),
-                                              until.get("looks", ROUNDS))
+                                              until.get("looks", ROUNDS), int(until.get("cells", 1)), bool(until.get("simultaneous", False)))
 
     @classmethod
-    def of(cls, target: str, max_samples: int, round_size: int, delta: float, generation: Generation, models: int) -> Until:
+    def of(cls, target: str, max_samples: int, round_size: int, delta: float, generation: Generation, models: int, cells_per_model: int = 1,
+           simultaneous: bool = False) -> Until:
         """The target `--until` asks for with its budget; a FieldError where they cannot be met
-        (`delta`: the run's --delta; `models`: how many distinct models the run compares)."""
+        (`delta`: the run's --delta; `models`: how many distinct models the run compares;
+        `cells_per_model`: its tasks × lengths; `simultaneous`: the level for all verdicts at once)."""
         half_width, verdict_delta = parse_until(target, delta)
         if generation.mode != "share":
             raise FieldError("until", "needs {generate_share} (its rounds are prediction-powered)"
@@ -156,7 +168,8 @@ class Until:
                                             f"so {{until}} could not be met: give at least {math.ceil(MIN_GENERATED / share)} samples or a larger share")
         if half_width is None and models < 2:
             raise FieldError("until", "verdict compares variants against the first {models}: give at least two")
-        return cls(half_width, verdict_delta, max_samples, round_size, SEQUENCE if share == 1 else ROUNDS)
+        cells = (models if half_width is not None else models - 1) * cells_per_model
+        return cls(half_width, verdict_delta, max_samples, round_size, SEQUENCE if share == 1 else ROUNDS, cells, simultaneous)
 
 
 @dataclass(frozen=True)

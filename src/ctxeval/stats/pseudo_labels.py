@@ -70,7 +70,8 @@ def pseudo_label_interval(labels: np.ndarray, confidence: float = DEFAULT_CONFID
     (n = 22, p = 0.008) and 0.922 at p = 0.5 (n = 21); Agresti and Coull's with the normal
     quantile 0.929; this one 0.943 (tests/test_pseudo_labels.py). Fractional labels (partial
     credit) enter with their own spread, which is at most a 0/1 label's of the same mean.
-    No labels: nan; one label: the mean without an interval."""
+    The bounds are clipped to `label_range` (a score cannot pass 100 %: clipping a bound that
+    lies outside changes no coverage). No labels: nan; one label: the mean without an interval."""
     labels = np.asarray(labels, float)
     n = len(labels)
     method = "pseudo-labels (Agresti-Coull, t)"
@@ -83,7 +84,8 @@ def pseudo_label_interval(labels: np.ndarray, confidence: float = DEFAULT_CONFID
     centre = float(augmented.mean())
     se = float(augmented.std(ddof=1)) / np.sqrt(len(augmented))
     half = quantile(confidence, n - 1) * se
-    return Interval(mean, centre - half, centre + half, se, n, confidence, method)
+    low, high = label_range
+    return Interval(mean, max(centre - half, low), min(centre + half, high), se, n, confidence, method)
 
 
 def mover_mean(estimates: list[float], lows: list[float], highs: list[float], confidence: float = DEFAULT_CONFIDENCE) -> Interval:
