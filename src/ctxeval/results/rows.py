@@ -1,10 +1,18 @@
-"""Tables as a result's JSON rows, and read back from them."""
+"""Tables as a result's JSON rows, and read back from them.
+
+An interval in a table is a group of flat columns (`stats.interval.column`: `score`,
+`score.low`, `score.confidence`, ...); a JSON row holds the group as one object under its name
+(`{"score": {"estimate": ..., "low": ..., "confidence": ..., "method": ...}}`, the row
+`Interval.to_row` writes), and `frame` reads it back into the same columns.
+"""
 
 from __future__ import annotations
 
-import math
+from typing import Any
 
 import pandas as pd
+
+from ctxeval.stats.interval import SEPARATOR, column, stored
 
 
 def wide_ints(table: pd.DataFrame) -> pd.DataFrame:
@@ -14,13 +22,54 @@ def wide_ints(table: pd.DataFrame) -> pd.DataFrame:
     return table.astype(narrow) if narrow else table
 
 
+def nested(row: dict[str, Any]) -> dict[str, Any]:
+    """A flat row with each interval's columns gathered into one object under its name (NaN as null)."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        name, _, part = key.partition(SEPARATOR)
+        if part:
+            out.setdefault(name, {})[part] = stored(value)
+        elif any(k.startswith(key + SEPARATOR) for k in row):
+            out[key] = {"estimate": stored(value)} | (out[key] if isinstance(out.get(key), dict) else {})
+        else:
+            out[key] = stored(value)
+    return out
+
+
+def flat(row: dict[str, Any]) -> dict[str, Any]:
+    """`nested`'s row back as flat columns."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, dict) and "estimate" in value:
+            out |= {column(key, part): v for part, v in value.items()}
+        else:
+            out[key] = value
+    return out
+
+
 def frame(rows: list[dict]) -> pd.DataFrame:
     """The DataFrame `json_rows` wrote (null read back as NaN in numeric columns; integer
     columns come back as int64)."""
-    return pd.DataFrame(rows) if rows else pd.DataFrame()
+    return pd.DataFrame([flat(row) for row in rows]) if rows else pd.DataFrame()
 
 
 def json_rows(df: pd.DataFrame) -> list[dict]:
-    """DataFrame rows as JSON-ready dicts, NaN written as null."""
-    rows = df.to_dict(orient="records")
-    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()} for row in rows]
+    """DataFrame rows as JSON-ready dicts, each interval one object, NaN written as null."""
+    return [nested(row) for row in df.to_dict(orient="records")]
+
+
+def interval_columns(table: pd.DataFrame, name: str, renamed: dict[str, str], **filled: Any) -> pd.DataFrame:
+    """An earlier version's table with interval `name` in the columns `Interval.columns` writes:
+    `renamed` maps its old columns to the row's keys ("estimate", "low", ...), `filled` gives
+    the keys it did not store (a constant, or a Series per row); the rest are NaN or ''."""
+    if table.empty:
+        return table
+    out = table.rename(columns={old: column(name, key) for old, key in renamed.items()})
+    for key, value in filled.items():
+        out[column(name, key)] = value
+    for key in ("se", "reason", "method"):
+        if column(name, key) not in out:
+            out[column(name, key)] = "" if key != "se" else float("nan")
+    if column(name, "n") not in out:
+        out[column(name, "n")] = out["n"] if "n" in out else 0
+    return out
