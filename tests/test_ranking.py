@@ -116,7 +116,7 @@ def test_a_cell_ranking_is_its_pairs_tango_intervals_and_holms_decisions():
     assert [p["p_holm"] for p in pairs] == pytest.approx(adjusted, abs=1e-12)
     assert [p["apart"] for p in pairs] == list(reject)
     strong = rows[3]
-    assert strong["groups"] == "b" and (strong["rank_low"], strong["rank_high"]) == (4, 4) and rows[0]["groups"] == "a"
+    assert strong["groups"] == "b" and (strong["rank.low"], strong["rank.high"], strong["rank.confidence"]) == (4, 4, 0.95) and rows[0]["groups"] == "a"
     to_full = next(p for p in pairs if p["higher"] == "full" and p["lower"] == "strong")
     assert (strong["to_best"], strong["to_best.low"], strong["to_best.high"]) == (to_full["diff"], to_full["diff.low"], to_full["diff.high"])
     assert rows[0]["to_best"] == 0.0 and math.isnan(rows[0]["to_best.low"])

@@ -140,7 +140,7 @@ def _family(ranked: pd.DataFrame) -> float:
 
 def _ranking_row(row: pd.Series) -> tuple[str, ...]:
     to_top = "— (the top)" if row["order"] == 1 else intervals.cell(row, "to_best", 1, signed=True)
-    ranks = str(int(row["rank_low"])) if row["rank_low"] == row["rank_high"] else f"{int(row['rank_low'])}–{int(row['rank_high'])}"
+    ranks = str(int(row["rank.low"])) if row["rank.low"] == row["rank.high"] else f"{int(row['rank.low'])}–{int(row['rank.high'])}"
     return (str(int(row["length"])), str(int(row["order"])), str(row["model"]), f"{row['score']:.1f}", to_top, ranks, str(row["groups"]))
 
 

@@ -23,7 +23,9 @@ RESULTS_JSON = "results.json"
 RESULTS_MD = "results.md"
 PLOT_FILE = "ruler_scores.png"
 OLD_CONFIDENCE = 0.95  # the level every interval of results.json and ppi.json before version 4 held (an --until run's own: its config's)
-MOVER, SIMULTANEOUS, PPI_METHOD = "MOVER", "Tango's score interval, Bonferroni over the pairs", "PPI++ stratified (t)"  # the methods of version 3's intervals
+# the methods of version 3's intervals
+MOVER, SIMULTANEOUS, PPI_METHOD = "MOVER", "Tango's score interval, Bonferroni over the pairs", "PPI++ stratified (t)"
+RANKS = "simultaneous rank interval from Holm-adjusted score tests"
 PPI_JSON = "ppi.json"  # a --generate-share run's prediction-powered scores and paired differences
 PPI_DEFINITIONS = {
     "estimate": "PPI++ estimate (percent) of the score every sample's generation would give: settled samples exact, a seeded share of the others generated, "
@@ -59,7 +61,7 @@ def definitions(threshold: float) -> dict[str, str]:
                   "(None elsewhere, mcnemar_reason says why)",
         "ranking": "with three or more models sharing the first's prompts, per length and task (and the mean over tasks: every task's samples pooled) the "
                    "models in order of score: to_best (points, the model minus the top model) with Tango's interval at 1 − 0.05/pairs (Bonferroni: all pairs' "
-                   "intervals simultaneous at 95 %), rank_low..rank_high (simultaneous rank interval) and groups (letters: two models sharing a letter "
+                   "intervals simultaneous at 95 %), rank (the model's place, with its simultaneous rank interval) and groups (letters: two models sharing a letter "
                    "are not told apart), both from Holm-adjusted score tests over all pairs; ranked False: left out, note says why",
         "ranking_pairs": "every pair of ranked models: diff (lower minus higher, points) with its simultaneous interval, p (Tango's score test of no "
                          "difference), p_holm (Holm-adjusted over the pairs), apart (p_holm ≤ 0.05)",
@@ -121,7 +123,9 @@ class RulerResult(Result):
         ranking, pairs = found.get("ranking"), found.get("ranking_pairs")
         if ranking is not None and not ranking.empty and "to_best_low" in ranking:
             simultaneous = 1 - (1 - OLD_CONFIDENCE) / ranking["pairs"].astype(float)
-            found["ranking"] = interval_columns(ranking, "to_best", {"to_best_low": "low", "to_best_high": "high"}, confidence=simultaneous, method=SIMULTANEOUS)
+            ranking = interval_columns(ranking, "to_best", {"to_best_low": "low", "to_best_high": "high"}, confidence=simultaneous, method=SIMULTANEOUS)
+            found["ranking"] = interval_columns(ranking.assign(rank=ranking["order"]), "rank", {"rank_low": "low", "rank_high": "high"},
+                                                confidence=OLD_CONFIDENCE, method=RANKS)
             count = pairs.groupby(["task", "length"])["higher"].transform("size").astype(float)
             found["ranking_pairs"] = interval_columns(pairs, "diff", {"low": "low", "high": "high"}, confidence=1 - (1 - OLD_CONFIDENCE) / count, method=SIMULTANEOUS)
         if found.get("ppi") is not None:

@@ -43,6 +43,7 @@ from ctxeval.stats.multiple import holm, letter_groups, rank_intervals
 from ctxeval.stats.paired_binary import discordant, tango_interval
 
 SIMULTANEOUS_METHOD = "Tango's score interval, Bonferroni over {pairs} pairs"
+RANK_METHOD = "simultaneous rank interval from Holm-adjusted score tests"  # the rank estimate: the model's place in score order
 MIN_RANKED = 3
 
 
@@ -92,7 +93,8 @@ def rank_cell(scores: dict[str, np.ndarray], confidence: float = DEFAULT_CONFIDE
     for position, model in enumerate(order):
         best = to_best.get(model)
         rows.append({"model": model, "order": position + 1, "ranked": True, "n": n, "score": 100 * float(scores[model].mean()),
-                     **(best or top).columns("to_best"), "rank_low": ranks[position][0], "rank_high": ranks[position][1],
+                     **(best or top).columns("to_best"),
+                     **Interval(float(position + 1), float(ranks[position][0]), float(ranks[position][1]), n=n, confidence=confidence, method=RANK_METHOD).columns("rank"),
                      "groups": letters[position], "pairs": m, "note": ""})
     return rows, pair_rows
 
