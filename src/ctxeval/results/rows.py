@@ -12,7 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from ctxeval.stats.interval import SEPARATOR, column, stored
+from ctxeval.stats.interval import ROW_KEYS, SEPARATOR, column, stored
+from ctxeval.stats.verdict import VERDICT_KEYS
 
 
 def wide_ints(table: pd.DataFrame) -> pd.DataFrame:
@@ -22,17 +23,25 @@ def wide_ints(table: pd.DataFrame) -> pd.DataFrame:
     return table.astype(narrow) if narrow else table
 
 
+KEYS = frozenset((*ROW_KEYS, *VERDICT_KEYS))  # what an interval's (or a verdict's) object holds beside its estimate
+
+
+def _part(key: str, row: dict[str, Any]) -> tuple[str, str]:
+    """(name, key of its row) of an interval's column, ('', '') for another column (`a0.1`, an alpha's)."""
+    name, _, part = key.rpartition(SEPARATOR)
+    return (name, part) if name and part in KEYS and name in row else ("", "")
+
+
 def nested(row: dict[str, Any]) -> dict[str, Any]:
     """A flat row with each interval's columns gathered into one object under its name (NaN as null)."""
+    names = {_part(key, row)[0] for key in row} - {""}
     out: dict[str, Any] = {}
     for key, value in row.items():
-        name, _, part = key.partition(SEPARATOR)
-        if part:
-            out.setdefault(name, {})[part] = stored(value)
-        elif any(k.startswith(key + SEPARATOR) for k in row):
-            out[key] = {"estimate": stored(value)} | (out[key] if isinstance(out.get(key), dict) else {})
+        name, part = _part(key, row)
+        if name:
+            out[name][part] = stored(value)
         else:
-            out[key] = stored(value)
+            out[key] = {"estimate": stored(value)} if key in names else stored(value)
     return out
 
 
