@@ -82,3 +82,9 @@ def interval_columns(table: pd.DataFrame, name: str, renamed: dict[str, str], **
     if column(name, "n") not in out:
         out[column(name, "n")] = out["n"] if "n" in out else 0
     return out
+
+
+def bare(table: pd.DataFrame, name: str) -> pd.DataFrame:
+    """`table` with interval `name`'s columns under its row's keys (`estimate`, `low`, ...,
+    `outcome` for a verdict): for a reader of one interval a row by attribute (`itertuples`)."""
+    return table.rename(columns={column(name, key): key for key in KEYS | {"estimate"}})
