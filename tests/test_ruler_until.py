@@ -330,7 +330,7 @@ def test_a_share_one_run_stops_each_variant_at_the_batch_that_decides_it(tmp_pat
                       ("full", "vt"): 10, ("full", "niah_single_1"): 10}
     assert rounds[3]["decided"] == [["broken", "vt", 1024], ["broken", "niah_single_1", 1024]]
     assert rounds[4]["futile"] == [["same", "vt", 1024], ["same", "niah_single_1", 1024]] and len(rounds) == 5
-    _, differences = sequence_tables(samples, until)
+    scores, differences = sequence_tables(samples, until)
     broken = differences[(differences["model"] == "broken") & (differences["task"] == "vt")].iloc[0]
     lows, highs = betting_bounds(-np.ones(8), 0.975, -1.0, 1.0, horizon=10)
     assert (broken["diff.low"], broken["diff.high"], broken["diff.outcome"]) == (pytest.approx(100 * lows[-1]), pytest.approx(100 * highs[-1]), "hurts")
@@ -342,6 +342,11 @@ def test_a_share_one_run_stops_each_variant_at_the_batch_that_decides_it(tmp_pat
                                      "fixed_passes": 240, "fixed_generations": 240.0, "fixed_prompt_tokens": 240_000, "fixed_generated_tokens": 80 * 4 + 160 * 6}
     text = "\n".join(rounds_markdown(until.as_dict(), rounds))
     assert "in batches of 2; each look before the budget reads a 97.5% betting confidence sequence" in text
+    # the tables state the level each row holds at: the early looks' 97.5 % sequence, the mean over two tasks' at 1 − 0.05 / 2
+    from ctxeval.render.ruler_ppi import ppi_markdown
+    tables = "\n".join(ppi_markdown(scores, differences, 5.0, until.as_dict()))
+    sequence = "betting confidence sequence (Waudby-Smith & Ramdas 2024)"
+    assert f"intervals: 97.5 % {sequence}; 95 % {sequence}" in tables
     assert "- round 4: samples 6–7 of 2 cell(s); decided: broken on vt at 1024, broken on niah_single_1 at 1024; answered: none" in text
     assert "56 likelihood passes against 240 (56,000 prompt tokens against about 240,000), 0.23x; 56 generations against about 240" in text
     assert "304 generated tokens against about 1,280 (at each cell's mean per generation), 0.24x." in text
