@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None) -> str:
         scores, diffs = truths(table)
         full = {"scores": scores, "diffs": diffs}
         paired = full_paired(table, pop.delta)
-        full_verdict = {(r.model, r.task): r.score_outcome for r in paired.itertuples()}
+        full_verdict = {(r["model"], r["task"]): r["score_diff.outcome"] for _, r in paired.iterrows()}
         arrays = _arrays(table)
         budget = args.budget or pop.size
         if args.budget:

@@ -352,7 +352,7 @@ def test_agreement_equals_scipy_on_the_same_table(tmp_path):
     row = result.correlations.set_index(["cheap", "task"]).loc[("RULER answer log p at 1024", "RULER score at 1024")]
     assert row["spearman"] == pytest.approx(stats.spearmanr(table["RULER answer log p at 1024"], table["RULER score at 1024"]).statistic)
     assert row["kendall"] == pytest.approx(stats.kendalltau(table["RULER answer log p at 1024"], table["RULER score at 1024"]).statistic)
-    assert row["spearman_low"] <= row["spearman"] <= row["spearman_high"] and row["models"] == 6
+    assert row["spearman.low"] <= row["spearman"] <= row["spearman.high"] and row["models"] == 6
     rank = result.correlations.set_index(["cheap", "task"]).loc[("RULER answer log2 rank at 1024", "RULER score at 1024")]
     assert rank["spearman"] == pytest.approx(row["spearman"])  # rank is oriented (lower is better): -(-log p) orders as log p
     assert result.measures["seconds_per_model"].iloc[0] == 10.0
@@ -366,7 +366,7 @@ def test_fewer_than_four_models_give_no_interval(tmp_path):
     run = _ruler_folder(tmp_path / "ruler", {f"m{i}": ([float(i > 0)] * 4, [0.0] * 4, [-1.0 - i] * 4) for i in range(3)})
     result = api.agreement([run], out=tmp_path / "agreement", replicates=200)
     c = result.correlations
-    assert c["spearman_low"].isna().all() and c[c["spearman"].notna()]["note"].str.contains("at least 4").all()
+    assert c["spearman.low"].isna().all() and c[c["spearman"].notna()]["note"].str.contains("at least 4").all()
     assert c[c["spearman"].isna()]["note"].str.contains("the cheap measure is the same for all 3 models").all()  # likelihood score 0 for all
 
 

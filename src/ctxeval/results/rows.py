@@ -8,12 +8,10 @@ An interval in a table is a group of flat columns (`stats.interval.column`: `sco
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
-
-from ctxeval.stats.interval import ROW_KEYS, SEPARATOR, column, stored
-from ctxeval.stats.verdict import VERDICT_KEYS
 
 
 def wide_ints(table: pd.DataFrame) -> pd.DataFrame:
@@ -23,13 +21,19 @@ def wide_ints(table: pd.DataFrame) -> pd.DataFrame:
     return table.astype(narrow) if narrow else table
 
 
-KEYS = frozenset((*ROW_KEYS, *VERDICT_KEYS))  # what an interval's (or a verdict's) object holds beside its estimate
+SEPARATOR = "."  # stats.interval.column's: an interval `name`'s key `low` is the column `name.low`, its estimate `name`
+
+
+def stored(value: Any) -> Any:
+    """A cell as JSON stores it: a NaN float as None (null), the rest as it is."""
+    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def _part(key: str, row: dict[str, Any]) -> tuple[str, str]:
-    """(name, key of its row) of an interval's column, ('', '') for another column (`a0.1`, an alpha's)."""
+    """(name, key of its row) of an interval's column `name.key` beside the column `name`; ('', '')
+    for another column (an alpha's `a0.1`, with no column `a0`)."""
     name, _, part = key.rpartition(SEPARATOR)
-    return (name, part) if name and part in KEYS and name in row else ("", "")
+    return (name, part) if name and part and name in row else ("", "")
 
 
 def nested(row: dict[str, Any]) -> dict[str, Any]:
@@ -50,7 +54,7 @@ def flat(row: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in row.items():
         if isinstance(value, dict) and "estimate" in value:
-            out |= {column(key, part): v for part, v in value.items()}
+            out |= {key if part == "estimate" else f"{key}{SEPARATOR}{part}": v for part, v in value.items()}
         else:
             out[key] = value
     return out
@@ -73,18 +77,22 @@ def interval_columns(table: pd.DataFrame, name: str, renamed: dict[str, str], **
     the keys it did not store (a constant, or a Series per row); the rest are NaN or ''."""
     if table.empty:
         return table
-    out = table.rename(columns={old: column(name, key) for old, key in renamed.items()})
+    def column(key: str) -> str:
+        return name if key == "estimate" else f"{name}{SEPARATOR}{key}"
+
+    out = table.rename(columns={old: column(key) for old, key in renamed.items()})
     for key, value in filled.items():
-        out[column(name, key)] = value
+        out[column(key)] = value
     for key in ("se", "reason", "method"):
-        if column(name, key) not in out:
-            out[column(name, key)] = "" if key != "se" else float("nan")
-    if column(name, "n") not in out:
-        out[column(name, "n")] = out["n"] if "n" in out else 0
+        if column(key) not in out:
+            out[column(key)] = "" if key != "se" else float("nan")
+    if column("n") not in out:
+        out[column("n")] = out["n"] if "n" in out else 0
     return out
 
 
 def bare(table: pd.DataFrame, name: str) -> pd.DataFrame:
     """`table` with interval `name`'s columns under its row's keys (`estimate`, `low`, ...,
     `outcome` for a verdict): for a reader of one interval a row by attribute (`itertuples`)."""
-    return table.rename(columns={column(name, key): key for key in KEYS | {"estimate"}})
+    prefix = name + SEPARATOR
+    return table.rename(columns={name: "estimate"} | {c: c.removeprefix(prefix) for c in table.columns if c.startswith(prefix)})
