@@ -151,3 +151,19 @@ def test_summary_of_another_kind_refuses_the_scoring_options_in_one_line():
     refused = run_cli("summary", str(EARLIER / "ruler"), "--thesis")
     assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0
     assert "--thesis applies to sweep/score runs" in refused.stderr and "holds a ruler result" in refused.stderr
+
+
+def test_an_older_until_runs_ppi_rows_read_at_the_level_each_look_held():
+    """A share-1 --until run before version 4: a cell stopped early read the 97.5 % sequence, one at
+    the budget full generation's 95 % interval, a mean over tasks at 95 % (pooled where every task
+    reached the budget)."""
+    from ctxeval.results.ruler import MOVER, SEQUENCE_METHOD, _ppi_level
+
+    table = pd.DataFrame({"model": ["a"] * 3 + ["b"] * 3, "length": [1024] * 6, "task": ["vt", "niah", "mean"] * 2,
+                          "samples": [8, 40, 2, 40, 40, 2]})
+    until = {"looks": "sequence", "max_samples": 40, "confidence": 0.95, "early_confidence": 0.975}
+    level = _ppi_level(table, until, MOVER)
+    assert level["confidence"] == [0.975, 0.95, 0.95, 0.95, 0.95, 0.95]
+    assert level["method"] == [SEQUENCE_METHOD, "pseudo-labels (Agresti-Coull, t)", SEQUENCE_METHOD, "pseudo-labels (Agresti-Coull, t)",
+                               "pseudo-labels (Agresti-Coull, t)", MOVER]
+    assert _ppi_level(table, {"confidence": 0.9875, "looks": "rounds"}, MOVER) == {"confidence": 0.9875, "method": "PPI++ stratified (t)"}

@@ -26,6 +26,7 @@ OLD_CONFIDENCE = 0.95  # the level every interval of results.json and ppi.json b
 # the methods of version 3's intervals
 MOVER, SIMULTANEOUS, PPI_METHOD = "MOVER", "Tango's score interval, Bonferroni over the pairs", "PPI++ stratified (t)"
 RANKS = "simultaneous rank interval from Holm-adjusted score tests"
+SEQUENCE_METHOD = "betting confidence sequence (Waudby-Smith & Ramdas 2024)"
 PPI_JSON = "ppi.json"  # a --generate-share run's prediction-powered scores and paired differences
 PPI_DEFINITIONS = {
     "estimate": "PPI++ estimate (percent) of the score every sample's generation would give: settled samples exact, a seeded share of the others generated, "
@@ -130,14 +131,13 @@ class RulerResult(Result):
             found["ranking_pairs"] = interval_columns(pairs, "diff", {"low": "low", "high": "high"}, confidence=1 - (1 - OLD_CONFIDENCE) / count, method=SIMULTANEOUS)
         if found.get("ppi") is not None:
             until = read_manifest(folder).config.get("until") or {}
-            level = float(until.get("confidence", OLD_CONFIDENCE))
             moved = {"estimate": "estimate", "low": "low", "high": "high", "se": "se", "reason": "reason"}
-            found["ppi"] = interval_columns(found["ppi"], "score", moved, confidence=level, method=PPI_METHOD, n=found["ppi"]["samples"])
+            found["ppi"] = interval_columns(found["ppi"], "score", moved, n=found["ppi"]["samples"], **_ppi_level(found["ppi"], until, MOVER))
             differences = found.get("ppi_differences")
             if differences is not None and not differences.empty:
                 delta = float(until.get("delta") or settings.get("score_delta", math.nan))
                 found["ppi_differences"] = interval_columns(differences, "diff", moved | {"outcome": "outcome", "samples_needed": "samples_needed"},
-                                                            confidence=level, method=PPI_METHOD, n=differences["samples"], delta=delta)
+                                                            n=differences["samples"], delta=delta, **_ppi_level(differences, until, "Tango score"))
                 found["ppi_differences"]["diff.margin"] = found["ppi_differences"][["diff.low", "diff.high"]].abs().max(axis=1, skipna=False)
         return found
 
@@ -148,6 +148,25 @@ class RulerResult(Result):
     def paths(self) -> dict[str, Path]:
         d = self.run_dir
         return {"results": d / RESULTS_JSON, "samples": d / SAMPLES_FILE, "plot": d / PLOT_FILE, "report": d / RESULTS_MD, "ppi": d / PPI_JSON}
+
+
+def _ppi_level(table: pd.DataFrame, until: dict[str, Any], pooled: str) -> dict[str, Any]:
+    """The confidence and method of an older ppi.json's rows: PPI++ at the run's level (an --until
+    run's per look); at share 1 (looks "sequence") a cell's betting sequence at the early looks'
+    level before the budget and full generation's interval at it (a task's pseudo-label t, or
+    Tango's for a difference; the mean over tasks `pooled`), a mean over tasks' sequence at the
+    run's level."""
+    level = float(until.get("confidence", OLD_CONFIDENCE))
+    if until.get("looks") != "sequence":
+        return {"confidence": level, "method": PPI_METHOD}
+    mean = table["task"] == MEAN_TASK
+    reached = (table["samples"] >= int(until["max_samples"])) | mean
+    budget = reached.groupby([table["model"], table["length"]]).transform("all")  # a mean over tasks: where every task reached it
+    budget = budget.where(mean, table["samples"] >= int(until["max_samples"]))
+    own = "Tango score" if pooled != MOVER else "pseudo-labels (Agresti-Coull, t)"
+    early = float(until.get("early_confidence", level))
+    return {"confidence": [level if b or m else early for b, m in zip(budget, mean)],
+            "method": [(pooled if m else own) if b else SEQUENCE_METHOD for b, m in zip(budget, mean)]}
 
 
 def read_samples(run_dir: Path) -> pd.DataFrame:
