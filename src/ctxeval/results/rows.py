@@ -21,6 +21,7 @@ def wide_ints(table: pd.DataFrame) -> pd.DataFrame:
     return table.astype(narrow) if narrow else table
 
 
+NUMBERS = ("estimate", "low", "high", "se", "margin")  # an interval row's (Interval.to_row, Verdict.to_row) numbers that may be null
 SEPARATOR = "."  # stats.interval.column's: an interval `name`'s key `low` is the column `name.low`, its estimate `name`
 
 
@@ -50,11 +51,12 @@ def nested(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def flat(row: dict[str, Any]) -> dict[str, Any]:
-    """`nested`'s row back as flat columns."""
+    """`nested`'s row back as flat columns (an interval's null numbers as NaN: a column of them
+    all null is a float column, as it was written)."""
     out: dict[str, Any] = {}
     for key, value in row.items():
         if isinstance(value, dict) and "estimate" in value:
-            out |= {key if part == "estimate" else f"{key}{SEPARATOR}{part}": v for part, v in value.items()}
+            out |= {key if part == "estimate" else f"{key}{SEPARATOR}{part}": math.nan if v is None and part in NUMBERS else v for part, v in value.items()}
         else:
             out[key] = value
     return out
