@@ -167,3 +167,14 @@ def test_an_older_until_runs_ppi_rows_read_at_the_level_each_look_held():
     assert level["method"] == [SEQUENCE_METHOD, "pseudo-labels (Agresti-Coull, t)", SEQUENCE_METHOD, "pseudo-labels (Agresti-Coull, t)",
                                "pseudo-labels (Agresti-Coull, t)", MOVER]
     assert _ppi_level(table, {"confidence": 0.9875, "looks": "rounds"}, MOVER) == {"confidence": 0.9875, "method": "PPI++ stratified (t)"}
+
+
+def test_older_trends_and_agreement_results_read_as_this_versions_rows():
+    trends = api.read_result(EARLIER / "trends").trends
+    stored = json.loads((EARLIER / "trends" / "trends.json").read_text())["trends"]
+    assert trends["slope.low"].tolist() == pytest.approx([r["ci_low"] for r in stored], nan_ok=True)
+    assert trends["slope.se"].tolist() == pytest.approx([r["stderr"] for r in stored], nan_ok=True)
+    assert set(trends["slope.confidence"]) == {0.95} and set(trends["slope.method"]) == {"least squares, t with n − 2 df"}
+    correlations = api.read_result(EARLIER / "agreement").correlations
+    assert (correlations["spearman.n"] == correlations["models"]).all() and set(correlations["kendall.confidence"]) == {0.95}
+    assert "spearman_low" not in correlations and correlations["spearman.low"].isna().all()  # three models: no interval
