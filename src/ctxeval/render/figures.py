@@ -145,8 +145,8 @@ def curves_figure(summary: dict) -> Any:
     curves = curve_frame(summary)
     for i, (model, part) in enumerate(curves.groupby("model", sort=False)):
         colour = f"C{i % 10}"
-        low = part["gain_low"].astype(float).fillna(part["gain"].astype(float))  # None (no interval) as float first: no object downcast
-        high = part["gain_high"].astype(float).fillna(part["gain"].astype(float))
+        low = part["gain.low"].astype(float).fillna(part["gain"].astype(float))  # NaN (no interval): the estimate
+        high = part["gain.high"].astype(float).fillna(part["gain"].astype(float))
         left.plot(part["length"], part["gain"], marker="o", color=colour, label=model)
         left.fill_between(part["length"], low, high, color=colour, alpha=0.2)
         star = summary["models"][model]["effective_length"]
