@@ -33,6 +33,7 @@ from ctxeval.errors import UserError  # noqa: E402
 from ctxeval.ruler.ppi import GENERATED  # noqa: E402
 from ctxeval.results.base import read_result  # noqa: E402
 from ctxeval.results.ruler import MEAN_TASK, read_samples  # noqa: E402
+from ctxeval.results.rows import bare  # noqa: E402
 
 
 def compare(full_dir: Path, likelihood_dir: Path | None, until_dir: Path, cost_ratio: float | None = None) -> tuple[pd.DataFrame, dict]:
@@ -41,14 +42,14 @@ def compare(full_dir: Path, likelihood_dir: Path | None, until_dir: Path, cost_r
     samples = population(full_dir)  # read from its samples: a folder joined by join_ruler_runs.py has no result.json
     rows = []
     by_cell = full_paired(samples, config["delta"]).set_index(["model", "task", "length"])
-    differences = until.ppi_differences[until.ppi_differences["task"] != MEAN_TASK].astype({"estimate": float, "low": float, "high": float})
+    differences = bare(until.ppi_differences[until.ppi_differences["task"] != MEAN_TASK], "diff").astype({"estimate": float, "low": float, "high": float})
     for r in differences.itertuples():
         theirs = by_cell.loc[(r.model, r.task, r.length)]
-        rows.append({"variant": r.model, "task": r.task, "length": r.length, "full generation": theirs["score_outcome"],
-                     "full: difference [95 %]": f"{theirs['score_diff']:+.1f} [{theirs['score_low']:+.1f}, {theirs['score_high']:+.1f}]",
+        rows.append({"variant": r.model, "task": r.task, "length": r.length, "full generation": theirs["score_diff.outcome"],
+                     f"full: difference [{theirs['score_diff.confidence']:.0%}]": f"{theirs['score_diff']:+.1f} [{theirs['score_diff.low']:+.1f}, {theirs['score_diff.high']:+.1f}]",
                      "full samples": int(theirs["n"]), "--until verdict": r.outcome,
                      "until: difference [interval]": f"{r.estimate:+.1f} [{r.low:+.1f}, {r.high:+.1f}]", "until samples": int(r.samples),
-                     "same": r.outcome == theirs["score_outcome"]})
+                     "same": r.outcome == theirs["score_diff.outcome"]})
     drawn = read_samples(until_dir)
     cost = costs(full_dir, samples, likelihood_dir, cost_ratio) if likelihood_dir is not None or cost_ratio is not None else None
     units_full, units_until = (compute_units(samples, cost), compute_units(drawn, cost)) if cost else (None, None)

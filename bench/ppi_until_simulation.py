@@ -39,6 +39,7 @@ from ctxeval.ruler.run import RulerConfig  # noqa: E402
 from ctxeval.ruler.until import Until, run_until  # noqa: E402
 from ctxeval.results.manifest import Manifest  # noqa: E402
 from ctxeval.results.ruler import MEAN_TASK  # noqa: E402
+from ctxeval.results.rows import bare  # noqa: E402
 from ctxeval.ruler.generation import Generation  # noqa: E402
 
 Round = dataclasses.make_dataclass("Round", ["samples", "manifest"])
@@ -54,7 +55,7 @@ def full_paired(samples: pd.DataFrame, delta: float) -> pd.DataFrame:
 def full_verdicts(samples: pd.DataFrame, delta: float) -> pd.DataFrame:
     """The full run's verdict and difference per (variant, task, length)."""
     paired = full_paired(samples, delta)
-    return paired[["model", "task", "length", "score_outcome", "score_diff"]].rename(columns={"score_outcome": "full", "score_diff": "full_diff"})
+    return paired[["model", "task", "length", "score_diff.outcome", "score_diff"]].rename(columns={"score_diff.outcome": "full", "score_diff": "full_diff"})
 
 
 def draw_sequences(samples: pd.DataFrame, budget: int, rng: np.random.Generator) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
@@ -93,7 +94,7 @@ def simulated_until(samples: pd.DataFrame, models: tuple[str, ...], share: float
 def until_verdicts(drawn: pd.DataFrame, seed: int, until: Until) -> pd.DataFrame:
     """The simulated run's verdict per (variant, task, length), as `ruler` reports it."""
     _, differences = ppi_tables(drawn, seed, confidence=until.confidence, delta=until.verdict_delta)
-    differences = differences[differences["task"] != MEAN_TASK]
+    differences = bare(differences[differences["task"] != MEAN_TASK], "diff")
     rows = [{"model": r.model, "task": r.task, "length": int(r.length), "until": r.outcome, "until_samples": int(r.samples)} for r in differences.itertuples()]
     return pd.DataFrame(rows)
 

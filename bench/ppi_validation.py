@@ -49,6 +49,7 @@ from ctxeval.errors import UserError
 from ctxeval.ruler.ppi import GENERATED, PREDICTED, SETTLED, tables_of_predicted, with_predictions
 from ctxeval.results.manifest import read_manifest
 from ctxeval.results.ruler import MEAN_TASK, read_samples
+from ctxeval.results.rows import bare
 
 SHARES = (0.1, 0.2, 0.3, 0.5)
 KEYS = ["model", "task", "length"]
@@ -191,6 +192,7 @@ def replicate(samples: pd.DataFrame, share: float, rng: np.random.Generator, see
     run = simulated_run(samples, share, rng)
     predicted = with_predictions(run, seed)
     scores, diffs = tables_of_predicted(predicted)
+    scores, diffs = bare(scores, "score"), bare(diffs, "diff")
     cells = scores.merge(scores_truth, on=KEYS, suffixes=("", "_population"))
     shown = cells[cells["low"].notna()]
     covered = ((shown["low"] <= shown["truth"]) & (shown["truth"] <= shown["high"])).tolist()

@@ -168,7 +168,7 @@ def analyse(families: list[str], runs: list[Path], diffs: list[Path], out: Path,
     for task in sorted(m for m in set(table["measure"]) if m.startswith("RULER score at")):
         pairs = press_study_table(table, task, replicates, seed=0)
         lines += [f"## {task} (generated) against each cheap measure, {table[table['measure'] == task]['model'].nunique()} variants", "",
-                  pairs[["cheap", "models", "spearman", "spearman_low", "spearman_high", "kendall", "kendall_low", "kendall_high",
+                  pairs[["cheap", "models", "spearman", "spearman.low", "spearman.high", "kendall", "kendall.low", "kendall.high",
                          "seconds_per_variant", "task_seconds_per_variant", "cost_share"]].to_markdown(index=False, floatfmt=".3g"), ""]
     samples = pd.concat(per_sample, ignore_index=True)
     sep = pd.concat([separation(samples[samples["variant"].str.startswith(f)], f) for f in families], ignore_index=True)

@@ -63,6 +63,7 @@ from ctxeval.ruler.run import RulerConfig  # noqa: E402
 from ctxeval.ruler.until import ROUNDS, SEQUENCE, Until, is_futile, look_difference, look_interval, run_until, sequence_path, sequence_tables  # noqa: E402
 from ctxeval.results.manifest import Manifest  # noqa: E402
 from ctxeval.results.ruler import MEAN_TASK  # noqa: E402
+from ctxeval.results.rows import bare  # noqa: E402
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE  # noqa: E402
 from ctxeval.stats.paired_binary import paired_proportions  # noqa: E402
 from ctxeval.stats.verdict import UNDECIDED  # noqa: E402
@@ -294,8 +295,8 @@ def old_run(table: pd.DataFrame, pop: Population, arrays: dict, ids: dict, until
 
     drawn, _ = run_until_on(table, pop, ids, until)
     scores, differences = ppi_tables(drawn, 0, confidence=until.confidence, delta=until.verdict_delta)
-    differences = differences[differences["task"] != MEAN_TASK]
-    scores = scores[scores["task"] != MEAN_TASK]
+    differences = bare(differences[differences["task"] != MEAN_TASK], "diff")
+    scores = bare(scores[scores["task"] != MEAN_TASK], "score")
     covered = [_covers(r, 100 * full["diffs"][(r.model, r.task)]) for r in differences.itertuples()]
     covered += [_covers(r, 100 * full["scores"][(r.model, r.task)]) for r in scores.itertuples()]
     units = full_units(drawn, pop)
@@ -321,7 +322,7 @@ def check_against_run_until(table: pd.DataFrame, pop: Population, arrays: dict, 
         fast = sequence_run(pop, arrays, ids, until, full)
         drawn, _ = run_until_on(table, pop, ids, until)
         _, differences = sequence_tables(drawn, until)
-        for r in differences[differences["task"] != MEAN_TASK].itertuples():
+        for r in bare(differences[differences["task"] != MEAN_TASK], "diff").itertuples():
             assert r.outcome == fast["verdicts"][(r.model, r.task)], (pop.name, r.model, r.task, r.outcome, fast["verdicts"])
             assert int(r.samples) == fast["stops"][r.task][r.model], (pop.name, r.model, r.task, int(r.samples), fast["stops"])
         ran = drawn.groupby(["model", "task"]).size()
@@ -379,7 +380,7 @@ def main(argv: list[str] | None = None) -> str:
         scores, diffs = truths(table)
         full = {"scores": scores, "diffs": diffs}
         paired = full_paired(table, pop.delta)
-        full_verdict = {(r.model, r.task): r.score_outcome for r in paired.itertuples()}
+        full_verdict = {(r["model"], r["task"]): r["score_diff.outcome"] for _, r in paired.iterrows()}
         arrays = _arrays(table)
         budget = args.budget or pop.size
         if args.budget:

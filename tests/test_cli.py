@@ -242,7 +242,7 @@ def bad_files(tmp_path_factory):
         (["score", "demo", "--head", "skip"], "only to --method fixed"),
         (["score", "demo", "{d}/missing.txt"], "not found"),  # every text is read, as sweep reads them
         (["score", "demo", "--method", "fixed", "--head", "partial"], "unknown --head"),
-        (["summary", "{d}"], "not a ctxeval run"),
+        (["summary", "{d}"], "not a ctxeval output folder"),
         (["pplqa", "--tau", "c"], "unknown --tau 'c'; choose one of a, b"),
         (["pplqa", "--model", "openai:gpt-4o"], "cannot use openai:gpt-4o: it needs the log-probability of an answer's first token"),
         (["meta-eval", "--dataset", "llmbar:MT-Bench", "--model", "openai:gpt-4o"], "use a local model"),

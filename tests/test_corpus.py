@@ -200,7 +200,7 @@ def test_cluster_bootstrap_agrees_with_a_hand_written_reference_on_a_toy_corpus(
     low, high = _reference_cluster_bootstrap(values, clusters, 300, 3)
     assert got.estimate == pytest.approx(np.mean(values), rel=1e-12)  # token-weighted
     assert (got.low, got.high) == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
-    assert got.n_clusters == 4
+    assert got.n == 4 and got.confidence == 0.95 and got.method == "cluster percentile bootstrap" and (got.replicates, got.seed) == (300, 3)
     single = cluster_bootstrap(np.array([1.0, 2.0]), np.array(["a", "a"]))
     assert math.isnan(single.low) and math.isnan(single.high) and single.estimate == 1.5
 

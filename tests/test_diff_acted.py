@@ -106,7 +106,7 @@ def test_the_diff_verdict_has_three_outcomes_and_names_an_option_without_effect(
 
 
 def test_the_headline_states_the_verdict_first_and_the_uncompressed_targets_apart():
-    report = {"verdict": diff_verdict(_overall(0.004, [-0.01, 0.02], units=4, sd=0.02), 0.01, 0.95, {}).as_dict(),
+    report = {"verdict": diff_verdict(_overall(0.004, [-0.01, 0.02], units=4, sd=0.02), 0.01, 0.95, {}).to_row(),
               "summary": {"all": {"resampling_unit": "window"}}}
     label, outcome, text = verdict_row(report)
     assert label == "verdict (δ = ±0.01 nats/token)" and outcome == "too few samples to tell"

@@ -18,10 +18,10 @@ def test_values_equal_scipy_on_the_same_table():
     y[3] = y[5]  # a tie
     rho = rank_correlation(x, y, "spearman", replicates=300)
     tau = rank_correlation(x, y, "kendall", replicates=300)
-    assert rho.value == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-15)
+    assert rho.estimate == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-15)
     assert rho.p_value == pytest.approx(stats.spearmanr(x, y).pvalue, abs=1e-15)
-    assert tau.value == pytest.approx(stats.kendalltau(x, y, variant="b").statistic, abs=1e-15)
-    assert rho.low < rho.value < rho.high and tau.low < tau.value < tau.high
+    assert tau.estimate == pytest.approx(stats.kendalltau(x, y, variant="b").statistic, abs=1e-15)
+    assert rho.low < rho.estimate < rho.high and tau.low < tau.estimate < tau.high
 
 
 def test_interval_is_a_percentile_bootstrap_over_models():
@@ -37,19 +37,19 @@ def test_interval_is_a_percentile_bootstrap_over_models():
 
 def test_fewer_than_four_models_give_no_interval():
     result = rank_correlation([1, 2, 3], [1, 3, 2], "kendall")
-    assert result.value == pytest.approx(stats.kendalltau([1, 2, 3], [1, 3, 2]).statistic)
-    assert result.low is None and result.high is None
-    assert f"at least {MIN_MODELS}" in result.why
+    assert result.estimate == pytest.approx(stats.kendalltau([1, 2, 3], [1, 3, 2]).statistic)
+    assert math.isnan(result.low) and math.isnan(result.high) and not result.has_interval
+    assert f"at least {MIN_MODELS}" in result.reason and result.n == 3 and result.method == "percentile bootstrap over models"
 
 
 def test_a_constant_measure_has_no_coefficient():
     result = rank_correlation([1, 2, 3, 4, 5], [0, 0, 0, 0, 0], "spearman")
-    assert math.isnan(result.value) and result.low is None
-    assert result.to_dict()["value"] is None
+    assert math.isnan(result.estimate) and not result.has_interval
+    assert result.to_row()["estimate"] is None and result.to_row()["low"] is None
 
 
 def test_mostly_constant_resamples_give_no_interval():
     # each measure sets one model apart: a resample without it leaves that side constant
     # (probability 1 - (3/4)^4 - (3/4)^4 + (1/2)^4, about 57 %)
     result = rank_correlation([0, 0, 0, 1], [1, 0, 0, 0], "spearman", replicates=400)
-    assert result.low is None and "resamples" in result.why
+    assert not result.has_interval and "resamples" in result.reason

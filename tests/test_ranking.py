@@ -109,16 +109,17 @@ def test_a_cell_ranking_is_its_pairs_tango_intervals_and_holms_decisions():
         table = [[0, lost], [gained, n - gained - lost]]
         expected_p.append(mcnemar(table, exact=False, correction=False).pvalue if gained + lost else 1.0)
         low, high = tango_interval(gained, lost, n, 1 - 0.05 / m)
-        assert (pair["diff"], pair["low"], pair["high"]) == pytest.approx((100 * (gained - lost) / n, 100 * low, 100 * high))
+        assert (pair["diff"], pair["diff.low"], pair["diff.high"]) == pytest.approx((100 * (gained - lost) / n, 100 * low, 100 * high))
+        assert pair["diff.confidence"] == pytest.approx(1 - 0.05 / m) and pair["diff.n"] == n
         assert order.index(pair["higher"]) < order.index(pair["lower"])
     reject, adjusted, _, _ = multipletests(expected_p, alpha=0.05, method="holm")
     assert [p["p_holm"] for p in pairs] == pytest.approx(adjusted, abs=1e-12)
     assert [p["apart"] for p in pairs] == list(reject)
     strong = rows[3]
-    assert strong["groups"] == "b" and (strong["rank_low"], strong["rank_high"]) == (4, 4) and rows[0]["groups"] == "a"
+    assert strong["groups"] == "b" and (strong["rank.low"], strong["rank.high"], strong["rank.confidence"]) == (4, 4, 0.95) and rows[0]["groups"] == "a"
     to_full = next(p for p in pairs if p["higher"] == "full" and p["lower"] == "strong")
-    assert (strong["to_best"], strong["to_best_low"], strong["to_best_high"]) == (to_full["diff"], to_full["low"], to_full["high"])
-    assert rows[0]["to_best"] == 0.0 and math.isnan(rows[0]["to_best_low"])
+    assert (strong["to_best"], strong["to_best.low"], strong["to_best.high"]) == (to_full["diff"], to_full["diff.low"], to_full["diff.high"])
+    assert rows[0]["to_best"] == 0.0 and math.isnan(rows[0]["to_best.low"])
 
 
 def _scores(values: list[float]) -> tuple[list[float], list[float], list[float]]:
@@ -231,4 +232,7 @@ def pd_scores():
     """A one-row score table: the section's first table needs one."""
     import pandas as pd
 
-    return pd.DataFrame([{"model": "full", "task": "vt", "length": 1024, "estimate": 50.0, "low": 40.0, "high": 60.0, "exact": 1, "generated": 10, "predicted": 5}])
+    from ctxeval.stats.interval import Interval
+
+    score = Interval(50.0, 40.0, 60.0, n=16, confidence=0.95, method="PPI++ stratified (t)").columns("score")
+    return pd.DataFrame([{"model": "full", "task": "vt", "length": 1024, **score, "exact": 1, "generated": 10, "predicted": 5}])

@@ -302,10 +302,10 @@ def test_paired_differences_against_the_first_model_come_first_with_their_verdic
     paired = result.paired.set_index("model")
     row = paired.loc["full?press=S"]
     low, high = tango_interval(0, 8, 9)
-    assert row["score_diff"] == pytest.approx(-800 / 9) and (row["score_low"], row["score_high"]) == pytest.approx((100 * low, 100 * high))
+    assert row["score_diff"] == pytest.approx(-800 / 9) and (row["score_diff.low"], row["score_diff.high"]) == pytest.approx((100 * low, 100 * high))
     bca = paired_bca(press_logp - full_logp, np.ones(9), replicates=500, seed=3)
-    assert (row["logp_diff"], row["logp_low"], row["logp_high"]) == pytest.approx((bca.estimate, bca.low, bca.high))
-    assert row["score_outcome"] == row["logp_outcome"] == "hurts" and row["reference"] == "full"
+    assert (row["logp_diff"], row["logp_diff.low"], row["logp_diff.high"]) == pytest.approx((bca.estimate, bca.low, bca.high))
+    assert row["score_diff.outcome"] == row["logp_diff.outcome"] == "hurts" and row["reference"] == "full"
     assert not paired.loc["other", "paired"] and "prompts differ from full's" in paired.loc["other", "note"]
     lines = result.markdown.splitlines()
     assert lines[2].startswith("**RULER, paired differences against full**") and "δ = 5 points" in lines[2] and "δ = 0.1 nats" in lines[2]
@@ -319,11 +319,11 @@ def test_paired_verdicts_within_delta_and_too_few_samples_to_tell(tmp_path):
     logp = rng.normal(-1.0, 0.3, 200)
     near = {"full": ([1.0] * 200, [1.0] * 200, list(logp)), "same": ([1.0] * 200, [1.0] * 200, list(logp + rng.normal(0, 0.01, 200)))}
     within = api.read_result(_ruler_folder(tmp_path / "within", near, replicates=200)).paired.iloc[0]
-    assert within["score_outcome"] == within["logp_outcome"] == "within δ" and within["score_high"] < 5
+    assert within["score_diff.outcome"] == within["logp_diff.outcome"] == "within δ" and within["score_diff.high"] < 5
     few = {"full": ([1.0] * 9, [1.0] * 9, list(logp[:9])), "one lost": ([0.0] + [1.0] * 8, [1.0] * 9, list(logp[:9] + rng.normal(0, 0.3, 9)))}
     row = api.read_result(_ruler_folder(tmp_path / "few", few, replicates=200)).paired.iloc[0]
-    assert row["score_outcome"] == row["logp_outcome"] == "too few samples to tell"
-    assert row["score_low"] < -5 < 0 < row["score_high"] and row["score_samples_needed"] > 9 and row["logp_samples_needed"] > 9
+    assert row["score_diff.outcome"] == row["logp_diff.outcome"] == "too few samples to tell"
+    assert row["score_diff.low"] < -5 < 0 < row["score_diff.high"] and row["score_diff.samples_needed"] > 9 and row["logp_diff.samples_needed"] > 9
 
 
 def test_one_model_has_no_paired_table_and_version_1_results_read_without_one(tmp_path):
@@ -352,7 +352,7 @@ def test_agreement_equals_scipy_on_the_same_table(tmp_path):
     row = result.correlations.set_index(["cheap", "task"]).loc[("RULER answer log p at 1024", "RULER score at 1024")]
     assert row["spearman"] == pytest.approx(stats.spearmanr(table["RULER answer log p at 1024"], table["RULER score at 1024"]).statistic)
     assert row["kendall"] == pytest.approx(stats.kendalltau(table["RULER answer log p at 1024"], table["RULER score at 1024"]).statistic)
-    assert row["spearman_low"] <= row["spearman"] <= row["spearman_high"] and row["models"] == 6
+    assert row["spearman.low"] <= row["spearman"] <= row["spearman.high"] and row["models"] == 6
     rank = result.correlations.set_index(["cheap", "task"]).loc[("RULER answer log2 rank at 1024", "RULER score at 1024")]
     assert rank["spearman"] == pytest.approx(row["spearman"])  # rank is oriented (lower is better): -(-log p) orders as log p
     assert result.measures["seconds_per_model"].iloc[0] == 10.0
@@ -366,7 +366,7 @@ def test_fewer_than_four_models_give_no_interval(tmp_path):
     run = _ruler_folder(tmp_path / "ruler", {f"m{i}": ([float(i > 0)] * 4, [0.0] * 4, [-1.0 - i] * 4) for i in range(3)})
     result = api.agreement([run], out=tmp_path / "agreement", replicates=200)
     c = result.correlations
-    assert c["spearman_low"].isna().all() and c[c["spearman"].notna()]["note"].str.contains("at least 4").all()
+    assert c["spearman.low"].isna().all() and c[c["spearman"].notna()]["note"].str.contains("at least 4").all()
     assert c[c["spearman"].isna()]["note"].str.contains("the cheap measure is the same for all 3 models").all()  # likelihood score 0 for all
 
 

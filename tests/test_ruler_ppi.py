@@ -204,12 +204,12 @@ def test_the_estimator_pipeline_on_constructed_records():
     # every sample labelled: the scores and paired differences are the plain means
     cells = scores.set_index(["model", "task"])
     for (model, task), part in full.groupby(["model", "task"]):
-        assert cells.loc[(model, task), "estimate"] == pytest.approx(100 * part["truth"].mean())
+        assert cells.loc[(model, task), "score"] == pytest.approx(100 * part["truth"].mean())
         assert cells.loc[(model, task), "predicted"] == 0
     truth = full.pivot_table(index=["task", "sample"], columns="model", values="truth")
     paired = (truth["pressed"] - truth["full"]) * 100
     mean_row = differences[differences["task"] == "mean"].iloc[0]
-    assert mean_row["estimate"] == pytest.approx(paired.groupby("task").mean().mean())
+    assert mean_row["diff"] == pytest.approx(paired.groupby("task").mean().mean())
     assert set(differences["reference"]) == {"full"} and set(differences["model"]) == {"pressed"}
     # a share: the same draws for both variants, so a pair is labelled on the samples drawn
     part = _records(0.4, samples=60)
@@ -217,9 +217,9 @@ def test_the_estimator_pipeline_on_constructed_records():
     counts = scores[scores["task"] != "mean"]
     assert counts["samples"].sum() == len(part) and counts["predicted"].sum() == (part["method"] == PREDICTED).sum()
     assert counts["generated"].sum() == (part["method"] == GENERATED).sum()
-    assert (scores["low"] < scores["estimate"]).all() and (scores["estimate"] < scores["high"]).all()
+    assert (scores["score.low"] < scores["score"]).all() and (scores["score"] < scores["score.high"]).all()
     d = differences.set_index("task")
-    assert d.loc["mean", "samples"] == 2 * 60 and d.loc["mean", "low"] < d.loc["mean", "estimate"] < d.loc["mean", "high"]
+    assert d.loc["mean", "samples"] == 2 * 60 and d.loc["mean", "diff.low"] < d.loc["mean", "diff"] < d.loc["mean", "diff.high"]
     assert all(0 <= fold_of(42, "vt", 1024, s) < 5 for s in range(30))
 
 
@@ -285,7 +285,7 @@ def test_a_share_run_generates_only_drawn_unsettled_samples_and_settled_ones_cos
     assert s.loc[s["method"] == PREDICTED, "generation_score"].isna().all()
     assert result.ppi is not None and result.markdown.startswith("# RULER, prediction-powered (PPI++)")
     again = read_result(tmp_path / "run")
-    assert again.ppi["estimate"].tolist() == pytest.approx(result.ppi["estimate"].tolist(), nan_ok=True)
+    assert again.ppi["score"].tolist() == pytest.approx(result.ppi["score"].tolist(), nan_ok=True)
 
 
 def test_the_calibrations_logistic_fit_equals_scikit_learns():
@@ -316,7 +316,8 @@ def test_the_ppi_section_gives_each_difference_its_verdict_and_shows_intervals_w
         return PPIEstimate(value / 100, low / 100, high / 100, se / 100, 60, exact=0, generated=11, predicted=49, df=10.0)
 
     def row(model: str, value: float, low: float, high: float) -> dict:
-        return {"model": model, "task": "niah_single_2", "length": 1024, **estimate(value, low, high).scaled(100).as_dict()}
+        return {"model": model, "task": "niah_single_2", "length": 1024, **estimate(value, low, high).scaled(100).columns("score"), "samples": 60,
+                "exact": 0, "generated": 11, "predicted": 49, "df": 10.0}
 
     def difference(model: str, value: float, low: float, high: float, se: float = 1.0) -> dict:
         return difference_row(model, "niah_single_2", 1024, estimate(value, low, high, se), "full", 5.0)
@@ -363,22 +364,22 @@ def test_a_cell_without_an_interval_names_why_and_the_options_that_would_give_on
     records = _records(0.3, samples=10)
     scores, differences = ppi_tables(records.drop(columns="truth"), 42)
     scores, differences = with_remedies(scores, share), with_remedies(differences, share)
-    for _, row in scores[scores["low"].isna()].iterrows():
+    for _, row in scores[scores["score.low"].isna()].iterrows():
         unsettled = int(row["generated"] + row["predicted"])
         if row["task"] != "mean":
             assert row["remedy"] == remedy(int(row["samples"]), unsettled, share)
-            assert row["reason"] == f"{int(row['generated'])} of its {unsettled} unsettled samples generated, an interval needs {MIN_GENERATED}"
-    assert scores["low"].isna().any() and all(r for r, low in zip(scores["remedy"], scores["low"]) if low != low)
-    assert all(r == [] for r, low in zip(scores["remedy"], scores["low"]) if low == low)
+            assert row["score.reason"] == f"{int(row['generated'])} of its {unsettled} unsettled samples generated, an interval needs {MIN_GENERATED}"
+    assert scores["score.low"].isna().any() and all(r for r, low in zip(scores["remedy"], scores["score.low"]) if low != low)
+    assert all(r == [] for r, low in zip(scores["remedy"], scores["score.low"]) if low == low)
     text = "\n".join(ppi_markdown(scores, differences, delta=5.0))
     row = scores[(scores["task"] == "mean") & (scores["model"] == "full")].iloc[0]
     worst = max((r for r in scores.loc[(scores["model"] == "full") & (scores["task"] != "mean"), "remedy"] if r), key=lambda r: r[0]["samples"])
     flags = ", or ".join(" ".join(f"{'--samples' if k == 'samples' else '--generate-share'} {v:g}" for k, v in o.items()) for o in worst)
-    assert f"{row['estimate']:.1f}, no interval: a task without an interval; {flags} would give one" in text
+    assert f"{row['score']:.1f}, no interval: a task without an interval; {flags} would give one" in text
     shown = text.replace("exact, not generated", "").replace("McNemar's exact p", "").replace("McNemar p, exact", "")  # the settled samples are never called exact
     assert "| model | task | length | score | settled | generated | predicted |" in text and "exact" not in shown
     # a difference without an interval claims no sample count from a spread it does not have
-    assert differences.loc[differences["low"].isna(), "samples_needed"].isna().all()
+    assert differences.loc[differences["diff.low"].isna(), "diff.samples_needed"].isna().all()
     assert "would settle it" not in "".join(line for line in text.splitlines() if "no interval" in line)
 
 

@@ -116,7 +116,7 @@ def test_a_resumed_until_run_equals_an_uninterrupted_one(tmp_path, monkeypatch):
             path.unlink()
     resumed = api.ruler(**settings, out=tmp_path / "resumed")
     assert whole.samples.equals(resumed.samples)
-    for column in ("estimate", "low", "high", "exact", "generated", "predicted"):
+    for column in ("score", "score.low", "score.high", "exact", "generated", "predicted"):
         assert whole.ppi[column].tolist() == pytest.approx(resumed.ppi[column].tolist(), nan_ok=True), column
     assert [r["closed"] for r in whole.manifest.plan["rounds"]] == [r["closed"] for r in resumed.manifest.plan["rounds"]]
 
@@ -330,17 +330,23 @@ def test_a_share_one_run_stops_each_variant_at_the_batch_that_decides_it(tmp_pat
                       ("full", "vt"): 10, ("full", "niah_single_1"): 10}
     assert rounds[3]["decided"] == [["broken", "vt", 1024], ["broken", "niah_single_1", 1024]]
     assert rounds[4]["futile"] == [["same", "vt", 1024], ["same", "niah_single_1", 1024]] and len(rounds) == 5
-    _, differences = sequence_tables(samples, until)
+    scores, differences = sequence_tables(samples, until)
     broken = differences[(differences["model"] == "broken") & (differences["task"] == "vt")].iloc[0]
     lows, highs = betting_bounds(-np.ones(8), 0.975, -1.0, 1.0, horizon=10)
-    assert (broken["low"], broken["high"], broken["outcome"]) == (pytest.approx(100 * lows[-1]), pytest.approx(100 * highs[-1]), "hurts")
+    assert (broken["diff.low"], broken["diff.high"], broken["diff.outcome"]) == (pytest.approx(100 * lows[-1]), pytest.approx(100 * highs[-1]), "hurts")
+    assert broken["diff.confidence"] == 0.975 and broken["diff.delta"] == 5.0
     mean = differences[(differences["model"] == "broken") & (differences["task"] == MEAN_TASK)].iloc[0]
     joint_lows, _ = betting_bounds(-np.ones(8), 1 - 0.05 / 2, -1.0, 1.0, horizon=10)
-    assert mean["low"] == pytest.approx(100 * joint_lows[-1]) and mean["samples"] == 8
+    assert mean["diff.low"] == pytest.approx(100 * joint_lows[-1]) and mean["samples"] == 8
     assert rounds[-1]["compute"] == {"passes": 56, "generations": 56, "prompt_tokens": 56_000, "generated_tokens": 16 * 4 + 40 * 6,
                                      "fixed_passes": 240, "fixed_generations": 240.0, "fixed_prompt_tokens": 240_000, "fixed_generated_tokens": 80 * 4 + 160 * 6}
     text = "\n".join(rounds_markdown(until.as_dict(), rounds))
     assert "in batches of 2; each look before the budget reads a 97.5% betting confidence sequence" in text
+    # the tables state the level each row holds at: the early looks' 97.5 % sequence, the mean over two tasks' at 1 − 0.05 / 2
+    from ctxeval.render.ruler_ppi import ppi_markdown
+    tables = "\n".join(ppi_markdown(scores, differences, 5.0, until.as_dict()))
+    sequence = "betting confidence sequence (Waudby-Smith & Ramdas 2024)"
+    assert f"intervals: 97.5 % {sequence}; 95 % {sequence}" in tables
     assert "- round 4: samples 6–7 of 2 cell(s); decided: broken on vt at 1024, broken on niah_single_1 at 1024; answered: none" in text
     assert "56 likelihood passes against 240 (56,000 prompt tokens against about 240,000), 0.23x; 56 generations against about 240" in text
     assert "304 generated tokens against about 1,280 (at each cell's mean per generation), 0.24x." in text
@@ -363,7 +369,7 @@ def test_a_resumed_share_one_run_equals_an_uninterrupted_one(tmp_path, monkeypat
             path.unlink()
     resumed = api.ruler(**settings, out=tmp_path / "resumed")
     assert whole.samples.equals(resumed.samples)
-    for column in ("estimate", "low", "high", "generated"):
+    for column in ("score", "score.low", "score.high", "generated"):
         assert whole.ppi[column].tolist() == pytest.approx(resumed.ppi[column].tolist(), nan_ok=True), column
     assert whole.manifest.plan["rounds"] == resumed.manifest.plan["rounds"] or \
         [{k: v for k, v in r.items() if k != "seconds"} for r in whole.manifest.plan["rounds"]] == \
@@ -396,16 +402,17 @@ def test_the_look_at_the_budget_reads_full_generations_intervals():
     until = Until.of("verdict", 20, 2, 5.0, Generation("share", share=1.0), 2)
     scores, differences = sequence_tables(samples, until)
     paired = paired_table(samples, "generation_score", PairedSettings(score_delta=5.0)).set_index("task")
-    for r in differences.itertuples():
-        assert (r.low, r.high, r.outcome) == (pytest.approx(paired.loc[r.task, "score_low"]), pytest.approx(paired.loc[r.task, "score_high"]),
-                                              paired.loc[r.task, "score_outcome"]), r.task
+    for _, r in differences.iterrows():
+        assert (r["diff.low"], r["diff.high"], r["diff.outcome"], r["diff.confidence"]) == (
+            pytest.approx(paired.loc[r["task"], "score_diff.low"]), pytest.approx(paired.loc[r["task"], "score_diff.high"]),
+            paired.loc[r["task"], "score_diff.outcome"], paired.loc[r["task"], "score_diff.confidence"]), r["task"]
     cell = scores[(scores["model"] == "press") & (scores["task"] == "vt")].iloc[0]
     expected = pseudo_label_interval(samples.query("model == 'press' and task == 'vt'")["generation_score"].to_numpy(float)).scaled(100)
-    assert (cell["low"], cell["high"]) == (pytest.approx(expected.low), pytest.approx(expected.high))
+    assert (cell["score.low"], cell["score.high"]) == (pytest.approx(expected.low), pytest.approx(expected.high))
     short = samples[samples["sample"] < 19]
     scores, differences = sequence_tables(short, until)
     vt = differences[differences["task"] == "vt"].iloc[0]
     d = (short.query("model == 'press' and task == 'vt'")["generation_score"].to_numpy() - short.query("model == 'full' and task == 'vt'")["generation_score"].to_numpy())
     lows, highs = betting_bounds(d, 0.975, -1.0, 1.0, horizon=5)
-    assert (vt["low"], vt["high"]) == (pytest.approx(100 * lows[-1]), pytest.approx(100 * highs[-1]))
+    assert (vt["diff.low"], vt["diff.high"], vt["diff.confidence"]) == (pytest.approx(100 * lows[-1]), pytest.approx(100 * highs[-1]), 0.975)
     assert MEAN_TASK in set(differences["task"])

@@ -32,9 +32,6 @@ def runs(tmp_path_factory):
 @pytest.mark.parametrize(
     ("args", "wrong", "reader", "accepted"),
     [
-        (["summary", "{retrieval}"], "retrieval", "summary", LM),
-        (["summary", "{context-gain}"], "context-gain", "summary", LM),
-        (["summary", "{meta-eval}", "--cutoff", "full"], "meta-eval", "summary", LM),
         (["compare", "{sweep}", "{retrieval}"], "retrieval", "compare", LM),
         (["compare", "{pplqa}", "{sweep}"], "pplqa", "compare", LM),
         (["compare", "{context-gain}", "{context-gain}"], "context-gain", "compare", LM),
@@ -48,6 +45,18 @@ def test_another_commands_run_is_refused_in_one_line(runs, tmp_path, args, wrong
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert r.stderr == f"ctxeval: error: {runs[wrong]} is a {wrong} run; {reader} reads {accepted} runs\n"
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("kind", "title"), [("retrieval", "# Line retrieval"), ("context-gain", "# Context gain")])
+def test_summary_prints_another_kinds_tables_and_refuses_the_scoring_options(runs, kind, title):
+    """`summary` reads any kind: its tables, rendered from its rows, as its Markdown holds them;
+    the metric overrides are a scoring run's and are refused in one line."""
+    printed = run_cli("summary", str(runs[kind]))
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.startswith(title) and "|" in printed.stdout and not printed.stderr
+    refused = run_cli("summary", str(runs["meta-eval"]), "--cutoff", "full")
+    assert refused.returncode == 2
+    assert refused.stderr == f"ctxeval: error: --cutoff applies to sweep/score runs; {runs['meta-eval']} holds a meta-eval result\n"
 
 
 def test_probe_report_refuses_another_result_in_one_line(runs, tmp_path):

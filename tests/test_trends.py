@@ -18,22 +18,22 @@ def test_slope_se_p_and_ci_match_linregress_and_t_interval():
     y = np.array([0.33, 0.51, 0.40, 0.51, 0.53, 0.51, 0.31, 0.28])  # thesis Table 1, text 1, GPT-3.5-turbo
     got = slope(x, y)
     ref = stats.linregress(x, y)
-    assert got["slope"] == pytest.approx(ref.slope)
-    assert got["stderr"] == pytest.approx(ref.stderr)
-    assert got["p_value"] == pytest.approx(ref.pvalue)
+    assert got.estimate == pytest.approx(ref.slope)
+    assert got.se == pytest.approx(ref.stderr)
+    assert got.p_value == pytest.approx(ref.pvalue)
     half = stats.t.ppf(0.975, 6) * ref.stderr
-    assert (got["ci_low"], got["ci_high"]) == pytest.approx((ref.slope - half, ref.slope + half))
+    assert (got.low, got.high, got.confidence, got.n) == (pytest.approx(ref.slope - half), pytest.approx(ref.slope + half), 0.95, 8)
     # the thesis reports -4.608e-5 +- 2.355e-5, p = 0.10 for this series
-    assert got["slope"] == pytest.approx(-4.608e-5, rel=0.01)
-    assert got["stderr"] == pytest.approx(2.355e-5, rel=0.01)
-    assert round(got["p_value"], 2) == 0.10
+    assert got.estimate == pytest.approx(-4.608e-5, rel=0.01)
+    assert got.se == pytest.approx(2.355e-5, rel=0.01)
+    assert round(got.p_value, 2) == 0.10
 
 
 def test_slope_by_hand_on_a_line_and_undefined_cases():
-    assert slope([1, 2, 3], [2, 4, 6])["slope"] == pytest.approx(2.0)
+    assert slope([1, 2, 3], [2, 4, 6]).estimate == pytest.approx(2.0)
     two = slope([1, 2], [1, 3])
-    assert two["slope"] == pytest.approx(2.0) and math.isnan(two["stderr"]) and math.isnan(two["p_value"])
-    assert math.isnan(slope([5, 5, 5], [1, 2, 3])["slope"])
+    assert two.estimate == pytest.approx(2.0) and math.isnan(two.se) and math.isnan(two.p_value) and not two.has_interval
+    assert math.isnan(slope([5, 5, 5], [1, 2, 3]).estimate)
 
 
 def test_leave_one_out_outliers():
@@ -75,14 +75,14 @@ def test_combined_texts_fit_pools_every_window_and_matches_the_thesis():
         for metric in ("avg", "approx_ppl"):
             ref = stats.linregress(mine["nominal_len"].to_numpy(float), mine[metric].to_numpy(float))
             got = fit(table, model, ALL_TEXTS, metric)
-            assert got["n"] == 16
-            assert (got["slope"], got["stderr"], got["p_value"]) == pytest.approx((ref.slope, ref.stderr, ref.pvalue))
+            assert got["slope.n"] == 16
+            assert (got["slope"], got["slope.se"], got["p_value"]) == pytest.approx((ref.slope, ref.stderr, ref.pvalue))
     # the thesis's "both texts combined" slopes (section 5): GPT-3.5-turbo AVG -7.75e-6 +- 1.77e-5, p = 0.67;
     # GPT-4o approximate PPL -0.0276 +- 0.0134, p = 0.06
     avg = fit(table, "gpt-3.5-turbo", ALL_TEXTS, "avg")
-    assert (avg["slope"], avg["stderr"], round(avg["p_value"], 2)) == (pytest.approx(-7.75e-6, rel=0.01), pytest.approx(1.77e-5, rel=0.01), 0.67)
+    assert (avg["slope"], avg["slope.se"], round(avg["p_value"], 2)) == (pytest.approx(-7.75e-6, rel=0.01), pytest.approx(1.77e-5, rel=0.01), 0.67)
     ppl = fit(table, "gpt-4o", ALL_TEXTS, "approx_ppl")
-    assert (ppl["slope"], ppl["stderr"], round(ppl["p_value"], 2)) == (pytest.approx(-0.0276, rel=0.01), pytest.approx(0.0134, rel=0.01), 0.06)
+    assert (ppl["slope"], ppl["slope.se"], round(ppl["p_value"], 2)) == (pytest.approx(-0.0276, rel=0.01), pytest.approx(0.0134, rel=0.01), 0.06)
     # per-text fits are unchanged (appendix C: text 2, GPT-4o, PPL -0.04375 +- 0.02213)
     assert fit(table, "gpt-4o", "text2", "approx_ppl")["slope"] == pytest.approx(-0.04375, rel=1e-3)
 
@@ -97,18 +97,20 @@ def test_interval_over_repeated_starts_is_the_t_interval_of_window_means():
     rng = np.random.default_rng(3)
     values = rng.normal(2.0, 1.0, 90)
     windows = np.repeat(["r0", "r1", "r2"], 30)
-    low, high, kind = mean_interval(values, windows)
+    got = mean_interval(values, windows)
     means = values.reshape(3, 30).mean(axis=1)
     ref = stats.t.interval(0.95, 2, loc=means.mean(), scale=stats.sem(means))
-    assert (low, high) == pytest.approx(ref) and kind == "t over 3 windows"
+    assert (got.low, got.high) == pytest.approx(ref) and got.method == "t over 3 windows"
+    assert (got.estimate, got.se, got.n, got.confidence) == (pytest.approx(values.mean()), pytest.approx(stats.sem(means)), 3, 0.95)
 
 
 def test_interval_of_a_single_start_bootstraps_its_targets_like_scipy():
     values = np.random.default_rng(4).exponential(2.0, 30)
-    low, high, kind = mean_interval(values, np.array(["w"] * 30), replicates=4000)
+    got = mean_interval(values, np.array(["w"] * 30), replicates=4000)
+    low, high, kind = got.low, got.high, got.method
     ref = stats.bootstrap((values,), np.mean, method="percentile", n_resamples=20000, random_state=1).confidence_interval
     width = ref.high - ref.low
     assert low == pytest.approx(ref.low, abs=0.08 * width) and high == pytest.approx(ref.high, abs=0.08 * width)
     assert kind == "bootstrap over 30 targets"
     assert mean_interval(values, np.array(["w"] * 30)) == mean_interval(values, np.array(["w"] * 30))  # seeded
-    assert math.isnan(mean_interval(np.array([1.0, np.nan]), np.array(["a", "b"]))[0])
+    assert not mean_interval(np.array([1.0, np.nan]), np.array(["a", "b"])).has_interval

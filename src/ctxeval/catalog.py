@@ -39,7 +39,7 @@ COMMANDS: dict[str, Entry] = {
     "sweep": Entry("ctxeval.commands.scoring", "Rank-based perplexity over context lengths (the thesis protocol).", Kind("scoring", "ctxeval.results.scoring", "RunResult", "ctxeval.render.scoring")),
     "score": Entry("ctxeval.commands.scoring", "Perplexity and rank scores of whole texts with chunked, sliding or fixed windows."),
     "diff": Entry("ctxeval.commands.diff", "How much CAND's next-token distributions differ from REF's on the same windows.", Kind("diff", "ctxeval.results.diff", "DiffResult", "ctxeval.render.diff_page")),
-    "summary": Entry("ctxeval.commands.scoring", "Print a finished run's tables, recomputed from its records."),
+    "summary": Entry("ctxeval.commands.scoring", "Print a finished run's tables, of any kind and of every version it reads."),
     "compare": Entry("ctxeval.commands.compare", "Paired comparison of runs: perplexity ratio, or per-sample verdicts, flips and tie groups.", Kind("comparison", "ctxeval.results.comparison", "Comparison", "ctxeval.render.compare")),
     "trends": Entry("ctxeval.commands.compare", "Slope of every metric against context length, and the spread across repeated starts.", Kind("trends", "ctxeval.results.trends", "Trends", "ctxeval.render.trends")),
     "context-gain": Entry("ctxeval.commands.probes", "Does the model use distant context? Perplexity with a full and a short context, the gain, and LongPPL.", Kind("context-gain", "ctxeval.results.context_gain", "ContextGainResult", "ctxeval.render.context_gain")),

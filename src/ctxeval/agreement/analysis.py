@@ -53,10 +53,10 @@ def correlations(table: pd.DataFrame, replicates: int, seed: int) -> pd.DataFram
                 continue
             row = {"cheap": c, "task": t, "models": len(both)}
             for name in ("spearman", "kendall"):
-                r = rank_correlation(both[c].to_numpy(), both[t].to_numpy(), name, replicates=replicates, seed=seed).to_dict()
-                row |= {name: r["value"], f"{name}_low": r["low"], f"{name}_high": r["high"], f"{name}_p": r["p_value"]}
-                row["note"] = constant_note(both, c, t) or r["why"]
+                r = rank_correlation(both[c].to_numpy(), both[t].to_numpy(), name, replicates=replicates, seed=seed)
+                row |= r.columns(name) | {f"{name}_p": r.p_value}
+                row["note"] = constant_note(both, c, t) or r.reason
             rows.append(row)
     if not rows:
         raise UserError("no model has both a cheap and a task measure: the runs' models do not overlap (agreement matches models by name)")
-    return pd.DataFrame(rows).astype({f"{name}{part}": "float64" for name in ("spearman", "kendall") for part in ("", "_low", "_high", "_p")})
+    return pd.DataFrame(rows).astype({f"{name}{part}": "float64" for name in ("spearman", "kendall") for part in ("", ".low", ".high", ".se", "_p")})

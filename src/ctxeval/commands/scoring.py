@@ -16,7 +16,7 @@ from ctxeval.config import DEFAULT_LENGTHS, RunConfig
 from ctxeval.metrics.config import MetricConfig, parse_cutoff
 from ctxeval.data.corpus import Corpus, CorpusOptions, open_corpus
 from ctxeval.data.texts import DEMO_TEXT_NAME
-from ctxeval.errors import UserError
+from ctxeval.errors import UserError, a_or_an
 from ctxeval.modeldiff.acted import check_layout, presses
 from ctxeval.modeldiff.finish import FloorRun, measure_noise_floor
 from ctxeval.modeldiff.noise_floor import NoiseFloor, floor_dir
@@ -29,6 +29,8 @@ from ctxeval.render.kinds import RENDERING
 from ctxeval.pipeline.executors import ExecutorOptions
 from ctxeval.scoring.planning import ScorePlanner, SweepPlanner
 from ctxeval.render.numerics import run_markdown
+from ctxeval.results.base import Result, read_header, read_result
+from ctxeval.results.manifest import MANIFEST_FILE, SCORING_COMMANDS, read_manifest
 from ctxeval.results.runs import load_run
 from ctxeval.render.tables import markdown_tables
 from ctxeval.results.scoring import RunResult, stored_noise_floor
@@ -106,9 +108,12 @@ class ScoreSpec(TokenScoringOptions):
 
 @dataclass(frozen=True)
 class SummarySpec:
-    """Print a finished run's tables (thesis Table 1/2 and Appendix A shapes), recomputed from its
-    records. "PPL (exact)" is the perplexity; "approx PPL (thesis, top-k, penalty p)" is what the
-    thesis's tables call PPL."""
+    """Print a finished run's tables. A sweep or score run's (thesis Table 1/2 and Appendix A
+    shapes) are recomputed from its records: "PPL (exact)" is the perplexity; "approx PPL
+    (thesis, top-k, penalty p)" is what the thesis's tables call PPL. Any other output folder
+    (ruler, diff, effective-length, compare, ...), of this ctxeval's version or an earlier one,
+    prints its tables rendered from its stored rows; with --write they are rewritten in this
+    version."""
 
     run_dir: Path = argument("A finished run directory.")
     cutoff: str | None = option("--cutoff", "Override the run's rank cutoff (integer or 'full').", None)
@@ -229,11 +234,14 @@ def run_score(spec: ScoreSpec) -> RunResult | dict:
     return result
 
 
-def run_summary(spec: SummarySpec) -> RunResult:
+def run_summary(spec: SummarySpec) -> Result:
     """Recompute a finished run's summaries, optionally with other metric settings; `thesis`:
     `tables` holds only the thesis's tables (Table 1, Table 2 and Appendix A's rows, whose
-    "PPL" is the approximate perplexity). `write` always writes the full tables."""
+    "PPL" is the approximate perplexity). `write` always writes the full tables. A folder of
+    another kind: `kind_summary`."""
     run_dir = Path(spec.run_dir)
+    if not (run_dir / MANIFEST_FILE).is_file() or read_manifest(run_dir).command not in SCORING_COMMANDS:
+        return kind_summary(run_dir, spec)
     manifest, records = load_run(run_dir, "summary")
     metrics = spec.settings(manifest.metrics)
     check_spec(metrics, ("metrics",))
@@ -245,6 +253,24 @@ def run_summary(spec: SummarySpec) -> RunResult:
     if spec.thesis:
         result = replace(result, tables=markdown_tables(result.summary, metrics, result.approx_vs_exact, thesis=True) + "\n" + run_markdown(manifest))
     return result
+
+
+def kind_summary(run_dir: Path, spec: SummarySpec) -> Result:
+    """The result in `run_dir` (any kind but a scoring run's; an earlier version read through its
+    kind's migration) with its texts rendered from its rows; with `write`, its files rewritten in
+    this version. The metric overrides and --thesis apply to sweep/score runs only."""
+    header = read_header(run_dir)
+    given = [flag for flag, value in (("--cutoff", spec.cutoff), ("--alphas", spec.alphas), ("--approx-k", spec.approx_k), ("--penalty", spec.penalty),
+                                      ("--thesis", spec.thesis or None)) if value is not None]
+    if given:
+        raise UserError(f"{given[0]} applies to sweep/score runs; {run_dir} holds {a_or_an(header['kind'])} result")
+    result = RENDERING.texts(read_result(run_dir))
+    return save_result(run_dir, result, header["command"] or header["kind"], RENDERING) if spec.write else result
+
+
+def _echo_summary(result: Result, spec: SummarySpec, display: Any) -> str:
+    """A scoring run's tables, or another kind's text (its Markdown)."""
+    return result.tables if isinstance(result, RunResult) else result.text()
 
 
 def run_scoring(config: RunConfig, texts: Corpus, model_specs: list[ModelSpec], planner: Any, out: Path, spec: Any, openai: OpenAIOptions | None,
@@ -336,5 +362,5 @@ def _echo_scoring(result: Any, spec: Any, display: ScoringDisplay) -> str:
 COMMANDS = (
     Command("sweep", SweepSpec, run_sweep, _echo_scoring, ScoringDisplay, _from_cli, inputs=("texts",)),
     Command("score", ScoreSpec, run_score, _echo_scoring, ScoringDisplay, _from_cli, inputs=("texts",)),
-    Command("summary", SummarySpec, run_summary, lambda result, spec, display: result.tables, inputs=("run_dir",)),
+    Command("summary", SummarySpec, run_summary, _echo_summary, inputs=("run_dir",)),
 )

@@ -102,8 +102,7 @@ def diff_result(run_dir: Path, manifest: Manifest, spec: DiffFinish) -> DiffResu
     failures = diff_gate(summary, gates["profile"], gates["max_kl"], gates["min_same_top"], gates["min_windows"], gates["min_tokens"])
     recorded = {"profile": gates["profile"], "max_kl": gates["max_kl"], "min_same_top": gates["min_same_top"], "failures": failures}
     report = diff_report(manifest, settings, summary, recorded, floor)
-    found = diff_verdict(summary["all"], spec.delta, bootstrap.confidence, report["numerics"]).as_dict()
-    report["verdict"] = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in found.items()}
+    report["verdict"] = diff_verdict(summary["all"], spec.delta, bootstrap.confidence, report["numerics"]).to_row()
     if whole_path(spec.ref, spec.cand):
         report["whole_numeric_path"] = True
     return DiffResult(run_dir, manifest, report, failures=failures, records=records, pieces=read_pieces(run_dir, report["ref"]["name"]), key_mask=mask,

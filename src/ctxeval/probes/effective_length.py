@@ -261,8 +261,7 @@ def compare_gains(tables: dict[str, pd.DataFrame], a: str, b: str, lengths: tupl
     share = share_kept(gain_b[shared].to_numpy(), gain_a[shared].to_numpy(), counts, clusters, settings)
     decided = (estimate.without_interval(f"{estimate.units} {settings.unit}(s): fewer than {MIN_CLUSTERS} paired units decide nothing")
                if estimate.units < MIN_CLUSTERS else replace(estimate, reason=""))  # two units' means are no interval to decide on
-    found = verdict(decided, settings.delta, worse="lower").as_dict()
-    judged = {k: None if isinstance(v, float) and np.isnan(v) else v for k, v in found.items()} | {"unit": settings.unit}
+    judged = verdict(decided, settings.delta, worse="lower").to_row() | {"unit": settings.unit}
     return {"a": a, "b": b, "lengths": [lengths[0], lengths[-1]], "gain_difference": estimate_json(estimate), "share_kept": share, "spans": int(len(shared)),
             "verdict": judged}
 

@@ -53,7 +53,7 @@ def evaluate_picks(rows: list[dict], methods: tuple[str, ...], replicates: int, 
         ci = bootstrap_classification(y_true, y_pred, labels, all_labels, replicates, seed)
         results[method] = {
             "metrics": point,
-            "ci95": {k: list(v) for k, v in ci.items()},
+            "ci95": {k: [v.low, v.high] for k, v in ci.items()},
             "n": len(rows),
             "tie_picks": sum(p == 0 for p in y_pred),
             "picks": {str(l): sum(p == l for p in y_pred) for l in all_labels},

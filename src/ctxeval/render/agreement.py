@@ -6,20 +6,21 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ctxeval.render import intervals
 from ctxeval.render.headline import Headline
 
 
-def _interval(value: float | None, low: float | None, high: float | None) -> str:
-    if value is None or value != value:
-        return "undefined"
-    return f"{value:+.2f}" + (f" [{low:+.2f}, {high:+.2f}]" if low is not None and low == low else "")
+def _interval(row: pd.Series, name: str) -> str:
+    """A coefficient with its interval; 'undefined' without a coefficient, the value alone without an interval."""
+    text = intervals.cell(row, name, 2, signed=True)
+    return "undefined" if text == "unknown" else text.replace(" (no interval)", "")
 
 
 def correlation_rows(c: pd.DataFrame) -> pd.DataFrame:
     """The correlation table as it is shown: one row per pair, coefficients with intervals."""
     return pd.DataFrame({"task measure": c["task"], "cheap measure": c["cheap"], "models": c["models"],
-                         "Spearman ρ [95 %]": [_interval(*v) for v in zip(c["spearman"], c["spearman_low"], c["spearman_high"])],
-                         "Kendall τ-b [95 %]": [_interval(*v) for v in zip(c["kendall"], c["kendall_low"], c["kendall_high"])],
+                         f"Spearman ρ [{intervals.table_header(c, 'spearman', with_method=False)}]": [_interval(r, "spearman") for _, r in c.iterrows()],
+                         f"Kendall τ-b [{intervals.table_header(c, 'kendall', with_method=False)}]": [_interval(r, "kendall") for _, r in c.iterrows()],
                          "ceiling √r": ["" if v != v else f"{v:.2f}" for v in c["ceiling"]] if "ceiling" in c else "",
                          "note": c["note"].astype(object).where(c["note"].notna(), "")})
 
@@ -90,14 +91,14 @@ def headline(measures: pd.DataFrame, pairs: pd.DataFrame, replicates: int) -> He
     ranked = ranked.sort_values(["task", "order"], ascending=[True, False], kind="stable")
     ranked = ranked.set_index("task").loc[list(dict.fromkeys(pairs["task"]))].reset_index()  # task measures in the runs' order
     rows, rank, previous = [], 0, None
-    for pair in ranked.itertuples():
-        rank = rank + 1 if pair.task == previous else 1
-        previous = pair.task
-        rows.append((pair.task, "—" if pair.why else str(rank), pair.cheap, _interval(pair.spearman, pair.spearman_low, pair.spearman_high), str(pair.models),
-                     pair.why or pair.note))
+    for _, pair in ranked.iterrows():
+        rank = rank + 1 if pair["task"] == previous else 1
+        previous = pair["task"]
+        rows.append((pair["task"], "—" if pair["why"] else str(rank), pair["cheap"], _interval(pair, "spearman"), str(pair["models"]),
+                     pair["why"] or pair["note"]))
     return Headline("Which cheap measure orders the models as the task does", "cheap measures ranked by Spearman ρ with each task measure "
-                    f"(values oriented so that higher is better; 95 % percentile bootstrap over models, {replicates} replicates)",
-                    ("task measure", "rank", "cheap measure", "Spearman ρ [95 %]", "models", "note"), tuple(rows),
+                    f"(values oriented so that higher is better; {intervals.table_header(pairs, 'spearman')}, {replicates} replicates)",
+                    ("task measure", "rank", "cheap measure", f"Spearman ρ [{intervals.table_header(pairs, 'spearman', with_method=False)}]", "models", "note"), tuple(rows),
                     tuple(ceiling_notes(pairs) + left_out(measures, pairs)))
 
 

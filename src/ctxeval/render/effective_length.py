@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from ctxeval.render import figures
+from ctxeval.render import intervals
 from ctxeval.render.headline import Headline, percent
 from ctxeval.render.renderer import Renderer
 from ctxeval.render.views import Arm, RunView, header
@@ -75,7 +76,9 @@ def headline(summary: dict) -> Headline:
     notes.append(f"L*: the shortest length whose gain over {first} tokens reaches {summary['estimator']['share']:g} of the gain at {last} "
                  f"({conf} percentile interval over {summary['estimator']['unit']}s; ≥ {last}: still gaining at the longest length).")
     if len(rows) > 1:
-        notes.append(f"Gain lost: the reference's gain {first}→{last} minus the model's, in nats/token, paired on the same targets ({conf} BCa); "
+        lost = summary["comparisons"][0]["gain_difference"]
+        notes.append(f"Gain lost: the reference's gain {first}→{last} minus the model's, in nats/token, paired on the same targets "
+                     f"({intervals.level(lost['confidence'])} {lost.get('method', '')}); "
                      f"share kept: the model's gain ÷ the reference's ({conf} percentile interval over the same resamples).")
     return Headline("Effective context length", f"{summary['spans']} spans of {summary['targets_per_span']} targets in {len(summary['documents'])} document(s), "
                     "the same targets at every length; log p: their mean log-probability; gains in nats/token",

@@ -18,6 +18,7 @@ from ctxeval.metrics.config import MetricConfig
 from ctxeval.metrics.registry import panel_metrics
 from ctxeval.results.effective_length import curve_frame
 from ctxeval.results.ruler import MEAN_TASK
+from ctxeval.render import intervals
 
 
 def _pyplot() -> Any:
@@ -144,8 +145,8 @@ def curves_figure(summary: dict) -> Any:
     curves = curve_frame(summary)
     for i, (model, part) in enumerate(curves.groupby("model", sort=False)):
         colour = f"C{i % 10}"
-        low = part["gain_low"].astype(float).fillna(part["gain"].astype(float))  # None (no interval) as float first: no object downcast
-        high = part["gain_high"].astype(float).fillna(part["gain"].astype(float))
+        low = part["gain.low"].astype(float).fillna(part["gain"].astype(float))  # NaN (no interval): the estimate
+        high = part["gain.high"].astype(float).fillna(part["gain"].astype(float))
         left.plot(part["length"], part["gain"], marker="o", color=colour, label=model)
         left.fill_between(part["length"], low, high, color=colour, alpha=0.2)
         star = summary["models"][model]["effective_length"]
@@ -198,7 +199,8 @@ def plot_heatmaps(cells: pd.DataFrame, path: Path) -> None:
 
 def plot_ruler(table: pd.DataFrame, path: Path, threshold: float, mean_label: Callable[[int], str]) -> None:
     """Score by length, one panel per model: each task thin, the mean thick (its legend
-    `mean_label(tasks)`), the threshold dashed."""
+    `mean_label(tasks)`) with its interval's band (its level and method, from the rows, in the
+    legend), the threshold dashed."""
     models = list(dict.fromkeys(table["model"]))
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4), squeeze=False, constrained_layout=True)
@@ -210,7 +212,8 @@ def plot_ruler(table: pd.DataFrame, path: Path, threshold: float, mean_label: Ca
             label = mean_label(part["task"].nunique() - 1) if thick else task
             ax.plot(curve["length"], curve["score"], marker="o", lw=2.5 if thick else 1, alpha=1 if thick else 0.6, label=label, color="black" if thick else None)
             if thick:
-                ax.fill_between(curve["length"], curve["low"], curve["high"], color="grey", alpha=0.25)
+                ax.fill_between(curve["length"], curve["score.low"], curve["score.high"], color="grey", alpha=0.25,
+                                label=f"{intervals.table_header(curve, 'score')} interval")
         ax.axhline(threshold, ls="--", color="red", lw=1)
         ax.set_xscale("log", base=2)
         ax.set_ylim(-2, 102)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ctxeval.render import figures
+from ctxeval.render import figures, intervals
 from ctxeval.render.headline import Headline
 from ctxeval.render.renderer import Renderer
 from ctxeval.render.ruler_ppi import ppi_headlines, ppi_markdown
@@ -27,28 +27,20 @@ SCORINGS = {"generation": "by generation (RULER's string_match_all on the greedy
 
 def headline(table: pd.DataFrame, lengths: dict[str, dict[str, dict]], threshold: float) -> Headline:
     """One row per model, one column per length: its score (the mean over tasks where there are
-    several) with its 95 % interval, and its effective length; the scoring named."""
+    several) with its interval, and its effective length; the scoring and the interval's level and method named."""
     tasks = [t for t in dict.fromkeys(table["task"]) if t != MEAN_TASK]
     rows_of = table[table["task"] == (MEAN_TASK if len(tasks) > 1 else tasks[0])]
     grid = sorted(set(rows_of["length"]))
     scorings = list(dict.fromkeys(rows_of["scored_by"]))
     rows = []
     for model, part in rows_of.groupby("model", sort=False):
-        cells = {int(r.length): f"{r.score:.1f} [{r.low:.0f}, {r.high:.0f}]" for r in part.itertuples()}
+        cells = {int(r["length"]): intervals.cell(r, "score", 1, bound_digits=0) for _, r in part.iterrows()}
         scored = (part["scored_by"].iloc[0],) if len(scorings) > 1 else ()
         rows.append((str(model), *scored, *(cells.get(length, "—") for length in grid), _length_text(lengths[str(model)][MEAN_TASK if len(tasks) > 1 else tasks[0]], int(part["length"].min()))))
     what = f"mean of {len(tasks)} tasks ({', '.join(tasks)})" if len(tasks) > 1 else tasks[0]
     scoring = f"scored {SCORINGS[scorings[0]]}" if len(scorings) == 1 else "scored as the column says: " + "; ".join(f"{k} {SCORINGS[k]}" for k in scorings)
-    return Headline(f"RULER, {what}", f"percent, {scoring}; 95 % interval (pseudo-labels, Student's t; the mean over tasks by MOVER); by length in tokens",
+    return Headline(f"RULER, {what}", f"percent, {scoring}; {intervals.table_header(rows_of, 'score')} interval; by length in tokens",
                     ("model", *(("scored by",) if len(scorings) > 1 else ()), *(str(length) for length in grid), f"effective length (≥ {threshold:g})"), tuple(rows))
-
-
-def _signed(value: float, low: float, high: float, digits: int) -> str:
-    """An estimate with its interval, signed; "no interval" where there is none."""
-    if value != value:
-        return "unknown"
-    interval = "no interval" if low != low else f"[{low:+.{digits}f}, {high:+.{digits}f}]"
-    return f"{value:+.{digits}f} {interval}"
 
 
 def _verdict(outcome: str, needed: float | None) -> str:
@@ -76,18 +68,18 @@ def _p(value: float) -> str:
     return "< 0.001" if value < 0.001 else f"{value:.3f}"
 
 
-# the paired table's columns: (header, cell of a paired row); a later estimator adds its own here
-PAIRED_COLUMNS: tuple[tuple[str, Callable[[pd.Series], str]], ...] = (
-    ("variant", lambda r: str(r["model"])),
-    ("length", lambda r: str(int(r["length"]))),
-    ("task", lambda r: str(r["task"])),
-    ("n", lambda r: str(int(r["n"]))),
-    ("score Δ, points [95 %]", lambda r: _signed(r["score_diff"], r["score_low"], r["score_high"], 1)),
-    ("score verdict", lambda r: _verdict(r["score_outcome"], r["score_samples_needed"])),
-    ("flips 1→0 / 0→1 / partial", lambda r: _flips(r)),
-    ("McNemar p, exact (mid-p)", lambda r: _mcnemar(r)),
-    ("answer log p Δ, nats [95 %]", lambda r: _signed(r["logp_diff"], r["logp_low"], r["logp_high"], 3)),
-    ("log p verdict", lambda r: _verdict(r["logp_outcome"], r["logp_samples_needed"])),
+# the paired table's columns: (header of the table, cell of a paired row); a later estimator adds its own here
+PAIRED_COLUMNS: tuple[tuple[Callable[[pd.DataFrame], str], Callable[[pd.Series], str]], ...] = (
+    (lambda t: "variant", lambda r: str(r["model"])),
+    (lambda t: "length", lambda r: str(int(r["length"]))),
+    (lambda t: "task", lambda r: str(r["task"])),
+    (lambda t: "n", lambda r: str(int(r["n"]))),
+    (lambda t: f"score Δ, points [{intervals.table_header(t, 'score_diff', with_method=False)}]", lambda r: intervals.cell(r, "score_diff", 1, signed=True)),
+    (lambda t: "score verdict", lambda r: _verdict(r["score_diff.outcome"], r["score_diff.samples_needed"])),
+    (lambda t: "flips 1→0 / 0→1 / partial", lambda r: _flips(r)),
+    (lambda t: "McNemar p, exact (mid-p)", lambda r: _mcnemar(r)),
+    (lambda t: f"answer log p Δ, nats [{intervals.table_header(t, 'logp_diff', with_method=False)}]", lambda r: intervals.cell(r, "logp_diff", 3, signed=True)),
+    (lambda t: "log p verdict", lambda r: _verdict(r["logp_diff.outcome"], r["logp_diff.samples_needed"])),
 )
 
 
@@ -106,11 +98,12 @@ def paired_headline(paired: pd.DataFrame, settings: dict, scored_by: str) -> Hea
     notes.append("Verdict: hurts or gains where the interval excludes 0; within δ where it lies inside ±δ; else too few samples to tell, "
                  "with the paired samples that would settle it at the observed spread.")
     notes.append("Flips: samples right in the reference and wrong in the variant, the reverse, and differing partial-credit pairs. McNemar's exact "
-                 "p is conservative with few flips: 4 against 0 give p 0.125 (mid-p 0.062) where Tango's interval, which the verdict reads, excludes 0.")
-    detail = (f"candidate − {reference} on the same prompts, per length; score {SCORINGS[scored_by]}, in points with Tango's score interval for "
-              f"paired 0/1 outcomes, δ = {settings['score_delta']:g} points; answer log p (mean per answer token) in nats with a paired BCa interval "
+                 "p is conservative with few flips: 4 against 0 give p 0.125 (mid-p 0.062) where the score interval, which the verdict reads, excludes 0.")
+    detail = (f"candidate − {reference} on the same prompts, per length; score {SCORINGS[scored_by]}, in points with the "
+              f"{intervals.table_header(shown, 'score_diff')} interval (partial credit as a fraction of a sample), δ = {settings['score_delta']:g} points; "
+              f"answer log p (mean per answer token) in nats with the {intervals.table_header(shown, 'logp_diff')} interval "
               f"over samples ({settings['replicates']} replicates, seed {settings['seed']}), δ = {settings['logp_delta']:g} nats")
-    return Headline(f"RULER, paired differences against {reference}", detail, tuple(h for h, _ in PAIRED_COLUMNS), rows, tuple(notes))
+    return Headline(f"RULER, paired differences against {reference}", detail, tuple(h(shown) for h, _ in PAIRED_COLUMNS), rows, tuple(notes))
 
 
 def ranking_headline(ranking: pd.DataFrame, pairs: pd.DataFrame, scored_by: str, ppi: bool) -> Headline:
@@ -125,23 +118,29 @@ def ranking_headline(ranking: pd.DataFrame, pairs: pd.DataFrame, scored_by: str,
     rows = tuple(_ranking_row(row) for _, row in ranked.iterrows())
     notes = [f"{int(length)}: " + "; ".join(f"{letter}: {', '.join(members)}" for letter, members in _groups(part).items())
              for length, part in ranked.groupby("length", sort=False)]
-    stepped = pairs[(pairs["task"] == task) & pairs["apart"].astype(bool) & (pairs["low"] <= 0) & (pairs["high"] >= 0)]
+    stepped = pairs[(pairs["task"] == task) & pairs["apart"].astype(bool) & (pairs["diff.low"] <= 0) & (pairs["diff.high"] >= 0)]
     if len(stepped):
         notes.append("Told apart by Holm's step-down though the simultaneous interval reaches 0: "
-                     + ", ".join(f"{r.higher} and {r.lower} at {int(r.length)}" for r in stepped.itertuples()) + ".")
+                     + ", ".join(f"{r['higher']} and {r['lower']} at {int(r['length'])}" for _, r in stepped.iterrows()) + ".")
     notes += [f"{row['model']} at {int(row['length'])}: {row['note']}." for _, row in shown[~shown["ranked"].astype(bool)].iterrows()]
     if ppi:
         notes.append(f"Ranked by the records' scores ({SCORINGS[scored_by]}), not by the prediction-powered estimates above.")
+    family = intervals.level(_family(ranked))
     detail = (f"{what}, per length: the models in order of score (percent, {SCORINGS[scored_by]}), each against the top one on the same prompts; "
-              f"intervals are Tango's at 1 − 0.05/pairs (Bonferroni over the {int(ranked['pairs'].iloc[0])} pairs: simultaneous 95 %); ranks and groups "
-              f"from Holm-adjusted score tests over all pairs: models sharing a letter cannot be told apart (95 % family-wise)")
+              f"intervals: {intervals.table_header(ranked, 'to_best')} (simultaneous {family}); ranks and groups "
+              f"from Holm-adjusted score tests over all pairs: models sharing a letter cannot be told apart ({family} family-wise)")
     return Headline("RULER, which variants are tied", detail,
-                    ("length", "#", "model", "score, %", "Δ to the top, points [simultaneous 95 %]", "rank [simultaneous 95 %]", "group"), rows, tuple(notes))
+                    ("length", "#", "model", "score, %", f"Δ to the top, points [simultaneous {family}]", f"rank [simultaneous {family}]", "group"), rows, tuple(notes))
+
+
+def _family(ranked: pd.DataFrame) -> float:
+    """The family-wise confidence of a ranking: its Bonferroni intervals' 1 − α/m, back to 1 − α."""
+    return 1 - (1 - float(ranked["to_best.confidence"].iloc[0])) * int(ranked["pairs"].iloc[0])
 
 
 def _ranking_row(row: pd.Series) -> tuple[str, ...]:
-    to_top = "— (the top)" if row["order"] == 1 else _signed(row["to_best"], row["to_best_low"], row["to_best_high"], 1)
-    ranks = str(int(row["rank_low"])) if row["rank_low"] == row["rank_high"] else f"{int(row['rank_low'])}–{int(row['rank_high'])}"
+    to_top = "— (the top)" if row["order"] == 1 else intervals.cell(row, "to_best", 1, signed=True)
+    ranks = str(int(row["rank.low"])) if row["rank.low"] == row["rank.high"] else f"{int(row['rank.low'])}–{int(row['rank.high'])}"
     return (str(int(row["length"])), str(int(row["order"])), str(row["model"]), f"{row['score']:.1f}", to_top, ranks, str(row["groups"]))
 
 
@@ -158,16 +157,17 @@ def ranking_markdown(ranking: pd.DataFrame, pairs: pd.DataFrame) -> list[str]:
     """results.md's ranking per task and length, and every pair's simultaneous interval and Holm test."""
     ranked = ranking[ranking["ranked"].astype(bool)]
     cells = ranked.assign(**{"task": [mean_label(ranked["task"].nunique() - 1) if t == MEAN_TASK else t for t in ranked["task"]]})
+    family = intervals.level(_family(ranked))
     table = pd.DataFrame([(t, *_ranking_row(r)) for t, (_, r) in zip(cells["task"], ranked.iterrows())],
-                         columns=["task", "length", "#", "model", "score, %", "Δ to the top, points [simultaneous 95 %]", "rank [simultaneous 95 %]", "group"])
+                         columns=["task", "length", "#", "model", "score, %", f"Δ to the top, points [simultaneous {family}]", f"rank [simultaneous {family}]", "group"])
     pair_table = pd.DataFrame({"task": pairs["task"], "length": pairs["length"], "higher": pairs["higher"], "lower": pairs["lower"], "n": pairs["n"],
-                               "lower − higher, points [simultaneous 95 %]": [_signed(d, lo, hi, 1) for d, lo, hi in zip(pairs["diff"], pairs["low"], pairs["high"])],
+                               f"lower − higher, points [simultaneous {family}]": [intervals.cell(r, "diff", 1, signed=True) for _, r in pairs.iterrows()],
                                "p": [_p(p) for p in pairs["p"]], "Holm p": [_p(p) for p in pairs["p_holm"]],
                                "told apart": ["yes" if a else "no" for a in pairs["apart"]]})
     return ["## Which variants are tied, per task", "", "Per task and length, as the first table: the models in order, each against the top with a "
             "simultaneous interval, its rank interval and its groups.", "", table.to_markdown(index=False), "",
-            "Every pair: the difference with its simultaneous interval (Tango's, Bonferroni over the pairs), Tango's score-test p and its "
-            "Holm adjustment over the pairs of the same task and length (told apart where ≤ 0.05).", "", pair_table.to_markdown(index=False), ""]
+            f"Every pair: the difference with its simultaneous interval ({intervals.table_header(pairs, 'diff')}), the score test's p and its "
+            f"Holm adjustment over the pairs of the same task and length (told apart where ≤ {1 - _family(ranked):g}).", "", pair_table.to_markdown(index=False), ""]
 
 
 def _scoring(table: pd.DataFrame) -> str:
@@ -198,14 +198,14 @@ def results_markdown(r: RulerResult) -> str:
         lines += [*paired_headline(r.paired, r.paired_settings, _scoring(table)).markdown(), ""]
     lines += [] if first == scores else [*scores.markdown(), ""]
     for model, part in table.groupby("model", sort=False):
-        pivot = part.assign(cell=[f"{s:.1f} [{lo:.0f}, {hi:.0f}]" for s, lo, hi in zip(part["score"], part["low"], part["high"])])
+        pivot = part.assign(cell=[intervals.cell(row, "score", 1, bound_digits=0) for _, row in part.iterrows()])
         wide = pivot.pivot(index="task", columns="length", values="cell")
         tasks = [t for t in dict.fromkeys(part["task"]) if t != MEAN_TASK]
         wide = wide.reindex([*tasks, MEAN_TASK])
         wide["effective length"] = [_length_text(lengths[str(model)][t], int(part["length"].min())) for t in wide.index]
         wide.index = [*tasks, mean_label(len(tasks))]
         wide.index.name = "task"
-        lines += [f"## {model}", "", f"Score (percent, {_scored_by(set(part['scored_by']))}; 95 % interval, pseudo-labels and Student's t) by length in tokens; "
+        lines += [f"## {model}", "", f"Score (percent, {_scored_by(set(part['scored_by']))}; {intervals.table_header(part, 'score')} interval) by length in tokens; "
                   f"effective length at ≥ {threshold:g}.", "", wide.reset_index().to_markdown(index=False), ""]
     if not r.ranking.empty:
         lines += ranking_markdown(r.ranking, r.ranking_pairs)
@@ -297,20 +297,20 @@ def view(result: RulerResult, label: str, first_arm: int) -> tuple[RunView, list
 def score_curves(r: RulerResult) -> tuple[pd.DataFrame, str]:
     """Each model's score by length (the mean over tasks where there are several, else the one
     task), with its interval: the PPI++ estimate of a prediction-powered run, else the table's
-    score with its Wilson interval; and what the curves are."""
+    score with its interval; and what the curves are, the intervals' level and method read from the rows."""
     tasks = [t for t in dict.fromkeys(r.table["task"]) if t != MEAN_TASK]
     task = MEAN_TASK if len(tasks) > 1 else tasks[0]
     what = f"mean of {len(tasks)} tasks" if len(tasks) > 1 else task
     if r.ppi is not None:
         rows = r.ppi[r.ppi["task"] == task]
-        number = {k: pd.to_numeric(rows[k]).astype(float) for k in ("estimate", "low", "high")}  # a column all null reads back as None
-        frame = pd.DataFrame({"series": rows["model"].astype(str), "length": rows["length"].astype(int), "score": number["estimate"],
-                              "low": number["low"].clip(lower=0), "high": number["high"].clip(upper=100)})
-        return frame, f"{what}, PPI++ score (95 % interval)"
+        number = {k: pd.to_numeric(rows[k]).astype(float) for k in ("score", "score.low", "score.high")}  # a column all null reads back as None
+        frame = pd.DataFrame({"series": rows["model"].astype(str), "length": rows["length"].astype(int), "score": number["score"],
+                              "low": number["score.low"].clip(lower=0), "high": number["score.high"].clip(upper=100)})
+        return frame, f"{what}, PPI++ score ({intervals.table_header(rows, 'score')} interval)"
     rows = r.table[r.table["task"] == task]
     scoring = "by generation" if set(rows["scored_by"]) == {"generation"} else "by likelihood" if set(rows["scored_by"]) == {"likelihood"} else "scored as its table says"
-    frame = pd.DataFrame({"series": rows["model"].astype(str), "length": rows["length"].astype(int), "score": rows["score"], "low": rows["low"], "high": rows["high"]})
-    return frame, f"{what}, score {scoring} (95 % Wilson interval)"
+    frame = pd.DataFrame({"series": rows["model"].astype(str), "length": rows["length"].astype(int), "score": rows["score"], "low": rows["score.low"], "high": rows["score.high"]})
+    return frame, f"{what}, score {scoring} ({intervals.table_header(rows, 'score')} interval)"
 
 
 KINDS = {"generation path": "settled", "greedy generation": "generated", "predicted (not drawn for generation)": "predicted",

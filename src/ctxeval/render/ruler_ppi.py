@@ -10,9 +10,11 @@ import math
 
 import pandas as pd
 
+from ctxeval.render import intervals
 from ctxeval.render.headline import Headline
 from ctxeval.render.verdicts import would_settle
 from ctxeval.results.ruler import MEAN_TASK
+from ctxeval.stats.interval import Interval
 from ctxeval.stats.ppi import MIN_GENERATED
 
 
@@ -25,9 +27,14 @@ def remedy_text(options: list[dict]) -> str:
     return ", or ".join(" ".join(f"{FLAGS[k]} {v:g}" for k, v in option.items()) for option in options)
 
 
+def _name(row: pd.Series) -> str:
+    """The interval a row of ppi.json holds: a difference's `diff`, a score's `score`."""
+    return "diff" if "diff" in row else "score"
+
+
 def _missing(row: pd.Series, what: str) -> str:
     """Why a row has no interval (or no estimate) and what would give one."""
-    reason = row.get("reason") or ""
+    reason = row.get(f"{_name(row)}.reason") or ""
     options = row.get("remedy")
     fix = f"; {remedy_text(options)} would give one" if isinstance(options, list) and options else ""
     return f"{what}{': ' + reason if reason else ''}{fix}"
@@ -36,15 +43,15 @@ def _missing(row: pd.Series, what: str) -> str:
 def _cell(row: pd.Series, sign: bool = False) -> str:
     """A score (or a difference, `sign`) with its interval clipped to what it can be; without
     one, why and what would give one."""
-    estimate, low, high = _num(row["estimate"]), _num(row["low"]), _num(row["high"])
+    name = _name(row)
+    estimate, low, high = _num(row[name]), _num(row[f"{name}.low"]), _num(row[f"{name}.high"])
     plus = "+" if sign else ""
     if math.isnan(estimate):
         return _missing(row, "no estimate")
     if math.isnan(low):
         return f"{estimate:{plus}.1f}, {_missing(row, 'no interval')}"
     floor = -100.0 if sign else 0.0
-    low, high = max(low, floor), min(high, 100.0)
-    return f"{estimate:{plus}.1f} [{low:{plus}.1f}, {high:{plus}.1f}]"
+    return intervals.numbers(Interval(estimate, max(low, floor), min(high, 100.0)), 1, signed=sign)
 
 
 def _num(value: object) -> float:
@@ -54,19 +61,20 @@ def _num(value: object) -> float:
 
 def _short(row: pd.Series) -> str:
     """A score whose reason the table above gives already (a run of one task)."""
-    if math.isnan(_num(row["estimate"])):
+    if math.isnan(_num(row["score"])):
         return "no estimate"
-    return _cell(row) if not math.isnan(_num(row["low"])) else f"{row['estimate']:.1f} (no interval)"
+    return _cell(row) if not math.isnan(_num(row["score.low"])) else f"{row['score']:.1f} (no interval)"
 
 
 def _difference_cell(row: pd.Series) -> str:
     """A paired difference with its stored verdict; an undecided one with the samples that would
     settle it at the same share and spread (the interval's standard error scaled as 1/√n)."""
-    if math.isnan(_num(row["estimate"])):
+    if math.isnan(_num(row["diff"])):
         return _cell(row, sign=True)
-    needed = row["samples_needed"]
+    needed = row["diff.samples_needed"]
     settle = f" ({would_settle(int(needed))})" if needed is not None and not pd.isna(needed) else ""
-    return f"{_cell(row, sign=True)}; {row['outcome']}{settle}" if math.isnan(_num(row["low"])) else f"{_cell(row, sign=True)} {row['outcome']}{settle}"
+    outcome = row["diff.outcome"]
+    return f"{_cell(row, sign=True)}; {outcome}{settle}" if math.isnan(_num(row["diff.low"])) else f"{_cell(row, sign=True)} {outcome}{settle}"
 
 
 def _headline_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -91,17 +99,15 @@ def ppi_headlines(scores: pd.DataFrame, differences: pd.DataFrame, delta: float,
     """The section's tables: scores by length, differences against the first model with their
     verdicts at δ = `delta` points (an `--until verdict` run's own δ), how each cell's samples
     were labelled."""
-    level = ("95 % interval" if not until else
-             f"{until.get('early_confidence', until['confidence']):.1%} confidence sequence where a look before the budget stopped it (valid at every "
-             f"look of --until; a mean over tasks: {until['confidence']:.0%}, each task's sequence at 1 − {1 - until['confidence']:.2f} / tasks), "
-             f"full generation's {until['confidence']:.0%} interval where it reached the budget"
-             if until.get("looks") == "sequence" else f"{until['confidence']:.2%} interval (each look of --until)")
+    where = ("" if not until else " (a look before the budget stopped a cell: its confidence sequence, valid at every look of --until; "
+             "the budget reached: full generation's interval)" if until.get("looks") == "sequence" else " (each look of --until)")
+    level = f"intervals: {intervals.table_header(scores, 'score')}{where}"
     tasks = [t for t in dict.fromkeys(scores["task"]) if t != MEAN_TASK]
     what = f"mean of {len(tasks)} tasks" if len(tasks) > 1 else tasks[0]
     generated, predicted, exact = (int(scores.loc[scores["task"] != MEAN_TASK, k].sum()) for k in ("generated", "predicted", "exact"))
     missing = [f"No interval: fewer than {MIN_GENERATED} of a cell's unsettled samples were generated; the options named would give one "
-               f"(in expectation: which samples are drawn is a seeded draw)."] if scores["low"].isna().any() or (
-        not differences.empty and differences["low"].isna().any()) else []
+               f"(in expectation: which samples are drawn is a seeded draw)."] if scores["score.low"].isna().any() or (
+        not differences.empty and differences["diff.low"].isna().any()) else []
     lengths, rows = _wide_rows(scores)
     out = [tied_headline(scores)] if "groups" in scores and scores["order"].notna().any() else []
     out += [Headline("RULER, prediction-powered (PPI++)",
@@ -114,7 +120,7 @@ def ppi_headlines(scores: pd.DataFrame, differences: pd.DataFrame, delta: float,
         delta = until["delta"] if until and until.get("delta") is not None else delta
         lengths, rows = _wide_rows(differences, differences=True)
         out.append(Headline(f"RULER, prediction-powered paired differences against {reference}",
-                            f"points, variant − reference on the same samples; {level}; verdict: hurts or gains where the interval excludes 0, within "
+                            f"points, variant − reference on the same samples; intervals: {intervals.table_header(differences, 'diff')}{where}; verdict: hurts or gains where the interval excludes 0, within "
                             f"δ = {delta:g} points where it lies inside ±δ, else too few samples to tell, with the samples that would settle it at the same "
                             f"share and spread", ("variant", *lengths), rows, tuple(missing)))
     cells = scores[scores["task"] != MEAN_TASK]

@@ -62,10 +62,11 @@ def intervals(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int) -> dict[
     windows = df["window_id"].to_numpy()
     log_scale = {m.key for m in registry.panel_metrics(metrics) if m.log_scale}
     for name, values in token_values(df, metrics, vocab_size).items():
-        low, high, kind = mean_interval(values, windows)
+        interval = mean_interval(values, windows)
+        low, high = interval.low, interval.high
         if name in log_scale:
             low, high = math.exp(low), math.exp(high)
-        out |= {f"{name}_lo": low, f"{name}_hi": high, "interval": kind}
+        out |= {f"{name}_lo": low, f"{name}_hi": high, "interval": interval.method}
     return out
 
 

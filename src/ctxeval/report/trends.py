@@ -29,11 +29,12 @@ def trend_table(per_window: pd.DataFrame, names: list[str]) -> pd.DataFrame:
 
 def _fits(labels: dict, series: pd.DataFrame, names: list[str]) -> list[dict]:
     x = series["nominal_len"].to_numpy(dtype=float)
-    return [
-        labels | {"metric": name, "x": scale} | slope(xs, series[name].to_numpy(dtype=float))
-        for name in names
-        for scale, xs in (("length", x), ("log2_length", np.log2(x)))
-    ]
+    rows = []
+    for name in names:
+        for scale, xs in (("length", x), ("log2_length", np.log2(x))):
+            fit = slope(xs, series[name].to_numpy(dtype=float))
+            rows.append(labels | {"metric": name, "x": scale} | fit.columns("slope") | {"intercept": fit.intercept, "r": fit.r, "p_value": fit.p_value})
+    return rows
 
 
 def variance_table(per_window: pd.DataFrame, names: list[str], k: float) -> pd.DataFrame:

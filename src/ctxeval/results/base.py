@@ -9,8 +9,9 @@ the one writer and reader of every kind write and read them from that declaratio
 (written before outputs carried one), a kind the reader does not take, or a version this
 ctxeval cannot read.
 
-A kind whose layout changes bumps `VERSION`; `READS` lists the earlier versions its declaration
-still reads, so an old folder either reads or is refused naming its version.
+A kind whose layout changes bumps `VERSION`; `READS` lists the earlier versions it still reads,
+each through the kind's `migrate` (the fields an earlier layout stored, as this version holds
+them), so an old folder either reads or is refused naming its version.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, ClassVar, TypeVar
 
 from ctxeval import catalog
 from ctxeval.errors import FieldError, UserError, a_or_an
-from ctxeval.results.io import File, file_names, first_json, read_files, write_files
+from ctxeval.results.io import File, Text, file_names, first_json, read_files, write_files
 
 RESULT_FILE = "result.json"
 
@@ -52,6 +53,12 @@ class Result:
     # catalogued kind that declares one
     PROBE: ClassVar[tuple[Section, ...]] = ()
 
+    @classmethod
+    def migrate(cls, found: dict[str, Any], version: int, folder: Path) -> dict[str, Any]:
+        """The fields read from an earlier `version` (one of READS) of the kind's files, stored in
+        `folder`, as this version holds them: the one place a kind reads its earlier layouts."""
+        return found
+
     def probe_rows(self, run: Path) -> dict[str, Any]:
         """Its rows (a DataFrame) in each section of `PROBE`, by key; `run` is its folder as the
         probe-report's caller named it."""
@@ -65,6 +72,11 @@ class Result:
     def files(self) -> tuple[str, ...]:
         """The files this result writes (an optional one only while its field is set)."""
         return file_names(self.FILES, self)
+
+    def text(self) -> str:
+        """Its Markdown: the field its first text file holds ('' for a kind without one)."""
+        found = next((f for f in self.FILES if isinstance(f, Text)), None)
+        return "" if found is None else str(getattr(self, found.field))
 
     def to_json(self) -> Any:
         """What its (first) JSON file holds, as Python values."""
@@ -150,7 +162,7 @@ def read_result(path: str | Path, *, reader: str | None = None, kinds: Collectio
     missing = [f for f in header["files"] if not (path / f).exists()]
     if missing:
         raise UserError(f"{path} lacks {missing[0]}, which its {RESULT_FILE} lists; re-run the command that made it")
-    return read_files(cls, path, header["files"])  # type: ignore[no-any-return]
+    return read_files(cls, path, header["files"], version)  # type: ignore[no-any-return]
 
 
 def result_class(kind: str) -> type[Result]:

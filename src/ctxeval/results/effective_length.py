@@ -20,6 +20,8 @@ from ctxeval.results.io import Csv, Figure, Json, Parquet, Text, folder, loaded,
 from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.results.probe_report import EFFECTIVE_LENGTH
 from ctxeval.results.records import RECORDS_FILE, read_records
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
+from ctxeval.stats.interval import Interval
 
 SUMMARY_JSON = "summary.json"
 CURVE_CSV = "curve.csv"
@@ -73,14 +75,15 @@ class EffectiveLengthResult(Result):
 
 def curve_frame(summary: dict) -> pd.DataFrame:
     """One row per (model, length): mean log-probability and AVG, the gain over the shortest
-    length with its interval, and the key tokens' mean log-probability (curve.csv)."""
+    length as the interval `gain` (`gain`, `gain.low`, ..., stats.interval.column), and the key
+    tokens' mean log-probability (curve.csv)."""
     rows = []
     for model, s in summary["models"].items():
         for point in s["curve"]:
-            gain = point["gain"] or {"estimate": 0.0, "low": None, "high": None, "interval": "none"}
+            gain = (Interval.from_row(point["gain"]) if point["gain"] else
+                    Interval(0.0, confidence=float(summary["estimator"].get("confidence", DEFAULT_CONFIDENCE)), reason="the shortest length: no gain over itself"))
             rows.append({"model": model, "length": point["length"], "mean_context": point["mean_context"], "logprob": point["logprob"], "avg": point["avg"],
-                         "gain": gain["estimate"], "gain_low": gain["low"], "gain_high": gain["high"], "gain_interval": gain["interval"],
-                         "key_logprob": point["key_logprob"]})
+                         **gain.columns("gain"), "gain_interval": (point["gain"] or {}).get("interval", "none"), "key_logprob": point["key_logprob"]})
     return pd.DataFrame(rows)
 
 

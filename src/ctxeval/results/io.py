@@ -254,12 +254,15 @@ def write_files(result: Any, out: Path) -> None:
             os.replace(tmp, out / f.name)
 
 
-def read_files(cls: type, out: Path, listed: list[str]) -> Any:
-    """The result of kind `cls` stored in `out`, whose header lists the files `listed`."""
+def read_files(cls: type, out: Path, listed: list[str], version: int | None = None) -> Any:
+    """The result of kind `cls` stored in `out`, whose header lists the files `listed`; the
+    fields of an earlier `version` pass through the kind's `migrate` first."""
     found: dict[str, Any] = {}
     for f in cls.FILES:
         if f.name in listed:
             f.load(out / f.name, found)
+    if version is not None and version != cls.VERSION:
+        found = cls.migrate(found, version, out)
     how = {f.name: f.metadata[_HOW] for f in fields(cls) if _HOW in f.metadata}
     for name, where in how.items():
         if where.at is not None:

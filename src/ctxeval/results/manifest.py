@@ -188,7 +188,7 @@ def read_manifest(run_dir: Path) -> Manifest:
 
 def require_command(manifest: Manifest, run_dir: Path, reader: str, accepted: Collection[str]) -> Manifest:
     """The manifest, if `reader` (a command) can read a run of its command; otherwise one line
-    naming both, e.g. "runs/r is a retrieval run; summary reads sweep/score runs"."""
+    naming both, e.g. "runs/r is a retrieval run; compare reads sweep/score runs"."""
     if manifest.command not in accepted:
         kind = a_or_an(manifest.command) if manifest.command else "an unknown kind of"
         raise UserError(f"{run_dir} is {kind} run; {reader} reads {'/'.join(accepted)} runs")

@@ -76,11 +76,8 @@ def paired_cell(pairs: pd.DataFrame, score: str, settings: PairedSettings) -> di
     else:
         logp_verdict = verdict(Interval(math.nan, n=n, confidence=settings.confidence), settings.logp_delta, worse="lower", reason="a log p is unknown")
         logp_interval = "none"
-    return {"n": n, "score_diff": score_verdict.estimate, "score_low": score_verdict.low, "score_high": score_verdict.high,
-            "score_gained": diff.gained, "score_lost": diff.lost, "score_outcome": score_verdict.outcome, "score_samples_needed": score_verdict.samples_needed,
-            "logp_diff": logp_verdict.estimate, "logp_low": logp_verdict.low, "logp_high": logp_verdict.high, "logp_interval": logp_interval,
-            "logp_outcome": logp_verdict.outcome, "logp_samples_needed": logp_verdict.samples_needed, "logp_reason": logp_verdict.reason,
-            **flip_columns(reference, candidate)}
+    return {"n": n, **score_verdict.columns("score_diff"), "score_gained": diff.gained, "score_lost": diff.lost,
+            **logp_verdict.columns("logp_diff"), "logp_interval": logp_interval, **flip_columns(reference, candidate)}
 
 
 def flip_columns(reference: np.ndarray, candidate: np.ndarray) -> dict:

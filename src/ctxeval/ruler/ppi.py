@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -114,7 +115,9 @@ def _difference(pairs: pd.DataFrame, confidence: float) -> PPIEstimate:
 
 
 def _row(model: str, task: str, length: int, estimate: PPIEstimate, **extra: object) -> dict:
-    return {"model": model, "task": task, "length": length, **extra, **estimate.scaled(100).as_dict(), "reason": estimate.reason}
+    """A row of ppi.json's scores: the estimate as interval `score` (percent) and how its samples were labelled."""
+    return {"model": model, "task": task, "length": length, **extra, **estimate.scaled(100).columns("score"), "samples": estimate.n,
+            "exact": estimate.exact, "generated": estimate.generated, "predicted": estimate.predicted, "df": estimate.df}
 
 
 def labelled_flips(pairs: pd.DataFrame) -> dict:
@@ -139,7 +142,8 @@ def difference_row(model: str, task: str, length: int, estimate: PPIEstimate, re
     # without an interval the spread says nothing of the samples a verdict needs: the remedy
     # (`with_remedies`, the samples or share that give an interval) says what would
     needed = decided.samples_needed if estimate.has_interval else None
-    return _row(model, task, length, estimate, reference=reference) | {"outcome": decided.outcome, "samples_needed": needed}
+    counts = {"samples": estimate.n, "exact": estimate.exact, "generated": estimate.generated, "predicted": estimate.predicted, "df": estimate.df}
+    return {"model": model, "task": task, "length": length, "reference": reference, **replace(decided, samples_needed=needed).columns("diff"), **counts}
 
 
 def ppi_tables(samples: pd.DataFrame, seed: int, k: int = FOLDS, confidence: float = DEFAULT_CONFIDENCE,
@@ -230,16 +234,17 @@ def with_remedies(table: pd.DataFrame, generation: Generation) -> pd.DataFrame:
     if table.empty:
         return table.assign(remedy=[])
     out = table.copy()
-    own = [remedy(int(r["samples"]), int(r["generated"]) + int(r["predicted"]), generation) if math.isnan(r["low"]) else []
+    name = "diff" if "reference" in out else "score"
+    own = [remedy(int(r["samples"]), int(r["generated"]) + int(r["predicted"]), generation) if math.isnan(r[f"{name}.low"]) else []
            for _, r in out.iterrows()]
     out["remedy"] = own
     unit = "pairs" if "reference" in out else "samples"
     for i, r in out.iterrows():  # the counts behind "too few generated", as this table counts them
-        if r["task"] != MEAN_TASK and math.isnan(r["low"]) and r["samples"] >= 2 and r["generated"] < MIN_GENERATED:
+        if r["task"] != MEAN_TASK and math.isnan(r[f"{name}.low"]) and r["samples"] >= 2 and r["generated"] < MIN_GENERATED:
             verb = "labelled by generation" if unit == "pairs" else "generated"
-            out.at[i, "reason"] = f"{int(r['generated'])} of its {int(r['generated'] + r['predicted'])} unsettled {unit} {verb}, an interval needs {MIN_GENERATED}"
+            out.at[i, f"{name}.reason"] = f"{int(r['generated'])} of its {int(r['generated'] + r['predicted'])} unsettled {unit} {verb}, an interval needs {MIN_GENERATED}"
     for i, r in out.iterrows():
-        if r["task"] == MEAN_TASK and math.isnan(r["low"]):
+        if r["task"] == MEAN_TASK and math.isnan(r[f"{name}.low"]):
             same = (out["model"] == r["model"]) & (out["length"] == r["length"]) & (out["task"] != MEAN_TASK)
             worst = [o for o in out.loc[same, "remedy"] if o]
             out.at[i, "remedy"] = max(worst, key=_cost) if worst else []

@@ -37,10 +37,13 @@ import pandas as pd
 from ctxeval.results.ruler import MEAN_TASK
 from ctxeval.ruler.paired import KEYS
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
+from ctxeval.stats.interval import Interval
 from ctxeval.stats.mcnemar import score_p
 from ctxeval.stats.multiple import holm, letter_groups, rank_intervals
 from ctxeval.stats.paired_binary import discordant, tango_interval
 
+SIMULTANEOUS_METHOD = "Tango's score interval, Bonferroni over {pairs} pairs"
+RANK_METHOD = "simultaneous rank interval from Holm-adjusted score tests"  # the rank estimate: the model's place in score order
 MIN_RANKED = 3
 
 
@@ -72,25 +75,26 @@ def rank_cell(scores: dict[str, np.ndarray], confidence: float = DEFAULT_CONFIDE
     for i, j in pairs:
         gained, lost = discordant(scores[order[i]], scores[order[j]])  # the lower-ranked against the higher
         low, high = tango_interval(gained, lost, n, 1 - alpha / m)
-        tests.append(((gained - lost) / n, low, high, score_p(gained, lost, n)))
-    adjusted = holm([t[3] for t in tests])
+        tests.append((Interval((gained - lost) / n, low, high, n=n, confidence=1 - alpha / m, method=SIMULTANEOUS_METHOD.format(pairs=m)).scaled(100),
+                      score_p(gained, lost, n)))
+    adjusted = holm([t[1] for t in tests])
     apart = np.zeros((k, k), dtype=bool)
     pair_rows = []
-    for (i, j), (diff, low, high, p), p_holm in zip(pairs, tests, adjusted):
+    for (i, j), (diff, p), p_holm in zip(pairs, tests, adjusted):
         told = bool(p_holm <= alpha)
         apart[i, j] = apart[j, i] = told
-        pair_rows.append({"higher": order[i], "lower": order[j], "n": n, "diff": 100 * diff, "low": 100 * low, "high": 100 * high,
-                          "p": p, "p_holm": float(p_holm), "apart": told})
+        pair_rows.append({"higher": order[i], "lower": order[j], "n": n, **diff.columns("diff"), "p": p, "p_holm": float(p_holm), "apart": told})
     better = np.triu(apart)  # order is by score: a pair told apart has the higher-ranked better (equal scores have p = 1)
     ranks = rank_intervals(better)
     letters = letter_groups(apart)
-    to_best = {row["lower"]: row for row in pair_rows if row["higher"] == order[0]}
+    to_best = {pair_rows[index]["lower"]: tests[index][0] for index, (i, _) in enumerate(pairs) if i == 0}
+    top = Interval(0.0, n=n, confidence=1 - alpha / m, method=SIMULTANEOUS_METHOD.format(pairs=m), reason="the top model")
     rows = []
     for position, model in enumerate(order):
         best = to_best.get(model)
         rows.append({"model": model, "order": position + 1, "ranked": True, "n": n, "score": 100 * float(scores[model].mean()),
-                     "to_best": best["diff"] if best else 0.0, "to_best_low": best["low"] if best else float("nan"),
-                     "to_best_high": best["high"] if best else float("nan"), "rank_low": ranks[position][0], "rank_high": ranks[position][1],
+                     **(best or top).columns("to_best"),
+                     **Interval(float(position + 1), float(ranks[position][0]), float(ranks[position][1]), n=n, confidence=confidence, method=RANK_METHOD).columns("rank"),
                      "groups": letters[position], "pairs": m, "note": ""})
     return rows, pair_rows
 

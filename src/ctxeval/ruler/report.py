@@ -17,7 +17,6 @@ from ctxeval.ruler.until import Until, look_tables
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.ruler import MEAN_TASK, RulerResult, read_samples
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
-from ctxeval.stats.interval import Interval
 from ctxeval.stats.pseudo_labels import mover_mean, pseudo_label_interval
 
 RULER_THRESHOLD = 85.6  # Llama-2-7B's mean at 4K; RULER underlines scores at or above it
@@ -38,9 +37,9 @@ def cell_table(samples: pd.DataFrame) -> pd.DataFrame:
         generated = part["generation_score"].notna().all()
         score = part["generation_score"] if generated else part["likelihood_score"]
         # the pseudo-label t interval, not Wilson's: Wilson's covers as little as 0.838 at these n (stats/pseudo_labels.py)
-        low, high = _percent(pseudo_label_interval(score.to_numpy(float)))
+        interval = pseudo_label_interval(score.to_numpy(float)).scaled(100)
         rows.append({
-            "model": model, "task": task, "length": int(length), "n": n, "score": 100 * float(score.mean()), "low": low, "high": high,
+            "model": model, "task": task, "length": int(length), "n": n, **interval.columns("score"),
             "scored_by": "generation" if generated else "likelihood",
             "likelihood": 100 * float(part["likelihood_score"].mean()),
             "agree": float((part["generation_score"] == part["likelihood_score"]).mean()) if generated else None,
@@ -51,12 +50,6 @@ def cell_table(samples: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _percent(interval: Interval) -> tuple[float, float]:
-    """An interval's bounds in percent."""
-    scaled = interval.scaled(100)
-    return scaled.low, scaled.high
-
-
 def mean_table(cells: pd.DataFrame) -> pd.DataFrame:
     """Per (model, length): the mean over the run's tasks of the task scores (RULER averages its 13; 11 are offered), with the
     MOVER interval of that mean from the tasks' intervals, and the same means of the likelihood numbers."""
@@ -65,9 +58,8 @@ def mean_table(cells: pd.DataFrame) -> pd.DataFrame:
         n = int(part["n"].sum())
         # MOVER over the tasks' intervals (stats/pseudo_labels.mover_mean): a proportion pooled over all the
         # length's samples is the sample-weighted mean, not this mean of task scores, where tasks differ in size
-        mean = mover_mean(part["score"].tolist(), part["low"].tolist(), part["high"].tolist())
-        low, high = mean.low, mean.high
-        rows.append({"model": model, "task": MEAN_TASK, "length": int(length), "n": n, "score": float(part["score"].mean()), "low": low, "high": high,
+        mean = mover_mean(part["score"].tolist(), part["score.low"].tolist(), part["score.high"].tolist(), float(part["score.confidence"].iloc[0]))
+        rows.append({"model": model, "task": MEAN_TASK, "length": int(length), "n": n, **mean.columns("score"),
                      "scored_by": part["scored_by"].iloc[0], "likelihood": float(part["likelihood"].mean()),
                      "agree": float(part["agree"].mean()) if part["agree"].notna().all() else None,
                      "mean_logprob": float(part["mean_logprob"].mean()), "mean_log2_rank": float(part["mean_log2_rank"].mean()),

@@ -232,12 +232,10 @@ def _mean_of(intervals: list[Interval], confidence: float) -> Interval:
                     math.sqrt(sum(i.se**2 for i in intervals)) / k, min(i.n for i in intervals), confidence, SEQUENCE_METHOD)
 
 
-def _table_row(model: str, task: str, length: int, share: Interval, labels: pd.DataFrame | None = None, **extra: object) -> dict:
-    interval = share.scaled(100)
-    counts = {"exact": int((labels["method"] == SETTLED).sum()), "generated": int((labels["method"] == GENERATED).sum()), "predicted": 0} if labels is not None else \
-        {"exact": 0, "generated": 0, "predicted": 0}
-    return {"model": model, "task": task, "length": length, **extra, "estimate": interval.estimate, "low": interval.low, "high": interval.high,
-            "se": interval.se, "samples": interval.n, **counts, "df": math.nan}
+def _table_row(model: str, task: str, length: int, share: Interval, labels: pd.DataFrame) -> dict:
+    """A row of a look's scores, in ppi_tables' shape: the interval `score` (percent) and how its samples were labelled."""
+    counts = {"exact": int((labels["method"] == SETTLED).sum()), "generated": int((labels["method"] == GENERATED).sum()), "predicted": 0}
+    return {"model": model, "task": task, "length": length, **share.scaled(100).columns("score"), "samples": share.n, **counts, "df": math.nan}
 
 
 def sequence_tables(samples: pd.DataFrame, until: Until) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -310,7 +308,8 @@ def last_look_mean(intervals: list[Interval], until: Until) -> Interval:
 
 def _difference_row(model: str, task: str, length: int, interval: Interval, reference: str, until: Until) -> dict:
     decided = difference_verdict(interval, until.verdict_delta)  # RULER's score difference, decided where the PPI++ one is
-    return _table_row(model, task, length, interval, reference=reference) | {"outcome": decided.outcome, "samples_needed": decided.samples_needed}
+    return {"model": model, "task": task, "length": length, "reference": reference, **decided.columns("diff"), "samples": interval.n,
+            "exact": 0, "generated": 0, "predicted": 0, "df": math.nan}
 
 
 def answered(cell: Cell, scores: pd.DataFrame, differences: pd.DataFrame, until: Until, decided: list[Variant]) -> bool:
@@ -319,7 +318,7 @@ def answered(cell: Cell, scores: pd.DataFrame, differences: pd.DataFrame, until:
     task, length = cell
     if until.half_width is not None:
         rows = scores[(scores["task"] == task) & (scores["length"] == length)]
-        half = (rows["high"] - rows["low"]) / 2
+        half = (rows["score.high"] - rows["score.low"]) / 2
         return bool(len(rows)) and bool(half.notna().all()) and bool((half <= until.half_width).all())
     rows = differences[(differences["task"] == task) & (differences["length"] == length)] if len(differences) else differences
     return bool(len(rows)) and all((str(r.model), task, length) in decided for r in rows.itertuples())
@@ -330,8 +329,8 @@ def decided_variants(cells: list[Cell], differences: pd.DataFrame, until: Until)
     mode; the tables' own, computed at the look's δ)."""
     if until.delta is None or not len(differences):
         return []
-    return [(str(r.model), str(r.task), int(r.length)) for r in differences.itertuples()
-            if (r.task, r.length) in cells and r.outcome != UNDECIDED]
+    return [(str(r["model"]), str(r["task"]), int(r["length"])) for _, r in differences.iterrows()
+            if (r["task"], r["length"]) in cells and r["diff.outcome"] != UNDECIDED]
 
 
 def futile_variants(cells: list[Cell], differences: pd.DataFrame, until: Until, closed: list[Variant]) -> list[Variant]:
@@ -340,11 +339,12 @@ def futile_variants(cells: list[Cell], differences: pd.DataFrame, until: Until, 
     if until.delta is None or not len(differences):
         return []
     futile = []
-    for r in differences.itertuples():
-        variant = (str(r.model), str(r.task), int(r.length))
-        if (r.task, r.length) not in cells or variant in closed or pd.isna(r.low) or pd.isna(r.high):
+    for _, r in differences.iterrows():
+        variant = (str(r["model"]), str(r["task"]), int(r["length"]))
+        interval = Interval.from_columns(r, "diff")
+        if (r["task"], r["length"]) not in cells or variant in closed or not interval.has_interval:
             continue
-        if is_futile(float(r.estimate), float(r.low), float(r.high), float(r.se), int(r.samples), until):
+        if is_futile(interval.estimate, interval.low, interval.high, interval.se, int(r["samples"]), until):
             futile.append(variant)
     return futile
 

@@ -14,6 +14,9 @@ import numpy as np
 
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
 from ctxeval.stats.agreement import accuracy, f1_per_label, mcc
+from ctxeval.stats.interval import Interval
+
+METHOD = "percentile bootstrap over items"
 
 
 def classification_metrics(y_true: Sequence[int], y_pred: Sequence[int], labels: Sequence[int], all_labels: Sequence[int]) -> dict[str, float]:
@@ -34,16 +37,19 @@ def bootstrap_classification(
     replicates: int = DEFAULT_REPLICATES,
     seed: int = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
-) -> dict[str, tuple[float, float]]:
-    """(low, high) percentile interval of every metric of `classification_metrics`."""
+) -> dict[str, Interval]:
+    """Every metric of `classification_metrics` on all items with its percentile interval over
+    resampled items (`n` the items); none with fewer than two items."""
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     n = len(y_true)
     if n < 2 or replicates < 1:
         return {}
+    point = classification_metrics(y_true.tolist(), y_pred.tolist(), labels, all_labels)
     idx = np.random.default_rng(seed).integers(0, n, size=(replicates, n))
     draws: dict[str, list[float]] = {}
     for row in idx:
         for key, value in classification_metrics(y_true[row].tolist(), y_pred[row].tolist(), labels, all_labels).items():
             draws.setdefault(key, []).append(value)
     alpha = 100 * (1 - confidence) / 2
-    return {k: (float(np.percentile(v, alpha)), float(np.percentile(v, 100 - alpha))) for k, v in draws.items()}
+    return {k: Interval(float(point[k]), float(np.percentile(v, alpha)), float(np.percentile(v, 100 - alpha)), n=n, confidence=confidence, method=METHOD)
+            for k, v in draws.items()}

@@ -16,20 +16,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
+from ctxeval.stats.interval import Interval
 from ctxeval.stats.paired import ratio_replicates
 
 
-@dataclass(frozen=True)
-class ClusterInterval:
-    """A token-weighted mean, its percentile-bootstrap interval and how it was obtained."""
+METHOD = "cluster percentile bootstrap"
 
-    estimate: float
-    low: float
-    high: float
-    n_clusters: int
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterInterval(Interval):
+    """A token-weighted mean with its percentile-bootstrap interval (`n`: the clusters resampled)
+    and the bootstrap that produced it."""
+
     replicates: int
     seed: int
-    confidence: float
 
 
 def cluster_bootstrap(values: np.ndarray, clusters: np.ndarray, replicates: int = DEFAULT_REPLICATES, seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE) -> ClusterInterval:
@@ -45,11 +45,12 @@ def cluster_bootstrap(values: np.ndarray, clusters: np.ndarray, replicates: int 
     labels, index = np.unique(clusters, return_inverse=True)
     n_clusters = len(labels)
     estimate = float(values.mean()) if len(values) else math.nan
+    facts = dict(n=n_clusters, confidence=confidence, method=METHOD, replicates=replicates, seed=seed)
     if n_clusters < 2 or not np.isfinite(values).all():
-        return ClusterInterval(estimate, math.nan, math.nan, n_clusters, replicates, seed, confidence)
+        return ClusterInterval(estimate, reason="fewer than two clusters" if n_clusters < 2 else "a value is not finite", **facts)
     sums = np.bincount(index, weights=values, minlength=n_clusters)
     counts = np.bincount(index, minlength=n_clusters).astype(np.float64)
     boot = ratio_replicates(sums, counts, replicates, seed)
     alpha = 100 * (1 - confidence) / 2
     low, high = np.percentile(boot, [alpha, 100 - alpha])
-    return ClusterInterval(estimate, float(low), float(high), n_clusters, replicates, seed, confidence)
+    return ClusterInterval(estimate, float(low), float(high), **facts)

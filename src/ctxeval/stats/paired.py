@@ -60,10 +60,11 @@ class PairedEstimate(Interval):
         return None if self.interval == "none" else [self.low, self.high]
 
     def as_dict(self) -> dict:
-        """The estimate as the result files write it (a missing reason is null)."""
-        return {"estimate": self.estimate, "low": self.low, "high": self.high, "confidence": self.confidence, "replicates": self.replicates, "seed": self.seed,
-                "method": self.method, "resample": self.resample, "units": self.n, "z0": self.z0, "acceleration": self.acceleration,
-                "interval": self.interval, "degenerate": self.degenerate, "reason": self.reason or None}
+        """The estimate as the result files write it: its interval's row (`Interval.to_row`;
+        a missing reason null) with the bootstrap's facts."""
+        return self.to_row() | {"reason": self.reason or None, "replicates": self.replicates, "seed": self.seed, "resample": self.resample,
+                                "units": self.n, "z0": self.z0, "acceleration": self.acceleration, "interval": self.interval,
+                                "degenerate": self.degenerate}
 
 
 def all_equal(values: np.ndarray) -> bool:

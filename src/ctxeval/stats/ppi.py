@@ -51,11 +51,6 @@ class PPIEstimate(Interval):
     predicted: int  # neither: the prediction stands in, corrected by the generated ones
     df: float  # degrees of freedom of the interval's t quantile
 
-    def as_dict(self) -> dict:
-        """ppi.json's columns of one row."""
-        return {"estimate": self.estimate, "low": self.low, "high": self.high, "se": self.se, "samples": self.n, "exact": self.exact,
-                "generated": self.generated, "predicted": self.predicted, "df": self.df}
-
 
 def unsettled_mean(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
     """(estimate, standard error) of the unsettled stratum's mean: labels `y` with their

@@ -20,32 +20,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
+from ctxeval.stats.interval import Interval
 
 MIN_MODELS = 4
 MAX_UNDEFINED = 0.5  # share of replicates without a coefficient beyond which no interval is given
 COEFFICIENTS = ("spearman", "kendall")
 
 
-@dataclass(frozen=True)
-class RankCorrelation:
-    """One coefficient between two measures over the same models."""
+METHOD = "percentile bootstrap over models"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankCorrelation(Interval):
+    """One coefficient between two measures over the same models: `estimate` the coefficient
+    (NaN when a side is constant), its percentile-bootstrap interval over the `n` models (NaN
+    bounds: no interval, `reason` says why)."""
 
     coefficient: str  # "spearman" or "kendall" (tau-b)
-    value: float  # NaN when a side is constant
     p_value: float  # scipy's test of independence
-    low: float | None  # percentile bootstrap over models; None: no interval (`why`)
-    high: float | None
-    n_models: int
     undefined_share: float  # replicates whose draw made a side constant
-    why: str = ""  # why there is no interval, or ""
-
-    def to_dict(self) -> dict:
-        return {"coefficient": self.coefficient, "value": _finite(self.value), "p_value": _finite(self.p_value), "low": self.low, "high": self.high,
-                "n_models": self.n_models, "undefined_share": round(self.undefined_share, 4), "why": self.why}
-
-
-def _finite(value: float) -> float | None:
-    return None if math.isnan(value) else float(value)
 
 
 def coefficient(name: str, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -69,18 +62,19 @@ def rank_correlation(x: Sequence[float], y: Sequence[float], name: str, replicat
         raise ValueError("the two measures must cover the same models")
     value, p_value = coefficient(name, a, b) if len(a) >= 2 else (math.nan, math.nan)
     n = len(a)
+    facts = dict(n=n, confidence=confidence, method=METHOD, coefficient=name, p_value=p_value)
     if n < 2:
-        return RankCorrelation(name, value, p_value, None, None, n, 0.0, f"no coefficient: {n} model (a correlation needs at least 2)")
+        return RankCorrelation(value, reason=f"no coefficient: {n} model (a correlation needs at least 2)", undefined_share=0.0, **facts)
     if math.isnan(value):
-        return RankCorrelation(name, value, p_value, None, None, n, 0.0, "no coefficient: every model scores the same on one of the measures")
+        return RankCorrelation(value, reason="no coefficient: every model scores the same on one of the measures", undefined_share=0.0, **facts)
     if n < MIN_MODELS:
-        return RankCorrelation(name, value, p_value, None, None, n, 0.0, f"no interval: {n} models (at least {MIN_MODELS} are needed)")
+        return RankCorrelation(value, reason=f"no interval: {n} models (at least {MIN_MODELS} are needed)", undefined_share=0.0, **facts)
     draws = np.random.default_rng(seed).integers(0, n, size=(replicates, n))
     values = np.array([coefficient(name, a[d], b[d])[0] for d in draws])
     defined = values[~np.isnan(values)]
     undefined = 1 - len(defined) / replicates
     if undefined > MAX_UNDEFINED:
-        return RankCorrelation(name, value, p_value, None, None, n, undefined, f"no interval: {undefined:.0%} of resamples made a measure constant")
+        return RankCorrelation(value, reason=f"no interval: {undefined:.0%} of resamples made a measure constant", undefined_share=undefined, **facts)
     tail = (1 - confidence) / 2
     low, high = np.quantile(defined, [tail, 1 - tail])
-    return RankCorrelation(name, value, p_value, float(low), float(high), n, undefined)
+    return RankCorrelation(value, float(low), float(high), undefined_share=undefined, **facts)

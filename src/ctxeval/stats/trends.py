@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
+from ctxeval.stats.interval import Interval
 
 
-def slope(x: np.ndarray, y: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, float]:
+SLOPE_METHOD = "least squares, t with n − 2 df"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Slope(Interval):
+    """A least-squares slope (`estimate`, its standard error `se`, its t interval) with the fit's
+    intercept, correlation and two-sided p-value (H0: slope 0)."""
+
+    intercept: float
+    r: float
+    p_value: float
+
+
+def slope(x: np.ndarray, y: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> Slope:
     """Least-squares slope of y on x with its standard error, two-sided p-value (H0: slope 0,
     t with n-2 degrees of freedom, as in the thesis's appendix C) and a t confidence interval.
     With fewer than three points the uncertainty is undefined (NaN)."""
@@ -18,15 +33,15 @@ def slope(x: np.ndarray, y: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) 
     keep = np.isfinite(x) & np.isfinite(y)
     x, y = x[keep], y[keep]
     n = len(x)
-    nan = {"slope": math.nan, "intercept": math.nan, "stderr": math.nan, "p_value": math.nan, "ci_low": math.nan, "ci_high": math.nan, "r": math.nan, "n": n}
+    facts = dict(n=n, confidence=confidence, method=SLOPE_METHOD)
     if n < 2 or np.ptp(x) == 0:
-        return nan
+        return Slope(math.nan, intercept=math.nan, r=math.nan, p_value=math.nan, reason="fewer than two distinct lengths", **facts)
     fit = stats.linregress(x, y)
-    out = nan | {"slope": float(fit.slope), "intercept": float(fit.intercept), "r": float(fit.rvalue)}
-    if n >= 3:
-        half = stats.t.ppf(0.5 + confidence / 2, n - 2) * fit.stderr
-        out |= {"stderr": float(fit.stderr), "p_value": float(fit.pvalue), "ci_low": float(fit.slope - half), "ci_high": float(fit.slope + half)}
-    return out
+    line = dict(intercept=float(fit.intercept), r=float(fit.rvalue))
+    if n < 3:
+        return Slope(float(fit.slope), p_value=math.nan, reason="two points: no spread to estimate", **line, **facts)
+    half = stats.t.ppf(0.5 + confidence / 2, n - 2) * fit.stderr
+    return Slope(float(fit.slope), float(fit.slope - half), float(fit.slope + half), float(fit.stderr), p_value=float(fit.pvalue), **line, **facts)
 
 
 def loo_outliers(values: np.ndarray, k: float = 2.0) -> np.ndarray:
@@ -47,8 +62,9 @@ def loo_outliers(values: np.ndarray, k: float = 2.0) -> np.ndarray:
     return flags
 
 
-def mean_interval(values: np.ndarray, windows: np.ndarray, confidence: float = DEFAULT_CONFIDENCE, replicates: int = DEFAULT_REPLICATES, seed: int = DEFAULT_SEED) -> tuple[float, float, str]:
-    """(low, high, kind) interval of the mean of per-target `values` at one context length.
+def mean_interval(values: np.ndarray, windows: np.ndarray, confidence: float = DEFAULT_CONFIDENCE, replicates: int = DEFAULT_REPLICATES, seed: int = DEFAULT_SEED) -> Interval:
+    """The interval of the mean of per-target `values` at one context length (its `method`
+    names the kind).
 
     With several windows (repeated starts) the noise that matters is where the start fell: a t
     interval over the per-window means, centred on the pooled mean (equal for the equal-size
@@ -60,11 +76,13 @@ def mean_interval(values: np.ndarray, windows: np.ndarray, confidence: float = D
     labels = np.unique(windows)
     kind = f"t over {len(labels)} windows" if len(labels) > 1 else f"bootstrap over {len(values)} targets"
     if len(values) == 0 or not np.isfinite(values).all():
-        return math.nan, math.nan, kind
+        return Interval(math.nan, n=len(values), confidence=confidence, method=kind, reason="no values" if len(values) == 0 else "a value is not finite")
+    mean = float(values.mean())
     if len(labels) > 1:
         means = np.array([values[windows == w].mean() for w in labels])
-        half = stats.t.ppf(0.5 + confidence / 2, len(means) - 1) * means.std(ddof=1) / math.sqrt(len(means))
-        return float(values.mean() - half), float(values.mean() + half), kind
+        se = means.std(ddof=1) / math.sqrt(len(means))
+        half = stats.t.ppf(0.5 + confidence / 2, len(means) - 1) * se
+        return Interval(mean, mean - half, mean + half, float(se), len(means), confidence, kind)
     rng = np.random.default_rng(seed)
     n = len(values)
     boot = np.empty(replicates)
@@ -74,4 +92,4 @@ def mean_interval(values: np.ndarray, windows: np.ndarray, confidence: float = D
         boot[lo:hi] = values[rng.integers(0, n, size=(hi - lo, n))].mean(axis=1)
     alpha = 100 * (1 - confidence) / 2
     low, high = np.percentile(boot, [alpha, 100 - alpha])
-    return float(low), float(high), kind
+    return Interval(mean, float(low), float(high), float(boot.std(ddof=1)), n, confidence, kind)

@@ -17,41 +17,78 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Literal
 
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
-from ctxeval.stats.interval import Interval, quantile
+from ctxeval.stats.interval import ROW_KEYS, Interval, column, quantile, stored
 
 UNDECIDED = "too few samples to tell"
 OUTCOMES = ("hurts", "gains", "within δ", UNDECIDED)
 Direction = Literal["higher", "lower"]
+VERDICT_KEYS = ("outcome", "delta", "margin", "samples_needed")  # what a verdict's row adds to its interval's
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """One variant's verdict against its reference.
+    """One variant's verdict against its reference: the paired `interval` it was read from
+    (with its confidence and method), its `outcome` (one of OUTCOMES), `delta` the equivalence
+    margin it was read against, in the difference's own unit, and `samples_needed` the paired
+    samples (of the kind `n` counted) that would settle an undecided verdict at the observed
+    spread, None when it is decided or the spread is unknown. It leaves memory as the interval's
+    row with outcome, delta, margin and samples_needed added (`to_row`)."""
 
-    `outcome` is one of OUTCOMES; `low`/`high` the paired interval (NaN where there is none);
-    `delta` the equivalence margin it was read against, in the difference's own unit;
-    `samples_needed` the paired samples (of the kind `n` counted) that would settle an
-    undecided verdict at the observed spread, None when it is decided or the spread is unknown."""
-
+    interval: Interval
     outcome: str
-    estimate: float
-    low: float
-    high: float
     delta: float
-    n: int
     samples_needed: int | None
     reason: str = ""
+
+    @property
+    def estimate(self) -> float:
+        return self.interval.estimate
+
+    @property
+    def low(self) -> float:
+        return self.interval.low
+
+    @property
+    def high(self) -> float:
+        return self.interval.high
+
+    @property
+    def n(self) -> int:
+        return self.interval.n
+
+    @property
+    def margin(self) -> float:
+        """The smallest δ the interval lies within: max(|low|, |high|) (NaN without an interval)."""
+        return max(abs(self.low), abs(self.high)) if self.interval.has_interval else math.nan
 
     @property
     def settled(self) -> bool:
         return self.outcome != UNDECIDED
 
-    def as_dict(self) -> dict:
-        return {"outcome": self.outcome, "estimate": self.estimate, "low": self.low, "high": self.high, "delta": self.delta,
-                "n": self.n, "samples_needed": self.samples_needed, "reason": self.reason}
+    def to_row(self) -> dict:
+        """The verdict as every result file writes it: its interval's row (`Interval.to_row`,
+        the verdict's reason) with outcome, delta, margin and samples_needed."""
+        return self.interval.to_row() | {"reason": self.reason, "outcome": self.outcome, "delta": float(self.delta),
+                                         "margin": stored(float(self.margin)), "samples_needed": self.samples_needed}
+
+    def columns(self, name: str) -> dict:
+        """The verdict as a flat table's columns under `name` (`interval.column`)."""
+        return {column(name, key): (math.nan if value is None and key != "samples_needed" else value) for key, value in self.to_row().items()}
+
+    @classmethod
+    def from_row(cls, row: Mapping) -> Verdict:
+        """The Verdict a row (`to_row`'s keys) describes."""
+        needed = row.get("samples_needed")
+        return cls(Interval.from_row(row), str(row["outcome"]), float(row["delta"]), None if stored(needed) is None else int(needed), str(row.get("reason") or ""))
+
+    @classmethod
+    def from_columns(cls, row: Mapping, name: str) -> Verdict:
+        """The Verdict stored as flat columns under `name` (`columns`)."""
+        return cls.from_row({key: row.get(column(name, key)) for key in (*ROW_KEYS, *VERDICT_KEYS)})
 
 
 def verdict(interval: Interval, delta: float, worse: Direction = "higher", reason: str = "") -> Verdict:
@@ -70,10 +107,10 @@ def verdict(interval: Interval, delta: float, worse: Direction = "higher", reaso
     has_interval = interval.has_interval
     if has_interval and (low > 0 or high < 0):
         loss = (low > 0) == (worse == "higher")
-        return Verdict("hurts" if loss else "gains", estimate, low, high, delta, n, None, reason)
+        return Verdict(interval, "hurts" if loss else "gains", delta, None, reason)
     if has_interval and -delta <= low and high <= delta:
-        return Verdict("within δ", estimate, low, high, delta, n, None, reason)
-    return Verdict(UNDECIDED, estimate, low, high, delta, n, samples_to_settle(estimate, delta, interval.sd, interval.confidence),
+        return Verdict(interval, "within δ", delta, None, reason)
+    return Verdict(interval, UNDECIDED, delta, samples_to_settle(estimate, delta, interval.sd, interval.confidence),
                    reason or ("" if has_interval else "no interval"))
 
 

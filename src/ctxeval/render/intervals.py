@@ -1,0 +1,57 @@
+"""How every table, chart and page writes an interval: its numbers, and the level and method it
+holds at, read from the rows (`Interval.to_row`, flat as `stats.interval.column`), never from a
+constant of render/. A table whose rows hold at several levels (an `--until` run's looks) names
+each of them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from ctxeval.stats.interval import Interval, column
+
+
+def level(confidence: float) -> str:
+    """A confidence as a page writes it: 0.95 → '95 %', 0.975 → '97.5 %', 0.98333 → '98.33 %'."""
+    return f"{100 * confidence:.2f}".rstrip("0").rstrip(".") + " %"
+
+
+def numbers(interval: Interval, digits: int, signed: bool = False, bound_digits: int | None = None) -> str:
+    """'+1.2 [-0.3, +2.4]' (signed) or '1.2 [0, 2]' (`bound_digits` 0); the estimate alone with
+    '(no interval)' where there are no bounds, 'unknown' where there is no estimate."""
+    sign = "+" if signed else ""
+    bound = digits if bound_digits is None else bound_digits
+    if math.isnan(interval.estimate):
+        return "unknown"
+    if not interval.has_interval:
+        return f"{interval.estimate:{sign}.{digits}f} (no interval)"
+    return f"{interval.estimate:{sign}.{digits}f} [{interval.low:{sign}.{bound}f}, {interval.high:{sign}.{bound}f}]"
+
+
+def cell(row: Mapping[str, Any], name: str, digits: int, signed: bool = False, bound_digits: int | None = None) -> str:
+    """The interval `name` of a flat row, as `numbers` writes it."""
+    return numbers(Interval.from_columns(row, name), digits, signed, bound_digits)
+
+
+def kinds(table: pd.DataFrame, name: str) -> list[tuple[float, str]]:
+    """The (confidence, method) pairs the rows of `table` hold interval `name` at, in row order."""
+    if table.empty or column(name, "confidence") not in table:
+        return []
+    pairs = zip(table[column(name, "confidence")], table[column(name, "method")].fillna(""))
+    return list(dict.fromkeys((float(c), str(m)) for c, m in pairs if c == c))
+
+
+def header(found: Iterable[tuple[float, str]], with_method: bool = True) -> str:
+    """'95 % Tango's score interval' for one kind; several joined by '; ' (each level once)."""
+    found = list(found)
+    if not with_method:
+        return "/".join(dict.fromkeys(level(c) for c, _ in found))
+    return "; ".join(f"{level(c)} {m}".rstrip() for c, m in found)
+
+
+def table_header(table: pd.DataFrame, name: str, with_method: bool = True) -> str:
+    """The header of interval `name` over every row of `table` (`header` of its `kinds`)."""
+    return header(kinds(table, name), with_method)
