@@ -18,7 +18,6 @@ other values is listed as left out.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -49,13 +48,6 @@ class AnswerSettings:
     replicates: int = DEFAULT_REPLICATES
     seed: int = DEFAULT_SEED
     cluster: bool = False
-
-
-def interval_row(interval: Interval) -> dict:
-    """An interval as the result stores it (the one place the compare result serialises one)."""
-    return {"estimate": interval.estimate, "low": interval.low if interval.has_interval else None,
-            "high": interval.high if interval.has_interval else None, "se": interval.se if math.isfinite(interval.se) else None,
-            "n": interval.n, "confidence": interval.confidence, "method": interval.method, "reason": interval.reason}
 
 
 @dataclass(frozen=True)
@@ -130,13 +122,13 @@ def against(reference: np.ndarray, candidate: np.ndarray, logp_ref: np.ndarray, 
     diff = difference(reference, candidate, clusters, settings)
     decided = verdict(diff, settings.delta, worse="lower")
     row = {"n": len(reference), "reference_score": 100 * float(reference.mean()), "score": 100 * float(candidate.mean()),
-           "difference": interval_row(diff), "verdict": decided.as_dict(), **flip_columns(reference, candidate), "answer_logp": None}
+           "difference": diff.to_row(), "verdict": decided.to_row(), **flip_columns(reference, candidate), "answer_logp": None}
     logp = logp_cand - logp_ref
     if len(logp) and np.isfinite(logp).all():
         est = paired_bca(logp, np.ones(len(logp)), settings.replicates, settings.seed, settings.confidence, clusters=clusters,
                          unit="sample" if clusters is None else "cluster")
         logp_verdict = verdict(est if est.interval == "none" else replace(est, reason=""), settings.logp_delta, worse="lower")
-        row["answer_logp"] = {"difference": interval_row(est), "verdict": logp_verdict.as_dict()}
+        row["answer_logp"] = {"difference": est.to_row(), "verdict": logp_verdict.to_row()}
     return row
 
 
