@@ -8,6 +8,7 @@ no network access. The conversion takes a minute or two and happens on first use
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -17,6 +18,18 @@ from ctxeval.errors import UserError, install_hint
 SOURCE_FILE = "ctxeval_source.json"
 # bumped when a conversion changes what it writes: a cache of an older one is converted again
 CONVERSION = 2  # 2: SentencePiece GGUFs get llama.cpp's merges-by-score tokenizer; the file's add_bos_token honoured
+
+
+def quiet_transformers() -> None:
+    """transformers' warnings and progress bars off (a first GGUF conversion alone drew about 80 KB
+    of them), unless TRANSFORMERS_VERBOSITY asks for its output: ctxeval's own progress lines say
+    how far a run is."""
+    import transformers
+
+    if os.environ.get("TRANSFORMERS_VERBOSITY"):
+        return
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
 
 
 def cache_root() -> Path:
@@ -51,7 +64,7 @@ def convert_gguf(gguf: Path, target: Path) -> dict:
         import gguf as _gguf  # noqa: F401
     except ImportError:
         raise UserError(f"converting a GGUF file for the hf backend needs the packages gguf and accelerate: {install_hint('hf')}") from None
-    transformers.logging.set_verbosity_error()
+    quiet_transformers()
     tmp = target.with_name(target.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
