@@ -7,9 +7,12 @@ no network access. The conversion takes a minute or two and happens on first use
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 from ctxeval.backends.model_files import cache_base, embedded_path, file_sha256, one_writer
@@ -30,6 +33,17 @@ def quiet_transformers() -> None:
         return
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
+
+
+@contextlib.contextmanager
+def _quiet_gguf_bar() -> Iterator[None]:
+    """transformers draws its GGUF conversion bar with tqdm directly, past its own logging
+    switches: kept off stderr too, unless TRANSFORMERS_VERBOSITY asks for its output."""
+    if os.environ.get("TRANSFORMERS_VERBOSITY"):
+        yield
+        return
+    with contextlib.redirect_stderr(io.StringIO()):
+        yield
 
 
 def cache_root() -> Path:
@@ -81,7 +95,8 @@ def convert_gguf(gguf: Path, target: Path) -> dict:
         from tokenizers import processors
 
         tokenizer.backend_tokenizer.post_processor = processors.TemplateProcessing(single="$A", pair="$A $B")
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype="float32")
+    with _quiet_gguf_bar():
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype="float32")
     # The loaded tensors are plain float32 (dequantized); only the GGUF quantization marker
     # blocks saving, so it is dropped.
     model.hf_quantizer = None
