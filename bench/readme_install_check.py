@@ -120,7 +120,8 @@ def check_question(question: Question, venvs: Path) -> list[tuple[str, str]]:
     target = f".[{question.extras}]" if question.extras else "."
     install = run([str(venv / "bin" / "pip"), "install", "--quiet", "-e", target], env)
     if install.returncode:
-        return [(f"pip install -e '{target}'", install.stderr.strip().splitlines()[-1])]
+        errors = [line for line in install.stderr.splitlines() if line.strip() and "is ignored" not in line]
+        return [(f"pip install -e '{target}'", "\n        ".join(errors[-4:]))]
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     results = []
     for line in question.commands:
