@@ -2,14 +2,20 @@
 # The test suite on a fresh machine: install with test extras, then run pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The report's browser tests drive Debian's chromium (never a downloaded browser).
+# The HTML report's browser tests (tests/test_report_html.py) drive Debian's chromium, never a
+# downloaded browser: as root, or through sudo, apt-get installs it (with the packages Debian's
+# chromium depends on) after saying so; without either they skip, and this says which.
 if ! command -v chromium >/dev/null 2>&1; then
+  why="the HTML report's browser tests (tests/test_report_html.py) need Debian's chromium"
+  skipped="the HTML report's browser tests (tests/test_report_html.py) will be skipped"
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && apt-get install -y -qq chromium || echo "test.sh: WARNING: apt-get could not install chromium; the HTML report's browser tests will be skipped" >&2
+    echo "test.sh: $why: installing it as root with apt-get (apt-get install chromium, and the packages it depends on)" >&2
+    { apt-get update -qq && apt-get install -y -qq chromium; } || echo "test.sh: WARNING: apt-get could not install chromium; $skipped" >&2
   elif command -v sudo >/dev/null 2>&1; then
-    sudo apt-get update -qq && sudo apt-get install -y -qq chromium || echo "test.sh: WARNING: apt-get could not install chromium; the HTML report's browser tests will be skipped" >&2
+    echo "test.sh: $why: installing it with sudo apt-get (apt-get install chromium, and the packages it depends on)" >&2
+    { sudo apt-get update -qq && sudo apt-get install -y -qq chromium; } || echo "test.sh: WARNING: apt-get could not install chromium; $skipped" >&2
   else
-    echo "test.sh: WARNING: chromium is missing and cannot be installed without root; the HTML report's browser tests will be skipped" >&2
+    echo "test.sh: WARNING: chromium is missing and cannot be installed without root; $skipped" >&2
   fi
 fi
 bash scripts/setup.sh test,hf

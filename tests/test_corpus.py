@@ -23,22 +23,23 @@ from ctxeval.report.compare import build_report
 from ctxeval.results.records import STOP_AFTER_PASSES_ENV
 from ctxeval.stats.cluster import cluster_bootstrap
 
-from .conftest import SHARED_DATA, run_cli
+from .conftest import FIXTURES, run_cli
 
 
 def _head(path, n_chars: int) -> str:
-    """The first n_chars characters of a shared file, byte-exactly (CRLF kept)."""
+    """The first n_chars characters of a fixture file, byte-exactly (CRLF kept)."""
     with open(path, encoding="utf-8", newline="") as f:
         return f.read(n_chars)
 
 
 @pytest.fixture(scope="module")
 def docs() -> dict[str, str]:
-    """Three real documents from ../shared/data: two books and WikiText-2 (CRLF line ends)."""
+    """The openings of three real documents (tests/fixtures/README.md): two books and WikiText-2
+    (CRLF line ends)."""
     return {
-        "hamlet": _head(SHARED_DATA / "gutenberg" / "shakespeare-hamlet.txt", 1500),
-        "wiki": _head(SHARED_DATA / "wikitext2" / "wiki.test.raw", 1500),
-        "emma": _head(SHARED_DATA / "gutenberg" / "austen-emma.txt", 1500),
+        "hamlet": _head(FIXTURES / "shakespeare-hamlet-head.txt", 1500),
+        "wiki": _head(FIXTURES / "wikitext2-test-head.txt", 1500),
+        "emma": _head(FIXTURES / "austen-emma-head.txt", 1500),
     }
 
 

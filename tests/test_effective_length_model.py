@@ -14,7 +14,7 @@ import pytest
 from ctxeval import api
 from ctxeval.results.records import STOP_AFTER_PASSES_ENV, read_records
 
-from .conftest import FIXTURES, SHARED_DATA, run_cli
+from .conftest import FIXTURES, SHARED_DATA, needs_shared, run_cli
 
 pytestmark = pytest.mark.model
 
@@ -78,6 +78,7 @@ def test_the_result_reads_back_and_every_target_has_every_length(wiki_run):
     assert (t.loc[t["model"] == "gemma-3-270m", "context_len"] == t.loc[t["model"] == "gemma-3-270m", "length"] + t.loc[t["model"] == "gemma-3-270m", "j"]).all()
 
 
+@needs_shared(BOOK)
 def test_controls_are_recovered_on_a_real_book(tmp_path):
     # The book's first 100,000 characters (its first chapters, about 25,000 tokens; tokenizing all
     # 887,000 for each model took a tenth of the run), lengths to 256: two lengths past the

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ctxeval.data.texts import load_text
+from ctxeval.data.texts import load_text, ruler_haystack_path
 from ctxeval.pipeline.tokens import tokenize
 
 from tests.numeric_paths import FLOAT32_PATHS, assert_rank_within_rounding
@@ -175,8 +175,8 @@ def test_every_target_equals_llama_cpp_pythons_full_window_eval(gemma, tmp_path)
 def test_tokenize_in_one_call_equals_llama_cpp_pythons_on_texts_short_and_past_the_context(gemma):
     """ctxeval sizes llama.cpp's token buffer by the text's bytes; llama-cpp-python's own
     tokenize (which re-tokenizes a text longer than the training context) gives the same ids,
-    on a book of more than 32,768 tokens, a short text, an empty one and non-ASCII text."""
-    book = (Path(__file__).resolve().parents[2] / "shared" / "data" / "gutenberg" / "melville-moby_dick.txt").read_text()[:400_000]
+    on a book of more than 32,768 tokens (the bundled RULER haystack's Chesterton and Melville), a short text, an empty one and non-ASCII text."""
+    book = ruler_haystack_path().read_text(encoding="utf-8")[:400_000]
     for text in (book, "Call me Ishmael.", "", "naïve café — 東京 🐋\n\n"):
         ours = gemma.tokenize(text)
         assert ours == gemma._vocab_model.tokenize(text.encode("utf-8"), add_bos=False, special=False)

@@ -13,7 +13,7 @@ from ctxeval.probes.retrieval import extract_value, score_case
 from ctxeval.probes.retrieval_data import make_case
 from ctxeval.results.records import STOP_AFTER_PASSES_ENV, read_records
 
-from .conftest import FIXTURES, SHARED_DATA, run_cli
+from .conftest import FIXTURES, SHARED_DATA, needs_shared, run_cli
 
 pytestmark = pytest.mark.model
 
@@ -54,6 +54,7 @@ def test_truncated_scores_equal_fixed_window_scores_bit_for_bit(tmp_path):
     np.testing.assert_array_equal(short["rank"].to_numpy(), fixed.loc[short.index, "rank"].to_numpy())
 
 
+@needs_shared(BOOK)
 def test_distant_context_helps_on_a_real_book(tmp_path):
     proc = run_cli("context-gain", str(BOOK), "--window", "512", "--short", "32", "--max-tokens", "1024", "--quiet", "--out", str(tmp_path / "cg"))
     assert proc.returncode == 0, proc.stderr

@@ -7,6 +7,7 @@ runs replayed with an injected clock, never timed."""
 from __future__ import annotations
 
 import io
+import math
 
 import pytest
 
@@ -96,7 +97,8 @@ def _replay(costs: list[Cost], seconds: list[float], units: list[int], at: float
         shown.advance(Step(n, "job", cost))
         done += n
         if predicted is None and done >= at * total:
-            predicted = clock.now - start + shown.left.seconds()
+            left = shown.left.seconds()
+            predicted = math.nan if left is None else clock.now - start + left  # nan: no estimate shown
     return predicted, clock.now - start, stream.getvalue().splitlines()
 
 
@@ -112,10 +114,15 @@ def _demo_pass_seconds(tokens: int) -> float:
     return 1.68 + 0.00658 * tokens + 2.11e-6 * tokens * tokens
 
 
-def test_the_estimate_at_a_quarter_of_a_sweep_holds_though_longer_passes_cost_more():
+def test_a_sweep_shows_no_estimate_until_three_lengths_are_done_then_one_that_holds():
+    """At a quarter of the demo's sweep only its two shortest lengths are done: the growth with
+    length cannot be fitted, so no estimate is shown rather than a guess; from the third length
+    on the estimate holds, though longer passes cost more per token."""
     passes = [Cost(n + 30, n + 30) for n in DEMO_LENGTHS for _ in range(5)]
     seconds = [_demo_pass_seconds(c.tokens) for c in passes]
-    predicted, actual, _ = _replay(passes, seconds, [30] * len(passes), at=0.25)
+    early, actual, lines = _replay(passes, seconds, [30] * len(passes), at=0.25)
+    assert math.isnan(early) and any(line.startswith("180/900 units (20%)") and "time left not known yet" in line for line in lines), lines
+    predicted, actual, _ = _replay(passes, seconds, [30] * len(passes), at=0.4)  # two passes of the third length done
     assert abs(predicted / actual - 1) <= 0.35, (predicted, actual)
     counted = sum(seconds[:8]) / 8 * len(passes)  # the estimate that counts every pass alike: far short
     assert counted / actual < 0.5

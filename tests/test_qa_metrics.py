@@ -16,6 +16,8 @@ from ctxeval.metrics.qa import geval_score, gpt_score, perplexity, pick_winner, 
 from ctxeval.qa.meta_eval import evaluate_picks
 from ctxeval.qa.ranking import tau_summary
 
+from .conftest import SHARED_DATA, needs_shared
+
 
 def test_pplqa_by_hand():
     # question tokens log p = [-2, -4], answer given question = [-1, -1, -1], answer alone = [-2, -2, -2]
@@ -134,6 +136,7 @@ def test_pandalm_ties(tmp_path):
     assert kept.notes["label_reasons"] == {"majority": 2, "majority tie": 1, "no majority": 1}
 
 
+@needs_shared(SHARED_DATA / "pairwise_prefs")
 def test_shared_pairwise_data():
     mt = load_dataset("llmbar:MT-Bench")
     assert len(mt.items) == 200 and {it.label for it in mt.items} == {1, 2}
@@ -146,8 +149,11 @@ def test_shared_pairwise_data():
 
 
 def test_loader_errors(tmp_path):
-    with pytest.raises(UserError, match="no LLMBar set"):
-        load_dataset("llmbar:Nope")
+    llmbar = tmp_path / "data" / "pairwise_prefs" / "llmbar"
+    llmbar.mkdir(parents=True)
+    (llmbar / "Natural.json").write_text(json.dumps([{"input": "q", "output_1": "a", "output_2": "b", "label": 1}]))
+    with pytest.raises(UserError, match="no LLMBar set 'Nope' in .*: choose from Natural"):
+        load_dataset("llmbar:Nope", data_dir=tmp_path / "data")
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"input": "q", "output_1": "a", "output_2": "b", "label": 3}]))
     with pytest.raises(UserError, match="label"):
@@ -158,6 +164,7 @@ def test_loader_errors(tmp_path):
         load_dataset(str(other))
 
 
+@needs_shared(SHARED_DATA / "mt_bench")
 def test_mt_bench_human_votes_map_to_models():
     questions = load_mt_bench()
     assert len(questions) == 80 and all(len(q.answers) == 6 for q in questions)

@@ -15,7 +15,7 @@ from ctxeval.metrics.qa import ppl_qa
 from ctxeval.qa.evaluator import DIGITS, Evaluator, PairScore, PassRequest, QATask, digit_logprobs, pair_score
 from ctxeval.qa.prompts import geval_prompt, qa_prefix
 from ctxeval.results.records import STOP_AFTER_PASSES_ENV
-from tests.conftest import run_cli
+from tests.conftest import SHARED_DATA, needs_shared, run_cli
 
 pytestmark = pytest.mark.model
 
@@ -37,6 +37,7 @@ def _digits(ev: Evaluator, prompt: str) -> tuple[list[float], int]:
     return digit_logprobs(record), int(record["top_k"])
 
 
+@needs_shared(SHARED_DATA / "mt_bench")
 def test_relevant_answer_scores_lower_than_with_wrong_question(gemma):
     questions = {q.question_id: q for q in load_mt_bench(models=("gpt-3.5-turbo",))}
     items = [questions[i] for i in SHORT_IDS]
@@ -78,6 +79,7 @@ def test_pair_and_digit_scores_match_direct_scoring(gemma):
         assert value == pytest.approx(want, abs=1e-5)  # top-k values are float32
 
 
+@needs_shared(SHARED_DATA / "pairwise_prefs")
 def test_meta_eval_end_to_end_matches_sklearn(tmp_path):
     out = tmp_path / "meta"
     args = ("meta-eval", "--dataset", "llmbar:LLMBar_Adversarial_Neighbor", "--limit", "3", "--out", str(out), "--replicates", "200", "--quiet")
@@ -106,6 +108,7 @@ def test_meta_eval_end_to_end_matches_sklearn(tmp_path):
     assert rerun["methods"] == result["methods"]
 
 
+@needs_shared(SHARED_DATA / "pairwise_prefs")
 def test_bad_method_is_one_line_error(tmp_path):
     done = run_cli("meta-eval", "--dataset", "llmbar:MT-Bench", "--methods", "pplqa,bleu", "--out", str(tmp_path))
     assert done.returncode == 2

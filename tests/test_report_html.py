@@ -794,6 +794,28 @@ def test_ruler_runs_show_ppi_scores_verdicts_chart_and_samples(browser, ruler_re
     assert errors == [], errors
 
 
+# each table's right edge, and that of the box it scrolls in (null: none), in the page's coordinates
+TABLE_EDGES = """els => els.map(t => { let box = t.parentElement;
+  while (box && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
+  return {id: t.id || t.className, right: t.getBoundingClientRect().right, box: box ? box.getBoundingClientRect().right : null}; })"""
+
+
+def test_at_1400_pixels_every_table_fits_or_scrolls_inside_its_box_and_the_sample_list_shows_every_column(browser, ruler_report):
+    """The RULER report at a 1,400-pixel window: the page itself never scrolls sideways; a table
+    wider than the page (long variant names) scrolls inside its own box; the sample list shows
+    all its columns, "scored" and the scores included, without scrolling."""
+    page = browser.new_page()
+    page.goto(ruler_report["html"].as_uri())
+    page.wait_for_function("window.ctxevalSamples !== undefined")
+    width = page.evaluate("document.documentElement.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    tables = page.eval_on_selector_all("table", TABLE_EDGES)
+    assert tables and all(t["right"] <= width or (t["box"] is not None and t["box"] <= width) for t in tables), tables
+    listed = next(t for t in tables if t["id"] == "sample-list")
+    assert listed["right"] <= listed["box"] + 1, listed
+    page.close()
+
+
 def test_answer_cells_break_only_between_phrases():
     from ctxeval.render.page import phrase_list
 

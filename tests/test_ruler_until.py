@@ -85,7 +85,9 @@ def test_until_values_and_bad_combinations_are_refused_in_one_line(tmp_path):
         with pytest.raises(ValueError):
             parse_until(bad, 5.0)
     cases = [(["--until", "soon", "--max-samples", "50", "--generate-share", "0.3"], "--until must be a positive number of points"),
-             (["--until", "5", "--generate-share", "0.3"], "--max-samples go together"),
+             (["--until", "5", "--generate-share", "0.3"], "--max-samples is missing: --until and --max-samples go together"),
+             (["--until", "verdict", "--generate-share", "1", "--tasks", "niah_single_1", "--lengths", "512"], "--max-samples is missing"),
+             (["--max-samples", "50", "--generate-share", "0.3"], "--until is missing"),
              (["--until", "5", "--max-samples", "50"], "--until needs --generate-share"),
              (["--until", "5", "--max-samples", "10", "--samples", "20", "--generate-share", "0.3"], "--max-samples must be at least --samples (20)"),
              (["--until", "verdict", "--max-samples", "50", "--generate-share", "0.3"], "give at least two"),

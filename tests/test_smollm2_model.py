@@ -13,7 +13,7 @@ import pytest
 
 from ctxeval import api
 from ctxeval.data.texts import load_text
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, needs_shared
 from tests.numeric_paths import FLOAT32_FORWARD
 
 TEXT = load_text("demo").content
@@ -68,6 +68,7 @@ def test_hf_smollm2_agrees_with_llamacpp(smollm2):
     assert np.mean(np.abs(np.log(a.rank) - np.log(b.rank)) < np.log(2)) > 0.8
 
 
+@needs_shared(BOOK)
 def test_gemma_and_smollm2_score_the_same_characters_of_a_book(smollm2, gemma, tmp_path):
     """Two real tokenizers (Gemma's SentencePiece, SmolLM2's byte-level BPE): every span of an
     effective-length run starts at the same character for both, and the targets of each span
@@ -85,6 +86,7 @@ def test_gemma_and_smollm2_score_the_same_characters_of_a_book(smollm2, gemma, t
         assert firsts == starts, scorer.info.name
 
 
+@needs_shared(BOOK)
 def test_streaming_llm_keeps_all_when_its_budget_covers_the_context_and_loses_with_128_tokens(tmp_path):
     """On a real book: a budget that covers the whole context (512 kept of 511) scores as the full
     cache; at 1,024 tokens a budget of 128 loses against the full cache and against a budget of

@@ -35,6 +35,7 @@ from ctxeval.backends.head_gemm import OutputHead
 from ctxeval.backends.logits import BlockScores, pick_token, score_block
 from ctxeval.backends.kv_press import PressedModel, PressOptions
 from ctxeval.backends.logits_torch import score_block_device
+from ctxeval.backends.hf_embedded import quiet_transformers
 from ctxeval.backends.hf_prefix import HeldPrefix
 from ctxeval.backends.model_files import file_sha256
 from ctxeval.errors import FieldError, UserError
@@ -70,15 +71,13 @@ class HFScorer(ScorerBase):
         prefix_reuse: bool = True,
     ) -> None:
         import torch
-        import transformers
 
         device = device or "cpu"
         dtype = dtype or "float32"
         _check_settings(path, device, dtype, torch)
         if n_threads:
             torch.set_num_threads(n_threads)
-        transformers.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
+        quiet_transformers()
         self._torch = torch
         self._device = torch.device(device)
         self._rows_per_block = rows_per_block

@@ -7,8 +7,12 @@ no network access. The conversion takes a minute or two and happens on first use
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 from ctxeval.backends.model_files import cache_base, embedded_path, file_sha256, one_writer
@@ -17,6 +21,29 @@ from ctxeval.errors import UserError, install_hint
 SOURCE_FILE = "ctxeval_source.json"
 # bumped when a conversion changes what it writes: a cache of an older one is converted again
 CONVERSION = 2  # 2: SentencePiece GGUFs get llama.cpp's merges-by-score tokenizer; the file's add_bos_token honoured
+
+
+def quiet_transformers() -> None:
+    """transformers' warnings and progress bars off (a first GGUF conversion alone drew about 80 KB
+    of them), unless TRANSFORMERS_VERBOSITY asks for its output: ctxeval's own progress lines say
+    how far a run is."""
+    import transformers
+
+    if os.environ.get("TRANSFORMERS_VERBOSITY"):
+        return
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+
+
+@contextlib.contextmanager
+def _quiet_gguf_bar() -> Iterator[None]:
+    """transformers draws its GGUF conversion bar with tqdm directly, past its own logging
+    switches: kept off stderr too, unless TRANSFORMERS_VERBOSITY asks for its output."""
+    if os.environ.get("TRANSFORMERS_VERBOSITY"):
+        yield
+        return
+    with contextlib.redirect_stderr(io.StringIO()):
+        yield
 
 
 def cache_root() -> Path:
@@ -51,7 +78,7 @@ def convert_gguf(gguf: Path, target: Path) -> dict:
         import gguf as _gguf  # noqa: F401
     except ImportError:
         raise UserError(f"converting a GGUF file for the hf backend needs the packages gguf and accelerate: {install_hint('hf')}") from None
-    transformers.logging.set_verbosity_error()
+    quiet_transformers()
     tmp = target.with_name(target.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -68,7 +95,8 @@ def convert_gguf(gguf: Path, target: Path) -> dict:
         from tokenizers import processors
 
         tokenizer.backend_tokenizer.post_processor = processors.TemplateProcessing(single="$A", pair="$A $B")
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype="float32")
+    with _quiet_gguf_bar():
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype="float32")
     # The loaded tensors are plain float32 (dequantized); only the GGUF quantization marker
     # blocks saving, so it is dropped.
     model.hf_quantizer = None

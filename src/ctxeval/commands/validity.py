@@ -123,7 +123,8 @@ class RulerSpec(common.ModelRunOptions):
         if self.full_generation and self.likelihood_only:
             raise fail(RulerSpec, "full_generation", "sets how far generations run; --likelihood-only generates none: choose one")
         if (self.until is None) != (self.max_samples is None):
-            raise fail(RulerSpec, "until" if self.until is None else "max_samples", "and --max-samples go together: --until needs a budget, --max-samples a target")
+            missing = "until" if self.until is None else "max_samples"
+            raise fail(RulerSpec, missing, "is missing: --until and --max-samples go together (--until needs a budget, --max-samples a target)")
         self.until_target()
 
     def generation(self) -> Generation:

@@ -16,7 +16,11 @@ jobs, a term only once the finished jobs can tell it apart from the others: the 
 they differ in tokens, the growth with length once they span three lengths, generation once
 one job generated; until then a job's time is taken as proportional to its tokens. The time
 left is the fit applied to the sums of the same terms over the jobs not yet finished, which
-the plan gives (`Load`). With an executor that runs jobs side by side (Ray actors) the times
+the plan gives (`Load`). While the plan still holds jobs at longer contexts than any finished
+one and the growth with length is not yet fitted, there is no estimate: a sweep run from the
+shortest length would otherwise extrapolate its first passes' cost per token to passes 30
+times longer (on a loaded 2-core machine, 2026-12-06: 1 min 17 s left shown at a fifth of the
+demo's sweep, 7 min 41 s actual). With an executor that runs jobs side by side (Ray actors) the times
 between finished jobs are shorter in the same proportion as the work left is, so the estimate
 needs no worker count.
 """
@@ -54,13 +58,15 @@ class Load:
     tokens: float
     token_lengths: float
     generated: float
+    longest: int = 0  # the longest context length among the jobs
 
     @classmethod
     def of(cls, costs: Iterable[Cost]) -> Load:
-        total = np.zeros(4)
+        total, longest = np.zeros(4), 0
         for cost in costs:
             total += cost.terms()
-        return cls(*map(float, total))
+            longest = max(longest, cost.length)
+        return cls(*map(float, total), longest=longest)
 
     def terms(self) -> np.ndarray:
         return np.array([self.jobs, self.tokens, self.token_lengths, self.generated])
@@ -72,6 +78,7 @@ class TimeLeft:
     def __init__(self, left: Load, clock: Callable[[], float]) -> None:
         self.clock = clock
         self._left = left.terms()
+        self._longest = left.longest
         self._gram = np.zeros((4, 4))  # sums of outer products of the finished jobs' terms
         self._moment = np.zeros(4)  # sums of their terms times their times
         self._scale = np.zeros(4)  # each term's largest value so far (the fit's units)
@@ -96,9 +103,14 @@ class TimeLeft:
     def seconds(self) -> float | None:
         """Seconds left (None before a job finished): the estimate at the last finished job,
         less the time since."""
-        if self._estimate is None:
+        if self._estimate is None or self._extrapolates():
             return None
         return max(0.0, self._estimate - (self.clock() - self._last))
+
+    def _extrapolates(self) -> bool:
+        """Whether the plan still reaches longer contexts than any finished job while the growth
+        with length is not fitted: the estimate would then be a guess."""
+        return len(self._lengths) < LENGTHS_FOR_GROWTH and self._longest > max(self._lengths)
 
     def _per_term(self) -> np.ndarray:
         """Seconds per unit of each term, fitted to the finished jobs (0 for a term not fitted)."""

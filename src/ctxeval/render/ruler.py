@@ -175,11 +175,11 @@ def _scoring(table: pd.DataFrame) -> str:
     return str(table["scored_by"].iloc[0]) if table["scored_by"].nunique() == 1 else "likelihood"
 
 
-def first_headline(r: RulerResult) -> Headline:
+def first_headline(r: RulerResult, ranking: bool = True) -> Headline:
     """The answer a RULER run gives first: which variants are tied where three or more share the
-    first model's prompts, else the paired differences where variants share them, else every
-    model's score by length."""
-    if not r.ranking.empty:
+    first model's prompts (unless `ranking` is False), else the paired differences where variants
+    share them, else every model's score by length."""
+    if ranking and not r.ranking.empty:
         return ranking_headline(r.ranking, r.ranking_pairs, _scoring(r.table), r.ppi is not None)
     if not r.paired.empty and r.paired["paired"].astype(bool).any():
         return paired_headline(r.paired, r.paired_settings, _scoring(r.table))
@@ -191,10 +191,13 @@ def results_markdown(r: RulerResult) -> str:
     prompts), the scores of every model by length, then per model the mean and per-task scores
     by length, effective lengths, and agreement."""
     table, lengths, agree, threshold = r.table, r.effective_lengths, r.agreement, r.threshold
-    first = first_headline(r)
+    # a prediction-powered run's PPI++ section says which are tied; its likelihood tables, another
+    # measure, keep their ranking for the end, so they never open with a tie statement of their own
+    lead_ranking = r.ppi is None and not r.ranking.empty
+    first = first_headline(r, lead_ranking)
     scores = headline(table, lengths, threshold)
     lines = ["# RULER synthetic tasks", "", *first.markdown(), ""]
-    if not r.ranking.empty:  # the ranking leads: the paired table against the first model follows it
+    if lead_ranking:  # the ranking leads: the paired table against the first model follows it
         lines += [*paired_headline(r.paired, r.paired_settings, _scoring(table)).markdown(), ""]
     lines += [] if first == scores else [*scores.markdown(), ""]
     for model, part in table.groupby("model", sort=False):
@@ -251,8 +254,9 @@ def _length_text(entry: dict, shortest: int) -> str:
 
 LIKELIHOOD_SECTION = ("# On the records as they are: another measure than the PPI++ scores above",
                       "A cell with predicted samples (not generated) is scored here by likelihood: the share of answers inside the greedy prefix of the "
-                      "teacher-forced reference, which undercounts answers the model writes in another form; its paired verdicts are likelihood's. "
-                      "The PPI++ score above is the estimate of what generating every sample would give.")
+                      "teacher-forced reference, which undercounts answers the model writes in another form. So the scores, paired verdicts, ties and "
+                      "effective lengths below are likelihood's and may be lower than, or disagree with, the PPI++ section's; the PPI++ score above "
+                      "estimates what generating every sample would give, and is the run's answer.")
 
 
 def ppi_section(r: RulerResult) -> list[str]:
@@ -283,7 +287,9 @@ def view(result: RulerResult, label: str, first_arm: int) -> tuple[RunView, list
     sample for the sample explorer."""
     manifest = result.manifest.to_json()
     paired = [paired_headline(result.paired, result.paired_settings, _scoring(result.table))] if not result.ranking.empty else []  # the ranking leads, the pairs follow
-    records = list(dict.fromkeys([first_headline(result), *paired, headline(result.table, result.effective_lengths, result.threshold)]))
+    records = list(dict.fromkeys([first_headline(result, result.ppi is None), *paired, headline(result.table, result.effective_lengths, result.threshold)]))
+    if result.ppi is not None and not result.ranking.empty:  # likelihood's ranking last, as in results.md
+        records.append(first_headline(result))
     if result.ppi is not None and result.ppi_differences is not None:
         tables = ppi_headlines(result.ppi, result.ppi_differences, result.paired_settings["score_delta"], result.manifest.config.get("until"))
         tables += [replace(h, title=f"{h.title}, on the records as they are (another measure: by likelihood where a cell has predicted samples)") for h in records]
