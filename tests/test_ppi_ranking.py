@@ -46,8 +46,8 @@ def test_at_share_1_the_pairs_are_full_generations_intervals_at_the_bonferroni_l
     # stream − full: every pair labelled, so full generation's interval on the 60 differences, at 1 − 0.05/3
     d = pseudo_label_interval(truth["stream"].astype(float) - truth["full"].astype(float), level, (-1.0, 1.0))
     row = ranked.loc["stream"]
-    assert (row["to_top"], row["to_top_low"], row["to_top_high"]) == pytest.approx((100 * d.estimate, 100 * d.low, 100 * d.high), abs=1e-9)
-    assert row["to_top_high"] < 0
+    assert (row["to_top"], row["to_top.low"], row["to_top.high"]) == pytest.approx((100 * d.estimate, 100 * d.low, 100 * d.high), abs=1e-9)
+    assert row["to_top.high"] < 0
     # full and tova (2 flips of 60) share a letter; stream is told apart from both
     assert ranked.loc["full", "groups"] == ranked.loc["tova", "groups"] == "a" and ranked.loc["stream", "groups"] == "b"
     text = "\n".join(ppi_markdown(scores, pd.DataFrame(), delta=5.0))
@@ -69,4 +69,4 @@ def test_too_few_generated_says_in_one_line_why_it_cannot_tell_yet():
 def test_two_models_get_no_tie_table():
     records, _ = _records(1.0)
     scores, _ = ppi_tables(records[records["model"] != "stream"], 42)
-    assert "order" not in scores and not math.isnan(scores["estimate"].iloc[0])
+    assert "order" not in scores and not math.isnan(scores["score"].iloc[0])

@@ -140,15 +140,14 @@ def tied_headline(scores: pd.DataFrame) -> Headline:
     level = float(first["simultaneous_confidence"])
     rows = []
     for _, r in ranked.iterrows():
-        to_top = "— (the top)" if int(r["order"]) == 1 else _cell(pd.Series({"estimate": r["to_top"], "low": r["to_top_low"], "high": r["to_top_high"],
-                                                                                 "reason": "", "remedy": []}), sign=True)
+        to_top = "— (the top)" if int(r["order"]) == 1 else intervals.cell(r, "to_top", 1, signed=True)
         rows.append((str(int(r["length"])), str(int(r["order"])), str(r["model"]), _cell(r), to_top, str(r["groups"]) or "—"))
     notes = [f"{int(n)}: cannot tell yet: {part['tied_reason'].iloc[0]}." for n, part in ranked.groupby("length", sort=False) if part["tied_reason"].iloc[0]]
     what = "mean of tasks" if first["task"] == MEAN_TASK else str(first["task"])
     return Headline("RULER, prediction-powered: which variants are tied",
                     f"{what}, per length: the models in order of their PPI++ score (percent), each against the top on the same samples with its "
-                    f"paired PPI++ difference at {100 * level:.2f} % (Bonferroni over the {int(first['pairs'])} pairs: simultaneous "
-                    f"{100 * (1 - (1 - level) * int(first['pairs'])):.0f} %); models sharing a letter are not told apart (no pair's simultaneous interval "
+                    f"paired PPI++ difference at {intervals.level(level)} (Bonferroni over the {int(first['pairs'])} pairs: simultaneous "
+                    f"{intervals.level(1 - (1 - level) * int(first['pairs']))}); models sharing a letter are not told apart (no pair's simultaneous interval "
                     f"excludes 0)", ("length", "#", "model", "score, %", "Δ to the top, points [simultaneous]", "group"), tuple(rows), tuple(notes))
 
 

@@ -32,6 +32,7 @@ from ctxeval.ruler.samples import sample_rng
 from ctxeval.results.ruler import MEAN_TASK
 from ctxeval.stats.crossfit import FOLDS, cross_fit
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
+from ctxeval.stats.interval import Interval
 from ctxeval.ruler.generation import Generation
 from ctxeval.stats.ppi import MIN_GENERATED, PPIEstimate, mean_of, stratified_ppi
 from ctxeval.stats.verdict import Verdict, verdict
@@ -195,8 +196,8 @@ def with_ranking(scores: pd.DataFrame, scored: pd.DataFrame, confidence: float) 
     ranking = ppi_ranking(scored, scores, confidence)
     if ranking.empty:
         return scores
-    columns = ["order", "to_top", "to_top_low", "to_top_high", "groups", "pairs", "simultaneous_confidence", "tied_reason"]
-    ranking = ranking.rename(columns={"confidence": "simultaneous_confidence"})[["model", "task", "length", *columns]]
+    columns = ["order", *Interval(math.nan).columns("to_top"), "groups", "pairs", "simultaneous_confidence", "tied_reason"]
+    ranking = ranking[["model", "task", "length", *columns]]
     return scores.merge(ranking, on=["model", "task", "length"], how="left")
 
 

@@ -23,6 +23,7 @@ import pandas as pd
 from ctxeval.results.ruler import MEAN_TASK
 from ctxeval.ruler.ppi import _difference  # the one place a paired PPI difference is formed
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
+from ctxeval.stats.interval import Interval
 from ctxeval.stats.multiple import letter_groups
 from ctxeval.stats.ppi import PPIEstimate, mean_of
 
@@ -44,7 +45,7 @@ def ppi_ranking(scored: pd.DataFrame, scores: pd.DataFrame, confidence: float = 
     rows = []
     for length in dict.fromkeys(int(n) for n in scored["length"]):
         shown = scores[(scores["task"] == task) & (scores["length"] == length)].set_index("model")
-        order = sorted(models, key=lambda m: -shown.at[m, "estimate"] if m in shown.index and not math.isnan(shown.at[m, "estimate"]) else math.inf)
+        order = sorted(models, key=lambda m: -shown.at[m, "score"] if m in shown.index and not math.isnan(shown.at[m, "score"]) else math.inf)
         at_length = scored[scored["length"] == length]
         differences: dict[tuple[str, str], PPIEstimate] = {}
         reason = ""
@@ -60,12 +61,15 @@ def ppi_ranking(scored: pd.DataFrame, scores: pd.DataFrame, confidence: float = 
         letters = letter_groups(apart) if not reason else [""] * len(order)
         for k, model in enumerate(order):
             to_top = differences.get((order[0], model))
-            rows.append({"task": task, "length": length, "order": k + 1, "model": model, "estimate": float(shown.at[model, "estimate"]),
-                         "low": float(shown.at[model, "low"]), "high": float(shown.at[model, "high"]),
-                         "to_top": math.nan if to_top is None else -to_top.estimate, "to_top_low": math.nan if to_top is None else -to_top.high,
-                         "to_top_high": math.nan if to_top is None else -to_top.low, "groups": letters[k], "pairs": pairs,
-                         "confidence": joint, "tied_reason": reason})
+            rows.append({"task": task, "length": length, "order": k + 1, "model": model,
+                         **(_negated(to_top) if to_top is not None else Interval(math.nan, n=0, confidence=joint)).columns("to_top"),
+                         "groups": letters[k], "pairs": pairs, "simultaneous_confidence": joint, "tied_reason": reason})
     return pd.DataFrame(rows)
+
+
+def _negated(d: Interval) -> Interval:
+    """top − model from model's pair (higher − lower), as the table reads it."""
+    return Interval(-d.estimate, -d.high, -d.low, d.se, d.n, d.confidence, d.method, d.reason)
 
 
 def _pair(scored: pd.DataFrame, higher: str, lower: str, confidence: float) -> PPIEstimate:
