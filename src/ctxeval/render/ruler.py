@@ -18,7 +18,7 @@ from ctxeval.render.renderer import Renderer
 from ctxeval.render.ruler_ppi import ppi_headlines, ppi_markdown
 from ctxeval.render.views import Arm, RunView, header
 from ctxeval.results.ruler import MEAN_TASK, PLOT_FILE, RulerResult
-from ctxeval.render.verdicts import would_settle
+from ctxeval.render.verdicts import VERDICT_RULE, verdict_words
 
 
 SCORINGS = {"generation": "by generation (RULER's string_match_all on the greedy output)",
@@ -51,11 +51,9 @@ def _signed(value: float, low: float, high: float, digits: int) -> str:
     return f"{value:+.{digits}f} {interval}"
 
 
-def _verdict(outcome: str, needed: float | None) -> str:
-    """A verdict cell: the outcome, and the samples that would settle an undecided one."""
-    if outcome == "too few samples to tell" and needed is not None and not (isinstance(needed, float) and math.isnan(needed)):
-        return f"{outcome} ({would_settle(needed)})"
-    return outcome
+def _verdict(row: pd.Series, kind: str, delta: float) -> str:
+    """A verdict cell of `kind` ("score", "logp"; a lower variant is worse), worded by render.verdicts."""
+    return verdict_words(row[f"{kind}_outcome"], row[f"{kind}_low"], row[f"{kind}_high"], delta, row[f"{kind}_samples_needed"], worse="lower")
 
 
 def _flips(row: pd.Series) -> str:
@@ -76,18 +74,18 @@ def _p(value: float) -> str:
     return "< 0.001" if value < 0.001 else f"{value:.3f}"
 
 
-# the paired table's columns: (header, cell of a paired row); a later estimator adds its own here
-PAIRED_COLUMNS: tuple[tuple[str, Callable[[pd.Series], str]], ...] = (
-    ("variant", lambda r: str(r["model"])),
-    ("length", lambda r: str(int(r["length"]))),
-    ("task", lambda r: str(r["task"])),
-    ("n", lambda r: str(int(r["n"]))),
-    ("score Δ, points [95 %]", lambda r: _signed(r["score_diff"], r["score_low"], r["score_high"], 1)),
-    ("score verdict", lambda r: _verdict(r["score_outcome"], r["score_samples_needed"])),
-    ("flips 1→0 / 0→1 / partial", lambda r: _flips(r)),
-    ("McNemar p, exact (mid-p)", lambda r: _mcnemar(r)),
-    ("answer log p Δ, nats [95 %]", lambda r: _signed(r["logp_diff"], r["logp_low"], r["logp_high"], 3)),
-    ("log p verdict", lambda r: _verdict(r["logp_outcome"], r["logp_samples_needed"])),
+# the paired table's columns: (header, cell of a paired row and the run's paired settings); a later estimator adds its own here
+PAIRED_COLUMNS: tuple[tuple[str, Callable[[pd.Series, dict], str]], ...] = (
+    ("variant", lambda r, s: str(r["model"])),
+    ("length", lambda r, s: str(int(r["length"]))),
+    ("task", lambda r, s: str(r["task"])),
+    ("n", lambda r, s: str(int(r["n"]))),
+    ("score Δ, points [95 %]", lambda r, s: _signed(r["score_diff"], r["score_low"], r["score_high"], 1)),
+    ("score verdict", lambda r, s: _verdict(r, "score", s["score_delta"])),
+    ("flips 1→0 / 0→1 / partial", lambda r, s: _flips(r)),
+    ("McNemar p, exact (mid-p)", lambda r, s: _mcnemar(r)),
+    ("answer log p Δ, nats [95 %]", lambda r, s: _signed(r["logp_diff"], r["logp_low"], r["logp_high"], 3)),
+    ("log p verdict", lambda r, s: _verdict(r, "logp", s["logp_delta"])),
 )
 
 
@@ -97,14 +95,13 @@ def paired_headline(paired: pd.DataFrame, settings: dict, scored_by: str) -> Hea
     reference = str(paired["reference"].iloc[0])
     tasks = [t for t in dict.fromkeys(paired["task"]) if t != MEAN_TASK]
     shown = paired[paired["paired"].astype(bool)]
-    rows = tuple(tuple(cell(row) for _, cell in PAIRED_COLUMNS) for _, row in shown.iterrows())
+    rows = tuple(tuple(cell(row, settings) for _, cell in PAIRED_COLUMNS) for _, row in shown.iterrows())
     notes = []
     if len(tasks) > 1:
         notes.append(f"{mean_label(len(tasks))}: the samples of every task pooled (equal samples per task: the mean of the task differences).")
     for model, part in paired[~paired["paired"].astype(bool)].groupby("model", sort=False):
         notes.append(f"{model}: {part['note'].iloc[-1]} on {len(part)} cell(s); compare its scores through their own intervals.")
-    notes.append("Verdict: hurts or gains where the interval excludes 0; within δ where it lies inside ±δ; else too few samples to tell, "
-                 "with the paired samples that would settle it at the observed spread.")
+    notes.append(f"Verdict: {VERDICT_RULE}.")
     notes.append("Flips: samples right in the reference and wrong in the variant, the reverse, and differing partial-credit pairs. McNemar's exact "
                  "p is conservative with few flips: 4 against 0 give p 0.125 (mid-p 0.062) where Tango's interval, which the verdict reads, excludes 0.")
     detail = (f"candidate − {reference} on the same prompts, per length; score {SCORINGS[scored_by]}, in points with Tango's score interval for "

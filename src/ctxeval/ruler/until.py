@@ -86,7 +86,7 @@ SEQUENCE_METHOD = "betting confidence sequence (Waudby-Smith & Ramdas 2024)"
 FUTILITY_FROM = 0.25  # a confidence sequence's futility looks start at this share of the budget (the first of today's rounds of 10 in 40): its spread rests on a pseudo-value at each end until then
 FUTILITY_POWER = 0.10  # close a variant the budget decides with less than this chance (group-sequential futility's usual bound)
 SEQUENCE_FUTILITY_POWER = 0.05  # at share 1: lower, since a variant closed as futile ends undecided where full generation's last look might decide it
-EARLY_ALPHA = 0.025  # at share 1: what the early looks' confidence sequence spends; the look at the budget spends DEFAULT_CONFIDENCE's own 5 %
+EARLY_ALPHA = (1 - DEFAULT_CONFIDENCE) / 2  # at share 1: what the early looks' confidence sequence spends (2.5 %); the look at the budget spends DEFAULT_CONFIDENCE's own 5 %
 EARLY_HORIZON = 0.25  # at share 1: the share of the budget the sequence's bets are tuned for (its early looks; the last look reads no sequence)
 
 Cell = tuple[str, int]
