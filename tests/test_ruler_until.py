@@ -4,6 +4,7 @@ options are checked before any model loads, and a resumed run equals an uninterr
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import shutil
 
@@ -409,3 +410,18 @@ def test_the_look_at_the_budget_reads_full_generations_intervals():
     lows, highs = betting_bounds(d, 0.975, -1.0, 1.0, horizon=5)
     assert (vt["low"], vt["high"]) == (pytest.approx(100 * lows[-1]), pytest.approx(100 * highs[-1]))
     assert MEAN_TASK in set(differences["task"])
+
+
+def test_an_until_runs_merged_result_reads_the_runs_delta_replicates_and_seed(tmp_path, monkeypatch):
+    """`--until verdict --delta 20` (two models at share 1, two batches of 5): the merged result's
+    paired settings and verdicts are the run's (δ = 20 points, its --delta-logp, replicates and
+    seed), as every round's are, not the defaults."""
+    pytest.importorskip("transformers")
+    model = _settling_model(tmp_path, monkeypatch)
+    result = api.ruler(tasks=("niah_single_1",), lengths=(512,), samples=5, models=(model, f"{model}?prefix_reuse=0"), generate_share=1.0,
+                       until="verdict", max_samples=10, delta=20.0, delta_logp=0.3, replicates=150, seed=7, out=tmp_path / "run")
+    asked = {"score_delta": 20.0, "logp_delta": 0.3, "replicates": 150, "seed": 7}
+    assert {k: result.paired_settings[k] for k in asked} == asked and result.manifest.config["until"]["delta"] == 20.0
+    assert "δ = 20 points" in result.markdown and "δ = 5 points" not in result.markdown
+    stored = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert {k: stored["paired_settings"][k] for k in asked} == asked

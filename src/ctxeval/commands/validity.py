@@ -143,8 +143,10 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
                          device=spec.device, dtype=spec.dtype, api=api_identity(spec.models, spec.openai), chat_template=spec.chat_template,
                          generation=spec.generation(), full_generation=spec.full_generation)
 
+    paired = PairedSettings(spec.delta, spec.delta_logp, spec.replicates, spec.seed)  # every round's and the merged result's
+
     def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
-        return ruler_result(run_dir, manifest, spec.threshold, PairedSettings(spec.delta, spec.delta_logp, spec.replicates, spec.seed))
+        return ruler_result(run_dir, manifest, spec.threshold, paired)
 
     models = common.model_specs(config.models)
 
@@ -160,7 +162,7 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     announce = (lambda line: print(line, file=sys.stderr, flush=True)) if spec.progress else None
     samples, last, rounds = run_until(config, until, out, run_round, announce)
     manifest = write_merged(out, samples, last, whole, rounds)
-    return save_result(out, ruler_result(out, manifest, spec.threshold), "ruler", RENDERING)
+    return save_result(out, ruler_result(out, manifest, spec.threshold, paired), "ruler", RENDERING)
 
 
 def _echo_ruler(result: RulerResult, spec: RulerSpec, display: QuietDisplay) -> str:
