@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ctxeval.stats.verdict import UNDECIDED, beyond_delta, excludes_zero, margin
+from ctxeval.stats.verdict import UNDECIDED, WITHIN, beyond_delta, excludes_zero, margin
 
 
 def _number(value: object) -> float | None:
@@ -31,7 +31,7 @@ def verdict_words(outcome: str, low: object, high: object, delta: float, samples
     in `stats.verdict.verdict`; `unit`: what `samples_needed` counts."""
     lo, hi, needed = _number(low), _number(high), _number(samples_needed)
     head, notes = outcome, []
-    if outcome == "within δ" and excludes_zero(lo, hi):
+    if outcome == WITHIN and excludes_zero(lo, hi):
         loss = (lo > 0) == (worse == "higher")  # type: ignore[operator]
         notes.append(f"excludes 0: a real {'loss' if loss else 'gain'} smaller than δ")
     if outcome in ("hurts", "gains") and beyond_delta(lo, hi, delta):

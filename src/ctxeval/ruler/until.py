@@ -11,10 +11,14 @@ on all rounds' samples so far, and a (task, length) closes when it is answered:
 - a half-width target (points): every model's score interval there is at most that wide on
   each side;
 - `verdict` (or `verdict:D`, δ = D points, default the run's `--delta`): every variant's paired difference
-  against the first model has a verdict (hurts, gains, within δ; stats/verdict.py), not "too
-  few samples to tell". A variant is closed at the look that gives it a verdict: later rounds
-  leave it out there (a press that clearly hurts stops costing samples while one within δ is
-  still sampled), and the first model runs until the (task, length) is answered. Its
+  against the first model has a final verdict (within δ, hurts, gains; stats/verdict.py), not
+  "too few samples to tell": one that the look at the budget would reach too, except by chance
+  (`is_final`). *Within δ* is final; *hurts* or *gains* is final where the interval lies wholly
+  beyond δ − h, h the half-width the budget's interval would have, so the budget could not put
+  it within δ (an interval that excludes 0 but reaches nearer 0, a loss the budget might call
+  within δ, is sampled on). A variant is closed at the look that gives it a final verdict: later
+  rounds leave it out there (a press that clearly hurts stops costing samples while a close
+  one is still sampled), and the first model runs until the (task, length) is answered. Its
   difference is computed on the samples both ran. A variant the budget is unlikely to decide is
   closed too (futility, by stochastic curtailment): if the true difference were today's
   estimate, the look at the budget would give a verdict with a chance below 10 % (5 % at share 1). It ends "too
@@ -78,7 +82,7 @@ from ctxeval.stats.interval import Interval, quantile
 from ctxeval.stats.paired_binary import paired_proportions
 from ctxeval.stats.pseudo_labels import mover_mean, pseudo_label_interval
 from ctxeval.stats.sequential import conditional_power
-from ctxeval.stats.verdict import UNDECIDED
+from ctxeval.stats.verdict import UNDECIDED, WITHIN
 
 VERDICT = "verdict"
 ROUNDS, SEQUENCE = "rounds", "sequence"  # how the looks keep their coverage: Bonferroni over rounds (PPI++), or a confidence sequence (share 1)
@@ -313,12 +317,41 @@ def answered(cell: Cell, scores: pd.DataFrame, differences: pd.DataFrame, until:
 
 
 def decided_variants(cells: list[Cell], differences: pd.DataFrame, until: Until) -> list[Variant]:
-    """The (variant, task, length) of `cells` whose paired difference has a verdict (verdict
-    mode; the tables' own, computed at the look's δ)."""
+    """The (variant, task, length) of `cells` whose paired difference has a final verdict
+    (verdict mode; the tables' own, computed at the look's δ; `is_final`)."""
     if until.delta is None or not len(differences):
         return []
     return [(str(r.model), str(r.task), int(r.length)) for r in differences.itertuples()
-            if (r.task, r.length) in cells and r.outcome != UNDECIDED]
+            if (r.task, r.length) in cells and is_final(str(r.outcome), float(r.low), float(r.high), float(r.se), int(r.samples), until)]
+
+
+def budget_half_width(low: float, high: float, se: float, samples: int, until: Until) -> float:
+    """The half-width the look at the budget would have, from a look's interval (points) at
+    `samples`: it narrows as 1/√n. At share 1 the look at the budget is full generation's
+    interval, z·se wide (the early looks' sequence is wider, so its se is read instead of its
+    width); in rounds every look's interval is the same z·se wide at the per-look confidence."""
+    scale = math.sqrt(samples / until.max_samples)
+    if until.looks == SEQUENCE:
+        return quantile(until.confidence) * se * scale
+    return (high - low) / 2 * scale
+
+
+def is_final(outcome: str, low: float, high: float, se: float, samples: int, until: Until) -> bool:
+    """Whether a look's verdict (points) is one the look at the budget would reach too, except by
+    chance, so the variant may stop on it. *Within δ* is final (a later interval is narrower, and
+    one inside ±δ stays there unless the estimate moves by chance). *Hurts* or *gains* is final
+    only where the interval lies wholly beyond δ − h (h: the budget's half-width,
+    `budget_half_width`) on the side it excludes 0: the budget's interval around such a
+    difference cannot fit inside ±δ, so it too reads *hurts* or *gains*; an interval that excludes
+    0 but reaches nearer 0 than that line (a loss the budget might put within δ) is sampled on.
+    Where h ≥ δ (a budget that can put nothing within δ) the line is at or below 0 and excluding
+    0 is final. At the budget every verdict is final."""
+    if outcome == UNDECIDED:
+        return False
+    if outcome == WITHIN or samples >= until.max_samples:
+        return True
+    line = until.verdict_delta - budget_half_width(low, high, se, samples, until)
+    return low > line or high < -line
 
 
 def futile_variants(cells: list[Cell], differences: pd.DataFrame, until: Until, closed: list[Variant]) -> list[Variant]:

@@ -29,7 +29,8 @@ from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
 from ctxeval.stats.interval import Interval, quantile
 
 UNDECIDED = "too few samples to tell"
-OUTCOMES = ("hurts", "gains", "within δ", UNDECIDED)
+WITHIN = "within δ"
+OUTCOMES = ("hurts", "gains", WITHIN, UNDECIDED)
 Direction = Literal["higher", "lower"]
 
 
@@ -90,7 +91,7 @@ def verdict(interval: Interval, delta: float, worse: Direction = "higher", reaso
     reason = reason or interval.reason
     has_interval = interval.has_interval
     if has_interval and inside_delta(low, high, delta):
-        return Verdict("within δ", estimate, low, high, delta, n, None, reason)
+        return Verdict(WITHIN, estimate, low, high, delta, n, None, reason)
     if has_interval and excludes_zero(low, high):
         loss = (low > 0) == (worse == "higher")
         return Verdict("hurts" if loss else "gains", estimate, low, high, delta, n, None, reason)
