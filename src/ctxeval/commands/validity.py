@@ -97,7 +97,7 @@ class RulerSpec(common.ModelRunOptions):
                                         check=lambda v: None if v is None else positive(v))
     until: str | None = option("--until", "With --generate-share and --max-samples: add --samples new samples per task and length in rounds until each is answered: "
                                           "a number (every model's interval at most that many points on each side), or 'verdict' / 'verdict:D' (every variant's "
-                                          "paired difference against the first model hurts, gains or is within D points, default --delta; a decided variant, "
+                                          "paired difference against the first model is within D points, default --delta, or hurts or gains by more than the budget could put within D; a decided variant, "
                                           "or one the budget would decide with under 10 % chance, 5 % at --generate-share 1, leaves the later rounds). At --generate-share 1 every "
                                           "look before the budget reads a 97.5 % betting confidence sequence, valid at every look at once, so --samples is a "
                                           "batch (2 is enough), and the look at the budget full generation's 95 % interval, so a variant still open ends with "
