@@ -425,3 +425,24 @@ def test_an_until_runs_merged_result_reads_the_runs_delta_replicates_and_seed(tm
     assert "δ = 20 points" in result.markdown and "δ = 5 points" not in result.markdown
     stored = json.loads((tmp_path / "run" / "results.json").read_text())
     assert {k: stored["paired_settings"][k] for k in asked} == asked
+
+
+def test_a_variant_stops_only_on_a_verdict_the_budget_would_reach_too():
+    """`is_final`: within δ is final; hurts is final only where the interval lies wholly beyond
+    δ − h, h the budget's half-width (at share 1 z·se narrowed to the budget, in rounds the look's
+    own half-width narrowed); at h ≥ δ excluding 0 is; at the budget every verdict is."""
+    from ctxeval.ruler.until import ROUNDS, SEQUENCE, budget_half_width, is_final
+
+    until = Until(None, 5.0, 500, 2, SEQUENCE)
+    z = 1.959963984540054
+    assert budget_half_width(-12.0, -3.0, 3.0, 100, until) == pytest.approx(z * 3.0 * math.sqrt(100 / 500))  # 2.63: the line at 2.37
+    assert is_final("within δ", -4.9, -0.1, 3.0, 100, until)
+    assert is_final("hurts", -12.0, -3.0, 3.0, 100, until) and not is_final("hurts", -12.0, -1.0, 3.0, 100, until)
+    assert is_final("gains", 3.0, 12.0, 3.0, 100, until) and not is_final("gains", 1.0, 12.0, 3.0, 100, until)
+    assert is_final("hurts", -12.0, -1.0, 10.0, 100, until)  # h = 8.8 > δ: the budget can put nothing within δ
+    assert is_final("hurts", -12.0, -1.0, 3.0, 500, until)  # the look at the budget
+    assert not is_final("too few samples to tell", -12.0, 1.0, 3.0, 500, until)
+    rounds = Until(None, 5.0, 40, 10, ROUNDS)
+    assert budget_half_width(-12.0, -2.0, 99.0, 10, rounds) == pytest.approx(5.0 * math.sqrt(10 / 40))  # 2.5: the line at 2.5
+    assert not is_final("hurts", -12.0, -2.0, 99.0, 10, rounds)  # reaches nearer 0 than 2.5
+    assert is_final("hurts", -14.0, -3.0, 99.0, 10, rounds)  # h = 2.75: the line at 2.25
