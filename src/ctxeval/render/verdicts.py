@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ctxeval.stats.verdict import UNDECIDED, WITHIN, beyond_delta, excludes_zero, margin
+from ctxeval.stats.verdict import UNDECIDED, WITHIN, Direction, beyond_delta, excludes_zero, margin
 
 
 def _number(value: object) -> float | None:
@@ -24,7 +24,7 @@ def would_settle(samples_needed: int, unit: str = "") -> str:
     return f"about {int(samples_needed)} {unit + 's ' if unit else ''}would settle it"
 
 
-def verdict_words(outcome: str, low: object, high: object, delta: float, samples_needed: object = None, unit: str = "", worse: str = "higher") -> str:
+def verdict_words(outcome: str, low: object, high: object, delta: float, samples_needed: object = None, unit: str = "", worse: Direction = "higher") -> str:
     """A verdict in one cell, from its stored fields: 'within δ (excludes 0: a real loss smaller
     than δ; within ±2.4)', 'hurts, by more than δ (within ±30)', 'too few samples to tell (within
     ±8; about 120 would settle it)'. `worse`: "higher" when a positive difference is a loss, as
