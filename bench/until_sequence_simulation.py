@@ -60,13 +60,12 @@ from ppi_validation import Costs, compute_units  # noqa: E402
 from ctxeval.ruler.generation import Generation  # noqa: E402
 from ctxeval.ruler.ppi import GENERATED, SETTLED, difference_verdict  # noqa: E402
 from ctxeval.ruler.run import RulerConfig  # noqa: E402
-from ctxeval.ruler.until import ROUNDS, SEQUENCE, Until, is_futile, look_difference, look_interval, run_until, sequence_path, sequence_tables  # noqa: E402
+from ctxeval.ruler.until import ROUNDS, SEQUENCE, Until, is_final, is_futile, look_difference, look_interval, run_until, sequence_path, sequence_tables  # noqa: E402
 from ctxeval.results.manifest import Manifest  # noqa: E402
 from ctxeval.results.ruler import MEAN_TASK  # noqa: E402
 from ctxeval.results.rows import bare  # noqa: E402
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE  # noqa: E402
 from ctxeval.stats.paired_binary import paired_proportions  # noqa: E402
-from ctxeval.stats.verdict import UNDECIDED  # noqa: E402
 
 TASKS = ("niah_single_2", "niah_multikey_1")
 
@@ -191,7 +190,7 @@ def sequence_run(pop: Population, arrays: dict, ids: dict, until: Until, full: d
                 share = path[n - 1] if n < until.max_samples else look_difference(ref_y[drawn], y[drawn], until)
                 interval = share.scaled(100)
                 decided = difference_verdict(share, until.verdict_delta)
-                if decided.outcome != UNDECIDED:
+                if is_final(decided.outcome, interval.low, interval.high, interval.se, n, until):
                     break
                 if is_futile(interval.estimate, interval.low, interval.high, interval.se, n, until):
                     break

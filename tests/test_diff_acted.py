@@ -109,8 +109,8 @@ def test_the_headline_states_the_verdict_first_and_the_uncompressed_targets_apar
     report = {"verdict": diff_verdict(_overall(0.004, [-0.01, 0.02], units=4, sd=0.02), 0.01, 0.95, {}).to_row(),
               "summary": {"all": {"resampling_unit": "window"}}}
     label, outcome, text = verdict_row(report)
-    assert label == "verdict (δ = ±0.01 nats/token)" and outcome == "too few samples to tell"
-    assert text == "Δ log-loss CAND − REF +0.004 nats/token [-0.01, +0.02], 4 windows; about 43 windows would settle it"
+    assert label == "verdict (δ = ±0.01 nats/token)" and outcome == "too few samples to tell (within ±0.02; about 43 windows would settle it)"
+    assert text == "Δ log-loss CAND − REF +0.004 nats/token [-0.01, +0.02], 4 windows"
     rest = {"tokens": 64, "kl": {"mean": 0.0}, "ppl_ratio": {"ratio": 1.0}}
     line = compressed_line({"targets": 96, "of": 160, "presses": "StreamingLLMPress budget 8", "uncompressed": rest})
     assert line.startswith("96 of 160 targets scored against a compressed cache (StreamingLLMPress budget 8)")

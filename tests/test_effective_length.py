@@ -285,7 +285,8 @@ def test_each_variant_gets_one_of_three_verdicts_against_the_reference():
     assert control["verdict"]["outcome"] == "hurts" and control["verdict"]["high"] < 0
     assert same["verdict"]["outcome"] == "within δ" and same["verdict"]["estimate"] == 0.0 and same["verdict"]["delta"] == SETTINGS.delta
     text = render_markdown(summary)
-    assert "| m?max_context=32 | hurts |" in text and "| m again | within δ |" in text and "| m | reference |" in text
+    assert f"| m?max_context=32 | hurts, by more than δ (within ±{-control['verdict']['low']:.3g}) |" in text and "| m again | within δ (within ±0) |" in text
+    assert "| m | reference |" in text and control["verdict"]["high"] < -SETTINGS.delta
 
 
 def test_a_small_noisy_run_is_too_few_samples_to_tell_and_its_l_star_not_measurable():
@@ -302,7 +303,8 @@ def test_a_small_noisy_run_is_too_few_samples_to_tell_and_its_l_star_not_measura
     verdict = summary["comparisons"][0]["verdict"]
     assert verdict["outcome"] == "too few samples to tell" and verdict["samples_needed"] > verdict["n"] == 3 and verdict["unit"] == "document"
     text = render_markdown(summary)
-    assert f"| v | too few samples to tell (about {verdict['samples_needed']} documents would settle it) | not measurable at this size |" in text
+    margin = max(abs(verdict["low"]), abs(verdict["high"]))
+    assert f"| v | too few samples to tell (within ±{margin:.3g}; about {verdict['samples_needed']} documents would settle it) | not measurable at this size |" in text
     assert "L* not measurable at this size: the reference's gain" in text
 
 

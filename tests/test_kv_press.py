@@ -178,7 +178,7 @@ def test_a_pressed_effective_length_run_records_the_press_and_resumes_to_the_sam
     assert head[0] == "# Effective context length"
     assert head[4].startswith("| model | verdict vs reference | L* [95 %] | log p at 64 | gain 32→64 [95 %] | gain lost vs reference |")
     pressed = [cell.strip() for cell in next(line for line in head if "?press=SnapKVPress" in line).strip("|").split("|")]
-    assert pressed[1].split(" (about ")[0] in ("hurts", "gains", "within δ", "too few samples to tell")
+    assert pressed[1].split(" (")[0].removesuffix(", by more than δ") in ("hurts", "gains", "within δ", "too few samples to tell")
     assert pressed[5].count("[") == 1 and (pressed[6].endswith("%]") or "(no interval" in pressed[6] or pressed[6].endswith("(the reference gains nothing)"))
     killed = run_cli(*args, "--out", str(tmp_path / "killed"), env={STOP_AFTER_PASSES_ENV: "5"})
     assert killed.returncode == 130, killed.stderr

@@ -304,8 +304,9 @@ def test_the_calibrations_logistic_fit_equals_scikit_learns():
 
 
 def test_the_ppi_section_gives_each_difference_its_verdict_and_shows_intervals_within_the_scores_range():
-    """A press whose interval excludes 0 *hurts*, one inside ±δ is *within δ*, one crossing 0 past
-    δ is *too few samples to tell*, with the samples that would settle it; a score interval past 100 is shown ending at 100, a
+    """A press whose interval excludes 0 past δ *hurts* (by more than δ), one inside ±δ is *within
+    δ*, one crossing 0 past δ is *too few samples to tell*, with the samples that would settle it,
+    each with the smallest margin it is within; a score interval past 100 is shown ending at 100, a
     difference's past −100 at −100."""
     from ctxeval.render.ruler_ppi import ppi_markdown
     from ctxeval.ruler.ppi import difference_row
@@ -329,12 +330,12 @@ def test_the_ppi_section_gives_each_difference_its_verdict_and_shows_intervals_w
     text = "\n".join(ppi_markdown(scores, differences, delta=5.0))
     assert "100.0 [82.9, 100.0]" in text and "99.0 [95.0, 100.0]" in text
     assert "117.1" not in text and "103.0" not in text
-    assert "-46.1 [-63.7, -28.4] hurts" in text
-    assert "-1.0 [-4.0, +2.0] within δ" in text
+    assert "-46.1 [-63.7, -28.4] hurts, by more than δ (within ±63.7)" in text
+    assert "-1.0 [-4.0, +2.0] within δ (within ±4)" in text
     settle = math.ceil((stats.norm.ppf(0.975) * 10.2 * math.sqrt(60) / 10.0) ** 2)  # the interval's se at n samples, scaled as 1/√n
-    assert f"-10.0 [-100.0, +10.0] too few samples to tell (about {settle} would settle it)" in text
-    assert "within δ = 5 points" in text
-    assert "within δ = 2 points" in "\n".join(ppi_markdown(scores, differences, delta=5.0, until={"delta": 2.0, "half_width": None, "max_samples": 40,
+    assert f"-10.0 [-100.0, +10.0] too few samples to tell (within ±130; about {settle} would settle it)" in text
+    assert "verdict at δ = 5 points: within δ where the interval lies inside ±δ" in text
+    assert "verdict at δ = 2 points" in "\n".join(ppi_markdown(scores, differences, delta=5.0, until={"delta": 2.0, "half_width": None, "max_samples": 40,
                                                                                                       "round_size": 10, "confidence": 0.9875, "rounds": 4}))
 
 

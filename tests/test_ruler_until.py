@@ -4,6 +4,7 @@ options are checked before any model loads, and a resumed run equals an uninterr
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import shutil
 
@@ -418,3 +419,39 @@ def test_the_look_at_the_budget_reads_full_generations_intervals():
     lows, highs = betting_bounds(d, 0.975, -1.0, 1.0, horizon=5)
     assert (vt["diff.low"], vt["diff.high"], vt["diff.confidence"]) == (pytest.approx(100 * lows[-1]), pytest.approx(100 * highs[-1]), 0.975)
     assert MEAN_TASK in set(differences["task"])
+
+
+def test_an_until_runs_merged_result_reads_the_runs_delta_replicates_and_seed(tmp_path, monkeypatch):
+    """`--until verdict --delta 20` (two models at share 1, two batches of 5): the merged result's
+    paired settings and verdicts are the run's (δ = 20 points, its --delta-logp, replicates and
+    seed), as every round's are, not the defaults."""
+    pytest.importorskip("transformers")
+    model = _settling_model(tmp_path, monkeypatch)
+    result = api.ruler(tasks=("niah_single_1",), lengths=(512,), samples=5, models=(model, f"{model}?prefix_reuse=0"), generate_share=1.0,
+                       until="verdict", max_samples=10, delta=20.0, delta_logp=0.3, replicates=150, seed=7, out=tmp_path / "run")
+    asked = {"score_delta": 20.0, "logp_delta": 0.3, "replicates": 150, "seed": 7}
+    assert {k: result.paired_settings[k] for k in asked} == asked and result.manifest.config["until"]["delta"] == 20.0
+    assert "δ = 20 points" in result.markdown and "δ = 5 points" not in result.markdown
+    stored = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert {k: stored["paired_settings"][k] for k in asked} == asked
+
+
+def test_a_variant_stops_only_on_a_verdict_the_budget_would_reach_too():
+    """`is_final`: within δ is final; hurts is final only where the interval lies wholly beyond
+    δ − h, h the budget's half-width (at share 1 z·se narrowed to the budget, in rounds the look's
+    own half-width narrowed); at h ≥ δ excluding 0 is; at the budget every verdict is."""
+    from ctxeval.ruler.until import ROUNDS, SEQUENCE, budget_half_width, is_final
+
+    until = Until(None, 5.0, 500, 2, SEQUENCE)
+    z = 1.959963984540054
+    assert budget_half_width(-12.0, -3.0, 3.0, 100, until) == pytest.approx(z * 3.0 * math.sqrt(100 / 500))  # 2.63: the line at 2.37
+    assert is_final("within δ", -4.9, -0.1, 3.0, 100, until)
+    assert is_final("hurts", -12.0, -3.0, 3.0, 100, until) and not is_final("hurts", -12.0, -1.0, 3.0, 100, until)
+    assert is_final("gains", 3.0, 12.0, 3.0, 100, until) and not is_final("gains", 1.0, 12.0, 3.0, 100, until)
+    assert is_final("hurts", -12.0, -1.0, 10.0, 100, until)  # h = 8.8 > δ: the budget can put nothing within δ
+    assert is_final("hurts", -12.0, -1.0, 3.0, 500, until)  # the look at the budget
+    assert not is_final("too few samples to tell", -12.0, 1.0, 3.0, 500, until)
+    rounds = Until(None, 5.0, 40, 10, ROUNDS)
+    assert budget_half_width(-12.0, -2.0, 99.0, 10, rounds) == pytest.approx(5.0 * math.sqrt(10 / 40))  # 2.5: the line at 2.5
+    assert not is_final("hurts", -12.0, -2.0, 99.0, 10, rounds)  # reaches nearer 0 than 2.5
+    assert is_final("hurts", -14.0, -3.0, 99.0, 10, rounds)  # h = 2.75: the line at 2.25

@@ -259,9 +259,37 @@ def test_report_imports_no_backend():
 
 
 def test_metrics_and_stats_import_nothing_above_them():
-    allowed = ("ctxeval.metrics", "ctxeval.stats", "ctxeval.errors", "ctxeval.options")
+    allowed = ("ctxeval.metrics", "ctxeval.stats", "ctxeval.errors")
     bad = {m: sorted(i for i in imported if not _in(i, allowed)) for m, imported in _imports_of(("ctxeval.metrics", "ctxeval.stats")).items()}
     assert {m: b for m, b in bad.items() if b} == {}
+
+
+def _ctxeval_imports(path: Path) -> list[str]:
+    """Every ctxeval module or package a file names in an import, at any depth (in functions
+    too), relative imports resolved against its package."""
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
+    names = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            names += [f"{base}.{alias.name}" if base == "ctxeval" else base for alias in node.names]
+    return [n for n in names if n == "ctxeval" or n.startswith("ctxeval.")]
+
+
+def test_stats_and_metrics_files_import_only_errors_and_each_other():
+    """docs/design.md: stats/ and metrics/ import nothing of ctxeval but errors and each other
+    (not the options a command builds its flags from), read from every file's syntax tree."""
+    files = sorted((SRC / "stats").rglob("*.py")) + sorted((SRC / "metrics").rglob("*.py"))
+    assert len(files) > 10
+    bad = {str(path.relative_to(SRC)): sorted(n for n in _ctxeval_imports(path) if not _in(n, ("ctxeval.stats", "ctxeval.metrics", "ctxeval.errors")))
+           for path in files}
+    assert {k: v for k, v in bad.items() if v} == {}
+    assert _ctxeval_imports(SRC / "metrics" / "config.py") and all(_in(n, ("ctxeval.stats", "ctxeval.metrics", "ctxeval.errors")) for n in _ctxeval_imports(SRC / "metrics" / "config.py"))
 
 
 def _calls(name: str) -> set[str]:

@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 from ctxeval.described import DESCRIBED, Described
 from ctxeval.errors import FieldError, UserError, phrase
+from ctxeval.stats.defaults import DEFAULT_REPLICATES, MIN_REPLICATES
 
 Check = Callable[[Any], "str | None"]
 
@@ -57,11 +58,32 @@ class Flag:
         return not self.flag
 
 
-@cache
+_GIVEN: dict[dataclasses.Field, Flag] = {}  # faces the command layer gives fields declared below it (`give_faces`)
+
+
+def give_faces(cls: type, **faces: Flag) -> None:
+    """Give the fields of `cls` their CLI faces, by field name: for a dataclass of a layer that
+    imports nothing of this one (metrics/, stats/: they import only errors and each other), so
+    its face is declared where the options live."""
+    by_name = {f.name: f for f in fields(cls)}
+    unknown = set(faces) - set(by_name)
+    if unknown:
+        raise ValueError(f"{cls.__name__} has no field {', '.join(sorted(unknown))}")
+    for name, face in faces.items():
+        _GIVEN[by_name[name]] = face
+
+
 def field_flag(f: dataclasses.Field) -> Flag | None:
-    """A field's CLI face: its own (`option`), or the one a backend's description of the field
-    (ctxeval/described.py) gives it: `--` and its name, a list when given once per value, a
-    text turned into the option by the description; None: a field with no face."""
+    """A field's CLI face: the one `give_faces` gave it, its own (`option`), or the one a
+    backend's description of the field (ctxeval/described.py) gives it: `--` and its name, a list
+    when given once per value, a text turned into the option by the description; None: a field
+    with no face."""
+    given = _GIVEN.get(f)
+    return given if given is not None else _own_flag(f)
+
+
+@cache
+def _own_flag(f: dataclasses.Field) -> Flag | None:
     if "flag" in f.metadata:
         return f.metadata["flag"]
     if DESCRIBED not in f.metadata:
@@ -132,6 +154,11 @@ def group(cls: type, *, optional: bool = False, only: tuple[str, ...] | None = N
     if optional:
         return field(default=None, metadata=meta)
     return field(default_factory=cls, metadata=meta)
+
+
+def replicates_option() -> Any:
+    """The --replicates field of a spec or option group: one help for every command."""
+    return option("--replicates", "Bootstrap replicates of every interval.", DEFAULT_REPLICATES, check=at_least(MIN_REPLICATES))
 
 
 def shared(name: str) -> dict[str, str]:

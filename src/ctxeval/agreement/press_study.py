@@ -19,8 +19,9 @@ import pandas as pd
 
 from ctxeval.agreement.analysis import correlations
 from ctxeval.agreement.measures import CHEAP
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
 
-CONFIDENCE = 0.95
+CONFIDENCE = DEFAULT_CONFIDENCE
 MAX_SAMPLES = 1_000_000  # beyond this, "more than" is the answer
 
 

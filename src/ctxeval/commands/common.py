@@ -18,9 +18,10 @@ from ctxeval.config import DEFAULT_MODEL, DEFAULT_TOP_K
 from ctxeval.data.corpus import CorpusOptions
 from ctxeval.errors import UserError
 from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
-from ctxeval.options import at_least, comma_floats, greater_than_zero, group, one_of, option, positive, python_only
+from ctxeval.metrics.config import MetricConfig, parse_cutoff
+from ctxeval.options import Flag, at_least, comma_floats, give_faces, group, non_negative, one_of, option, positive, python_only, replicates_option
 from ctxeval.pipeline.executors.spec import ExecutorOptions
-from ctxeval.stats.defaults import DEFAULT_SEED, replicates_option
+from ctxeval.stats.defaults import DEFAULT_SEED
 from ctxeval.stats.gates import PROFILES
 
 TEXT_INPUTS = "UTF-8 text files ('demo' for the bundled excerpt), corpus folders, .jsonl/.json or .parquet corpora."
@@ -123,6 +124,15 @@ def limit() -> Any:
     """--limit: the first N items of a question or judgment set."""
     return option("--limit", "Only the first N items (questions, judgment pairs, paired predictions).", None, check=positive)
 
+
+# the metric settings' flags (MetricConfig lives in metrics/, which imports nothing of the face)
+give_faces(MetricConfig,
+           cutoff=Flag("--cutoff", "Rank cutoff l of the rank scores: a positive integer, or 'full' for the whole vocabulary (a rank an API read from a shorter top-k list is scored with l = that list's length).",
+                       cli_type=str, shown="20", to_value=lambda v: parse_cutoff(v, "--cutoff"), check=positive),
+           alphas=Flag("--alphas", "Comma-separated alphas of the non-linear score e^(-alpha (r-1)).", cli_type=str, shown="0.1,0.3", to_value=comma_floats("--alphas"),
+                       check=lambda a: "must be positive" if any(x <= 0 for x in a) else None),
+           approx_k=Flag("--approx-k", "k of the approximate perplexity (an API's top-k).", check=positive),
+           penalty=Flag("--penalty", "Penalty subtracted from log p_k for tokens outside the top-k.", check=non_negative))
 
 SEED_HELP = "Seed of every random draw of the run (samples, spans or starts, --sample, --noise-floor's windows, the bootstrap): the same seed gives the same numbers."
 

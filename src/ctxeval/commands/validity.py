@@ -97,7 +97,7 @@ class RulerSpec(common.ModelRunOptions):
                                         check=lambda v: None if v is None else positive(v))
     until: str | None = option("--until", "With --generate-share and --max-samples: add --samples new samples per task and length in rounds until each is answered: "
                                           "a number (every model's interval at most that many points on each side), or 'verdict' / 'verdict:D' (every variant's "
-                                          "paired difference against the first model hurts, gains or is within D points, default --delta; a decided variant, "
+                                          "paired difference against the first model is within D points, default --delta, or hurts or gains by more than the budget could put within D; a decided variant, "
                                           "or one the budget would decide with under 10 % chance, 5 % at --generate-share 1, leaves the later rounds). At --generate-share 1 every "
                                           "look before the budget reads a 97.5 % betting confidence sequence, valid at every look at once, so --samples is a "
                                           "batch (2 is enough), and the look at the budget full generation's 95 % interval, so a variant still open ends with "
@@ -147,8 +147,10 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
                          device=spec.device, dtype=spec.dtype, api=api_identity(spec.models, spec.openai), chat_template=spec.chat_template,
                          generation=spec.generation(), full_generation=spec.full_generation)
 
+    paired = PairedSettings(spec.delta, spec.delta_logp, spec.replicates, spec.seed)  # every round's and the merged result's
+
     def finish(run_dir: Path, manifest: Manifest) -> RulerResult:
-        return ruler_result(run_dir, manifest, spec.threshold, PairedSettings(spec.delta, spec.delta_logp, spec.replicates, spec.seed))
+        return ruler_result(run_dir, manifest, spec.threshold, paired)
 
     models = common.model_specs(config.models)
 
@@ -164,7 +166,7 @@ def run_ruler_tasks(spec: RulerSpec) -> RulerResult:
     announce = (lambda line: print(line, file=sys.stderr, flush=True)) if spec.progress else None
     samples, last, rounds = run_until(config, until, out, run_round, announce)
     manifest = write_merged(out, samples, last, whole, rounds)
-    return save_result(out, ruler_result(out, manifest, spec.threshold), "ruler", RENDERING)
+    return save_result(out, ruler_result(out, manifest, spec.threshold, paired), "ruler", RENDERING)
 
 
 def _echo_ruler(result: RulerResult, spec: RulerSpec, display: QuietDisplay) -> str:

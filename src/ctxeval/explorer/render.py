@@ -16,6 +16,8 @@ from ctxeval.render import charts
 from ctxeval.results.effective_length import describe_length
 from ctxeval.render.page import b64, environment, page_js, script_json, static
 from ctxeval.results.base import make_folder
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
+from ctxeval.stats.interval import quantile
 
 
 def write_atomic(out: Path, html: str) -> Path:
@@ -43,7 +45,7 @@ def _lm_charts(views: list[RunView]) -> list[Markup]:
 
 
 def _gain_charts(views: list[RunView]) -> list[Markup]:
-    out = []
+    out, z = [], quantile(DEFAULT_CONFIDENCE)  # the normal interval's half-width in SEMs
     for view in views:
         if view.gain_by_distance is None:
             continue
@@ -51,8 +53,8 @@ def _gain_charts(views: list[RunView]) -> list[Markup]:
         for label, g in view.gain_by_distance.groupby("series", sort=False):
             mid = ((g["context_from"].clip(lower=1) * g["context_to"]) ** 0.5).tolist()
             sem = g["sem"].fillna(math.nan).to_numpy()
-            series.append(charts.Series(label, mid, g["mean_gain"].tolist(), (g["mean_gain"] - 1.96 * sem).tolist(), (g["mean_gain"] + 1.96 * sem).tolist()))
-        out.append(Markup(charts.line_chart(f"{view.label}: gain by distance (±1.96 SEM)", "long context of the target (bin centre)", "mean gain (nats)", series, zero_line=True)))
+            series.append(charts.Series(label, mid, g["mean_gain"].tolist(), (g["mean_gain"] - z * sem).tolist(), (g["mean_gain"] + z * sem).tolist()))
+        out.append(Markup(charts.line_chart(f"{view.label}: gain by distance (±{z:.2f} SEM)", "long context of the target (bin centre)", "mean gain (nats)", series, zero_line=True)))
     return out
 
 

@@ -1,5 +1,6 @@
 """The metric settings: how a run's records become scores (post hoc, so never part of a run's
-identity); stored in manifests and results, read by metrics, reports and specs alike."""
+identity); stored in manifests and results, read by metrics, reports and specs alike. Their CLI
+flags are given by the command layer (ctxeval.commands.common), as metrics/ imports nothing of it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from dataclasses import dataclass
 
 from ctxeval.errors import UserError
 from ctxeval.metrics.perplexity import DEFAULT_PENALTY
-from ctxeval.options import comma_floats, non_negative, option, positive
 
 
 def parse_cutoff(value: str, flag: str) -> int | None:
@@ -24,12 +24,10 @@ def parse_cutoff(value: str, flag: str) -> int | None:
 class MetricConfig:
     """How records become scores; changing it never needs a new model run."""
 
-    cutoff: int | None = option("--cutoff", "Rank cutoff l of the rank scores: a positive integer, or 'full' for the whole vocabulary (a rank an API read from a shorter top-k list is scored with l = that list's length).",
-                                20, cli_type=str, shown="20", to_value=lambda v: parse_cutoff(v, "--cutoff"), check=positive)  # None = full vocabulary
-    alphas: tuple[float, ...] = option("--alphas", "Comma-separated alphas of the non-linear score e^(-alpha (r-1)).", (0.1, 0.3),
-                                       cli_type=str, shown="0.1,0.3", to_value=comma_floats("--alphas"), check=lambda a: "must be positive" if any(x <= 0 for x in a) else None)
-    approx_k: int = option("--approx-k", "k of the approximate perplexity (an API's top-k).", 20, check=positive)  # top-k an API would return
-    penalty: float = option("--penalty", "Penalty subtracted from log p_k for tokens outside the top-k.", DEFAULT_PENALTY, check=non_negative)  # thesis eq. 10
+    cutoff: int | None = 20  # rank cutoff l of the rank scores; None = full vocabulary
+    alphas: tuple[float, ...] = (0.1, 0.3)  # of the non-linear score e^(-alpha (r-1))
+    approx_k: int = 20  # top-k an API would return
+    penalty: float = DEFAULT_PENALTY  # thesis eq. 10
 
     @staticmethod
     def from_dict(stored: dict) -> MetricConfig:

@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.errors import FieldError, UserError
-from ctxeval.options import shared
+from ctxeval.options import replicates_option, shared
 from ctxeval.stats.gates import log_and_display, resampling_unit
-from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_SEED, replicates_option
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_SEED
 from ctxeval.stats.paired import PairedEstimate, all_equal, paired_bca, unit_sd
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)

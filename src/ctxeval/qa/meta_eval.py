@@ -22,7 +22,7 @@ from ctxeval.qa.passes import PassRecords, PassSettings, run_passes
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.meta_eval import MetaEvalResult
 from ctxeval.stats.bootstrap import bootstrap_classification, classification_metrics
-from ctxeval.stats.defaults import DEFAULT_REPLICATES, DEFAULT_SEED
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
 
 def score_items(records: PassRecords, dataset: PairDataset, config: MethodConfig) -> list[dict]:
     """Scores of both answers of every item under every method, from the pass records."""
@@ -90,7 +90,7 @@ def _report(records: PassRecords, dataset: PairDataset, config: MethodConfig, ro
                     "labels": {str(l): sum(r["label"] == l for r in rows) for l in sorted({r["label"] for r in rows})}},
         "evaluator": {"name": records.info.name, "backend": records.info.backend, "sha256": records.info.sha256},
         "config": asdict(config),
-        "bootstrap": {"method": "percentile", "replicates": replicates, "seed": seed, "confidence": 0.95, "unit": "item"},
+        "bootstrap": {"method": "percentile", "replicates": replicates, "seed": seed, "confidence": DEFAULT_CONFIDENCE, "unit": "item"},
         "methods": evaluate_picks(rows, config.methods, replicates, seed),
         "timing": {"scoring_seconds": round(scoring_seconds, 1), "passes_run_this_session": records.run_now, "total_seconds": round(time.time() - started, 1)},
     }

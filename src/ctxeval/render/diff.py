@@ -6,7 +6,7 @@ from __future__ import annotations
 from ctxeval.render.compare import interval_text
 from ctxeval.render.headline import Headline
 from ctxeval.render.numerics import markdown_lines
-from ctxeval.render.verdicts import would_settle
+from ctxeval.render.verdicts import verdict_words
 
 
 def floor_line(floor: dict) -> str:
@@ -59,9 +59,7 @@ def verdict_row(report: dict) -> tuple[str, str, str]:
     unit = report["summary"]["all"]["resampling_unit"]
     interval = "no interval" if v["low"] is None else f"[{v['low']:+.4g}, {v['high']:+.4g}]"
     text = f"Δ log-loss CAND − REF {v['estimate']:+.4g} nats/token {interval}, {v['n']} {unit}s"
-    if v["samples_needed"] is not None:
-        text += f"; {would_settle(v['samples_needed'], unit)}"
-    return f"verdict (δ = ±{v['delta']:g} nats/token)", v["outcome"], text
+    return f"verdict (δ = ±{v['delta']:g} nats/token)", verdict_words(v["outcome"], v["low"], v["high"], v["delta"], v["samples_needed"], unit), text
 
 
 def compressed_line(compressed: dict) -> str:

@@ -14,7 +14,7 @@ from ctxeval.render.headline import Headline, percent
 from ctxeval.render.renderer import Renderer
 from ctxeval.render.views import Arm, RunView, header
 from ctxeval.results.effective_length import PLOT_FILE, describe_length, EffectiveLengthResult
-from ctxeval.render.verdicts import would_settle
+from ctxeval.render.verdicts import VERDICT_RULE, verdict_words
 
 
 def _ci(e: dict | None, fmt: str = "+.4f") -> str:
@@ -39,17 +39,13 @@ def _share(s: dict) -> str:
 
 
 def verdict_text(v: dict) -> str:
-    """A variant's verdict against the reference in one cell: outcome, then the samples that
-    would settle it when it is undecided."""
-    text = v["outcome"]
-    if v["samples_needed"] is not None:
-        text += f" ({would_settle(v['samples_needed'], v['unit'])})"
-    return text
+    """A variant's verdict against the reference in one cell (a loss of gain: higher is worse)."""
+    return verdict_words(v["outcome"], v["low"], v["high"], v["delta"], v["samples_needed"], v["unit"], worse="lower")
 
 
 def headline(summary: dict) -> Headline:
-    """Per variant its verdict against the reference (the first model) first: does it lose gain
-    beyond ±δ, is it within δ, or are there too few samples to tell; then per model its L* (where
+    """Per variant its verdict against the reference (the first model) first: is its loss of
+    gain within δ, does it hurt, or are there too few samples to tell; then per model its L* (where
     the reference's own gain is measurable), its mean log-probability at the longest length and
     its gain from the shortest, the gain it loses and the share of the reference's gain it keeps."""
     lengths = summary["lengths"]
@@ -65,8 +61,8 @@ def headline(summary: dict) -> Headline:
     notes = [f"Reference: {reference}, the first --model."] if len(rows) > 1 else []
     if len(rows) > 1 and "delta" in summary["estimator"]:
         delta = summary["estimator"]["delta"]
-        notes.append(f"Verdict on the gain {first}→{last} each model loses against the reference, paired on the same targets: hurts (the {conf} interval excludes 0), "
-                     f"within δ (it lies inside ±{delta:g} nats/token) or too few samples to tell.")
+        notes.append(f"Verdict on the gain {first}→{last} each model loses against the reference, paired on the same targets ({conf} interval, "
+                     f"δ = {delta:g} nats/token): {VERDICT_RULE}.")
     for c in summary["comparisons"]:
         if c.get("verdict", {}).get("reason"):
             notes.append(f"Verdict on {c['b']}: {c['verdict']['reason']}.")

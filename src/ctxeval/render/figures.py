@@ -19,6 +19,8 @@ from ctxeval.metrics.registry import panel_metrics
 from ctxeval.results.effective_length import curve_frame
 from ctxeval.results.ruler import MEAN_TASK
 from ctxeval.render import intervals
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
+from ctxeval.stats.interval import quantile
 
 
 def _pyplot() -> Any:
@@ -107,7 +109,7 @@ def plot_gain(tables: dict[tuple[str, str], pd.DataFrame], by_distance: pd.DataF
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
     for (model, text_id), group in by_distance.groupby(["model", "text_id"], sort=False):
         mid = (group["context_from"].clip(lower=1) * group["context_to"]) ** 0.5
-        left.errorbar(mid, group["mean_gain"], yerr=1.96 * group["sem"], marker="o", capsize=3, label=f"{model} · {text_id}")
+        left.errorbar(mid, group["mean_gain"], yerr=quantile(DEFAULT_CONFIDENCE) * group["sem"], marker="o", capsize=3, label=f"{model} · {text_id}")
     left.axhline(0, color="grey", lw=0.8)
     left.set_xscale("log", base=2)
     left.set_xlabel("long context of the target (tokens, bin centre)")

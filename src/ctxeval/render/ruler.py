@@ -18,7 +18,7 @@ from ctxeval.render.renderer import Renderer
 from ctxeval.render.ruler_ppi import ppi_headlines, ppi_markdown
 from ctxeval.render.views import Arm, RunView, header
 from ctxeval.results.ruler import MEAN_TASK, PLOT_FILE, RulerResult
-from ctxeval.render.verdicts import would_settle
+from ctxeval.render.verdicts import VERDICT_RULE, verdict_words
 
 
 SCORINGS = {"generation": "by generation (RULER's string_match_all on the greedy output)",
@@ -43,11 +43,10 @@ def headline(table: pd.DataFrame, lengths: dict[str, dict[str, dict]], threshold
                     ("model", *(("scored by",) if len(scorings) > 1 else ()), *(str(length) for length in grid), f"effective length (≥ {threshold:g})"), tuple(rows))
 
 
-def _verdict(outcome: str, needed: float | None) -> str:
-    """A verdict cell: the outcome, and the samples that would settle an undecided one."""
-    if outcome == "too few samples to tell" and needed is not None and not (isinstance(needed, float) and math.isnan(needed)):
-        return f"{outcome} ({would_settle(needed)})"
-    return outcome
+def _verdict(row: pd.Series, name: str, delta: float) -> str:
+    """A verdict cell of the verdict row `name` ("score_diff", "logp_diff"; a lower variant is
+    worse), worded by render.verdicts."""
+    return verdict_words(row[f"{name}.outcome"], row[f"{name}.low"], row[f"{name}.high"], delta, row[f"{name}.samples_needed"], worse="lower")
 
 
 def _flips(row: pd.Series) -> str:
@@ -68,18 +67,18 @@ def _p(value: float) -> str:
     return "< 0.001" if value < 0.001 else f"{value:.3f}"
 
 
-# the paired table's columns: (header of the table, cell of a paired row); a later estimator adds its own here
-PAIRED_COLUMNS: tuple[tuple[Callable[[pd.DataFrame], str], Callable[[pd.Series], str]], ...] = (
-    (lambda t: "variant", lambda r: str(r["model"])),
-    (lambda t: "length", lambda r: str(int(r["length"]))),
-    (lambda t: "task", lambda r: str(r["task"])),
-    (lambda t: "n", lambda r: str(int(r["n"]))),
-    (lambda t: f"score Δ, points [{intervals.table_header(t, 'score_diff', with_method=False)}]", lambda r: intervals.cell(r, "score_diff", 1, signed=True)),
-    (lambda t: "score verdict", lambda r: _verdict(r["score_diff.outcome"], r["score_diff.samples_needed"])),
-    (lambda t: "flips 1→0 / 0→1 / partial", lambda r: _flips(r)),
-    (lambda t: "McNemar p, exact (mid-p)", lambda r: _mcnemar(r)),
-    (lambda t: f"answer log p Δ, nats [{intervals.table_header(t, 'logp_diff', with_method=False)}]", lambda r: intervals.cell(r, "logp_diff", 3, signed=True)),
-    (lambda t: "log p verdict", lambda r: _verdict(r["logp_diff.outcome"], r["logp_diff.samples_needed"])),
+# the paired table's columns: (header of the table, cell of a paired row and the run's paired settings); a later estimator adds its own here
+PAIRED_COLUMNS: tuple[tuple[Callable[[pd.DataFrame], str], Callable[[pd.Series, dict], str]], ...] = (
+    (lambda t: "variant", lambda r, s: str(r["model"])),
+    (lambda t: "length", lambda r, s: str(int(r["length"]))),
+    (lambda t: "task", lambda r, s: str(r["task"])),
+    (lambda t: "n", lambda r, s: str(int(r["n"]))),
+    (lambda t: f"score Δ, points [{intervals.table_header(t, 'score_diff', with_method=False)}]", lambda r, s: intervals.cell(r, "score_diff", 1, signed=True)),
+    (lambda t: "score verdict", lambda r, s: _verdict(r, "score_diff", s["score_delta"])),
+    (lambda t: "flips 1→0 / 0→1 / partial", lambda r, s: _flips(r)),
+    (lambda t: "McNemar p, exact (mid-p)", lambda r, s: _mcnemar(r)),
+    (lambda t: f"answer log p Δ, nats [{intervals.table_header(t, 'logp_diff', with_method=False)}]", lambda r, s: intervals.cell(r, "logp_diff", 3, signed=True)),
+    (lambda t: "log p verdict", lambda r, s: _verdict(r, "logp_diff", s["logp_delta"])),
 )
 
 
@@ -89,14 +88,13 @@ def paired_headline(paired: pd.DataFrame, settings: dict, scored_by: str) -> Hea
     reference = str(paired["reference"].iloc[0])
     tasks = [t for t in dict.fromkeys(paired["task"]) if t != MEAN_TASK]
     shown = paired[paired["paired"].astype(bool)]
-    rows = tuple(tuple(cell(row) for _, cell in PAIRED_COLUMNS) for _, row in shown.iterrows())
+    rows = tuple(tuple(cell(row, settings) for _, cell in PAIRED_COLUMNS) for _, row in shown.iterrows())
     notes = []
     if len(tasks) > 1:
         notes.append(f"{mean_label(len(tasks))}: the samples of every task pooled (equal samples per task: the mean of the task differences).")
     for model, part in paired[~paired["paired"].astype(bool)].groupby("model", sort=False):
         notes.append(f"{model}: {part['note'].iloc[-1]} on {len(part)} cell(s); compare its scores through their own intervals.")
-    notes.append("Verdict: hurts or gains where the interval excludes 0; within δ where it lies inside ±δ; else too few samples to tell, "
-                 "with the paired samples that would settle it at the observed spread.")
+    notes.append(f"Verdict: {VERDICT_RULE}.")
     notes.append("Flips: samples right in the reference and wrong in the variant, the reverse, and differing partial-credit pairs. McNemar's exact "
                  "p is conservative with few flips: 4 against 0 give p 0.125 (mid-p 0.062) where the score interval, which the verdict reads, excludes 0.")
     detail = (f"candidate − {reference} on the same prompts, per length; score {SCORINGS[scored_by]}, in points with the "

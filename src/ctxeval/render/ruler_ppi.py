@@ -12,7 +12,7 @@ import pandas as pd
 
 from ctxeval.render import intervals
 from ctxeval.render.headline import Headline
-from ctxeval.render.verdicts import would_settle
+from ctxeval.render.verdicts import VERDICT_RULE, verdict_words
 from ctxeval.results.ruler import MEAN_TASK
 from ctxeval.stats.interval import Interval
 from ctxeval.stats.ppi import MIN_GENERATED
@@ -66,15 +66,14 @@ def _short(row: pd.Series) -> str:
     return _cell(row) if not math.isnan(_num(row["score.low"])) else f"{row['score']:.1f} (no interval)"
 
 
-def _difference_cell(row: pd.Series) -> str:
-    """A paired difference with its stored verdict; an undecided one with the samples that would
-    settle it at the same share and spread (the interval's standard error scaled as 1/√n)."""
+def _difference_cell(row: pd.Series, delta: float) -> str:
+    """A paired difference with its stored verdict at δ = `delta` points; an undecided one with
+    the samples that would settle it at the same share and spread (the interval's standard error
+    scaled as 1/√n)."""
     if math.isnan(_num(row["diff"])):
         return _cell(row, sign=True)
-    needed = row["diff.samples_needed"]
-    settle = f" ({would_settle(int(needed))})" if needed is not None and not pd.isna(needed) else ""
-    outcome = row["diff.outcome"]
-    return f"{_cell(row, sign=True)}; {outcome}{settle}" if math.isnan(_num(row["diff.low"])) else f"{_cell(row, sign=True)} {outcome}{settle}"
+    words = verdict_words(row["diff.outcome"], row["diff.low"], row["diff.high"], delta, row["diff.samples_needed"], worse="lower")
+    return f"{_cell(row, sign=True)}; {words}" if math.isnan(_num(row["diff.low"])) else f"{_cell(row, sign=True)} {words}"
 
 
 def _headline_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -83,11 +82,12 @@ def _headline_rows(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["task"] == (MEAN_TASK if len(tasks) > 1 else tasks[0])]
 
 
-def _wide_rows(table: pd.DataFrame, differences: bool = False) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
-    """The headline rows by length: (lengths, one row per model of its cells)."""
+def _wide_rows(table: pd.DataFrame, delta: float | None = None) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """The headline rows by length: (lengths, one row per model of its cells); `delta`: a table of
+    differences, whose cells carry their verdicts at that δ."""
     shown = _headline_rows(table)
     lengths = sorted(set(int(n) for n in shown["length"]))
-    cells = {(str(r["model"]), int(r["length"])): _difference_cell(r) if differences else _cell(r) for _, r in shown.iterrows()}
+    cells = {(str(r["model"]), int(r["length"])): _difference_cell(r, delta) if delta is not None else _cell(r) for _, r in shown.iterrows()}
     models = list(dict.fromkeys(str(m) for m in shown["model"]))
     return tuple(str(n) for n in lengths), tuple((m, *(cells.get((m, n), "—") for n in lengths)) for m in models)
 
@@ -118,11 +118,10 @@ def ppi_headlines(scores: pd.DataFrame, differences: pd.DataFrame, delta: float,
     if not differences.empty:
         reference = differences["reference"].iloc[0]
         delta = until["delta"] if until and until.get("delta") is not None else delta
-        lengths, rows = _wide_rows(differences, differences=True)
+        lengths, rows = _wide_rows(differences, delta)
         out.append(Headline(f"RULER, prediction-powered paired differences against {reference}",
-                            f"points, variant − reference on the same samples; intervals: {intervals.table_header(differences, 'diff')}{where}; verdict: hurts or gains where the interval excludes 0, within "
-                            f"δ = {delta:g} points where it lies inside ±δ, else too few samples to tell, with the samples that would settle it at the same "
-                            f"share and spread", ("variant", *lengths), rows, tuple(missing)))
+                            f"points, variant − reference on the same samples; intervals: {intervals.table_header(differences, 'diff')}{where}; verdict at δ = {delta:g} points: "
+                            f"{VERDICT_RULE} (at the same share)", ("variant", *lengths), rows, tuple(missing)))
     cells = scores[scores["task"] != MEAN_TASK]
     out.append(Headline("Per cell", f"the PPI++ score and how its samples were labelled ({SETTLED_WORD}: exact, not generated)",
                         ("model", "task", "length", "score", SETTLED_WORD, "generated", "predicted"),

@@ -56,7 +56,7 @@ def definitions(threshold: float) -> dict[str, str]:
         "paired": "each model after the first against the first, on the same prompts (sample k of a cell the same text for both): score_diff, candidate "
                   "minus reference in points, with Tango's score interval for paired 0/1 outcomes (partial credit as a fraction of a sample); logp_diff, "
                   "the difference of the mean answer log p per token in nats, with a paired BCa interval over samples; each with its verdict "
-                  "(hurts, gains, within δ, too few samples to tell) against score_delta / logp_delta and the samples that would settle an undecided one; "
+                  "(within δ, hurts, gains, too few samples to tell; stats/verdict.py) against score_delta / logp_delta and the samples that would settle an undecided one; "
                   "flips_lost / flips_gained, samples right (1) in the reference and wrong (0) in the candidate and the reverse, flips_partial, pairs that "
                   "differ where a score is partial credit; mcnemar_p / mcnemar_midp, McNemar's exact two-sided p and its mid-p where every score is 0 or 1 "
                   "(None elsewhere, mcnemar_reason says why)",

@@ -11,10 +11,14 @@ on all rounds' samples so far, and a (task, length) closes when it is answered:
 - a half-width target (points): every model's score interval there is at most that wide on
   each side;
 - `verdict` (or `verdict:D`, δ = D points, default the run's `--delta`): every variant's paired difference
-  against the first model has a verdict (hurts, gains, within δ; stats/verdict.py), not "too
-  few samples to tell". A variant is closed at the look that gives it a verdict: later rounds
-  leave it out there (a press that clearly hurts stops costing samples while one within δ is
-  still sampled), and the first model runs until the (task, length) is answered. Its
+  against the first model has a final verdict (within δ, hurts, gains; stats/verdict.py), not
+  "too few samples to tell": one that the look at the budget would reach too, except by chance
+  (`is_final`). *Within δ* is final; *hurts* or *gains* is final where the interval lies wholly
+  beyond δ − h, h the half-width the budget's interval would have, so the budget could not put
+  it within δ (an interval that excludes 0 but reaches nearer 0, a loss the budget might call
+  within δ, is sampled on). A variant is closed at the look that gives it a final verdict: later
+  rounds leave it out there (a press that clearly hurts stops costing samples while a close
+  one is still sampled), and the first model runs until the (task, length) is answered. Its
   difference is computed on the samples both ran. A variant the budget is unlikely to decide is
   closed too (futility, by stochastic curtailment): if the true difference were today's
   estimate, the look at the budget would give a verdict with a chance below 10 % (5 % at share 1). It ends "too
@@ -36,7 +40,8 @@ How the looks keep their coverage depends on the share:
   exactly the verdict the fixed-n run of the budget gives on those samples. The chance that
   the interval a run stops on misses is at most 2.5 % + 5 % (a union bound: the sequence
   misses at some look, or the last interval misses); simulated on the populations of
-  bench/until_sequence_simulation.py it covered at least 0.95 (docs/agreement.md). Spending
+  bench/until_sequence_simulation.py it covered at least 0.96 at 40 samples a cell and 0.927
+  at 500, within that bound (docs/agreement.md). Spending
   5 % at the end rather than 2.5 % buys agreement with full generation: a last look at 97.5 %
   would undo verdicts the 95 % run gives. The mean over tasks (reported, not stopped on) reads
   each task's sequence at 1 − 0.05 / T (T tasks) and averages the bounds (a union bound: 95 %
@@ -78,7 +83,7 @@ from ctxeval.stats.interval import Interval, quantile
 from ctxeval.stats.paired_binary import paired_proportions
 from ctxeval.stats.pseudo_labels import mover_mean, pseudo_label_interval
 from ctxeval.stats.sequential import conditional_power
-from ctxeval.stats.verdict import UNDECIDED
+from ctxeval.stats.verdict import UNDECIDED, WITHIN
 
 VERDICT = "verdict"
 ROUNDS, SEQUENCE = "rounds", "sequence"  # how the looks keep their coverage: Bonferroni over rounds (PPI++), or a confidence sequence (share 1)
@@ -86,7 +91,7 @@ SEQUENCE_METHOD = "betting confidence sequence (Waudby-Smith & Ramdas 2024)"
 FUTILITY_FROM = 0.25  # a confidence sequence's futility looks start at this share of the budget (the first of today's rounds of 10 in 40): its spread rests on a pseudo-value at each end until then
 FUTILITY_POWER = 0.10  # close a variant the budget decides with less than this chance (group-sequential futility's usual bound)
 SEQUENCE_FUTILITY_POWER = 0.05  # at share 1: lower, since a variant closed as futile ends undecided where full generation's last look might decide it
-EARLY_ALPHA = 0.025  # at share 1: what the early looks' confidence sequence spends; the look at the budget spends DEFAULT_CONFIDENCE's own 5 %
+EARLY_ALPHA = (1 - DEFAULT_CONFIDENCE) / 2  # at share 1: what the early looks' confidence sequence spends (2.5 %); the look at the budget spends DEFAULT_CONFIDENCE's own 5 %
 EARLY_HORIZON = 0.25  # at share 1: the share of the budget the sequence's bets are tuned for (its early looks; the last look reads no sequence)
 
 Cell = tuple[str, int]
@@ -325,12 +330,41 @@ def answered(cell: Cell, scores: pd.DataFrame, differences: pd.DataFrame, until:
 
 
 def decided_variants(cells: list[Cell], differences: pd.DataFrame, until: Until) -> list[Variant]:
-    """The (variant, task, length) of `cells` whose paired difference has a verdict (verdict
-    mode; the tables' own, computed at the look's δ)."""
+    """The (variant, task, length) of `cells` whose paired difference has a final verdict
+    (verdict mode; the tables' own, computed at the look's δ; `is_final`)."""
     if until.delta is None or not len(differences):
         return []
     return [(str(r["model"]), str(r["task"]), int(r["length"])) for _, r in differences.iterrows()
-            if (r["task"], r["length"]) in cells and r["diff.outcome"] != UNDECIDED]
+            if (r["task"], r["length"]) in cells and is_final(str(r["diff.outcome"]), float(r["diff.low"]), float(r["diff.high"]), float(r["diff.se"]), int(r["samples"]), until)]
+
+
+def budget_half_width(low: float, high: float, se: float, samples: int, until: Until) -> float:
+    """The half-width the look at the budget would have, from a look's interval (points) at
+    `samples`: it narrows as 1/√n. At share 1 the look at the budget is full generation's
+    interval, z·se wide (the early looks' sequence is wider, so its se is read instead of its
+    width); in rounds every look's interval is the same z·se wide at the per-look confidence."""
+    scale = math.sqrt(samples / until.max_samples)
+    if until.looks == SEQUENCE:
+        return quantile(until.confidence) * se * scale
+    return (high - low) / 2 * scale
+
+
+def is_final(outcome: str, low: float, high: float, se: float, samples: int, until: Until) -> bool:
+    """Whether a look's verdict (points) is one the look at the budget would reach too, except by
+    chance, so the variant may stop on it. *Within δ* is final (a later interval is narrower, and
+    one inside ±δ stays there unless the estimate moves by chance). *Hurts* or *gains* is final
+    only where the interval lies wholly beyond δ − h (h: the budget's half-width,
+    `budget_half_width`) on the side it excludes 0: the budget's interval around such a
+    difference cannot fit inside ±δ, so it too reads *hurts* or *gains*; an interval that excludes
+    0 but reaches nearer 0 than that line (a loss the budget might put within δ) is sampled on.
+    Where h ≥ δ (a budget that can put nothing within δ) the line is at or below 0 and excluding
+    0 is final. At the budget every verdict is final."""
+    if outcome == UNDECIDED:
+        return False
+    if outcome == WITHIN or samples >= until.max_samples:
+        return True
+    line = until.verdict_delta - budget_half_width(low, high, se, samples, until)
+    return low > line or high < -line
 
 
 def futile_variants(cells: list[Cell], differences: pd.DataFrame, until: Until, closed: list[Variant]) -> list[Variant]:

@@ -1,10 +1,8 @@
-"""Defaults every interval shares, declared once: replicates, confidence and their option."""
+"""Defaults every interval shares, declared once: replicates, confidence (the level: every other
+module derives its own from DEFAULT_CONFIDENCE) and the seed. Their CLI options live with the
+others (ctxeval.options), so stats/ imports nothing of the command layer."""
 
 from __future__ import annotations
-
-from typing import Any
-
-from ctxeval.options import at_least, option
 
 DEFAULT_REPLICATES = 2000
 MIN_REPLICATES = 100  # fewer make a BCa bound rest on a handful of replicates
@@ -18,10 +16,5 @@ DEFAULT_SEED = 0
 # in some cell (68-76 % with 3), and every report of a document-clustered interval says so.
 MIN_CLUSTERS = 3
 RELIABLE_CLUSTERS = 7
-FEW_CLUSTERS = (f"with fewer than {RELIABLE_CLUSTERS} documents the cluster bootstrap's 95 % interval covered less than 85 % in simulation "
+FEW_CLUSTERS = (f"with fewer than {RELIABLE_CLUSTERS} documents the cluster bootstrap's {100 * DEFAULT_CONFIDENCE:g} % interval covered less than 85 % in simulation "
                 "(bench/bench_compare_coverage.py)")
-
-
-def replicates_option() -> Any:
-    """The --replicates field of a spec or option group: one help for every command."""
-    return option("--replicates", "Bootstrap replicates of every interval.", DEFAULT_REPLICATES, check=at_least(MIN_REPLICATES))
