@@ -19,7 +19,7 @@ from ctxeval.data.corpus import CorpusOptions
 from ctxeval.errors import UserError
 from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA
 from ctxeval.metrics.config import MetricConfig, parse_cutoff
-from ctxeval.options import Flag, at_least, comma_floats, give_faces, group, non_negative, one_of, option, positive, python_only, replicates_option
+from ctxeval.options import Flag, at_least, comma_floats, give_faces, greater_than_zero, group, non_negative, one_of, option, positive, python_only, replicates_option
 from ctxeval.pipeline.executors.spec import ExecutorOptions
 from ctxeval.stats.defaults import DEFAULT_SEED
 from ctxeval.stats.gates import PROFILES
