@@ -128,7 +128,7 @@ def test_every_command_is_in_the_cli_the_api_and_all():
     for command in COMMANDS.values():
         returned = typing.get_type_hints(command.run).get("return")
         for cls in typing.get_args(returned) or (returned,):
-            if isinstance(cls, type) and issubclass(cls, Result):
+            if isinstance(cls, type) and issubclass(cls, Result) and cls is not Result:  # summary returns whichever kind it reads
                 assert cls.__name__ in kinds and cls is getattr(api, cls.__name__), (command.name, cls)
 
 

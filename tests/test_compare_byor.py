@@ -140,8 +140,8 @@ def test_a_kvpress_folder_of_three_configs_gives_order_intervals_and_ties(kvpres
     for v in mean["variants"]:
         assert v["score"] == pytest.approx(scores[v["model"]])
         if v["order"] > 1:
-            assert v["to_best_low"] <= v["to_best"] <= v["to_best_high"]
-    assert mean["variants"][2]["to_best_high"] < 0
+            assert v["to_best"]["low"] <= v["to_best"]["estimate"] <= v["to_best"]["high"] and v["to_best"]["confidence"] > 0.95
+    assert mean["variants"][2]["to_best"]["high"] < 0
     rows = {(r["run"], r["task"]): r for r in m["against_first"]}
     assert rows[(order[2], "mean")]["verdict"]["outcome"] == "hurts"
 

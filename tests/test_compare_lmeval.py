@@ -95,13 +95,13 @@ def test_two_lm_eval_folders_equal_a_recomputation_from_the_samples(lm_runs, tmp
     assert row["mcnemar_p"] == pytest.approx(stats.binomtest(lost, lost + gained, 0.5).pvalue, rel=1e-9)
     low, high = row["difference"]["low"], row["difference"]["high"]
     assert low < row["difference"]["estimate"] < high and row["difference"]["method"] == "Tango score"
-    expected = "hurts" if high < 0 else "gains" if low > 0 else "within δ" if -5 <= low and high <= 5 else "too few samples to tell"
+    expected = "within δ" if -5 <= low and high <= 5 else "hurts" if high < 0 else "gains" if low > 0 else "too few samples to tell"  # the field's order
     assert row["verdict"]["outcome"] == expected
     logp = np.array([_answer_logp(b[i]) - _answer_logp(a[i]) for i in range(N_QUESTIONS)])
     assert row["answer_logp"]["difference"]["estimate"] == pytest.approx(logp.mean(), abs=1e-12)
     assert row["answer_logp"]["difference"]["low"] < logp.mean() < row["answer_logp"]["difference"]["high"]
     answer = result.markdown.splitlines()[2]  # the answer first: the line under the title
-    assert answer.startswith(f"- acc: b − a = {100 * (acc_b.mean() - acc_a.mean()):+.1f} points [{low:+.1f}, {high:+.1f}], {expected}")
+    assert answer.startswith(f"- acc: b − a = {100 * (acc_b.mean() - acc_a.mean()):+.1f} [{low:+.1f}, {high:+.1f}] points, {expected}")
     assert answer.endswith(f"; {lost} right → wrong, {gained} wrong → right, McNemar p {row['mcnemar_p']:.3g}")
     md = (tmp_path / "cmp" / "compare.md").read_text()
     assert f"| b | byor_mc | {N_QUESTIONS} |" in md and f"{lost} / {gained} / 0" in md
@@ -116,12 +116,12 @@ def test_three_lm_eval_folders_lead_with_the_order_and_tie_groups(lm_runs, tmp_p
     assert order == sorted(means, key=lambda n: -means[n])
     for v in cell["variants"]:
         assert v["score"] == pytest.approx(means[v["model"]])
-        assert v["groups"] and 1 <= v["rank_low"] <= v["rank_high"] <= 3
+        assert v["groups"] and 1 <= v["rank"]["low"] <= v["rank"]["high"] <= 3
     assert [r["run"] for r in acc["against_first"]] == ["b", "c"]
     letters = " > ".join(f"{v['model']} ({v['groups']})" for v in cell["variants"])
     assert result.markdown.splitlines()[2] == f"- acc: order (runs sharing a letter are tied) {letters}"
     first = result.markdown.split("## acc", 1)[1].lstrip().splitlines()
-    assert first[2].startswith("Order, byor_mc (95 % simultaneous intervals over 3 pairs")
+    assert first[2].startswith("Order, byor_mc (Δ to the best: 98.33 % Tango's score interval, Bonferroni over 3 pairs, simultaneous 95 %")
     assert first[6].startswith(f"| 1 | {order[0]} |")
 
 

@@ -310,7 +310,7 @@ def test_paired_differences_against_the_first_model_come_first_with_their_verdic
     lines = result.markdown.splitlines()
     assert lines[2].startswith("**RULER, paired differences against full**") and "δ = 5 points" in lines[2] and "δ = 0.1 nats" in lines[2]
     assert lines[6].startswith("| full?press=S | 1024 | niah_single_1 | 9 | -88.9 [") and f"| hurts, by more than δ (within ±{-100 * low:.3g}) |" in lines[6]
-    assert lines[6].endswith(f"| hurts, by more than δ (within ±{-row['logp_low']:.3g}) |")
+    assert lines[6].endswith(f"| hurts, by more than δ (within ±{-row['logp_diff.low']:.3g}) |")
     assert any(line.startswith("other: not paired") for line in lines[7:10])
     assert result.paired_settings == {"score_delta": 5.0, "logp_delta": 0.1, "replicates": 500, "seed": 3, "confidence": 0.95}
 

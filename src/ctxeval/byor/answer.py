@@ -25,6 +25,7 @@ import pandas as pd
 
 from ctxeval.errors import UserError
 from ctxeval.results.ruler import MEAN_TASK
+from ctxeval.results.rows import nested
 from ctxeval.ruler.paired import DEFAULT_LOGP_DELTA, DEFAULT_SCORE_DELTA, flip_columns
 from ctxeval.ruler.ranking import MIN_RANKED, rank_cell
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
@@ -151,7 +152,7 @@ def answer_measure(table: pd.DataFrame, runs: list[str], measure: str, settings:
     for task, mask in _cells(paired):
         if len(runs) >= MIN_RANKED:
             variants, pairs = rank_cell({r: paired.scores[r].to_numpy()[mask] for r in runs}, settings.confidence)
-            ranking.append({"task": task, "variants": variants, "pairs": pairs})
+            ranking.append({"task": task, "variants": [nested(v) for v in variants], "pairs": [nested(p) for p in pairs]})
         ref = paired.scores[runs[0]].to_numpy()[mask]
         for run in runs[1:]:
             rows.append({"run": run, "reference": runs[0], "task": task,

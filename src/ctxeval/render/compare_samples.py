@@ -5,14 +5,32 @@ shows of it (the answer, the orders, the samples the runs score differently)."""
 
 from __future__ import annotations
 
+from ctxeval.render import intervals
 from ctxeval.render.headline import Headline
+from ctxeval.render.verdicts import verdict_words
 from ctxeval.results.ruler import MEAN_TASK
+from ctxeval.stats.interval import Interval
 
 SHOWN_CONFLICTS = 5
 
 
-def _bounds(row: dict, fmt: str) -> str:
-    return "no interval" if row["low"] is None else f"[{row['low']:{fmt}}, {row['high']:{fmt}}]"
+def _numbers(row: dict, digits: int) -> str:
+    """A stored interval row, signed, as every table writes one."""
+    return intervals.numbers(Interval.from_row(row), digits, signed=True)
+
+
+def _verdict(v: dict) -> str:
+    """A stored verdict row in the one wording (render.verdicts); a lower run is worse."""
+    return verdict_words(v["outcome"], v["low"], v["high"], v["delta"], v["samples_needed"], "sample", worse="lower")
+
+
+def _to_best(v: dict) -> str:
+    return "—" if v["order"] == 1 else _numbers(v["to_best"], 1)
+
+
+def _rank(v: dict) -> str:
+    low, high = int(v["rank"]["low"]), int(v["rank"]["high"])
+    return str(low) if low == high else f"{low}–{high}"
 
 
 def _p(value: float | None) -> str:
@@ -23,7 +41,7 @@ def _task(task: str) -> str:
     return "all tasks (samples pooled)" if task == MEAN_TASK else task
 
 
-def measure_lines(m: dict, confidence: float) -> list[str]:
+def measure_lines(m: dict) -> list[str]:
     """One measure's tables."""
     name = m["measure"]
     if "left_out_reason" in m:
@@ -36,30 +54,31 @@ def measure_lines(m: dict, confidence: float) -> list[str]:
         lines += [f"Not paired: {len(m['prompt_conflicts'])} samples with the same id but another prompt than the first run's: {shown}{more}.", ""]
     for cell in m["ranking"]:
         pairs = cell["variants"][0]["pairs"]
-        lines += [f"Order, {_task(cell['task'])} ({100 * confidence:g} % simultaneous intervals over {pairs} pairs; runs that share a letter are not told apart):", "",
+        kinds = [(v["to_best"]["confidence"], v["to_best"]["method"]) for v in cell["variants"][1:]]
+        together = "; ".join(f"simultaneous {intervals.level(1 - (1 - c) * pairs)}" for c in dict.fromkeys(c for c, _ in kinds))
+        lines += [f"Order, {_task(cell['task'])} (Δ to the best: {intervals.header(dict.fromkeys(kinds))}, {together}; runs that share a letter are not told apart):", "",
                   f"| order | run | {name} % | Δ to the best, points | rank | group |", "|---:|---|---:|---|---|---|"]
         for v in cell["variants"]:
-            to_best = "—" if v["order"] == 1 else f"{v['to_best']:+.1f} [{v['to_best_low']:+.1f}, {v['to_best_high']:+.1f}]"
-            rank = str(v["rank_low"]) if v["rank_low"] == v["rank_high"] else f"{v['rank_low']}–{v['rank_high']}"
-            lines.append(f"| {v['order']} | {v['model']} | {v['score']:.1f} | {to_best} | {rank} | {v['groups']} |")
+            lines.append(f"| {v['order']} | {v['model']} | {v['score']:.1f} | {_to_best(v)} | {_rank(v)} | {v['groups']} |")
         lines.append("")
     rows = m["against_first"]
     if rows:
-        lines += [f"Against `{rows[0]['reference']}` ({100 * confidence:g} % intervals):", "",
+        lines += [f"Against `{rows[0]['reference']}` ({intervals.header(dict.fromkeys((r['difference']['confidence'], r['difference']['method']) for r in rows))}):", "",
                   "| run | task | n | score % (first's) | Δ points [interval] | verdict | flips 1→0 / 0→1 / partial | McNemar p / mid-p | samples to settle |",
                   "|---|---|---:|---:|---|---|---|---|---:|"]
         for r in rows:
             d, v = r["difference"], r["verdict"]
             settle = "—" if v["samples_needed"] is None else str(v["samples_needed"])
-            lines.append(f"| {r['run']} | {_task(r['task'])} | {r['n']} | {r['score']:.1f} ({r['reference_score']:.1f}) | {d['estimate']:+.1f} {_bounds(d, '+.1f')} | "
-                         f"{v['outcome']} | {r['flips_lost']} / {r['flips_gained']} / {r['flips_partial']} | {_p(r['mcnemar_p'])} / {_p(r['mcnemar_midp'])} | {settle} |")
+            lines.append(f"| {r['run']} | {_task(r['task'])} | {r['n']} | {r['score']:.1f} ({r['reference_score']:.1f}) | {_numbers(d, 1)} | "
+                         f"{_verdict(v)} | {r['flips_lost']} / {r['flips_gained']} / {r['flips_partial']} | {_p(r['mcnemar_p'])} / {_p(r['mcnemar_midp'])} | {settle} |")
         logp = [r for r in rows if r["answer_logp"] is not None]
         if logp:
-            lines += ["", "Answer log-probability among the choices (nats, paired BCa interval):", "",
+            kinds = dict.fromkeys((r["answer_logp"]["difference"]["confidence"], r["answer_logp"]["difference"]["method"]) for r in logp)
+            lines += ["", f"Answer log-probability among the choices (nats, {intervals.header(kinds)}):", "",
                       "| run | task | Δ log p [interval] | verdict |", "|---|---|---|---|"]
             for r in logp:
                 d, v = r["answer_logp"]["difference"], r["answer_logp"]["verdict"]
-                lines.append(f"| {r['run']} | {_task(r['task'])} | {d['estimate']:+.3f} {_bounds(d, '+.3f')} | {v['outcome']} |")
+                lines.append(f"| {r['run']} | {_task(r['task'])} | {_numbers(d, 3)} | {_verdict(v)} |")
         lines.append("")
     return lines
 
@@ -78,9 +97,8 @@ def answer_lines(report: dict) -> list[str]:
         for r in m["against_first"]:
             if r["task"] == overall:
                 d, v = r["difference"], r["verdict"]
-                settle = f" (about {v['samples_needed']} samples would settle it)" if v["samples_needed"] is not None else ""
                 mcnemar = f", McNemar p {_p(r['mcnemar_p'])}" if r["mcnemar_p"] is not None else ""
-                lines.append(f"- {m['measure']}: {r['run']} − {r['reference']} = {d['estimate']:+.1f} points {_bounds(d, '+.1f')}, {v['outcome']}{settle}; "
+                lines.append(f"- {m['measure']}: {r['run']} − {r['reference']} = {_numbers(d, 1)} points, {_verdict(v)}; "
                              f"{r['flips_lost']} right → wrong, {r['flips_gained']} wrong → right{mcnemar}")
     return lines
 
@@ -92,9 +110,9 @@ def render_samples_markdown(report: dict) -> str:
     lines = [f"# Paired comparison of {len(runs)} runs, per sample", "", *answer_lines(report), ""]
     lines += ["Runs:", ""] + [f"- `{r['run']}`: {r['format']}, {r['samples']} samples in {len(r['tasks'])} task{'s' if len(r['tasks']) != 1 else ''} ({r['path']})" for r in runs]
     lines += ["", f"Verdicts against ±{settings['delta']:g} points (answer log p: ±{settings['logp_delta']:g} nats)"
-              + (f"; intervals resample whole clusters of samples (--cluster)." if settings["cluster"] else "; Δ's interval is Tango's score interval for paired proportions."), ""]
+              + ("; intervals resample whole clusters of samples (--cluster)." if settings["cluster"] else "."), ""]
     for m in report["measures"]:
-        lines += measure_lines(m, settings["confidence"])
+        lines += measure_lines(m)
     gates = report["gates"]
     if gates["fail_on"]:
         lines.append(f"--fail-on {gates['fail_on']}: " + ("passed." if gates["passed"] else "FAILED: " + "; ".join(gates["failures"]) + "."))
@@ -115,8 +133,8 @@ def answer_headline(report: dict) -> Headline:
         for r in m.get("against_first", []):
             if r["task"] == _overall(m):
                 d, v = r["difference"], r["verdict"]
-                rows.append((m["measure"], r["run"], str(r["n"]), f"{r['score']:.1f} ({r['reference_score']:.1f})", f"{d['estimate']:+.1f} {_bounds(d, '+.1f')}",
-                             v["outcome"], f"{r['flips_lost']} / {r['flips_gained']} / {r['flips_partial']}", f"{_p(r['mcnemar_p'])} / {_p(r['mcnemar_midp'])}"))
+                rows.append((m["measure"], r["run"], str(r["n"]), f"{r['score']:.1f} ({r['reference_score']:.1f})", _numbers(d, 1),
+                             _verdict(v), f"{r['flips_lost']} / {r['flips_gained']} / {r['flips_partial']}", f"{_p(r['mcnemar_p'])} / {_p(r['mcnemar_midp'])}"))
     first = report["runs"][0]["run"]
     return Headline(f"Paired comparison of {len(report['runs'])} runs", f"each run against {first}, all tasks, scores in points",
                     ("measure", "run", "n", "score (first's)", "Δ [interval]", "verdict", "flips 1→0 / 0→1 / partial", "McNemar p / mid-p"), tuple(rows),
@@ -128,8 +146,7 @@ def order_headlines(report: dict) -> list[Headline]:
     out = []
     for m in report["measures"]:
         for cell in m.get("ranking", []):
-            rows = tuple((str(v["order"]), v["model"], f"{v['score']:.1f}", "—" if v["order"] == 1 else f"{v['to_best']:+.1f} [{v['to_best_low']:+.1f}, {v['to_best_high']:+.1f}]",
-                          f"{v['rank_low']}–{v['rank_high']}", v["groups"]) for v in cell["variants"])
+            rows = tuple((str(v["order"]), v["model"], f"{v['score']:.1f}", _to_best(v), _rank(v), v["groups"]) for v in cell["variants"])
             out.append(Headline(f"Order on {m['measure']}, {_task(cell['task'])}", "simultaneous intervals; runs that share a letter are not told apart",
                                 ("order", "run", "score", "Δ to the best", "rank", "group"), rows))
     return out

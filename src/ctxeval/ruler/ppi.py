@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ctxeval.ruler.paired import DEFAULT_SCORE_DELTA, flip_columns
+from ctxeval.ruler.ppi_ranking import ppi_ranking
 from ctxeval.ruler.samples import sample_rng
 from ctxeval.results.ruler import MEAN_TASK
 from ctxeval.stats.crossfit import FOLDS, cross_fit
@@ -191,9 +192,7 @@ def tables_of_predicted(scored: pd.DataFrame, confidence: float = DEFAULT_CONFID
 def with_ranking(scores: pd.DataFrame, scored: pd.DataFrame, confidence: float) -> pd.DataFrame:
     """The scores with, on the headline task's rows of a run of three or more models, their order,
     difference to the top at simultaneous confidence and tie groups (`ruler.ppi_ranking`)."""
-    from ctxeval.ruler.ppi_ranking import ppi_ranking  # it imports this module's `_difference`
-
-    ranking = ppi_ranking(scored, scores, confidence)
+    ranking = ppi_ranking(scored, scores, _difference, confidence)
     if ranking.empty:
         return scores
     columns = ["order", *Interval(math.nan).columns("to_top"), "groups", "pairs", "simultaneous_confidence", "tied_reason"]

@@ -4,7 +4,7 @@ The records' likelihood scores of a cell with predicted samples are another meas
 score generation would give, so a ranking on them (ruler/ranking.py) does not answer which
 variants generation would tell apart. Here, per length, for the headline task (the mean over
 tasks where the run has several, else its one task), every pair of models on the same prompts
-gets its paired PPI++ difference (`ruler.ppi._difference` per task, `stats.ppi.mean_of` over
+gets its paired PPI++ difference (`difference` per task: `ruler.ppi`'s, `stats.ppi.mean_of` over
 tasks) at confidence 1 − α/m, Bonferroni over the m = k(k − 1)/2 pairs, so all m intervals
 cover together with probability ≥ 1 − α. A pair is told apart where its interval excludes 0;
 the groups are the compact letter display of those decisions (stats/multiple.letter_groups):
@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
 from ctxeval.results.ruler import MEAN_TASK
-from ctxeval.ruler.ppi import _difference  # the one place a paired PPI difference is formed
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
 from ctxeval.stats.interval import Interval
 from ctxeval.stats.multiple import letter_groups
@@ -30,7 +30,10 @@ from ctxeval.stats.ppi import PPIEstimate, mean_of
 MIN_RANKED = 3
 
 
-def ppi_ranking(scored: pd.DataFrame, scores: pd.DataFrame, confidence: float = DEFAULT_CONFIDENCE) -> pd.DataFrame:
+Difference = Callable[[pd.DataFrame, float], PPIEstimate]  # one task's paired PPI++ difference at a confidence (ruler.ppi)
+
+
+def ppi_ranking(scored: pd.DataFrame, scores: pd.DataFrame, difference: Difference, confidence: float = DEFAULT_CONFIDENCE) -> pd.DataFrame:
     """Per length, the models in order of their PPI++ score (`scores`: `tables_of_predicted`'s
     scores, percent) with each one's difference to the top (points) at simultaneous confidence,
     its letters, and `tied_reason` where the groups cannot be told; empty below MIN_RANKED
@@ -50,7 +53,7 @@ def ppi_ranking(scored: pd.DataFrame, scores: pd.DataFrame, confidence: float = 
         differences: dict[tuple[str, str], PPIEstimate] = {}
         reason = ""
         for higher, lower in itertools.combinations(order, 2):
-            estimate = _pair(at_length, higher, lower, joint).scaled(100)
+            estimate = _pair(at_length, higher, lower, joint, difference).scaled(100)
             differences[(higher, lower)] = estimate
             if not reason and not estimate.has_interval:
                 reason = f"{lower} against {higher} has no interval yet ({estimate.reason or 'too few labelled pairs'})"
@@ -72,12 +75,12 @@ def _negated(d: Interval) -> Interval:
     return Interval(-d.estimate, -d.high, -d.low, d.se, d.n, d.confidence, d.method, d.reason)
 
 
-def _pair(scored: pd.DataFrame, higher: str, lower: str, confidence: float) -> PPIEstimate:
+def _pair(scored: pd.DataFrame, higher: str, lower: str, confidence: float, difference: Difference) -> PPIEstimate:
     """higher − lower, paired on the same samples per task, the mean over tasks where several;
     cells whose prompts differ are left out (as the differences table leaves them)."""
     keys = ["task", "length", "sample"]
     merged = scored[scored["model"] == higher].merge(scored[scored["model"] == lower], on=keys, suffixes=("_v", "_r"))
-    cells = [_difference(part, confidence) for _, part in merged.groupby("task", sort=False)
+    cells = [difference(part, confidence) for _, part in merged.groupby("task", sort=False)
              if (part["prompt_sha256_v"] == part["prompt_sha256_r"]).all()]
     if not cells:
         return PPIEstimate(math.nan, n=0, confidence=confidence, reason="no cell on the same prompts", exact=0, generated=0, predicted=0, df=math.nan)
