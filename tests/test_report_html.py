@@ -758,12 +758,12 @@ def test_ruler_runs_show_ppi_scores_verdicts_chart_and_samples(browser, ruler_re
     answers = page.inner_text("#answers")
     assert "RULER, prediction-powered (PPI++)" in answers and "another measure" in answers
     for _, row in share.ppi.iterrows():
-        shown = f"{row['estimate']:.1f} [" if row["low"] == row["low"] else f"{row['estimate']:.1f}, no interval: {row['reason']}"
+        shown = f"{row['score']:.1f} [" if row["score.low"] == row["score.low"] else f"{row['score']:.1f}, no interval: {row['score.reason']}"
         assert shown in answers, shown
-        if row["low"] != row["low"]:
+        if row["score.low"] != row["score.low"]:
             assert "would give one" in answers and "--samples" in answers
-    (difference,) = share.ppi_differences.itertuples()
-    assert difference.outcome in answers and f"{difference.estimate:+.1f}" in answers
+    ((_, difference),) = share.ppi_differences.iterrows()
+    assert difference["diff.outcome"] in answers and f"{difference['diff']:+.1f}" in answers
     titles = page.eval_on_selector_all("svg.chart", "els => els.map(e => e.querySelector('title').textContent)")
     assert any("share: RULER niah_single_1, PPI++ score" in t for t in titles) and any("plain: RULER niah_single_1, score by generation" in t for t in titles)
     assert chart_text_problems(page) == []
