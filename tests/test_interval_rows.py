@@ -178,3 +178,16 @@ def test_older_trends_and_agreement_results_read_as_this_versions_rows():
     correlations = api.read_result(EARLIER / "agreement").correlations
     assert (correlations["spearman.n"] == correlations["models"]).all() and set(correlations["kendall.confidence"]) == {0.95}
     assert "spearman_low" not in correlations and correlations["spearman.low"].isna().all()  # three models: no interval
+
+
+def test_an_earlier_versions_verdict_inside_delta_reads_within_delta_in_the_fields_order():
+    """Versions 1-3 decided 'hurts' on an interval that excludes 0 even inside ±δ; read again, it
+    is 'within δ'; one beyond δ stays 'hurts', an undecided one stays undecided."""
+    import pandas as pd
+
+    from ctxeval.results.ruler import _in_the_fields_order
+
+    table = pd.DataFrame({"d.low": [-2.4, -8.0, -8.0, 1.0], "d.high": [-0.1, -2.0, 3.0, 4.0], "d.delta": [5.0] * 4,
+                          "d.outcome": ["hurts", "hurts", "too few samples to tell", "gains"]})
+    _in_the_fields_order(table, "d")
+    assert list(table["d.outcome"]) == ["within δ", "hurts", "too few samples to tell", "within δ"]

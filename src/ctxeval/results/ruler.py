@@ -16,6 +16,7 @@ from ctxeval.results.base import Result
 from ctxeval.results.io import Figure, Json, Text, Value, folder, loaded, rows, written
 from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.results.rows import frame, interval_columns, json_rows
+from ctxeval.stats.verdict import WITHIN, inside_delta
 
 SAMPLES_FILE = "samples.parquet"  # the run's records, one row per sample (the engine writes them)
 MEAN_TASK = "mean"  # the row of every length that averages a model's tasks
@@ -121,6 +122,7 @@ class RulerResult(Result):
                                                confidence=confidence, method="BCa", delta=float(settings.get("logp_delta", math.nan)))
             for name in ("score_diff", "logp_diff"):
                 found["paired"][f"{name}.margin"] = found["paired"][[f"{name}.low", f"{name}.high"]].abs().max(axis=1, skipna=False)
+                _in_the_fields_order(found["paired"], name)
         ranking, pairs = found.get("ranking"), found.get("ranking_pairs")
         if ranking is not None and not ranking.empty and "to_best_low" in ranking:
             simultaneous = 1 - (1 - OLD_CONFIDENCE) / ranking["pairs"].astype(float)
@@ -139,6 +141,7 @@ class RulerResult(Result):
                 found["ppi_differences"] = interval_columns(differences, "diff", moved | {"outcome": "outcome", "samples_needed": "samples_needed"},
                                                             n=differences["samples"], delta=delta, **_ppi_level(differences, until, "Tango score"))
                 found["ppi_differences"]["diff.margin"] = found["ppi_differences"][["diff.low", "diff.high"]].abs().max(axis=1, skipna=False)
+                _in_the_fields_order(found["ppi_differences"], "diff")
         return found
 
     @property
@@ -148,6 +151,15 @@ class RulerResult(Result):
     def paths(self) -> dict[str, Path]:
         d = self.run_dir
         return {"results": d / RESULTS_JSON, "samples": d / SAMPLES_FILE, "plot": d / PLOT_FILE, "report": d / RESULTS_MD, "ppi": d / PPI_JSON}
+
+
+def _in_the_fields_order(table: pd.DataFrame, name: str) -> None:
+    """Versions 1-3 read an interval that excludes 0 first (*hurts*/*gains* even inside ±δ); the
+    verdict's order now reads one inside ±δ as *within δ* first (stats/verdict.py), so an older
+    run's verdicts are read again in that order: only those two outcomes can differ."""
+    inside = [inside_delta(low, high, delta) for low, high, delta in zip(table[f"{name}.low"], table[f"{name}.high"], table[f"{name}.delta"])]
+    moved = pd.Series(inside, index=table.index, dtype=bool) & table[f"{name}.outcome"].isin(["hurts", "gains"])
+    table.loc[moved, f"{name}.outcome"] = WITHIN
 
 
 def _ppi_level(table: pd.DataFrame, until: dict[str, Any], pooled: str) -> dict[str, Any]:
