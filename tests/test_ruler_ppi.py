@@ -359,6 +359,7 @@ def test_a_cell_without_an_interval_names_why_and_the_options_that_would_give_on
     assert expected(112, 10, 3, 0.3) >= MIN_GENERATED > expected(111, 10, 3, 0.3)
     assert remedy(40, 20, share) == [{"samples": 67}, {"generate_share": 0.5}]  # 20 unsettled: half of them drawn reach 10
     assert remedy(40, 0, share) == []  # nothing to generate: every sample settled
+    assert remedy(20, 20, Generation("share", share=0.5)) == [{"generate_share": 1.0}]  # its settings reach 10 in expectation: the draw fell short
     assert remedy(24, 12, Generation("count", count=10)) == [{"generate_count": 20}]
     assert remedy(12, 6, Generation("count", count=10)) == [{"generate_count": 12}]  # every sample drawn: all labelled
 

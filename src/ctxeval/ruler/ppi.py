@@ -208,7 +208,9 @@ def remedy(samples: int, unsettled: int, generation: Generation) -> list[dict[st
     then a larger share at these samples where enough are unsettled, else every unsettled sample
     generated (share 1: every sample labelled, which always gives an interval); a `--generate N`
     run, the smaller of the N reaching MIN_GENERATED in expectation and the N that draws every
-    sample. The unsettled share is the one these samples show."""
+    sample. The unsettled share is the one these samples show. Where the run's own settings reach
+    MIN_GENERATED in expectation (the draw fell short by chance), no option repeats them: share 1
+    at these samples, which always gives an interval."""
     if samples < 2 and unsettled == 0:
         return [{"samples": 2}]
     if unsettled == 0:
@@ -219,11 +221,11 @@ def remedy(samples: int, unsettled: int, generation: Generation) -> list[dict[st
     if generation.mode == "count":
         return [{"generate_count": min(up(MIN_GENERATED * samples / unsettled), max(samples, MIN_GENERATED))}]
     share = generation.share if generation.share is not None else 1.0
-    options: list[dict[str, float | int]] = [{"samples": up(MIN_GENERATED * samples / (share * unsettled))}]
-    if unsettled >= MIN_GENERATED and share < 1:
-        options.append({"generate_share": up(100 * MIN_GENERATED / unsettled) / 100})
-    elif share < 1:
-        options.append({"generate_share": 1.0})
+    needed = up(MIN_GENERATED * samples / (share * unsettled))
+    options: list[dict[str, float | int]] = [{"samples": needed}] if needed > samples else []
+    larger = up(100 * MIN_GENERATED / unsettled) / 100 if unsettled >= MIN_GENERATED else 1.0
+    if share < 1:
+        options.append({"generate_share": larger if larger > share else 1.0})
     return options
 
 
