@@ -21,8 +21,7 @@ from ctxeval.results.base import Result
 from ctxeval.results.comparison import gate_failures
 from ctxeval.results.io import Json, Text, derived, folder, loaded
 from ctxeval.results.manifest import Manifest, read_manifest
-from ctxeval.stats.interval import Interval
-from ctxeval.stats.verdict import verdict
+from ctxeval.stats.verdict import WITHIN, Verdict, inside_delta
 
 RECORDS_FILE = "diff_records.parquet"  # the run's records (modeldiff/run.py writes them)
 DIFF_JSON = "diff.json"
@@ -58,7 +57,7 @@ class DiffResult(Result):
         """Version 1: each metric's interval as its bounds alone (`ci`; the perplexity ratio's
         also exponentiated, `display_ci`; the noise floor's `kl_ci`), at the level its settings
         name, by the BCa bootstrap over its resampling unit; here as the row every interval writes
-        (the verdict's too, read again by the one verdict rule)."""
+        (the verdict's too, an interval inside ±δ read as *within δ* first, as the field does)."""
         report = found["report"]
         confidence = float(report["settings"]["confidence"])
         summary = report["summary"]
@@ -67,11 +66,11 @@ class DiffResult(Result):
                 if cell and cell.get("tokens"):
                     _cell_rows(cell, confidence)
         old = report.get("verdict")
-        if old is not None:  # read again from its interval, now at its level and by its method, in the field's order
+        if old is not None:  # its interval's row at its level and by its method, read in the field's order (stats/verdict.py)
             log = summary["all"]["ppl_ratio"]["delta_log_nll"]
-            interval = Interval(*(math.nan if old[k] is None else old[k] for k in ("estimate", "low", "high")), math.nan if log["se"] is None else log["se"],
-                                old["n"], confidence, log["method"], old["reason"] or "")
-            report["verdict"] = verdict(interval, old["delta"], worse="higher").to_row()
+            moved = inside_delta(old["low"], old["high"], old["delta"]) and old["outcome"] in ("hurts", "gains")
+            row = old | {"se": log["se"], "confidence": confidence, "method": log["method"]} | ({"outcome": WITHIN} if moved else {})
+            report["verdict"] = Verdict.from_row(row).to_row()
         floor = report.get("noise_floor")
         if floor is not None:
             for cell in floor["buckets"]:
