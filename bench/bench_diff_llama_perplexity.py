@@ -120,10 +120,10 @@ def base_file_tokens(path: Path) -> np.ndarray:
 def ctxeval_numbers(summary: dict) -> dict[str, float]:
     """The same quantities from one bucket of ctxeval's summary."""
     kl, ratio = summary["kl"], summary["ppl_ratio"]
-    return {"ppl_cand": ratio["ppl_cand"], "ppl_ref": ratio["ppl_ref"], "ln_ppl_ratio": ratio["delta_log_nll"], "kl_mean": kl["mean"],
+    return {"ppl_cand": ratio["ppl_cand"], "ppl_ref": ratio["ppl_ref"], "ln_ppl_ratio": ratio["delta_log_nll"]["estimate"], "kl_mean": kl["estimate"],
             "kl_max": kl["max"], "kl_p99_9": kl["p99_9"], "kl_p99": kl["p99"], "kl_p95": kl["p95"], "kl_p90": kl["p90"],
-            "kl_p50": kl["p50"], "delta_p_mean": summary["delta_p"]["mean"], "delta_p_rms": summary["delta_p"]["rms"],
-            "same_top1": summary["same_top1"]["percent"]}
+            "kl_p50": kl["p50"], "delta_p_mean": summary["delta_p"]["estimate"], "delta_p_rms": summary["delta_p"]["rms"],
+            "same_top1": summary["same_top1"]["estimate"]}
 
 
 @dataclass

@@ -67,9 +67,9 @@ def main() -> None:
         if "all" in key:
             cells.append(key["all"] | {"bucket": "key tokens"})
         for cell in cells:
-            kl, same, ratio = cell["kl"], cell["same_top1"], cell["ppl_ratio"]
-            print(f"| {label} | {cell['bucket']} | {cell['tokens']} | {kl['mean']:.4f} [{kl['ci'][0]:.4f}, {kl['ci'][1]:.4f}] | {kl['p99']:.3f} | {kl['max']:.3f} | "
-                  f"{same['percent']:.1f} [{same['ci'][0]:.1f}, {same['ci'][1]:.1f}] | {ratio['ratio']:.4f} [{ratio['display_ci'][0]:.4f}, {ratio['display_ci'][1]:.4f}] |", flush=True)
+            kl, same, ratio = cell["kl"], cell["same_top1"], cell["ppl_ratio"]["ratio"]
+            print(f"| {label} | {cell['bucket']} | {cell['tokens']} | {kl['estimate']:.4f} [{kl['low']:.4f}, {kl['high']:.4f}] | {kl['p99']:.3f} | {kl['max']:.3f} | "
+                  f"{same['estimate']:.1f} [{same['low']:.1f}, {same['high']:.1f}] | {ratio['estimate']:.4f} [{ratio['low']:.4f}, {ratio['high']:.4f}] |", flush=True)
 
 
 if __name__ == "__main__":

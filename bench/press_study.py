@@ -128,7 +128,7 @@ def run_family(family: str, args: argparse.Namespace, data: Path, out: Path) -> 
         started = time.time()
         result = ctxeval.diff(family, variant, texts, window=args.window, stride=args.stride, max_tokens=args.max_tokens, out=run, progress=True)
         passes = compressed_kl(pd.read_parquet(run / DIFF_FILE), args.window - args.stride)
-        print(f"diff {variant}: mean KL {result.report['summary']['all']['kl']['mean']:.4f} over all targets, "
+        print(f"diff {variant}: mean KL {result.report['summary']['all']['kl']['estimate']:.4f} over all targets, "
               f"{passes['kl'].mean():.4f} over the {len(passes)} compressed passes; {time.time() - started:.0f} s this session", flush=True)
     started = time.time()
     ctxeval.effective_length(texts, models=models, lengths=tuple(args.el_lengths), starts=args.starts, targets=args.targets,

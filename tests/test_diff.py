@@ -125,16 +125,20 @@ def test_summary_point_estimates_are_the_token_means_by_bucket():
     head = rec[rec.context_len < 16]
     cell = s["buckets"][0]
     assert cell["bucket"] == "0–16" and cell["tokens"] == len(head)
-    assert cell["kl"]["mean"] == pytest.approx(head.kl.mean(), rel=1e-12)
-    assert cell["kl"]["ci"][0] <= cell["kl"]["mean"] <= cell["kl"]["ci"][1]
-    assert cell["same_top1"]["percent"] == pytest.approx(100 * head.same_top1.mean(), rel=1e-12)
+    assert cell["kl"]["estimate"] == pytest.approx(head.kl.mean(), rel=1e-12)
+    assert cell["kl"]["low"] <= cell["kl"]["estimate"] <= cell["kl"]["high"]
+    assert cell["same_top1"]["estimate"] == pytest.approx(100 * head.same_top1.mean(), rel=1e-12)
     ratio = np.exp((head.ref_logprob - head.cand_logprob).mean())
-    assert cell["ppl_ratio"]["ratio"] == pytest.approx(ratio, rel=1e-12)
-    assert cell["ppl_ratio"]["display_ci"] == pytest.approx(np.exp(cell["ppl_ratio"]["ci"]), rel=1e-12)
+    shown, log = cell["ppl_ratio"]["ratio"], cell["ppl_ratio"]["delta_log_nll"]
+    assert shown["estimate"] == pytest.approx(ratio, rel=1e-12)
+    assert [shown["low"], shown["high"]] == pytest.approx(np.exp([log["low"], log["high"]]), rel=1e-12)
+    # every interval is its row: the level and method beside its bounds, the same on both scales
+    for row in (cell["kl"], cell["same_top1"], cell["delta_p"], shown, log):
+        assert (row["confidence"], row["method"], row["n"]) == (0.95, "BCa-cluster", 4)
     assert cell["ppl_ratio"]["ppl_cand"] / cell["ppl_ratio"]["ppl_ref"] == pytest.approx(ratio, rel=1e-12)
     assert s["all"]["kl"]["p99_9"] == pytest.approx(np.percentile(rec.kl, 99.9))
     assert s["all"]["kl"]["max"] == rec.kl.max()
-    assert s["all"]["kl_reverse"]["mean"] == pytest.approx(rec.kl_reverse.mean(), rel=1e-12)
+    assert s["all"]["kl_reverse"]["estimate"] == pytest.approx(rec.kl_reverse.mean(), rel=1e-12)
     # compare's rule: from 3 documents whole documents are resampled, with a warning below 7
     assert (s["all"]["resampling_unit"], s["all"]["resampling_units"]) == ("document", 4)
     assert "fewer than 7 documents" in s["all"]["warning"]
@@ -147,9 +151,10 @@ def test_one_window_says_it_has_no_interval_instead_of_a_zero_width_one():
     cell = s["all"]
     assert (cell["windows"], cell["resampling_unit"], cell["interval"]) == (1, "window", "none")
     assert cell["interval_note"] == "no interval (one window): a single resampling unit has no spread to resample"
-    for name in ("kl", "same_top1", "ppl_ratio", "delta_p", "kl_reverse"):
-        assert (cell[name]["interval"], cell[name]["degenerate"], cell[name]["ci"]) == ("none", False, None), name
-    assert cell["ppl_ratio"]["display_ci"] is None
+    rows = {name: cell[name] for name in ("kl", "same_top1", "delta_p", "kl_reverse")} | {"ppl_ratio": cell["ppl_ratio"]["delta_log_nll"]}
+    for name, row in rows.items():
+        assert (row["interval"], row["degenerate"], row["low"], row["high"]) == ("none", False, None, None), name
+    assert (cell["ppl_ratio"]["ratio"]["low"], cell["ppl_ratio"]["ratio"]["high"]) == (None, None)
     report = {"ref": {"name": "a"}, "cand": {"name": "b"}, "summary": s,
               "settings": {"window": 64, "stride": 64, "confidence": 0.95, "replicates": 300, "seed": 0},
               "gates": {"failures": [], "profile": "dev", "max_kl": None, "min_same_top": None}}
@@ -173,7 +178,7 @@ def test_the_diff_page_prints_no_interval_for_one_window():
               "settings": {"window": 64, "stride": 64, "confidence": 0.95, "replicates": 300, "seed": 0, "max_tokens": None, "top_k": 0},
               "gates": {"failures": [], "profile": "dev", "max_kl": None, "min_same_top": None}}
     html = environment().get_template("diff.html.j2").render(
-        report=report, headline=headline(report), cells=[s["all"], *s["buckets"]], key_summary=None, key_cells=[], charts=position_charts(s),
+        report=report, headline=headline(report), cells=[s["all"], *s["buckets"]], intervals="95 % BCa", level="95 %", key_summary=None, key_cells=[], charts=position_charts(s),
         has_topk=False, data=Markup("{}"), css=Markup(""), js=Markup(""))
     row = next(line for line in html.splitlines() if "<td>all</td>" in line)
     assert row.count(">no interval<") == 3 and "[" not in row
@@ -191,9 +196,9 @@ def test_identical_models_summarise_to_degenerate_zero_intervals():
     rec = _records()
     rec = rec.assign(kl=0.0, kl_reverse=0.0, same_top1=True, cand_logprob=rec.ref_logprob, delta_p=0.0)
     s = summarize(rec, [0, 64], Bootstrap(replicates=200))["all"]
-    assert s["kl"]["ci"] == [0.0, 0.0] and s["kl"]["degenerate"] and s["kl"]["interval"] == "degenerate" and s["interval"] == "bca"
-    assert s["same_top1"]["ci"] == [100.0, 100.0]
-    assert s["ppl_ratio"]["display_ci"] == [1.0, 1.0]
+    assert [s["kl"]["low"], s["kl"]["high"]] == [0.0, 0.0] and s["kl"]["degenerate"] and s["kl"]["interval"] == "degenerate" and s["interval"] == "bca"
+    assert [s["same_top1"]["low"], s["same_top1"]["high"]] == [100.0, 100.0]
+    assert [s["ppl_ratio"]["ratio"]["low"], s["ppl_ratio"]["ratio"]["high"]] == [1.0, 1.0]
 
 
 def test_bucket_edges_double_from_512_up_to_the_window():
@@ -210,8 +215,8 @@ def test_gates_judge_the_unfavourable_interval_bound():
     s = summarize(_records(), [0, 64], Bootstrap(replicates=300))
     kl, same = s["all"]["kl"], s["all"]["same_top1"]
     assert diff_gate(s, "dev", None, None) == []
-    assert diff_gate(s, "dev", kl["ci"][1] * 1.01, same["ci"][0] * 0.99) == []
-    failures = diff_gate(s, "dev", kl["mean"], same["percent"])
+    assert diff_gate(s, "dev", kl["high"] * 1.01, same["low"] * 0.99) == []
+    failures = diff_gate(s, "dev", kl["estimate"], same["estimate"])
     assert len(failures) == 2 and "--max-kl" in failures[0] and "--min-same-top" in failures[1]
     assert any("below the minimum of 100 / 20000" in f for f in diff_gate(s, "release", None, None))
     report = {"ref": {"name": "a"}, "cand": {"name": "b"}, "summary": s, "gates": {"profile": "dev", "max_kl": None, "min_same_top": None, "failures": []},
@@ -377,7 +382,7 @@ def test_diff_report_html_holds_the_records_pieces_and_summary(tmp_path, tiny):
     # the summary table and one point (with its interval) per non-empty bucket in each chart
     summary = result.report["summary"]
     for cell in [summary["all"], *summary["buckets"]]:
-        assert f"{cell['kl']['mean']:.5f}" in html and f"{cell['same_top1']['percent']:.2f}" in html
+        assert f"{cell['kl']['estimate']:.5f}" in html and f"{cell['same_top1']['estimate']:.2f}" in html
     assert html.count("<circle") == 2 * len(summary["buckets"]) == 6
     assert "by context position (95 % interval)" in html
     # the engine wrote the result: read back, it is the one the command returned
@@ -459,7 +464,7 @@ def test_key_tokens_of_a_context_gain_run_restrict_the_summary(tmp_path, tiny):
     key = result.report["summary"]["key_tokens"]
     assert key["evaluator"] == "hf:a" and key["tokens"] == len(expected) == key["all"]["tokens"]
     rec = pd.read_parquet(tmp_path / "d" / "diff_records.parquet")
-    assert key["all"]["kl"]["mean"] == pytest.approx(rec[rec.target_pos.isin(expected)].kl.mean(), rel=1e-12)
+    assert key["all"]["kl"]["estimate"] == pytest.approx(rec[rec.target_pos.isin(expected)].kl.mean(), rel=1e-12)
     assert "Key tokens of" in result.markdown
     html = result.paths()["html"].read_text()
     assert _page_data(html)["tokens"]["key"].tolist() == rec.target_pos.isin(expected).astype(int).tolist()

@@ -89,7 +89,9 @@ def test_unit_sd_is_the_spread_of_the_units_influence_on_the_weighted_mean():
 
 
 def _overall(estimate: float, ci: list[float] | None, units: int = 20, sd: float | None = 0.05) -> dict:
-    return {"ppl_ratio": {"delta_log_nll": estimate, "ci": ci, "unit_sd": sd}, "resampling_units": units, "resampling_unit": "window"}
+    low, high = ci or (None, None)
+    log = {"estimate": estimate, "low": low, "high": high, "se": None, "n": units, "confidence": 0.95, "method": "BCa", "reason": None}
+    return {"ppl_ratio": {"delta_log_nll": log, "unit_sd": sd}, "resampling_units": units, "resampling_unit": "window"}
 
 
 def test_the_diff_verdict_has_three_outcomes_and_names_an_option_without_effect():
@@ -111,7 +113,7 @@ def test_the_headline_states_the_verdict_first_and_the_uncompressed_targets_apar
     label, outcome, text = verdict_row(report)
     assert label == "verdict (δ = ±0.01 nats/token)" and outcome == "too few samples to tell (within ±0.02; about 43 windows would settle it)"
     assert text == "Δ log-loss CAND − REF +0.004 nats/token [-0.01, +0.02], 4 windows"
-    rest = {"tokens": 64, "kl": {"mean": 0.0}, "ppl_ratio": {"ratio": 1.0}}
+    rest = {"tokens": 64, "kl": {"estimate": 0.0}, "ppl_ratio": {"ratio": {"estimate": 1.0}}}
     line = compressed_line({"targets": 96, "of": 160, "presses": "StreamingLLMPress budget 8", "uncompressed": rest})
     assert line.startswith("96 of 160 targets scored against a compressed cache (StreamingLLMPress budget 8)")
     assert "The other 64 (windows with no context before their targets to compress) are reported apart: mean KL 0.00000" in line

@@ -140,10 +140,10 @@ def test_diff_opens_with_kl_perplexity_ratio_and_same_top1(edges, buckets, tmp_p
     head = lines[:10]
     assert head[0] == "# ctxeval diff" and head[2] == "**CAND b against REF a**: 768 tokens, 12 windows of 4 document(s)"
     kl, same, ratio = (report["summary"]["all"][k] for k in ("kl", "same_top1", "ppl_ratio"))
-    assert _row(head, "mean KL(P_ref ‖ P_cand), nats/token") == ["mean KL(P_ref ‖ P_cand), nats/token", f"{rec.kl.mean():.5f}", f"[{kl['ci'][0]:.5f}, {kl['ci'][1]:.5f}]"]
+    assert _row(head, "mean KL(P_ref ‖ P_cand), nats/token") == ["mean KL(P_ref ‖ P_cand), nats/token", f"{rec.kl.mean():.5f}", f"[{kl['low']:.5f}, {kl['high']:.5f}]"]
     ppl = np.exp((rec.ref_logprob - rec.cand_logprob).mean())
-    assert _row(head, "perplexity ratio CAND/REF") == ["perplexity ratio CAND/REF", f"{ppl:.4f}", f"[{ratio['display_ci'][0]:.4f}, {ratio['display_ci'][1]:.4f}]"]
-    assert _row(head, "same top-1 token") == ["same top-1 token", f"{100 * rec.same_top1.mean():.2f} %", f"[{same['ci'][0]:.2f}, {same['ci'][1]:.2f}]"]
+    assert _row(head, "perplexity ratio CAND/REF") == ["perplexity ratio CAND/REF", f"{ppl:.4f}", f"[{ratio['ratio']['low']:.4f}, {ratio['ratio']['high']:.4f}]"]
+    assert _row(head, "same top-1 token") == ["same top-1 token", f"{100 * rec.same_top1.mean():.2f} %", f"[{same['low']:.2f}, {same['high']:.2f}]"]
     # the by-distance table only where there is more than one bucket: no row repeating "all"
     rows = [_cells(line)[0] for line in lines if line.startswith("| ") and _cells(line)[0] not in ("context",)]
     assert [r for r in rows if r in ("all", "0–64", "0–16", "16–64")] == ["all", *buckets]

@@ -50,9 +50,10 @@ def test_floor_summary_against_a_hand_computation():
         "same_top1": [True, True, False, True],
         "kl": [0.0, 0.02, 0.06, 0.0],
     })
-    overall = {"kl": {"ci": [0.0, 0.05]}, "ppl_ratio": {"delta_log_nll": 0.1875}}
+    kl = {"estimate": 0.02, "low": 0.0, "high": 0.05, "se": 0.01, "n": 2, "confidence": 0.9, "method": "BCa", "reason": "", "p99": 0.06}
+    overall = {"kl": kl, "ppl_ratio": {"delta_log_nll": {"estimate": 0.1875}}}
     floor = floor_summary(records, "m", "m?flash_attn=1", {"all": overall, "buckets": []})
-    assert floor["kl_ci"] == [0.0, 0.05] and floor["delta_log_nll"] == 0.1875
+    assert floor["kl"] == {key: kl[key] for key in ("estimate", "low", "high", "se", "n", "confidence", "method", "reason")} and floor["delta_log_nll"] == 0.1875
     assert floor["windows"] == 2 and floor["tokens"] == 4
     assert floor["max_abs_logprob_diff"] == 0.5 and floor["mean_abs_logprob_diff"] == pytest.approx(0.75 / 4)
     assert floor["rank_changes_pct"] == 25.0 and floor["top1_flips_pct"] == 25.0
@@ -118,7 +119,7 @@ def test_a_quantized_kv_diff_measures_its_flash_attention_share_by_default(tmp_p
     result = api.diff("gemma-3-270m", cand, ["demo"], window=64, max_tokens=256, out=tmp_path / "q4", bootstrap=api.Bootstrap(replicates=200))
     floor = result.report["noise_floor"]
     assert floor["cand"] == "gemma-3-270m?flash_attn=1" and floor["automatic"] == "flash_attn=1" and floor["windows"] == 4
-    kl = result.report["summary"]["all"]["kl"]["mean"]
+    kl = result.report["summary"]["all"]["kl"]["estimate"]
     assert 0 < floor["kl_mean"] < kl
     assert f"KL {kl:.3g}, of which the numeric path {floor['kl_mean']:.3g}" in result.markdown
     assert "| verdict (δ = ±0.01 nats/token) |" in result.markdown.splitlines()[6]

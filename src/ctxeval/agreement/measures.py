@@ -55,7 +55,7 @@ def measures_of(result: EffectiveLengthResult | RulerResult | RetrievalResult | 
     if isinstance(result, RetrievalResult):
         return [Measure(m, "retrieval accuracy", TASK, 1, float(part["correct"].mean()), run, seconds) for m, part in result.cases.groupby("model", sort=False)]
     if isinstance(result, DiffResult):
-        kl = result.report["summary"]["all"]["kl"]["mean"]
+        kl = result.report["summary"]["all"]["kl"]["estimate"]
         return [Measure(result.report["cand"]["name"], f"mean KL vs {result.report['ref']['name']}", CHEAP, -1, float(kl), run, seconds)]
     raise TypeError(f"agreement does not read {type(result).__name__}")
 

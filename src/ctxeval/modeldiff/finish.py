@@ -114,9 +114,8 @@ def diff_verdict(overall: dict, delta: float, confidence: float, numerics: dict)
     against 0 and ±`delta` nats with its paired interval; samples are the resampling units
     (windows, or documents). Records bit-identical to REF's say the option had no effect."""
     ratio, units = overall["ppl_ratio"], overall["resampling_units"]
-    low, high = ratio["ci"] if ratio["ci"] is not None else (math.nan, math.nan)
     se = ratio["unit_sd"] / math.sqrt(units) if ratio["unit_sd"] is not None and units > 0 else math.nan
-    interval = Interval(ratio["delta_log_nll"], low, high, se, units, confidence, "BCa")
+    interval = replace(Interval.from_row(ratio["delta_log_nll"]), se=se, confidence=confidence, reason="")
     if units < MIN_CLUSTERS:  # two window means are no interval to decide on
         interval = interval.without_interval(f"{units} {overall['resampling_unit']}(s): fewer than {MIN_CLUSTERS} paired units decide nothing")
     if numerics.get("bit_identical"):

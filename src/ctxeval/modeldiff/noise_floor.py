@@ -21,6 +21,7 @@ from ctxeval.backends.model_options import with_options
 from ctxeval.backends.registry import ModelSpec
 from ctxeval.errors import FieldError
 from ctxeval.options import option, positive, shared
+from ctxeval.stats.interval import Interval
 
 NOISE_DIR = "noise_floor"  # the floor's own diff run, inside the run it belongs to
 DEFAULT_NOISE_WINDOWS = 8
@@ -103,8 +104,8 @@ def floor_summary(records: pd.DataFrame, ref: str, cand: str, summary: dict) -> 
         "rank_changes_pct": float(100 * (records["ref_rank"] != records["cand_rank"]).mean()),
         "top1_flips_pct": float(100 * (~records["same_top1"].astype(bool)).mean()),
         "kl_mean": float(records["kl"].mean()),
-        "kl_ci": summary["all"]["kl"]["ci"],
-        "delta_log_nll": summary["all"]["ppl_ratio"]["delta_log_nll"],
+        "kl": Interval.from_row(summary["all"]["kl"]).to_row(),  # the mean KL's interval, as the diff's summary drew it
+        "delta_log_nll": summary["all"]["ppl_ratio"]["delta_log_nll"]["estimate"],
         "kl_max": float(records["kl"].max()),
         "buckets": summary["buckets"],
     }

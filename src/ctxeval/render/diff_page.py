@@ -18,7 +18,8 @@ import pandas as pd
 from markupsafe import Markup
 
 from ctxeval.render import charts
-from ctxeval.render.diff import headline, render_markdown
+from ctxeval.render.diff import headline, intervals, render_markdown
+from ctxeval.render.intervals import header as level_header
 from ctxeval.render.page import b64, environment, page_js, runs_of, script_json, static
 from ctxeval.render.renderer import Renderer
 from ctxeval.render.views import Arm, RunView, TokenPair, header
@@ -47,6 +48,8 @@ def render_diff(report: dict, records: pd.DataFrame, pieces: dict[int, str], key
         report=report,
         headline=headline(report),
         cells=cells,
+        intervals=intervals(summary["all"]),
+        level=levels(cells),
         key_summary=key_summary,
         key_cells=key_cells,
         charts=position_charts(summary, report.get("noise_floor")),
@@ -69,9 +72,10 @@ def position_charts(summary: dict, noise_floor: dict | None = None) -> list[Mark
         parts.append(("key tokens", key["buckets"]))
     if noise_floor is not None:
         parts.append((f"noise floor ({noise_floor['cand']})", noise_floor["buckets"]))
+    level = levels([c for _, cells in parts for c in cells])
     out = []
-    for title, ylabel, value in (("mean KL(P_ref ‖ P_cand) by context position (95 % interval)", "mean KL (nats)", _kl),
-                                 ("same top-1 by context position (95 % interval)", "same top-1 (%)", _same)):
+    for title, ylabel, value in ((f"mean KL(P_ref ‖ P_cand) by context position ({level} interval)", "mean KL (nats)", _kl),
+                                 (f"same top-1 by context position ({level} interval)", "same top-1 (%)", _same)):
         series = []
         for name, cells in parts:
             points = [value(c) if c["tokens"] else (float("nan"),) * 3 for c in cells]
@@ -80,12 +84,22 @@ def position_charts(summary: dict, noise_floor: dict | None = None) -> list[Mark
     return out
 
 
+def levels(cells: list[dict]) -> str:
+    """The levels the cells' intervals hold at, from their rows ('95 %')."""
+    return level_header([(c["kl"]["confidence"], c["kl"]["method"]) for c in cells if c.get("tokens")], with_method=False)
+
+
+def _point(row: dict) -> tuple[float, float, float]:
+    """An interval row as a chart's point: estimate, low, high (NaN for no bound)."""
+    return tuple(float("nan") if row[key] is None else row[key] for key in ("estimate", "low", "high"))
+
+
 def _kl(cell: dict) -> tuple[float, float, float]:
-    return cell["kl"]["mean"], *(cell["kl"]["ci"] or (float("nan"),) * 2)
+    return _point(cell["kl"])
 
 
 def _same(cell: dict) -> tuple[float, float, float]:
-    return cell["same_top1"]["percent"], *(cell["same_top1"]["ci"] or (float("nan"),) * 2)
+    return _point(cell["same_top1"])
 
 
 def diff_payload(records: pd.DataFrame, pieces: dict[int, str], key: np.ndarray | None = None) -> dict:

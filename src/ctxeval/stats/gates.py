@@ -85,10 +85,10 @@ def diff_gate(summary: dict, profile: str, max_kl: float | None, min_same_top: f
         if overall["windows"] < min_windows or overall["tokens"] < min_tokens:
             failures.append(f"{overall['windows']} windows / {overall['tokens']} tokens compared, below the minimum of {min_windows} / {min_tokens}")
     for flag, limit, metric in (("--max-kl", max_kl, "kl"), ("--min-same-top", min_same_top, "same_top1")):
-        if limit is not None and overall[metric]["ci"] is None:
+        if limit is not None and overall[metric]["low"] is None:
             failures.append(f"{flag} {limit:g} cannot be checked: {overall[metric]['reason']}")
-    if max_kl is not None and overall["kl"]["ci"] is not None and overall["kl"]["ci"][1] > max_kl:
-        failures.append(f"upper CI bound of the mean KL {overall['kl']['ci'][1]:.6f} exceeds --max-kl {max_kl:g}")
-    if min_same_top is not None and overall["same_top1"]["ci"] is not None and overall["same_top1"]["ci"][0] < min_same_top:
-        failures.append(f"lower CI bound of same-top-1 {overall['same_top1']['ci'][0]:.2f} % is below --min-same-top {min_same_top:g} %")
+    if max_kl is not None and overall["kl"]["high"] is not None and overall["kl"]["high"] > max_kl:
+        failures.append(f"upper CI bound of the mean KL {overall['kl']['high']:.6f} exceeds --max-kl {max_kl:g}")
+    if min_same_top is not None and overall["same_top1"]["low"] is not None and overall["same_top1"]["low"] < min_same_top:
+        failures.append(f"lower CI bound of same-top-1 {overall['same_top1']['low']:.2f} % is below --min-same-top {min_same_top:g} %")
     return failures
