@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ctxeval.metrics.gain import ppl_ratio
 from ctxeval.metrics.keytokens import tokens_within
 from ctxeval.stats.paired import paired_bca
 
@@ -21,7 +22,9 @@ GAIN_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
 def summarize_text(table: pd.DataFrame, spans: np.ndarray, block: int, replicates: int, seed: int) -> dict:
-    """ppl_long, ppl_short, mean gain with a paired BCa interval, gain quantiles and LongPPL."""
+    """ppl_long, ppl_short, the mean gain with its paired BCa interval and the perplexity ratio
+    long/short with the same interval mapped through exp(-g) (each the row every interval writes,
+    `Interval.to_row`; the gain's adds the bootstrap's facts), gain quantiles and LongPPL."""
     long_lp, short_lp, gain = (table[c].to_numpy(dtype=np.float64) for c in ("logprob_long", "logprob_short", "gain"))
     n_bytes = table["n_bytes"].to_numpy(dtype=np.float64).sum()
     distant = table["distant"].to_numpy()
@@ -32,7 +35,6 @@ def summarize_text(table: pd.DataFrame, spans: np.ndarray, block: int, replicate
     unit_tokens = np.bincount(unit_index).astype(np.float64)
     unit_gain = np.bincount(unit_index, weights=gain) / unit_tokens
     ci = paired_bca(unit_gain, unit_tokens, replicates=replicates, seed=seed, unit=f"block of {block} targets")
-    bounds = ci.bounds
     quantiles = np.quantile(gain[distant], GAIN_QUANTILES) if distant.any() else [math.nan] * len(GAIN_QUANTILES)
     return {
         "n_tokens": int(len(table)),
@@ -41,12 +43,8 @@ def summarize_text(table: pd.DataFrame, spans: np.ndarray, block: int, replicate
         "ppl_short": math.exp(-short_lp.mean()),
         "bpb_long": float(-long_lp.sum() / math.log(2) / n_bytes),
         "bpb_short": float(-short_lp.sum() / math.log(2) / n_bytes),
-        "mean_gain": float(gain.mean()),
-        "mean_gain_ci": bounds,
-        "ppl_ratio_long_over_short": math.exp(-ci.estimate),
-        "ppl_ratio_ci": None if bounds is None else [math.exp(-bounds[1]), math.exp(-bounds[0])],
-        # no interval: low/high null (JSON has no NaN)
-        "ci": ci.as_dict() | {"unit": f"blocks of {block} targets"} | ({"low": None, "high": None} if bounds is None else {}),
+        "mean_gain": ci.as_dict() | {"unit": f"blocks of {block} targets"},
+        "ppl_ratio_long_over_short": ppl_ratio(ci).to_row(),
         "mean_gain_distant": float(gain[distant].mean()) if distant.any() else None,
         "share_gain_positive_distant": float((gain[distant] > 0).mean()) if distant.any() else None,
         "gain_quantiles_distant": {f"p{round(q * 100)}": _finite(v) for q, v in zip(GAIN_QUANTILES, quantiles)},

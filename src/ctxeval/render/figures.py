@@ -243,11 +243,13 @@ def plot_report(sections: dict[str, pd.DataFrame], path: Path) -> None:
     if not gain.empty:
         labels = [f"{m}\n{t}" for m, t in zip(gain["model"], gain["text_id"])]
         # a BCa interval need not contain its estimate; such a side is drawn with no bar
-        err = [(gain["mean_gain"] - gain["gain_ci_low"]).clip(lower=0).to_numpy(), (gain["gain_ci_high"] - gain["mean_gain"]).clip(lower=0).to_numpy()]
+        err = [(gain["mean_gain"] - gain["mean_gain.low"]).clip(lower=0).to_numpy(), (gain["mean_gain.high"] - gain["mean_gain"]).clip(lower=0).to_numpy()]
         axes[1].bar(labels, gain["mean_gain"], yerr=err, capsize=4)
         axes[1].axhline(0, color="grey", lw=0.8)
         axes[1].tick_params(axis="x", labelsize="x-small")
-    axes[1].set_title("mean context gain (nats/token, 95% BCa)")
+        axes[1].set_title(f"mean context gain (nats/token, {intervals.table_header(gain, 'mean_gain')})")
+    else:
+        axes[1].set_title("mean context gain (nats/token)")
     if not retrieval.empty:
         for (model, variant), part in retrieval.groupby(["model", "variant"], sort=False):
             by_lines = part.groupby("lines").apply(lambda g: (g["accuracy"] * g["n"]).sum() / g["n"].sum(), include_groups=False)
