@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 
 from ctxeval import api
 from ctxeval.errors import FieldError, UserError
@@ -106,7 +107,7 @@ def test_key_tokens_read_a_context_gain_result_and_refuse_another_kind(runs):
 EARLIER = Path(__file__).parent / "fixtures" / "runs_v3"  # folders of earlier versions (tests/fixtures/runs_v3/make_answers.py)
 
 
-def test_an_earlier_context_gain_reads_its_bounds_as_interval_rows():
+def test_an_earlier_context_gain_reads_its_bounds_as_interval_rows(runs):
     old = json.loads((EARLIER / "context_gain" / "summary.json").read_text())["texts"]["synthetic"]["by_model"]["tiny"]
     assert json.loads((EARLIER / "context_gain" / RESULT_FILE).read_text())["version"] == 1 < ContextGainResult.VERSION
     result = read_result(EARLIER / "context_gain", kinds=(ContextGainResult,))
@@ -118,6 +119,12 @@ def test_an_earlier_context_gain_reads_its_bounds_as_interval_rows():
         assert (gain["replicates"], gain["z0"], gain["unit"]) == (old["ci"]["replicates"], old["ci"]["z0"], old["ci"]["unit"])
         assert [ratio["low"], ratio["high"]] == pytest.approx(old["ppl_ratio_ci"], rel=1e-12)
         assert ratio["estimate"] == pytest.approx(old["ppl_ratio_long_over_short"], rel=1e-12) and (ratio["confidence"], ratio["method"]) == (0.95, "BCa")
+    # a distance bin's SEM, which version 1's figure drew at 95 %, as that normal interval
+    bins, z = pd.read_csv(EARLIER / "context_gain" / "gain_by_distance.csv"), scipy.stats.norm.ppf(0.975)
+    assert list(result.by_distance.columns) == list(pd.read_csv(runs["context-gain"] / "gain_by_distance.csv").columns)  # as this version writes it
+    np.testing.assert_allclose(result.by_distance["mean_gain.low"], bins["mean_gain"] - z * bins["sem"], rtol=1e-12)
+    np.testing.assert_allclose(result.by_distance["mean_gain.se"], bins["sem"], rtol=1e-12)
+    assert set(result.by_distance["mean_gain.confidence"]) == {0.95} and result.summary["gain_by_distance"][1]["mean_gain"]["low"] == result.by_distance["mean_gain.low"][1]
     row = result.probe_rows(Path("run"))["context_gain"].iloc[0]
     assert (row["mean_gain.low"], row["mean_gain.high"], row["mean_gain.confidence"]) == (*old["mean_gain_ci"], 0.95)
     assert "[95 % BCa]" in RENDERING.texts(result).markdown

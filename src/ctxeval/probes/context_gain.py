@@ -14,8 +14,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from ctxeval.metrics.gain import ppl_ratio
+from ctxeval.metrics.gain import bin_gain, ppl_ratio
 from ctxeval.metrics.keytokens import tokens_within
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
 from ctxeval.stats.paired import paired_bca
 
 GAIN_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -57,8 +58,9 @@ def summarize_text(table: pd.DataFrame, spans: np.ndarray, block: int, replicate
     }
 
 
-def gain_by_distance(table: pd.DataFrame, short: int, window: int) -> pd.DataFrame:
-    """Mean gain per long-context bin [short, 2 short), [2 short, 4 short), ... up to the window."""
+def gain_by_distance(table: pd.DataFrame, short: int, window: int, confidence: float = DEFAULT_CONFIDENCE) -> pd.DataFrame:
+    """Mean gain per long-context bin [short, 2 short), [2 short, 4 short), ... up to the window,
+    with its interval at `confidence` (`bin_gain`; the columns `Interval.columns` writes)."""
     edges = [0, short]
     while edges[-1] < window:
         edges.append(min(edges[-1] * 2, window))
@@ -67,9 +69,8 @@ def gain_by_distance(table: pd.DataFrame, short: int, window: int) -> pd.DataFra
         part = table[(table["context_long"] >= lo) & (table["context_long"] < hi)]
         if part.empty:
             continue
-        g = part["gain"].to_numpy(dtype=np.float64)
-        sem = float(g.std(ddof=1) / math.sqrt(len(g))) if len(g) > 1 else math.nan
-        rows.append({"context_from": lo, "context_to": hi, "n": len(g), "mean_gain": float(g.mean()), "sem": sem,
+        gains = part["gain"].to_numpy(dtype=np.float64)
+        rows.append({"context_from": lo, "context_to": hi, "n": len(gains), **bin_gain(gains, confidence).columns("mean_gain"),
                      "mean_logprob_long": float(part["logprob_long"].mean()), "mean_logprob_short": float(part["logprob_short"].mean())})
     return pd.DataFrame(rows)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from ctxeval.render import figures
-from ctxeval.render.intervals import header, numbers
+from ctxeval.render.intervals import collapsed, header, numbers
 from ctxeval.render.renderer import Renderer
 from ctxeval.render.views import gain_view
 from ctxeval.results.context_gain import PLOT_FILE, ContextGainResult
@@ -39,7 +39,7 @@ def render_markdown(summary: dict, by_distance: pd.DataFrame) -> str:
                 f"{interval} | {gain['estimate']:+.4f} | "
                 f"{_fmt(s['mean_gain_distant'], '+.4f')} | {s['n_key']} ({100 * s['key_fraction']:.2f} %) | {_fmt(s['longppl'], '.3f')} | {_fmt(s['longppl_short'], '.3f')} |"
             )
-    lines += ["", "## Gain by long-context length", "", by_distance.to_markdown(index=False, floatfmt=".4f"), ""]
+    lines += ["", "## Gain by long-context length", "", collapsed(by_distance, 4).to_markdown(index=False, floatfmt=".4f"), ""]
     return "\n".join(lines)
 
 

@@ -15,18 +15,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ctxeval.metrics.gain import LONG_METHOD, key_tables, ppl_ratio
+from ctxeval.metrics.gain import BIN_METHOD, LONG_METHOD, bin_gain, key_tables, ppl_ratio
 from ctxeval.results.base import Result
 from ctxeval.results.io import Csv, Figure, Json, Text, derived, folder, loaded
 from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.results.probe_report import CONTEXT_GAIN
 from ctxeval.results.records import read_records
-from ctxeval.stats.interval import ROW_KEYS, Interval
+from ctxeval.results.rows import json_rows
+from ctxeval.stats.interval import ROW_KEYS, Interval, quantile
 
 SUMMARY_JSON = "summary.json"
 DISTANCE_CSV = "gain_by_distance.csv"
 REPORT_MD = "context_gain.md"
 PLOT_FILE = "context_gain.png"
+OLD_CONFIDENCE = 0.95  # the level of version 1's intervals (its figure drew a bin's SEM at it)
 
 
 def found_key_tables(found: dict) -> tuple[dict, dict]:
@@ -42,9 +44,9 @@ class ContextGainResult(Result):
 
     KIND = "context-gain"
     VERSION = 2
-    READS = (1,)  # version 1 wrote the gain's bounds (mean_gain_ci) and the ratio's (ppl_ratio_ci) beside bare estimates (`migrate`)
+    READS = (1,)  # version 1 wrote the gain's bounds (mean_gain_ci), the ratio's (ppl_ratio_ci) and a bin's SEM beside bare estimates (`migrate`)
     PROBE = (CONTEXT_GAIN,)
-    FILES = (Json(SUMMARY_JSON, "summary"), Csv(DISTANCE_CSV, "by_distance"), Text(REPORT_MD, "markdown"), Figure(PLOT_FILE))
+    FILES = (Json(SUMMARY_JSON, "summary"), Csv(DISTANCE_CSV, "by_distance", text=("model", "text_id", "mean_gain.method", "mean_gain.reason")), Text(REPORT_MD, "markdown"), Figure(PLOT_FILE))
 
     run_dir: Path = folder()
     manifest: Manifest = loaded(read_manifest)
@@ -64,10 +66,19 @@ class ContextGainResult(Result):
     def migrate(cls, found: dict[str, Any], version: int, folder: Path) -> dict[str, Any]:
         """Version 1: the mean gain and the perplexity ratio as bare numbers, their bounds in
         `mean_gain_ci` / `ppl_ratio_ci` and the bootstrap's facts (its confidence and method
-        included) in `ci`; here each as the row every interval writes."""
+        included) in `ci`, a distance bin's gain with its SEM (drawn as a normal interval at
+        its version's level); here each as the row every interval writes."""
         for entry in found["summary"]["texts"].values():
             for summary in (entry, *entry["by_model"].values()):
                 _gain_row(summary)
+        table, z = found["by_distance"], quantile(OLD_CONFIDENCE)
+        gains = pd.DataFrame([(bin_gain(np.array([mean]), OLD_CONFIDENCE) if sem != sem else
+                               Interval(mean, mean - z * sem, mean + z * sem, sem, n, OLD_CONFIDENCE, BIN_METHOD)).columns("mean_gain")
+                              for mean, sem, n in zip(table["mean_gain"], table["sem"], table["n"])], index=table.index)
+        columns = list(table.columns)
+        before, after = columns[:columns.index("mean_gain")], columns[columns.index("sem") + 1:]
+        found["by_distance"] = pd.concat([table[before], gains, table[after]], axis=1)
+        found["summary"]["gain_by_distance"] = json_rows(found["by_distance"])
         return found
 
     def long_rows(self, model: str, text_id: str) -> pd.DataFrame:
