@@ -89,3 +89,22 @@ def test_a_result_of_another_kind_is_refused(tmp_path):
     with pytest.raises(UserError, match="holds a leval result .*report reads pplqa/meta-eval results") as refused:
         read_result(leval, reader="report", kinds=(PplqaResult, MetaEvalResult))
     assert "\n" not in str(refused.value)
+
+
+EARLIER = Path(__file__).parent / "fixtures" / "runs_v3"  # folders of earlier versions (tests/fixtures/runs_v3/make_answers.py)
+
+
+def test_an_earlier_meta_eval_reads_its_bounds_as_interval_rows_at_its_bootstrap_level():
+    old = json.loads((EARLIER / "meta_eval" / "meta_eval.json").read_text())
+    assert json.loads((EARLIER / "meta_eval" / "result.json").read_text())["version"] == 1 < MetaEvalResult.VERSION
+    result = read_result(EARLIER / "meta_eval", kinds=(MetaEvalResult,))
+    entry, stored = result.report["methods"]["pplqa"], old["methods"]["pplqa"]
+    assert "ci95" not in entry and entry["intervals"].keys() == stored["ci95"].keys()
+    for key, (low, high) in stored["ci95"].items():
+        assert entry["intervals"][key] == {"estimate": stored["metrics"][key], "low": low, "high": high, "se": None, "n": 2,
+                                           "confidence": old["bootstrap"]["confidence"], "method": "percentile bootstrap over items", "reason": ""}
+    # written again, it holds what this version writes for the same picks (their bootstrap as that run drew it)
+    again = RENDERING.texts(answer_quality_result("meta-eval", result.manifest, EARLIER / "meta_eval"))
+    assert again.report["methods"]["pplqa"]["intervals"] == entry["intervals"]
+    assert RENDERING.texts(result).markdown == again.markdown
+    assert "Values with their intervals (95 % percentile bootstrap over items)." in again.markdown

@@ -120,14 +120,18 @@ def test_gain_summary_against_hand_computed_values():
     short_lp = np.array([-1.0, -2.0, -0.5, -2.6, -3.5, -2.5])
     assert s["ppl_long"] == pytest.approx(math.exp(-long_lp.mean()))
     assert s["ppl_short"] == pytest.approx(math.exp(-short_lp.mean()))
-    assert s["mean_gain"] == pytest.approx(5.3 / 6)
+    gain, ratio = s["mean_gain"], s["ppl_ratio_long_over_short"]
+    assert gain["estimate"] == pytest.approx(5.3 / 6) and (gain["n"], gain["confidence"], gain["method"]) == (3, 0.95, "BCa")
     assert s["mean_gain_distant"] == pytest.approx(5.3 / 3)
     assert s["bpb_long"] == pytest.approx(-long_lp.sum() / math.log(2) / 12)
     assert s["n_key"] == 2 and s["key_fraction"] == pytest.approx(2 / 6)
     assert s["longppl"] == pytest.approx(math.exp(0.15))
     assert s["longppl_short"] == pytest.approx(math.exp(2.55))
-    assert s["ppl_ratio_long_over_short"] == pytest.approx(math.exp(-5.3 / 6))
-    assert s["mean_gain_ci"][0] <= s["mean_gain"] <= s["mean_gain_ci"][1]
+    assert ratio["estimate"] == pytest.approx(math.exp(-5.3 / 6))
+    assert gain["low"] <= gain["estimate"] <= gain["high"]
+    # the ratio exp(-g): the gain's interval mapped through it, its bounds swapped, at the gain's level and by its method
+    assert (ratio["low"], ratio["high"]) == (pytest.approx(math.exp(-gain["high"])), pytest.approx(math.exp(-gain["low"])))
+    assert (ratio["confidence"], ratio["method"], ratio["n"], ratio["se"]) == (0.95, "BCa", 3, None)
 
 
 def test_one_block_of_varying_gains_has_no_interval_and_is_not_degenerate():
@@ -136,10 +140,11 @@ def test_one_block_of_varying_gains_has_no_interval_and_is_not_degenerate():
     short_rows = [("truncated", 3, 2, -2.6, 5, 6, 8, 2), ("truncated", 4, 2, -3.5, 9, 8, 10, 2), ("truncated", 5, 2, -2.5, 7, 10, 12, 2)]
     table = gain_table(_records(long_rows + short_rows), "m", "t")
     s = summarize_text(table, np.zeros((0, 2), dtype=np.int64), block=256, replicates=200, seed=0)
-    assert (s["ci"]["interval"], s["ci"]["degenerate"], s["ci"]["units"]) == ("none", False, 1)
-    assert s["ci"]["reason"] == "no interval (one block of 256 targets): a single resampling unit has no spread to resample"
-    assert s["mean_gain_ci"] is None and s["ppl_ratio_ci"] is None and s["ci"]["low"] is None and s["ci"]["high"] is None
-    assert s["ppl_ratio_long_over_short"] == pytest.approx(math.exp(-5.3 / 6))
+    gain, ratio = s["mean_gain"], s["ppl_ratio_long_over_short"]
+    assert (gain["interval"], gain["degenerate"], gain["units"]) == ("none", False, 1)
+    assert gain["reason"] == ratio["reason"] == "no interval (one block of 256 targets): a single resampling unit has no spread to resample"
+    assert gain["low"] is gain["high"] is ratio["low"] is ratio["high"] is None
+    assert ratio["estimate"] == pytest.approx(math.exp(-5.3 / 6))
     json.dumps(s, allow_nan=False)  # no NaN bounds in summary.json
     summary = {"window": 8, "short": 2, "short_stride": 1, "key_tokens": {"evaluator": "m", "alpha": 2.0, "beta": -2.0},
                "texts": {"t": {"by_model": {"m": s}}}}

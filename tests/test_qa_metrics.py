@@ -189,6 +189,7 @@ def test_table_metrics_equal_sklearn():
         assert m[f"f1_{label}"] == pytest.approx(f1_score(y_true, y_pred, **kw)[0])
         assert m[f"precision_{label}"] == pytest.approx(precision_score(y_true, y_pred, **kw)[0])
         assert m[f"recall_{label}"] == pytest.approx(recall_score(y_true, y_pred, **kw)[0])
-    low, high = result["ci95"]["mcc"]
-    assert low <= m["mcc"] <= high and high - low > 0
+    mcc = result["intervals"]["mcc"]
+    assert mcc["low"] <= m["mcc"] <= mcc["high"] and mcc["high"] - mcc["low"] > 0
+    assert (mcc["estimate"], mcc["n"], mcc["confidence"], mcc["method"]) == (m["mcc"], len(y_true), 0.95, "percentile bootstrap over items")
     assert result["tie_picks"] == sum(p == 0 for p in y_pred)

@@ -708,7 +708,7 @@ def test_effective_length_figure_text_neither_overlaps_nor_is_clipped(chart_runs
     labels = {id(tick.label1) for tick, _ in ticks} | {id(tick.label2) for tick, _ in ticks}
     texts = [t for t in fig.findobj(Text) if id(t) not in labels] + drawn
     boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts if t.get_visible() and t.get_text().strip()]
-    assert any(LONG_NAME in text for text, _ in boxes) and any("gain with 95 % band" in text for text, _ in boxes)
+    assert any(LONG_NAME in text for text, _ in boxes) and any("gain with its band (95 % BCa)" in text for text, _ in boxes)
     outside = [text for text, b in boxes if b.x0 < page.x0 - 0.5 or b.x1 > page.x1 + 0.5 or b.y0 < page.y0 - 0.5 or b.y1 > page.y1 + 0.5]
     overlapping = [(s, t) for i, (s, a) in enumerate(boxes) for t, b in boxes[i + 1 :] if a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1]
     assert (outside, overlapping) == ([], [])

@@ -5,11 +5,14 @@ found."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 
 from ctxeval import api
 from ctxeval.errors import FieldError, UserError
@@ -20,6 +23,7 @@ from ctxeval.results.context_gain import ContextGainResult
 from ctxeval.results.probe_report import ProbeReport
 from ctxeval.results.retrieval import RetrievalResult
 from ctxeval.results.scoring import RunResult
+from ctxeval.stats.interval import Interval
 
 from .synthetic_runs import write_gain_run, write_retrieval_run, write_run
 
@@ -98,3 +102,46 @@ def test_key_tokens_read_a_context_gain_result_and_refuse_another_kind(runs):
     with pytest.raises(FieldError, match="holds a retrieval result \\(from `ctxeval retrieval`\\); key_tokens reads context-gain results") as refusal:
         check_gain_run(runs["retrieval"])
     assert refusal.value.field == "key_tokens"  # a command spells it as its caller does (--key-tokens, key_tokens=)
+
+
+EARLIER = Path(__file__).parent / "fixtures" / "runs_v3"  # folders of earlier versions (tests/fixtures/runs_v3/make_answers.py)
+
+
+def test_an_earlier_context_gain_reads_its_bounds_as_interval_rows(runs):
+    old = json.loads((EARLIER / "context_gain" / "summary.json").read_text())["texts"]["synthetic"]["by_model"]["tiny"]
+    assert json.loads((EARLIER / "context_gain" / RESULT_FILE).read_text())["version"] == 1 < ContextGainResult.VERSION
+    result = read_result(EARLIER / "context_gain", kinds=(ContextGainResult,))
+    entry = result.summary["texts"]["synthetic"]
+    for s in (entry, entry["by_model"]["tiny"]):
+        assert not {"ci", "mean_gain_ci", "ppl_ratio_ci"} & set(s)
+        gain, ratio = s["mean_gain"], s["ppl_ratio_long_over_short"]
+        assert [gain[k] for k in ("estimate", "low", "high", "n", "confidence", "method")] == [old["ci"]["estimate"], *old["mean_gain_ci"], old["ci"]["units"], 0.95, "BCa"]
+        assert (gain["replicates"], gain["z0"], gain["unit"]) == (old["ci"]["replicates"], old["ci"]["z0"], old["ci"]["unit"])
+        assert [ratio["low"], ratio["high"]] == pytest.approx(old["ppl_ratio_ci"], rel=1e-12)
+        assert ratio["estimate"] == pytest.approx(old["ppl_ratio_long_over_short"], rel=1e-12) and (ratio["confidence"], ratio["method"]) == (0.95, "BCa")
+    # a distance bin's SEM, which version 1's figure drew at 95 %, as that normal interval
+    bins, z = pd.read_csv(EARLIER / "context_gain" / "gain_by_distance.csv"), scipy.stats.norm.ppf(0.975)
+    assert list(result.by_distance.columns) == list(pd.read_csv(runs["context-gain"] / "gain_by_distance.csv").columns)  # as this version writes it
+    np.testing.assert_allclose(result.by_distance["mean_gain.low"], bins["mean_gain"] - z * bins["sem"], rtol=1e-12)
+    np.testing.assert_allclose(result.by_distance["mean_gain.se"], bins["sem"], rtol=1e-12)
+    assert set(result.by_distance["mean_gain.confidence"]) == {0.95} and result.summary["gain_by_distance"][1]["mean_gain"]["low"] == result.by_distance["mean_gain.low"][1]
+    row = result.probe_rows(Path("run"))["context_gain"].iloc[0]
+    assert (row["mean_gain.low"], row["mean_gain.high"], row["mean_gain.confidence"]) == (*old["mean_gain_ci"], 0.95)
+    assert "[95 % BCa]" in RENDERING.texts(result).markdown
+
+
+def test_an_earlier_probe_report_reads_its_gain_bounds_as_interval_columns():
+    old = json.loads((EARLIER / "probe_report" / "probe_report.json").read_text())["context_gain"][0]
+    assert json.loads((EARLIER / "probe_report" / RESULT_FILE).read_text())["version"] == 2 < ProbeReport.VERSION
+    gain = read_result(EARLIER / "probe_report", kinds=(ProbeReport,)).sections["context_gain"]
+    assert "gain_ci_low" not in gain
+    assert gain.loc[0, ["mean_gain", "mean_gain.low", "mean_gain.high", "mean_gain.confidence", "mean_gain.method"]].tolist() == [
+        old["mean_gain"], old["gain_ci_low"], old["gain_ci_high"], 0.95, "BCa"]
+
+
+def test_a_probe_reports_json_holds_the_gain_as_one_interval_object(runs, tmp_path):
+    api.probe_report([runs["context-gain"]], out=tmp_path / "p")
+    (row,) = json.loads((tmp_path / "p" / "probe_report.json").read_text())["context_gain"]
+    summary = Interval.from_row(read_result(runs["context-gain"], kinds=(ContextGainResult,)).summary["texts"]["synthetic"]["mean_gain"]).to_row()
+    assert row["mean_gain"] == {key: pytest.approx(value, rel=1e-9) if isinstance(value, float) else value for key, value in summary.items()}
+    assert re.search(r"\| mean_gain \[95 % BCa\] +\|", (tmp_path / "p" / "probe_report.md").read_text())

@@ -34,3 +34,16 @@ def test_the_output_leads_with_the_level_and_its_family():
                                 "40 % (union bound); --until-simultaneous makes it 95 % for all at once.")
     assert family_line(both).startswith("Level: 95 % for all 12 verdicts at once (variants × tasks × lengths")
     assert rounds_markdown(both, [])[0] == family_line(both)
+
+
+def test_the_level_line_reads_the_runs_level_from_its_looks():
+    """A run whose looks held at 1 − 0.01 / 4 (four rounds) holds at 99 %; at share 1 a last look
+    at 0.99 and a sequence at 0.995 hold at 99 %, 98.5 % by the union bound: read from `until`,
+    not from a default."""
+    rounds = {"half_width": None, "cells": 2, "rounds": 4, "confidence": 1 - 0.01 / 4, "looks": "rounds"}
+    assert family_line(rounds).startswith("Level: 99 % for each verdict on its own") and "all 2 at once at least 98 %" in family_line(rounds)
+    assert family_line(rounds).endswith("--until-simultaneous makes it 99 % for all at once.")
+    sequence = {"half_width": None, "cells": 1, "rounds": 20, "confidence": 0.99, "early_confidence": 0.995, "looks": "sequence"}
+    assert family_line(sequence).startswith("Level: 99 % as simulated (98.5 % by the union bound of the sequence's 0.5 % and the last look's 1 %)")
+    both = rounds | {"simultaneous": True, "confidence": 1 - 0.01 / 8}
+    assert family_line(both).startswith("Level: 99 % for all 2 verdicts at once") and "split the 1 % error" in family_line(both)

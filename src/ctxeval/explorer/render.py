@@ -12,12 +12,10 @@ from markupsafe import Markup
 from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN, arm_payload, load_runs
 from ctxeval.explorer.pairs import ArmPair, Compare, all_pairs
 from ctxeval.render.views import Arm, RunView, TokenPair
-from ctxeval.render import charts
-from ctxeval.results.effective_length import describe_length
+from ctxeval.render import charts, intervals
+from ctxeval.results.effective_length import curve_frame, describe_length
 from ctxeval.render.page import b64, environment, page_js, script_json, static
 from ctxeval.results.base import make_folder
-from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
-from ctxeval.stats.interval import quantile
 
 
 def write_atomic(out: Path, html: str) -> Path:
@@ -45,16 +43,16 @@ def _lm_charts(views: list[RunView]) -> list[Markup]:
 
 
 def _gain_charts(views: list[RunView]) -> list[Markup]:
-    out, z = [], quantile(DEFAULT_CONFIDENCE)  # the normal interval's half-width in SEMs
+    out = []
     for view in views:
         if view.gain_by_distance is None:
             continue
         series = []
         for label, g in view.gain_by_distance.groupby("series", sort=False):
             mid = ((g["context_from"].clip(lower=1) * g["context_to"]) ** 0.5).tolist()
-            sem = g["sem"].fillna(math.nan).to_numpy()
-            series.append(charts.Series(label, mid, g["mean_gain"].tolist(), (g["mean_gain"] - z * sem).tolist(), (g["mean_gain"] + z * sem).tolist()))
-        out.append(Markup(charts.line_chart(f"{view.label}: gain by distance (±{z:.2f} SEM)", "long context of the target (bin centre)", "mean gain (nats)", series, zero_line=True)))
+            series.append(charts.Series(label, mid, g["mean_gain"].tolist(), g["mean_gain.low"].astype(float).tolist(), g["mean_gain.high"].astype(float).tolist()))
+        title = f"{view.label}: gain by distance ({intervals.table_header(view.gain_by_distance, 'mean_gain')})"
+        out.append(Markup(charts.line_chart(title, "long context of the target (bin centre)", "mean gain (nats)", series, zero_line=True)))
     return out
 
 
@@ -74,7 +72,9 @@ def _effective_charts(views: list[RunView]) -> list[Markup]:
                                        [math.nan if g["low"] is None else g["low"] for g in points], [math.nan if g["high"] is None else g["high"] for g in points]))
             if s["n_key"]:
                 keys.append(charts.Series(f"{model} · {s['n_key']} key tokens", xs, [p["key_logprob"] for p in s["curve"]]))
-        out.append(Markup(charts.line_chart(f"{view.label}: log p gain over the shortest length (95 % BCa)", "context length L (tokens)", "mean gain (nats/token)", gains, zero_line=True)))
+        curves = curve_frame(view.effective)
+        band = intervals.table_header(curves[curves["gain.method"] != ""], "gain")
+        out.append(Markup(charts.line_chart(f"{view.label}: log p gain over the shortest length ({band})", "context length L (tokens)", "mean gain (nats/token)", gains, zero_line=True)))
         if keys:
             out.append(Markup(charts.line_chart(f"{view.label}: key tokens", "context length L (tokens)", "mean log p of key tokens", keys)))
     return out

@@ -7,12 +7,17 @@ tokens (LongPPL's rule, metrics/keytokens.py) are picked from it by an evaluator
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
 from ctxeval.metrics.keytokens import key_token_mask, merge_spans, tokens_within
+from ctxeval.stats.interval import Interval, quantile
 
 LONG_METHOD = "chunked"
+BIN_METHOD = "normal (mean ± z·SEM)"  # a gain-by-distance bin's interval
 SHORT_METHOD = "truncated"
 
 
@@ -58,3 +63,20 @@ def key_tables(records: pd.DataFrame, models: list[str], texts: list[str], evalu
     for (model, text_id), table in tables.items():
         table["key"] = tokens_within(table["char_start"].to_numpy(), table["char_end"].to_numpy(), spans[text_id])
     return tables, spans
+
+
+def ppl_ratio(gain: Interval) -> Interval:
+    """The perplexity ratio long/short, exp(-g), of a mean gain g with its interval: the bounds
+    swap, as exp(-g) falls as g rises; no standard error of its own."""
+    return replace(gain, estimate=math.exp(-gain.estimate), low=math.exp(-gain.high), high=math.exp(-gain.low), se=math.nan)
+
+
+def bin_gain(gains: np.ndarray, confidence: float) -> Interval:
+    """The mean gain of one distance bin's targets with its normal interval (mean ± z·SEM, the
+    targets taken as independent); none for a single target."""
+    n, mean = len(gains), float(np.mean(gains))
+    if n < 2:
+        return Interval(mean, n=n, confidence=confidence, method=BIN_METHOD, reason="no interval: one target in the bin")
+    se = float(np.std(gains, ddof=1) / math.sqrt(n))
+    z = quantile(confidence)
+    return Interval(mean, mean - z * se, mean + z * se, se, n, confidence, BIN_METHOD)

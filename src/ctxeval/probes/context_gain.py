@@ -14,14 +14,18 @@ import math
 import numpy as np
 import pandas as pd
 
+from ctxeval.metrics.gain import bin_gain, ppl_ratio
 from ctxeval.metrics.keytokens import tokens_within
+from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
 from ctxeval.stats.paired import paired_bca
 
 GAIN_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
 def summarize_text(table: pd.DataFrame, spans: np.ndarray, block: int, replicates: int, seed: int) -> dict:
-    """ppl_long, ppl_short, mean gain with a paired BCa interval, gain quantiles and LongPPL."""
+    """ppl_long, ppl_short, the mean gain with its paired BCa interval and the perplexity ratio
+    long/short with the same interval mapped through exp(-g) (each the row every interval writes,
+    `Interval.to_row`; the gain's adds the bootstrap's facts), gain quantiles and LongPPL."""
     long_lp, short_lp, gain = (table[c].to_numpy(dtype=np.float64) for c in ("logprob_long", "logprob_short", "gain"))
     n_bytes = table["n_bytes"].to_numpy(dtype=np.float64).sum()
     distant = table["distant"].to_numpy()
@@ -32,7 +36,6 @@ def summarize_text(table: pd.DataFrame, spans: np.ndarray, block: int, replicate
     unit_tokens = np.bincount(unit_index).astype(np.float64)
     unit_gain = np.bincount(unit_index, weights=gain) / unit_tokens
     ci = paired_bca(unit_gain, unit_tokens, replicates=replicates, seed=seed, unit=f"block of {block} targets")
-    bounds = ci.bounds
     quantiles = np.quantile(gain[distant], GAIN_QUANTILES) if distant.any() else [math.nan] * len(GAIN_QUANTILES)
     return {
         "n_tokens": int(len(table)),
@@ -41,12 +44,8 @@ def summarize_text(table: pd.DataFrame, spans: np.ndarray, block: int, replicate
         "ppl_short": math.exp(-short_lp.mean()),
         "bpb_long": float(-long_lp.sum() / math.log(2) / n_bytes),
         "bpb_short": float(-short_lp.sum() / math.log(2) / n_bytes),
-        "mean_gain": float(gain.mean()),
-        "mean_gain_ci": bounds,
-        "ppl_ratio_long_over_short": math.exp(-ci.estimate),
-        "ppl_ratio_ci": None if bounds is None else [math.exp(-bounds[1]), math.exp(-bounds[0])],
-        # no interval: low/high null (JSON has no NaN)
-        "ci": ci.as_dict() | {"unit": f"blocks of {block} targets"} | ({"low": None, "high": None} if bounds is None else {}),
+        "mean_gain": ci.as_dict() | {"unit": f"blocks of {block} targets"},
+        "ppl_ratio_long_over_short": ppl_ratio(ci).to_row(),
         "mean_gain_distant": float(gain[distant].mean()) if distant.any() else None,
         "share_gain_positive_distant": float((gain[distant] > 0).mean()) if distant.any() else None,
         "gain_quantiles_distant": {f"p{round(q * 100)}": _finite(v) for q, v in zip(GAIN_QUANTILES, quantiles)},
@@ -59,8 +58,9 @@ def summarize_text(table: pd.DataFrame, spans: np.ndarray, block: int, replicate
     }
 
 
-def gain_by_distance(table: pd.DataFrame, short: int, window: int) -> pd.DataFrame:
-    """Mean gain per long-context bin [short, 2 short), [2 short, 4 short), ... up to the window."""
+def gain_by_distance(table: pd.DataFrame, short: int, window: int, confidence: float = DEFAULT_CONFIDENCE) -> pd.DataFrame:
+    """Mean gain per long-context bin [short, 2 short), [2 short, 4 short), ... up to the window,
+    with its interval at `confidence` (`bin_gain`; the columns `Interval.columns` writes)."""
     edges = [0, short]
     while edges[-1] < window:
         edges.append(min(edges[-1] * 2, window))
@@ -69,9 +69,8 @@ def gain_by_distance(table: pd.DataFrame, short: int, window: int) -> pd.DataFra
         part = table[(table["context_long"] >= lo) & (table["context_long"] < hi)]
         if part.empty:
             continue
-        g = part["gain"].to_numpy(dtype=np.float64)
-        sem = float(g.std(ddof=1) / math.sqrt(len(g))) if len(g) > 1 else math.nan
-        rows.append({"context_from": lo, "context_to": hi, "n": len(g), "mean_gain": float(g.mean()), "sem": sem,
+        gains = part["gain"].to_numpy(dtype=np.float64)
+        rows.append({"context_from": lo, "context_to": hi, "n": len(gains), **bin_gain(gains, confidence).columns("mean_gain"),
                      "mean_logprob_long": float(part["logprob_long"].mean()), "mean_logprob_short": float(part["logprob_short"].mean())})
     return pd.DataFrame(rows)
 

@@ -41,7 +41,7 @@ def score_items(records: PassRecords, dataset: PairDataset, config: MethodConfig
 
 
 def evaluate_picks(rows: list[dict], methods: tuple[str, ...], replicates: int, seed: int) -> dict[str, dict]:
-    """Table 3 metrics and intervals per method. A tie pick (equal scores) is a third class:
+    """Table 3 metrics and their intervals (each the row every interval writes) per method. A tie pick (equal scores) is a third class:
     it is wrong for accuracy, lowers recall of the true label, and enters MCC's confusion matrix."""
     y_true = [r["label"] for r in rows]
     labels = [1, 2]
@@ -53,7 +53,7 @@ def evaluate_picks(rows: list[dict], methods: tuple[str, ...], replicates: int, 
         ci = bootstrap_classification(y_true, y_pred, labels, all_labels, replicates, seed)
         results[method] = {
             "metrics": point,
-            "ci95": {k: [v.low, v.high] for k, v in ci.items()},
+            "intervals": {k: v.to_row() for k, v in ci.items()},
             "n": len(rows),
             "tie_picks": sum(p == 0 for p in y_pred),
             "picks": {str(l): sum(p == l for p in y_pred) for l in all_labels},

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 from markupsafe import Markup
 
-from ctxeval.render import figures
+from ctxeval.render import figures, intervals
 from ctxeval.render.agreement import agreement_markdown, correlation_rows, costs, headline, wide_measures
 from ctxeval.render.page import environment, static
 from ctxeval.render.renderer import Renderer
@@ -26,7 +26,7 @@ def render_agreement(measures: pd.DataFrame, correlations: pd.DataFrame, scatter
 
     return environment().get_template("agreement.html.j2").render(
         css=Markup(static("report.css")), headline=headline(measures, correlations, replicates), correlations=table(correlation_rows(correlations)), measures=table(wide_measures(measures)),
-        costs=table(costs(measures)), scatter=scatter_file)
+        costs=table(costs(measures)), scatter=scatter_file, level=intervals.header(dict.fromkeys(intervals.kinds(correlations, "spearman") + intervals.kinds(correlations, "kendall"))))
 
 
 def texts(r: AgreementResult) -> AgreementResult:

@@ -9,10 +9,11 @@ from pathlib import Path
 import pandas as pd
 
 from ctxeval.render import figures
-from ctxeval.render.compare import interval_text
+from ctxeval.render.intervals import collapsed, header, numbers
 from ctxeval.render.renderer import Renderer
 from ctxeval.render.views import gain_view
 from ctxeval.results.context_gain import PLOT_FILE, ContextGainResult
+from ctxeval.stats.interval import Interval
 
 
 def render_markdown(summary: dict, by_distance: pd.DataFrame) -> str:
@@ -22,22 +23,29 @@ def render_markdown(summary: dict, by_distance: pd.DataFrame) -> str:
         "",
         f"Key tokens by `{summary['key_tokens']['evaluator']}`: g > {summary['key_tokens']['alpha']:g} and log p_long > {summary['key_tokens']['beta']:g}.",
         "",
-        "| text | model | tokens | PPL long | PPL short | PPL ratio long/short [95% CI] | mean gain (nats) | gain, distant targets | key tokens | LongPPL | PPL of key tokens, short |",
+        f"| text | model | tokens | PPL long | PPL short | PPL ratio long/short [{header(kinds_of(summary, 'ppl_ratio_long_over_short'))}] | "
+        "mean gain (nats) | gain, distant targets | key tokens | LongPPL | PPL of key tokens, short |",
         "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
     for text_id, entry in summary["texts"].items():
         for model, s in entry["by_model"].items():
+            gain, ratio = s["mean_gain"], Interval.from_row(s["ppl_ratio_long_over_short"])
             # "no interval (one block of N targets): ...", never a zero-width interval
-            interval = s["ci"]["reason"] if s["ppl_ratio_ci"] is None else interval_text(s["ppl_ratio_ci"], ".4f")
-            if s["ci"]["degenerate"]:
-                interval += f" (degenerate: {s['ci']['reason']})"
+            interval = numbers(ratio, 4) if ratio.has_interval else f"{ratio.estimate:.4f} {ratio.reason}"
+            if gain["degenerate"]:
+                interval += f" (degenerate: {gain['reason']})"
             lines.append(
                 f"| {text_id} | {model} | {s['n_tokens']} | {s['ppl_long']:.3f} | {s['ppl_short']:.3f} | "
-                f"{s['ppl_ratio_long_over_short']:.4f} {interval} | {s['mean_gain']:+.4f} | "
+                f"{interval} | {gain['estimate']:+.4f} | "
                 f"{_fmt(s['mean_gain_distant'], '+.4f')} | {s['n_key']} ({100 * s['key_fraction']:.2f} %) | {_fmt(s['longppl'], '.3f')} | {_fmt(s['longppl_short'], '.3f')} |"
             )
-    lines += ["", "## Gain by long-context length", "", by_distance.to_markdown(index=False, floatfmt=".4f"), ""]
+    lines += ["", "## Gain by long-context length", "", collapsed(by_distance, 4).to_markdown(index=False, floatfmt=".4f"), ""]
     return "\n".join(lines)
+
+
+def kinds_of(summary: dict, name: str) -> list[tuple[float, str]]:
+    """The (confidence, method) pairs interval `name` holds at over every text and model."""
+    return list(dict.fromkeys((s[name]["confidence"], s[name]["method"]) for entry in summary["texts"].values() for s in entry["by_model"].values()))
 
 
 def _fmt(value: float | None, spec: str) -> str:

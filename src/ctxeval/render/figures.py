@@ -19,8 +19,6 @@ from ctxeval.metrics.registry import panel_metrics
 from ctxeval.results.effective_length import curve_frame
 from ctxeval.results.ruler import MEAN_TASK
 from ctxeval.render import intervals
-from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
-from ctxeval.stats.interval import quantile
 
 
 def _pyplot() -> Any:
@@ -109,8 +107,10 @@ def plot_gain(tables: dict[tuple[str, str], pd.DataFrame], by_distance: pd.DataF
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
     for (model, text_id), group in by_distance.groupby(["model", "text_id"], sort=False):
         mid = (group["context_from"].clip(lower=1) * group["context_to"]) ** 0.5
-        left.errorbar(mid, group["mean_gain"], yerr=quantile(DEFAULT_CONFIDENCE) * group["sem"], marker="o", capsize=3, label=f"{model} · {text_id}")
+        err = [group["mean_gain"] - group["mean_gain.low"], group["mean_gain.high"] - group["mean_gain"]]  # NaN (one target): no bar
+        left.errorbar(mid, group["mean_gain"], yerr=err, marker="o", capsize=3, label=f"{model} · {text_id}")
     left.axhline(0, color="grey", lw=0.8)
+    left.set_title(f"mean gain by distance ({intervals.table_header(by_distance, 'mean_gain')})", fontsize="medium")
     left.set_xscale("log", base=2)
     left.set_xlabel("long context of the target (tokens, bin centre)")
     left.set_ylabel("mean gain log p_long - log p_short (nats)")
@@ -166,7 +166,7 @@ def curves_figure(summary: dict) -> Any:
         right.set_xlim(left.get_xlim())
         right.text(0.5, 0.5, "no key tokens in this run", ha="center", va="center", transform=right.transAxes)
         right.set_yticks([])
-    left.set_title("gain with 95 % band; dashed: L*")
+    left.set_title(f"gain with its band ({intervals.table_header(curves[curves['gain.method'] != ''], 'gain')}); dashed: L*")
     return fig
 
 
@@ -243,11 +243,13 @@ def plot_report(sections: dict[str, pd.DataFrame], path: Path) -> None:
     if not gain.empty:
         labels = [f"{m}\n{t}" for m, t in zip(gain["model"], gain["text_id"])]
         # a BCa interval need not contain its estimate; such a side is drawn with no bar
-        err = [(gain["mean_gain"] - gain["gain_ci_low"]).clip(lower=0).to_numpy(), (gain["gain_ci_high"] - gain["mean_gain"]).clip(lower=0).to_numpy()]
+        err = [(gain["mean_gain"] - gain["mean_gain.low"]).clip(lower=0).to_numpy(), (gain["mean_gain.high"] - gain["mean_gain"]).clip(lower=0).to_numpy()]
         axes[1].bar(labels, gain["mean_gain"], yerr=err, capsize=4)
         axes[1].axhline(0, color="grey", lw=0.8)
         axes[1].tick_params(axis="x", labelsize="x-small")
-    axes[1].set_title("mean context gain (nats/token, 95% BCa)")
+        axes[1].set_title(f"mean context gain (nats/token, {intervals.table_header(gain, 'mean_gain')})")
+    else:
+        axes[1].set_title("mean context gain (nats/token)")
     if not retrieval.empty:
         for (model, variant), part in retrieval.groupby(["model", "variant"], sort=False):
             by_lines = part.groupby("lines").apply(lambda g: (g["accuracy"] * g["n"]).sum() / g["n"].sum(), include_groups=False)

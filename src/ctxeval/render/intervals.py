@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from ctxeval.stats.interval import Interval, column
+from ctxeval.stats.interval import ROW_KEYS, Interval, column
 
 
 def level(confidence: float) -> str:
@@ -34,6 +34,20 @@ def numbers(interval: Interval, digits: int, signed: bool = False, bound_digits:
 def cell(row: Mapping[str, Any], name: str, digits: int, signed: bool = False, bound_digits: int | None = None) -> str:
     """The interval `name` of a flat row, as `numbers` writes it."""
     return numbers(Interval.from_columns(row, name), digits, signed, bound_digits)
+
+
+def collapsed(table: pd.DataFrame, digits: int) -> pd.DataFrame:
+    """`table` with each interval's columns (`stats.interval.column`) as one column of cells, headed
+    by its name and the levels and methods its rows hold at: for a table printed as it is."""
+    names = [name for name in table.columns if column(name, "confidence") in table.columns]
+    if not names:
+        return table
+    keys = [column(name, key) for name in names for key in ROW_KEYS if key != "estimate"]
+    rows = table.to_dict(orient="records")
+    out = table.drop(columns=[c for c in keys if c in table.columns])
+    for name in names:
+        out[name] = [cell(row, name, digits) for row in rows]
+    return out.rename(columns={name: f"{name} [{table_header(table, name)}]" for name in names})
 
 
 def kinds(table: pd.DataFrame, name: str) -> list[tuple[float, str]]:

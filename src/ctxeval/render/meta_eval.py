@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ctxeval.render.intervals import header, numbers
 from ctxeval.render.renderer import Renderer
 from ctxeval.render.views import answers_view
 from ctxeval.results.meta_eval import MetaEvalResult
+from ctxeval.stats.interval import Interval
 
 
 ROWS = (("Precision", "precision"), ("Recall", "recall"), ("F1", "f1"))
@@ -25,8 +27,16 @@ def tie_policy_line(dataset: dict) -> str:
     return "No human ties in the data."
 
 
-def _fmt(value: float, ci: list[float] | None) -> str:
-    return f"{value:.3f}" if not ci else f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+def _cell(entry: dict, key: str) -> str:
+    """A method's metric with its interval where it has one (none below two items)."""
+    row = entry["intervals"].get(key)
+    return f"{entry['metrics'][key]:.3f}" if row is None else numbers(Interval.from_row(row), 3)
+
+
+def _kinds(result: dict) -> str:
+    """The level and method of every interval of the table, from its rows."""
+    found = [(row["confidence"], row["method"]) for entry in result["methods"].values() for row in entry["intervals"].values()]
+    return f"Values with their intervals ({header(dict.fromkeys(found))})." if found else "Values without intervals (fewer than two items)."
 
 
 def markdown_table(result: dict) -> str:
@@ -37,17 +47,17 @@ def markdown_table(result: dict) -> str:
     lines = [
         f"# Meta-evaluation on {ds['name']} ({ds['items']} items, evaluator {result['evaluator']['name']})",
         "",
-        "Values with 95 % percentile bootstrap intervals over items. Two values per row: label 1 (first answer better), label 2 (second).",
+        f"{_kinds(result)} Two values per row: label 1 (first answer better), label 2 (second).",
         "",
         "| metric | " + " | ".join(methods) + " |",
         "|---|" + "---|" * len(methods),
     ]
     for title, key in ROWS:
         for label in labels:
-            cells = [_fmt(result["methods"][m]["metrics"][f"{key}_{label}"], result["methods"][m]["ci95"].get(f"{key}_{label}")) for m in methods]
+            cells = [_cell(result["methods"][m], f"{key}_{label}") for m in methods]
             lines.append(f"| {title} (label {label}) | " + " | ".join(cells) + " |")
     for title, key in (("Accuracy", "accuracy"), ("MCC", "mcc")):
-        cells = [_fmt(result["methods"][m]["metrics"][key], result["methods"][m]["ci95"].get(key)) for m in methods]
+        cells = [_cell(result["methods"][m], key) for m in methods]
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
     lines.append("| tie picks | " + " | ".join(str(result["methods"][m]["tie_picks"]) for m in methods) + " |")
     cfg = result["config"]

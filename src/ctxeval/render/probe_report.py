@@ -10,6 +10,7 @@ import pandas as pd
 
 from ctxeval import catalog
 from ctxeval.render import figures
+from ctxeval.render.intervals import collapsed
 from ctxeval.render.renderer import Renderer
 from ctxeval.results.base import result_class
 from ctxeval.results.probe_report import PLOT_FILE, ProbeReport
@@ -32,7 +33,8 @@ def render(glance: pd.DataFrame, sections: dict[str, pd.DataFrame], run_dirs: li
 
 
 def _table(frame: pd.DataFrame) -> str:
-    return frame.to_markdown(index=False, floatfmt=".4g") if not frame.empty else "(nothing)"
+    """A section's rows, each interval one cell (`intervals.collapsed`)."""
+    return collapsed(frame, 4).to_markdown(index=False, floatfmt=".4g") if not frame.empty else "(nothing)"
 
 
 def texts(r: ProbeReport) -> ProbeReport:

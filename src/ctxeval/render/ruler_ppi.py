@@ -206,17 +206,23 @@ def rounds_markdown(until: dict, rounds: list[dict]) -> list[str]:
 def family_line(until: dict) -> str:
     """The level an `--until` run's stopping intervals hold at, and for which family: each
     (variant, task, length) on its own, with the union bound for all of them at once, or all at
-    once where the run split its error over them (`--until-simultaneous`)."""
+    once where the run split its error over them (`--until-simultaneous`). The run's level is
+    read back from its looks' (`until`'s confidence, split over the rounds and the family)."""
     cells = int(until.get("cells", 1))
     what = "verdict" if until["half_width"] is None else "score"
     unit = "variant" if what == "verdict" else "model"
+    sequence = until.get("looks") == "sequence"
+    alpha = (1 - until["confidence"]) * (cells if until.get("simultaneous") else 1) * (1 if sequence else int(until["rounds"]))
+    level = intervals.level(1 - alpha)
     if until.get("simultaneous"):
-        return (f"Level: 95 % for all {cells} {what}s at once ({unit}s × tasks × lengths; --until-simultaneous split the 5 % error over them, "
-                f"Bonferroni), each look below at its share of it.")
-    joint = max(0.0, 1 - 0.05 * cells)
-    own = "95 %" if until.get("looks") != "sequence" else "95 % as simulated (92.5 % by the union bound of the sequence's 2.5 % and the last look's 5 %)"
+        return (f"Level: {level} for all {cells} {what}s at once ({unit}s × tasks × lengths; --until-simultaneous split the {intervals.level(alpha)} error "
+                f"over them, Bonferroni), each look below at its share of it.")
+    early = 1 - until.get("early_confidence", until["confidence"])
+    own = level if not sequence else (f"{level} as simulated ({intervals.level(1 - early - alpha)} by the union bound of the sequence's "
+                                      f"{intervals.level(early)} and the last look's {intervals.level(alpha)})")
+    joint = max(0.0, 1 - alpha * cells)
     return (f"Level: {own} for each {what} on its own ({unit}, task and length), as a fixed-n run's; all {cells} at once at least "
-            f"{100 * joint:.0f} % (union bound){'' if cells == 1 else '; --until-simultaneous makes it 95 % for all at once'}.")
+            f"{100 * joint:.0f} % (union bound){'' if cells == 1 else f'; --until-simultaneous makes it {level} for all at once'}.")
 
 
 def compute_markdown(c: dict, budget: int) -> list[str]:

@@ -161,7 +161,9 @@ def gain_view(result: ContextGainResult, label: str, first_arm: int) -> tuple[Ru
     view.gain_by_distance = pd.concat(distance, ignore_index=True)
     for text_id, entry in result.summary["texts"].items():
         for model, s in entry["by_model"].items():
-            view.headline.append({"label": f"PPL long/short {model} · {text_id}", "value": f"{s['ppl_ratio_long_over_short']:.4f}", "interval": _bounds(s["ppl_ratio_ci"], ".4f")})
+            ratio = s["ppl_ratio_long_over_short"]
+            view.headline.append({"label": f"PPL long/short {model} · {text_id}", "value": f"{ratio['estimate']:.4f}",
+                                  "interval": "no interval" if ratio["low"] is None else _interval(ratio["low"], ratio["high"], ".4f")})
             if s.get("longppl") is not None:
                 view.headline.append({"label": f"LongPPL {model} · {text_id}", "value": f"{s['longppl']:.4g}", "interval": ""})
     return view, arms

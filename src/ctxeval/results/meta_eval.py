@@ -13,10 +13,13 @@ import pandas as pd
 from ctxeval.results.base import Result
 from ctxeval.results.io import Csv, Json, Text, folder, loaded
 from ctxeval.results.manifest import Manifest, read_manifest
+from ctxeval.stats.bootstrap import METHOD
+from ctxeval.stats.interval import Interval
 
 META_EVAL_JSON = "meta_eval.json"
 META_EVAL_MD = "meta_eval.md"
 ITEMS_CSV = "items.csv"
+OLD_CONFIDENCE = 0.95  # the level of version 1's intervals where its bootstrap section names none
 
 
 @dataclass
@@ -24,6 +27,8 @@ class MetaEvalResult(Result):
     """How each method's picks agree with the human labels, and the picks themselves."""
 
     KIND = "meta-eval"
+    VERSION = 2
+    READS = (1,)  # version 1 wrote each metric's interval as its bounds alone, under `ci95` (`migrate`)
     FILES = (Json(META_EVAL_JSON, "report", newline=True), Text(META_EVAL_MD, "markdown"), Csv(ITEMS_CSV, "items", text=("item_id",)))
 
     report: dict[str, Any]  # meta_eval.json: dataset, evaluator, config, bootstrap, methods, timing
@@ -31,3 +36,14 @@ class MetaEvalResult(Result):
     manifest: Manifest = loaded(read_manifest)
     out: Path = folder()
     markdown: str = ""  # what meta_eval.md holds
+
+    @classmethod
+    def migrate(cls, found: dict[str, Any], version: int, folder: Path) -> dict[str, Any]:
+        """Version 1: each method's `ci95`, the bounds alone at the bootstrap section's level;
+        here `intervals`, the row every interval writes (percentile bootstrap over items)."""
+        confidence = float(found["report"]["bootstrap"].get("confidence", OLD_CONFIDENCE))
+        for entry in found["report"]["methods"].values():
+            bounds = entry.pop("ci95")
+            entry["intervals"] = {key: Interval(entry["metrics"][key], low, high, n=entry["n"], confidence=confidence, method=METHOD).to_row()
+                                  for key, (low, high) in bounds.items()}
+        return found

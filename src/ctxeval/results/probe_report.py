@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from ctxeval.results.base import Result, Section
 from ctxeval.results.io import Figure, Json, Text, Value, folder, kept
+from ctxeval.results.rows import frame, interval_columns, nested
 
 REPORT_MD = "probe_report.md"
 REPORT_JSON = "probe_report.json"
@@ -20,17 +22,18 @@ LANGUAGE_MODELLING = Section("language_modelling", "Perplexity and rank-based sc
 CONTEXT_GAIN = Section("context_gain", "Context gain and LongPPL")
 EFFECTIVE_LENGTH = Section("effective_length", "Effective context length")
 RETRIEVAL = Section("retrieval", "Line retrieval")
+OLD_CONFIDENCE = 0.95  # the level of every context gain's interval before version 3 (the context-gain kind's version 1)
 SECTIONS = tuple(s.key for s in (LANGUAGE_MODELLING, CONTEXT_GAIN, EFFECTIVE_LENGTH, RETRIEVAL))
 
 
-def records(frame: pd.DataFrame) -> list[dict]:
-    """A section's rows as probe_report.json holds them."""
-    return json.loads(frame.to_json(orient="records")) if not frame.empty else []
+def records(table: pd.DataFrame) -> list[dict]:
+    """A section's rows as probe_report.json holds them: each interval one object (`rows.nested`)."""
+    return [nested(row) for row in json.loads(table.to_json(orient="records"))] if not table.empty else []
 
 
 def _section(key: str) -> Value:
     """One section's rows at its own key (a version 1 file has no effective-length key)."""
-    return Value("sections", lambda report: records(report.sections[key]), pd.DataFrame, item=key, missing=[])
+    return Value("sections", lambda report: records(report.sections[key]), frame, item=key, missing=[])
 
 
 @dataclass
@@ -39,11 +42,11 @@ class ProbeReport(Result):
     section per probe (perplexity by context, context gain, effective length, retrieval)."""
 
     KIND = "probe-report"
-    VERSION = 2
-    READS = (1,)  # version 1 had no effective-length section
+    VERSION = 3
+    READS = (1, 2)  # version 1 had no effective-length section; before 3 the context gain's interval was its bounds alone (`migrate`)
     FILES = (Text(REPORT_MD, "markdown"),
              Json(REPORT_JSON, {"runs": "runs", "at_a_glance": kept("at_a_glance", records, pd.DataFrame), **{key: _section(key) for key in SECTIONS}},
-                  more=Value("sections", lambda report: {k: records(v) for k, v in report.sections.items() if k not in SECTIONS}, pd.DataFrame)),
+                  more=Value("sections", lambda report: {k: records(v) for k, v in report.sections.items() if k not in SECTIONS}, frame)),
              Figure(PLOT_FILE))
 
     out: Path = folder()
@@ -51,6 +54,17 @@ class ProbeReport(Result):
     at_a_glance: pd.DataFrame
     sections: dict[str, pd.DataFrame]  # SECTIONS, then any other section a kind declares -> rows (empty where no run adds to it)
     markdown: str = ""  # what probe_report.md holds
+
+    @classmethod
+    def migrate(cls, found: dict[str, Any], version: int, folder: Path) -> dict[str, Any]:
+        """Versions 1-2: a context gain's interval as its bounds alone (gain_ci_low/high), the
+        context-gain kind's BCa over blocks of targets at its version 1's level; here as the
+        columns every interval writes (its resampling units unknown: n 0)."""
+        gain = found["sections"].get(CONTEXT_GAIN.key)
+        if gain is not None and "gain_ci_low" in gain:
+            found["sections"][CONTEXT_GAIN.key] = interval_columns(gain, "mean_gain", {"gain_ci_low": "low", "gain_ci_high": "high"},
+                                                                   confidence=OLD_CONFIDENCE, method="BCa", n=0)
+        return found
 
     def paths(self) -> dict[str, Path]:
         """Its files, by role."""
