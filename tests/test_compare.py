@@ -303,7 +303,7 @@ def test_trends_from_the_cli(both_modes_run, tmp_path):
     r = run_cli("trends", str(both_modes_run), "--out", str(tmp_path / "t"))
     assert r.returncode == 0, r.stderr
     payload = json.loads((tmp_path / "t" / "trends.json").read_text())
-    assert any(row["metric"] == "avg" and row["x"] == "log2_length" and row["n"] == 12 for row in payload["trends"])
+    assert any(row["metric"] == "avg" and row["x"] == "log2_length" and row["slope"]["n"] == 12 and row["slope"]["confidence"] == 0.95 for row in payload["trends"])
     spread = [row for row in payload["variance"] if row["metric"] == "avg"]
     assert all(row["windows"] == 6 for row in spread)
 

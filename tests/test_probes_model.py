@@ -128,7 +128,7 @@ def test_retrieval_end_to_end_and_probe_report(tmp_path):
     assert glance["model"] == "gemma-3-270m"
     assert glance["retrieval_accuracy"] == pytest.approx(np.mean([c["accuracy"] for c in cells]))
     cg_summary = json.loads((tmp_path / "cg" / "summary.json").read_text())["texts"]["wikitext2-test-head"]
-    assert glance["mean_gain"] == pytest.approx(cg_summary["mean_gain"]) and glance["ppl_long"] == pytest.approx(cg_summary["ppl_long"])
+    assert glance["mean_gain"] == pytest.approx(cg_summary["mean_gain"]["estimate"]) and glance["ppl_long"] == pytest.approx(cg_summary["ppl_long"])
     markdown = (tmp_path / "report" / "probe_report.md").read_text()
     assert "## Context gain and LongPPL" in markdown and "## Line retrieval" in markdown
 
