@@ -21,7 +21,7 @@ from ctxeval.results.base import Result
 from ctxeval.results.comparison import gate_failures
 from ctxeval.results.io import Json, Text, derived, folder, loaded
 from ctxeval.results.manifest import Manifest, read_manifest
-from ctxeval.stats.verdict import WITHIN, Verdict, inside_delta
+from ctxeval.stats.verdict import Verdict, in_the_fields_order
 
 RECORDS_FILE = "diff_records.parquet"  # the run's records (modeldiff/run.py writes them)
 DIFF_JSON = "diff.json"
@@ -68,8 +68,8 @@ class DiffResult(Result):
         old = report.get("verdict")
         if old is not None:  # its interval's row at its level and by its method, read in the field's order (stats/verdict.py)
             log = summary["all"]["ppl_ratio"]["delta_log_nll"]
-            moved = inside_delta(old["low"], old["high"], old["delta"]) and old["outcome"] in ("hurts", "gains")
-            row = old | {"se": log["se"], "confidence": confidence, "method": log["method"]} | ({"outcome": WITHIN} if moved else {})
+            row = old | {"se": log["se"], "confidence": confidence, "method": log["method"],
+                         "outcome": in_the_fields_order(old["outcome"], old["low"], old["high"], old["delta"])}
             report["verdict"] = Verdict.from_row(row).to_row()
         floor = report.get("noise_floor")
         if floor is not None:

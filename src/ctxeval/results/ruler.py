@@ -16,7 +16,7 @@ from ctxeval.results.base import Result
 from ctxeval.results.io import Figure, Json, Text, Value, folder, loaded, rows, written
 from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.results.rows import frame, interval_columns, json_rows
-from ctxeval.stats.verdict import WITHIN, inside_delta
+from ctxeval.stats.verdict import in_the_fields_order
 
 SAMPLES_FILE = "samples.parquet"  # the run's records, one row per sample (the engine writes them)
 MEAN_TASK = "mean"  # the row of every length that averages a model's tasks
@@ -155,11 +155,9 @@ class RulerResult(Result):
 
 def _in_the_fields_order(table: pd.DataFrame, name: str) -> None:
     """Versions 1-3 read an interval that excludes 0 first (*hurts*/*gains* even inside ±δ); the
-    verdict's order now reads one inside ±δ as *within δ* first (stats/verdict.py), so an older
-    run's verdicts are read again in that order: only those two outcomes can differ."""
-    inside = [inside_delta(low, high, delta) for low, high, delta in zip(table[f"{name}.low"], table[f"{name}.high"], table[f"{name}.delta"])]
-    moved = pd.Series(inside, index=table.index, dtype=bool) & table[f"{name}.outcome"].isin(["hurts", "gains"])
-    table.loc[moved, f"{name}.outcome"] = WITHIN
+    verdict's order now reads one inside ±δ as *within δ* first, so an older run's verdicts are
+    read again in that order (`stats.verdict.in_the_fields_order`)."""
+    table[f"{name}.outcome"] = [in_the_fields_order(*row) for row in zip(table[f"{name}.outcome"], table[f"{name}.low"], table[f"{name}.high"], table[f"{name}.delta"])]
 
 
 def _ppi_level(table: pd.DataFrame, until: dict[str, Any], pooled: str) -> dict[str, Any]:

@@ -131,6 +131,13 @@ def verdict(interval: Interval, delta: float, worse: Direction = "higher", reaso
                    reason or ("" if has_interval else "no interval"))
 
 
+def in_the_fields_order(outcome: str, low: float | None, high: float | None, delta: float) -> str:
+    """A verdict stored by an order that read "excludes 0" first (result versions before the
+    field's order), read again in the field's: *hurts*/*gains* on an interval inside ±δ is *within
+    δ*; no other outcome can differ between the two orders."""
+    return WITHIN if outcome in ("hurts", "gains") and inside_delta(low, high, delta) else outcome
+
+
 def _bounded(low: float | None, high: float | None) -> bool:
     return low is not None and high is not None and math.isfinite(low) and math.isfinite(high)
 
