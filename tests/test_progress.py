@@ -54,9 +54,11 @@ def test_a_line_at_least_every_heartbeat_of_work_and_at_each_finished_stage():
     shown.advance(Step(1, "c"))  # 30 s since the last line
     clock.now += 10
     shown.stage_done("gemma-3-270m")
+    # the first job stands in alone (10 s a pass); once b is done it is left out (its time holds the
+    # stage's start), so c's line weighs b and c: 15 s a pass
     assert stream.getvalue().splitlines() == ["1/1,000 passes (0%), 0:00:10 elapsed, about 2:46:30 left — a",
-                                              "3/1,000 passes (0%), 0:00:40 elapsed, about 3:41:33 left — c",
-                                              "3/1,000 passes (0%), 0:00:50 elapsed, about 3:41:23 left — gemma-3-270m done"]  # counted down since
+                                              "3/1,000 passes (0%), 0:00:40 elapsed, about 4:09:15 left — c",
+                                              "3/1,000 passes (0%), 0:00:50 elapsed, about 4:09:05 left — gemma-3-270m done"]  # counted down since
 
 
 def test_nothing_done_yet_or_nothing_left():
@@ -149,13 +151,65 @@ def test_the_overhead_and_the_growth_with_length_are_fitted_once_the_jobs_tell_t
     def took(cost: Cost) -> float:
         return 2.0 + cost.tokens * (0.01 + 0.00001 * cost.length)
 
+    clock.now += 60  # the first job: its time holds the model's warm-up too, so it is not fitted
+    left.done(Cost(100, 100))
     for cost in [Cost(100, 100), Cost(200, 200), Cost(400, 400)]:
         clock.now += took(cost)
         left.done(cost)
-    # exact once three lengths are known: 100, 200, 400 and 800 tokens left
-    assert left.seconds() == pytest.approx(sum(took(Cost(n, n)) for n in (100, 200, 400, 800)), rel=1e-6)
+    # exact once three lengths are fitted: 200, 400 and 800 tokens left
+    assert left.seconds() == pytest.approx(sum(took(Cost(n, n)) for n in (200, 400, 800)), rel=1e-6)
     clock.now += 5
-    assert left.seconds() == pytest.approx(sum(took(Cost(n, n)) for n in (100, 200, 400, 800)) - 5, rel=1e-6)  # counted down between jobs
+    assert left.seconds() == pytest.approx(sum(took(Cost(n, n)) for n in (200, 400, 800)) - 5, rel=1e-6)  # counted down between jobs
+
+
+def test_a_stages_first_job_is_not_fitted_as_its_work():
+    """A second model's first pass also waits for the model (and the first model's records): 30 s
+    more than its 1 s of work. The passes after it are estimated at their own cost."""
+    stream, clock = io.StringIO(), _Clock()
+    costs = [Cost(100, 100)] * 20
+    shown = PlainProgress(stream, total=20, already=0, unit="passes", clock=clock, left=Load.of(costs))
+    for i, cost in enumerate(costs[:12]):
+        clock.now += 1.0 + (30.0 if i in (0, 10) else 0.0)
+        shown.advance(Step(1, "p", cost))
+        if i == 9:
+            shown.stage_done("first model")
+    assert shown.left.seconds() == pytest.approx(8.0)
+
+
+# The demo's effective-length run (`effective-length demo --lengths 32,...,1024 --starts 8 --targets 16
+# --model gemma-3-270m --model 'gemma-3-270m?max_context=128'`): the full model's passes of L + 16
+# tokens scoring 16 targets, from each start through every length, then the truncation control's:
+# 16-target passes at 32 and 64, and at 128 one pass of 129 tokens per target (longer lengths reuse
+# them). A pass's seconds as fitted to that run's passes (embedded Gemma 3 270M, 2-core Intel Xeon
+# with AMX, load 1, 2026-12-06): 1.3 ms per token, 0.27 µs per token times length, 8 ms per target
+# (its rank over the 262,144-entry vocabulary), no overhead.
+EFFECTIVE_LENGTHS = (32, 64, 128, 256, 512, 1024)
+
+
+def _effective_length_plan(starts: int) -> tuple[list[Cost], list[int]]:
+    full = [Cost(n + 16, n + 16, targets=16) for _ in range(starts) for n in EFFECTIVE_LENGTHS]
+    control = [c for _ in range(starts) for c in [Cost(48, 48, targets=16), Cost(80, 80, targets=16)] + [Cost(129, 129, targets=1)] * 16]
+    costs = full + control
+    return costs, [c.targets for c in costs]
+
+
+def _effective_length_pass_seconds(cost: Cost) -> float:
+    return 0.0013 * cost.tokens + 2.7e-7 * cost.tokens * cost.length + 0.008 * cost.targets
+
+
+@pytest.mark.parametrize("at", [0.25, 0.5])
+def test_the_effective_length_demo_is_estimated_from_its_targets_though_its_control_scores_one_a_pass(at):
+    """The full model's passes all score 16 targets, so their fixed cost is their targets' (not an
+    overhead per pass): the control's one-target passes are then weighed right before any ran."""
+    costs, units = _effective_length_plan(8)
+    seconds = [_effective_length_pass_seconds(c) for c in costs]
+    predicted, actual, _ = _replay(costs, seconds, units, at=at)
+    assert predicted == pytest.approx(actual, rel=1e-6)
+    # a pass weighed without its targets: their cost is an overhead per pass, the control's
+    # one-target passes charged 16 targets each (+27 % at both shares)
+    untargeted = [Cost(c.tokens, c.length) for c in costs]
+    predicted, actual, _ = _replay(untargeted, seconds, units, at=at)
+    assert predicted / actual - 1 > 0.2, (predicted, actual)
 
 
 def test_the_bar_shows_the_estimate_after_one_job_and_names_the_job_running():

@@ -89,6 +89,7 @@ class PlainProgress:
             self._line(step.label)
 
     def stage_done(self, name: str) -> None:
+        self.left.stage_started()
         self._line(f"{name} done")
 
     def _step_after(self, done: int) -> int:
@@ -170,4 +171,5 @@ class _RichProgress:
         self.bar.update(self.task, advance=step.units)
 
     def stage_done(self, name: str) -> None:
-        """The bar shows the stage's last label; nothing to add."""
+        """The bar shows the stage's last label; the estimate learns that a stage starts."""
+        self.estimate.stage_started()

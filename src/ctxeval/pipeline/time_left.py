@@ -3,26 +3,30 @@ cost so far in this session, not counted.
 
 Jobs differ in cost far more than in count: a sweep's pass at 1,024 tokens scores as many
 targets as one at 32 but decodes 30 times the tokens, each at a longer context; a RULER sample
-that generates costs many decode steps more than one settled by its likelihood pass. A job's
+that generates costs many decode steps more than one settled by its likelihood pass; a
+truncation control's pass of 129 tokens that scores one target costs little more than half of
+a 144-token pass that scores 16 (each target's rank is read over the whole vocabulary). A job's
 time is modelled as
 
-    t = o + P·(a + b·L) + g·G
+    t = o + P·(a + b·L) + c·T + g·G
 
 an overhead o per job, its P prompt tokens at a per-token cost that grows with the context
-length L they are decoded at (attention reads every earlier token), and its G generated tokens
-at their own cost (one decode step each, counted apart from the prompt). The coefficients
-(all ≥ 0) are fitted by non-negative least squares to the times between this session's finished
-jobs, a term only once the finished jobs can tell it apart from the others: the overhead once
-they differ in tokens, the growth with length once they span three lengths, generation once
-one job generated; until then a job's time is taken as proportional to its tokens. The time
-left is the fit applied to the sums of the same terms over the jobs not yet finished, which
-the plan gives (`Load`). While the plan still holds jobs at longer contexts than any finished
-one and the growth with length is not yet fitted, there is no estimate: a sweep run from the
-shortest length would otherwise extrapolate its first passes' cost per token to passes 30
-times longer (on a loaded 2-core machine, 2026-12-06: 1 min 17 s left shown at a fifth of the
-demo's sweep, 7 min 41 s actual). With an executor that runs jobs side by side (Ray actors) the times
-between finished jobs are shorter in the same proportion as the work left is, so the estimate
-needs no worker count.
+length L they are decoded at (attention reads every earlier token), its T scored targets at
+their own cost, and its G generated tokens at theirs (one decode step each, counted apart from
+the prompt). The coefficients (all ≥ 0) are fitted by non-negative least squares to the times
+between this session's finished jobs, a term only once the finished jobs can tell it apart from
+the others: the growth with length once they span three lengths, generation once one job
+generated, the overhead once they differ in tokens and (where jobs score targets) in targets —
+until then a job's fixed cost is its targets' (a pass scores its targets whatever else it does);
+before two jobs differ a job's time is taken as proportional to its tokens. The time left is the
+fit applied to the sums of the same terms over the jobs not yet finished, which the plan gives
+(`Load`). While the plan still holds jobs at longer contexts than any finished one and the
+growth with length is not yet fitted, there is no estimate: a sweep run from the shortest length
+would otherwise extrapolate its first passes' cost per token to passes 30 times longer (on a
+loaded 2-core machine, 2026-12-06: 1 min 17 s left shown at a fifth of the demo's sweep, 7 min
+41 s actual). With an executor that runs jobs side by side (Ray actors) the times between
+finished jobs are shorter in the same proportion as the work left is, so the estimate needs no
+worker count.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-OVERHEAD, TOKENS, TOKEN_LENGTHS, GENERATED = range(4)  # the model's terms, as columns
+OVERHEAD, TOKENS, TOKEN_LENGTHS, GENERATED, TARGETS = range(5)
+TERMS = 5  # the model's terms, as columns
 LENGTHS_FOR_GROWTH = 3  # distinct lengths finished before the growth with length is fitted
 
 
@@ -40,14 +45,16 @@ LENGTHS_FOR_GROWTH = 3  # distinct lengths finished before the growth with lengt
 class Cost:
     """One job's work as the estimate weighs it: `tokens` decoded at a context of up to
     `length` tokens (0: no length applies), then `generated` tokens generated (a budget where
-    the job may stop early: the fit learns what a budgeted token costs on average)."""
+    the job may stop early: the fit learns what a budgeted token costs on average); `targets`:
+    the tokens it scores (0: a job whose scoring is not counted apart)."""
 
     tokens: int
     length: int = 0
     generated: int = 0
+    targets: int = 0
 
     def terms(self) -> np.ndarray:
-        return np.array([1.0, self.tokens, self.tokens * self.length, self.generated])
+        return np.array([1.0, self.tokens, self.tokens * self.length, self.generated, self.targets])
 
 
 @dataclass(frozen=True)
@@ -58,18 +65,19 @@ class Load:
     tokens: float
     token_lengths: float
     generated: float
+    targets: float = 0.0
     longest: int = 0  # the longest context length among the jobs
 
     @classmethod
     def of(cls, costs: Iterable[Cost]) -> Load:
-        total, longest = np.zeros(4), 0
+        total, longest = np.zeros(TERMS), 0
         for cost in costs:
             total += cost.terms()
             longest = max(longest, cost.length)
         return cls(*map(float, total), longest=longest)
 
     def terms(self) -> np.ndarray:
-        return np.array([self.jobs, self.tokens, self.token_lengths, self.generated])
+        return np.array([self.jobs, self.tokens, self.token_lengths, self.generated, self.targets])
 
 
 class TimeLeft:
@@ -79,26 +87,44 @@ class TimeLeft:
         self.clock = clock
         self._left = left.terms()
         self._longest = left.longest
-        self._gram = np.zeros((4, 4))  # sums of outer products of the finished jobs' terms
-        self._moment = np.zeros(4)  # sums of their terms times their times
-        self._scale = np.zeros(4)  # each term's largest value so far (the fit's units)
+        self._gram = np.zeros((TERMS, TERMS))  # sums of outer products of the finished jobs' terms
+        self._moment = np.zeros(TERMS)  # sums of their terms times their times
+        self._scale = np.zeros(TERMS)  # each term's largest value so far (the fit's units)
         self._lengths: set[int] = set()
         self._tokens: set[int] = set()
+        self._targets: set[int] = set()
         self._last = clock()
         self._estimate: float | None = None
+        self._starting = True  # the next job is a stage's first (`stage_started`)
+        self._first: tuple[Cost, float] | None = None  # the run's first job and its time, while no other is fitted
+
+    def stage_started(self) -> None:
+        """The next job is the first of a stage (a model's work): its time also holds the stage's
+        start (a model warmed or loaded, the last stage's records written), so it is not fitted
+        as the cost of its work."""
+        self._starting = True
 
     def done(self, cost: Cost) -> None:
         """A job of `cost` finished now: its time is the time since the previous one finished."""
         now = self.clock()
+        seconds, self._last = now - self._last, now
+        self._left = np.maximum(self._left - cost.terms(), 0.0)
+        if self._starting:  # not fitted; the run's first job stands in until another one finishes
+            self._starting = False
+            self._first = (cost, seconds) if not self._lengths else None
+        else:
+            self._first = None
+            self._fit(cost, seconds)
+        self._estimate = float(self._left @ self._per_term())
+
+    def _fit(self, cost: Cost, seconds: float) -> None:
         terms = cost.terms()
         self._gram += np.outer(terms, terms)
-        self._moment += terms * (now - self._last)
+        self._moment += terms * seconds
         self._scale = np.maximum(self._scale, terms)
-        self._left = np.maximum(self._left - terms, 0.0)
         self._lengths.add(cost.length)
         self._tokens.add(cost.tokens)
-        self._last = now
-        self._estimate = float(self._left @ self._per_term())
+        self._targets.add(cost.targets)
 
     def seconds(self) -> float | None:
         """Seconds left (None before a job finished): the estimate at the last finished job,
@@ -110,14 +136,24 @@ class TimeLeft:
     def _extrapolates(self) -> bool:
         """Whether the plan still reaches longer contexts than any finished job while the growth
         with length is not fitted: the estimate would then be a guess."""
-        return len(self._lengths) < LENGTHS_FOR_GROWTH and self._longest > max(self._lengths)
+        lengths = self._lengths or ({self._first[0].length} if self._first else {0})
+        return len(lengths) < LENGTHS_FOR_GROWTH and self._longest > max(lengths)
 
     def _per_term(self) -> np.ndarray:
         """Seconds per unit of each term, fitted to the finished jobs (0 for a term not fitted)."""
         from scipy.optimize import nnls  # here, so importing the engine stays light
 
+        out = np.zeros(TERMS)
+        if not self._lengths:  # only the run's first job: its time taken as proportional to its tokens
+            if self._first is not None:
+                first, seconds = self._first
+                out[TOKENS if first.tokens else OVERHEAD] = seconds / (first.tokens or 1)
+            return out
         used = [TOKENS]
-        if len(self._tokens) > 1:
+        scores = self._scale[TARGETS] > 0
+        if scores and (len(self._tokens) > 1 or len(self._targets) > 1):
+            used.append(TARGETS)
+        if len(self._tokens) > 1 and (not scores or len(self._targets) > 1):
             used.append(OVERHEAD)
         if len(self._lengths) >= LENGTHS_FOR_GROWTH:
             used.append(TOKEN_LENGTHS)
@@ -131,6 +167,5 @@ class TimeLeft:
         # min |Xc - y|² through the Gram matrix: X'X = R'R, then |Rc - R'^-1 X'y|² (a tiny ridge keeps R defined for equal columns)
         upper = np.linalg.cholesky(gram + 1e-9 * np.trace(gram) * np.eye(len(used))).T
         coefficients, _ = nnls(upper, np.linalg.solve(upper.T, moment))
-        out = np.zeros(4)
         out[used] = coefficients / scale
         return out

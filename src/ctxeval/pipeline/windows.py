@@ -49,8 +49,9 @@ class Pass:
         return self.target_end - self.context_start
 
     def cost(self) -> Cost:
-        """The pass's work for the time-left estimate: its input, decoded at contexts up to its length."""
-        return Cost(self.n_input, self.n_input)
+        """The pass's work for the time-left estimate: its input, decoded at contexts up to its
+        length, and the targets it scores."""
+        return Cost(self.n_input, self.n_input, targets=self.n_targets)
 
     def context_lens(self) -> np.ndarray:
         return np.arange(self.target_start, self.target_end) - self.context_start
