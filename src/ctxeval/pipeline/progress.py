@@ -119,7 +119,7 @@ def work_left(total: int, already: int, load: Load | None) -> Load:
     """The plan's work not yet done as the estimate weighs it; without a `Load`, one job of one
     token per unit (work whose jobs are a unit each and cost alike as far as the plan knows)."""
     units = float(max(total - already, 0))
-    return load if load is not None else Load(units, units, 0.0, 0.0)
+    return load if load is not None else Load(units, units, 0.0, 0.0, 0.0)
 
 
 def clock_time(seconds: float) -> str:

@@ -65,7 +65,7 @@ class Load:
     tokens: float
     token_lengths: float
     generated: float
-    targets: float = 0.0
+    targets: float
     longest: int = 0  # the longest context length among the jobs
 
     @classmethod

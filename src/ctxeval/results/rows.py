@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from ctxeval.stats.interval import SEPARATOR, column, stored
+
 
 def wide_ints(table: pd.DataFrame) -> pd.DataFrame:
     """`table` with every integer column as int64, as `frame` reads it back whatever pandas
@@ -22,12 +24,6 @@ def wide_ints(table: pd.DataFrame) -> pd.DataFrame:
 
 
 NUMBERS = ("estimate", "low", "high", "se", "margin")  # an interval row's (Interval.to_row, Verdict.to_row) numbers that may be null
-SEPARATOR = "."  # stats.interval.column's: an interval `name`'s key `low` is the column `name.low`, its estimate `name`
-
-
-def stored(value: Any) -> Any:
-    """A cell as JSON stores it: a NaN float as None (null), the rest as it is."""
-    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def _part(key: str, row: dict[str, Any]) -> tuple[str, str]:
@@ -56,7 +52,7 @@ def flat(row: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in row.items():
         if isinstance(value, dict) and "estimate" in value:
-            out |= {key if part == "estimate" else f"{key}{SEPARATOR}{part}": math.nan if v is None and part in NUMBERS else v for part, v in value.items()}
+            out |= {column(key, part): math.nan if v is None and part in NUMBERS else v for part, v in value.items()}
         else:
             out[key] = value
     return out
@@ -79,17 +75,14 @@ def interval_columns(table: pd.DataFrame, name: str, renamed: dict[str, str], **
     the keys it did not store (a constant, or a Series per row); the rest are NaN or ''."""
     if table.empty:
         return table
-    def column(key: str) -> str:
-        return name if key == "estimate" else f"{name}{SEPARATOR}{key}"
-
-    out = table.rename(columns={old: column(key) for old, key in renamed.items()})
+    out = table.rename(columns={old: column(name, key) for old, key in renamed.items()})
     for key, value in filled.items():
-        out[column(key)] = value
+        out[column(name, key)] = value
     for key in ("se", "reason", "method"):
-        if column(key) not in out:
-            out[column(key)] = "" if key != "se" else float("nan")
-    if column("n") not in out:
-        out[column("n")] = out["n"] if "n" in out else 0
+        if column(name, key) not in out:
+            out[column(name, key)] = "" if key != "se" else float("nan")
+    if column(name, "n") not in out:
+        out[column(name, "n")] = out["n"] if "n" in out else 0
     return out
 
 
