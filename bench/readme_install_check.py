@@ -27,6 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT)]
+
+from tests.test_readme import code_lines  # noqa: E402
+
 INSTALL = re.compile(r"^\.venv/bin/pip install -e '\.\[([a-z0-9,_-]+)\]'$")
 RUNNABLE = ("ctxeval ", "lm_eval ")
 MODEL_ARGUMENTS = {"diff": 2, "serve": 1}  # commands whose first positional arguments are models
@@ -48,20 +52,13 @@ def questions(readme: str) -> list[Question]:
     found = []
     for section in body.split("\n### ")[1:]:
         title, _, text = section.partition("\n")
-        extras, commands, joined = None, [], ""
-        for line in text.splitlines():
-            if not line.startswith("    "):
-                continue
-            joined += line.strip()
-            if joined.endswith("\\"):
-                joined = joined[:-1] + " "
-                continue
-            install = INSTALL.match(joined)
+        extras, commands = None, []
+        for line in code_lines(text):
+            install = INSTALL.match(line)
             if install:
                 extras = install.group(1)
-            elif joined.startswith(RUNNABLE):
-                commands.append(joined)
-            joined = ""
+            elif line.startswith(RUNNABLE):
+                commands.append(line)
         found.append(Question(title, extras, tuple(commands)))
     return found
 

@@ -65,20 +65,25 @@ def test_every_command_named_exists():
         assert found <= set(catalog.COMMANDS), sorted(found - set(catalog.COMMANDS))
 
 
-def _question_commands() -> list[str]:
-    """The README's runnable command lines (no synopsis brackets), continuation lines joined."""
+def code_lines(text: str) -> list[str]:
+    """A page's indented code lines, each command's continuation lines (ending in `\\`) joined
+    into one (bench/readme_install_check.py reads the questions' commands by it too)."""
     lines, joined = [], ""
-    for line in README.splitlines():
+    for line in text.splitlines():
         if not line.startswith("    "):
             continue
         joined += line.strip()
         if joined.endswith("\\"):
             joined = joined[:-1] + " "
             continue
-        if joined.startswith("ctxeval ") and "[" not in joined.split("#")[0]:
-            lines.append(joined)
+        lines.append(joined)
         joined = ""
     return lines
+
+
+def _question_commands() -> list[str]:
+    """The README's runnable command lines (no synopsis brackets)."""
+    return [line for line in code_lines(README) if line.startswith("ctxeval ") and "[" not in line.split("#")[0]]
 
 
 def test_the_questions_commands_parse_as_written():
