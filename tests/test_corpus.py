@@ -286,8 +286,9 @@ def test_jsonl_and_parquet_corpora_give_the_same_records_as_txt_files(corpus_fil
     assert len(corpus) == 1 and corpus[0]["n_documents"] == 3 and corpus[0]["n"] == 3 * 128
     nll = -records["jsonl"]["logprob"].mean()
     assert corpus[0]["nll"] == pytest.approx(nll, rel=1e-9)
-    assert corpus[0]["ppl_lo"] < corpus[0]["ppl"] < corpus[0]["ppl_hi"]
-    assert "over 3 documents" in corpus[0]["interval"]
+    ppl = corpus[0]["ppl"]
+    assert ppl["low"] < ppl["estimate"] < ppl["high"] and ppl["estimate"] == pytest.approx(math.exp(nll), rel=1e-9)
+    assert (ppl["n"], ppl["confidence"], ppl["method"]) == (3, 0.95, "cluster percentile bootstrap")
 
 
 @pytest.mark.model

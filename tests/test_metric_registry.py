@@ -38,7 +38,9 @@ def test_a_declared_metric_reaches_summary_tables_trends_and_plot(with_toy, tmp_
     row = summary.iloc[0]
     assert row["mean_rank"] == pytest.approx(2.5)
     assert row["mean_rank_sd"] == pytest.approx(np.std([1, 4], ddof=1))
-    assert {"mean_rank_lo", "mean_rank_hi"} <= set(summary.columns)
+    # plotted: its interval beside it, t over the two windows' means 1 and 4 (se 1.5, t quantile 12.706)
+    assert (row["mean_rank.se"], row["mean_rank.n"], row["mean_rank.confidence"], row["mean_rank.method"]) == (pytest.approx(1.5), 2, 0.95, "t over 2 windows")
+    assert (row["mean_rank.low"], row["mean_rank.high"]) == (pytest.approx(2.5 - 12.7062 * 1.5, abs=1e-3), pytest.approx(2.5 + 12.7062 * 1.5, abs=1e-3))
     assert score_columns(metrics)[-1] == ("mean_rank", "MEAN RANK")
     assert ("mean_rank", "MEAN RANK") not in score_columns(metrics, thesis=True)
     assert "| MEAN RANK " in markdown_tables(summary, metrics, pd.DataFrame())

@@ -85,10 +85,11 @@ def test_plotted_intervals_over_repeats_are_t_intervals_of_window_nll():
     row = summarize(records(rows), MetricConfig(cutoff=3, alphas=(0.1,), approx_k=3), {"m": 100}, (1.0,)).iloc[0]
     nll = np.array([1.5, 0.6, 2.0])  # mean NLL of each window
     half = stats.t.ppf(0.975, 2) * nll.std(ddof=1) / math.sqrt(3)
-    assert (row["ppl_lo"], row["ppl_hi"]) == pytest.approx((math.exp(nll.mean() - half), math.exp(nll.mean() + half)))
-    assert row["ppl_lo"] < row["ppl"] < row["ppl_hi"] and row["interval"] == "t over 3 windows"
+    assert (row["ppl.low"], row["ppl.high"]) == pytest.approx((math.exp(nll.mean() - half), math.exp(nll.mean() + half)))
+    assert row["ppl.low"] < row["ppl"] < row["ppl.high"] and row["ppl"] == pytest.approx(math.exp(nll.mean()), rel=1e-12)
+    assert (row["ppl.n"], row["ppl.confidence"], row["ppl.method"], math.isnan(row["ppl.se"])) == (3, 0.95, "t over 3 windows", True)
     rp = np.array([0.75, 0.75, 0.75])  # ranks 1 and 2 in every window: rp constant, interval collapses
-    assert row["rp_lo"] == pytest.approx(rp.mean()) and row["rp_hi"] == pytest.approx(rp.mean())
+    assert row["rp.low"] == pytest.approx(rp.mean()) and row["rp.high"] == pytest.approx(rp.mean()) and row["rp.se"] == pytest.approx(0.0)
 
 
 def _two_targets():

@@ -30,15 +30,17 @@ def write_atomic(out: Path, html: str) -> Path:
 def _lm_charts(views: list[RunView]) -> list[Markup]:
     out = []
     for metric, name in (("ppl", "PPL (exact)"), ("avg", "AVG rank score")):
-        series = []
+        series, kinds = [], []
         for view in views:
             if view.summary is None or view.summary.empty:
                 continue
+            kinds += intervals.kinds(view.summary, metric)
             for key, g in view.summary.groupby(["model", "text_id", "method", "context_mode"], sort=False):
                 g = g.sort_values("nominal_len")
-                series.append(charts.Series(f"{view.label} · {key[0]} · {key[1]} · {key[3]}", g["nominal_len"].tolist(), g[metric].tolist(), g[f"{metric}_lo"].tolist(), g[f"{metric}_hi"].tolist()))
+                series.append(charts.Series(f"{view.label} · {key[0]} · {key[1]} · {key[3]}", g["nominal_len"].tolist(), g[metric].tolist(),
+                                            g[f"{metric}.low"].tolist(), g[f"{metric}.high"].tolist()))
         if series:
-            out.append(Markup(charts.line_chart(f"{name} vs context length (95 % interval)", "context length (tokens)", name, series)))
+            out.append(Markup(charts.line_chart(f"{name} vs context length ({intervals.header(dict.fromkeys(kinds))})", "context length (tokens)", name, series)))
     return out
 
 

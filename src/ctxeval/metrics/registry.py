@@ -69,7 +69,7 @@ class TokenMetric:
     thesis: bool = False  # a row of the thesis's Appendix A
     table: int | None = LAST  # position in the all-scores tables; None: not shown
     trend: int | None = LAST  # position in trends; None: not fitted
-    panel: int | None = None  # position in the plot (with a 95 % interval in the summary); None: not plotted
+    panel: int | None = None  # position in the plot (with its interval in the summary); None: not plotted
     title: str = ""  # the plot panel's title
 
     def label_for(self, config: MetricConfig) -> str:
@@ -154,7 +154,7 @@ def trend_keys(config: MetricConfig) -> list[str]:
 
 
 def panel_metrics(config: MetricConfig) -> list[TokenMetric]:
-    """The plotted metrics, in panel order; each gets a 95 % interval in the summary."""
+    """The plotted metrics, in panel order; each gets its interval in the summary."""
     return [m for m in _ordered(config, lambda m: m.panel) if m.per_token is not None]
 
 

@@ -19,6 +19,7 @@ from ctxeval.metrics.registry import panel_metrics
 from ctxeval.results.effective_length import curve_frame
 from ctxeval.results.ruler import MEAN_TASK
 from ctxeval.render import intervals
+from ctxeval.stats.interval import column as interval_column
 
 
 def _pyplot() -> Any:
@@ -35,7 +36,8 @@ def _pyplot() -> Any:
 def plot_scores(summary: pd.DataFrame, metrics: MetricConfig, path: Path) -> None:
     """Write a figure of the plotted metrics (`registry.panel_metrics`: AVG, RP, PPL and
     approximate PPL), two panels a row, against context length, each point with its interval
-    (summary columns `<metric>_lo`/`_hi`), named in the figure's caption."""
+    (the summary's columns `<metric>.low`/`.high`), whose level and method the caption names
+    from the rows."""
     panels = panel_metrics(metrics)
     rows = math.ceil(len(panels) / 2)
     plt = _pyplot()
@@ -49,7 +51,7 @@ def plot_scores(summary: pd.DataFrame, metrics: MetricConfig, path: Path) -> Non
             group = group.sort_values("nominal_len")
             label = f"{model} · {text_id}" + (f" · {mode}" if method == "sweep" else f" · {method}")
             y = group[column].to_numpy(dtype=float)
-            yerr = np.vstack([y - group[f"{column}_lo"].to_numpy(dtype=float), group[f"{column}_hi"].to_numpy(dtype=float) - y])
+            yerr = np.vstack([y - group[interval_column(column, "low")].to_numpy(dtype=float), group[interval_column(column, "high")].to_numpy(dtype=float) - y])
             ax.errorbar(group["nominal_len"] * shift, y, yerr=yerr, marker="o", capsize=3, label=label)
         ax.set_xscale("log", base=2)
         if metric.log_scale and (summary[column] > 0).any():  # an API run can have no exact ppl (all NaN)
@@ -58,15 +60,16 @@ def plot_scores(summary: pd.DataFrame, metrics: MetricConfig, path: Path) -> Non
         ax.set_title(metric.title)
         ax.grid(True, which="both", alpha=0.3)
     axes[0, 0].legend(fontsize="small")
-    fig.suptitle(f"95 % intervals: {_interval_caption(summary['interval'])}", fontsize="medium")
+    fig.suptitle(f"intervals: {_interval_caption([k for metric in panels for k in intervals.kinds(summary, metric.key)])}", fontsize="medium")
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def _interval_caption(kinds: pd.Series) -> str:
-    """Which interval the bars show; a bootstrap over one start's targets understates the noise."""
-    caption = "; ".join(sorted(set(kinds)))
-    if any(k.startswith("bootstrap") for k in kinds):
+def _interval_caption(kinds: list[tuple[float, str]]) -> str:
+    """Which intervals the bars show, each (confidence, method) once; a bootstrap over one
+    start's targets understates the noise."""
+    caption = intervals.header(sorted(set(kinds)))
+    if any(method.startswith("bootstrap") for _, method in kinds):
         caption += " (one start per length: the bars omit start-to-start noise; use --repeats)"
     return caption
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ctxeval.render import intervals
 from ctxeval.render.compare_samples import answer_headline, differing_samples, order_headlines
 from ctxeval.render.headline import Headline
 from ctxeval.render.numerics import run_lines
@@ -24,6 +25,7 @@ from ctxeval.results.pplqa import PplqaResult
 from ctxeval.results.retrieval import RetrievalResult
 from ctxeval.results.runs import require_complete
 from ctxeval.results.scoring import RunResult
+from ctxeval.stats.interval import Interval
 
 
 @dataclass
@@ -135,10 +137,19 @@ def lm_view(result: RunResult, label: str, first_arm: int) -> tuple[RunView, lis
     view = RunView(label, path, kind, manifest, header(manifest, kind), summary=summary)
     for _, row in summary.iterrows():
         where = f"{row['model']} · {row['text_id']} · {row['method']} {row['context_mode']} L={row['nominal_len']}"
-        view.headline.append({"label": f"PPL (exact) {where}", "value": f"{row['ppl']:.4g}", "interval": _interval(row["ppl_lo"], row["ppl_hi"], ".4g")})
-        view.headline.append({"label": f"AVG {where}", "value": f"{row['avg']:.4f}", "interval": _interval(row["avg_lo"], row["avg_hi"], ".4f")})
+        view.headline.append({"label": f"PPL (exact) {where}", "value": f"{row['ppl']:.4g}", "interval": _row_interval(row, "ppl", ".4g")})
+        view.headline.append({"label": f"AVG {where}", "value": f"{row['avg']:.4f}", "interval": _row_interval(row, "avg", ".4f")})
     arms = [Arm(first_arm + i, label, path, kind, model, manifest, part.reset_index(drop=True)) for i, (model, part) in enumerate(records.groupby("model", sort=False))]
     return view, arms
+
+
+def _row_interval(row: pd.Series, name: str, fmt: str) -> str:
+    """A summary row's interval `name` in its value's format with the level and method it holds
+    at ("[9.81, 11.2] 95 % t over 2 windows"), or why it has none."""
+    interval = Interval.from_columns(row, name)
+    if not interval.has_interval:
+        return f"no interval: {interval.reason}" if interval.reason else "no interval"
+    return f"{_interval(interval.low, interval.high, fmt)} {intervals.header([(interval.confidence, interval.method)])}"
 
 
 def gain_view(result: ContextGainResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:

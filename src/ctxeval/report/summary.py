@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -12,6 +14,7 @@ from ctxeval.metrics import perplexity as ppl
 from ctxeval.metrics import registry
 from ctxeval.metrics.rank import Cutoff, ranking_lengths, short_lists
 from ctxeval.results.records import temperature_column
+from ctxeval.stats.interval import Interval
 from ctxeval.stats.trends import mean_interval
 
 GROUP_KEYS = ["model", "text_id", "method", "context_mode", "nominal_len"]
@@ -56,18 +59,23 @@ def token_values(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int) -> di
     return {m.key: m.per_token(targets) for m in registry.panel_metrics(metrics)}
 
 
-def intervals(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int) -> dict[str, float | str]:
-    """`<metric>_lo`/`_hi` of the plotted metrics for one group (see `mean_interval`), and its kind."""
-    out: dict[str, float | str] = {}
+def on_scale(interval: Interval, estimate: float, log_scale: bool) -> Interval:
+    """A metric's interval as its summary column reads: centred on `estimate` (the group's value
+    the summary writes: the token-weighted mean of its per-target values, exp of it for a
+    perplexity); a perplexity's bounds are exp of the mean NLL's and it has no standard error
+    on its own scale (NaN)."""
+    if not log_scale:
+        return replace(interval, estimate=estimate)
+    return replace(interval, estimate=estimate, low=math.exp(interval.low), high=math.exp(interval.high), se=math.nan)
+
+
+def intervals(df: pd.DataFrame, metrics: MetricConfig, vocab_size: int, estimates: Mapping[str, float]) -> dict[str, Interval]:
+    """The interval of each plotted metric for one group (`mean_interval`: a t interval over its
+    windows, or a bootstrap over one window's targets), around the group's value in `estimates`."""
     windows = df["window_id"].to_numpy()
     log_scale = {m.key for m in registry.panel_metrics(metrics) if m.log_scale}
-    for name, values in token_values(df, metrics, vocab_size).items():
-        interval = mean_interval(values, windows)
-        low, high = interval.low, interval.high
-        if name in log_scale:
-            low, high = math.exp(low), math.exp(high)
-        out |= {f"{name}_lo": low, f"{name}_hi": high, "interval": interval.method}
-    return out
+    return {name: on_scale(mean_interval(values, windows), estimates[name], name in log_scale)
+            for name, values in token_values(df, metrics, vocab_size).items()}
 
 
 def window_metrics(records: pd.DataFrame, metrics: MetricConfig, vocab_sizes: dict[str, int], temperatures: tuple[float, ...]) -> pd.DataFrame:
@@ -89,8 +97,9 @@ def summarize(
 ) -> pd.DataFrame:
     """One row per group: token count, window count, how many targets' rank scores used a list
     shorter than the cutoff (`n_short_list`), each metric over all tokens of the group
-    (token-weighted) and its SD over the group's windows (NaN with fewer than two windows), and
-    95 % intervals of the plotted metrics (`intervals`)."""
+    (token-weighted), a plotted metric's with its interval (`intervals`) as the row's columns
+    beside it (`Interval.columns`: `ppl`, `ppl.low`, `ppl.high`, ..., `ppl.confidence`,
+    `ppl.method`), and its SD over the group's windows (NaN with fewer than two windows)."""
     windows_of = dict(tuple(window_metrics(records, metrics, vocab_sizes, temperatures).groupby(GROUP_KEYS, sort=False)))
     rows = []
     for key, group in records.groupby(GROUP_KEYS, sort=False):
@@ -100,11 +109,11 @@ def summarize(
         row["n_windows"] = len(windows)
         row["n_short_list"] = n_short_lists(group, metrics, vocab_sizes[key[0]])
         overall = group_metrics(group, metrics, vocab_sizes[key[0]], temperatures)
+        shown = intervals(group, metrics, vocab_sizes[key[0]], overall)
         for name, value in overall.items():
-            row[name] = value
+            row |= shown[name].columns(name) if name in shown else {name: value}
             row[f"{name}_sd"] = float(windows[name].std(ddof=1)) if len(windows) > 1 else math.nan
         row["approx_ppl_rel_err"] = overall["approx_ppl"] / overall["ppl"] - 1.0
-        row.update(intervals(group, metrics, vocab_sizes[key[0]]))
         rows.append(row)
     summary = pd.DataFrame(rows)
     if not summary.empty:
