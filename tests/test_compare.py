@@ -77,8 +77,9 @@ def test_an_odd_perfectly_paired_set_passes_release_and_the_halves_show_drift():
     assert failures == []  # 101 windows x 200 tokens in each arm
     drift = report["primary_metric"]["drift"]
     assert (drift["first_half"]["windows"], drift["second_half"]["windows"]) == (50, 51)
-    assert drift["first_half"]["ratio"] == pytest.approx(naive_ratio(loss_a[:50], loss_b[:50], [200] * 50))
-    assert drift["second_half"]["ratio"] == pytest.approx(naive_ratio(loss_a[50:], loss_b[50:], [200] * 51))
+    assert drift["first_half"]["ratio"]["estimate"] == pytest.approx(naive_ratio(loss_a[:50], loss_b[:50], [200] * 50))
+    assert drift["second_half"]["ratio"]["estimate"] == pytest.approx(naive_ratio(loss_a[50:], loss_b[50:], [200] * 51))
+    assert (drift["first_half"]["ratio"]["n"], drift["first_half"]["ratio"]["method"], drift["first_half"]["delta_log_nll"]["confidence"]) == (50, "BCa", 0.95)
 
 
 def test_preview_and_final_are_the_two_arms():
@@ -92,7 +93,8 @@ def test_preview_and_final_are_the_two_arms():
     # sum t * loss_A = 10*2 + 20*2.5 + 30*3 + 40*1 = 200 over 100 tokens; B: 25 + 40 + 105 + 60 = 230
     assert pm["preview"] == pytest.approx(math.exp(2.0), rel=1e-12)
     assert pm["final"] == pytest.approx(math.exp(2.3), rel=1e-12)
-    assert pm["ratio"] == pytest.approx(math.exp(0.3), rel=1e-12) == pytest.approx(pm["final"] / pm["preview"])
+    assert pm["ratio"]["estimate"] == pytest.approx(math.exp(0.3), rel=1e-12) == pytest.approx(pm["final"] / pm["preview"])
+    assert pm["delta_log_nll"]["estimate"] == pytest.approx(0.3, rel=1e-12)
     cov = report["dataset"]["windows"]["stats"]["coverage"]
     assert cov["preview"] == {"windows": 4, "tokens": 100, "compared_windows": 4, "compared_tokens": 100, "min_windows": 4, "min_tokens": 100, "minima_met": True}
     assert cov["final"] == {"windows": 5, "tokens": 150, "compared_windows": 4, "compared_tokens": 100, "min_windows": 4, "min_tokens": 100, "minima_met": True}
@@ -137,13 +139,17 @@ def test_degenerate_is_all_differences_equal_and_collapses_to_their_mean():
     a = scored(6, np.array([2.0, 2.5, 3.0, 1.0, 1.5, 2.0]))
     same = build_report(pair_windows(a, a.assign(loss=a["loss"] + 0.25)), ("A", "B"), 500, 0, None, ["avg"])
     summary = same["dataset"]["windows"]["stats"]["paired_delta_summary"]
-    assert summary["degenerate"] is True and same["primary_metric"]["ci"] == [summary["mean"], summary["mean"]] == [0.25, 0.25]
-    assert same["primary_metric"]["interval"] == summary["interval"] == "degenerate"
+    log, ratio = same["primary_metric"]["delta_log_nll"], same["primary_metric"]["ratio"]
+    assert summary["degenerate"] is True and [log["low"], log["high"]] == [summary["mean"], summary["mean"]] == [0.25, 0.25]
+    assert [ratio["low"], ratio["high"]] == [math.exp(0.25)] * 2
+    assert log["interval"] == summary["interval"] == "degenerate" and log["degenerate"] is True
     assert "Degenerate: all paired differences are equal; the interval is collapsed to the point." in render_markdown(same)
     # one document forced into a cluster bootstrap: no interval, but the differences vary
     single = build_report(pair_windows(a, a.assign(loss=a["loss"] + [0.1, 0.2, 0.1, 0.2, 0.1, 0.3])), ("A", "B"), 500, 0, True, ["avg"])
     summary = single["dataset"]["windows"]["stats"]["paired_delta_summary"]
-    assert (summary["degenerate"], summary["interval"], single["primary_metric"]["ci"], single["primary_metric"]["display_ci"]) == (False, "none", None, None)
+    log, ratio = single["primary_metric"]["delta_log_nll"], single["primary_metric"]["ratio"]
+    assert (summary["degenerate"], summary["interval"], log["interval"], log["low"], log["high"], ratio["low"], ratio["high"]) == (False, "none", "none", None, None, None, None)
+    assert (log["n"], log["method"], ratio["reason"]) == (1, "BCa-cluster", summary["reason"])
     assert "\nno interval (one document): a single resampling unit has no spread to resample.\n" in render_markdown(single)
 
 
@@ -158,8 +164,9 @@ def test_differences_equal_within_rounding_are_degenerate_without_tripping_the_c
         assert np.mean(delta) != 0.7 or np.ptp(delta) > 0
         report = build_report(pairing, ("A", "B"), 500, 0, None, ["avg"])
         pm, summary = report["primary_metric"], report["dataset"]["windows"]["stats"]["paired_delta_summary"]
-        assert (pm["interval"], summary["degenerate"], report["invariants"]["holds"]) == ("degenerate", True, True)
-        assert pm["ci"] == [pm["delta_log_nll"]] * 2 and pm["delta_log_nll"] == pytest.approx(0.7, rel=1e-12)
+        log = pm["delta_log_nll"]
+        assert (log["interval"], summary["degenerate"], report["invariants"]["holds"]) == ("degenerate", True, True)
+        assert log["low"] == log["high"] == log["estimate"] == pytest.approx(0.7, rel=1e-12)
         assert "Degenerate: all paired differences are equal; the interval is collapsed to the point." in render_markdown(report)
 
 
@@ -167,10 +174,12 @@ def test_one_window_has_no_interval_and_the_report_says_so():
     a = scored(1, np.array([2.0]))
     report = build_report(pair_windows(a, a.assign(loss=2.47289)), ("A", "B"), 500, 0, None, ["avg"])
     pm, summary = report["primary_metric"], report["dataset"]["windows"]["stats"]["paired_delta_summary"]
-    assert (pm["interval"], pm["ci"], pm["display_ci"], summary["degenerate"]) == ("none", None, None, False)
-    assert report["secondary_metrics"]["avg"]["ci"] is None and report["secondary_metrics"]["avg"]["interval"] == "none"
+    log, ratio = pm["delta_log_nll"], pm["ratio"]
+    assert (log["interval"], log["low"], log["high"], ratio["low"], ratio["high"], summary["degenerate"]) == ("none", None, None, None, None, False)
+    avg = report["secondary_metrics"]["avg"]["difference"]
+    assert avg["low"] is None and avg["interval"] == "none" and avg["estimate"] == pytest.approx(0.0)
     md = render_markdown(report)
-    assert f"**Perplexity ratio B/A = {math.exp(0.47289):.4f}**, 95 % CI no interval (PPL A" in md and "Δ log-NLL +0.47289, CI no interval)" in md
+    assert f"**Perplexity ratio B/A = {math.exp(0.47289):.4f}**, no interval (PPL A" in md and "Δ log-NLL +0.47289 (no interval))" in md
     assert "\nno interval (one window): a single resampling unit has no spread to resample.\n" in md and "[1.6047, 1.6047]" not in md
     assert gate(report, "dev", 2.0) == ["--max-ratio 2 cannot be checked: no interval (one window): a single resampling unit has no spread to resample"]
 
@@ -186,7 +195,13 @@ def test_two_texts_fall_back_to_resampling_windows_with_the_reason():
     report = build_report(two_texts(), ("A", "B"), 2000, 0, None, ["avg"])
     bs = report["dataset"]["windows"]["stats"]["bootstrap"]
     assert (bs["resampling_unit"], bs["resampling_units"], bs["method"]) == ("window", 16, "BCa")
-    assert report["primary_metric"]["ci"] == [pytest.approx(0.025, abs=1e-9), pytest.approx(0.075, abs=1e-9)]
+    log = report["primary_metric"]["delta_log_nll"]
+    assert [log["low"], log["high"]] == [pytest.approx(0.025, abs=1e-9), pytest.approx(0.075, abs=1e-9)]
+    assert (log["n"], log["method"], log["confidence"]) == (16, "BCa", 0.95)
+    # --max-ratio reads the ratio's upper bound, exp(0.075) = 1.0779, not the log scale's 0.075
+    assert report["primary_metric"]["ratio"]["high"] == pytest.approx(math.exp(0.075), abs=1e-9)
+    assert gate(report, "dev", 1.07) == ["upper CI bound of the perplexity ratio 1.0779 exceeds --max-ratio 1.07"]
+    assert gate(report, "dev", 1.08) == []
     assert "only 2 documents are compared, fewer than the 3 a cluster bootstrap needs" in bs["unit_reason"]
     assert "too narrow" in bs["warning"]
     md = render_markdown(report)
@@ -194,7 +209,9 @@ def test_two_texts_fall_back_to_resampling_windows_with_the_reason():
     forced = build_report(two_texts(), ("A", "B"), 2000, 0, True, ["avg"])
     bs = forced["dataset"]["windows"]["stats"]["bootstrap"]
     assert (bs["resampling_unit"], bs["resampling_units"], bs["method"]) == ("text", 2, "BCa-cluster")
-    assert forced["primary_metric"]["ci"] == [pytest.approx(0.0, abs=1e-9), pytest.approx(0.1, abs=1e-9)]  # the two document means
+    log = forced["primary_metric"]["delta_log_nll"]
+    assert [log["low"], log["high"]] == [pytest.approx(0.0, abs=1e-9), pytest.approx(0.1, abs=1e-9)]  # the two document means
+    assert (log["n"], log["method"]) == (2, "BCa-cluster") and "| rank score | B − A | 95 % BCa-cluster interval |" in render_markdown(forced)
     assert "covered less than 85 %" in bs["warning"]
 
 
@@ -218,9 +235,10 @@ def test_compare_records_the_resampling_scheme():
     expected = paired_bca(delta, tokens, 1000, 3, resample="tokens")
     assert by_tokens["dataset"]["windows"]["stats"]["bootstrap"]["resample"] == "tokens"
     assert by_windows["dataset"]["windows"]["stats"]["bootstrap"]["resample"] == "windows"
-    assert by_tokens["primary_metric"]["ci"] == [expected.low, expected.high]
-    assert by_tokens["primary_metric"]["ratio"] == by_windows["primary_metric"]["ratio"]  # same point estimate
-    assert by_tokens["primary_metric"]["ci"] != by_windows["primary_metric"]["ci"]
+    log, other = by_tokens["primary_metric"]["delta_log_nll"], by_windows["primary_metric"]["delta_log_nll"]
+    assert [log["low"], log["high"]] == [expected.low, expected.high]
+    assert by_tokens["primary_metric"]["ratio"]["estimate"] == by_windows["primary_metric"]["ratio"]["estimate"]  # same point estimate
+    assert [log["low"], log["high"]] != [other["low"], other["high"]]
 
 
 def test_nan_losses_are_excluded_and_listed_or_refused():
@@ -234,7 +252,7 @@ def test_nan_losses_are_excluded_and_listed_or_refused():
     assert stats["excluded_windows"]["windows"] == [{"a": "w700", "b": "w700", "nan_in": "B"}, {"a": "w9000", "b": "w9000", "nan_in": "A and B"}]
     assert stats["paired_windows"] == 120 and stats["compared_windows"] == 118
     keep = np.isfinite(loss_a) & np.isfinite(loss_b)
-    assert report["primary_metric"]["ratio"] == pytest.approx(naive_ratio(loss_a[keep], loss_b[keep], [200] * 118))
+    assert report["primary_metric"]["ratio"]["estimate"] == pytest.approx(naive_ratio(loss_a[keep], loss_b[keep], [200] * 118))
     assert "2 paired windows were excluded for a NaN loss" in failures
     with pytest.raises(UserError, match=r"^2 paired windows have a NaN loss \(w700, w9000\)"):
         release_report(scored(120, loss_a), scored(120, loss_b), nan_windows="error")
@@ -263,9 +281,10 @@ def test_compare_exact_vs_approx_context_from_the_cli(both_modes_run, tmp_path):
     stats = report["dataset"]["windows"]["stats"]
     assert stats["paired_windows"] == 12 and stats["window_match_fraction"] == 1.0
     assert stats["window_ids_equal_fraction"] == 0.0  # E16-r0 pairs with A16-r0 by span
-    assert pm["display_ci"] == pytest.approx([math.exp(c) for c in pm["ci"]])
-    assert pm["ci"][0] <= pm["delta_log_nll"] <= pm["ci"][1]
-    assert pm["ratio"] == pytest.approx(pm["final"] / pm["preview"])
+    log, ratio = pm["delta_log_nll"], pm["ratio"]
+    assert [ratio["low"], ratio["high"]] == pytest.approx([math.exp(log["low"]), math.exp(log["high"])])
+    assert log["low"] <= log["estimate"] <= log["high"]
+    assert ratio["estimate"] == pytest.approx(pm["final"] / pm["preview"])
     assert pm["drift"]["first_half"]["windows"] == pm["drift"]["second_half"]["windows"] == 6
     assert set(report["secondary_metrics"]) == {"lin", "rp", "a0.1", "a0.3", "avg"}
     assert (out / "compare.md").read_text().startswith("# ctxeval paired comparison")
@@ -274,7 +293,7 @@ def test_compare_exact_vs_approx_context_from_the_cli(both_modes_run, tmp_path):
     assert tokens.returncode == 0, tokens.stderr
     by_tokens = json.loads((tmp_path / "t" / "compare.json").read_text())
     assert by_tokens["dataset"]["windows"]["stats"]["bootstrap"]["resample"] == "tokens" and stats["bootstrap"]["resample"] == "windows"
-    assert by_tokens["primary_metric"]["ratio"] == pm["ratio"]
+    assert by_tokens["primary_metric"]["ratio"]["estimate"] == pm["ratio"]["estimate"]
 
 
 @pytest.mark.model
@@ -289,7 +308,7 @@ def test_compare_gates_of_the_ci_profile(both_modes_run, tmp_path):
     assert ok.returncode == 0, ok.stderr  # identical arms: degenerate, ratio exactly 1
     report = json.loads((tmp_path / "d" / "compare.json").read_text())
     assert report["dataset"]["windows"]["stats"]["paired_delta_summary"]["degenerate"] is True
-    assert report["primary_metric"]["ci"][0] == report["primary_metric"]["ci"][1]
+    assert report["primary_metric"]["delta_log_nll"]["low"] == report["primary_metric"]["delta_log_nll"]["high"]
 
 
 @pytest.mark.model
@@ -337,6 +356,6 @@ def test_compare_nan_windows_from_the_cli(both_modes_run, tmp_path):
     assert "Excluded: 1 paired windows" in (tmp_path / "x" / "compare.md").read_text()
     a, b = window_losses(pq.read_table(both_modes_run / "records.parquet").to_pandas(), "exact"), window_losses(records, "approx")
     keep = b["window_id"] != nan_window
-    assert report["primary_metric"]["ratio"] == pytest.approx(naive_ratio(a["loss"][keep], b["loss"][keep], a["t"][keep]), rel=1e-9)
+    assert report["primary_metric"]["ratio"]["estimate"] == pytest.approx(naive_ratio(a["loss"][keep], b["loss"][keep], a["t"][keep]), rel=1e-9)
     bad = run_cli(*args, "--nan-windows", "skip", "--out", str(tmp_path / "y"))
     assert bad.returncode == 2 and "--nan-windows" in bad.stderr

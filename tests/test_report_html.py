@@ -154,7 +154,7 @@ def test_token_differences_average_to_compares_delta(runs, tmp_path):
     (pair,) = all_pairs(arms, compare_models)
     assert np.isfinite(pair.delta).all()
     compared = api.compare(runs["a"], runs["b"], out=tmp_path / "cmp").report
-    assert pair.delta.mean() == pytest.approx(compared["primary_metric"]["delta_log_nll"], abs=1e-12)
+    assert pair.delta.mean() == pytest.approx(compared["primary_metric"]["delta_log_nll"]["estimate"], abs=1e-12)
     for key in ("primary_metric", "secondary_metrics", "by_length", "paired_windows"):
         assert pair.comparison.report[key] == compared[key]
 
@@ -479,12 +479,14 @@ def test_compare_headline_formats_estimate_and_bounds_alike(tmp_path):
     from ctxeval.render.views import compare_view
     from ctxeval.results.comparison import Comparison
 
+    level = {"se": None, "n": 40, "confidence": 0.9, "method": "BCa", "reason": ""}
     report = {"runs": {"a": "A", "b": "B"}, "profile": "dev",
-              "primary_metric": {"ratio": 1.00771, "display_ci": [1.00041, 1.01638]},
-              "secondary_metrics": {"avg": {"difference": 0.00231, "ci": [-5.18e-05, 0.005293]}}}
+              "primary_metric": {"ratio": {"estimate": 1.00771, "low": 1.00041, "high": 1.01638, **level}},
+              "secondary_metrics": {"avg": {"difference": {"estimate": 0.00231, "low": -5.18e-05, "high": 0.005293, **level}}}}
     view, arms = compare_view(Comparison(report, tmp_path, []), "cmp", 0)
     headline = view.headline
     assert [(h["value"], h["interval"]) for h in headline] == [("1.0077", "[1.0004, 1.0164]"), ("+0.0023", "[-0.0001, +0.0053]")]
+    assert view.interval_header == "90 % BCa interval"  # the level and method the rows hold
 
 
 @pytest.mark.parametrize(("method", "stride", "shown"), [("chunked", 0, "chunked window 512"), ("fixed", 0, "fixed window 512"),

@@ -18,6 +18,7 @@ import pandas as pd
 from ctxeval.errors import UserError
 from ctxeval.render.views import Arm, TokenPair
 from ctxeval.results.comparison import Comparison
+from ctxeval.stats.interval import Interval
 
 # compare's task on one model of each of two runs (run A, model A, run B, model B); UserError
 # where the two cannot be compared
@@ -33,9 +34,11 @@ class ArmPair(TokenPair):
 
     @property
     def by_length(self) -> pd.DataFrame:
-        """nominal_len, windows, ratio and its display interval (lo, hi) per nominal length."""
-        rows = [{"nominal_len": r["nominal_len"], "windows": r["windows"], "ratio": r["ratio"],
-                 **dict(zip(("lo", "hi"), r["display_ci"] or (float("nan"),) * 2))} for r in self.comparison.report["by_length"]]
+        """nominal_len, windows, ratio and the bounds of its interval (lo, hi; NaN: none) per nominal length."""
+        rows = []
+        for r in self.comparison.report["by_length"]:
+            ratio = Interval.from_row(r["ratio"])
+            rows.append({"nominal_len": r["nominal_len"], "windows": r["windows"], "ratio": ratio.estimate, "lo": ratio.low, "hi": ratio.high})
         return pd.DataFrame(rows, columns=["nominal_len", "windows", "ratio", "lo", "hi"])
 
 

@@ -110,7 +110,8 @@ def _compare_charts(pairs: list[ArmPair]) -> list[Markup]:
         for p in pairs
         if not p.by_length.empty
     ]
-    return [Markup(charts.line_chart("PPL ratio B/A per context length (BCa 95 % CI)", "context length (tokens)", "PPL ratio B/A", series))] if series else []
+    found = intervals.rows_header(r["ratio"] for p in pairs for r in p.comparison.report["by_length"])
+    return [Markup(charts.line_chart(f"PPL ratio B/A per context length ({found} interval)", "context length (tokens)", "PPL ratio B/A", series))] if series else []
 
 
 def payload(arms: list[Arm], pairs: list[TokenPair], top_k_shown: int) -> dict:
@@ -130,16 +131,18 @@ def render_report(run_dirs: list[Path], compare: Compare, top_k_shown: int = DEF
     chart_list = _lm_charts(views) + ([Markup(charts.rank_histogram("rank of the target (GLTR buckets)", counts))] if counts else [])
     chart_list += _gain_charts(views) + _effective_charts(views) + _retrieval_charts(views) + _ruler_charts(views) + _compare_charts(pairs)
     samples = [{"run": view.label, **entry} for view in views for entry in (view.samples or [])]
+    ratios = [p.comparison.report["primary_metric"]["ratio"] for p in pairs]
     compare_rows = [
-        {"label": f"B {p.b.run} · {p.b.model} vs A {p.a.run} · {p.a.model}", "ratio": p.comparison.report["primary_metric"]["ratio"],
-         "ci": p.comparison.report["primary_metric"]["display_ci"], "windows": p.comparison.report["dataset"]["windows"]["stats"]["compared_windows"]}
-        for p in pairs
+        {"label": f"B {p.b.run} · {p.b.model} vs A {p.a.run} · {p.a.model}", "ratio": f"{ratio['estimate']:.4f}", "interval": intervals.bounds(ratio, ".4f"),
+         "windows": p.comparison.report["dataset"]["windows"]["stats"]["compared_windows"]}
+        for p, ratio in zip(pairs, ratios)
     ]
     template = environment().get_template("report.html.j2")
     return template.render(
         views=views,
         charts=chart_list,
         compare_rows=compare_rows,
+        compare_header=intervals.rows_header(ratios),
         n_tokens=sum(len(a.records) for a in arms),
         n_samples=len(samples),
         data=script_json(payload(arms, [*pairs, *(p for view in views for p in view.pairs)], top_k_shown)) if arms else None,

@@ -11,7 +11,7 @@ Per bucket (tokens whose context length lies in [lo, hi)) and over all tokens:
 - mean and RMS of dP = P_cand(target) - P_ref(target), and the mean top-k overlap.
 
 Each metric is written as its interval's row (`Interval.to_row`: estimate, low, high, se, n,
-confidence, method, reason) with how it came out (`status`) and its own extras (percentiles).
+confidence, method, reason) with how it came out (`stats.gates.paired_row`) and its own extras (percentiles).
 Every interval is `stats.paired.paired_bca` of a per-window mean weighted by the window's
 tokens in the bucket, so the point estimate is the plain token mean. Windows or whole
 documents are resampled by the rule `compare` uses (`report.compare.resampling_unit`, measured
@@ -29,10 +29,9 @@ import pandas as pd
 
 from ctxeval.errors import FieldError, UserError
 from ctxeval.options import replicates_option, shared
-from ctxeval.stats.gates import resampling_unit
-from ctxeval.stats.interval import Interval
+from ctxeval.stats.gates import check_ratio_invariants, paired_row, ratio_rows, resampling_unit
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_SEED
-from ctxeval.stats.paired import PairedEstimate, all_equal, paired_bca, unit_sd
+from ctxeval.stats.paired import PairedEstimate, paired_bca, unit_sd
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0, 99.9)
 FIRST_BUCKET = 512
@@ -112,27 +111,16 @@ def summarize_tokens(records: pd.DataFrame, bootstrap: Bootstrap) -> dict:
         # metric's own "interval" may also be "degenerate" (all its window means equal)
         "interval": "none" if kl.units < 2 else "bca",
         "interval_note": kl.reason if kl.units < 2 else None,
-        "kl": row(kl) | percentiles(kl_values),
-        "same_top1": row(same.scaled(100)),  # percent of tokens
+        "kl": paired_row(kl) | percentiles(kl_values),
+        "same_top1": paired_row(same.scaled(100)),  # percent of tokens
         "ppl_ratio": ppl_ratio(ratio, records) | {"unit_sd": spread},
-        "delta_p": row(dp) | {"rms": float(np.sqrt(np.mean(records["delta_p"].to_numpy() ** 2)))},
+        "delta_p": paired_row(dp) | {"rms": float(np.sqrt(np.mean(records["delta_p"].to_numpy() ** 2)))},
         "topk_overlap": float(records["topk_overlap"].mean()),
     }
     if records["kl_reverse"].notna().all():
         rev = interval("kl_reverse")
-        out["kl_reverse"] = row(rev) | percentiles(records["kl_reverse"].to_numpy())
+        out["kl_reverse"] = paired_row(rev) | percentiles(records["kl_reverse"].to_numpy())
     return out
-
-
-def status(estimate: PairedEstimate) -> dict:
-    """How an interval came out: "bca", "degenerate" (all window means equal, collapsed to
-    the point) or "none" (no interval, and why)."""
-    return {"interval": estimate.interval, "degenerate": estimate.degenerate, "reason": estimate.reason or None}
-
-
-def row(estimate: PairedEstimate) -> dict:
-    """A metric as diff.json writes it: its interval's row and how the interval came out."""
-    return estimate.to_row() | status(estimate)
 
 
 def percentiles(values: np.ndarray) -> dict[str, float]:
@@ -144,38 +132,12 @@ def percentiles(values: np.ndarray) -> dict[str, float]:
 
 def ppl_ratio(estimate: PairedEstimate, records: pd.DataFrame) -> dict:
     """Paper 001's primary fields for CAND against REF (ratio > 1: CAND's perplexity is higher)."""
-    out = {
-        "ratio": exponentiated(estimate).to_row(),
-        "delta_log_nll": row(estimate),
+    out = ratio_rows(estimate) | {
         "ppl_ref": math.exp(-float(records["ref_logprob"].mean())),
         "ppl_cand": math.exp(-float(records["cand_logprob"].mean())),
     }
     check_ratio_invariants(out)
     return out
-
-
-def exponentiated(estimate: Interval) -> Interval:
-    """The interval of a mean log-ratio as the ratio: estimate and bounds exponentiated, at the
-    same level and by the same method (no standard error on that scale)."""
-    return Interval(math.exp(estimate.estimate), math.exp(estimate.low), math.exp(estimate.high), math.nan, estimate.n, estimate.confidence,
-                    estimate.method, estimate.reason)
-
-
-def check_ratio_invariants(ratio: dict) -> None:
-    """The paired-evaluation note's runtime contract; a violation is a bug. No interval is
-    null bounds, never a zero-width one."""
-    log, shown = ratio["delta_log_nll"], ratio["ratio"]
-    if (log["low"] is None) != (log["interval"] == "none") or (shown["low"] is None) != (log["low"] is None):
-        raise AssertionError("an estimate without an interval must have no bounds on either scale")
-    if log["low"] is None:
-        return
-    for key in ("estimate", "low", "high"):
-        if not math.isclose(math.exp(log[key]), shown[key], rel_tol=1e-12):
-            raise AssertionError("the ratio's interval != exp(the log interval)")
-    if log["degenerate"] and not (log["low"] == log["high"] and all_equal([log["low"], log["estimate"]])):
-        raise AssertionError("degenerate deltas must collapse the interval")
-    if not log["low"] <= log["estimate"] <= log["high"]:
-        raise AssertionError("the point estimate lies outside its interval")
 
 
 def _window_table(records: pd.DataFrame) -> pd.DataFrame:

@@ -4,20 +4,24 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ctxeval.render import intervals
 from ctxeval.render.compare_samples import render_samples_markdown
 from ctxeval.render.numerics import markdown_lines
 from ctxeval.render.renderer import Renderer
 from ctxeval.render.views import compare_view
 from ctxeval.results.comparison import Comparison, window_label
+from ctxeval.stats.interval import Interval
 
 
-def interval_text(bounds: list[float] | None, fmt: str) -> str:
-    """'[low, high]' in `fmt`, or 'no interval' (never a zero-width interval for a missing one)."""
-    return "no interval" if bounds is None else f"[{bounds[0]:{fmt}}, {bounds[1]:{fmt}}]"
+def _level(row: dict) -> str:
+    """'95 % BCa interval ' before an interval row's bounds; nothing before 'no interval'."""
+    return "" if row["low"] is None else f"{intervals.rows_header([row])} interval "
 
 
 def render_markdown(report: dict) -> str:
     pm = report["primary_metric"]
+    ratio, log = pm["ratio"], pm["delta_log_nll"]
+    halves = {name: h for name, h in pm["drift"].items() if h}
     st = report["dataset"]["windows"]["stats"]
     bs = st["bootstrap"]
     unit = {"text": "documents", "window": "windows"}[bs["resampling_unit"]]
@@ -28,8 +32,8 @@ def render_markdown(report: dict) -> str:
         f"A: `{report['runs']['a']}`  ",
         f"B: `{report['runs']['b']}`",
         "",
-        f"**Perplexity ratio B/A = {pm['ratio']:.4f}**, {100 * bs['confidence']:.0f} % CI {interval_text(pm['display_ci'], '.4f')} "
-        f"(PPL A {pm['preview']:.3f}, B {pm['final']:.3f}; Δ log-NLL {pm['delta_log_nll']:+.5f}, CI {interval_text(pm['ci'], '+.5f')})",
+        f"**Perplexity ratio B/A = {ratio['estimate']:.4f}**, {_level(ratio)}{intervals.bounds(ratio, '.4f')} "
+        f"(PPL A {pm['preview']:.3f}, B {pm['final']:.3f}; Δ log-NLL {intervals.numbers(Interval.from_row(log), 5, signed=True)})",
         "",
         "| arm | run windows | run tokens | compared windows | compared tokens | PPL | minima (windows / tokens) |",
         "|---|---:|---:|---:|---:|---:|---|",
@@ -38,13 +42,13 @@ def render_markdown(report: dict) -> str:
         cov = st["coverage"][arm]
         minima = "none set" if cov["minima_met"] is None else f"{cov['min_windows']} / {cov['min_tokens']}: {'met' if cov['minima_met'] else 'NOT met'}"
         lines.append(f"| {label} | {cov['windows']} | {cov['tokens']} | {cov['compared_windows']} | {cov['compared_tokens']} | {pm[arm]:.3f} | {minima} |")
-    lines += ["", "| drift: half of A's run order | windows | ratio B/A | CI |", "|---|---:|---:|---|"]
-    for name, h in pm["drift"].items():
-        if h:
-            lines.append(f"| {name.replace('_', ' ')} | {h['windows']} | {h['ratio']:.4f} | {interval_text(h['display_ci'], '.4f')} |")
-    lines += ["", "| rank score | B − A | CI |", "|---|---:|---|"]
-    for name, m in report["secondary_metrics"].items():
-        lines.append(f"| {name} | {m['difference']:+.4f} | {interval_text(m['ci'], '+.4f')} |")
+    lines += ["", f"| drift: half of A's run order | windows | ratio B/A | {intervals.rows_header(h['ratio'] for h in halves.values())} interval |", "|---|---:|---:|---|"]
+    for name, h in halves.items():
+        lines.append(f"| {name.replace('_', ' ')} | {h['windows']} | {h['ratio']['estimate']:.4f} | {intervals.bounds(h['ratio'], '.4f')} |")
+    scores = report["secondary_metrics"]
+    lines += ["", f"| rank score | B − A | {intervals.rows_header(m['difference'] for m in scores.values())} interval |", "|---|---:|---|"]
+    for name, m in scores.items():
+        lines.append(f"| {name} | {m['difference']['estimate']:+.4f} | {intervals.bounds(m['difference'], '+.4f')} |")
     lines += [
         "",
         f"Pairing: {st['paired_documents']} documents paired (A {st['documents_a']}, B {st['documents_b']}); "

@@ -3,9 +3,8 @@ key tokens, the noise floor and the numeric paths, from the report diff.json hol
 
 from __future__ import annotations
 
-from ctxeval.render.compare import interval_text
 from ctxeval.render.headline import Headline
-from ctxeval.render.intervals import header
+from ctxeval.render.intervals import bounds, header
 from ctxeval.render.numerics import markdown_lines
 from ctxeval.render.verdicts import verdict_words
 
@@ -16,11 +15,6 @@ def floor_line(floor: dict) -> str:
             f"max |Δ logprob| {floor['max_abs_logprob_diff']:.4g}, mean {floor['mean_abs_logprob_diff']:.3g}, "
             f"rank changed {floor['rank_changes_pct']:.1f} %, top-1 flipped {floor['top1_flips_pct']:.2f} %, "
             f"KL mean {floor['kl_mean']:.3g} (max {floor['kl_max']:.3g}) nats")
-
-
-def bounds(row: dict, fmt: str) -> str:
-    """An interval row's bounds, '[low, high]' in `fmt`, or 'no interval'."""
-    return interval_text(None if row["low"] is None else [row["low"], row["high"]], fmt)
 
 
 def intervals(cell: dict) -> str:

@@ -69,3 +69,14 @@ def header(found: Iterable[tuple[float, str]], with_method: bool = True) -> str:
 def table_header(table: pd.DataFrame, name: str, with_method: bool = True) -> str:
     """The header of interval `name` over every row of `table` (`header` of its `kinds`)."""
     return header(kinds(table, name), with_method)
+
+
+def rows_header(rows: Iterable[Mapping[str, Any]], with_method: bool = True) -> str:
+    """The header of a JSON report's interval rows (`Interval.to_row`): `header` of the
+    (confidence, method) pairs they hold, in order."""
+    return header(dict.fromkeys((float(row["confidence"]), str(row["method"])) for row in rows), with_method)
+
+
+def bounds(row: Mapping[str, Any], fmt: str) -> str:
+    """An interval row's bounds, '[low, high]' in `fmt`, or 'no interval' where it has none."""
+    return "no interval" if row["low"] is None else f"[{row['low']:{fmt}}, {row['high']:{fmt}}]"

@@ -64,6 +64,7 @@ class RunView:
     manifest: dict | None
     header: dict
     headline: list[dict] = field(default_factory=list)  # {label, value, interval}
+    interval_header: str = "interval"  # the headline's interval column, its level and method where the view reads them from its rows
     summary: pd.DataFrame | None = None  # sweep/score: summarize()'s rows
     gain_by_distance: pd.DataFrame | None = None
     retrieval_cells: pd.DataFrame | None = None
@@ -122,12 +123,6 @@ def _interval(lo: float, hi: float, fmt: str) -> str:
     """The bounds in the format of the value they bracket (`fmt`), so estimate and bounds read
     alike: "1.0077 [1.0004, 1.0164]", "+0.0023 [-0.0001, +0.0053]"."""
     return "" if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{lo:{fmt}}, {hi:{fmt}}]"
-
-
-def _bounds(bounds: list[float] | None, fmt: str) -> str:
-    """A paired estimate's interval in the value's format, or "no interval" where there is none
-    (one window/document)."""
-    return "no interval" if bounds is None else _interval(*bounds, fmt)
 
 
 def lm_view(result: RunResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
@@ -202,9 +197,11 @@ def compare_view(result: Comparison, label: str, first_arm: int) -> tuple[RunVie
     numerics = report.get("numerics")
     notes = "; ".join(numerics["lines"]) + ". " + " ".join(numerics["notes"]) if numerics else ""
     view = RunView(label, path, "compare", None, {"command": "compare", "runs": f"A {report['runs']['a']} · B {report['runs']['b']}", "profile": report.get("profile", ""), "numerics": notes}, compare=report)
-    view.headline.append({"label": "PPL ratio B/A", "value": f"{pm['ratio']:.4f}", "interval": _bounds(pm["display_ci"], ".4f")})
-    for name, m in report.get("secondary_metrics", {}).items():
-        view.headline.append({"label": f"{name} B − A", "value": f"{m['difference']:+.4f}", "interval": _bounds(m["ci"], "+.4f")})
+    scores = report.get("secondary_metrics", {})
+    view.headline.append({"label": "PPL ratio B/A", "value": f"{pm['ratio']['estimate']:.4f}", "interval": intervals.bounds(pm["ratio"], ".4f")})
+    for name, m in scores.items():
+        view.headline.append({"label": f"{name} B − A", "value": f"{m['difference']['estimate']:+.4f}", "interval": intervals.bounds(m["difference"], "+.4f")})
+    view.interval_header = intervals.rows_header([pm["ratio"], *(m["difference"] for m in scores.values())]) + " interval"
     return view, []
 
 

@@ -18,7 +18,7 @@ from ctxeval.report.summary import window_metrics
 from ctxeval.results.comparison import Comparison, window_label
 from ctxeval.stats.paired import PairedEstimate, all_equal, paired_bca, weighted_mean
 from ctxeval.stats.defaults import MIN_CLUSTERS
-from ctxeval.stats.gates import log_and_display, resampling_unit
+from ctxeval.stats.gates import check_ratio_invariants, paired_row, ratio_rows, resampling_unit
 
 NAN_POLICIES = ("exclude", "error")
 _NAN_REASON = "loss is NaN in at least one arm (a target without a log-probability, e.g. a reference outside an API's top-k)"
@@ -97,18 +97,13 @@ def build_report(
     delta = p["loss_b"].to_numpy() - p["loss_a"].to_numpy()
     clusters = p["text_sha256"].to_numpy() if by_text else None
     primary = paired_bca(delta, tokens, replicates, seed, clusters=clusters, resample=resample)
-    ci, display_ci = log_and_display(primary)
     halves = _halves(p["position_a"].to_numpy(), pairing.n_a)
     report = {
         "runs": {"a": runs[0], "b": runs[1]},
         "primary_metric": {
             "kind": "ppl_ratio",
             "definition": "exp(sum_i t_i (loss_i(B) - loss_i(A)) / sum_i t_i), loss = mean per-token NLL of window i, t_i = its tokens",
-            "ratio": math.exp(primary.estimate),
-            "ci": ci,
-            "display_ci": display_ci,
-            "interval": primary.interval,
-            "delta_log_nll": primary.estimate,
+            **ratio_rows(primary),
             "preview": math.exp(weighted_mean(p["loss_a"].to_numpy(), tokens)),
             "final": math.exp(weighted_mean(p["loss_b"].to_numpy(), tokens)),
             "drift": {name: _half(delta[s], tokens[s], replicates, seed, clusters[s] if clusters is not None else None, resample) for name, s in halves.items()},
@@ -191,7 +186,7 @@ def by_length(a: pd.DataFrame, b: pd.DataFrame, runs: tuple[str, str], replicate
         if part.paired.empty:
             continue
         pm = build_report(part, runs, replicates, seed, cluster_by_text, rank_scores, resample=resample)["primary_metric"]
-        rows.append({"nominal_len": int(length), "windows": len(part.paired), "ratio": pm["ratio"], "display_ci": pm["display_ci"]})
+        rows.append({"nominal_len": int(length), "windows": len(part.paired), "ratio": pm["ratio"], "delta_log_nll": pm["delta_log_nll"]})
     return rows
 
 
@@ -233,37 +228,32 @@ def _half(delta: np.ndarray, tokens: np.ndarray, replicates: int, seed: int, clu
     if clusters is not None and len(np.unique(clusters)) < MIN_CLUSTERS:
         clusters = None  # the half holds too few documents to resample them
     est = paired_bca(delta, tokens, replicates, seed, clusters=clusters, resample=resample)
-    ci, display_ci = log_and_display(est)
-    return {"ratio": math.exp(est.estimate), "ci": ci, "display_ci": display_ci, "windows": len(delta), "interval": est.interval, "degenerate": est.degenerate, "reason": est.reason or None}
+    rows = ratio_rows(est)
+    check_ratio_invariants(rows)
+    return rows | {"windows": len(delta)}
 
 
 def _difference(delta: np.ndarray, tokens: np.ndarray, replicates: int, seed: int, clusters, resample: str) -> dict:
     est = paired_bca(delta, tokens, replicates, seed, clusters=clusters, resample=resample)
-    return {"difference": est.estimate, "ci": est.bounds, "interval": est.interval, "degenerate": est.degenerate, "reason": est.reason or None,
-            "definition": "token-weighted mean score of B minus that of A"}
+    return {"difference": paired_row(est), "definition": "token-weighted mean score of B minus that of A"}
 
 
 def check_invariants(report: dict, delta: np.ndarray) -> list[str]:
     """The runtime contract of the paired-evaluation note. Returns the data's violations
     (pairing below 1.0, overlapping windows), in every profile; raises AssertionError on a
-    violation only a bug can cause (display_ci != exp(ci), a degenerate interval not collapsed
-    to [mean, mean], the estimate outside its interval, a zero-width interval for none).
+    violation only a bug can cause (`stats.gates.check_ratio_invariants`: the ratio's interval
+    not exp(the log interval), a degenerate interval not collapsed to [mean, mean], the estimate
+    outside its interval, a zero-width interval for none).
     "Equal" is within float rounding: the token-weighted mean of 0.7 may be 0.6999999999999998."""
     pm = report["primary_metric"]
     stats = report["dataset"]["windows"]["stats"]
     summary = stats["paired_delta_summary"]
     if summary["degenerate"] != (len(delta) > 1 and all_equal(delta)):
         raise AssertionError("degenerate must mean that all paired differences are equal")
-    if (pm["ci"] is None) != (pm["interval"] == "none") or (pm["display_ci"] is None) != (pm["ci"] is None):
-        raise AssertionError("an estimate without an interval must have neither ci nor display_ci")
-    if pm["ci"] is not None:
-        for log_bound, shown in zip(pm["ci"], pm["display_ci"]):
-            if not math.isclose(math.exp(log_bound), shown, rel_tol=1e-12):
-                raise AssertionError("display_ci != exp(ci)")
-        if summary["degenerate"] and not (pm["ci"] == [pm["delta_log_nll"]] * 2 and all_equal([pm["delta_log_nll"], summary["mean"]])):
-            raise AssertionError("degenerate deltas must collapse the interval to [mean, mean]")
-        if not pm["ci"][0] <= pm["delta_log_nll"] <= pm["ci"][1]:
-            raise AssertionError("the point estimate lies outside its interval")
+    check_ratio_invariants(pm)
+    log = pm["delta_log_nll"]
+    if summary["degenerate"] and not (log["low"] == log["high"] == log["estimate"] and all_equal([log["estimate"], summary["mean"]])):
+        raise AssertionError("degenerate deltas must collapse the interval to [mean, mean]")
     violations = []
     if stats["window_match_fraction"] != 1.0:
         violations.append(f"window_match_fraction is {stats['window_match_fraction']:.4f}, not 1.0 ({stats['paired_windows']} of {stats['windows_a']} / {stats['windows_b']} windows paired)")

@@ -1,12 +1,15 @@
-"""The ci/release gates of a paired comparison and the choice of its resampling unit: statistics
-that `compare` and `diff` both apply (paper 001's release gates), kept apart from rendering."""
+"""The ci/release gates of a paired comparison, the choice of its resampling unit and how a
+paired estimate and a perplexity ratio are written (its interval's rows and their runtime
+contract): statistics that `compare` and `diff` both apply (paper 001's release gates), kept
+apart from rendering."""
 
 from __future__ import annotations
 
 import math
 
 from ctxeval.stats.defaults import FEW_CLUSTERS, MIN_CLUSTERS, RELIABLE_CLUSTERS
-from ctxeval.stats.paired import PairedEstimate
+from ctxeval.stats.interval import Interval
+from ctxeval.stats.paired import PairedEstimate, all_equal
 
 PROFILES = {"dev": None, "ci": {"min_windows": 20, "min_tokens": 2000}, "release": {"min_windows": 100, "min_tokens": 20000}}
 
@@ -35,10 +38,46 @@ def resampling_unit(n_documents: int, cluster_by_text: bool | None) -> tuple[boo
     return False, "windows are resampled as requested (--no-cluster-by-text)", dependent if n_documents > 1 else None
 
 
-def log_and_display(est: PairedEstimate) -> tuple[list[float] | None, list[float] | None]:
-    """The interval on the log scale and exponentiated; None for both when there is none."""
-    bounds = est.bounds
-    return bounds, None if bounds is None else [math.exp(bounds[0]), math.exp(bounds[1])]
+def _status(estimate: PairedEstimate) -> dict:
+    """How an interval came out: "bca", "degenerate" (all window means equal, collapsed to
+    the point) or "none" (no interval, and why)."""
+    return {"interval": estimate.interval, "degenerate": estimate.degenerate, "reason": estimate.reason or None}
+
+
+def paired_row(estimate: PairedEstimate) -> dict:
+    """A paired estimate as compare.json and diff.json write it: its interval's row and how the
+    interval came out."""
+    return estimate.to_row() | _status(estimate)
+
+
+def exponentiated(estimate: Interval) -> Interval:
+    """The interval of a mean log-ratio as the ratio: estimate and bounds exponentiated, at the
+    same level and by the same method (no standard error on that scale)."""
+    return Interval(math.exp(estimate.estimate), math.exp(estimate.low), math.exp(estimate.high), math.nan, estimate.n, estimate.confidence,
+                    estimate.method, estimate.reason)
+
+
+def ratio_rows(estimate: PairedEstimate) -> dict:
+    """A perplexity ratio from its mean log-ratio `estimate`: the interval exponentiated
+    (`ratio`) and on the log scale (`delta_log_nll`, with how it came out)."""
+    return {"ratio": exponentiated(estimate).to_row(), "delta_log_nll": paired_row(estimate)}
+
+
+def check_ratio_invariants(ratio: dict) -> None:
+    """The paired-evaluation note's runtime contract on `ratio_rows`' two rows; a violation is a
+    bug. No interval is null bounds, never a zero-width one."""
+    log, shown = ratio["delta_log_nll"], ratio["ratio"]
+    if (log["low"] is None) != (log["interval"] == "none") or (shown["low"] is None) != (log["low"] is None):
+        raise AssertionError("an estimate without an interval must have no bounds on either scale")
+    if log["low"] is None:
+        return
+    for key in ("estimate", "low", "high"):
+        if not math.isclose(math.exp(log[key]), shown[key], rel_tol=1e-12):
+            raise AssertionError("the ratio's interval != exp(the log interval)")
+    if log["degenerate"] and not (log["low"] == log["high"] and all_equal([log["low"], log["estimate"]])):
+        raise AssertionError("degenerate deltas must collapse the interval")
+    if not log["low"] <= log["estimate"] <= log["high"]:
+        raise AssertionError("the point estimate lies outside its interval")
 
 
 def gate(report: dict, profile: str, max_ratio: float | None) -> list[str]:
@@ -64,10 +103,11 @@ def gate(report: dict, profile: str, max_ratio: float | None) -> list[str]:
         for arm, cov in (("preview (A)", preview), ("final (B)", final)):
             if not cov["minima_met"]:
                 failures.append(f"{arm}: {cov['compared_windows']} windows / {cov['compared_tokens']} tokens compared, below the minimum of {cov['min_windows']} / {cov['min_tokens']}")
-    if max_ratio is not None and report["primary_metric"]["display_ci"] is None:
-        failures.append(f"--max-ratio {max_ratio:g} cannot be checked: {report['dataset']['windows']['stats']['paired_delta_summary']['reason']}")
-    elif max_ratio is not None and report["primary_metric"]["display_ci"][1] > max_ratio:
-        failures.append(f"upper CI bound of the perplexity ratio {report['primary_metric']['display_ci'][1]:.4f} exceeds --max-ratio {max_ratio:g}")
+    ratio = report["primary_metric"]["ratio"]
+    if max_ratio is not None and ratio["high"] is None:
+        failures.append(f"--max-ratio {max_ratio:g} cannot be checked: {ratio['reason']}")
+    elif max_ratio is not None and ratio["high"] > max_ratio:
+        failures.append(f"upper CI bound of the perplexity ratio {ratio['high']:.4f} exceeds --max-ratio {max_ratio:g}")
     return failures
 
 
