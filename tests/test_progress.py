@@ -180,9 +180,11 @@ def test_a_stages_first_job_is_not_fitted_as_its_work():
 # --model gemma-3-270m --model 'gemma-3-270m?max_context=128'`): the full model's passes of L + 16
 # tokens scoring 16 targets, from each start through every length, then the truncation control's:
 # 16-target passes at 32 and 64, and at 128 one pass of 129 tokens per target (longer lengths reuse
-# them). A pass's seconds as fitted to that run's passes (embedded Gemma 3 270M, 2-core Intel Xeon
-# with AMX, load 1, 2026-12-06): 1.3 ms per token, 0.27 µs per token times length, 8 ms per target
-# (its rank over the 262,144-entry vocabulary), no overhead.
+# them). A pass's seconds (overhead, per token, per token times length, per target) as fitted to
+# that run's passes (embedded Gemma 3 270M, 2 threads, 2-core Intel Xeon with AMX, 2026-12-06): idle,
+# almost all of a pass's fixed cost is its targets' (each one's rank over the 262,144-entry
+# vocabulary); beside two busy processes (the cores oversubscribed) almost all of it is the pass's own.
+PASS_COSTS = {"idle": (0.0, 0.0013, 2.7e-7, 0.008), "oversubscribed": (2.66, 0.00675, 2.3e-6, 0.021)}
 EFFECTIVE_LENGTHS = (32, 64, 128, 256, 512, 1024)
 
 
@@ -193,23 +195,31 @@ def _effective_length_plan(starts: int) -> tuple[list[Cost], list[int]]:
     return costs, [c.targets for c in costs]
 
 
-def _effective_length_pass_seconds(cost: Cost) -> float:
-    return 0.0013 * cost.tokens + 2.7e-7 * cost.tokens * cost.length + 0.008 * cost.targets
+def _pass_seconds(cost: Cost, machine: str) -> float:
+    overhead, per_token, per_token_length, per_target = PASS_COSTS[machine]
+    return overhead + per_token * cost.tokens + per_token_length * cost.tokens * cost.length + per_target * cost.targets
 
 
+@pytest.mark.parametrize("machine", sorted(PASS_COSTS))
 @pytest.mark.parametrize("at", [0.25, 0.5])
-def test_the_effective_length_demo_is_estimated_from_its_targets_though_its_control_scores_one_a_pass(at):
-    """The full model's passes all score 16 targets, so their fixed cost is their targets' (not an
-    overhead per pass): the control's one-target passes are then weighed right before any ran."""
+def test_the_effective_length_demo_is_estimated_within_a_fifth_though_its_control_scores_one_target_a_pass(at, machine):
+    """Until the control runs, every pass scored 16 targets: whether their fixed cost is per pass
+    or per target cannot be told, so it is weighed half each way (+13 % idle, -17 % oversubscribed).
+    Weighed as an overhead per pass alone (no targets), the idle machine's control passes would be
+    charged 16 targets each (+27 %)."""
     costs, units = _effective_length_plan(8)
-    seconds = [_effective_length_pass_seconds(c) for c in costs]
-    predicted, actual, _ = _replay(costs, seconds, units, at=at)
-    assert predicted == pytest.approx(actual, rel=1e-6)
-    # a pass weighed without its targets: their cost is an overhead per pass, the control's
-    # one-target passes charged 16 targets each (+27 % at both shares)
+    assert abs(_error(costs, units, machine, at)) <= 0.2
     untargeted = [Cost(c.tokens, c.length) for c in costs]
-    predicted, actual, _ = _replay(untargeted, seconds, units, at=at)
-    assert predicted / actual - 1 > 0.2, (predicted, actual)
+    worst = max(abs(_error(costs, units, m, at)) for m in PASS_COSTS)
+    assert worst < max(abs(_error(untargeted, units, m, at)) for m in PASS_COSTS) - 0.05
+
+
+def _error(costs: list[Cost], units: list[int], machine: str, at: float) -> float:
+    """The estimate's relative error at `at` of the units, the passes taking their time on `machine`
+    (whatever `costs` say of them)."""
+    plan, _ = _effective_length_plan(8)
+    predicted, actual, _ = _replay(costs, [_pass_seconds(c, machine) for c in plan], units, at=at)
+    return predicted / actual - 1
 
 
 def test_the_bar_shows_the_estimate_after_one_job_and_names_the_job_running():

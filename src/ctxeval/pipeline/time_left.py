@@ -17,8 +17,9 @@ the prompt). The coefficients (all ≥ 0) are fitted by non-negative least squar
 between this session's finished jobs, a term only once the finished jobs can tell it apart from
 the others: the growth with length once they span three lengths, generation once one job
 generated, the overhead once they differ in tokens and (where jobs score targets) in targets —
-until then a job's fixed cost is its targets' (a pass scores its targets whatever else it does);
-before two jobs differ a job's time is taken as proportional to its tokens. The time left is the
+until then a job's fixed cost is weighed half as an overhead, half as its targets' (`_split`);
+before two jobs differ a job's time is taken as proportional to its tokens. A stage's first job
+(`stage_started`) is not fitted: its time also holds the model's warm-up. The time left is the
 fit applied to the sums of the same terms over the jobs not yet finished, which the plan gives
 (`Load`). While the plan still holds jobs at longer contexts than any finished one and the
 growth with length is not yet fitted, there is no estimate: a sweep run from the shortest length
@@ -152,7 +153,7 @@ class TimeLeft:
         used = [TOKENS]
         scores = self._scale[TARGETS] > 0
         if scores and (len(self._tokens) > 1 or len(self._targets) > 1):
-            used.append(TARGETS)
+            used.append(TARGETS)  # while every job scored as many targets, it stands for a job's whole fixed cost (`_split`)
         if len(self._tokens) > 1 and (not scores or len(self._targets) > 1):
             used.append(OVERHEAD)
         if len(self._lengths) >= LENGTHS_FOR_GROWTH:
@@ -168,4 +169,18 @@ class TimeLeft:
         upper = np.linalg.cholesky(gram + 1e-9 * np.trace(gram) * np.eye(len(used))).T
         coefficients, _ = nnls(upper, np.linalg.solve(upper.T, moment))
         out[used] = coefficients / scale
+        return self._split(out) if TARGETS in used and OVERHEAD not in used else out
+
+    def _split(self, per_term: np.ndarray) -> np.ndarray:
+        """A fixed cost fitted to jobs that all scored T targets, as half an overhead per job and
+        half a cost per target: which it is, the jobs cannot tell, and jobs with other targets
+        may follow (a truncation control's one-target passes). On an idle machine it is mostly
+        the targets' (each target's rank is read over the vocabulary), on an oversubscribed one
+        mostly each job's (its decodes wait for the cores); either way the even split misses a
+        one-target job by at most about half its fixed cost, where one guess would miss it by all
+        of it (measured: docs/outputs.md)."""
+        (targets,) = self._targets
+        out = per_term.copy()
+        out[OVERHEAD] = per_term[TARGETS] * targets / 2
+        out[TARGETS] = per_term[TARGETS] / 2
         return out
