@@ -17,6 +17,7 @@ from ctxeval.pipeline.tokens import tokenized_from_pieces
 from ctxeval.probes.effective_length import EstimatorSettings, add_avg, knee_index, mark_key_tokens, summarize, target_table, units
 from ctxeval.render.effective_length import render_markdown
 from ctxeval.scoring.planning import EffectiveLengthPlanner
+from ctxeval.stats.interval import ROW_KEYS
 
 from .conftest import run_cli
 
@@ -202,6 +203,23 @@ def test_one_document_gives_no_interval_never_a_zero_width_one():
     # spans of that one document as units do give an interval
     by_span = summarize(_tables(records, {"m": None}), LENGTHS, EstimatorSettings(unit="span", replicates=400, evaluator="m"), {"m": None})
     assert by_span["models"]["m"]["effective_length"]["interval"] == "percentile"
+
+
+def test_l_star_and_the_share_kept_name_their_level_and_method_in_their_rows():
+    """L* (a length of the grid, its bounds lengths too) and the share kept carry the level and
+    method of their percentile bootstrap beside their bounds, as every interval row does; the
+    share kept is a whole interval row; effective_length.md names both from the rows."""
+    caps = {"m": None, "m?max_context=32": 32}
+    records = pd.concat([_records(name, _knee_curve(10_000), docs=4, spans=3, targets=8, noise=0.05, seed=5, cap=cap) for name, cap in caps.items()])
+    settings = EstimatorSettings(unit="span", replicates=300, evaluator="m", confidence=0.9)
+    summary = summarize(_tables(records, caps), LENGTHS, settings, caps)
+    for s in summary["models"].values():
+        assert (s["effective_length"]["confidence"], s["effective_length"]["method"]) == (0.9, "percentile bootstrap over spans")
+    kept = summary["comparisons"][0]["share_kept"]
+    assert set(ROW_KEYS) <= set(kept) and (kept["confidence"], kept["method"], kept["n"]) == (0.9, "percentile bootstrap over spans", 12)
+    text = render_markdown(summary)
+    assert "(90 % percentile bootstrap over spans interval; ≥ 256" in text and "(90 % percentile bootstrap over spans interval, the same resamples)" in text
+    assert "95 %" not in text
 
 
 def test_a_flat_curve_has_no_gain_and_l_star_at_the_shortest_length():

@@ -29,7 +29,7 @@ from ctxeval.metrics.registry import MetricConfig, token_metrics, tokens
 from ctxeval.pipeline.windows import capped_context
 from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask, merge_spans, tokens_within
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED, FEW_CLUSTERS, MIN_CLUSTERS, RELIABLE_CLUSTERS
-from ctxeval.results.effective_length import EffectiveLengthResult
+from ctxeval.results.effective_length import EffectiveLengthResult, percentile_method
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.records import read_records
 from ctxeval.stats.paired import PairedEstimate, paired_bca, ratio_replicates
@@ -166,13 +166,15 @@ def knee_index(curves: np.ndarray, share: float) -> np.ndarray:
 
 
 def effective_length(u: Units, lengths: tuple[int, ...], settings: EstimatorSettings) -> dict:
-    """L* with its percentile bootstrap interval over units (see the module docstring)."""
+    """L* with its percentile bootstrap interval over units (see the module docstring), its level
+    and method in its row as every interval's (`confidence`, `method`)."""
     curve = u.curve()
     point = int(knee_index(curve[None, :], settings.share)[0])
     total = float(curve[-1] - curve[0])
     out = {
         "value": lengths[point], "at_least": point == len(lengths) - 1 and total > 0, "no_gain": not total > 0,
         "total_gain": total, "share": settings.share, "units": int(len(u.counts)), "unit": settings.unit,
+        "confidence": settings.confidence, "method": percentile_method(settings.unit),
         "no_gain_seen": None if total > 0 else _no_gain_seen(curve, lengths),
         "warning": FEW_CLUSTERS if settings.unit == "document" and 2 <= len(u.counts) < RELIABLE_CLUSTERS else None,
     }
@@ -277,7 +279,8 @@ def share_kept(gain: np.ndarray, reference_gain: np.ndarray, counts: np.ndarray,
     else:
         _, index = np.unique(clusters, return_inverse=True)
         num, den = np.bincount(index, weights=counts * gain), np.bincount(index, weights=counts * reference_gain)
-    out = {"estimate": None, "low": None, "high": None, "interval": "none", "confidence": settings.confidence, "units": int(len(num))}
+    out = {"estimate": None, "low": None, "high": None, "se": None, "n": int(len(num)), "confidence": settings.confidence, "method": percentile_method(settings.unit),
+           "interval": "none", "units": int(len(num))}
     if not den.sum() > 0:
         return out | {"reason": "the reference gains nothing between these lengths, so there is no share to keep"}
     out["estimate"] = float(num.sum() / den.sum())

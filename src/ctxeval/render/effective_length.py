@@ -52,7 +52,7 @@ def headline(summary: dict) -> Headline:
     first, last = lengths[0], lengths[-1]
     reference = next(iter(summary["models"]))
     against = {c["b"]: c for c in summary["comparisons"]}
-    conf = f"{100 * summary['estimator']['confidence']:g} %"
+    conf = intervals.level(summary['estimator']['confidence'])
     rows = []
     for model, s in summary["models"].items():
         c = against.get(model)
@@ -69,13 +69,14 @@ def headline(summary: dict) -> Headline:
     reason = next(iter(summary["models"].values()))["effective_length"].get("not_measurable")
     if reason:
         notes.append(f"L* {reason}.")
+    stars = [s["effective_length"] for s in summary["models"].values()]
     notes.append(f"L*: the shortest length whose gain over {first} tokens reaches {summary['estimator']['share']:g} of the gain at {last} "
-                 f"({conf} percentile interval over {summary['estimator']['unit']}s; ≥ {last}: still gaining at the longest length).")
+                 f"({intervals.rows_header(stars)} interval; ≥ {last}: still gaining at the longest length).")
     if len(rows) > 1:
         lost = summary["comparisons"][0]["gain_difference"]
         notes.append(f"Gain lost: the reference's gain {first}→{last} minus the model's, in nats/token, paired on the same targets "
                      f"({intervals.level(lost['confidence'])} {lost.get('method', '')}); "
-                     f"share kept: the model's gain ÷ the reference's ({conf} percentile interval over the same resamples).")
+                     f"share kept: the model's gain ÷ the reference's ({intervals.rows_header(c['share_kept'] for c in summary['comparisons'])} interval, the same resamples).")
     return Headline("Effective context length", f"{summary['spans']} spans of {summary['targets_per_span']} targets in {len(summary['documents'])} document(s), "
                     "the same targets at every length; log p: their mean log-probability; gains in nats/token",
                     ("model", "verdict vs reference", f"L* [{conf}]", f"log p at {last}", f"gain {first}→{last} [{conf}]", "gain lost vs reference", "share of reference's gain kept"),
@@ -93,7 +94,7 @@ def render_markdown(summary: dict) -> str:
         "",
         f"{len(summary['documents'])} document(s), {summary['spans']} spans of {summary['targets_per_span']} targets, the same targets at every length "
         f"({', '.join(str(x) for x in summary['lengths'])} tokens; target j of a span sees L + j).",
-        f"{est['rule']} ({100 * est['confidence']:g} %, {est['replicates']} replicates).",
+        f"{est['rule']} ({intervals.level(est['confidence'])}, {est['replicates']} replicates).",
         "",
         "| model | max_context | L* | key-token L* | gain " + f"{summary['lengths'][0]}→{summary['lengths'][-1]} (nats/token) | last significant doubling | key tokens |",
         "|---|---|---|---|---|---|---|",
@@ -134,7 +135,7 @@ def view(result: EffectiveLengthResult, label: str, first_arm: int) -> tuple[Run
         view.headline.append({"label": f"key-token L* {model}", "value": describe_length(s["key_effective_length"]), "interval": f"{s['n_key']} key tokens"})
         gain = s["curve"][-1]["gain"]
         view.headline.append({"label": f"gain {lengths[0]}→{lengths[-1]} {model} (nats/token)", "value": f"{gain['estimate']:+.4f}",
-                              "interval": "no interval" if gain["interval"] == "none" else f"[{gain['low']:+.4f}, {gain['high']:+.4f}]"})
+                              "interval": intervals.labelled(gain, "+.4f")})
     return view, arms(result, label, first_arm)
 
 

@@ -80,3 +80,11 @@ def rows_header(rows: Iterable[Mapping[str, Any]], with_method: bool = True) -> 
 def bounds(row: Mapping[str, Any], fmt: str) -> str:
     """An interval row's bounds, '[low, high]' in `fmt`, or 'no interval' where it has none."""
     return "no interval" if row["low"] is None else f"[{row['low']:{fmt}}, {row['high']:{fmt}}]"
+
+
+def labelled(row: Mapping[str, Any], fmt: str) -> str:
+    """An interval row's bounds with the level and method it holds at ('[0.91, 1.02] 95 % BCa'),
+    for a table whose rows hold intervals of several kinds; 'no interval' (and why) where it has none."""
+    if row["low"] is None:
+        return f"no interval: {row['reason']}" if row.get("reason") else "no interval"
+    return f"{bounds(row, fmt)} {header([(float(row['confidence']), str(row['method']))])}"

@@ -6,7 +6,6 @@ of its own. The views several kinds share, and their parts, are here."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,12 +118,6 @@ def _tokenizer(model: dict, config: dict) -> str:
     return f"{model.get('name')}: the {model.get('backend')} model's own tokenizer"
 
 
-def _interval(lo: float, hi: float, fmt: str) -> str:
-    """The bounds in the format of the value they bracket (`fmt`), so estimate and bounds read
-    alike: "1.0077 [1.0004, 1.0164]", "+0.0023 [-0.0001, +0.0053]"."""
-    return "" if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{lo:{fmt}}, {hi:{fmt}}]"
-
-
 def lm_view(result: RunResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
     path, records, summary, kind = result.run_dir, result.records, result.summary, result.manifest.command
     require_complete(path, result.manifest)
@@ -132,19 +125,10 @@ def lm_view(result: RunResult, label: str, first_arm: int) -> tuple[RunView, lis
     view = RunView(label, path, kind, manifest, header(manifest, kind), summary=summary)
     for _, row in summary.iterrows():
         where = f"{row['model']} · {row['text_id']} · {row['method']} {row['context_mode']} L={row['nominal_len']}"
-        view.headline.append({"label": f"PPL (exact) {where}", "value": f"{row['ppl']:.4g}", "interval": _row_interval(row, "ppl", ".4g")})
-        view.headline.append({"label": f"AVG {where}", "value": f"{row['avg']:.4f}", "interval": _row_interval(row, "avg", ".4f")})
+        view.headline.append({"label": f"PPL (exact) {where}", "value": f"{row['ppl']:.4g}", "interval": intervals.labelled(Interval.from_columns(row, "ppl").to_row(), ".4g")})
+        view.headline.append({"label": f"AVG {where}", "value": f"{row['avg']:.4f}", "interval": intervals.labelled(Interval.from_columns(row, "avg").to_row(), ".4f")})
     arms = [Arm(first_arm + i, label, path, kind, model, manifest, part.reset_index(drop=True)) for i, (model, part) in enumerate(records.groupby("model", sort=False))]
     return view, arms
-
-
-def _row_interval(row: pd.Series, name: str, fmt: str) -> str:
-    """A summary row's interval `name` in its value's format with the level and method it holds
-    at ("[9.81, 11.2] 95 % t over 2 windows"), or why it has none."""
-    interval = Interval.from_columns(row, name)
-    if not interval.has_interval:
-        return f"no interval: {interval.reason}" if interval.reason else "no interval"
-    return f"{_interval(interval.low, interval.high, fmt)} {intervals.header([(interval.confidence, interval.method)])}"
 
 
 def gain_view(result: ContextGainResult, label: str, first_arm: int) -> tuple[RunView, list[Arm]]:
@@ -168,8 +152,7 @@ def gain_view(result: ContextGainResult, label: str, first_arm: int) -> tuple[Ru
     for text_id, entry in result.summary["texts"].items():
         for model, s in entry["by_model"].items():
             ratio = s["ppl_ratio_long_over_short"]
-            view.headline.append({"label": f"PPL long/short {model} · {text_id}", "value": f"{ratio['estimate']:.4f}",
-                                  "interval": "no interval" if ratio["low"] is None else _interval(ratio["low"], ratio["high"], ".4f")})
+            view.headline.append({"label": f"PPL long/short {model} · {text_id}", "value": f"{ratio['estimate']:.4f}", "interval": intervals.labelled(ratio, ".4f")})
             if s.get("longppl") is not None:
                 view.headline.append({"label": f"LongPPL {model} · {text_id}", "value": f"{s['longppl']:.4g}", "interval": ""})
     return view, arms

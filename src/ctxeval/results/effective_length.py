@@ -40,7 +40,8 @@ class EffectiveLengthResult(Result):
 
     KIND = "effective-length"
     PROBE = (EFFECTIVE_LENGTH,)
-    VERSION = 2  # 2: each comparison carries the share of the reference's gain kept
+    VERSION = 3  # 2: each comparison carries the share of the reference's gain kept; 3: L* and the share kept name their level and method
+    READS = (2,)
     FILES = (Json(SUMMARY_JSON, "summary"), Csv(CURVE_CSV, written(lambda r: r.curve)), Parquet(TARGETS_FILE, "targets"), Text(REPORT_MD, "markdown"),
              Figure(PLOT_FILE))
 
@@ -59,6 +60,22 @@ class EffectiveLengthResult(Result):
         """One row per (model, length): what curve.csv holds."""
         return curve_frame(self.summary)
 
+    @classmethod
+    def migrate(cls, found: dict, version: int, folder: Path) -> dict:
+        """Version 2: L* and the share kept without their level and method, which its estimator
+        settings name (the level, the resampling unit of their percentile bootstrap); the share
+        kept without its standard error (none: a percentile interval) and samples (its units)."""
+        summary = found["summary"]
+        estimator = summary["estimator"]
+        named = {"confidence": float(estimator.get("confidence", DEFAULT_CONFIDENCE)), "method": percentile_method(estimator["unit"])}
+        for s in summary["models"].values():
+            for key in ("effective_length", "key_effective_length"):
+                if s.get(key) is not None:
+                    s[key] |= named
+        for c in summary["comparisons"]:
+            c["share_kept"] |= named | {"se": None, "n": c["share_kept"]["units"]}
+        return found
+
     def effective_length(self, model: str) -> dict:
         """L* of `model`: value, interval and flags (`at_least`, `no_gain`)."""
         return self.summary["models"][model]["effective_length"]
@@ -71,6 +88,11 @@ class EffectiveLengthResult(Result):
     def probe_rows(self, run: Path) -> dict[str, pd.DataFrame]:
         """Its L* and key-token L* per model."""
         return {EFFECTIVE_LENGTH.key: effective_rows(run, self.summary)}
+
+
+def percentile_method(unit: str) -> str:
+    """The interval method of L* and of the share kept, as their rows name it."""
+    return f"percentile bootstrap over {unit}s"
 
 
 def curve_frame(summary: dict) -> pd.DataFrame:

@@ -1,0 +1,47 @@
+"""An effective-length run of version 2 (tests/fixtures/effective_length_v2/make.py: L* and the
+share kept without their level and method) opens, read with both taken from its estimator's
+settings, and `summary --write` rewrites it as this version."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from ctxeval import api
+from ctxeval.results.effective_length import EffectiveLengthResult
+from ctxeval.stats.interval import ROW_KEYS
+from tests.conftest import FIXTURES, run_cli
+
+EARLIER = FIXTURES / "effective_length_v2" / "run"  # a tiny hf model and its truncation control, as ctxeval 17bc193 wrote them
+
+
+def test_an_effective_length_run_of_version_2_reads_l_star_and_the_share_kept_with_their_level_and_method():
+    assert json.loads((EARLIER / "result.json").read_text())["version"] == 2 < EffectiveLengthResult.VERSION
+    stored = json.loads((EARLIER / "summary.json").read_text())
+    assert "method" not in next(iter(stored["models"].values()))["effective_length"]
+    summary = api.read_result(EARLIER).summary
+    for model, s in summary["models"].items():
+        kept = stored["models"][model]["effective_length"]
+        star = s["effective_length"]
+        assert {key: star[key] for key in kept} == kept  # nothing stored changes
+        assert (star["confidence"], star["method"]) == (stored["estimator"]["confidence"], "percentile bootstrap over spans")
+    (comparison,) = summary["comparisons"]
+    share = comparison["share_kept"]
+    assert set(ROW_KEYS) <= set(share) and share["se"] is None and share["n"] == share["units"] == stored["spans"]
+    assert (share["estimate"], share["low"], share["high"]) == tuple(stored["comparisons"][0]["share_kept"][k] for k in ("estimate", "low", "high"))
+
+
+def test_an_effective_length_run_of_version_2_opens_with_summary_and_report_and_rewrites_as_this_version(tmp_path):
+    printed = run_cli("summary", str(EARLIER))
+    assert printed.returncode == 0, printed.stderr
+    assert "95 % percentile bootstrap over spans interval" in printed.stdout
+    page = run_cli("report", str(EARLIER), "--out", str(tmp_path / "report.html"))
+    assert page.returncode == 0, page.stderr
+    assert "95 % percentile bootstrap over spans interval" in (tmp_path / "report.html").read_text()
+    run = tmp_path / "run"
+    shutil.copytree(EARLIER, run)
+    assert run_cli("summary", str(run), "--write").returncode == 0
+    assert json.loads((run / "result.json").read_text())["version"] == EffectiveLengthResult.VERSION
+    written = json.loads((run / "summary.json").read_text())
+    assert all(s["effective_length"]["method"] == "percentile bootstrap over spans" for s in written["models"].values())
+    assert set(ROW_KEYS) <= set(written["comparisons"][0]["share_kept"])
