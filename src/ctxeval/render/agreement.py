@@ -118,8 +118,9 @@ def agreement_markdown(measures: pd.DataFrame, pairs: pd.DataFrame, runs: int, r
     """agreement.md: the headline (the ranking, what was left out), the correlations, the
     models' measures, the runs' costs."""
     models = len(dict.fromkeys(measures["model"]))
+    methods = "; ".join(dict.fromkeys(method for _, method in intervals.kinds(pairs, "spearman"))) or "none"
     return "\n".join(["# Agreement across models", "", *headline(measures, pairs, replicates).markdown(), "",
                       f"{models} models from {runs} runs; values oriented so that higher is better; "
-                      f"intervals: percentile bootstrap over models ({replicates} replicates).", "",
+                      f"intervals: {methods} ({replicates} replicates).", "",
                       correlation_rows(pairs).to_markdown(index=False), "", "## Models and measures", "",
                       wide_measures(measures).to_markdown(index=False, floatfmt=".3g"), "", "## Cost", "", costs(measures).to_markdown(index=False), ""])
