@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 
 import pytest
 
@@ -14,7 +13,7 @@ from ctxeval import api
 from ctxeval.results.comparison import Comparison
 from tests.conftest import FIXTURES, run_cli
 from tests.synthetic_runs import write_run
-from tests.test_interval_rows import _check_json_files
+from tests.test_interval_rows import _check_json_files, opened_earlier
 
 EARLIER = FIXTURES / "compare_v1" / "compare"  # a comparison as ctxeval 83ad2d9 wrote it (version 1)
 LENGTHS, N_COMPARE, REPEATS = [8, 16, 32], 6, 4  # the runs make.py compared
@@ -87,23 +86,15 @@ def test_a_comparison_of_version_1_reads_as_the_rows_this_version_writes(written
 
 
 def test_a_comparison_of_version_1_opens_with_summary_and_report_and_rewrites_as_rows(tmp_path):
-    printed = run_cli("summary", str(EARLIER))
-    assert printed.returncode == 0, printed.stderr
-    assert "**Perplexity ratio B/A = 1.1370**, 95 % BCa interval [0.1765, 3.3726]" in printed.stdout
-    assert "| first half | 6 | 0.5345 | [0.0929, 3.1224] |" in printed.stdout and "| avg | -0.0318 | [-0.2071, +0.1567] |" in printed.stdout
+    printed, html, run = opened_earlier(EARLIER, tmp_path)
+    assert "**Perplexity ratio B/A = 1.1370**, 95 % BCa interval [0.1765, 3.3726]" in printed
+    assert "| first half | 6 | 0.5345 | [0.0929, 3.1224] |" in printed and "| avg | -0.0318 | [-0.2071, +0.1567] |" in printed
     # the Markdown it renders is the one version 1 wrote, but for where the level and method now stand
-    rendered = printed.stdout.splitlines()
+    rendered = printed.splitlines()
     written = (EARLIER / "compare.md").read_text().splitlines()
     assert [i for i, (a, b) in enumerate(zip(rendered, written)) if a != b] == [5, 12, 17]
     assert written[12] == "| drift: half of A's run order | windows | ratio B/A | CI |" and rendered[12] == written[12].replace("| CI |", "| 95 % BCa interval |")
-    page = run_cli("report", str(EARLIER), "--out", str(tmp_path / "report.html"))
-    assert page.returncode == 0, page.stderr
-    html = (tmp_path / "report.html").read_text()
     assert "<th>95 % BCa interval</th>" in html and "[0.1765, 3.3726]" in html and "[-0.2071, +0.1567]" in html
-    run = tmp_path / "run"
-    shutil.copytree(EARLIER, run)
-    assert run_cli("summary", str(run), "--write").returncode == 0
-    assert json.loads((run / "result.json").read_text())["version"] == Comparison.VERSION
     assert _check_json_files(run) == 2 + 2 * 2 + 2 * len(LENGTHS) + 5
 
 

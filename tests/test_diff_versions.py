@@ -4,7 +4,6 @@ diff run of version 1 (tests/fixtures/diff_v1/make.py) still opens, read as this
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -12,9 +11,9 @@ from ctxeval import api
 from ctxeval.modeldiff.summary import Bootstrap, summarize
 from ctxeval.render.diff import render_markdown
 from ctxeval.results.diff import DiffResult
-from tests.conftest import FIXTURES, run_cli
+from tests.conftest import FIXTURES
 from tests.test_diff import _records
-from tests.test_interval_rows import _check_json_files
+from tests.test_interval_rows import _check_json_files, opened_earlier
 
 EARLIER = FIXTURES / "diff_v1" / "diff"  # a diff run as ctxeval 83ad2d9 wrote it (version 1)
 ROW = ("estimate", "low", "high", "se", "n", "confidence", "method", "reason")
@@ -63,15 +62,7 @@ def test_a_diff_run_of_version_1_reads_as_this_versions_rows():
 
 
 def test_a_diff_run_of_version_1_opens_with_summary_and_report_and_rewrites_as_rows(tmp_path):
-    printed = run_cli("summary", str(EARLIER))
-    assert printed.returncode == 0, printed.stderr
-    assert "| all | 96 | 5.32370 | [5.16153, 5.40141] |" in printed.stdout and "| quantity | value | 95 % BCa interval |" in printed.stdout
-    page = run_cli("report", str(EARLIER), "--out", str(tmp_path / "report.html"))
-    assert page.returncode == 0, page.stderr
-    html = (tmp_path / "report.html").read_text()
+    printed, html, run = opened_earlier(EARLIER, tmp_path)
+    assert "| all | 96 | 5.32370 | [5.16153, 5.40141] |" in printed and "| quantity | value | 95 % BCa interval |" in printed
     assert "95 % BCa interval" in html and "[5.16153, 5.40141]" in html and "[0.6836, 0.9480]" in html
-    run = tmp_path / "run"
-    shutil.copytree(EARLIER, run)
-    assert run_cli("summary", str(run), "--write").returncode == 0
-    assert json.loads((run / "result.json").read_text())["version"] == DiffResult.VERSION
     assert _check_json_files(run) == 5 * 3 + 1  # three cells without reverse KL, and the verdict

@@ -5,12 +5,12 @@ settings, and `summary --write` rewrites it as this version."""
 from __future__ import annotations
 
 import json
-import shutil
 
 from ctxeval import api
 from ctxeval.results.effective_length import EffectiveLengthResult
 from ctxeval.stats.interval import ROW_KEYS
-from tests.conftest import FIXTURES, run_cli
+from tests.conftest import FIXTURES
+from tests.test_interval_rows import opened_earlier
 
 EARLIER = FIXTURES / "effective_length_v2" / "run"  # a tiny hf model and its truncation control, as ctxeval 17bc193 wrote them
 
@@ -32,16 +32,8 @@ def test_an_effective_length_run_of_version_2_reads_l_star_and_the_share_kept_wi
 
 
 def test_an_effective_length_run_of_version_2_opens_with_summary_and_report_and_rewrites_as_this_version(tmp_path):
-    printed = run_cli("summary", str(EARLIER))
-    assert printed.returncode == 0, printed.stderr
-    assert "95 % percentile bootstrap over spans interval" in printed.stdout
-    page = run_cli("report", str(EARLIER), "--out", str(tmp_path / "report.html"))
-    assert page.returncode == 0, page.stderr
-    assert "95 % percentile bootstrap over spans interval" in (tmp_path / "report.html").read_text()
-    run = tmp_path / "run"
-    shutil.copytree(EARLIER, run)
-    assert run_cli("summary", str(run), "--write").returncode == 0
-    assert json.loads((run / "result.json").read_text())["version"] == EffectiveLengthResult.VERSION
+    printed, html, run = opened_earlier(EARLIER, tmp_path)
+    assert "95 % percentile bootstrap over spans interval" in printed and "95 % percentile bootstrap over spans interval" in html
     written = json.loads((run / "summary.json").read_text())
     assert all(s["effective_length"]["method"] == "percentile bootstrap over spans" for s in written["models"].values())
     assert set(ROW_KEYS) <= set(written["comparisons"][0]["share_kept"])

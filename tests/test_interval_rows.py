@@ -88,6 +88,22 @@ def _intervals_of(value, where: str = ""):
             yield from _intervals_of(inner, f"{where}[{i}]")
 
 
+def opened_earlier(folder: Path, tmp_path: Path) -> tuple[str, str, Path]:
+    """A folder of an earlier result version opened as a user would: `ctxeval summary` (its
+    stdout), `ctxeval report` (the page), and a copy rewritten in this version by `summary
+    --write` (its folder); each command succeeds and the copy's header names this version."""
+    printed = run_cli("summary", str(folder))
+    assert printed.returncode == 0, printed.stderr
+    page = run_cli("report", str(folder), "--out", str(tmp_path / "report.html"))
+    assert page.returncode == 0, page.stderr
+    run = tmp_path / "run"
+    shutil.copytree(folder, run)
+    assert run_cli("summary", str(run), "--write").returncode == 0
+    header = json.loads((run / "result.json").read_text())
+    assert header["version"] == result_class(header["kind"]).VERSION
+    return printed.stdout, (tmp_path / "report.html").read_text(), run
+
+
 def _check_json_files(run: Path) -> int:
     """Every interval of every JSON file of `run` carries its confidence and method beside its
     bounds, under no other spelling; the count of intervals seen."""

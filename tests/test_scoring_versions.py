@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from dataclasses import replace
 
 import numpy as np
@@ -20,9 +19,9 @@ from ctxeval.render.figures import _interval_caption
 from ctxeval.render.views import lm_view
 from ctxeval.results.scoring import RunResult
 from ctxeval.scoring.finish import scoring_result
-from tests.conftest import FIXTURES, run_cli
+from tests.conftest import FIXTURES
 from tests.synthetic_runs import write_run
-from tests.test_interval_rows import _check_json_files
+from tests.test_interval_rows import _check_json_files, opened_earlier
 
 EARLIER = FIXTURES / "scoring_v1" / "sweep"  # a three-document sweep as ctxeval 83ad2d9 wrote it (version 1)
 PLOTTED = ("avg", "rp", "ppl", "approx_ppl")
@@ -80,19 +79,11 @@ def test_a_scoring_run_of_version_1_reads_as_the_rows_this_version_computes_from
 
 
 def test_a_scoring_run_of_version_1_opens_with_summary_and_report_and_rewrites_as_rows(tmp_path):
-    printed = run_cli("summary", str(EARLIER))
-    assert printed.returncode == 0, printed.stderr
-    assert "## Average rank-based score AVG (thesis Table 1) — doc2, sweep (exact)" in printed.stdout and "|        8 |  0.750 |" in printed.stdout
-    page = run_cli("report", str(EARLIER), "--out", str(tmp_path / "report.html"))
-    assert page.returncode == 0, page.stderr
-    html = (tmp_path / "report.html").read_text()
+    printed, html, run = opened_earlier(EARLIER, tmp_path)
+    assert "## Average rank-based score AVG (thesis Table 1) — doc2, sweep (exact)" in printed and "|        8 |  0.750 |" in printed
     row = json.loads((EARLIER / "summary.json").read_text())["groups"][0]
     assert f"[{row['avg_lo']:.4f}, {row['avg_hi']:.4f}] 95 % t over 2 windows" in html
     assert "AVG rank score vs context length (95 % t over 2 windows; 95 % bootstrap over 4 targets)" in html
-    run = tmp_path / "run"
-    shutil.copytree(EARLIER, run)
-    assert run_cli("summary", str(run), "--write").returncode == 0
-    assert json.loads((run / "result.json").read_text())["version"] == RunResult.VERSION
     assert _check_json_files(run) == (6 + 2) * len(PLOTTED)  # six summary rows, two corpus rows
 
 
