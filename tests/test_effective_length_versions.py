@@ -8,6 +8,7 @@ import json
 
 from ctxeval import api
 from ctxeval.results.effective_length import EffectiveLengthResult
+from ctxeval.results.probe_report import ProbeReport
 from ctxeval.stats.interval import ROW_KEYS
 from tests.conftest import FIXTURES
 from tests.test_interval_rows import opened_earlier
@@ -37,3 +38,15 @@ def test_an_effective_length_run_of_version_2_opens_with_summary_and_report_and_
     written = json.loads((run / "summary.json").read_text())
     assert all(s["effective_length"]["method"] == "percentile bootstrap over spans" for s in written["models"].values())
     assert set(ROW_KEYS) <= set(written["comparisons"][0]["share_kept"])
+
+
+def test_a_probe_report_of_version_3_reads_l_stars_level_and_method_and_this_version_writes_them(tmp_path):
+    folder = EARLIER.parent / "probe_report"
+    assert json.loads((folder / "result.json").read_text())["version"] == 3 < ProbeReport.VERSION
+    stored = json.loads((folder / "probe_report.json").read_text())["effective_length"]
+    assert stored and "confidence" not in stored[0]
+    migrated = api.read_result(folder).sections["effective_length"]
+    assert migrated["value"].tolist() == [row["value"] for row in stored]
+    assert set(migrated["confidence"]) == {0.95} and set(migrated["method"]) == {"percentile bootstrap over spans"}
+    fresh = api.probe_report([EARLIER], out=tmp_path / "p").sections["effective_length"]  # this version, from the same run
+    assert fresh[["value", "low", "high", "confidence", "method"]].equals(migrated[["value", "low", "high", "confidence", "method"]])

@@ -130,5 +130,5 @@ def effective_rows(run: Path, summary: dict) -> pd.DataFrame:
         for measure, e in (("effective length", s["effective_length"]), ("key-token effective length", s["key_effective_length"])):
             if e is not None:
                 rows.append({"run": str(run), "model": model, "measure": measure, "max_context": s["max_context"], "value": e["value"], "low": e["low"], "high": e["high"],
-                             "at_least": e["at_least"], "units": f"{e['units']} {e['unit']}s", "text": describe_length(e)})
+                             "confidence": e["confidence"], "method": e["method"], "at_least": e["at_least"], "units": f"{e['units']} {e['unit']}s", "text": describe_length(e)})
     return pd.DataFrame(rows)

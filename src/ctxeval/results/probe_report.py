@@ -22,8 +22,21 @@ LANGUAGE_MODELLING = Section("language_modelling", "Perplexity and rank-based sc
 CONTEXT_GAIN = Section("context_gain", "Context gain and LongPPL")
 EFFECTIVE_LENGTH = Section("effective_length", "Effective context length")
 RETRIEVAL = Section("retrieval", "Line retrieval")
-OLD_CONFIDENCE = 0.95  # the level of every context gain's interval before version 3 (the context-gain kind's version 1)
+OLD_CONFIDENCE = 0.95  # the level of a context gain's interval and of L*'s in versions 1-3 (no command then offered another)
 SECTIONS = tuple(s.key for s in (LANGUAGE_MODELLING, CONTEXT_GAIN, EFFECTIVE_LENGTH, RETRIEVAL))
+
+
+def _named_l_star(rows: pd.DataFrame) -> pd.DataFrame:
+    """Effective-length rows of versions 1-3 with the level and method of L*'s interval, which
+    their run's settings named: the effective-length kind's percentile bootstrap over the units
+    its `units` column counts ("8 spans") at its version 2's level; a retrieval row has none."""
+    bounded = rows["low"].notna()
+    unit = rows["units"].astype(str).str.split(" ", n=1).str[1].fillna("")
+    out = rows.copy()
+    out.insert(out.columns.get_loc("high") + 1, "confidence", OLD_CONFIDENCE)
+    out["confidence"] = out["confidence"].where(bounded)
+    out.insert(out.columns.get_loc("confidence") + 1, "method", ("percentile bootstrap over " + unit).where(bounded, ""))
+    return out
 
 
 def records(table: pd.DataFrame) -> list[dict]:
@@ -42,8 +55,10 @@ class ProbeReport(Result):
     section per probe (perplexity by context, context gain, effective length, retrieval)."""
 
     KIND = "probe-report"
-    VERSION = 3
-    READS = (1, 2)  # version 1 had no effective-length section; before 3 the context gain's interval was its bounds alone (`migrate`)
+    VERSION = 4
+    # version 1 had no effective-length section; before 3 the context gain's interval was its
+    # bounds alone, before 4 L*'s without its level and method (`migrate`)
+    READS = (1, 2, 3)
     FILES = (Text(REPORT_MD, "markdown"),
              Json(REPORT_JSON, {"runs": "runs", "at_a_glance": kept("at_a_glance", records, pd.DataFrame), **{key: _section(key) for key in SECTIONS}},
                   more=Value("sections", lambda report: {k: records(v) for k, v in report.sections.items() if k not in SECTIONS}, frame)),
@@ -64,6 +79,9 @@ class ProbeReport(Result):
         if gain is not None and "gain_ci_low" in gain:
             found["sections"][CONTEXT_GAIN.key] = interval_columns(gain, "mean_gain", {"gain_ci_low": "low", "gain_ci_high": "high"},
                                                                    confidence=OLD_CONFIDENCE, method="BCa", n=0)
+        lengths = found["sections"].get(EFFECTIVE_LENGTH.key)
+        if lengths is not None and not lengths.empty and "confidence" not in lengths:
+            found["sections"][EFFECTIVE_LENGTH.key] = _named_l_star(lengths)
         return found
 
     def paths(self) -> dict[str, Path]:

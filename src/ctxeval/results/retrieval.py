@@ -134,5 +134,5 @@ def retrieval_length_rows(run: Path, lengths: dict[str, dict]) -> pd.DataFrame:
     for model, e in lengths.items():
         text = "below the shortest size" if e["value"] is None else (f"≥ {e['value']}" if e["at_least"] else str(e["value"]))
         rows.append({"run": str(run), "model": model, "measure": "retrieval effective length", "max_context": None, "value": e["value"], "low": None, "high": None,
-                     "at_least": e["at_least"], "units": f"accuracy ≥ {e['threshold']:g}", "text": text})
+                     "confidence": None, "method": "", "at_least": e["at_least"], "units": f"accuracy ≥ {e['threshold']:g}", "text": text})
     return pd.DataFrame(rows)
