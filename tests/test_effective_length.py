@@ -218,7 +218,7 @@ def test_l_star_and_the_share_kept_name_their_level_and_method_in_their_rows():
     kept = summary["comparisons"][0]["share_kept"]
     assert set(ROW_KEYS) <= set(kept) and (kept["confidence"], kept["method"], kept["n"]) == (0.9, "percentile bootstrap over spans", 12)
     text = render_markdown(summary)
-    assert "(90 % percentile bootstrap over spans interval; ≥ 256" in text and "(90 % percentile bootstrap over spans interval, the same resamples)" in text
+    assert "(interval: 90 % percentile bootstrap over spans; ≥ 256" in text and "(interval: 90 % percentile bootstrap over spans, the same resamples)" in text
     assert "95 %" not in text
 
 

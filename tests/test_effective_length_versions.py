@@ -34,7 +34,7 @@ def test_an_effective_length_run_of_version_2_reads_l_star_and_the_share_kept_wi
 
 def test_an_effective_length_run_of_version_2_opens_with_summary_and_report_and_rewrites_as_this_version(tmp_path):
     printed, html, run = opened_earlier(EARLIER, tmp_path)
-    assert "95 % percentile bootstrap over spans interval" in printed and "95 % percentile bootstrap over spans interval" in html
+    assert "interval: 95 % percentile bootstrap over spans" in printed and "interval: 95 % percentile bootstrap over spans" in html
     written = json.loads((run / "summary.json").read_text())
     assert all(s["effective_length"]["method"] == "percentile bootstrap over spans" for s in written["models"].values())
     assert set(ROW_KEYS) <= set(written["comparisons"][0]["share_kept"])

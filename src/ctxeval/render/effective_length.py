@@ -71,12 +71,12 @@ def headline(summary: dict) -> Headline:
         notes.append(f"L* {reason}.")
     stars = [s["effective_length"] for s in summary["models"].values()]
     notes.append(f"L*: the shortest length whose gain over {first} tokens reaches {summary['estimator']['share']:g} of the gain at {last} "
-                 f"({intervals.rows_header(stars)} interval; ≥ {last}: still gaining at the longest length).")
+                 f"(interval: {intervals.rows_header(stars)}; ≥ {last}: still gaining at the longest length).")
     if len(rows) > 1:
         lost = summary["comparisons"][0]["gain_difference"]
         notes.append(f"Gain lost: the reference's gain {first}→{last} minus the model's, in nats/token, paired on the same targets "
                      f"({intervals.level(lost['confidence'])} {lost.get('method', '')}); "
-                     f"share kept: the model's gain ÷ the reference's ({intervals.rows_header(c['share_kept'] for c in summary['comparisons'])} interval, the same resamples).")
+                     f"share kept: the model's gain ÷ the reference's (interval: {intervals.rows_header(c['share_kept'] for c in summary['comparisons'])}, the same resamples).")
     return Headline("Effective context length", f"{summary['spans']} spans of {summary['targets_per_span']} targets in {len(summary['documents'])} document(s), "
                     "the same targets at every length; log p: their mean log-probability; gains in nats/token",
                     ("model", "verdict vs reference", f"L* [{conf}]", f"log p at {last}", f"gain {first}→{last} [{conf}]", "gain lost vs reference", "share of reference's gain kept"),
