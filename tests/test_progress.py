@@ -162,6 +162,22 @@ def test_the_overhead_and_the_growth_with_length_are_fitted_once_the_jobs_tell_t
     assert left.seconds() == pytest.approx(sum(took(Cost(n, n)) for n in (200, 400, 800)) - 5, rel=1e-6)  # counted down between jobs
 
 
+def test_jobs_of_equal_tokens_and_other_targets_are_weighed_by_their_targets():
+    """Passes of one input length scoring 1 or 16 targets (a truncation control's, context-gain's
+    short passes): the targets' cost is told apart from the tokens', nothing split."""
+    clock = _Clock()
+    costs = [Cost(100, 100, targets=k) for k in (1, 1, 16, 16, 1, 16, 1)]
+    left = TimeLeft(Load.of(costs), clock)
+
+    def took(cost: Cost) -> float:
+        return 0.001 * cost.tokens + 0.01 * cost.targets
+
+    for cost in costs[:4]:
+        clock.now += took(cost)
+        left.done(cost)
+    assert left.seconds() == pytest.approx(sum(took(c) for c in costs[4:]), rel=1e-6)
+
+
 def test_a_stages_first_job_is_not_fitted_as_its_work():
     """A second model's first pass also waits for the model (and the first model's records): 30 s
     more than its 1 s of work. The passes after it are estimated at their own cost."""

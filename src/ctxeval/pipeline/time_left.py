@@ -169,7 +169,7 @@ class TimeLeft:
         upper = np.linalg.cholesky(gram + 1e-9 * np.trace(gram) * np.eye(len(used))).T
         coefficients, _ = nnls(upper, np.linalg.solve(upper.T, moment))
         out[used] = coefficients / scale
-        return self._split(out) if TARGETS in used and OVERHEAD not in used else out
+        return self._split(out) if TARGETS in used and len(self._targets) == 1 else out
 
     def _split(self, per_term: np.ndarray) -> np.ndarray:
         """A fixed cost fitted to jobs that all scored T targets, as half an overhead per job and
