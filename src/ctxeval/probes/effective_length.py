@@ -29,9 +29,10 @@ from ctxeval.metrics.registry import MetricConfig, token_metrics, tokens
 from ctxeval.pipeline.windows import capped_context
 from ctxeval.metrics.keytokens import DEFAULT_ALPHA, DEFAULT_BETA, key_token_mask, merge_spans, tokens_within
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED, FEW_CLUSTERS, MIN_CLUSTERS, RELIABLE_CLUSTERS
-from ctxeval.results.effective_length import EffectiveLengthResult, percentile_method
+from ctxeval.results.effective_length import EffectiveLengthResult
 from ctxeval.results.manifest import Manifest
 from ctxeval.results.records import read_records
+from ctxeval.stats.interval import percentile_method
 from ctxeval.stats.paired import PairedEstimate, paired_bca, ratio_replicates
 from ctxeval.stats.verdict import verdict
 

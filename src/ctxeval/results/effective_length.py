@@ -21,7 +21,7 @@ from ctxeval.results.manifest import Manifest, read_manifest
 from ctxeval.results.probe_report import EFFECTIVE_LENGTH
 from ctxeval.results.records import RECORDS_FILE, read_records
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE
-from ctxeval.stats.interval import Interval
+from ctxeval.stats.interval import Interval, percentile_method
 
 SUMMARY_JSON = "summary.json"
 CURVE_CSV = "curve.csv"
@@ -88,11 +88,6 @@ class EffectiveLengthResult(Result):
     def probe_rows(self, run: Path) -> dict[str, pd.DataFrame]:
         """Its L* and key-token L* per model."""
         return {EFFECTIVE_LENGTH.key: effective_rows(run, self.summary)}
-
-
-def percentile_method(unit: str) -> str:
-    """The interval method of L* and of the share kept, as their rows name it."""
-    return f"percentile bootstrap over {unit}s"
 
 
 def curve_frame(summary: dict) -> pd.DataFrame:

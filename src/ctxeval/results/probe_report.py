@@ -12,6 +12,7 @@ import pandas as pd
 from ctxeval.results.base import Result, Section
 from ctxeval.results.io import Figure, Json, Text, Value, folder, kept
 from ctxeval.results.rows import frame, interval_columns, nested
+from ctxeval.stats.interval import percentile_method
 
 REPORT_MD = "probe_report.md"
 REPORT_JSON = "probe_report.json"
@@ -31,11 +32,11 @@ def _named_l_star(rows: pd.DataFrame) -> pd.DataFrame:
     their run's settings named: the effective-length kind's percentile bootstrap over the units
     its `units` column counts ("8 spans") at its version 2's level; a retrieval row has none."""
     bounded = rows["low"].notna()
-    unit = rows["units"].astype(str).str.split(" ", n=1).str[1].fillna("")
+    units = rows["units"].astype(str).str.split(" ", n=1).str[1].fillna("")  # "8 spans": spans
     out = rows.copy()
     out.insert(out.columns.get_loc("high") + 1, "confidence", OLD_CONFIDENCE)
     out["confidence"] = out["confidence"].where(bounded)
-    out.insert(out.columns.get_loc("confidence") + 1, "method", ("percentile bootstrap over " + unit).where(bounded, ""))
+    out.insert(out.columns.get_loc("confidence") + 1, "method", [percentile_method(u.removesuffix("s")) if b else "" for u, b in zip(units, bounded)])
     return out
 
 

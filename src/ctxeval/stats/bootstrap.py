@@ -14,9 +14,9 @@ import numpy as np
 
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
 from ctxeval.stats.agreement import accuracy, f1_per_label, mcc
-from ctxeval.stats.interval import Interval
+from ctxeval.stats.interval import Interval, percentile_method
 
-METHOD = "percentile bootstrap over items"
+METHOD = percentile_method("item")
 
 
 def classification_metrics(y_true: Sequence[int], y_pred: Sequence[int], labels: Sequence[int], all_labels: Sequence[int]) -> dict[str, float]:

@@ -27,6 +27,11 @@ ROW_KEYS = ("estimate", "low", "high", "se", "n", "confidence", "method", "reaso
 SEPARATOR = "."  # a flat table's column of an interval's key: f"{name}{SEPARATOR}{key}"
 
 
+def percentile_method(unit: str) -> str:
+    """The method a percentile bootstrap that resamples `unit`s names in its rows."""
+    return f"percentile bootstrap over {unit}s"
+
+
 def column(name: str, key: str) -> str:
     """The flat-table column of interval `name`'s `key`: the bare name holds the estimate."""
     return name if key == "estimate" else f"{name}{SEPARATOR}{key}"

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ctxeval.stats.defaults import DEFAULT_CONFIDENCE, DEFAULT_REPLICATES, DEFAULT_SEED
-from ctxeval.stats.interval import Interval
+from ctxeval.stats.interval import Interval, percentile_method
 
 MIN_MODELS = 4
 MAX_UNDEFINED = 0.5  # share of replicates without a coefficient beyond which no interval is given
 COEFFICIENTS = ("spearman", "kendall")
 
 
-METHOD = "percentile bootstrap over models"
+METHOD = percentile_method("model")
 
 
 @dataclass(frozen=True, kw_only=True)
