@@ -13,7 +13,7 @@ from ctxeval.explorer.data import DEFAULT_TOP_K_SHOWN, arm_payload, load_runs
 from ctxeval.explorer.pairs import ArmPair, Compare, all_pairs
 from ctxeval.render.views import Arm, RunView, TokenPair
 from ctxeval.render import charts, intervals
-from ctxeval.results.effective_length import curve_frame, describe_length
+from ctxeval.results.effective_length import describe_length
 from ctxeval.render.page import b64, environment, page_js, script_json, static
 from ctxeval.results.base import make_folder
 
@@ -74,8 +74,7 @@ def _effective_charts(views: list[RunView]) -> list[Markup]:
                                        [math.nan if g["low"] is None else g["low"] for g in points], [math.nan if g["high"] is None else g["high"] for g in points]))
             if s["n_key"]:
                 keys.append(charts.Series(f"{model} · {s['n_key']} key tokens", xs, [p["key_logprob"] for p in s["curve"]]))
-        curves = curve_frame(view.effective)
-        band = intervals.table_header(curves[curves["gain.method"] != ""], "gain")
+        band = intervals.rows_header(p["gain"] for s in view.effective["models"].values() for p in s["curve"] if p["gain"])
         out.append(Markup(charts.line_chart(f"{view.label}: log p gain over the shortest length ({band})", "context length L (tokens)", "mean gain (nats/token)", gains, zero_line=True)))
         if keys:
             out.append(Markup(charts.line_chart(f"{view.label}: key tokens", "context length L (tokens)", "mean log p of key tokens", keys)))
