@@ -70,8 +70,9 @@ def _load() -> list[float]:
     return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]] if Path("/proc/loadavg").is_file() else []
 
 
-def replay(trace: dict) -> list[tuple[float, float | None, float]]:
-    """(share of the work done, time left shown, time really left) at the first job past each of SHARES."""
+def replay(trace: dict, by_time: bool = False) -> list[tuple[float, float | None, float]]:
+    """(share done, time left shown, time really left) at the first job past each of SHARES:
+    shares of the work as the progress bar counts it, or (`by_time`) of the run's whole time."""
     plan = trace["plan"]
     jobs = [job for job in trace["jobs"] if "units" in job]
     left = plan["left"]
@@ -87,19 +88,21 @@ def replay(trace: dict) -> list[tuple[float, float | None, float]]:
         now[0] = job["at"]
         estimate.done(Cost(*job["cost"]))
         done += job["units"]
-        if shares and done / total >= shares[0]:
-            out.append((done / total, estimate.seconds(), end - job["at"]))
-            while shares and done / total >= shares[0]:
+        share = job["at"] / end if by_time else done / total
+        if shares and share >= shares[0]:
+            out.append((share, estimate.seconds(), end - job["at"]))
+            while shares and share >= shares[0]:
                 shares.pop(0)
     return out
 
 
 def table(trace: dict) -> str:
     lines = [f"ctxeval {' '.join(trace['command'])}", f"load average at the end: {trace.get('machine_load')}; {trace['jobs'][-1]['at']:.0f} s in all",
-             "| done | shown left | actual left | error |", "|---|---|---|---|"]
-    for share, shown, actual in replay(trace):
-        error = "no estimate" if shown is None else f"{100 * (shown / actual - 1):+.0f} %"
-        lines.append(f"| {share:.0%} | {'-' if shown is None else progress.clock_time(shown)} | {progress.clock_time(actual)} | {error} |")
+             "| done | of | shown left | actual left | error |", "|---|---|---|---|---|"]
+    for by_time in (False, True):
+        for share, shown, actual in replay(trace, by_time):
+            error = "no estimate" if shown is None else f"{100 * (shown / actual - 1):+.0f} %"
+            lines.append(f"| {share:.0%} | {'time' if by_time else 'work'} | {'-' if shown is None else progress.clock_time(shown)} | {progress.clock_time(actual)} | {error} |")
     return "\n".join(lines)
 
 

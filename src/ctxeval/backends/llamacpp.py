@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ctxeval.backends.base import GREEDY, Capabilities, ModelInfo, PassInput, ScorerBase, SpecialTokens, Stop
-from ctxeval.backends.cores import usable_cores
+from ctxeval.backends.cores import free_cores
 from ctxeval.backends.llamacpp_prefix import PrefixCache
 from ctxeval.backends.logits import BlockScores, pick_token, score_block
 from ctxeval.backends.model_files import file_identity, file_sha256
@@ -111,7 +111,7 @@ class LlamaCppScorer(ScorerBase):
         self._lib = llama_cpp
         self._extra_bufts = not _amx_build(llama_cpp)
         self._path = path
-        self._n_threads = options.threads or n_threads or usable_cores()
+        self._n_threads = options.threads or n_threads or free_cores()
         self._n_batch = options.n_batch or n_batch
         self._pack_tokens = pack_tokens
         self._options = options

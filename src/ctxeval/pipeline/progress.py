@@ -3,7 +3,8 @@ elsewhere (output redirected to a file, a CI log), where a live bar is drawn onl
 end. A plain line is written when the first job is done, when a model's work is done, at every
 tenth of the work, and at least every `HEARTBEAT_SECONDS` of work, each with the time elapsed and an estimate of the time
 left: the work not yet done weighed by what its kind of work cost in this session
-(pipeline/time_left.py; work recorded by an earlier session is not counted in it). The bar
+(pipeline/time_left.py; work recorded by an earlier session is not counted in it), "at least"
+while it extrapolates to longer contexts than any finished job's (`TimeLeft.at_least`). The bar
 shows the same estimate, counted down between finished jobs, from the first finished job on,
 and the label of the job last sent to a worker (the work running); a plain line names the work
 just done."""
@@ -112,7 +113,7 @@ class PlainProgress:
             return "none left"
         if seconds is None:
             return "time left not known yet"
-        return f"about {clock_time(seconds)} left"
+        return f"{'at least' if self.left.at_least() else 'about'} {clock_time(seconds)} left"
 
 
 def work_left(total: int, already: int, load: Load | None) -> Load:
@@ -152,7 +153,8 @@ def progress_bar(enabled: bool, total: int, already: int, unit: str = "tokens", 
 
         def render(self, task: rp.Task) -> Text:
             seconds = estimate.seconds()
-            return Text("-:--:--" if seconds is None else f"{clock_time(seconds)} left", style="progress.remaining")
+            shown = "-:--:--" if seconds is None else f"{'≥' if estimate.at_least() else ''}{clock_time(seconds)} left"
+            return Text(shown, style="progress.remaining")
 
     columns = [rp.TextColumn("{task.description}"), rp.BarColumn(), rp.MofNCompleteColumn(), rp.TextColumn(unit), rp.TimeElapsedColumn(), TimeLeftColumn()]
     with rp.Progress(*columns, console=Console(file=stream), transient=False) as bar:
