@@ -105,7 +105,7 @@ def _replay(costs: list[Cost], seconds: list[float], units: list[int], at: float
 
 
 # The demo's sweep (`sweep demo --lengths 32,...,1024 --context-mode approx --repeats 5`): 5
-# passes per length from the shortest, each of L + 30 tokens scoring 30 targets (900 in all). A
+# passes per length, each of L + 30 tokens scoring 30 targets (900 in all). A
 # pass's seconds: the curve fitted to that sweep's passes as measured (CPU seconds per pass of the
 # embedded Gemma 3 270M, 2 threads, 2-core AMD EPYC at load 7-15, 2026-12-02): 1.7 s at 62 tokens,
 # 11 s at 1,054 (overhead, per token, and per token times length).
@@ -116,12 +116,25 @@ def _demo_pass_seconds(tokens: int) -> float:
     return 1.68 + 0.00658 * tokens + 2.11e-6 * tokens * tokens
 
 
-def test_a_sweep_shows_a_lower_bound_until_its_lengths_reach_half_the_longest_then_one_that_holds():
-    """While one length is done nothing is known of the longer passes: no estimate. From the
-    second length on the shorter passes' cost per token is extrapolated as it is, said to be a
-    lower bound ("at least"), and it is one, within 35 % at a quarter and at half of the demo's
-    sweep; once the passes of 542 tokens (half of the longest, 1,054) are done the growth with
-    length is fitted and the estimate is "about", within 5 %."""
+def test_a_sweep_run_from_its_longest_length_down_is_estimated_from_its_first_pass_on():
+    """The demo's sweep as planned (`windows.sweep`: longest length first): the estimate only
+    interpolates between lengths it has timed, within 20 % from the first line on."""
+    passes = [Cost(n + 30, n + 30) for n in reversed(DEMO_LENGTHS) for _ in range(5)]
+    seconds = [_demo_pass_seconds(c.tokens) for c in passes]
+    units = [30] * len(passes)
+    _, actual, lines = _replay(passes, seconds, units, at=1.0)
+    assert all(" about " in line for line in lines[:-1]), lines
+    for at in (0.04, 0.25, 0.5):
+        predicted, _, _ = _replay(passes, seconds, units, at=at)
+        assert abs(predicted / actual - 1) <= 0.2, (at, predicted, actual)
+
+
+def test_jobs_planned_from_the_shortest_length_up_show_a_lower_bound_until_their_lengths_reach_half_the_longest():
+    """The same passes from the shortest length up. While one length is done nothing is known
+    of the longer passes: no estimate. From the second length on the shorter passes' cost per
+    token is extrapolated as it is, said to be a lower bound ("at least"), and it is one;
+    once the passes of 542 tokens (half of the longest, 1,054) are done the growth with length
+    is fitted and the estimate is "about", within 5 %."""
     passes = [Cost(n + 30, n + 30) for n in DEMO_LENGTHS for _ in range(5)]
     seconds = [_demo_pass_seconds(c.tokens) for c in passes]
     units = [30] * len(passes)

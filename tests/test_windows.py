@@ -122,6 +122,14 @@ def test_sweep_approx_is_one_pass_with_growing_context():
     assert p.n_input == 21  # the whole window: 16 tokens of context and the 5 targets
 
 
+def test_a_sweep_runs_its_longest_length_first_each_lengths_repeats_in_order():
+    """Longest first: a length the machine cannot hold fails at once, and the time-left estimate
+    interpolates between timed lengths rather than extrapolating short passes (docs/outputs.md)."""
+    starts = {(length, repeat): 10 * repeat for length in (32, 64, 128) for repeat in range(2)}
+    passes = windows.sweep(np.arange(1000), [32, 64, 128], 5, starts, "approx")
+    assert [(p.n_input - 5, p.context_start) for p in passes] == [(128, 0), (128, 10), (64, 0), (64, 10), (32, 0), (32, 10)]
+
+
 def test_sweep_thesis_pass_bounds_the_targets_the_protocol_may_reach():
     char_starts = np.arange(1000)
     (p,) = windows.sweep(char_starts, [16], 5, {(16, 0): 10}, "thesis")  # non-exhaustive: n_c targets

@@ -173,7 +173,7 @@ def out(help: str = "Run directory. Default: runs/<command>-<run id>. Re-running
 
 
 def threads() -> Any:
-    return option("--threads", "CPU threads for the model (default: the cores this process may run on).", None, check=positive)
+    return option("--threads", "CPU threads for the model (default: the cores this process may run on; llama.cpp leaves out those other processes keep busy when the model loads: a thread on a busy core stalls every decode step).", None, check=positive)
 
 
 def device() -> Any:

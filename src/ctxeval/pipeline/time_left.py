@@ -15,8 +15,8 @@ length L they are decoded at (attention reads every earlier token), its T scored
 their own cost, and its G generated tokens at theirs (one decode step each, counted apart from
 the prompt). The coefficients (all ≥ 0) are fitted by non-negative least squares to the times
 between this session's finished jobs, a term only once the finished jobs can tell it apart from
-the others: the growth with length once they span three lengths and reach half the plan's
-longest (`_grows`), generation once one job generated, the overhead once they differ in tokens
+the others: the growth with length once they span three lengths, a factor of four, and reach
+half the plan's longest (`_grows`), generation once one job generated, the overhead once they differ in tokens
 and (where jobs score targets) in targets — until then a job's fixed cost is weighed half as an
 overhead, half as its targets' (`_split`); before two jobs differ a job's time is taken as
 proportional to its tokens. A stage's first job (`stage_started`) is not fitted: its time also
@@ -42,6 +42,7 @@ OVERHEAD, TOKENS, TOKEN_LENGTHS, GENERATED, TARGETS = range(5)
 TERMS = 5  # the model's terms, as columns
 LENGTHS_FOR_GROWTH = 3  # distinct lengths finished before the growth with length is fitted
 GROWTH_REACH = 2  # ... and the longest of them at least 1/GROWTH_REACH of the longest planned
+GROWTH_SPAN = 4  # ... and at least GROWTH_SPAN times the shortest
 
 
 @dataclass(frozen=True)
@@ -146,10 +147,13 @@ class TimeLeft:
 
     def _grows(self) -> bool:
         """Whether the growth with length is fitted: the finished jobs span three lengths, the
-        longest of them reaching half the plan's longest. A growth fitted to shorter ones is
-        mostly noise, extrapolated: passes of 62, 94 and 158 tokens, 0.01–0.03 s apart between
-        two idle runs, put the 1,054-token passes at −17 % in one and +199 % in the other."""
-        return len(self._lengths) >= LENGTHS_FOR_GROWTH and max(self._lengths) * GROWTH_REACH >= self._longest
+        longest of them at least four times the shortest and half the plan's longest. Fitted to a
+        narrower span the growth is mostly noise, extrapolated: passes of 62, 94 and 158 tokens,
+        0.01–0.03 s apart between two idle runs, put the 1,054-token passes at −17 % in one and
+        +199 % in the other; fitted to 1,054, 542 and 286 tokens it put the passes of 62–158 at
+        +74 % (docs/outputs.md)."""
+        shortest, longest = min(self._lengths, default=0), max(self._lengths, default=0)
+        return len(self._lengths) >= LENGTHS_FOR_GROWTH and longest * GROWTH_REACH >= self._longest and longest >= GROWTH_SPAN * shortest
 
     def _per_term(self) -> np.ndarray:
         """Seconds per unit of each term, fitted to the finished jobs (0 for a term not fitted)."""

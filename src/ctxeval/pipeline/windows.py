@@ -237,6 +237,15 @@ def max_sweep_start_char(char_starts: np.ndarray, length: int, n_compare: int) -
     return int(char_starts[last_token])
 
 
+def _longest_first(item: tuple[tuple[int, int], int]) -> tuple[int, int]:
+    """A sweep's passes run from its longest length down, each length's repeats in order: a
+    length too long for the machine's memory fails in the first minute, not the last, and the
+    time-left estimate interpolates between lengths it has timed instead of extrapolating the
+    short passes' cost to passes 17 times longer (docs/outputs.md)."""
+    (length, repeat), _ = item
+    return -length, repeat
+
+
 def sweep(
     char_starts: np.ndarray,
     lengths: Sequence[int],
@@ -259,7 +268,7 @@ def sweep(
         raise UserError(f"unknown context mode {context_mode!r}; choose one of {', '.join(CONTEXT_MODES)}")
     n_tokens = len(char_starts)
     passes: list[Pass] = []
-    for (length, repeat), start_char in sorted(start_chars.items()):
+    for (length, repeat), start_char in sorted(start_chars.items(), key=_longest_first):
         _check_positive(lengths=length)
         start = int(np.searchsorted(char_starts, start_char, side="left"))
         first_target = start + length
