@@ -16,19 +16,19 @@ their own cost, and its G generated tokens at theirs (one decode step each, coun
 the prompt). The coefficients (all ≥ 0) are fitted by non-negative least squares to the times
 between this session's finished jobs, a term only once the finished jobs can tell it apart from
 the others: the growth with length once they span three lengths, a factor of four, and reach
-half the plan's longest (`_grows`), generation once one job generated, the overhead once they differ in tokens
-and (where jobs score targets) in targets — until then a job's fixed cost is weighed half as an
-overhead, half as its targets' (`_split`); before two jobs differ a job's time is taken as
-proportional to its tokens. A stage's first job (`stage_started`) is not fitted: its time also
-holds the model's warm-up. The time left is the fit applied to the sums of the same terms over
-the jobs not yet finished, which the plan gives (`Load`). While the plan still holds jobs at
-longer contexts than any finished one and the growth is not fitted, the estimate extrapolates the
-cost per token of the shorter jobs as it is and says so (`at_least`): a job's cost only grows
-with its context. With one length finished there is none: its jobs' overhead cannot be told from
-their tokens' cost, and counting it per token would charge passes 17 times longer 17 times the
-overhead. With an executor that runs jobs side by side (Ray actors) the times between
-finished jobs are shorter in the same proportion as the work left is, so the estimate needs no
-worker count.
+half the plan's longest (`_grows`), generation once one job generated, the overhead once they
+differ in tokens and (where jobs score targets) in targets — until then a job's fixed cost is
+weighed half as an overhead, half as its targets' (`_split`); before two jobs differ a job's
+time is taken as proportional to its tokens. A stage's first job (`stage_started`) is not
+fitted: its time also holds the model's warm-up. The time left is the fit applied to the sums of
+the same terms over the jobs not yet finished, which the plan gives (`Load`). While the plan
+still holds jobs at longer contexts than any finished one and the growth is not fitted, the
+estimate extrapolates the cost per token of the shorter jobs as it is and says so (`at_least`):
+a job's cost only grows with its context. With one length finished there is none: its jobs'
+overhead cannot be told from their tokens' cost, and counting it per token would charge passes
+17 times longer 17 times the overhead. With an executor that runs jobs side by side (Ray actors)
+the times between finished jobs are shorter in the same proportion as the work left is, so the
+estimate needs no worker count.
 """
 
 from __future__ import annotations
@@ -150,8 +150,8 @@ class TimeLeft:
         longest of them at least four times the shortest and half the plan's longest. Fitted to a
         narrower span the growth is mostly noise, extrapolated: passes of 62, 94 and 158 tokens,
         0.01–0.03 s apart between two idle runs, put the 1,054-token passes at −17 % in one and
-        +199 % in the other; fitted to 1,054, 542 and 286 tokens it put the passes of 62–158 at
-        +74 % (docs/outputs.md)."""
+        +199 % in the other; fitted to 1,054, 542 and 286 tokens (a sweep's first three lengths,
+        run longest first) it put the passes of 62–158 at +74 % in one of them."""
         shortest, longest = min(self._lengths, default=0), max(self._lengths, default=0)
         return len(self._lengths) >= LENGTHS_FOR_GROWTH and longest * GROWTH_REACH >= self._longest and longest >= GROWTH_SPAN * shortest
 
