@@ -276,6 +276,21 @@ def test_the_bar_shows_the_estimate_after_one_job_and_names_the_job_running():
     assert "-:--:--" not in screen and "0:07:30 left" in screen and "vt" in screen and "niah" not in screen, screen
 
 
+def test_the_bar_marks_a_lower_bound():
+    """Jobs at 100 and 200 tokens done, one at 800 left: the shorter jobs' cost per token, extrapolated, is "at least"."""
+    stream, clock = _Terminal(), _Clock()
+    costs = [Cost(100, 100), Cost(100, 100), Cost(200, 200), Cost(800, 800)]
+    with progress_bar(True, 4, 0, "passes", stream, left=Load.of(costs), clock=clock) as shown:
+        for cost in costs[:3]:
+            clock.now += 1 + cost.tokens / 100
+            shown.advance(Step(1, "p", cost))
+        stream.seek(0)
+        stream.truncate()
+        shown.bar.refresh()
+        screen = stream.getvalue()
+    assert "≥0:00:09 left" in screen, screen  # 1 s a job plus 1 s per 100 tokens: 9 s for 800
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

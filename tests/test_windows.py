@@ -122,12 +122,20 @@ def test_sweep_approx_is_one_pass_with_growing_context():
     assert p.n_input == 21  # the whole window: 16 tokens of context and the 5 targets
 
 
-def test_a_sweep_runs_its_longest_length_first_each_lengths_repeats_in_order():
+def test_a_sweep_runs_its_longest_length_first_each_lengths_passes_in_plan_order():
     """Longest first: a length the machine cannot hold fails at once, and the time-left estimate
-    interpolates between timed lengths rather than extrapolating short passes (docs/outputs.md)."""
+    interpolates between timed lengths rather than extrapolating short passes (docs/outputs.md).
+    The plan (and so the pass indices records are kept in) is unchanged; other passes run as planned."""
     starts = {(length, repeat): 10 * repeat for length in (32, 64, 128) for repeat in range(2)}
-    passes = windows.sweep(np.arange(1000), [32, 64, 128], 5, starts, "approx")
-    assert [(p.n_input - 5, p.context_start) for p in passes] == [(128, 0), (128, 10), (64, 0), (64, 10), (32, 0), (32, 10)]
+    passes = windows.sweep(np.arange(1000), [32, 64, 128], 5, starts, "approx") + windows.sweep(np.arange(1000), [32, 64, 128], 2, starts, "exact")
+    assert [p.window_id for p in passes[:6]] == ["A32-r0", "A32-r1", "A64-r0", "A64-r1", "A128-r0", "A128-r1"]
+    ran = [passes[k] for k in windows.run_order(passes)]
+    assert [(p.window_id, p.target_start) for p in ran] == [
+        ("A128-r0", 128), ("A128-r1", 138), ("E128-r0", 128), ("E128-r0", 129), ("E128-r1", 138), ("E128-r1", 139),
+        ("A64-r0", 64), ("A64-r1", 74), ("E64-r0", 64), ("E64-r0", 65), ("E64-r1", 74), ("E64-r1", 75),
+        ("A32-r0", 32), ("A32-r1", 42), ("E32-r0", 32), ("E32-r0", 33), ("E32-r1", 42), ("E32-r1", 43)]
+    chunks = windows.chunked(100, 32)
+    assert windows.run_order(chunks) == list(range(len(chunks)))  # the last, shorter chunk too
 
 
 def test_sweep_thesis_pass_bounds_the_targets_the_protocol_may_reach():

@@ -237,15 +237,6 @@ def max_sweep_start_char(char_starts: np.ndarray, length: int, n_compare: int) -
     return int(char_starts[last_token])
 
 
-def _longest_first(item: tuple[tuple[int, int], int]) -> tuple[int, int]:
-    """A sweep's passes run from its longest length down, each length's repeats in order: a
-    length too long for the machine's memory fails in the first minute, not the last, and the
-    time-left estimate interpolates between lengths it has timed instead of extrapolating the
-    short passes' cost to passes 17 times longer (docs/outputs.md)."""
-    (length, repeat), _ = item
-    return -length, repeat
-
-
 def sweep(
     char_starts: np.ndarray,
     lengths: Sequence[int],
@@ -268,7 +259,7 @@ def sweep(
         raise UserError(f"unknown context mode {context_mode!r}; choose one of {', '.join(CONTEXT_MODES)}")
     n_tokens = len(char_starts)
     passes: list[Pass] = []
-    for (length, repeat), start_char in sorted(start_chars.items(), key=_longest_first):
+    for (length, repeat), start_char in sorted(start_chars.items()):
         _check_positive(lengths=length)
         start = int(np.searchsorted(char_starts, start_char, side="left"))
         first_target = start + length
@@ -289,6 +280,16 @@ def sweep(
                 for target in range(first_target, first_target + n_compare)
             )
     return passes
+
+
+def run_order(passes: Sequence[Pass]) -> list[int]:
+    """The order in which a document's passes run, as positions in its plan: a sweep's from its
+    longest length down, each length's passes in plan order; others as planned. A length too
+    long for the machine's memory fails in the first minute, not the last, and the time-left
+    estimate interpolates between lengths it has timed instead of extrapolating the short
+    passes' cost to passes 17 times longer (docs/outputs.md). Records keep the plan's order
+    (pass indices), so a run's files do not depend on it."""
+    return sorted(range(len(passes)), key=lambda k: -passes[k].nominal_len if passes[k].method == "sweep" else 0)
 
 
 def _check_positive(**values: int) -> None:

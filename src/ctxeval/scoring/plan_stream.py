@@ -18,7 +18,7 @@ from ctxeval.backends.base import ModelInfo, Scorer
 from ctxeval.data.texts import Text
 from ctxeval.errors import UserError
 from ctxeval.pipeline.tokens import TokenizedText, tokenize
-from ctxeval.pipeline.windows import Pass, for_model
+from ctxeval.pipeline.windows import Pass, for_model, run_order
 
 HOLD_TOKENS = 4_000_000  # about 150 MB of token arrays kept from planning for the executor
 
@@ -85,13 +85,14 @@ def merge_facts(facts: list[tuple[str, dict]]) -> dict:
 def document_jobs(
     scorer: Scorer, per_model: list[list[Pass]], texts: Iterable[Text], first_index: int, done: set[int], held: dict[int, TokenizedText]
 ) -> Iterator[tuple[int, TokenizedText, Pass]]:
-    """(pass index, tokenized document, pass) of every pending pass of one model, tokenizing
-    each document only when it has a pending pass and is not `held` from planning."""
+    """(pass index, tokenized document, pass) of every pending pass of one model, in
+    `run_order`, tokenizing each document only when it has a pending pass and is not `held`
+    from planning."""
     index = first_index
     texts_iter = iter(texts)
     for doc_index, passes in enumerate(per_model):
         text = next(texts_iter)
-        pending = [(index + j, p) for j, p in enumerate(passes) if index + j not in done]
+        pending = [(index + j, passes[j]) for j in run_order(passes) if index + j not in done]
         index += len(passes)
         if not pending:
             continue
