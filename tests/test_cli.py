@@ -158,22 +158,24 @@ def test_score_takes_several_texts_as_sweep_does(tmp_path):
     assert (tmp_path / "both" / "corpus_summary.json").is_file()  # several documents: the corpus-level summary, as for sweep
 
 
-def _kill_midway(args: list[str], out: Path, after_passes: int = 3) -> None:
+def _kill_midway(args: list[str], out: Path, first_run: list[int], after_passes: int = 3) -> None:
     """Run and let it SIGTERM itself once `after_passes` passes are on disk (deterministic: the
-    executor's test hook raises the signal, so a fast machine cannot finish first)."""
+    executor's test hook raises the signal, so a fast machine cannot finish first): those of
+    `first_run`, the plan's pass indices that run first."""
     env = dict(os.environ, **{STOP_AFTER_PASSES_ENV: str(after_passes)})
     proc = subprocess.run([sys.executable, "-m", "ctxeval.cli", *args], capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 130, proc.stderr
     assert not (out / "records.parquet").exists()
     assert json.loads((out / "manifest.json").read_text())["status"] == "incomplete"  # interrupted: not finished, resumable
     on_disk = pq.read_table(out / "parts", columns=["pass_index"]).column(0).unique().to_pylist()
-    assert sorted(on_disk) == list(range(after_passes))
+    assert sorted(on_disk) == first_run[:after_passes]
 
 
 @pytest.mark.model
 def test_interrupted_run_resumes_to_identical_results(tmp_path):
     args = ["sweep", "--lengths", "64,128", "--n-compare", "12", "--quiet"]
-    _kill_midway(args + ["--out", str(tmp_path / "killed")], tmp_path / "killed")
+    # passes 0-11 score length 64, 12-23 length 128: a sweep runs its longest length first
+    _kill_midway(args + ["--out", str(tmp_path / "killed")], tmp_path / "killed", first_run=[12, 13, 14])
     parts_before = {p.name for p in (tmp_path / "killed" / "parts").glob("part-*.parquet")}
     assert parts_before
     resumed = run_cli(*args, "--out", str(tmp_path / "killed"))
