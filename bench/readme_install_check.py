@@ -29,7 +29,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from tests.test_readme import code_lines  # noqa: E402
 
 INSTALL = re.compile(r"^\.venv/bin/pip install -e '\.\[([a-z0-9,_-]+)\]'$")
 RUNNABLE = ("ctxeval ", "lm_eval ")
@@ -48,6 +47,8 @@ class Question:
 
 def questions(readme: str) -> list[Question]:
     """The README's questions (its `###` sections under "Questions"), each with its indented code."""
+    from tests.test_readme import code_lines  # here: the checks inside a question's venv run without pytest
+
     body = readme.split("\n## Questions", 1)[1].split("\n## ", 1)[0]
     found = []
     for section in body.split("\n### ")[1:]:
