@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -38,33 +40,41 @@ def _write_task(root: Path) -> Path:
     return tasks
 
 
-def _run_lm_eval(tasks: Path, out: Path, seed: int, limit: int | None) -> Path:
-    """One lm-eval run of the dummy model, written as the lm_eval CLI writes it."""
-    from lm_eval import simple_evaluate
-    from lm_eval.loggers import EvaluationTracker
-    from lm_eval.tasks import TaskManager
+_LM_EVAL_RUN = """
+import sys
+from lm_eval import simple_evaluate
+from lm_eval.loggers import EvaluationTracker
+from lm_eval.tasks import TaskManager
 
-    tracker = EvaluationTracker(output_path=str(out))
-    results = simple_evaluate(model="dummy", tasks=["byor_mc"], task_manager=TaskManager(include_path=str(tasks)), log_samples=True,
-                              bootstrap_iters=0, random_seed=seed, limit=limit, evaluation_tracker=tracker)
-    samples = results.pop("samples")
-    tracker.save_results_aggregated(results=results, samples=samples)
-    for task in results["configs"]:
-        tracker.save_results_samples(task_name=task, samples=samples[task])
+tasks, out, seed, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), None if sys.argv[4] == "-" else int(sys.argv[4])
+tracker = EvaluationTracker(output_path=out)
+results = simple_evaluate(model="dummy", tasks=["byor_mc"], task_manager=TaskManager(include_path=tasks), log_samples=True,
+                          bootstrap_iters=0, random_seed=seed, limit=limit, evaluation_tracker=tracker)
+samples = results.pop("samples")
+tracker.save_results_aggregated(results=results, samples=samples)
+for task in results["configs"]:
+    tracker.save_results_samples(task_name=task, samples=samples[task])
+"""
+
+
+def _run_lm_eval(tasks: Path, out: Path, seed: int, limit: int | None, env: dict[str, str]) -> Path:
+    """One lm-eval run of the dummy model, written as the lm_eval CLI writes it, in its own
+    process as the CLI runs: huggingface_hub reads HF_HUB_OFFLINE when it is imported, so in a
+    test process that imported it earlier the dummy model's tokenizer lookup went to the network
+    and waited out its retries (45 s a run)."""
+    proc = subprocess.run([sys.executable, "-c", _LM_EVAL_RUN, str(tasks), str(out), str(seed), "-" if limit is None else str(limit)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
     return out
 
 
 @pytest.fixture(scope="module")
 def lm_runs(tmp_path_factory) -> dict[str, Path]:
     pytest.importorskip("lm_eval")
-    saved = {k: os.environ.get(k) for k in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE", "HF_DATASETS_CACHE")}
     root = tmp_path_factory.mktemp("byor-lmeval")
-    os.environ.update(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_DATASETS_CACHE=str(root / "hf-datasets"))
+    env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_DATASETS_CACHE=str(root / "hf-datasets"))
     tasks = _write_task(root)
-    runs = {name: _run_lm_eval(tasks, root / name, seed, limit) for name, seed, limit in (("a", 1, None), ("b", 2, None), ("c", 3, None), ("short", 4, LIMIT))}
-    yield runs
-    for k, v in saved.items():
-        os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    return {name: _run_lm_eval(tasks, root / name, seed, limit, env) for name, seed, limit in (("a", 1, None), ("b", 2, None), ("c", 3, None), ("short", 4, LIMIT))}
 
 
 def _lines(run: Path) -> dict[int, dict]:
