@@ -32,4 +32,4 @@ def free_cores() -> int:
     mask = os.sched_getaffinity(0)
     busy = psutil.cpu_percent(interval=SAMPLE_SECONDS, percpu=True)
     held = sum(share for cpu, share in enumerate(busy) if cpu in mask) / 100
-    return max(1, min(cores, round(cores - held)))
+    return max(1, round(cores - held))
